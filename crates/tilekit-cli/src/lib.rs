@@ -1,0 +1,48 @@
+//! # tilekit-cli
+//!
+//! The `tilekit` command-line tool. Each subcommand is a module holding its `Args` (clap) and a
+//! `run` function; the logic they present lives in the library crates.
+//!
+//! With no subcommand, `tilekit` runs its embedded default job: the conformance suite against
+//! `../shared/conformance`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod conformance;
+pub mod error;
+
+pub use error::CliError;
+
+/// CK Tile's tile-programming model in Rust: layouts you can validate and see.
+#[derive(Debug, Parser)]
+#[command(name = "tilekit", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do; without one, the embedded default job runs (`tilekit conformance`).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands of `tilekit`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check this build against CK Tile conformance vectors (JSON files of the reference's numbers).
+    Conformance(conformance::Args),
+}
+
+/// Parses the command line, runs the command and turns errors into a message and exit code 2.
+pub fn main_entry() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => conformance::run(&conformance::Args::default()),
+        Some(Command::Conformance(a)) => conformance::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tilekit: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,795 @@
+//! Coordinate transforms: the atoms of every layout.
+//!
+//! A transform maps an **upper** index (closer to the user) to a **lower** index (closer to
+//! memory). Layouts are built by stacking transforms over hidden dimensions (see
+//! [`crate::adaptor`]); a tensor's element offset is what comes out at the very bottom.
+//!
+//! ```text
+//!        upper (user)                      upper (user)
+//!       (row, col) 5×7                     z ∈ 0..64
+//!            │  embed(coefs 7,1)              │  merge(2,2,2,2,2,2)
+//!            ▼                                ▼
+//!        offset = 7·row + col           (y2,x2,y1,x1,y0,x0) bits
+//!        lower (memory)                       │  unmerge ×2 …
+//! ```
+//!
+//! Each transform provides the five operations of the reference (SEMANTICS §2):
+//!
+//! | operation | method |
+//! |---|---|
+//! | lower index from upper | [`Transform::lower_index`] |
+//! | incremental update for coordinate moves | [`Transform::update_lower_index`] |
+//! | validity (only pads can be invalid) | [`Transform::is_always_valid`], [`Transform::is_valid`] |
+//! | guaranteed vector length/stride, lower → upper | [`Transform::upper_vector_lengths_strides`] |
+//! | upper lengths | [`Transform::upper_lengths`] |
+//!
+//! The catalogue, with `u` upper and `l` lower indices:
+//!
+//! | constructor | low→up | lower from upper | valid iff |
+//! |---|---|---|---|
+//! | [`pass_through(L)`](Transform::pass_through) | 1→1 | `l = u` | always |
+//! | [`pad(L, lp, rp, skip)`](Transform::pad) | 1→1, up `L+lp+rp` | `l = u − lp` | `lp ≤ u < L+lp` |
+//! | [`left_pad(L, lp, skip)`](Transform::left_pad) | 1→1, up `L+lp` | `l = u − lp` | `u ≥ lp` |
+//! | [`right_pad(L, rp, skip)`](Transform::right_pad) | 1→1, up `L+rp` | `l = u` | `u < L` |
+//! | [`embed(lens, coefs)`](Transform::embed) | 1→N | `l = Σ uᵢ·cᵢ` | always |
+//! | [`merge(lens)`](Transform::merge) | N→1, up `Π Lᵢ` | mixed-radix split, last fastest | always |
+//! | [`unmerge(lens)`](Transform::unmerge) | 1→N | `l = Σ uᵢ·Π_{j>i} Uⱼ` | always |
+//! | [`freeze(v)`](Transform::freeze) | 1→0 | `l = v` | always |
+//! | [`insert(L)`](Transform::insert) | 0→1 | — | always |
+//! | [`replicate(lens)`](Transform::replicate) | 0→N | — | always |
+//! | [`slice(b, e)`](Transform::slice) | 1→1, up `e−b` | `l = u + b` | always |
+//! | [`modulo(m, L)`](Transform::modulo) | 1→1 | `l = u mod m` | always |
+//! | [`xor(L0, L1)`](Transform::xor) | 2→2 | `l₀ = u₀, l₁ = u₁ ⊕ (u₀ mod L₁)` | always |
+//! | [`offset(L, o)`](Transform::offset) | 1→1 | `l = u + o` | always |
+//! | [`indexing(table)`](Transform::indexing) | 1→1 | `l = table[u]` | always |
+//!
+//! Where the reference is broken tilekit is not: `left_pad` can be used in descriptors, and
+//! `modulo` supports coordinate moves (the lower index is recomputed from the new upper index).
+//! Both merge variants of the reference (magic division and division/modulo) give the same
+//! numbers; tilekit has one merge and records which variant a description asked for.
+
+use crate::error::{LayoutError, Result};
+use crate::idx::{consts, gcd, product, Idx, IdxBool};
+
+/// Which reference merge a [`Transform::merge`] stands for. Both compute the same lower index;
+/// the variant is kept so that descriptions round-trip and code generators may choose
+/// (magic multiply-shift vs hardware division).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MergeVariant {
+    /// `merge_v2_magic_division` (`make_merge_transform`).
+    MagicDivision,
+    /// `merge_v3_division_mod`.
+    DivisionMod,
+}
+
+/// The parameters of a transform. Read it with [`Transform::kind`]; build transforms with the
+/// validating constructors of [`Transform`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransformKind<I> {
+    /// `l = u` over `length`.
+    PassThrough {
+        /// Upper (= lower) length.
+        length: I,
+    },
+    /// Two-sided pad.
+    Pad {
+        /// Lower length.
+        low_length: I,
+        /// Left pad.
+        left: I,
+        /// Right pad.
+        right: I,
+        /// When true, every index counts as valid.
+        skip_is_valid_check: bool,
+    },
+    /// Left pad.
+    LeftPad {
+        /// Lower length.
+        low_length: I,
+        /// Left pad.
+        left: I,
+        /// When true, every index counts as valid.
+        skip_is_valid_check: bool,
+    },
+    /// Right pad.
+    RightPad {
+        /// Lower length.
+        low_length: I,
+        /// Right pad.
+        right: I,
+        /// When true, every index counts as valid.
+        skip_is_valid_check: bool,
+    },
+    /// `l = Σ uᵢ·cᵢ`.
+    Embed {
+        /// Upper lengths.
+        up_lengths: Vec<I>,
+        /// Coefficient of each upper dimension.
+        coefficients: Vec<I>,
+    },
+    /// Mixed-radix split of one upper index into the lower dims (last fastest).
+    Merge {
+        /// Lower lengths.
+        low_lengths: Vec<I>,
+        /// The reference variant this stands for.
+        variant: MergeVariant,
+    },
+    /// Row-major linearisation of the upper dims into one lower index.
+    Unmerge {
+        /// Upper lengths.
+        up_lengths: Vec<I>,
+    },
+    /// No upper dimension; the lower index is the constant `low_idx`.
+    Freeze {
+        /// The fixed lower index.
+        low_idx: I,
+    },
+    /// One dangling upper dimension of `length` (no lower dimension).
+    Insert {
+        /// Upper length.
+        length: I,
+    },
+    /// Dangling upper dimensions (no lower dimension).
+    Replicate {
+        /// Upper lengths.
+        up_lengths: Vec<I>,
+    },
+    /// `l = u + begin` over `end − begin`.
+    Slice {
+        /// First lower index.
+        begin: I,
+        /// One past the last lower index.
+        end: I,
+    },
+    /// `l = u mod modulus`.
+    Modulo {
+        /// The modulus.
+        modulus: I,
+        /// Upper length.
+        up_length: I,
+    },
+    /// `l₀ = u₀, l₁ = u₁ ⊕ (u₀ mod lengths[1])`.
+    Xor {
+        /// Lengths of both dimensions.
+        lengths: [I; 2],
+    },
+    /// `l = u + offset`.
+    Offset {
+        /// Upper length.
+        length: I,
+        /// The added offset.
+        offset: I,
+    },
+    /// `l = table[u]` (gather).
+    Indexing {
+        /// Lower index of every upper index.
+        table: Vec<i64>,
+    },
+}
+
+/// A validated coordinate transform, generic over the index domain `I`.
+///
+/// ```
+/// use tilekit_layout::Transform;
+/// // the row-major offset of a 4×6 tensor with strides (6, 1)
+/// let t = Transform::embed(vec![4i64, 6], vec![6, 1]).unwrap();
+/// assert_eq!(t.lower_index(&[2, 3]), vec![15]);
+/// assert_eq!(t.upper_lengths(), vec![4, 6]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transform<I = i64> {
+    kind: TransformKind<I>,
+}
+
+fn known_ge<I: Idx>(ctx: &str, field: &str, v: &I, min: i64, rule: &str) -> Result<()> {
+    match v.to_const() {
+        Some(c) if c < min => Err(LayoutError::invalid(ctx, field, c, rule)),
+        _ => Ok(()),
+    }
+}
+
+fn lengths_ok<I: Idx>(ctx: &str, field: &str, v: &[I]) -> Result<()> {
+    for (i, x) in v.iter().enumerate() {
+        known_ge(ctx, &format!("{field}[{i}]"), x, 1, "lengths must be >= 1")?;
+    }
+    Ok(())
+}
+
+impl<I: Idx> Transform<I> {
+    /// `l = u` over `length`.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::pass_through(6i64).unwrap();
+    /// assert_eq!(t.lower_index(&[5]), vec![5]);
+    /// assert_eq!(t.upper_vector_lengths_strides(&[4], &[1]), (vec![4], vec![1]));
+    /// ```
+    pub fn pass_through(length: I) -> Result<Self> {
+        known_ge("pass_through transform", "length", &length, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::PassThrough { length } })
+    }
+
+    /// Two-sided pad: upper length `L + left + right`, `l = u − left`, valid iff
+    /// `left ≤ u < L + left` (unless `skip_is_valid_check`). Kills vectorisation (the reference
+    /// does not propagate vector lengths through it).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::pad(10i64, 2, 3, false).unwrap();
+    /// assert_eq!(t.upper_lengths(), vec![15]);
+    /// assert_eq!(t.lower_index(&[2]), vec![0]);
+    /// assert!(!t.is_valid(&[1]) && t.is_valid(&[11]) && !t.is_valid(&[12]));
+    /// ```
+    pub fn pad(low_length: I, left: I, right: I, skip_is_valid_check: bool) -> Result<Self> {
+        let ctx = "pad transform";
+        known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
+        known_ge(ctx, "left_pad", &left, 0, "pads must be >= 0")?;
+        known_ge(ctx, "right_pad", &right, 0, "pads must be >= 0")?;
+        Ok(Self { kind: TransformKind::Pad { low_length, left, right, skip_is_valid_check } })
+    }
+
+    /// Left pad: upper length `L + left`, `l = u − left`, valid iff `u ≥ left`.
+    /// Unlike the reference's, this one works inside descriptors.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::left_pad(5i64, 2, false).unwrap();
+    /// assert_eq!(t.upper_lengths(), vec![7]);
+    /// assert_eq!(t.lower_index(&[6]), vec![4]);
+    /// assert!(!t.is_valid(&[1]) && t.is_valid(&[2]));
+    /// ```
+    pub fn left_pad(low_length: I, left: I, skip_is_valid_check: bool) -> Result<Self> {
+        let ctx = "left_pad transform";
+        known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
+        known_ge(ctx, "left_pad", &left, 0, "pads must be >= 0")?;
+        Ok(Self { kind: TransformKind::LeftPad { low_length, left, skip_is_valid_check } })
+    }
+
+    /// Right pad: upper length `L + right`, `l = u`, valid iff `u < L`. This is what
+    /// `pad_tensor_view` uses to round a tensor up to a multiple of the tile.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::right_pad(5i64, 3, false).unwrap();
+    /// assert_eq!(t.upper_lengths(), vec![8]);
+    /// assert!(t.is_valid(&[4]) && !t.is_valid(&[5]));
+    /// ```
+    pub fn right_pad(low_length: I, right: I, skip_is_valid_check: bool) -> Result<Self> {
+        let ctx = "right_pad transform";
+        known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
+        known_ge(ctx, "right_pad", &right, 0, "pads must be >= 0")?;
+        Ok(Self { kind: TransformKind::RightPad { low_length, right, skip_is_valid_check } })
+    }
+
+    /// Embed: `l = Σ uᵢ·cᵢ` (the strided view of a naive descriptor).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::embed(vec![4i64, 5], vec![2, 3]).unwrap();
+    /// assert_eq!(t.lower_index(&[3, 4]), vec![18]);
+    /// ```
+    pub fn embed(up_lengths: Vec<I>, coefficients: Vec<I>) -> Result<Self> {
+        let ctx = "embed transform";
+        if up_lengths.is_empty() {
+            return Err(LayoutError::count(ctx, "up_lengths", 0, "at least 1"));
+        }
+        lengths_ok(ctx, "up_lengths", &up_lengths)?;
+        if coefficients.len() != up_lengths.len() {
+            return Err(LayoutError::count(
+                ctx,
+                "coefficients",
+                coefficients.len(),
+                format!("{} (one per upper length)", up_lengths.len()),
+            ));
+        }
+        Ok(Self { kind: TransformKind::Embed { up_lengths, coefficients } })
+    }
+
+    /// Merge (the reference's `make_merge_transform`, magic division): one upper index of length
+    /// `Π Lᵢ` split mixed-radix into the lower dims, the last fastest.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::merge(vec![4i64, 6]).unwrap();
+    /// assert_eq!(t.upper_lengths(), vec![24]);
+    /// assert_eq!(t.lower_index(&[13]), vec![2, 1]);
+    /// ```
+    pub fn merge(low_lengths: Vec<I>) -> Result<Self> {
+        Self::merge_variant(low_lengths, MergeVariant::MagicDivision)
+    }
+
+    /// Merge with an explicit reference variant (both give the same numbers).
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, transform::MergeVariant};
+    /// let a = Transform::merge_variant(vec![2i64, 3, 4], MergeVariant::DivisionMod).unwrap();
+    /// assert_eq!(a.lower_index(&[23]), vec![1, 2, 3]);
+    /// ```
+    pub fn merge_variant(low_lengths: Vec<I>, variant: MergeVariant) -> Result<Self> {
+        let ctx = "merge transform";
+        if low_lengths.is_empty() {
+            return Err(LayoutError::count(ctx, "low_lengths", 0, "at least 1"));
+        }
+        lengths_ok(ctx, "low_lengths", &low_lengths)?;
+        Ok(Self { kind: TransformKind::Merge { low_lengths, variant } })
+    }
+
+    /// Unmerge: `l = Σ uᵢ·Sᵢ`, `Sᵢ = Π_{j>i} Uⱼ` (row-major, last fastest).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::unmerge(vec![2i64, 3, 4]).unwrap();
+    /// assert_eq!(t.lower_index(&[1, 2, 3]), vec![23]);
+    /// // only the last upper dim inherits a vector length: gcd(8, 4) = 4
+    /// assert_eq!(t.upper_vector_lengths_strides(&[8], &[1]), (vec![-1, -1, 4], vec![-1, -1, 1]));
+    /// ```
+    pub fn unmerge(up_lengths: Vec<I>) -> Result<Self> {
+        let ctx = "unmerge transform";
+        if up_lengths.is_empty() {
+            return Err(LayoutError::count(ctx, "up_lengths", 0, "at least 1"));
+        }
+        lengths_ok(ctx, "up_lengths", &up_lengths)?;
+        Ok(Self { kind: TransformKind::Unmerge { up_lengths } })
+    }
+
+    /// Freeze: no upper dimension, the lower index is always `low_idx`.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::freeze(2i64).unwrap();
+    /// assert_eq!(t.lower_index(&[]), vec![2]);
+    /// assert_eq!(t.num_upper(), 0);
+    /// ```
+    pub fn freeze(low_idx: I) -> Result<Self> {
+        known_ge("freeze transform", "low_idx", &low_idx, 0, "indices must be >= 0")?;
+        Ok(Self { kind: TransformKind::Freeze { low_idx } })
+    }
+
+    /// Insert: one dangling upper dimension (no lower dimension; its index is ignored).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::insert(3i64).unwrap();
+    /// assert_eq!((t.num_lower(), t.num_upper()), (0, 1));
+    /// ```
+    pub fn insert(length: I) -> Result<Self> {
+        known_ge("insert transform", "length", &length, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::Insert { length } })
+    }
+
+    /// Replicate: dangling upper dimensions (may be none), used for R dims of distributions.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::replicate(vec![2i64, 4]).unwrap();
+    /// assert_eq!((t.num_lower(), t.num_upper()), (0, 2));
+    /// assert!(Transform::<i64>::replicate(vec![]).is_ok());
+    /// ```
+    pub fn replicate(up_lengths: Vec<I>) -> Result<Self> {
+        lengths_ok("replicate transform", "up_lengths", &up_lengths)?;
+        Ok(Self { kind: TransformKind::Replicate { up_lengths } })
+    }
+
+    /// Slice `[begin, end)` of the lower dimension: `l = u + begin`, always valid (no range
+    /// check, as the reference).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::slice(2i64, 7).unwrap();
+    /// assert_eq!(t.upper_lengths(), vec![5]);
+    /// assert_eq!(t.lower_index(&[4]), vec![6]);
+    /// ```
+    pub fn slice(begin: I, end: I) -> Result<Self> {
+        let ctx = "slice transform";
+        known_ge(ctx, "slice_begin", &begin, 0, "indices must be >= 0")?;
+        if let (Some(b), Some(e)) = (begin.to_const(), end.to_const()) {
+            if e <= b {
+                return Err(LayoutError::invalid(
+                    ctx,
+                    "slice_end",
+                    e,
+                    format!("the end must be greater than slice_begin = {b}"),
+                ));
+            }
+        }
+        Ok(Self { kind: TransformKind::Slice { begin, end } })
+    }
+
+    /// Modulo: `l = u mod modulus` over an upper length. Moves work (the reference's do not).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::modulo(4i64, 12).unwrap();
+    /// assert_eq!(t.lower_index(&[11]), vec![3]);
+    /// let mut low = vec![3];
+    /// let d = t.update_lower_index(&[1], &mut low, &[0]);  // u went 11 -> 0 (a step of 1 wrapped)
+    /// assert_eq!((low, d), (vec![0], vec![-3]));
+    /// ```
+    pub fn modulo(modulus: I, up_length: I) -> Result<Self> {
+        let ctx = "modulo transform";
+        known_ge(ctx, "modulus", &modulus, 1, "the modulus must be >= 1")?;
+        known_ge(ctx, "up_length", &up_length, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::Modulo { modulus, up_length } })
+    }
+
+    /// XOR swizzle on two dims: `l₀ = u₀`, `l₁ = u₁ ⊕ (u₀ mod L₁)`. Vector lengths pass through
+    /// both dims: XOR at a granularity that keeps vectors contiguous.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::xor(4i64, 8).unwrap();
+    /// assert_eq!(t.lower_index(&[3, 5]), vec![3, 6]);
+    /// ```
+    pub fn xor(len0: I, len1: I) -> Result<Self> {
+        let ctx = "xor transform";
+        known_ge(ctx, "up_lengths[0]", &len0, 1, "lengths must be >= 1")?;
+        known_ge(ctx, "up_lengths[1]", &len1, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::Xor { lengths: [len0, len1] } })
+    }
+
+    /// Offset: `l = u + offset` over `length`.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::offset(10i64, 5).unwrap();
+    /// assert_eq!(t.lower_index(&[3]), vec![8]);
+    /// ```
+    pub fn offset(length: I, offset: I) -> Result<Self> {
+        known_ge("offset transform", "length", &length, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::Offset { length, offset } })
+    }
+
+    /// Indexing (gather): `l = table[u]`, upper length = table length. An upper index outside
+    /// the table maps to 0.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::<i64>::indexing(vec![7, 3, 9]).unwrap();
+    /// assert_eq!(t.lower_index(&[2]), vec![9]);
+    /// assert_eq!(t.upper_lengths(), vec![3]);
+    /// ```
+    pub fn indexing(table: Vec<i64>) -> Result<Self> {
+        if table.is_empty() {
+            return Err(LayoutError::count("indexing transform", "table", 0, "at least 1"));
+        }
+        if let Some((i, v)) = table.iter().enumerate().find(|(_, v)| **v < 0) {
+            return Err(LayoutError::invalid(
+                "indexing transform",
+                format!("table[{i}]"),
+                v,
+                "lower indices must be >= 0",
+            ));
+        }
+        Ok(Self { kind: TransformKind::Indexing { table } })
+    }
+
+    /// The parameters.
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, transform::TransformKind};
+    /// let t = Transform::pass_through(3i64).unwrap();
+    /// assert!(matches!(t.kind(), TransformKind::PassThrough { length: 3 }));
+    /// ```
+    pub fn kind(&self) -> &TransformKind<I> {
+        &self.kind
+    }
+
+    /// The reference's name of this transform (`"embed"`, `"merge_v2_magic_division"`, …).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert_eq!(Transform::merge(vec![2i64, 2]).unwrap().name(), "merge_v2_magic_division");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match &self.kind {
+            TransformKind::PassThrough { .. } => "pass_through",
+            TransformKind::Pad { .. } => "pad",
+            TransformKind::LeftPad { .. } => "left_pad",
+            TransformKind::RightPad { .. } => "right_pad",
+            TransformKind::Embed { .. } => "embed",
+            TransformKind::Merge { variant: MergeVariant::MagicDivision, .. } => {
+                "merge_v2_magic_division"
+            }
+            TransformKind::Merge { variant: MergeVariant::DivisionMod, .. } => {
+                "merge_v3_division_mod"
+            }
+            TransformKind::Unmerge { .. } => "unmerge",
+            TransformKind::Freeze { .. } => "freeze",
+            TransformKind::Insert { .. } => "insert",
+            TransformKind::Replicate { .. } => "replicate",
+            TransformKind::Slice { .. } => "slice",
+            TransformKind::Modulo { .. } => "modulo",
+            TransformKind::Xor { .. } => "xor",
+            TransformKind::Offset { .. } => "offset",
+            TransformKind::Indexing { .. } => "indexing",
+        }
+    }
+
+    /// Number of lower dimensions.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert_eq!(Transform::merge(vec![2i64, 3]).unwrap().num_lower(), 2);
+    /// ```
+    pub fn num_lower(&self) -> usize {
+        match &self.kind {
+            TransformKind::Merge { low_lengths, .. } => low_lengths.len(),
+            TransformKind::Xor { .. } => 2,
+            TransformKind::Insert { .. } | TransformKind::Replicate { .. } => 0,
+            _ => 1,
+        }
+    }
+
+    /// Number of upper dimensions.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert_eq!(Transform::unmerge(vec![2i64, 3]).unwrap().num_upper(), 2);
+    /// ```
+    pub fn num_upper(&self) -> usize {
+        match &self.kind {
+            TransformKind::Embed { up_lengths, .. }
+            | TransformKind::Unmerge { up_lengths }
+            | TransformKind::Replicate { up_lengths } => up_lengths.len(),
+            TransformKind::Xor { .. } => 2,
+            TransformKind::Freeze { .. } => 0,
+            _ => 1,
+        }
+    }
+
+    /// Lengths of the upper dimensions.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert_eq!(Transform::pad(4i64, 1, 2, false).unwrap().upper_lengths(), vec![7]);
+    /// ```
+    pub fn upper_lengths(&self) -> Vec<I> {
+        use TransformKind as K;
+        match &self.kind {
+            K::PassThrough { length } | K::Insert { length } | K::Offset { length, .. } => {
+                vec![length.clone()]
+            }
+            K::Pad { low_length, left, right, .. } => {
+                vec![low_length.clone() + left.clone() + right.clone()]
+            }
+            K::LeftPad { low_length, left, .. } => vec![low_length.clone() + left.clone()],
+            K::RightPad { low_length, right, .. } => vec![low_length.clone() + right.clone()],
+            K::Embed { up_lengths, .. } | K::Unmerge { up_lengths } | K::Replicate { up_lengths } => {
+                up_lengths.clone()
+            }
+            K::Merge { low_lengths, .. } => vec![product(low_lengths)],
+            K::Freeze { .. } => vec![],
+            K::Slice { begin, end } => vec![end.clone() - begin.clone()],
+            K::Modulo { up_length, .. } => vec![up_length.clone()],
+            K::Xor { lengths } => lengths.to_vec(),
+            K::Indexing { table } => vec![I::lit(table.len() as i64)],
+        }
+    }
+
+    /// The lower index of an upper index (`up.len() == num_upper()`).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::merge(vec![2i64, 3, 4]).unwrap();
+    /// assert_eq!(t.lower_index(&[17]), vec![1, 1, 1]);
+    /// ```
+    pub fn lower_index(&self, up: &[I]) -> Vec<I> {
+        use TransformKind as K;
+        debug_assert_eq!(up.len(), self.num_upper(), "{}: upper index rank", self.name());
+        match &self.kind {
+            K::PassThrough { .. } | K::RightPad { .. } => vec![up[0].clone()],
+            K::Pad { left, .. } | K::LeftPad { left, .. } => vec![up[0].clone() - left.clone()],
+            K::Embed { coefficients, .. } => {
+                let mut acc = I::lit(0);
+                for (u, c) in up.iter().zip(coefficients) {
+                    acc = acc + u.clone() * c.clone();
+                }
+                vec![acc]
+            }
+            K::Merge { low_lengths, .. } => {
+                let n = low_lengths.len();
+                let mut low = vec![I::lit(0); n];
+                let mut rest = up[0].clone();
+                for i in (1..n).rev() {
+                    low[i] = rest.clone() % low_lengths[i].clone();
+                    rest = rest / low_lengths[i].clone();
+                }
+                low[0] = rest;
+                low
+            }
+            K::Unmerge { up_lengths } => {
+                let mut acc = up[0].clone();
+                for i in 1..up_lengths.len() {
+                    acc = acc * up_lengths[i].clone() + up[i].clone();
+                }
+                vec![acc]
+            }
+            K::Freeze { low_idx } => vec![low_idx.clone()],
+            K::Insert { .. } | K::Replicate { .. } => vec![],
+            K::Slice { begin, .. } => vec![up[0].clone() + begin.clone()],
+            K::Modulo { modulus, .. } => vec![up[0].clone() % modulus.clone()],
+            K::Xor { lengths } => {
+                vec![up[0].clone(), up[1].clone() ^ (up[0].clone() % lengths[1].clone())]
+            }
+            K::Offset { offset, .. } => vec![up[0].clone() + offset.clone()],
+            K::Indexing { table } => vec![up[0].lookup(table)],
+        }
+    }
+
+    /// Incremental update for coordinate moves: given the upper diff, the current lower index
+    /// (updated in place) and the **already updated** upper index, returns the lower diff.
+    ///
+    /// Linear transforms apply the diff (`embed`, `unmerge`: the same formula on the diff; pads,
+    /// slice, offset: `dl = du`); merge, xor, modulo and indexing recompute from `up_new`, so
+    /// arbitrary jumps are exact.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::embed(vec![4i64, 6], vec![6, 1]).unwrap();
+    /// let mut low = vec![15];                       // at (2, 3)
+    /// let d = t.update_lower_index(&[1, -2], &mut low, &[3, 1]);
+    /// assert_eq!((d, low), (vec![4], vec![19]));
+    /// ```
+    pub fn update_lower_index(&self, diff_up: &[I], low: &mut [I], up_new: &[I]) -> Vec<I> {
+        use TransformKind as K;
+        match &self.kind {
+            K::PassThrough { .. }
+            | K::Pad { .. }
+            | K::LeftPad { .. }
+            | K::RightPad { .. }
+            | K::Slice { .. }
+            | K::Offset { .. } => {
+                low[0] = low[0].clone() + diff_up[0].clone();
+                vec![diff_up[0].clone()]
+            }
+            K::Embed { .. } | K::Unmerge { .. } => {
+                let dl = self.lower_index(diff_up).remove(0);
+                low[0] = low[0].clone() + dl.clone();
+                vec![dl]
+            }
+            K::Freeze { .. } => vec![I::lit(0)],
+            K::Insert { .. } | K::Replicate { .. } => vec![],
+            K::Merge { .. } | K::Xor { .. } | K::Modulo { .. } | K::Indexing { .. } => {
+                let new = self.lower_index(up_new);
+                let diff: Vec<I> =
+                    new.iter().zip(low.iter()).map(|(n, o)| n.clone() - o.clone()).collect();
+                low.clone_from_slice(&new);
+                diff
+            }
+        }
+    }
+
+    /// True when every upper index maps to a valid lower index (everything but pads, and pads
+    /// built with `skip_is_valid_check`).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert!(Transform::pass_through(4i64).unwrap().is_always_valid());
+    /// assert!(!Transform::right_pad(4i64, 4, false).unwrap().is_always_valid());
+    /// assert!(Transform::right_pad(4i64, 4, true).unwrap().is_always_valid());
+    /// ```
+    pub fn is_always_valid(&self) -> bool {
+        use TransformKind as K;
+        match &self.kind {
+            K::Pad { skip_is_valid_check, .. }
+            | K::LeftPad { skip_is_valid_check, .. }
+            | K::RightPad { skip_is_valid_check, .. } => *skip_is_valid_check,
+            _ => true,
+        }
+    }
+
+    /// Whether this upper index maps to a valid lower index (a domain boolean).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::pad(4i64, 1, 2, false).unwrap();
+    /// let v: Vec<bool> = (0..7).map(|u| t.is_valid(&[u])).collect();
+    /// assert_eq!(v, [false, true, true, true, true, false, false]);
+    /// ```
+    pub fn is_valid(&self, up: &[I]) -> I::Bool {
+        use TransformKind as K;
+        if self.is_always_valid() {
+            return I::Bool::lit(true);
+        }
+        match &self.kind {
+            K::Pad { low_length, left, .. } => {
+                up[0].ge(left).and(&up[0].lt(&(low_length.clone() + left.clone())))
+            }
+            K::LeftPad { left, .. } => up[0].ge(left),
+            K::RightPad { low_length, .. } => up[0].lt(low_length),
+            _ => I::Bool::lit(true),
+        }
+    }
+
+    /// Propagates guaranteed vector (length, stride) from the lower dims to the upper dims
+    /// (`-1` = unknown), by the rule of the reference for each transform (SEMANTICS §2).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// // a merge passes the last lower dim's vector info up unchanged
+    /// let t = Transform::merge(vec![4i64, 6]).unwrap();
+    /// assert_eq!(t.upper_vector_lengths_strides(&[-1, 4], &[-1, 1]), (vec![4], vec![1]));
+    /// // a two-sided pad kills it
+    /// let p = Transform::pad(6i64, 1, 1, false).unwrap();
+    /// assert_eq!(p.upper_vector_lengths_strides(&[2], &[1]), (vec![-1], vec![-1]));
+    /// ```
+    pub fn upper_vector_lengths_strides(
+        &self,
+        low_lengths: &[i64],
+        low_strides: &[i64],
+    ) -> (Vec<i64>, Vec<i64>) {
+        use TransformKind as K;
+        let n = self.num_upper();
+        let unknown = (vec![-1; n], vec![-1; n]);
+        match &self.kind {
+            K::PassThrough { .. } | K::LeftPad { .. } | K::RightPad { .. } | K::Xor { .. } => {
+                (low_lengths.to_vec(), low_strides.to_vec())
+            }
+            K::Merge { .. } => {
+                (vec![*low_lengths.last().unwrap_or(&-1)], vec![*low_strides.last().unwrap_or(&-1)])
+            }
+            K::Unmerge { up_lengths } => {
+                let (mut lens, mut strides) = unknown;
+                let last_up = consts(&up_lengths[n - 1..]).map(|v| v[0]);
+                lens[n - 1] = match (low_lengths[0], last_up) {
+                    (l, Some(u)) if l != -1 => gcd(l, u),
+                    _ => -1,
+                };
+                strides[n - 1] = low_strides[0];
+                (lens, strides)
+            }
+            _ => unknown,
+        }
+    }
+
+    /// A compact one-line description, e.g. `unmerge(2, 3, 4)`.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert_eq!(Transform::unmerge(vec![2i64, 3, 4]).unwrap().describe(), "unmerge(2, 3, 4)");
+    /// assert_eq!(Transform::pad(4i64, 1, 2, false).unwrap().describe(), "pad(4, left 1, right 2)");
+    /// ```
+    pub fn describe(&self) -> String {
+        use TransformKind as K;
+        let list = |v: &[I]| v.iter().map(show).collect::<Vec<_>>().join(", ");
+        let skip = |s: &bool| if *s { ", skip check" } else { "" };
+        match &self.kind {
+            K::PassThrough { length } => format!("pass_through({})", show(length)),
+            K::Pad { low_length, left, right, skip_is_valid_check: s } => format!(
+                "pad({}, left {}, right {}{})",
+                show(low_length),
+                show(left),
+                show(right),
+                skip(s)
+            ),
+            K::LeftPad { low_length, left, skip_is_valid_check: s } => {
+                format!("left_pad({}, left {}{})", show(low_length), show(left), skip(s))
+            }
+            K::RightPad { low_length, right, skip_is_valid_check: s } => {
+                format!("right_pad({}, right {}{})", show(low_length), show(right), skip(s))
+            }
+            K::Embed { up_lengths, coefficients } => {
+                format!("embed(lengths [{}], coefficients [{}])", list(up_lengths), list(coefficients))
+            }
+            K::Merge { low_lengths, .. } => format!("merge({})", list(low_lengths)),
+            K::Unmerge { up_lengths } => format!("unmerge({})", list(up_lengths)),
+            K::Freeze { low_idx } => format!("freeze({})", show(low_idx)),
+            K::Insert { length } => format!("insert({})", show(length)),
+            K::Replicate { up_lengths } => format!("replicate({})", list(up_lengths)),
+            K::Slice { begin, end } => format!("slice({}..{})", show(begin), show(end)),
+            K::Modulo { modulus, up_length } => {
+                format!("modulo({} over {})", show(modulus), show(up_length))
+            }
+            K::Xor { lengths } => format!("xor({}, {})", show(&lengths[0]), show(&lengths[1])),
+            K::Offset { length, offset } => format!("offset({}, +{})", show(length), show(offset)),
+            K::Indexing { table } => format!("indexing({table:?})"),
+        }
+    }
+}
+
+fn show<I: Idx>(v: &I) -> String {
+    match v.to_const() {
+        Some(c) => c.to_string(),
+        None => format!("{v:?}"),
+    }
+}
