@@ -22,6 +22,8 @@ use serde::Deserialize;
 
 use crate::CliError;
 
+pub mod descriptors;
+pub mod schema;
 
 /// Arguments of `tilekit conformance`.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,7 +38,10 @@ pub struct Args {
 
 impl Default for Args {
     fn default() -> Self {
-        Args { dir: PathBuf::from("../shared/conformance"), show_failures: 20 }
+        Args {
+            dir: PathBuf::from("../shared/conformance"),
+            show_failures: 20,
+        }
     }
 }
 
@@ -62,7 +67,13 @@ pub struct Tally {
 
 impl Tally {
     /// Compares one value: `item` names the configuration, `what` the field.
-    pub fn eq<T: PartialEq + Debug + ?Sized>(&mut self, item: &str, what: &str, expected: &T, got: &T) {
+    pub fn eq<T: PartialEq + Debug + ?Sized>(
+        &mut self,
+        item: &str,
+        what: &str,
+        expected: &T,
+        got: &T,
+    ) {
         if expected == got {
             self.passed += 1;
         } else {
@@ -112,6 +123,10 @@ struct Category {
 
 fn category_of(meta_category: &str) -> Option<Category> {
     match meta_category {
+        "tensor_descriptor" => Some(Category {
+            short: "descriptors",
+            check: descriptors::check,
+        }),
         _ => None,
     }
 }
@@ -143,7 +158,10 @@ impl Report {
 /// Returns an error only when the folder itself cannot be listed; unreadable files are reported
 /// in [`Report::unreadable`].
 pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
-    let io = |source| CliError::Io { path: dir.to_path_buf(), source };
+    let io = |source| CliError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -162,7 +180,9 @@ pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
         let head: Head = match serde_json::from_str(&text) {
             Ok(h) => h,
             Err(e) => {
-                report.unreadable.push(format!("{}: no meta.category: {e}", path.display()));
+                report
+                    .unreadable
+                    .push(format!("{}: no meta.category: {e}", path.display()));
                 continue;
             }
         };
@@ -171,7 +191,11 @@ pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
             continue;
         };
         match (cat.check)(&path, &text) {
-            Ok(t) => report.categories.entry(cat.short.to_string()).or_default().merge(t),
+            Ok(t) => report
+                .categories
+                .entry(cat.short.to_string())
+                .or_default()
+                .merge(t),
             Err(e) => report.unreadable.push(e.to_string()),
         }
     }
@@ -180,7 +204,10 @@ pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
 
 /// Parses a whole conformance file into its schema type, naming the file on error.
 pub fn parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, CliError> {
-    serde_json::from_str(text).map_err(|source| CliError::Json { path: path.to_path_buf(), source })
+    serde_json::from_str(text).map_err(|source| CliError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Runs `tilekit conformance`.
@@ -192,11 +219,17 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             println!("  FAIL {f}");
         }
         if t.failures.len() > args.show_failures {
-            println!("  … {} more failures", t.failures.len() - args.show_failures);
+            println!(
+                "  … {} more failures",
+                t.failures.len() - args.show_failures
+            );
         }
     }
     for (p, c) in &report.skipped {
-        println!("skipped {} (category {c:?} is not checked by this build)", p.display());
+        println!(
+            "skipped {} (category {c:?} is not checked by this build)",
+            p.display()
+        );
     }
     for u in &report.unreadable {
         println!("UNREADABLE {u}");
@@ -209,5 +242,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         });
     }
     println!("{} passed, {} failed", report.passed(), report.failed());
-    Ok(if report.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if report.failed() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -11,10 +11,16 @@
 //! space-filling curves accept non-divisible lengths.
 #![deny(missing_docs)]
 
+pub mod adaptor;
+pub mod coordinate;
+pub mod descriptor;
 pub mod error;
 pub mod idx;
 pub mod transform;
 
+pub use adaptor::TensorAdaptor;
+pub use coordinate::Coordinate;
+pub use descriptor::TensorDescriptor;
 pub use error::{LayoutError, Result};
 pub use idx::{Idx, IdxBool};
 pub use transform::Transform;

@@ -1,0 +1,600 @@
+//! Tensor adaptors: transforms wired together over hidden dimension ids.
+//!
+//! An adaptor is a list of [`Stage`]s — a transform plus the **hidden ids** of its lower and upper
+//! dimensions — with a list of bottom ids and a list of top ids. Hidden dimensions are slots of
+//! one flat index vector; nothing else connects the transforms (SEMANTICS §3).
+//!
+//! ```text
+//!   Morton order of an 8×8 tile (the `morton_8x8` conformance descriptor):
+//!
+//!   top ids:                          [9]  z
+//!                                      │ stage 3: merge(2,2,2,2,2,2)
+//!                        ┌──┬──┬───────┴──┬──┬──┐   lower [3, 6, 4, 7, 5, 8]
+//!   hidden:   0   1   2  3  4  5         6  7  8   9
+//!                 ▲   ▲  └──┴──┘         └──┴──┘
+//!                 │   │  stage 1:        stage 2:
+//!                 │   │  unmerge(2,2,2)  unmerge(2,2,2)
+//!                 │   │  of row [1]      of col [2]
+//!                 └───┴── stage 0: embed(lengths 8,8; coefficients 8,1) from [0]
+//!   bottom ids: [0]  the element offset
+//! ```
+//!
+//! Evaluation (`calculate_bottom_index`) writes the top index into the top slots of a zeroed
+//! hidden vector, then runs the stages **from the last to the first**, each writing its lower
+//! slots from its upper slots. So if two stages write the same slot the one with the smaller
+//! index wins, and slots nobody writes stay 0 — both are reference behaviour that distribution
+//! encodings rely on.
+//!
+//! Builders mirror the reference: [`TensorAdaptor::single_stage`],
+//! [`TensorAdaptor::transform`] (append transforms on top; new hidden ids are allocated in
+//! transform order and the new top order is chosen by labels) and [`TensorAdaptor::chain`].
+
+use crate::error::{LayoutError, Result};
+use crate::idx::Idx;
+use crate::transform::Transform;
+
+/// One transform of an adaptor with the hidden ids of its lower and upper dimensions.
+///
+/// ```
+/// use tilekit_layout::{Transform, adaptor::Stage};
+/// let s = Stage::new(Transform::merge(vec![4i64, 6]).unwrap(), vec![1, 2], vec![3]).unwrap();
+/// assert_eq!(s.lower(), &[1, 2]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage<I = i64> {
+    transform: Transform<I>,
+    lower: Vec<usize>,
+    upper: Vec<usize>,
+}
+
+impl<I: Idx> Stage<I> {
+    /// A stage; the id lists must have the transform's lower and upper ranks.
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, adaptor::Stage};
+    /// let e = Stage::new(Transform::merge(vec![4i64, 6]).unwrap(), vec![1], vec![3]).unwrap_err();
+    /// assert!(e.to_string().contains("lower_hidden_ids has 1 entries, expected 2"));
+    /// ```
+    pub fn new(transform: Transform<I>, lower: Vec<usize>, upper: Vec<usize>) -> Result<Self> {
+        let ctx = format!("{} stage", transform.name());
+        if lower.len() != transform.num_lower() {
+            return Err(LayoutError::count(
+                ctx,
+                "lower_hidden_ids",
+                lower.len(),
+                format!("{} (the transform's lower rank)", transform.num_lower()),
+            ));
+        }
+        if upper.len() != transform.num_upper() {
+            return Err(LayoutError::count(
+                ctx,
+                "upper_hidden_ids",
+                upper.len(),
+                format!("{} (the transform's upper rank)", transform.num_upper()),
+            ));
+        }
+        Ok(Stage {
+            transform,
+            lower,
+            upper,
+        })
+    }
+
+    /// The transform.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, adaptor::Stage};
+    /// let s = Stage::new(Transform::pass_through(4i64).unwrap(), vec![0], vec![1]).unwrap();
+    /// assert_eq!(s.transform().name(), "pass_through");
+    /// ```
+    pub fn transform(&self) -> &Transform<I> {
+        &self.transform
+    }
+
+    /// Hidden ids of the lower dimensions.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, adaptor::Stage};
+    /// let s = Stage::new(Transform::pass_through(4i64).unwrap(), vec![0], vec![1]).unwrap();
+    /// assert_eq!(s.lower(), &[0]);
+    /// ```
+    pub fn lower(&self) -> &[usize] {
+        &self.lower
+    }
+
+    /// Hidden ids of the upper dimensions.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, adaptor::Stage};
+    /// let s = Stage::new(Transform::pass_through(4i64).unwrap(), vec![0], vec![1]).unwrap();
+    /// assert_eq!(s.upper(), &[1]);
+    /// ```
+    pub fn upper(&self) -> &[usize] {
+        &self.upper
+    }
+}
+
+/// A validated tensor adaptor (SEMANTICS §3).
+///
+/// ```
+/// use tilekit_layout::{Transform, TensorAdaptor};
+/// // (tile, elem) over a 1-D index of 24 = merge of 4×6, stored as one unmerge
+/// let a = TensorAdaptor::single_stage(
+///     vec![Transform::merge(vec![4i64, 6]).unwrap()],
+///     vec![vec![0, 1]],
+///     vec![vec![0]],
+/// ).unwrap();
+/// assert_eq!(a.calculate_bottom_index(&[13]), vec![2, 1]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorAdaptor<I = i64> {
+    stages: Vec<Stage<I>>,
+    bottom: Vec<usize>,
+    top: Vec<usize>,
+    ndim_hidden: usize,
+}
+
+fn check_ids(ctx: &str, field: &str, ids: &[usize], ndim_hidden: usize) -> Result<()> {
+    for (k, &id) in ids.iter().enumerate() {
+        if id >= ndim_hidden {
+            return Err(LayoutError::invalid(
+                ctx,
+                format!("{field}[{k}]"),
+                id,
+                format!("hidden ids are 0..{ndim_hidden} (ndim_hidden = {ndim_hidden})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_distinct(ctx: &str, field: &str, ids: &[usize]) -> Result<()> {
+    for (k, id) in ids.iter().enumerate() {
+        if ids[..k].contains(id) {
+            return Err(LayoutError::invalid(
+                ctx,
+                format!("{field}[{k}]"),
+                id,
+                "each hidden id may appear only once in this list",
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl<I: Idx> TensorAdaptor<I> {
+    /// An adaptor from its full structure, as the reference stores it.
+    ///
+    /// Validated: every id is below `ndim_hidden`; top and bottom ids are distinct; every top id
+    /// is the upper dimension of some stage.
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, TensorAdaptor, adaptor::Stage};
+    /// let s = Stage::new(Transform::embed(vec![4i64, 6], vec![6, 1]).unwrap(), vec![0], vec![1, 2]).unwrap();
+    /// let a = TensorAdaptor::new(vec![s.clone()], vec![0], vec![1, 2], 3).unwrap();
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2]), vec![8]);
+    /// let e = TensorAdaptor::new(vec![s], vec![0], vec![1, 5], 3).unwrap_err();
+    /// assert!(e.to_string().contains("top_hidden_ids[1] = 5 is invalid"));
+    /// ```
+    pub fn new(
+        stages: Vec<Stage<I>>,
+        bottom: Vec<usize>,
+        top: Vec<usize>,
+        ndim_hidden: usize,
+    ) -> Result<Self> {
+        let ctx = "tensor adaptor";
+        check_ids(ctx, "bottom_hidden_ids", &bottom, ndim_hidden)?;
+        check_ids(ctx, "top_hidden_ids", &top, ndim_hidden)?;
+        check_distinct(ctx, "bottom_hidden_ids", &bottom)?;
+        check_distinct(ctx, "top_hidden_ids", &top)?;
+        for (t, s) in stages.iter().enumerate() {
+            check_ids(
+                ctx,
+                &format!("transforms[{t}].lower_hidden_ids"),
+                &s.lower,
+                ndim_hidden,
+            )?;
+            check_ids(
+                ctx,
+                &format!("transforms[{t}].upper_hidden_ids"),
+                &s.upper,
+                ndim_hidden,
+            )?;
+        }
+        for (k, id) in top.iter().enumerate() {
+            if !stages.iter().any(|s| s.upper.contains(id)) {
+                return Err(LayoutError::invalid(
+                    ctx,
+                    format!("top_hidden_ids[{k}]"),
+                    id,
+                    "a top dimension must be the upper dimension of some transform",
+                ));
+            }
+        }
+        Ok(TensorAdaptor {
+            stages,
+            bottom,
+            top,
+            ndim_hidden,
+        })
+    }
+
+    /// The reference's `make_single_stage_tensor_adaptor(trans, lower_ids, upper_ids)`: bottom
+    /// dims get hidden ids `0..nlow`; the new top dims get `nlow + label`, top order by label.
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(
+    ///     vec![Transform::unmerge(vec![2i64, 4]).unwrap(), Transform::pass_through(3).unwrap()],
+    ///     vec![vec![0], vec![1]],
+    ///     vec![vec![0, 2], vec![1]],
+    /// ).unwrap();
+    /// // top = (u0, pass, u1)
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2, 3]), vec![7, 2]);
+    /// ```
+    pub fn single_stage(
+        transforms: Vec<Transform<I>>,
+        lower_ids: Vec<Vec<usize>>,
+        upper_ids: Vec<Vec<usize>>,
+    ) -> Result<Self> {
+        let ctx = "single-stage tensor adaptor";
+        if lower_ids.len() != transforms.len() || upper_ids.len() != transforms.len() {
+            let got = if lower_ids.len() != transforms.len() {
+                lower_ids.len()
+            } else {
+                upper_ids.len()
+            };
+            let field = if lower_ids.len() != transforms.len() {
+                "lower_ids"
+            } else {
+                "upper_ids"
+            };
+            return Err(LayoutError::count(
+                ctx,
+                field,
+                got,
+                format!("{} (one per transform)", transforms.len()),
+            ));
+        }
+        let nlow = labels_count(ctx, "lower_ids", &lower_ids)?;
+        let nup = labels_count(ctx, "upper_ids", &upper_ids)?;
+        let mut stages = Vec::with_capacity(transforms.len());
+        for ((t, lo), up) in transforms.into_iter().zip(lower_ids).zip(upper_ids) {
+            let up: Vec<usize> = up.iter().map(|u| u + nlow).collect();
+            stages.push(Stage::new(t, lo, up)?);
+        }
+        Self::new(
+            stages,
+            (0..nlow).collect(),
+            (nlow..nlow + nup).collect(),
+            nlow + nup,
+        )
+    }
+
+    /// The reference's `transform_tensor_adaptor(old, new_transforms, lower_old_top_ids,
+    /// upper_new_top_ids)`: appends transforms on top. `lower_ids[t]` are positions in the old
+    /// top; `upper_ids[t]` are labels of the new top (each of `0..n` used exactly once); fresh
+    /// hidden ids are allocated in transform order.
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, TensorAdaptor};
+    /// let base = TensorAdaptor::single_stage(
+    ///     vec![Transform::embed(vec![8i64, 8], vec![8, 1]).unwrap()], vec![vec![0]], vec![vec![0, 1]],
+    /// ).unwrap();
+    /// // 8×8 as (tile_row, tile_col, in_row, in_col) of 4×4 tiles
+    /// let t = base.transform(
+    ///     vec![Transform::unmerge(vec![2, 4]).unwrap(), Transform::unmerge(vec![2, 4]).unwrap()],
+    ///     vec![vec![0], vec![1]],
+    ///     vec![vec![0, 2], vec![1, 3]],
+    /// ).unwrap();
+    /// assert_eq!(t.calculate_bottom_index(&[1, 0, 2, 3]), vec![8 * 6 + 3]);
+    /// ```
+    pub fn transform(
+        &self,
+        transforms: Vec<Transform<I>>,
+        lower_ids: Vec<Vec<usize>>,
+        upper_ids: Vec<Vec<usize>>,
+    ) -> Result<Self> {
+        let ctx = "transform_tensor_adaptor";
+        if lower_ids.len() != transforms.len() {
+            return Err(LayoutError::count(
+                ctx,
+                "lower_ids",
+                lower_ids.len(),
+                format!("{} (one per transform)", transforms.len()),
+            ));
+        }
+        if upper_ids.len() != transforms.len() {
+            return Err(LayoutError::count(
+                ctx,
+                "upper_ids",
+                upper_ids.len(),
+                format!("{} (one per transform)", transforms.len()),
+            ));
+        }
+        let nup = labels_count(ctx, "upper_ids", &upper_ids)?;
+        let mut stages = self.stages.clone();
+        let mut new_top = vec![0usize; nup];
+        let mut next = self.ndim_hidden;
+        for (t, ((tr, lo), up)) in transforms
+            .into_iter()
+            .zip(lower_ids)
+            .zip(upper_ids)
+            .enumerate()
+        {
+            let mut low_hidden = Vec::with_capacity(lo.len());
+            for (k, &pos) in lo.iter().enumerate() {
+                let Some(&h) = self.top.get(pos) else {
+                    return Err(LayoutError::invalid(
+                        ctx,
+                        format!("lower_ids[{t}][{k}]"),
+                        pos,
+                        format!("positions in the old top are 0..{}", self.top.len()),
+                    ));
+                };
+                low_hidden.push(h);
+            }
+            let mut up_hidden = Vec::with_capacity(up.len());
+            for &label in &up {
+                new_top[label] = next;
+                up_hidden.push(next);
+                next += 1;
+            }
+            stages.push(Stage::new(tr, low_hidden, up_hidden)?);
+        }
+        Self::new(stages, self.bottom.clone(), new_top, next)
+    }
+
+    /// The reference's `chain_tensor_adaptors(a0, a1)`: `a1`'s bottom dims are `a0`'s top dims;
+    /// `a1`'s other hidden ids are shifted past `a0`'s.
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a0 = TensorAdaptor::single_stage(
+    ///     vec![Transform::embed(vec![4i64, 6], vec![6, 1]).unwrap()], vec![vec![0]], vec![vec![0, 1]],
+    /// ).unwrap();
+    /// let a1 = TensorAdaptor::single_stage(
+    ///     vec![Transform::merge(vec![4i64, 6]).unwrap()], vec![vec![0, 1]], vec![vec![0]],
+    /// ).unwrap();
+    /// let c = a0.chain(&a1).unwrap();
+    /// assert_eq!(c.calculate_bottom_index(&[17]), vec![17]);
+    /// ```
+    pub fn chain(&self, next: &TensorAdaptor<I>) -> Result<Self> {
+        if next.bottom.len() != self.top.len() {
+            return Err(LayoutError::count(
+                "chain_tensor_adaptors",
+                "second adaptor's bottom_hidden_ids",
+                next.bottom.len(),
+                format!("{} (the first adaptor's top rank)", self.top.len()),
+            ));
+        }
+        let shift = self.ndim_hidden;
+        let map = |id: usize| -> usize {
+            match next.bottom.iter().position(|&b| b == id) {
+                Some(k) => self.top[k],
+                None => id + shift,
+            }
+        };
+        let mut stages = self.stages.clone();
+        for s in &next.stages {
+            stages.push(Stage {
+                transform: s.transform.clone(),
+                lower: s.lower.iter().map(|&i| map(i)).collect(),
+                upper: s.upper.iter().map(|&i| map(i)).collect(),
+            });
+        }
+        let top = next.top.iter().map(|&i| map(i)).collect();
+        Self::new(stages, self.bottom.clone(), top, shift + next.ndim_hidden)
+    }
+
+    /// The stages, bottom to top (reference order).
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::pass_through(4i64).unwrap()], vec![vec![0]], vec![vec![0]]).unwrap();
+    /// assert_eq!(a.stages().len(), 1);
+    /// ```
+    pub fn stages(&self) -> &[Stage<I>] {
+        &self.stages
+    }
+
+    /// Hidden ids of the bottom dimensions.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::pass_through(4i64).unwrap()], vec![vec![0]], vec![vec![0]]).unwrap();
+    /// assert_eq!(a.bottom_ids(), &[0]);
+    /// ```
+    pub fn bottom_ids(&self) -> &[usize] {
+        &self.bottom
+    }
+
+    /// Hidden ids of the top dimensions.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::pass_through(4i64).unwrap()], vec![vec![0]], vec![vec![0]]).unwrap();
+    /// assert_eq!(a.top_ids(), &[1]);
+    /// ```
+    pub fn top_ids(&self) -> &[usize] {
+        &self.top
+    }
+
+    /// Number of hidden dimensions.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::pass_through(4i64).unwrap()], vec![vec![0]], vec![vec![0]]).unwrap();
+    /// assert_eq!(a.ndim_hidden(), 2);
+    /// ```
+    pub fn ndim_hidden(&self) -> usize {
+        self.ndim_hidden
+    }
+
+    /// Number of top dimensions.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.ndim_top(), 2);
+    /// ```
+    pub fn ndim_top(&self) -> usize {
+        self.top.len()
+    }
+
+    /// Lengths of the top dimensions, each from the transform that owns it (the first stage,
+    /// in reference order, with that id among its upper dims).
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.top_lengths(), vec![2, 3]);
+    /// ```
+    pub fn top_lengths(&self) -> Vec<I> {
+        self.top
+            .iter()
+            .map(|&id| self.hidden_length(id).unwrap_or_else(|| I::lit(-1)))
+            .collect()
+    }
+
+    /// The length of a hidden dimension that is the upper dim of some stage.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.hidden_length(2), Some(3));
+    /// assert_eq!(a.hidden_length(0), None);
+    /// ```
+    pub fn hidden_length(&self, id: usize) -> Option<I> {
+        self.stages.iter().find_map(|s| {
+            s.upper
+                .iter()
+                .position(|&u| u == id)
+                .map(|k| s.transform.upper_lengths().swap_remove(k))
+        })
+    }
+
+    /// Product of the top lengths.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.element_size(), 6);
+    /// ```
+    pub fn element_size(&self) -> I {
+        crate::idx::product(&self.top_lengths())
+    }
+
+    /// The whole hidden index for a top index (top slots written, stages run last → first).
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.calculate_hidden_index(&[1, 2]), vec![5, 1, 2]);
+    /// ```
+    pub fn calculate_hidden_index(&self, top: &[I]) -> Vec<I> {
+        let mut hidden = vec![I::lit(0); self.ndim_hidden];
+        for (&id, v) in self.top.iter().zip(top) {
+            hidden[id] = v.clone();
+        }
+        for s in self.stages.iter().rev() {
+            let up: Vec<I> = s.upper.iter().map(|&i| hidden[i].clone()).collect();
+            let low = s.transform.lower_index(&up);
+            for (&i, v) in s.lower.iter().zip(low) {
+                hidden[i] = v;
+            }
+        }
+        hidden
+    }
+
+    /// The bottom index of a top index.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2]), vec![5]);
+    /// ```
+    pub fn calculate_bottom_index(&self, top: &[I]) -> Vec<I> {
+        let hidden = self.calculate_hidden_index(top);
+        self.bottom.iter().map(|&i| hidden[i].clone()).collect()
+    }
+
+    /// Propagates guaranteed vector (length, stride) arrays over **hidden** dims to the top
+    /// dims: stages in forward order compute their upper values from their lower values, then a
+    /// guaranteed value that is not `-1` overrides (SEMANTICS §3).
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3, 4]).unwrap()], vec![vec![0]], vec![vec![0, 1, 2]]).unwrap();
+    /// // a packed descriptor: stride 1 guaranteed on the last dim, length unknown
+    /// let (l, s) = a.top_safe_vector_lengths_strides(&[-1, -1, -1, -1], &[-1, -1, -1, 1]);
+    /// assert_eq!((l, s), (vec![-1, -1, -1], vec![-1, -1, 1]));
+    /// ```
+    pub fn top_safe_vector_lengths_strides(
+        &self,
+        guaranteed_lengths: &[i64],
+        guaranteed_strides: &[i64],
+    ) -> (Vec<i64>, Vec<i64>) {
+        let get = |v: &[i64], i: usize| v.get(i).copied().unwrap_or(-1);
+        let mut lens: Vec<i64> = (0..self.ndim_hidden)
+            .map(|i| get(guaranteed_lengths, i))
+            .collect();
+        let mut strides: Vec<i64> = (0..self.ndim_hidden)
+            .map(|i| get(guaranteed_strides, i))
+            .collect();
+        for s in &self.stages {
+            let ll: Vec<i64> = s.lower.iter().map(|&i| lens[i]).collect();
+            let ls: Vec<i64> = s.lower.iter().map(|&i| strides[i]).collect();
+            let (ul, us) = s.transform.upper_vector_lengths_strides(&ll, &ls);
+            for (k, &id) in s.upper.iter().enumerate() {
+                let gl = get(guaranteed_lengths, id);
+                let gs = get(guaranteed_strides, id);
+                lens[id] = if gl != -1 { gl } else { ul[k] };
+                strides[id] = if gs != -1 { gs } else { us[k] };
+            }
+        }
+        (
+            self.top.iter().map(|&i| lens[i]).collect(),
+            self.top.iter().map(|&i| strides[i]).collect(),
+        )
+    }
+
+    /// One line per stage, bottom to top, e.g. `[1, 2] <- embed(...) <- [3, 4]`.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.describe(), "bottom [0], top [1, 2]\n  [0] <- unmerge(2, 3) <- [1, 2]\n");
+    /// ```
+    pub fn describe(&self) -> String {
+        let mut out = format!("bottom {:?}, top {:?}\n", self.bottom, self.top);
+        for s in &self.stages {
+            out.push_str(&format!(
+                "  {:?} <- {} <- {:?}\n",
+                s.lower,
+                s.transform.describe(),
+                s.upper
+            ));
+        }
+        out
+    }
+}
+
+fn labels_count(ctx: &str, field: &str, ids: &[Vec<usize>]) -> Result<usize> {
+    let n: usize = ids.iter().map(Vec::len).sum();
+    let mut seen = vec![false; n];
+    for (t, list) in ids.iter().enumerate() {
+        for (k, &label) in list.iter().enumerate() {
+            if label >= n || seen[label] {
+                return Err(LayoutError::invalid(
+                    ctx,
+                    format!("{field}[{t}][{k}]"),
+                    label,
+                    format!("labels must use each of 0..{n} exactly once"),
+                ));
+            }
+            seen[label] = true;
+        }
+    }
+    Ok(n)
+}
