@@ -1,0 +1,100 @@
+//! Adaptors: hidden-id bookkeeping of the builders, evaluation order, chaining.
+
+use tilekit_layout::adaptor::Stage;
+use tilekit_layout::{TensorAdaptor, Transform};
+
+#[test]
+fn transform_allocates_hidden_ids_in_transform_order() {
+    // The reference layout of texture_8x8_tiles4x4_unmerge: embed 0->(1,2), unmerge 1->(3,4),
+    // unmerge 2->(5,6), top order (3,5,4,6).
+    let base = TensorAdaptor::single_stage(
+        vec![Transform::embed(vec![8i64, 8], vec![8, 1]).unwrap()],
+        vec![vec![0]],
+        vec![vec![0, 1]],
+    )
+    .unwrap();
+    let a = base
+        .transform(
+            vec![
+                Transform::unmerge(vec![2, 4]).unwrap(),
+                Transform::unmerge(vec![2, 4]).unwrap(),
+            ],
+            vec![vec![0], vec![1]],
+            vec![vec![0, 2], vec![1, 3]],
+        )
+        .unwrap();
+    assert_eq!(a.top_ids(), &[3, 5, 4, 6]);
+    assert_eq!(a.ndim_hidden(), 7);
+    assert_eq!(a.stages()[2].upper(), &[5, 6]);
+    assert_eq!(
+        a.calculate_bottom_index(&[1, 1, 3, 2]),
+        vec![(4 + 3) * 8 + 4 + 2]
+    );
+}
+
+#[test]
+fn earlier_stage_wins_when_two_write_one_slot() {
+    // Two merges write hidden 1; stages run last-to-first, so stage 0's value survives.
+    let s0 = Stage::new(Transform::merge(vec![4i64]).unwrap(), vec![1], vec![2]).unwrap();
+    let s1 = Stage::new(Transform::merge(vec![4i64]).unwrap(), vec![1], vec![3]).unwrap();
+    let a = TensorAdaptor::new(vec![s0, s1], vec![1, 0], vec![2, 3], 4).unwrap();
+    assert_eq!(a.calculate_bottom_index(&[1, 3]), vec![1, 0]);
+}
+
+#[test]
+fn chain_identifies_bottom_with_top() {
+    let a0 = TensorAdaptor::single_stage(
+        vec![Transform::unmerge(vec![3i64, 4]).unwrap()],
+        vec![vec![0]],
+        vec![vec![0, 1]],
+    )
+    .unwrap();
+    let a1 = TensorAdaptor::single_stage(
+        vec![Transform::merge(vec![3i64, 4]).unwrap()],
+        vec![vec![0, 1]],
+        vec![vec![0]],
+    )
+    .unwrap();
+    let c = a1.chain(&a0).unwrap();
+    // top (i, j) -> unmerge -> 4i + j -> merge -> (i, j): the identity on 3×4
+    for i in 0..3 {
+        for j in 0..4 {
+            assert_eq!(c.calculate_bottom_index(&[i, j]), vec![i, j]);
+        }
+    }
+    assert_eq!(c.ndim_hidden(), 3 + 3);
+    let bad = a0.chain(
+        &TensorAdaptor::single_stage(
+            vec![Transform::pass_through(4i64).unwrap()],
+            vec![vec![0]],
+            vec![vec![0]],
+        )
+        .unwrap(),
+    );
+    assert!(bad
+        .unwrap_err()
+        .to_string()
+        .contains("expected 2 (the first adaptor's top rank)"));
+}
+
+#[test]
+fn structural_errors() {
+    let s = Stage::new(Transform::pass_through(4i64).unwrap(), vec![0], vec![1]).unwrap();
+    let e = TensorAdaptor::new(vec![s.clone()], vec![0], vec![0], 2).unwrap_err();
+    assert!(e
+        .to_string()
+        .contains("top_hidden_ids[0] = 0 is invalid: a top dimension must be the upper dimension"));
+    let e = TensorAdaptor::new(vec![s], vec![0, 0], vec![1], 2).unwrap_err();
+    assert!(e
+        .to_string()
+        .contains("bottom_hidden_ids[1] = 0 is invalid: each hidden id may appear only once"));
+    let e = TensorAdaptor::<i64>::single_stage(
+        vec![Transform::pass_through(4).unwrap()],
+        vec![vec![0]],
+        vec![vec![1]],
+    )
+    .unwrap_err();
+    assert!(e
+        .to_string()
+        .contains("upper_ids[0][0] = 1 is invalid: labels must use each of 0..1 exactly once"));
+}
