@@ -598,3 +598,30 @@ fn labels_count(ctx: &str, field: &str, ids: &[Vec<usize>]) -> Result<usize> {
     }
     Ok(n)
 }
+
+impl TensorAdaptor<i64> {
+    /// The same adaptor over another index domain (see [`Transform::lift`]).
+    ///
+    /// ```
+    /// use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// let b: TensorAdaptor<i64> = a.lift();
+    /// assert_eq!(a, b);
+    /// ```
+    pub fn lift<I: Idx>(&self) -> TensorAdaptor<I> {
+        TensorAdaptor {
+            stages: self
+                .stages
+                .iter()
+                .map(|s| Stage {
+                    transform: s.transform.lift(),
+                    lower: s.lower.clone(),
+                    upper: s.upper.clone(),
+                })
+                .collect(),
+            bottom: self.bottom.clone(),
+            top: self.top.clone(),
+            ndim_hidden: self.ndim_hidden,
+        }
+    }
+}

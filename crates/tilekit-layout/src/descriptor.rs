@@ -352,3 +352,22 @@ impl<I: Idx> TensorDescriptor<I> {
             .top_safe_vector_lengths_strides(&self.guaranteed_lengths, &self.guaranteed_strides)
     }
 }
+
+impl TensorDescriptor<i64> {
+    /// The same descriptor over another index domain (see [`Transform::lift`]).
+    ///
+    /// ```
+    /// use tilekit_layout::TensorDescriptor;
+    /// let d = TensorDescriptor::packed(vec![2i64, 3], Some(3)).unwrap();
+    /// let e: TensorDescriptor<i64> = d.lift();
+    /// assert_eq!(d, e);
+    /// ```
+    pub fn lift<I: Idx>(&self) -> TensorDescriptor<I> {
+        TensorDescriptor {
+            adaptor: self.adaptor.lift(),
+            element_space_size: I::lit(self.element_space_size),
+            guaranteed_lengths: self.guaranteed_lengths.clone(),
+            guaranteed_strides: self.guaranteed_strides.clone(),
+        }
+    }
+}

@@ -937,3 +937,95 @@ fn show<I: Idx>(v: &I) -> String {
         None => format!("{v:?}"),
     }
 }
+
+impl Transform<i64> {
+    /// The same transform over another index domain (parameters become constants of `I`).
+    /// This is how layouts built with concrete numbers generate code.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::unmerge(vec![2i64, 3]).unwrap();
+    /// let same: Transform<i64> = t.lift();
+    /// assert_eq!(same, t);
+    /// ```
+    pub fn lift<I: Idx>(&self) -> Transform<I> {
+        use TransformKind as K;
+        let l = |v: &i64| I::lit(*v);
+        let ls = |v: &[i64]| v.iter().map(l).collect::<Vec<I>>();
+        let kind = match &self.kind {
+            K::PassThrough { length } => K::PassThrough { length: l(length) },
+            K::Pad {
+                low_length,
+                left,
+                right,
+                skip_is_valid_check,
+            } => K::Pad {
+                low_length: l(low_length),
+                left: l(left),
+                right: l(right),
+                skip_is_valid_check: *skip_is_valid_check,
+            },
+            K::LeftPad {
+                low_length,
+                left,
+                skip_is_valid_check,
+            } => K::LeftPad {
+                low_length: l(low_length),
+                left: l(left),
+                skip_is_valid_check: *skip_is_valid_check,
+            },
+            K::RightPad {
+                low_length,
+                right,
+                skip_is_valid_check,
+            } => K::RightPad {
+                low_length: l(low_length),
+                right: l(right),
+                skip_is_valid_check: *skip_is_valid_check,
+            },
+            K::Embed {
+                up_lengths,
+                coefficients,
+            } => K::Embed {
+                up_lengths: ls(up_lengths),
+                coefficients: ls(coefficients),
+            },
+            K::Merge {
+                low_lengths,
+                variant,
+            } => K::Merge {
+                low_lengths: ls(low_lengths),
+                variant: *variant,
+            },
+            K::Unmerge { up_lengths } => K::Unmerge {
+                up_lengths: ls(up_lengths),
+            },
+            K::Freeze { low_idx } => K::Freeze {
+                low_idx: l(low_idx),
+            },
+            K::Insert { length } => K::Insert { length: l(length) },
+            K::Replicate { up_lengths } => K::Replicate {
+                up_lengths: ls(up_lengths),
+            },
+            K::Slice { begin, end } => K::Slice {
+                begin: l(begin),
+                end: l(end),
+            },
+            K::Modulo { modulus, up_length } => K::Modulo {
+                modulus: l(modulus),
+                up_length: l(up_length),
+            },
+            K::Xor { lengths } => K::Xor {
+                lengths: [l(&lengths[0]), l(&lengths[1])],
+            },
+            K::Offset { length, offset } => K::Offset {
+                length: l(length),
+                offset: l(offset),
+            },
+            K::Indexing { table } => K::Indexing {
+                table: table.clone(),
+            },
+        };
+        Transform { kind }
+    }
+}
