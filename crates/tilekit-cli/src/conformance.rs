@@ -22,7 +22,6 @@ use serde::Deserialize;
 
 use crate::CliError;
 
-
 /// Arguments of `tilekit conformance`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -62,7 +61,13 @@ pub struct Tally {
 
 impl Tally {
     /// Compares one value: `item` names the configuration, `what` the field.
-    pub fn eq<T: PartialEq + Debug + ?Sized>(&mut self, item: &str, what: &str, expected: &T, got: &T) {
+    pub fn eq<T: PartialEq + Debug + ?Sized>(
+        &mut self,
+        item: &str,
+        what: &str,
+        expected: &T,
+        got: &T,
+    ) {
         if expected == got {
             self.passed += 1;
         } else {

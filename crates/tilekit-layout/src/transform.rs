@@ -554,9 +554,9 @@ impl<I: Idx> Transform<I> {
             }
             K::LeftPad { low_length, left, .. } => vec![low_length.clone() + left.clone()],
             K::RightPad { low_length, right, .. } => vec![low_length.clone() + right.clone()],
-            K::Embed { up_lengths, .. } | K::Unmerge { up_lengths } | K::Replicate { up_lengths } => {
-                up_lengths.clone()
-            }
+            K::Embed { up_lengths, .. }
+            | K::Unmerge { up_lengths }
+            | K::Replicate { up_lengths } => up_lengths.clone(),
             K::Merge { low_lengths, .. } => vec![product(low_lengths)],
             K::Freeze { .. } => vec![],
             K::Slice { begin, end } => vec![end.clone() - begin.clone()],
@@ -769,7 +769,11 @@ impl<I: Idx> Transform<I> {
                 format!("right_pad({}, right {}{})", show(low_length), show(right), skip(s))
             }
             K::Embed { up_lengths, coefficients } => {
-                format!("embed(lengths [{}], coefficients [{}])", list(up_lengths), list(coefficients))
+                format!(
+                    "embed(lengths [{}], coefficients [{}])",
+                    list(up_lengths),
+                    list(coefficients)
+                )
             }
             K::Merge { low_lengths, .. } => format!("merge({})", list(low_lengths)),
             K::Unmerge { up_lengths } => format!("unmerge({})", list(up_lengths)),
