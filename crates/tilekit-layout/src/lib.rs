@@ -13,8 +13,10 @@
 
 pub mod error;
 pub mod idx;
+pub mod sfc;
 pub mod transform;
 
 pub use error::{LayoutError, Result};
 pub use idx::{Idx, IdxBool};
+pub use sfc::SpaceFillingCurve;
 pub use transform::Transform;
