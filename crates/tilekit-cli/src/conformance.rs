@@ -22,6 +22,8 @@ use serde::Deserialize;
 
 use crate::CliError;
 
+pub mod sfc;
+
 /// Arguments of `tilekit conformance`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -117,6 +119,7 @@ struct Category {
 
 fn category_of(meta_category: &str) -> Option<Category> {
     match meta_category {
+        "space_filling_curve" => Some(Category { short: "sfc", check: sfc::check }),
         _ => None,
     }
 }
