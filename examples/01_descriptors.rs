@@ -15,10 +15,7 @@ fn main() -> Result<(), LayoutError> {
     // (row, col) -> (tile_row, in_row) × (tile_col, in_col); top order (tile_row, tile_col,
     // in_row, in_col).
     let tiled = texture.transform(
-        vec![
-            Transform::unmerge(vec![2, 4])?,
-            Transform::unmerge(vec![2, 4])?,
-        ],
+        vec![Transform::unmerge(vec![2, 4])?, Transform::unmerge(vec![2, 4])?],
         vec![vec![0], vec![1]],
         vec![vec![0, 2], vec![1, 3]],
     )?;
@@ -40,23 +37,16 @@ fn main() -> Result<(), LayoutError> {
 
     // Morton: row -> (y2, y1, y0), col -> (x2, x1, x0), merge (y2, x2, y1, x1, y0, x0) -> z.
     let bits = texture.transform(
-        vec![
-            Transform::unmerge(vec![2, 2, 2])?,
-            Transform::unmerge(vec![2, 2, 2])?,
-        ],
+        vec![Transform::unmerge(vec![2, 2, 2])?, Transform::unmerge(vec![2, 2, 2])?],
         vec![vec![0], vec![1]],
         vec![vec![0, 2, 4], vec![1, 3, 5]],
     )?;
-    let morton = bits.transform(
-        vec![Transform::merge(vec![2; 6])?],
-        vec![(0..6).collect()],
-        vec![vec![0]],
-    )?;
+    let morton =
+        bits.transform(vec![Transform::merge(vec![2; 6])?], vec![(0..6).collect()], vec![vec![0]])?;
     println!("Morton order: z -> offset (row·8 + col), z = 0..64:");
     for zr in 0..8 {
-        let row: Vec<String> = (0..8)
-            .map(|k| format!("{:3}", morton.calculate_offset(&[zr * 8 + k])))
-            .collect();
+        let row: Vec<String> =
+            (0..8).map(|k| format!("{:3}", morton.calculate_offset(&[zr * 8 + k]))).collect();
         println!("   {}", row.join(""));
     }
     println!("The position of each texel along the Z curve (row-major grid of z):");
@@ -66,10 +56,7 @@ fn main() -> Result<(), LayoutError> {
         grid[(off / 8) as usize][(off % 8) as usize] = z;
     }
     for row in grid {
-        println!(
-            "   {}",
-            row.iter().map(|z| format!("{z:3}")).collect::<String>()
-        );
+        println!("   {}", row.iter().map(|z| format!("{z:3}")).collect::<String>());
     }
 
     // Walking the curve with incremental moves gives the same offsets as fresh coordinates.

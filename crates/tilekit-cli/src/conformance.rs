@@ -24,6 +24,7 @@ use crate::CliError;
 
 pub mod descriptors;
 pub mod schema;
+pub mod sfc;
 
 /// Arguments of `tilekit conformance`.
 #[derive(Debug, Clone, clap::Args)]
@@ -38,10 +39,7 @@ pub struct Args {
 
 impl Default for Args {
     fn default() -> Self {
-        Args {
-            dir: PathBuf::from("../shared/conformance"),
-            show_failures: 20,
-        }
+        Args { dir: PathBuf::from("../shared/conformance"), show_failures: 20 }
     }
 }
 
@@ -123,10 +121,8 @@ struct Category {
 
 fn category_of(meta_category: &str) -> Option<Category> {
     match meta_category {
-        "tensor_descriptor" => Some(Category {
-            short: "descriptors",
-            check: descriptors::check,
-        }),
+        "space_filling_curve" => Some(Category { short: "sfc", check: sfc::check }),
+        "tensor_descriptor" => Some(Category { short: "descriptors", check: descriptors::check }),
         _ => None,
     }
 }
@@ -158,10 +154,7 @@ impl Report {
 /// Returns an error only when the folder itself cannot be listed; unreadable files are reported
 /// in [`Report::unreadable`].
 pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
-    let io = |source| CliError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
+    let io = |source| CliError::Io { path: dir.to_path_buf(), source };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -180,9 +173,7 @@ pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
         let head: Head = match serde_json::from_str(&text) {
             Ok(h) => h,
             Err(e) => {
-                report
-                    .unreadable
-                    .push(format!("{}: no meta.category: {e}", path.display()));
+                report.unreadable.push(format!("{}: no meta.category: {e}", path.display()));
                 continue;
             }
         };
@@ -191,11 +182,7 @@ pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
             continue;
         };
         match (cat.check)(&path, &text) {
-            Ok(t) => report
-                .categories
-                .entry(cat.short.to_string())
-                .or_default()
-                .merge(t),
+            Ok(t) => report.categories.entry(cat.short.to_string()).or_default().merge(t),
             Err(e) => report.unreadable.push(e.to_string()),
         }
     }
@@ -204,10 +191,7 @@ pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
 
 /// Parses a whole conformance file into its schema type, naming the file on error.
 pub fn parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, CliError> {
-    serde_json::from_str(text).map_err(|source| CliError::Json {
-        path: path.to_path_buf(),
-        source,
-    })
+    serde_json::from_str(text).map_err(|source| CliError::Json { path: path.to_path_buf(), source })
 }
 
 /// Runs `tilekit conformance`.
@@ -219,17 +203,11 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             println!("  FAIL {f}");
         }
         if t.failures.len() > args.show_failures {
-            println!(
-                "  … {} more failures",
-                t.failures.len() - args.show_failures
-            );
+            println!("  … {} more failures", t.failures.len() - args.show_failures);
         }
     }
     for (p, c) in &report.skipped {
-        println!(
-            "skipped {} (category {c:?} is not checked by this build)",
-            p.display()
-        );
+        println!("skipped {} (category {c:?} is not checked by this build)", p.display());
     }
     for u in &report.unreadable {
         println!("UNREADABLE {u}");
@@ -242,9 +220,5 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         });
     }
     println!("{} passed, {} failed", report.passed(), report.failed());
-    Ok(if report.failed() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if report.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

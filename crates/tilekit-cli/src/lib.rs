@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 
 pub mod conformance;
 pub mod error;
+pub mod sfc;
+pub mod svg;
 
 pub use error::CliError;
 
@@ -29,6 +31,8 @@ pub struct Cli {
 pub enum Command {
     /// Check this build against CK Tile conformance vectors (JSON files of the reference's numbers).
     Conformance(conformance::Args),
+    /// Show a space-filling curve: access table, grid picture, JSON or SVG.
+    Sfc(sfc::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message and exit code 2.
@@ -37,6 +41,7 @@ pub fn main_entry() -> ExitCode {
     let result = match cli.command {
         None => conformance::run(&conformance::Args::default()),
         Some(Command::Conformance(a)) => conformance::run(&a),
+        Some(Command::Sfc(a)) => sfc::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -19,20 +19,11 @@ fn scratch(name: &str) -> PathBuf {
 fn published_vectors_pass() {
     let r = run_suite(&vectors()).unwrap();
     for (name, t) in &r.categories {
-        assert_eq!(
-            t.failed,
-            0,
-            "{name}: {:?}",
-            &t.failures[..t.failures.len().min(5)]
-        );
+        assert_eq!(t.failed, 0, "{name}: {:?}", &t.failures[..t.failures.len().min(5)]);
     }
     assert!(r.unreadable.is_empty(), "{:?}", r.unreadable);
     let desc = &r.categories["descriptors"];
-    assert!(
-        desc.passed > 6000,
-        "descriptors checked only {} values",
-        desc.passed
-    );
+    assert!(desc.passed > 6000, "descriptors checked only {} values", desc.passed);
 }
 
 #[test]
@@ -49,11 +40,7 @@ fn a_wrong_number_is_caught() {
     assert_eq!(d["entries"][3]["offset"], 9);
     d["entries"][3]["offset"] = 10.into();
     let dir = scratch("wrong");
-    std::fs::write(
-        dir.join("descriptors.json"),
-        serde_json::to_string(&v).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(dir.join("descriptors.json"), serde_json::to_string(&v).unwrap()).unwrap();
     let r = run_suite(&dir).unwrap();
     let t = &r.categories["descriptors"];
     assert_eq!(t.failed, 2, "{:?}", t.failures); // offset and coordinate offset
@@ -75,10 +62,7 @@ fn a_corrupt_file_is_reported_not_panicked() {
     std::fs::write(dir.join("junk.json"), "not json").unwrap();
     let r = run_suite(&dir).unwrap();
     assert_eq!(r.unreadable.len(), 2, "{:?}", r.unreadable);
-    assert!(r
-        .unreadable
-        .iter()
-        .any(|u| u.contains("not a valid conformance file")));
+    assert!(r.unreadable.iter().any(|u| u.contains("not a valid conformance file")));
     assert_eq!(r.failed(), 2);
 }
 

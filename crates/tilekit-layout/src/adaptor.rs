@@ -73,11 +73,7 @@ impl<I: Idx> Stage<I> {
                 format!("{} (the transform's upper rank)", transform.num_upper()),
             ));
         }
-        Ok(Stage {
-            transform,
-            lower,
-            upper,
-        })
+        Ok(Stage { transform, lower, upper })
     }
 
     /// The transform.
@@ -188,18 +184,8 @@ impl<I: Idx> TensorAdaptor<I> {
         check_distinct(ctx, "bottom_hidden_ids", &bottom)?;
         check_distinct(ctx, "top_hidden_ids", &top)?;
         for (t, s) in stages.iter().enumerate() {
-            check_ids(
-                ctx,
-                &format!("transforms[{t}].lower_hidden_ids"),
-                &s.lower,
-                ndim_hidden,
-            )?;
-            check_ids(
-                ctx,
-                &format!("transforms[{t}].upper_hidden_ids"),
-                &s.upper,
-                ndim_hidden,
-            )?;
+            check_ids(ctx, &format!("transforms[{t}].lower_hidden_ids"), &s.lower, ndim_hidden)?;
+            check_ids(ctx, &format!("transforms[{t}].upper_hidden_ids"), &s.upper, ndim_hidden)?;
         }
         for (k, id) in top.iter().enumerate() {
             if !stages.iter().any(|s| s.upper.contains(id)) {
@@ -211,12 +197,7 @@ impl<I: Idx> TensorAdaptor<I> {
                 ));
             }
         }
-        Ok(TensorAdaptor {
-            stages,
-            bottom,
-            top,
-            ndim_hidden,
-        })
+        Ok(TensorAdaptor { stages, bottom, top, ndim_hidden })
     }
 
     /// The reference's `make_single_stage_tensor_adaptor(trans, lower_ids, upper_ids)`: bottom
@@ -239,16 +220,9 @@ impl<I: Idx> TensorAdaptor<I> {
     ) -> Result<Self> {
         let ctx = "single-stage tensor adaptor";
         if lower_ids.len() != transforms.len() || upper_ids.len() != transforms.len() {
-            let got = if lower_ids.len() != transforms.len() {
-                lower_ids.len()
-            } else {
-                upper_ids.len()
-            };
-            let field = if lower_ids.len() != transforms.len() {
-                "lower_ids"
-            } else {
-                "upper_ids"
-            };
+            let got =
+                if lower_ids.len() != transforms.len() { lower_ids.len() } else { upper_ids.len() };
+            let field = if lower_ids.len() != transforms.len() { "lower_ids" } else { "upper_ids" };
             return Err(LayoutError::count(
                 ctx,
                 field,
@@ -263,12 +237,7 @@ impl<I: Idx> TensorAdaptor<I> {
             let up: Vec<usize> = up.iter().map(|u| u + nlow).collect();
             stages.push(Stage::new(t, lo, up)?);
         }
-        Self::new(
-            stages,
-            (0..nlow).collect(),
-            (nlow..nlow + nup).collect(),
-            nlow + nup,
-        )
+        Self::new(stages, (0..nlow).collect(), (nlow..nlow + nup).collect(), nlow + nup)
     }
 
     /// The reference's `transform_tensor_adaptor(old, new_transforms, lower_old_top_ids,
@@ -316,11 +285,7 @@ impl<I: Idx> TensorAdaptor<I> {
         let mut stages = self.stages.clone();
         let mut new_top = vec![0usize; nup];
         let mut next = self.ndim_hidden;
-        for (t, ((tr, lo), up)) in transforms
-            .into_iter()
-            .zip(lower_ids)
-            .zip(upper_ids)
-            .enumerate()
+        for (t, ((tr, lo), up)) in transforms.into_iter().zip(lower_ids).zip(upper_ids).enumerate()
         {
             let mut low_hidden = Vec::with_capacity(lo.len());
             for (k, &pos) in lo.iter().enumerate() {
@@ -451,10 +416,7 @@ impl<I: Idx> TensorAdaptor<I> {
     /// assert_eq!(a.top_lengths(), vec![2, 3]);
     /// ```
     pub fn top_lengths(&self) -> Vec<I> {
-        self.top
-            .iter()
-            .map(|&id| self.hidden_length(id).unwrap_or_else(|| I::lit(-1)))
-            .collect()
+        self.top.iter().map(|&id| self.hidden_length(id).unwrap_or_else(|| I::lit(-1))).collect()
     }
 
     /// The length of a hidden dimension that is the upper dim of some stage.
@@ -536,12 +498,10 @@ impl<I: Idx> TensorAdaptor<I> {
         guaranteed_strides: &[i64],
     ) -> (Vec<i64>, Vec<i64>) {
         let get = |v: &[i64], i: usize| v.get(i).copied().unwrap_or(-1);
-        let mut lens: Vec<i64> = (0..self.ndim_hidden)
-            .map(|i| get(guaranteed_lengths, i))
-            .collect();
-        let mut strides: Vec<i64> = (0..self.ndim_hidden)
-            .map(|i| get(guaranteed_strides, i))
-            .collect();
+        let mut lens: Vec<i64> =
+            (0..self.ndim_hidden).map(|i| get(guaranteed_lengths, i)).collect();
+        let mut strides: Vec<i64> =
+            (0..self.ndim_hidden).map(|i| get(guaranteed_strides, i)).collect();
         for s in &self.stages {
             let ll: Vec<i64> = s.lower.iter().map(|&i| lens[i]).collect();
             let ls: Vec<i64> = s.lower.iter().map(|&i| strides[i]).collect();

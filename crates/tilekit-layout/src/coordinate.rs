@@ -85,10 +85,7 @@ impl<I: Idx> Coordinate<I> {
     /// assert_eq!(Coordinate::new_descriptor(&d, &[1, 2]).top(), vec![1, 2]);
     /// ```
     pub fn top(&self) -> Vec<I> {
-        self.top_ids
-            .iter()
-            .map(|&i| self.hidden[i].clone())
-            .collect()
+        self.top_ids.iter().map(|&i| self.hidden[i].clone()).collect()
     }
 
     /// The bottom index.
@@ -99,10 +96,7 @@ impl<I: Idx> Coordinate<I> {
     /// assert_eq!(Coordinate::new_descriptor(&d, &[1, 2]).bottom(), vec![5]);
     /// ```
     pub fn bottom(&self) -> Vec<I> {
-        self.bottom_ids
-            .iter()
-            .map(|&i| self.hidden[i].clone())
-            .collect()
+        self.bottom_ids.iter().map(|&i| self.hidden[i].clone()).collect()
     }
 
     /// The element offset (the first bottom dim; for descriptors, the only one).
@@ -113,10 +107,7 @@ impl<I: Idx> Coordinate<I> {
     /// assert_eq!(Coordinate::new_descriptor(&d, &[2, 3]).offset(), 19);
     /// ```
     pub fn offset(&self) -> I {
-        self.bottom_ids
-            .first()
-            .map(|&i| self.hidden[i].clone())
-            .unwrap_or_else(|| I::lit(0))
+        self.bottom_ids.first().map(|&i| self.hidden[i].clone()).unwrap_or_else(|| I::lit(0))
     }
 }
 

@@ -89,20 +89,10 @@ impl<I: Idx> TensorDescriptor<I> {
         }
         if let Some(s) = element_space_size.to_const() {
             if s < 0 {
-                return Err(LayoutError::invalid(
-                    ctx,
-                    "element_space_size",
-                    s,
-                    "must be >= 0",
-                ));
+                return Err(LayoutError::invalid(ctx, "element_space_size", s, "must be >= 0"));
             }
         }
-        Ok(TensorDescriptor {
-            adaptor,
-            element_space_size,
-            guaranteed_lengths,
-            guaranteed_strides,
-        })
+        Ok(TensorDescriptor { adaptor, element_space_size, guaranteed_lengths, guaranteed_strides })
     }
 
     /// A descriptor over an adaptor with nothing guaranteed (reference

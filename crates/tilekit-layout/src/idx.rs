@@ -188,10 +188,7 @@ impl Idx for i64 {
         }
     }
     fn lookup(&self, table: &[i64]) -> Self {
-        usize::try_from(*self)
-            .ok()
-            .and_then(|k| table.get(k).copied())
-            .unwrap_or(0)
+        usize::try_from(*self).ok().and_then(|k| table.get(k).copied()).unwrap_or(0)
     }
 }
 

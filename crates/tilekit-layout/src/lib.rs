@@ -16,6 +16,7 @@ pub mod coordinate;
 pub mod descriptor;
 pub mod error;
 pub mod idx;
+pub mod sfc;
 pub mod transform;
 
 pub use adaptor::TensorAdaptor;
@@ -23,4 +24,5 @@ pub use coordinate::Coordinate;
 pub use descriptor::TensorDescriptor;
 pub use error::{LayoutError, Result};
 pub use idx::{Idx, IdxBool};
+pub use sfc::SpaceFillingCurve;
 pub use transform::Transform;

@@ -205,16 +205,8 @@ impl<I: Idx> Transform<I> {
     /// assert_eq!(t.upper_vector_lengths_strides(&[4], &[1]), (vec![4], vec![1]));
     /// ```
     pub fn pass_through(length: I) -> Result<Self> {
-        known_ge(
-            "pass_through transform",
-            "length",
-            &length,
-            1,
-            "lengths must be >= 1",
-        )?;
-        Ok(Self {
-            kind: TransformKind::PassThrough { length },
-        })
+        known_ge("pass_through transform", "length", &length, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::PassThrough { length } })
     }
 
     /// Two-sided pad: upper length `L + left + right`, `l = u − left`, valid iff
@@ -233,14 +225,7 @@ impl<I: Idx> Transform<I> {
         known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
         known_ge(ctx, "left_pad", &left, 0, "pads must be >= 0")?;
         known_ge(ctx, "right_pad", &right, 0, "pads must be >= 0")?;
-        Ok(Self {
-            kind: TransformKind::Pad {
-                low_length,
-                left,
-                right,
-                skip_is_valid_check,
-            },
-        })
+        Ok(Self { kind: TransformKind::Pad { low_length, left, right, skip_is_valid_check } })
     }
 
     /// Left pad: upper length `L + left`, `l = u − left`, valid iff `u ≥ left`.
@@ -257,13 +242,7 @@ impl<I: Idx> Transform<I> {
         let ctx = "left_pad transform";
         known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
         known_ge(ctx, "left_pad", &left, 0, "pads must be >= 0")?;
-        Ok(Self {
-            kind: TransformKind::LeftPad {
-                low_length,
-                left,
-                skip_is_valid_check,
-            },
-        })
+        Ok(Self { kind: TransformKind::LeftPad { low_length, left, skip_is_valid_check } })
     }
 
     /// Right pad: upper length `L + right`, `l = u`, valid iff `u < L`. This is what
@@ -279,13 +258,7 @@ impl<I: Idx> Transform<I> {
         let ctx = "right_pad transform";
         known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
         known_ge(ctx, "right_pad", &right, 0, "pads must be >= 0")?;
-        Ok(Self {
-            kind: TransformKind::RightPad {
-                low_length,
-                right,
-                skip_is_valid_check,
-            },
-        })
+        Ok(Self { kind: TransformKind::RightPad { low_length, right, skip_is_valid_check } })
     }
 
     /// Embed: `l = Σ uᵢ·cᵢ` (the strided view of a naive descriptor).
@@ -309,12 +282,7 @@ impl<I: Idx> Transform<I> {
                 format!("{} (one per upper length)", up_lengths.len()),
             ));
         }
-        Ok(Self {
-            kind: TransformKind::Embed {
-                up_lengths,
-                coefficients,
-            },
-        })
+        Ok(Self { kind: TransformKind::Embed { up_lengths, coefficients } })
     }
 
     /// Merge (the reference's `make_merge_transform`, magic division): one upper index of length
@@ -343,12 +311,7 @@ impl<I: Idx> Transform<I> {
             return Err(LayoutError::count(ctx, "low_lengths", 0, "at least 1"));
         }
         lengths_ok(ctx, "low_lengths", &low_lengths)?;
-        Ok(Self {
-            kind: TransformKind::Merge {
-                low_lengths,
-                variant,
-            },
-        })
+        Ok(Self { kind: TransformKind::Merge { low_lengths, variant } })
     }
 
     /// Unmerge: `l = Σ uᵢ·Sᵢ`, `Sᵢ = Π_{j>i} Uⱼ` (row-major, last fastest).
@@ -366,9 +329,7 @@ impl<I: Idx> Transform<I> {
             return Err(LayoutError::count(ctx, "up_lengths", 0, "at least 1"));
         }
         lengths_ok(ctx, "up_lengths", &up_lengths)?;
-        Ok(Self {
-            kind: TransformKind::Unmerge { up_lengths },
-        })
+        Ok(Self { kind: TransformKind::Unmerge { up_lengths } })
     }
 
     /// Freeze: no upper dimension, the lower index is always `low_idx`.
@@ -380,16 +341,8 @@ impl<I: Idx> Transform<I> {
     /// assert_eq!(t.num_upper(), 0);
     /// ```
     pub fn freeze(low_idx: I) -> Result<Self> {
-        known_ge(
-            "freeze transform",
-            "low_idx",
-            &low_idx,
-            0,
-            "indices must be >= 0",
-        )?;
-        Ok(Self {
-            kind: TransformKind::Freeze { low_idx },
-        })
+        known_ge("freeze transform", "low_idx", &low_idx, 0, "indices must be >= 0")?;
+        Ok(Self { kind: TransformKind::Freeze { low_idx } })
     }
 
     /// Insert: one dangling upper dimension (no lower dimension; its index is ignored).
@@ -400,16 +353,8 @@ impl<I: Idx> Transform<I> {
     /// assert_eq!((t.num_lower(), t.num_upper()), (0, 1));
     /// ```
     pub fn insert(length: I) -> Result<Self> {
-        known_ge(
-            "insert transform",
-            "length",
-            &length,
-            1,
-            "lengths must be >= 1",
-        )?;
-        Ok(Self {
-            kind: TransformKind::Insert { length },
-        })
+        known_ge("insert transform", "length", &length, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::Insert { length } })
     }
 
     /// Replicate: dangling upper dimensions (may be none), used for R dims of distributions.
@@ -422,9 +367,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     pub fn replicate(up_lengths: Vec<I>) -> Result<Self> {
         lengths_ok("replicate transform", "up_lengths", &up_lengths)?;
-        Ok(Self {
-            kind: TransformKind::Replicate { up_lengths },
-        })
+        Ok(Self { kind: TransformKind::Replicate { up_lengths } })
     }
 
     /// Slice `[begin, end)` of the lower dimension: `l = u + begin`, always valid (no range
@@ -449,9 +392,7 @@ impl<I: Idx> Transform<I> {
                 ));
             }
         }
-        Ok(Self {
-            kind: TransformKind::Slice { begin, end },
-        })
+        Ok(Self { kind: TransformKind::Slice { begin, end } })
     }
 
     /// Modulo: `l = u mod modulus` over an upper length. Moves work (the reference's do not).
@@ -468,9 +409,7 @@ impl<I: Idx> Transform<I> {
         let ctx = "modulo transform";
         known_ge(ctx, "modulus", &modulus, 1, "the modulus must be >= 1")?;
         known_ge(ctx, "up_length", &up_length, 1, "lengths must be >= 1")?;
-        Ok(Self {
-            kind: TransformKind::Modulo { modulus, up_length },
-        })
+        Ok(Self { kind: TransformKind::Modulo { modulus, up_length } })
     }
 
     /// XOR swizzle on two dims: `l₀ = u₀`, `l₁ = u₁ ⊕ (u₀ mod L₁)`. Vector lengths pass through
@@ -485,11 +424,7 @@ impl<I: Idx> Transform<I> {
         let ctx = "xor transform";
         known_ge(ctx, "up_lengths[0]", &len0, 1, "lengths must be >= 1")?;
         known_ge(ctx, "up_lengths[1]", &len1, 1, "lengths must be >= 1")?;
-        Ok(Self {
-            kind: TransformKind::Xor {
-                lengths: [len0, len1],
-            },
-        })
+        Ok(Self { kind: TransformKind::Xor { lengths: [len0, len1] } })
     }
 
     /// Offset: `l = u + offset` over `length`.
@@ -500,16 +435,8 @@ impl<I: Idx> Transform<I> {
     /// assert_eq!(t.lower_index(&[3]), vec![8]);
     /// ```
     pub fn offset(length: I, offset: I) -> Result<Self> {
-        known_ge(
-            "offset transform",
-            "length",
-            &length,
-            1,
-            "lengths must be >= 1",
-        )?;
-        Ok(Self {
-            kind: TransformKind::Offset { length, offset },
-        })
+        known_ge("offset transform", "length", &length, 1, "lengths must be >= 1")?;
+        Ok(Self { kind: TransformKind::Offset { length, offset } })
     }
 
     /// Indexing (gather): `l = table[u]`, upper length = table length. An upper index outside
@@ -523,12 +450,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     pub fn indexing(table: Vec<i64>) -> Result<Self> {
         if table.is_empty() {
-            return Err(LayoutError::count(
-                "indexing transform",
-                "table",
-                0,
-                "at least 1",
-            ));
+            return Err(LayoutError::count("indexing transform", "table", 0, "at least 1"));
         }
         if let Some((i, v)) = table.iter().enumerate().find(|(_, v)| **v < 0) {
             return Err(LayoutError::invalid(
@@ -538,9 +460,7 @@ impl<I: Idx> Transform<I> {
                 "lower indices must be >= 0",
             ));
         }
-        Ok(Self {
-            kind: TransformKind::Indexing { table },
-        })
+        Ok(Self { kind: TransformKind::Indexing { table } })
     }
 
     /// The parameters.
@@ -567,14 +487,12 @@ impl<I: Idx> Transform<I> {
             TransformKind::LeftPad { .. } => "left_pad",
             TransformKind::RightPad { .. } => "right_pad",
             TransformKind::Embed { .. } => "embed",
-            TransformKind::Merge {
-                variant: MergeVariant::MagicDivision,
-                ..
-            } => "merge_v2_magic_division",
-            TransformKind::Merge {
-                variant: MergeVariant::DivisionMod,
-                ..
-            } => "merge_v3_division_mod",
+            TransformKind::Merge { variant: MergeVariant::MagicDivision, .. } => {
+                "merge_v2_magic_division"
+            }
+            TransformKind::Merge { variant: MergeVariant::DivisionMod, .. } => {
+                "merge_v3_division_mod"
+            }
             TransformKind::Unmerge { .. } => "unmerge",
             TransformKind::Freeze { .. } => "freeze",
             TransformKind::Insert { .. } => "insert",
@@ -631,20 +549,11 @@ impl<I: Idx> Transform<I> {
             K::PassThrough { length } | K::Insert { length } | K::Offset { length, .. } => {
                 vec![length.clone()]
             }
-            K::Pad {
-                low_length,
-                left,
-                right,
-                ..
-            } => {
+            K::Pad { low_length, left, right, .. } => {
                 vec![low_length.clone() + left.clone() + right.clone()]
             }
-            K::LeftPad {
-                low_length, left, ..
-            } => vec![low_length.clone() + left.clone()],
-            K::RightPad {
-                low_length, right, ..
-            } => vec![low_length.clone() + right.clone()],
+            K::LeftPad { low_length, left, .. } => vec![low_length.clone() + left.clone()],
+            K::RightPad { low_length, right, .. } => vec![low_length.clone() + right.clone()],
             K::Embed { up_lengths, .. }
             | K::Unmerge { up_lengths }
             | K::Replicate { up_lengths } => up_lengths.clone(),
@@ -666,12 +575,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     pub fn lower_index(&self, up: &[I]) -> Vec<I> {
         use TransformKind as K;
-        debug_assert_eq!(
-            up.len(),
-            self.num_upper(),
-            "{}: upper index rank",
-            self.name()
-        );
+        debug_assert_eq!(up.len(), self.num_upper(), "{}: upper index rank", self.name());
         match &self.kind {
             K::PassThrough { .. } | K::RightPad { .. } => vec![up[0].clone()],
             K::Pad { left, .. } | K::LeftPad { left, .. } => vec![up[0].clone() - left.clone()],
@@ -705,10 +609,7 @@ impl<I: Idx> Transform<I> {
             K::Slice { begin, .. } => vec![up[0].clone() + begin.clone()],
             K::Modulo { modulus, .. } => vec![up[0].clone() % modulus.clone()],
             K::Xor { lengths } => {
-                vec![
-                    up[0].clone(),
-                    up[1].clone() ^ (up[0].clone() % lengths[1].clone()),
-                ]
+                vec![up[0].clone(), up[1].clone() ^ (up[0].clone() % lengths[1].clone())]
             }
             K::Offset { offset, .. } => vec![up[0].clone() + offset.clone()],
             K::Indexing { table } => vec![up[0].lookup(table)],
@@ -750,11 +651,8 @@ impl<I: Idx> Transform<I> {
             K::Insert { .. } | K::Replicate { .. } => vec![],
             K::Merge { .. } | K::Xor { .. } | K::Modulo { .. } | K::Indexing { .. } => {
                 let new = self.lower_index(up_new);
-                let diff: Vec<I> = new
-                    .iter()
-                    .zip(low.iter())
-                    .map(|(n, o)| n.clone() - o.clone())
-                    .collect();
+                let diff: Vec<I> =
+                    new.iter().zip(low.iter()).map(|(n, o)| n.clone() - o.clone()).collect();
                 low.clone_from_slice(&new);
                 diff
             }
@@ -773,18 +671,9 @@ impl<I: Idx> Transform<I> {
     pub fn is_always_valid(&self) -> bool {
         use TransformKind as K;
         match &self.kind {
-            K::Pad {
-                skip_is_valid_check,
-                ..
-            }
-            | K::LeftPad {
-                skip_is_valid_check,
-                ..
-            }
-            | K::RightPad {
-                skip_is_valid_check,
-                ..
-            } => *skip_is_valid_check,
+            K::Pad { skip_is_valid_check, .. }
+            | K::LeftPad { skip_is_valid_check, .. }
+            | K::RightPad { skip_is_valid_check, .. } => *skip_is_valid_check,
             _ => true,
         }
     }
@@ -803,11 +692,9 @@ impl<I: Idx> Transform<I> {
             return I::Bool::lit(true);
         }
         match &self.kind {
-            K::Pad {
-                low_length, left, ..
-            } => up[0]
-                .ge(left)
-                .and(&up[0].lt(&(low_length.clone() + left.clone()))),
+            K::Pad { low_length, left, .. } => {
+                up[0].ge(left).and(&up[0].lt(&(low_length.clone() + left.clone())))
+            }
             K::LeftPad { left, .. } => up[0].ge(left),
             K::RightPad { low_length, .. } => up[0].lt(low_length),
             _ => I::Bool::lit(true),
@@ -838,10 +725,9 @@ impl<I: Idx> Transform<I> {
             K::PassThrough { .. } | K::LeftPad { .. } | K::RightPad { .. } | K::Xor { .. } => {
                 (low_lengths.to_vec(), low_strides.to_vec())
             }
-            K::Merge { .. } => (
-                vec![*low_lengths.last().unwrap_or(&-1)],
-                vec![*low_strides.last().unwrap_or(&-1)],
-            ),
+            K::Merge { .. } => {
+                (vec![*low_lengths.last().unwrap_or(&-1)], vec![*low_strides.last().unwrap_or(&-1)])
+            }
             K::Unmerge { up_lengths } => {
                 let (mut lens, mut strides) = unknown;
                 let last_up = consts(&up_lengths[n - 1..]).map(|v| v[0]);
@@ -869,46 +755,20 @@ impl<I: Idx> Transform<I> {
         let skip = |s: &bool| if *s { ", skip check" } else { "" };
         match &self.kind {
             K::PassThrough { length } => format!("pass_through({})", show(length)),
-            K::Pad {
-                low_length,
-                left,
-                right,
-                skip_is_valid_check: s,
-            } => format!(
+            K::Pad { low_length, left, right, skip_is_valid_check: s } => format!(
                 "pad({}, left {}, right {}{})",
                 show(low_length),
                 show(left),
                 show(right),
                 skip(s)
             ),
-            K::LeftPad {
-                low_length,
-                left,
-                skip_is_valid_check: s,
-            } => {
-                format!(
-                    "left_pad({}, left {}{})",
-                    show(low_length),
-                    show(left),
-                    skip(s)
-                )
+            K::LeftPad { low_length, left, skip_is_valid_check: s } => {
+                format!("left_pad({}, left {}{})", show(low_length), show(left), skip(s))
             }
-            K::RightPad {
-                low_length,
-                right,
-                skip_is_valid_check: s,
-            } => {
-                format!(
-                    "right_pad({}, right {}{})",
-                    show(low_length),
-                    show(right),
-                    skip(s)
-                )
+            K::RightPad { low_length, right, skip_is_valid_check: s } => {
+                format!("right_pad({}, right {}{})", show(low_length), show(right), skip(s))
             }
-            K::Embed {
-                up_lengths,
-                coefficients,
-            } => {
+            K::Embed { up_lengths, coefficients } => {
                 format!(
                     "embed(lengths [{}], coefficients [{}])",
                     list(up_lengths),
@@ -954,77 +814,39 @@ impl Transform<i64> {
         let ls = |v: &[i64]| v.iter().map(l).collect::<Vec<I>>();
         let kind = match &self.kind {
             K::PassThrough { length } => K::PassThrough { length: l(length) },
-            K::Pad {
-                low_length,
-                left,
-                right,
-                skip_is_valid_check,
-            } => K::Pad {
+            K::Pad { low_length, left, right, skip_is_valid_check } => K::Pad {
                 low_length: l(low_length),
                 left: l(left),
                 right: l(right),
                 skip_is_valid_check: *skip_is_valid_check,
             },
-            K::LeftPad {
-                low_length,
-                left,
-                skip_is_valid_check,
-            } => K::LeftPad {
+            K::LeftPad { low_length, left, skip_is_valid_check } => K::LeftPad {
                 low_length: l(low_length),
                 left: l(left),
                 skip_is_valid_check: *skip_is_valid_check,
             },
-            K::RightPad {
-                low_length,
-                right,
-                skip_is_valid_check,
-            } => K::RightPad {
+            K::RightPad { low_length, right, skip_is_valid_check } => K::RightPad {
                 low_length: l(low_length),
                 right: l(right),
                 skip_is_valid_check: *skip_is_valid_check,
             },
-            K::Embed {
-                up_lengths,
-                coefficients,
-            } => K::Embed {
-                up_lengths: ls(up_lengths),
-                coefficients: ls(coefficients),
-            },
-            K::Merge {
-                low_lengths,
-                variant,
-            } => K::Merge {
-                low_lengths: ls(low_lengths),
-                variant: *variant,
-            },
-            K::Unmerge { up_lengths } => K::Unmerge {
-                up_lengths: ls(up_lengths),
-            },
-            K::Freeze { low_idx } => K::Freeze {
-                low_idx: l(low_idx),
-            },
+            K::Embed { up_lengths, coefficients } => {
+                K::Embed { up_lengths: ls(up_lengths), coefficients: ls(coefficients) }
+            }
+            K::Merge { low_lengths, variant } => {
+                K::Merge { low_lengths: ls(low_lengths), variant: *variant }
+            }
+            K::Unmerge { up_lengths } => K::Unmerge { up_lengths: ls(up_lengths) },
+            K::Freeze { low_idx } => K::Freeze { low_idx: l(low_idx) },
             K::Insert { length } => K::Insert { length: l(length) },
-            K::Replicate { up_lengths } => K::Replicate {
-                up_lengths: ls(up_lengths),
-            },
-            K::Slice { begin, end } => K::Slice {
-                begin: l(begin),
-                end: l(end),
-            },
-            K::Modulo { modulus, up_length } => K::Modulo {
-                modulus: l(modulus),
-                up_length: l(up_length),
-            },
-            K::Xor { lengths } => K::Xor {
-                lengths: [l(&lengths[0]), l(&lengths[1])],
-            },
-            K::Offset { length, offset } => K::Offset {
-                length: l(length),
-                offset: l(offset),
-            },
-            K::Indexing { table } => K::Indexing {
-                table: table.clone(),
-            },
+            K::Replicate { up_lengths } => K::Replicate { up_lengths: ls(up_lengths) },
+            K::Slice { begin, end } => K::Slice { begin: l(begin), end: l(end) },
+            K::Modulo { modulus, up_length } => {
+                K::Modulo { modulus: l(modulus), up_length: l(up_length) }
+            }
+            K::Xor { lengths } => K::Xor { lengths: [l(&lengths[0]), l(&lengths[1])] },
+            K::Offset { length, offset } => K::Offset { length: l(length), offset: l(offset) },
+            K::Indexing { table } => K::Indexing { table: table.clone() },
         };
         Transform { kind }
     }

@@ -15,10 +15,7 @@ fn transform_allocates_hidden_ids_in_transform_order() {
     .unwrap();
     let a = base
         .transform(
-            vec![
-                Transform::unmerge(vec![2, 4]).unwrap(),
-                Transform::unmerge(vec![2, 4]).unwrap(),
-            ],
+            vec![Transform::unmerge(vec![2, 4]).unwrap(), Transform::unmerge(vec![2, 4]).unwrap()],
             vec![vec![0], vec![1]],
             vec![vec![0, 2], vec![1, 3]],
         )
@@ -26,10 +23,7 @@ fn transform_allocates_hidden_ids_in_transform_order() {
     assert_eq!(a.top_ids(), &[3, 5, 4, 6]);
     assert_eq!(a.ndim_hidden(), 7);
     assert_eq!(a.stages()[2].upper(), &[5, 6]);
-    assert_eq!(
-        a.calculate_bottom_index(&[1, 1, 3, 2]),
-        vec![(4 + 3) * 8 + 4 + 2]
-    );
+    assert_eq!(a.calculate_bottom_index(&[1, 1, 3, 2]), vec![(4 + 3) * 8 + 4 + 2]);
 }
 
 #[test]
@@ -71,10 +65,7 @@ fn chain_identifies_bottom_with_top() {
         )
         .unwrap(),
     );
-    assert!(bad
-        .unwrap_err()
-        .to_string()
-        .contains("expected 2 (the first adaptor's top rank)"));
+    assert!(bad.unwrap_err().to_string().contains("expected 2 (the first adaptor's top rank)"));
 }
 
 #[test]

@@ -13,10 +13,7 @@ fn descriptors() -> impl Strategy<Value = TensorDescriptor<i64>> {
             TensorDescriptor::naive(vec![a, b], vec![b + s, 1], None)
                 .unwrap()
                 .transform(
-                    vec![
-                        Transform::pass_through(a).unwrap(),
-                        Transform::pass_through(b).unwrap(),
-                    ],
+                    vec![Transform::pass_through(a).unwrap(), Transform::pass_through(b).unwrap()],
                     vec![vec![0], vec![1]],
                     vec![vec![1], vec![0]],
                 )
@@ -113,11 +110,7 @@ fn descriptors() -> impl Strategy<Value = TensorDescriptor<i64>> {
         (len.clone(), 1i64..20).prop_map(|(m, up)| {
             TensorDescriptor::packed(vec![m], None)
                 .unwrap()
-                .transform(
-                    vec![Transform::modulo(m, up).unwrap()],
-                    vec![vec![0]],
-                    vec![vec![0]],
-                )
+                .transform(vec![Transform::modulo(m, up).unwrap()], vec![vec![0]], vec![vec![0]])
                 .unwrap()
         }),
         // xor (power-of-two and not) then merge then pad: a 4-stage chain
@@ -153,28 +146,16 @@ fn descriptors() -> impl Strategy<Value = TensorDescriptor<i64>> {
             let n = table.len() as i64;
             TensorDescriptor::packed(vec![50], None)
                 .unwrap()
-                .transform(
-                    vec![Transform::indexing(table).unwrap()],
-                    vec![vec![0]],
-                    vec![vec![0]],
-                )
+                .transform(vec![Transform::indexing(table).unwrap()], vec![vec![0]], vec![vec![0]])
                 .unwrap()
-                .transform(
-                    vec![Transform::pass_through(n).unwrap()],
-                    vec![vec![0]],
-                    vec![vec![0]],
-                )
+                .transform(vec![Transform::pass_through(n).unwrap()], vec![vec![0]], vec![vec![0]])
                 .unwrap()
         }),
     ]
 }
 
 fn point(lengths: &[i64], seed: &[u32]) -> Vec<i64> {
-    lengths
-        .iter()
-        .zip(seed.iter().cycle())
-        .map(|(l, s)| i64::from(*s) % l)
-        .collect()
+    lengths.iter().zip(seed.iter().cycle()).map(|(l, s)| i64::from(*s) % l).collect()
 }
 
 proptest! {

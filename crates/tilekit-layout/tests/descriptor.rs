@@ -22,40 +22,34 @@ fn gemm_lds_a_xor_descriptor_is_a_permutation() {
     let (m, k, k1) = (32i64, 32i64, 8i64);
     let l = 2i64; // 64 bytes of K per row -> two rows share a 128-byte line
     let k0 = k / k1;
-    let d = TensorDescriptor::naive(
-        vec![k0 * l, m / l, k1],
-        vec![k1, k0 * l * k1, 1],
-        Some((k1, 1)),
-    )
-    .unwrap()
-    .transform(
-        vec![
-            Transform::xor(m / l, k0 * l).unwrap(),
-            Transform::pass_through(k1).unwrap(),
-        ],
-        vec![vec![1, 0], vec![2]],
-        vec![vec![1, 0], vec![2]],
-    )
-    .unwrap()
-    .transform(
-        vec![
-            Transform::unmerge(vec![k0, l]).unwrap(),
-            Transform::pass_through(m / l).unwrap(),
-            Transform::pass_through(k1).unwrap(),
-        ],
-        vec![vec![0], vec![1], vec![2]],
-        vec![vec![0, 2], vec![1], vec![3]],
-    )
-    .unwrap()
-    .transform(
-        vec![
-            Transform::merge(vec![m / l, l]).unwrap(),
-            Transform::merge(vec![k0, k1]).unwrap(),
-        ],
-        vec![vec![1, 2], vec![0, 3]],
-        vec![vec![0], vec![1]],
-    )
-    .unwrap();
+    let d =
+        TensorDescriptor::naive(vec![k0 * l, m / l, k1], vec![k1, k0 * l * k1, 1], Some((k1, 1)))
+            .unwrap()
+            .transform(
+                vec![Transform::xor(m / l, k0 * l).unwrap(), Transform::pass_through(k1).unwrap()],
+                vec![vec![1, 0], vec![2]],
+                vec![vec![1, 0], vec![2]],
+            )
+            .unwrap()
+            .transform(
+                vec![
+                    Transform::unmerge(vec![k0, l]).unwrap(),
+                    Transform::pass_through(m / l).unwrap(),
+                    Transform::pass_through(k1).unwrap(),
+                ],
+                vec![vec![0], vec![1], vec![2]],
+                vec![vec![0, 2], vec![1], vec![3]],
+            )
+            .unwrap()
+            .transform(
+                vec![
+                    Transform::merge(vec![m / l, l]).unwrap(),
+                    Transform::merge(vec![k0, k1]).unwrap(),
+                ],
+                vec![vec![1, 2], vec![0, 3]],
+                vec![vec![0], vec![1]],
+            )
+            .unwrap();
     assert_eq!(d.lengths(), vec![m, k]);
     let mut seen = vec![false; (m * k) as usize];
     for i in 0..m {
@@ -67,10 +61,7 @@ fn gemm_lds_a_xor_descriptor_is_a_permutation() {
         }
     }
     // 8 contiguous fp16 along K stay contiguous (the XOR acts on vector-granular dims)
-    assert_eq!(
-        d.top_safe_vector_lengths_strides(),
-        (vec![-1, 8], vec![-1, 1])
-    );
+    assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, 8], vec![-1, 1]));
     assert_eq!(d.calculate_offset(&[1, 9]) - d.calculate_offset(&[1, 8]), 1);
 }
 
@@ -79,11 +70,7 @@ fn left_pad_works_inside_descriptors() {
     // A reference compile failure (left_pad_1d); tilekit implements it.
     let d = TensorDescriptor::packed(vec![5i64], None)
         .unwrap()
-        .transform(
-            vec![Transform::left_pad(5, 2, false).unwrap()],
-            vec![vec![0]],
-            vec![vec![0]],
-        )
+        .transform(vec![Transform::left_pad(5, 2, false).unwrap()], vec![vec![0]], vec![vec![0]])
         .unwrap();
     let offs: Vec<i64> = (0..7).map(|u| d.calculate_offset(&[u])).collect();
     assert_eq!(offs, [-2, -1, 0, 1, 2, 3, 4]);

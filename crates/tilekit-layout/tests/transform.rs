@@ -28,65 +28,18 @@ fn merge_variants_agree_and_match_mixed_radix() {
 
 #[test]
 fn every_kind_literal_values() {
-    assert_eq!(
-        Transform::embed(vec![4i64, 5], vec![2, 3])
-            .unwrap()
-            .lower_index(&[1, 1]),
-        vec![5]
-    );
-    assert_eq!(
-        Transform::unmerge(vec![3i64, 5])
-            .unwrap()
-            .lower_index(&[2, 4]),
-        vec![14]
-    );
-    assert_eq!(
-        Transform::pad(10i64, 2, 3, false)
-            .unwrap()
-            .lower_index(&[0]),
-        vec![-2]
-    );
-    assert_eq!(
-        Transform::left_pad(5i64, 2, false)
-            .unwrap()
-            .lower_index(&[0]),
-        vec![-2]
-    );
-    assert_eq!(
-        Transform::right_pad(5i64, 2, false)
-            .unwrap()
-            .lower_index(&[6]),
-        vec![6]
-    );
-    assert_eq!(
-        Transform::slice(2i64, 7).unwrap().lower_index(&[0]),
-        vec![2]
-    );
-    assert_eq!(
-        Transform::modulo(4i64, 12).unwrap().lower_index(&[9]),
-        vec![1]
-    );
-    assert_eq!(
-        Transform::offset(10i64, 5).unwrap().lower_index(&[9]),
-        vec![14]
-    );
+    assert_eq!(Transform::embed(vec![4i64, 5], vec![2, 3]).unwrap().lower_index(&[1, 1]), vec![5]);
+    assert_eq!(Transform::unmerge(vec![3i64, 5]).unwrap().lower_index(&[2, 4]), vec![14]);
+    assert_eq!(Transform::pad(10i64, 2, 3, false).unwrap().lower_index(&[0]), vec![-2]);
+    assert_eq!(Transform::left_pad(5i64, 2, false).unwrap().lower_index(&[0]), vec![-2]);
+    assert_eq!(Transform::right_pad(5i64, 2, false).unwrap().lower_index(&[6]), vec![6]);
+    assert_eq!(Transform::slice(2i64, 7).unwrap().lower_index(&[0]), vec![2]);
+    assert_eq!(Transform::modulo(4i64, 12).unwrap().lower_index(&[9]), vec![1]);
+    assert_eq!(Transform::offset(10i64, 5).unwrap().lower_index(&[9]), vec![14]);
     assert_eq!(Transform::freeze(3i64).unwrap().lower_index(&[]), vec![3]);
-    assert_eq!(
-        Transform::<i64>::indexing(vec![4, 0, 2])
-            .unwrap()
-            .lower_index(&[1]),
-        vec![0]
-    );
-    assert_eq!(
-        Transform::<i64>::indexing(vec![4, 0, 2])
-            .unwrap()
-            .lower_index(&[7]),
-        vec![0]
-    );
-    assert_eq!(
-        Transform::insert(3i64).unwrap().lower_index(&[2]),
-        Vec::<i64>::new()
-    );
+    assert_eq!(Transform::<i64>::indexing(vec![4, 0, 2]).unwrap().lower_index(&[1]), vec![0]);
+    assert_eq!(Transform::<i64>::indexing(vec![4, 0, 2]).unwrap().lower_index(&[7]), vec![0]);
+    assert_eq!(Transform::insert(3i64).unwrap().lower_index(&[2]), Vec::<i64>::new());
 }
 
 #[test]
@@ -103,19 +56,10 @@ fn reference_test_values_for_pad() {
 #[test]
 fn vector_propagation_rules() {
     let u = Transform::unmerge(vec![2i64, 6]).unwrap();
-    assert_eq!(
-        u.upper_vector_lengths_strides(&[4], &[1]),
-        (vec![-1, 2], vec![-1, 1])
-    );
-    assert_eq!(
-        u.upper_vector_lengths_strides(&[-1], &[1]),
-        (vec![-1, -1], vec![-1, 1])
-    );
+    assert_eq!(u.upper_vector_lengths_strides(&[4], &[1]), (vec![-1, 2], vec![-1, 1]));
+    assert_eq!(u.upper_vector_lengths_strides(&[-1], &[1]), (vec![-1, -1], vec![-1, 1]));
     let x = Transform::xor(4i64, 8).unwrap();
-    assert_eq!(
-        x.upper_vector_lengths_strides(&[-1, 8], &[-1, 1]),
-        (vec![-1, 8], vec![-1, 1])
-    );
+    assert_eq!(x.upper_vector_lengths_strides(&[-1, 8], &[-1, 1]), (vec![-1, 8], vec![-1, 1]));
     for t in [
         Transform::embed(vec![4i64], vec![1]).unwrap(),
         Transform::slice(0i64, 4).unwrap(),
@@ -130,10 +74,7 @@ fn vector_propagation_rules() {
         );
     }
     let lp = Transform::left_pad(8i64, 1, false).unwrap();
-    assert_eq!(
-        lp.upper_vector_lengths_strides(&[4], &[1]),
-        (vec![4], vec![1])
-    );
+    assert_eq!(lp.upper_vector_lengths_strides(&[4], &[1]), (vec![4], vec![1]));
 }
 
 #[test]
@@ -141,12 +82,7 @@ fn errors_name_field_value_and_rule() {
     let e = Transform::<i64>::embed(vec![4, 6], vec![1]).unwrap_err();
     assert_eq!(
         e,
-        LayoutError::count(
-            "embed transform",
-            "coefficients",
-            1,
-            "2 (one per upper length)"
-        )
+        LayoutError::count("embed transform", "coefficients", 1, "2 (one per upper length)")
     );
     let e = Transform::<i64>::merge(vec![4, 0]).unwrap_err();
     assert_eq!(

@@ -70,16 +70,9 @@ struct StepJson {
 fn naive_base_space(a: &TensorAdaptor<i64>, id: usize) -> Option<i64> {
     let stage = a.stages().iter().find(|s| s.lower() == [id])?;
     match stage.transform().kind() {
-        TransformKind::Embed {
-            up_lengths,
-            coefficients,
-        } => Some(
-            1 + up_lengths
-                .iter()
-                .zip(coefficients)
-                .map(|(l, c)| (l - 1) * c)
-                .sum::<i64>(),
-        ),
+        TransformKind::Embed { up_lengths, coefficients } => {
+            Some(1 + up_lengths.iter().zip(coefficients).map(|(l, c)| (l - 1) * c).sum::<i64>())
+        }
         TransformKind::Unmerge { up_lengths } => Some(up_lengths.iter().product()),
         TransformKind::Offset { .. } => naive_base_space(a, stage.upper()[0]),
         _ => None,
@@ -119,52 +112,22 @@ fn check_one(d: &DescriptorJson, t: &mut Tally) {
         Err(e) => return t.fail(name, format!("could not build the descriptor: {e}")),
     };
     t.eq(name, "ndim_top", &d.ndim_top, &desc.ndim());
-    t.eq(
-        name,
-        "ndim_hidden",
-        &d.ndim_hidden,
-        &desc.adaptor().ndim_hidden(),
-    );
+    t.eq(name, "ndim_hidden", &d.ndim_hidden, &desc.adaptor().ndim_hidden());
     t.eq(name, "top_lengths", &d.top_lengths, &desc.lengths());
     let (sl, ss) = desc.top_safe_vector_lengths_strides();
-    t.eq(
-        name,
-        "top_safe_vector_lengths",
-        &d.top_safe_vector_lengths,
-        &sl,
-    );
-    t.eq(
-        name,
-        "top_safe_vector_strides",
-        &d.top_safe_vector_strides,
-        &ss,
-    );
+    t.eq(name, "top_safe_vector_lengths", &d.top_safe_vector_lengths, &sl);
+    t.eq(name, "top_safe_vector_strides", &d.top_safe_vector_strides, &ss);
 
     let all = row_major(&d.top_lengths);
     let listed: Vec<Vec<i64>> = d.entries.iter().map(|e| e.idx.clone()).collect();
-    t.eq(
-        name,
-        "entries enumerate every top index row-major",
-        &all,
-        &listed,
-    );
+    t.eq(name, "entries enumerate every top index row-major", &all, &listed);
     for e in &d.entries {
         let item = format!("{name} idx {:?}", e.idx);
         let c = Coordinate::new_descriptor(&desc, &e.idx);
         t.eq(&item, "offset", &e.offset, &desc.calculate_offset(&e.idx));
         t.eq(&item, "coordinate offset", &e.offset, &c.offset());
-        t.eq(
-            &item,
-            "valid",
-            &e.valid,
-            &desc.is_valid_assuming_top_valid(&c),
-        );
-        t.eq(
-            &item,
-            "valid_with_bounds",
-            &e.valid_with_bounds,
-            &desc.is_valid(&c),
-        );
+        t.eq(&item, "valid", &e.valid, &desc.is_valid_assuming_top_valid(&c));
+        t.eq(&item, "valid_with_bounds", &e.valid_with_bounds, &desc.is_valid(&c));
         t.eq(&item, "hidden", e.hidden.as_slice(), c.hidden());
     }
     for (w, walk) in d.walks.iter().flatten().enumerate() {
@@ -177,21 +140,11 @@ fn check_one(d: &DescriptorJson, t: &mut Tally) {
             desc.move_coordinate(&mut c, &s.step);
             t.eq(&item, "moved_top", &s.moved_top, &c.top());
             t.eq(&item, "moved_offset", &s.moved_offset, &c.offset());
-            t.eq(
-                &item,
-                "moved_valid",
-                &s.moved_valid,
-                &desc.is_valid_assuming_top_valid(&c),
-            );
+            t.eq(&item, "moved_valid", &s.moved_valid, &desc.is_valid_assuming_top_valid(&c));
             t.eq(&item, "moved_hidden", s.moved_hidden.as_slice(), c.hidden());
             let fresh = Coordinate::new_descriptor(&desc, &s.to);
             t.eq(&item, "fresh_offset", &s.fresh_offset, &fresh.offset());
-            t.eq(
-                &item,
-                "fresh_hidden",
-                s.fresh_hidden.as_slice(),
-                fresh.hidden(),
-            );
+            t.eq(&item, "fresh_hidden", s.fresh_hidden.as_slice(), fresh.hidden());
         }
     }
 }

@@ -42,20 +42,11 @@ pub enum TransformJson {
         skip_is_valid_check: bool,
     },
     #[serde(rename = "embed")]
-    Embed {
-        up_lengths: Vec<i64>,
-        coefficients: Vec<i64>,
-    },
+    Embed { up_lengths: Vec<i64>, coefficients: Vec<i64> },
     #[serde(rename = "merge_v2_magic_division")]
-    MergeV2 {
-        low_lengths: Vec<i64>,
-        up_lengths: Vec<i64>,
-    },
+    MergeV2 { low_lengths: Vec<i64>, up_lengths: Vec<i64> },
     #[serde(rename = "merge_v3_division_mod")]
-    MergeV3 {
-        low_lengths: Vec<i64>,
-        up_lengths: Vec<i64>,
-    },
+    MergeV3 { low_lengths: Vec<i64>, up_lengths: Vec<i64> },
     #[serde(rename = "unmerge")]
     Unmerge {
         up_lengths: Vec<i64>,
@@ -69,11 +60,7 @@ pub enum TransformJson {
     #[serde(rename = "replicate")]
     Replicate { up_lengths: Vec<i64> },
     #[serde(rename = "slice")]
-    Slice {
-        up_lengths: Vec<i64>,
-        slice_begin: i64,
-        slice_end: i64,
-    },
+    Slice { up_lengths: Vec<i64>, slice_begin: i64, slice_end: i64 },
     #[serde(rename = "modulo")]
     Modulo { up_lengths: Vec<i64>, modulus: i64 },
     #[serde(rename = "xor")]
@@ -81,10 +68,7 @@ pub enum TransformJson {
     #[serde(rename = "offset")]
     Offset { up_lengths: Vec<i64>, offset: i64 },
     #[serde(rename = "indexing")]
-    Indexing {
-        up_lengths: Vec<i64>,
-        table: Vec<i64>,
-    },
+    Indexing { up_lengths: Vec<i64>, table: Vec<i64> },
 }
 
 fn one(ctx: &str, v: &[i64]) -> Result<i64, LayoutError> {
@@ -125,12 +109,7 @@ impl TransformJson {
             T::PassThrough { up_lengths } => {
                 Transform::pass_through(one("pass_through", up_lengths)?)
             }
-            T::Pad {
-                up_lengths,
-                left_pad,
-                right_pad,
-                skip_is_valid_check,
-            } => {
+            T::Pad { up_lengths, left_pad, right_pad, skip_is_valid_check } => {
                 let up = one("pad", up_lengths)?;
                 Transform::pad(
                     up - left_pad - right_pad,
@@ -139,12 +118,7 @@ impl TransformJson {
                     *skip_is_valid_check,
                 )
             }
-            T::LeftPad {
-                up_lengths,
-                left_pad,
-                low_length,
-                skip_is_valid_check,
-            } => {
+            T::LeftPad { up_lengths, left_pad, low_length, skip_is_valid_check } => {
                 let up = one("left_pad", up_lengths)?;
                 Transform::left_pad(
                     low_length.unwrap_or(up - left_pad),
@@ -152,26 +126,19 @@ impl TransformJson {
                     *skip_is_valid_check,
                 )
             }
-            T::RightPad {
-                low_length,
-                right_pad,
-                skip_is_valid_check,
-                ..
-            } => Transform::right_pad(*low_length, *right_pad, *skip_is_valid_check),
-            T::Embed {
-                up_lengths,
-                coefficients,
-            } => Transform::embed(up_lengths.clone(), coefficients.clone()),
+            T::RightPad { low_length, right_pad, skip_is_valid_check, .. } => {
+                Transform::right_pad(*low_length, *right_pad, *skip_is_valid_check)
+            }
+            T::Embed { up_lengths, coefficients } => {
+                Transform::embed(up_lengths.clone(), coefficients.clone())
+            }
             T::MergeV2 { low_lengths, .. } => {
                 Transform::merge_variant(low_lengths.clone(), MergeVariant::MagicDivision)
             }
             T::MergeV3 { low_lengths, .. } => {
                 Transform::merge_variant(low_lengths.clone(), MergeVariant::DivisionMod)
             }
-            T::Unmerge {
-                up_lengths,
-                use_24bit,
-            } => {
+            T::Unmerge { up_lengths, use_24bit } => {
                 if *use_24bit {
                     return Err(LayoutError::invalid(
                         "unmerge transform",
@@ -185,23 +152,13 @@ impl TransformJson {
             T::Freeze { low_idx } => Transform::freeze(*low_idx),
             T::Insert { up_lengths } => Transform::insert(one("insert", up_lengths)?),
             T::Replicate { up_lengths } => Transform::replicate(up_lengths.clone()),
-            T::Slice {
-                slice_begin,
-                slice_end,
-                ..
-            } => Transform::slice(*slice_begin, *slice_end),
-            T::Modulo {
-                up_lengths,
-                modulus,
-            } => Transform::modulo(*modulus, one("modulo", up_lengths)?),
+            T::Slice { slice_begin, slice_end, .. } => Transform::slice(*slice_begin, *slice_end),
+            T::Modulo { up_lengths, modulus } => {
+                Transform::modulo(*modulus, one("modulo", up_lengths)?)
+            }
             T::Xor { up_lengths } => match up_lengths.as_slice() {
                 [a, b] => Transform::xor(*a, *b),
-                _ => Err(LayoutError::count(
-                    "xor transform",
-                    "up_lengths",
-                    up_lengths.len(),
-                    "2",
-                )),
+                _ => Err(LayoutError::count("xor transform", "up_lengths", up_lengths.len(), "2")),
             },
             T::Offset { up_lengths, offset } => {
                 Transform::offset(one("offset", up_lengths)?, *offset)
@@ -251,11 +208,7 @@ impl AdaptorJson {
                     s.transform.up_lengths()
                 ));
             }
-            stages.push(Stage::new(
-                t,
-                s.lower_hidden_ids.clone(),
-                s.upper_hidden_ids.clone(),
-            )?);
+            stages.push(Stage::new(t, s.lower_hidden_ids.clone(), s.upper_hidden_ids.clone())?);
         }
         let a = TensorAdaptor::new(
             stages,
