@@ -23,6 +23,7 @@ use serde::Deserialize;
 use crate::CliError;
 
 pub mod descriptors;
+pub mod distributions;
 pub mod schema;
 pub mod sfc;
 
@@ -123,6 +124,9 @@ fn category_of(meta_category: &str) -> Option<Category> {
     match meta_category {
         "space_filling_curve" => Some(Category { short: "sfc", check: sfc::check }),
         "tensor_descriptor" => Some(Category { short: "descriptors", check: descriptors::check }),
+        "tile_distribution" => {
+            Some(Category { short: "distributions", check: distributions::check })
+        }
         _ => None,
     }
 }

@@ -83,15 +83,25 @@ pub struct Rh {
 /// assert_eq!(e.p_lengths(), vec![2, 4]);
 /// assert_eq!(e.ys_lengths(), vec![2, 4]);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TileDistributionEncoding {
     spec: EncodingSpec,
     ps: Vec<Vec<Rh>>,
     ys: Vec<Rh>,
 }
 
-fn enc_err(rule: EncodingRule, field: impl Into<String>, value: impl std::fmt::Debug, message: impl Into<String>) -> TileError {
-    TileError::Encoding { rule, field: field.into(), value: format!("{value:?}"), message: message.into() }
+fn enc_err(
+    rule: EncodingRule,
+    field: impl Into<String>,
+    value: impl std::fmt::Debug,
+    message: impl Into<String>,
+) -> TileError {
+    TileError::Encoding {
+        rule,
+        field: field.into(),
+        value: format!("{value:?}"),
+        message: message.into(),
+    }
 }
 
 impl TileDistributionEncoding {
@@ -118,28 +128,58 @@ impl TileDistributionEncoding {
         use EncodingRule as R;
         let nx = spec.hs_lengthss.len();
         if nx == 0 {
-            return Err(enc_err(R::NotEmpty, "hs_lengthss", &spec.hs_lengthss, "an encoding needs at least one X dim"));
+            return Err(enc_err(
+                R::NotEmpty,
+                "hs_lengthss",
+                &spec.hs_lengthss,
+                "an encoding needs at least one X dim",
+            ));
         }
         for (i, hs) in spec.hs_lengthss.iter().enumerate() {
             if hs.is_empty() {
-                return Err(enc_err(R::NotEmpty, format!("hs_lengthss[{i}]"), hs, "every X needs at least one H component"));
+                return Err(enc_err(
+                    R::NotEmpty,
+                    format!("hs_lengthss[{i}]"),
+                    hs,
+                    "every X needs at least one H component",
+                ));
             }
         }
         if spec.ps_to_rhss_major.is_empty() {
-            return Err(enc_err(R::NotEmpty, "ps_to_rhss_major", &spec.ps_to_rhss_major, "an encoding needs at least one P dim"));
+            return Err(enc_err(
+                R::NotEmpty,
+                "ps_to_rhss_major",
+                &spec.ps_to_rhss_major,
+                "an encoding needs at least one P dim",
+            ));
         }
         if spec.ys_to_rhs_major.is_empty() {
-            return Err(enc_err(R::NotEmpty, "ys_to_rhs_major", &spec.ys_to_rhs_major, "an encoding needs at least one Y dim"));
+            return Err(enc_err(
+                R::NotEmpty,
+                "ys_to_rhs_major",
+                &spec.ys_to_rhs_major,
+                "an encoding needs at least one Y dim",
+            ));
         }
         for (r, &l) in spec.rs_lengths.iter().enumerate() {
             if l < 1 {
-                return Err(enc_err(R::PositiveLength, format!("rs_lengths[{r}]"), l, "lengths must be >= 1"));
+                return Err(enc_err(
+                    R::PositiveLength,
+                    format!("rs_lengths[{r}]"),
+                    l,
+                    "lengths must be >= 1",
+                ));
             }
         }
         for (i, hs) in spec.hs_lengthss.iter().enumerate() {
             for (j, &l) in hs.iter().enumerate() {
                 if l < 1 {
-                    return Err(enc_err(R::PositiveLength, format!("hs_lengthss[{i}][{j}]"), l, "lengths must be >= 1"));
+                    return Err(enc_err(
+                        R::PositiveLength,
+                        format!("hs_lengthss[{i}][{j}]"),
+                        l,
+                        "lengths must be >= 1",
+                    ));
                 }
             }
         }
@@ -148,7 +188,10 @@ impl TileDistributionEncoding {
                 R::PairedLists,
                 "ps_to_rhss_minor",
                 &spec.ps_to_rhss_minor,
-                format!("it must have one list per P, like ps_to_rhss_major ({} lists)", spec.ps_to_rhss_major.len()),
+                format!(
+                    "it must have one list per P, like ps_to_rhss_major ({} lists)",
+                    spec.ps_to_rhss_major.len()
+                ),
             ));
         }
         if spec.ys_to_rhs_minor.len() != spec.ys_to_rhs_major.len() {
@@ -156,10 +199,19 @@ impl TileDistributionEncoding {
                 R::PairedLists,
                 "ys_to_rhs_minor",
                 &spec.ys_to_rhs_minor,
-                format!("it must have one entry per Y, like ys_to_rhs_major ({} entries)", spec.ys_to_rhs_major.len()),
+                format!(
+                    "it must have one entry per Y, like ys_to_rhs_major ({} entries)",
+                    spec.ys_to_rhs_major.len()
+                ),
             ));
         }
-        let count = |major: usize| if major == 0 { spec.rs_lengths.len() } else { spec.hs_lengthss[major - 1].len() };
+        let count = |major: usize| {
+            if major == 0 {
+                spec.rs_lengths.len()
+            } else {
+                spec.hs_lengthss[major - 1].len()
+            }
+        };
         let rh = |field_major: String, field_minor: String, major: i64, minor: i64| -> Result<Rh> {
             if major < 0 || major as usize > nx {
                 return Err(enc_err(
@@ -177,15 +229,24 @@ impl TileDistributionEncoding {
                     R::MinorInRange,
                     field_minor,
                     minor,
-                    format!("major {major} is {list}, which has {n} components, so minors are 0..{n}"),
+                    format!(
+                        "major {major} is {list}, which has {n} components, so minors are 0..{n}"
+                    ),
                 ));
             }
             Ok(Rh { major, minor: minor as usize })
         };
         let mut ps = Vec::with_capacity(spec.ps_to_rhss_major.len());
-        for (p, (majors, minors)) in spec.ps_to_rhss_major.iter().zip(&spec.ps_to_rhss_minor).enumerate() {
+        for (p, (majors, minors)) in
+            spec.ps_to_rhss_major.iter().zip(&spec.ps_to_rhss_minor).enumerate()
+        {
             if majors.is_empty() {
-                return Err(enc_err(R::NotEmpty, format!("ps_to_rhss_major[{p}]"), majors, "every P needs at least one component"));
+                return Err(enc_err(
+                    R::NotEmpty,
+                    format!("ps_to_rhss_major[{p}]"),
+                    majors,
+                    "every P needs at least one component",
+                ));
             }
             if majors.len() != minors.len() {
                 return Err(enc_err(
@@ -197,7 +258,12 @@ impl TileDistributionEncoding {
             }
             let mut list = Vec::with_capacity(majors.len());
             for (k, (&ma, &mi)) in majors.iter().zip(minors).enumerate() {
-                list.push(rh(format!("ps_to_rhss_major[{p}][{k}]"), format!("ps_to_rhss_minor[{p}][{k}]"), ma, mi)?);
+                list.push(rh(
+                    format!("ps_to_rhss_major[{p}][{k}]"),
+                    format!("ps_to_rhss_minor[{p}][{k}]"),
+                    ma,
+                    mi,
+                )?);
             }
             ps.push(list);
         }
@@ -237,13 +303,13 @@ impl TileDistributionEncoding {
             }
         }
         for (i, hs) in spec.hs_lengthss.iter().enumerate() {
-            for j in 0..hs.len() {
+            for (j, h) in hs.iter().enumerate() {
                 match users.get(&Rh { major: i + 1, minor: j }) {
                     None => {
                         return Err(enc_err(
                             R::HUsedOnce,
                             format!("X{i}.H{j}"),
-                            hs[j],
+                            h,
                             "every H component must be used by exactly one P list or one Y, but nothing uses this one \
                              (the reference would leave it at 0)",
                         ))
@@ -378,7 +444,10 @@ impl TileDistributionEncoding {
         (0..self.ndim_x())
             .map(|i| {
                 let hs = &self.spec.hs_lengthss[i];
-                (0..hs.len()).filter(|&j| self.y_of(Rh { major: i + 1, minor: j }).is_some()).map(|j| hs[j]).collect()
+                (0..hs.len())
+                    .filter(|&j| self.y_of(Rh { major: i + 1, minor: j }).is_some())
+                    .map(|j| hs[j])
+                    .collect()
             })
             .collect()
     }
@@ -393,7 +462,9 @@ impl TileDistributionEncoding {
         self.ys
             .iter()
             .map(|c| {
-                (0..c.minor).filter(|&j| self.y_of(Rh { major: c.major, minor: j }).is_some()).count()
+                (0..c.minor)
+                    .filter(|&j| self.y_of(Rh { major: c.major, minor: j }).is_some())
+                    .count()
             })
             .collect()
     }
@@ -500,13 +571,20 @@ impl TileDistributionEncoding {
             }
         }
         let conv = |c: &Rh| map.get(c).copied();
-        let ps: Vec<Vec<Rh>> = self.ps.iter().map(|l| l.iter().filter_map(conv).collect()).collect();
+        let ps: Vec<Vec<Rh>> =
+            self.ps.iter().map(|l| l.iter().filter_map(conv).collect()).collect();
         let ys: Vec<Rh> = self.ys.iter().filter_map(conv).collect();
         Self::new(EncodingSpec {
             rs_lengths: rs,
             hs_lengthss: new_hs,
-            ps_to_rhss_major: ps.iter().map(|l| l.iter().map(|c| c.major as i64).collect()).collect(),
-            ps_to_rhss_minor: ps.iter().map(|l| l.iter().map(|c| c.minor as i64).collect()).collect(),
+            ps_to_rhss_major: ps
+                .iter()
+                .map(|l| l.iter().map(|c| c.major as i64).collect())
+                .collect(),
+            ps_to_rhss_minor: ps
+                .iter()
+                .map(|l| l.iter().map(|c| c.minor as i64).collect())
+                .collect(),
             ys_to_rhs_major: ys.iter().map(|c| c.major as i64).collect(),
             ys_to_rhs_minor: ys.iter().map(|c| c.minor as i64).collect(),
         })
@@ -533,7 +611,10 @@ pub fn embed_spec(outer: &EncodingSpec, inner: &EncodingSpec) -> Result<Encoding
             "embed encoding",
             "inner.hs_lengthss",
             inner.hs_lengthss.len(),
-            format!("outer and inner must have the same number of X dims ({})", outer.hs_lengthss.len()),
+            format!(
+                "outer and inner must have the same number of X dims ({})",
+                outer.hs_lengthss.len()
+            ),
         ));
     }
     if outer.ps_to_rhss_major.len() != inner.ps_to_rhss_major.len() {
@@ -541,7 +622,10 @@ pub fn embed_spec(outer: &EncodingSpec, inner: &EncodingSpec) -> Result<Encoding
             "embed encoding",
             "inner.ps_to_rhss_major",
             inner.ps_to_rhss_major.len(),
-            format!("outer and inner must have the same number of P dims ({})", outer.ps_to_rhss_major.len()),
+            format!(
+                "outer and inner must have the same number of P dims ({})",
+                outer.ps_to_rhss_major.len()
+            ),
         ));
     }
     let shift = |major: i64| -> i64 {
@@ -558,11 +642,15 @@ pub fn embed_spec(outer: &EncodingSpec, inner: &EncodingSpec) -> Result<Encoding
     }
     for p in 0..outer.ps_to_rhss_major.len() {
         spec.ps_to_rhss_major[p].extend(&inner.ps_to_rhss_major[p]);
-        let minors = inner.ps_to_rhss_major[p].iter().zip(&inner.ps_to_rhss_minor[p]).map(|(&ma, &mi)| mi + shift(ma));
+        let minors = inner.ps_to_rhss_major[p]
+            .iter()
+            .zip(&inner.ps_to_rhss_minor[p])
+            .map(|(&ma, &mi)| mi + shift(ma));
         spec.ps_to_rhss_minor[p].extend(minors);
     }
     spec.ys_to_rhs_major.extend(&inner.ys_to_rhs_major);
-    let minors = inner.ys_to_rhs_major.iter().zip(&inner.ys_to_rhs_minor).map(|(&ma, &mi)| mi + shift(ma));
+    let minors =
+        inner.ys_to_rhs_major.iter().zip(&inner.ys_to_rhs_minor).map(|(&ma, &mi)| mi + shift(ma));
     spec.ys_to_rhs_minor.extend(minors);
     Ok(spec)
 }

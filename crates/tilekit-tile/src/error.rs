@@ -4,11 +4,16 @@
 //! valid, in the style of [`tilekit_layout::LayoutError`]:
 //!
 //! ```
-//! use tilekit_tile::analysis::WarpAccess;
-//! let err = WarpAccess::from_offsets(4, 3, |_| Some(0)).unwrap_err();
+//! use tilekit_tile::encoding::{EncodingSpec, TileDistributionEncoding};
+//! let err = TileDistributionEncoding::new(EncodingSpec {
+//!     rs_lengths: vec![2], hs_lengthss: vec![vec![4], vec![4]],
+//!     ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]],
+//!     ys_to_rhs_major: vec![0, 2], ys_to_rhs_minor: vec![0, 0],
+//! }).unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
-//!     "warp access: access_bytes = 12 is invalid: an access is 1, 2, 4, 8 or 16 bytes"
+//!     "tile distribution encoding: ys_to_rhs_major[0] = 0 is invalid: a Y cannot map to an R \
+//!      (replication) component: Ys hold X data, so majors of Ys are 1..=NDimX"
 //! );
 //! ```
 
