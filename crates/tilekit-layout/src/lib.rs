@@ -17,6 +17,7 @@ pub mod descriptor;
 pub mod error;
 pub mod idx;
 pub mod sfc;
+pub mod swizzle;
 pub mod transform;
 
 pub use adaptor::TensorAdaptor;
