@@ -459,10 +459,13 @@ impl<I: Idx> TensorAdaptor<I> {
         for (&id, v) in self.top.iter().zip(top) {
             hidden[id] = v.clone();
         }
+        let mut up: Vec<I> = Vec::new();
+        let mut low: Vec<I> = Vec::new();
         for s in self.stages.iter().rev() {
-            let up: Vec<I> = s.upper.iter().map(|&i| hidden[i].clone()).collect();
-            let low = s.transform.lower_index(&up);
-            for (&i, v) in s.lower.iter().zip(low) {
+            up.clear();
+            up.extend(s.upper.iter().map(|&i| hidden[i].clone()));
+            s.transform.lower_index_into(&up, &mut low);
+            for (&i, v) in s.lower.iter().zip(low.drain(..)) {
                 hidden[i] = v;
             }
         }

@@ -134,15 +134,20 @@ impl<I: Idx> TensorAdaptor<I> {
             diff[id] = d.clone();
             coord.hidden[id] = coord.hidden[id].clone() + d.clone();
         }
+        let (mut du, mut up_new, mut low, mut dl) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for s in self.stages().iter().rev() {
             if !s.upper().iter().any(|&u| changed[u]) {
                 continue;
             }
-            let du: Vec<I> = s.upper().iter().map(|&u| diff[u].clone()).collect();
-            let up_new: Vec<I> = s.upper().iter().map(|&u| coord.hidden[u].clone()).collect();
-            let mut low: Vec<I> = s.lower().iter().map(|&l| coord.hidden[l].clone()).collect();
-            let dl = s.transform().update_lower_index(&du, &mut low, &up_new);
-            for ((&l, v), d) in s.lower().iter().zip(low).zip(dl) {
+            du.clear();
+            du.extend(s.upper().iter().map(|&u| diff[u].clone()));
+            up_new.clear();
+            up_new.extend(s.upper().iter().map(|&u| coord.hidden[u].clone()));
+            low.clear();
+            low.extend(s.lower().iter().map(|&l| coord.hidden[l].clone()));
+            s.transform().update_lower_index_into(&du, &mut low, &up_new, &mut dl);
+            for ((&l, v), d) in s.lower().iter().zip(low.drain(..)).zip(dl.drain(..)) {
                 coord.hidden[l] = v;
                 diff[l] = d;
                 changed[l] = true;

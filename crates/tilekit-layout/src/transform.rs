@@ -574,45 +574,62 @@ impl<I: Idx> Transform<I> {
     /// assert_eq!(t.lower_index(&[17]), vec![1, 1, 1]);
     /// ```
     pub fn lower_index(&self, up: &[I]) -> Vec<I> {
+        let mut out = Vec::with_capacity(self.num_lower());
+        self.lower_index_into(up, &mut out);
+        out
+    }
+
+    /// [`lower_index`](Self::lower_index) into a caller's buffer (cleared first), so evaluation
+    /// loops allocate once rather than once per stage.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::merge(vec![2i64, 3]).unwrap();
+    /// let mut buf = vec![99];
+    /// t.lower_index_into(&[5], &mut buf);
+    /// assert_eq!(buf, vec![1, 2]);
+    /// ```
+    pub fn lower_index_into(&self, up: &[I], out: &mut Vec<I>) {
         use TransformKind as K;
         debug_assert_eq!(up.len(), self.num_upper(), "{}: upper index rank", self.name());
+        out.clear();
         match &self.kind {
-            K::PassThrough { .. } | K::RightPad { .. } => vec![up[0].clone()],
-            K::Pad { left, .. } | K::LeftPad { left, .. } => vec![up[0].clone() - left.clone()],
+            K::PassThrough { .. } | K::RightPad { .. } => out.push(up[0].clone()),
+            K::Pad { left, .. } | K::LeftPad { left, .. } => out.push(up[0].clone() - left.clone()),
             K::Embed { coefficients, .. } => {
                 let mut acc = I::lit(0);
                 for (u, c) in up.iter().zip(coefficients) {
                     acc = acc + u.clone() * c.clone();
                 }
-                vec![acc]
+                out.push(acc);
             }
             K::Merge { low_lengths, .. } => {
                 let n = low_lengths.len();
-                let mut low = vec![I::lit(0); n];
+                out.resize(n, I::lit(0));
                 let mut rest = up[0].clone();
                 for i in (1..n).rev() {
-                    low[i] = rest.clone() % low_lengths[i].clone();
+                    out[i] = rest.clone() % low_lengths[i].clone();
                     rest = rest / low_lengths[i].clone();
                 }
-                low[0] = rest;
-                low
+                out[0] = rest;
             }
             K::Unmerge { up_lengths } => {
                 let mut acc = up[0].clone();
                 for i in 1..up_lengths.len() {
                     acc = acc * up_lengths[i].clone() + up[i].clone();
                 }
-                vec![acc]
+                out.push(acc);
             }
-            K::Freeze { low_idx } => vec![low_idx.clone()],
-            K::Insert { .. } | K::Replicate { .. } => vec![],
-            K::Slice { begin, .. } => vec![up[0].clone() + begin.clone()],
-            K::Modulo { modulus, .. } => vec![up[0].clone() % modulus.clone()],
+            K::Freeze { low_idx } => out.push(low_idx.clone()),
+            K::Insert { .. } | K::Replicate { .. } => {}
+            K::Slice { begin, .. } => out.push(up[0].clone() + begin.clone()),
+            K::Modulo { modulus, .. } => out.push(up[0].clone() % modulus.clone()),
             K::Xor { lengths } => {
-                vec![up[0].clone(), up[1].clone() ^ (up[0].clone() % lengths[1].clone())]
+                out.push(up[0].clone());
+                out.push(up[1].clone() ^ (up[0].clone() % lengths[1].clone()));
             }
-            K::Offset { offset, .. } => vec![up[0].clone() + offset.clone()],
-            K::Indexing { table } => vec![up[0].lookup(table)],
+            K::Offset { offset, .. } => out.push(up[0].clone() + offset.clone()),
+            K::Indexing { table } => out.push(up[0].lookup(table)),
         }
     }
 
@@ -631,6 +648,28 @@ impl<I: Idx> Transform<I> {
     /// assert_eq!((d, low), (vec![4], vec![19]));
     /// ```
     pub fn update_lower_index(&self, diff_up: &[I], low: &mut [I], up_new: &[I]) -> Vec<I> {
+        let mut diff = Vec::with_capacity(self.num_lower());
+        self.update_lower_index_into(diff_up, low, up_new, &mut diff);
+        diff
+    }
+
+    /// [`update_lower_index`](Self::update_lower_index) writing the lower diff into a caller's
+    /// buffer (cleared first).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::merge(vec![4i64, 6]).unwrap();
+    /// let (mut low, mut diff) = (vec![0, 5], Vec::new());
+    /// t.update_lower_index_into(&[1], &mut low, &[6], &mut diff);
+    /// assert_eq!((low, diff), (vec![1, 0], vec![1, -5]));
+    /// ```
+    pub fn update_lower_index_into(
+        &self,
+        diff_up: &[I],
+        low: &mut [I],
+        up_new: &[I],
+        diff: &mut Vec<I>,
+    ) {
         use TransformKind as K;
         match &self.kind {
             K::PassThrough { .. }
@@ -640,21 +679,25 @@ impl<I: Idx> Transform<I> {
             | K::Slice { .. }
             | K::Offset { .. } => {
                 low[0] = low[0].clone() + diff_up[0].clone();
-                vec![diff_up[0].clone()]
+                diff.clear();
+                diff.push(diff_up[0].clone());
             }
             K::Embed { .. } | K::Unmerge { .. } => {
-                let dl = self.lower_index(diff_up).remove(0);
-                low[0] = low[0].clone() + dl.clone();
-                vec![dl]
+                self.lower_index_into(diff_up, diff);
+                low[0] = low[0].clone() + diff[0].clone();
             }
-            K::Freeze { .. } => vec![I::lit(0)],
-            K::Insert { .. } | K::Replicate { .. } => vec![],
+            K::Freeze { .. } => {
+                diff.clear();
+                diff.push(I::lit(0));
+            }
+            K::Insert { .. } | K::Replicate { .. } => diff.clear(),
             K::Merge { .. } | K::Xor { .. } | K::Modulo { .. } | K::Indexing { .. } => {
-                let new = self.lower_index(up_new);
-                let diff: Vec<I> =
-                    new.iter().zip(low.iter()).map(|(n, o)| n.clone() - o.clone()).collect();
-                low.clone_from_slice(&new);
-                diff
+                self.lower_index_into(up_new, diff);
+                for (d, l) in diff.iter_mut().zip(low.iter_mut()) {
+                    let new = d.clone();
+                    *d = new.clone() - l.clone();
+                    *l = new;
+                }
             }
         }
     }
