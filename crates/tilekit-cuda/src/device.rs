@@ -1,0 +1,194 @@
+//! Opening a GPU: driver detection, device properties, buffers, copies and synchronisation.
+//!
+//! ```text
+//!   Gpu::open(0)
+//!     ├─ libcuda present?  (cudarc dynamic loading; checked first, so a missing driver is
+//!     │                      CudaError::NoDriver instead of a panic)
+//!     ├─ device count > ordinal?  → CudaError::NoDevice
+//!     └─ primary context + its default stream; properties read once
+//! ```
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute as A;
+use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits,
+};
+
+use crate::error::{CudaError, Result};
+
+/// What tilekit reads off a device once, when it is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceProps {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. `NVIDIA H200`.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Number of streaming multiprocessors.
+    pub sm_count: i32,
+    /// L2 cache size in bytes.
+    pub l2_bytes: i32,
+    /// Largest dynamic shared memory a block may opt in to, in bytes.
+    pub max_smem_per_block_optin: i32,
+    /// Total device memory in bytes.
+    pub total_mem: usize,
+    /// Driver version as the driver reports it (e.g. 13000 for CUDA 13.0).
+    pub driver_version: i32,
+}
+
+impl DeviceProps {
+    /// The PTX target name for this device (`sm_90a` for Hopper, else `sm_XY`).
+    ///
+    /// ```
+    /// # use tilekit_cuda::DeviceProps;
+    /// let p = DeviceProps { ordinal: 0, name: "NVIDIA H200".into(), compute_capability: (9, 0), sm_count: 132,
+    ///     l2_bytes: 60 << 20, max_smem_per_block_optin: 232448, total_mem: 1 << 30, driver_version: 13000 };
+    /// assert_eq!(p.target(), "sm_90a");
+    /// ```
+    pub fn target(&self) -> String {
+        match self.compute_capability {
+            (9, 0) => "sm_90a".to_string(),
+            (a, b) => format!("sm_{a}{b}"),
+        }
+    }
+}
+
+/// An open GPU: a CUDA context, its stream and its properties.
+#[derive(Debug, Clone)]
+pub struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    props: DeviceProps,
+}
+
+/// True when the CUDA driver library can be loaded on this machine.
+///
+/// ```
+/// let present = tilekit_cuda::driver_present();
+/// println!("CUDA driver present: {present}");
+/// ```
+pub fn driver_present() -> bool {
+    // SAFETY: loads and immediately drops the driver library; no CUDA call is made.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+impl Gpu {
+    /// Opens device `ordinal`. No driver or no such device is a typed error, not a panic.
+    ///
+    /// ```
+    /// match tilekit_cuda::Gpu::open(0) {
+    ///     Ok(g) => assert!(g.props().sm_count > 0),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// ```
+    pub fn open(ordinal: usize) -> Result<Gpu> {
+        if !driver_present() {
+            return Err(CudaError::NoDriver {});
+        }
+        cudarc::driver::result::init().map_err(|e| CudaError::driver("cuInit", e))?;
+        let count =
+            CudaContext::device_count().map_err(|e| CudaError::driver("cuDeviceGetCount", e))?;
+        if ordinal as i64 >= i64::from(count) {
+            return Err(CudaError::NoDevice { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| CudaError::driver("cuDevicePrimaryCtxRetain", e))?;
+        let stream = ctx.default_stream();
+        let attr =
+            |a: A| ctx.attribute(a).map_err(|e| CudaError::driver("cuDeviceGetAttribute", e));
+        let mut driver_version = 0i32;
+        // SAFETY: the driver is loaded and initialised; the out pointer is a live i32.
+        let r = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) };
+        r.result().map_err(|e| CudaError::driver("cuDriverGetVersion", e))?;
+        let props = DeviceProps {
+            ordinal,
+            name: ctx.name().map_err(|e| CudaError::driver("cuDeviceGetName", e))?,
+            compute_capability: ctx
+                .compute_capability()
+                .map_err(|e| CudaError::driver("cuDeviceGetAttribute", e))?,
+            sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            max_smem_per_block_optin: attr(
+                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+            total_mem: ctx.total_mem().map_err(|e| CudaError::driver("cuDeviceTotalMem", e))?,
+            driver_version,
+        };
+        Ok(Gpu { ctx, stream, props })
+    }
+
+    /// The device's properties.
+    pub fn props(&self) -> &DeviceProps {
+        &self.props
+    }
+
+    /// The cudarc context (for cuBLAS handles and other libraries).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every tilekit operation runs on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Copies host data to a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>> {
+        self.stream.clone_htod(data).map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))
+    }
+
+    /// Copies a device buffer back to the host.
+    pub fn download<T: DeviceRepr + Default + Clone>(&self, buf: &CudaSlice<T>) -> Result<Vec<T>> {
+        self.stream.clone_dtoh(buf).map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))
+    }
+
+    /// Overwrites a device buffer with host data of the same length.
+    pub fn write<T: DeviceRepr>(&self, data: &[T], buf: &mut CudaSlice<T>) -> Result<()> {
+        if data.len() != buf.len() {
+            return Err(CudaError::BadLaunch {
+                kernel: "write".into(),
+                field: "data length",
+                value: data.len().to_string(),
+                rule: format!("must equal the buffer length {}", buf.len()),
+            });
+        }
+        self.stream.memcpy_htod(data, buf).map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))
+    }
+
+    /// A zero-filled device buffer of `n` elements.
+    pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(&self, n: usize) -> Result<CudaSlice<T>> {
+        self.stream.alloc_zeros(n).map_err(|e| CudaError::driver("cuMemAllocAsync", e))
+    }
+
+    /// Device-to-device copy of a whole buffer (`cuMemcpyDtoDAsync`): the bandwidth baseline.
+    pub fn copy<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+        if dst.len() < src.len() {
+            return Err(CudaError::BadLaunch {
+                kernel: "copy".into(),
+                field: "dst length",
+                value: dst.len().to_string(),
+                rule: format!("must be at least the source length {}", src.len()),
+            });
+        }
+        self.stream.memcpy_dtod(src, dst).map_err(|e| CudaError::driver("cuMemcpyDtoDAsync", e))
+    }
+
+    /// The raw device address of a buffer (for kernel arguments).
+    pub fn device_ptr<T>(&self, buf: &CudaSlice<T>) -> u64 {
+        let (p, _sync) = buf.device_ptr(&self.stream);
+        p
+    }
+
+    /// The raw device address of a buffer the kernel writes.
+    pub fn device_ptr_mut<T>(&self, buf: &mut CudaSlice<T>) -> u64 {
+        let (p, _sync) = buf.device_ptr_mut(&self.stream);
+        p
+    }
+
+    /// Waits for all work on the stream.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|e| CudaError::driver("cuStreamSynchronize", e))
+    }
+}

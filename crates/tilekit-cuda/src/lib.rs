@@ -1,0 +1,32 @@
+//! # tilekit-cuda
+//!
+//! tilekit's CUDA runtime on the driver API through cudarc with dynamic loading: a machine
+//! without a driver or GPU builds and runs tilekit, and [`Gpu::open`] answers with a typed
+//! [`CudaError`] that callers turn into the interpreter fallback.
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | [`device`] | [`Gpu`]: driver detection, properties, buffers, copies |
+//! | [`module`] | PTX JIT to cubin with the logs kept, modules, kernels, launches |
+//! | [`timing`] | CUDA-event timing with warm-up and medians |
+//! | [`cache`] | the on-disk kernel cache |
+//!
+//! ```
+//! match tilekit_cuda::Gpu::open(0) {
+//!     Ok(gpu) => println!("{} (sm_{}{})", gpu.props().name, gpu.props().compute_capability.0, gpu.props().compute_capability.1),
+//!     Err(e) => println!("no GPU here: {e}"),
+//! }
+//! ```
+#![deny(missing_docs)]
+
+pub mod cache;
+pub mod device;
+pub mod error;
+pub mod module;
+pub mod timing;
+
+pub use cache::KernelCache;
+pub use device::{driver_present, DeviceProps, Gpu};
+pub use error::{CudaError, Result};
+pub use module::{jit_ptx_to_cubin, load_kernel, JitReport, Kernel, KernelArgs, LaunchDims};
+pub use timing::Timing;

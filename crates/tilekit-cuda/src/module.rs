@@ -1,0 +1,347 @@
+//! PTX → cubin → module → kernel, with the JIT's logs kept, and launches.
+//!
+//! ```text
+//!   PTX text ──cuLinkCreate/AddData/Complete──► cubin (+ info log, error log, JIT time)
+//!                    (log verbose: registers, spills)        │
+//!                                                            ├──► disk cache (crate::cache)
+//!   cubin ──cuModuleLoadDataEx──► Module ──cuModuleGetFunction──► Kernel (regs, local bytes,
+//!                                                                        static smem)
+//!   Kernel + LaunchDims + KernelArgs ──cuLaunchKernel──► work on the Gpu's stream
+//! ```
+//!
+//! Dynamic shared memory above 48 KiB is allowed by raising the kernel's
+//! `MAX_DYNAMIC_SHARED_SIZE_BYTES` attribute before the launch, up to the device's opt-in limit.
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::sys;
+
+use crate::device::Gpu;
+use crate::error::{CudaError, Result};
+
+const LOG_BYTES: usize = 1 << 16;
+
+/// What the JIT said about one kernel.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JitReport {
+    /// The JIT's info log (with `LOG_VERBOSE`: registers, shared memory, spills per kernel).
+    pub info_log: String,
+    /// The JIT's error log (warnings too).
+    pub error_log: String,
+    /// Wall time of the JIT (PTX → cubin), measured on the host, in milliseconds.
+    pub jit_ms: f32,
+}
+
+/// Compiles PTX to a cubin for the current device with the driver's JIT.
+pub fn jit_ptx_to_cubin(gpu: &Gpu, ptx: &str, kernel: &str) -> Result<(Vec<u8>, JitReport)> {
+    gpu.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
+    let src = CString::new(ptx).map_err(|_| CudaError::Jit {
+        kernel: kernel.into(),
+        code: "invalid PTX".into(),
+        log: "the PTX text contains a NUL byte".into(),
+    })?;
+    let name = CString::new(kernel).unwrap_or_default();
+    let mut info = vec![0u8; LOG_BYTES];
+    let mut err = vec![0u8; LOG_BYTES];
+    use sys::CUjit_option_enum as O;
+    let mut opts = [
+        O::CU_JIT_INFO_LOG_BUFFER,
+        O::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        O::CU_JIT_ERROR_LOG_BUFFER,
+        O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        O::CU_JIT_LOG_VERBOSE,
+    ];
+    let mut vals: [*mut c_void; 5] = [
+        info.as_mut_ptr().cast(),
+        std::ptr::without_provenance_mut(LOG_BYTES),
+        err.as_mut_ptr().cast(),
+        std::ptr::without_provenance_mut(LOG_BYTES),
+        // CU_JIT_LOG_VERBOSE takes the integer 1 in the pointer-sized value slot
+        std::ptr::without_provenance_mut(1),
+    ];
+    let mut state: sys::CUlinkState = std::ptr::null_mut();
+    let started = Instant::now();
+    // SAFETY: option arrays have equal lengths and live until cuLinkDestroy; the log buffers are
+    // LOG_BYTES long as declared; `src` is NUL-terminated and outlives the call.
+    unsafe {
+        sys::cuLinkCreate_v2(opts.len() as u32, opts.as_mut_ptr(), vals.as_mut_ptr(), &mut state)
+            .result()
+            .map_err(|e| CudaError::driver("cuLinkCreate", e))?;
+        let add = sys::cuLinkAddData_v2(
+            state,
+            sys::CUjitInputType::CU_JIT_INPUT_PTX,
+            src.as_ptr() as *mut c_void,
+            src.as_bytes_with_nul().len(),
+            name.as_ptr(),
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
+        let mut cubin: *mut c_void = std::ptr::null_mut();
+        let mut size = 0usize;
+        let done = if add == sys::CUresult::CUDA_SUCCESS {
+            sys::cuLinkComplete(state, &mut cubin, &mut size)
+        } else {
+            add
+        };
+        let report = JitReport {
+            info_log: log_text(&info),
+            error_log: log_text(&err),
+            jit_ms: started.elapsed().as_secs_f32() * 1e3,
+        };
+        if done != sys::CUresult::CUDA_SUCCESS {
+            sys::cuLinkDestroy(state);
+            return Err(CudaError::Jit {
+                kernel: kernel.into(),
+                code: format!("{done:?}"),
+                log: report.error_log,
+            });
+        }
+        let bytes = std::slice::from_raw_parts(cubin as *const u8, size).to_vec();
+        sys::cuLinkDestroy(state);
+        Ok((bytes, report))
+    }
+}
+
+fn log_text(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).trim().to_string()
+}
+
+/// A loaded module (unloaded when the last kernel from it is dropped).
+#[derive(Debug)]
+pub struct Module {
+    module: sys::CUmodule,
+    gpu: Gpu,
+}
+
+// SAFETY: a CUmodule handle may be used from any thread once its context is current; every use
+// binds the context first.
+unsafe impl Send for Module {}
+// SAFETY: as above; the module is never mutated after loading.
+unsafe impl Sync for Module {}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        if self.gpu.ctx.bind_to_thread().is_ok() {
+            // SAFETY: the module was loaded by cuModuleLoadDataEx and is unloaded once.
+            unsafe {
+                sys::cuModuleUnload(self.module);
+            }
+        }
+    }
+}
+
+/// A kernel ready to launch, with what the driver reports about it.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    function: sys::CUfunction,
+    module: Arc<Module>,
+    /// The kernel's entry name.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: i32,
+    /// Local memory per thread in bytes (spills and stack).
+    pub local_bytes: i32,
+    /// Static shared memory in bytes.
+    pub static_smem: i32,
+    /// Largest block size the kernel can be launched with.
+    pub max_threads_per_block: i32,
+}
+
+// SAFETY: see Module; a CUfunction is an immutable handle into its module.
+unsafe impl Send for Kernel {}
+// SAFETY: as above.
+unsafe impl Sync for Kernel {}
+
+/// Loads a cubin (or PTX) image and looks up one kernel.
+pub fn load_kernel(gpu: &Gpu, image: &[u8], name: &str) -> Result<Kernel> {
+    gpu.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
+    let mut image = image.to_vec();
+    if image.last() != Some(&0) {
+        image.push(0); // PTX images must be NUL-terminated; cubins ignore the extra byte
+    }
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    let mut err = vec![0u8; LOG_BYTES];
+    let mut opts = [
+        sys::CUjit_option_enum::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option_enum::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut vals: [*mut c_void; 2] = [err.as_mut_ptr().cast(), std::ptr::without_provenance_mut(LOG_BYTES)];
+    // SAFETY: the image and the log buffer outlive the call; option arrays have equal lengths.
+    let r = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            image.as_ptr().cast(),
+            2,
+            opts.as_mut_ptr(),
+            vals.as_mut_ptr(),
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(CudaError::Jit {
+            kernel: name.into(),
+            code: format!("{r:?}"),
+            log: log_text(&err),
+        });
+    }
+    let module = Arc::new(Module { module, gpu: gpu.clone() });
+    let cname = CString::new(name).map_err(|_| CudaError::Driver {
+        call: "cuModuleGetFunction",
+        code: "name has a NUL byte".into(),
+    })?;
+    let mut function: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: module is loaded; cname is NUL-terminated.
+    unsafe { sys::cuModuleGetFunction(&mut function, module.module, cname.as_ptr()) }
+        .result()
+        .map_err(|e| CudaError::driver("cuModuleGetFunction", e))?;
+    let attr = |a: sys::CUfunction_attribute| -> Result<i32> {
+        let mut v = 0i32;
+        // SAFETY: function is a valid handle; v is a live i32.
+        unsafe { sys::cuFuncGetAttribute(&mut v, a, function) }
+            .result()
+            .map_err(|e| CudaError::driver("cuFuncGetAttribute", e))?;
+        Ok(v)
+    };
+    use sys::CUfunction_attribute as F;
+    Ok(Kernel {
+        function,
+        name: name.to_string(),
+        registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        local_bytes: attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+        static_smem: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+        max_threads_per_block: attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        module,
+    })
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchDims {
+    /// Blocks per grid (x, y, z).
+    pub grid: (u32, u32, u32),
+    /// Threads per block (x, y, z).
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block in bytes.
+    pub dynamic_smem: u32,
+}
+
+/// Kernel arguments, each stored in an 8-byte slot (pointers and scalars of up to 8 bytes).
+///
+/// ```
+/// use tilekit_cuda::KernelArgs;
+/// let mut a = KernelArgs::new();
+/// a.u32(7).i64(-1).f32(1.5);
+/// assert_eq!(a.len(), 3);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct KernelArgs {
+    slots: Vec<u64>,
+}
+
+impl KernelArgs {
+    /// No arguments yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A device pointer (see [`Gpu::device_ptr`]).
+    pub fn ptr(&mut self, p: u64) -> &mut Self {
+        self.slots.push(p);
+        self
+    }
+    /// A 32-bit unsigned scalar.
+    pub fn u32(&mut self, v: u32) -> &mut Self {
+        self.slots.push(u64::from(v));
+        self
+    }
+    /// A 32-bit signed scalar.
+    pub fn i32(&mut self, v: i32) -> &mut Self {
+        self.slots.push(u64::from(v as u32));
+        self
+    }
+    /// A 64-bit signed scalar.
+    pub fn i64(&mut self, v: i64) -> &mut Self {
+        self.slots.push(v as u64);
+        self
+    }
+    /// A 32-bit float scalar.
+    pub fn f32(&mut self, v: f32) -> &mut Self {
+        self.slots.push(u64::from(v.to_bits()));
+        self
+    }
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+    /// True when there are no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+}
+
+impl Gpu {
+    /// Launches a kernel on the Gpu's stream (asynchronously).
+    ///
+    /// The argument slots are read by the driver during the call (little-endian: a 4-byte
+    /// parameter reads the low half of its slot).
+    pub fn launch(&self, kernel: &Kernel, dims: LaunchDims, args: &KernelArgs) -> Result<()> {
+        let threads = u64::from(dims.block.0) * u64::from(dims.block.1) * u64::from(dims.block.2);
+        if threads == 0 || threads > kernel.max_threads_per_block as u64 {
+            return Err(CudaError::BadLaunch {
+                kernel: kernel.name.clone(),
+                field: "threads per block",
+                value: threads.to_string(),
+                rule: format!("1..={} for this kernel", kernel.max_threads_per_block),
+            });
+        }
+        if dims.grid.0 == 0 || dims.grid.1 == 0 || dims.grid.2 == 0 {
+            return Err(CudaError::BadLaunch {
+                kernel: kernel.name.clone(),
+                field: "grid",
+                value: format!("{:?}", dims.grid),
+                rule: "every grid dimension must be at least 1".into(),
+            });
+        }
+        let limit = self.props().max_smem_per_block_optin;
+        if dims.dynamic_smem as i64 + kernel.static_smem as i64 > limit as i64 {
+            return Err(CudaError::BadLaunch {
+                kernel: kernel.name.clone(),
+                field: "dynamic shared memory",
+                value: format!("{} bytes (+{} static)", dims.dynamic_smem, kernel.static_smem),
+                rule: format!("at most {} bytes in total on {}", limit, self.props().name),
+            });
+        }
+        self.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
+        if dims.dynamic_smem > 48 * 1024 {
+            // SAFETY: valid function handle; the value is within the device's opt-in limit.
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    kernel.function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dims.dynamic_smem as i32,
+                )
+            }
+            .result()
+            .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
+        }
+        let mut slots = args.slots.clone();
+        let mut params: Vec<*mut c_void> =
+            slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
+        let _keep = &kernel.module;
+        // SAFETY: `params` points into `slots`, alive for the whole call; the kernel's parameter
+        // list is the one the builder generated with these arguments.
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                kernel.function,
+                dims.grid,
+                dims.block,
+                dims.dynamic_smem,
+                self.stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .map_err(|e| CudaError::driver("cuLaunchKernel", e))
+    }
+}

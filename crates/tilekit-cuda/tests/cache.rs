@@ -1,0 +1,98 @@
+//! The kernel cache without a GPU: hits, misses, corrupt and truncated entries, concurrent
+//! writers, and keys that must differ.
+
+use std::path::PathBuf;
+
+use tilekit_cuda::cache::{CacheKey, CacheOutcome};
+use tilekit_cuda::KernelCache;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tk-cache-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn key(h: &str) -> CacheKey {
+    CacheKey {
+        ir_hash: h.into(),
+        target: "sm_90a".into(),
+        driver_version: 13000,
+        tilekit_version: "0.1.0".into(),
+    }
+}
+
+#[test]
+fn miss_then_hit() {
+    let c = KernelCache::open(dir("hit")).unwrap();
+    let payload: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let (p, o) = c.get_or_build(&key("a"), || Ok(payload.clone())).unwrap();
+    assert_eq!((p.as_slice(), o), (payload.as_slice(), CacheOutcome::Miss));
+    let (p, o) = c.get_or_build(&key("a"), || panic!("must not rebuild")).unwrap();
+    assert_eq!((p, o), (payload, CacheOutcome::Hit));
+}
+
+#[test]
+fn corrupt_and_truncated_entries_are_rebuilt() {
+    let c = KernelCache::open(dir("corrupt")).unwrap();
+    c.put(&key("b"), &[5; 64]).unwrap();
+    let path = c.path(&key("b"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[60] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let (p, o) = c.get_or_build(&key("b"), || Ok(vec![6; 64])).unwrap();
+    assert_eq!(p, vec![6; 64]);
+    assert_eq!(o, CacheOutcome::Rebuilt { reason: "checksum mismatch".into() });
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..70]).unwrap();
+    let (_, o) = c.get_or_build(&key("b"), || Ok(vec![7; 64])).unwrap();
+    assert_eq!(
+        o,
+        CacheOutcome::Rebuilt { reason: "truncated: header says 64 bytes, file holds 22".into() }
+    );
+    std::fs::write(&path, b"garbage").unwrap();
+    let (_, o) = c.get_or_build(&key("b"), || Ok(vec![8; 64])).unwrap();
+    assert!(
+        matches!(o, CacheOutcome::Rebuilt { ref reason } if reason.starts_with("not a tilekit cache entry")),
+        "{o:?}"
+    );
+    assert_eq!(c.get(&key("b")).unwrap(), Some(vec![8; 64]));
+}
+
+#[test]
+fn concurrent_writers_leave_a_whole_entry() {
+    let d = dir("race");
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let d = d.clone();
+            std::thread::spawn(move || {
+                let c = KernelCache::open(&d).unwrap();
+                for _ in 0..20 {
+                    c.put(&key("same"), &vec![t as u8; 4096]).unwrap();
+                    let got = c.get(&key("same")).unwrap().unwrap();
+                    assert_eq!(got.len(), 4096);
+                    assert!(got.iter().all(|&b| b == got[0]), "a torn entry was read");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()).collect();
+    assert_eq!(leftovers.len(), 1, "temporary files left behind");
+}
+
+#[test]
+fn every_key_field_matters() {
+    let base = key("h");
+    let mut names = std::collections::HashSet::new();
+    names.insert(base.file_name());
+    for k in [
+        CacheKey { ir_hash: "h2".into(), ..base.clone() },
+        CacheKey { target: "sm_80".into(), ..base.clone() },
+        CacheKey { driver_version: 12080, ..base.clone() },
+        CacheKey { tilekit_version: "0.2.0".into(), ..base.clone() },
+    ] {
+        assert!(names.insert(k.file_name()), "{k:?}");
+    }
+}
