@@ -169,7 +169,8 @@ pub fn load_kernel(gpu: &Gpu, image: &[u8], name: &str) -> Result<Kernel> {
         sys::CUjit_option_enum::CU_JIT_ERROR_LOG_BUFFER,
         sys::CUjit_option_enum::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
     ];
-    let mut vals: [*mut c_void; 2] = [err.as_mut_ptr().cast(), std::ptr::without_provenance_mut(LOG_BYTES)];
+    let mut vals: [*mut c_void; 2] =
+        [err.as_mut_ptr().cast(), std::ptr::without_provenance_mut(LOG_BYTES)];
     // SAFETY: the image and the log buffer outlive the call; option arrays have equal lengths.
     let r = unsafe {
         sys::cuModuleLoadDataEx(
