@@ -127,6 +127,51 @@ fn records<I: Idx>(
         .collect()
 }
 
+/// The walk of thread `p` of a window at `origin` over a view with descriptor `desc`, from raw
+/// parts: a ps_ys_to_xs adaptor with `ndim_p` Ps and the window's traits. [`TileWindow`] uses
+/// the same code; this entry point also serves encodings tilekit refuses but the reference
+/// compiles ([`TileDistribution::reference_unchecked`]), e.g. to reproduce the reference's
+/// numbers for them. Ranks must match (the adaptor's bottom = `desc`'s top = `origin`'s rank;
+/// `p` has `ndim_p` entries): a typed error otherwise.
+///
+/// ```
+/// use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}, window::walk_with_adaptor};
+/// use tilekit_layout::TensorDescriptor;
+/// let spec = EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+///     ps_to_rhss_major: vec![vec![1], vec![1]], ps_to_rhss_minor: vec![vec![0], vec![0]],
+///     ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] };   // two Ps on X0.H0: refused
+/// let (a, ys_to_d) = TileDistribution::reference_unchecked(&spec).unwrap();
+/// let desc = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((4, 1))).unwrap();
+/// let t = LoadStoreTraits::from_adaptor(&a, 2, &ys_to_d, desc.top_safe_vector_lengths_strides(), AccessCurve::Linear).unwrap();
+/// let walk = walk_with_adaptor(&a, 2, &t, &desc, &[0, 0], &[1, 0]).unwrap();
+/// assert_eq!(walk[0].bottom_index, vec![2, 0]);   // X1.H0 is never written by a P: stays 0
+/// ```
+pub fn walk_with_adaptor(
+    adaptor: &TensorAdaptor<i64>,
+    ndim_p: usize,
+    traits: &LoadStoreTraits,
+    desc: &TensorDescriptor<i64>,
+    origin: &[i64],
+    p: &[i64],
+) -> Result<Vec<WindowAccess<i64>>> {
+    let nx = adaptor.bottom_ids().len();
+    let ntop = adaptor.ndim_top();
+    if desc.ndim() != nx || origin.len() != nx || p.len() != ndim_p || ndim_p > ntop {
+        return Err(TileError::invalid(
+            "tile window walk",
+            "view/origin/P rank",
+            (desc.ndim(), origin.len(), p.len()),
+            format!(
+                "{nx} view dims, {nx} origin entries and {ndim_p} P entries (of {ntop} top dims)"
+            ),
+        ));
+    }
+    let accesses = traits.accesses();
+    let start = thread_coords(adaptor, desc, origin, p, ntop - ndim_p);
+    let coords = walk_coords(adaptor, desc, &accesses, ndim_p, start);
+    Ok(records(desc, &accesses, coords))
+}
+
 /// A tile window with a static distribution over a tensor view (`NumCoord = 1`).
 ///
 /// ```
