@@ -261,6 +261,16 @@ impl LoadStoreTraits {
     }
 
     /// The bottom view's top safe vector strides (per X).
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}};
+    /// # use tilekit_layout::TensorDescriptor;
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let view = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((8, 1))).unwrap();
+    /// let t = LoadStoreTraits::new(&d, &view, AccessCurve::Linear).unwrap();
+    /// assert_eq!(t.bottom_top_safe_vector_strides(), &[-1, 1]);
+    /// ```
     pub fn bottom_top_safe_vector_strides(&self) -> &[i64] {
         &self.bottom_strides
     }
@@ -281,31 +291,91 @@ impl LoadStoreTraits {
     }
 
     /// Safe vector stride per Y (`-1` = unknown).
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}};
+    /// # use tilekit_layout::TensorDescriptor;
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let view = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((8, 1))).unwrap();
+    /// let t = LoadStoreTraits::new(&d, &view, AccessCurve::Linear).unwrap();
+    /// assert_eq!(t.ys_safe_vector_strides(), &[-1, 1]);
+    /// ```
     pub fn ys_safe_vector_strides(&self) -> &[i64] {
         &self.ys_strides_safe
     }
 
     /// Y lengths.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}};
+    /// # use tilekit_layout::TensorDescriptor;
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let view = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((8, 1))).unwrap();
+    /// let t = LoadStoreTraits::new(&d, &view, AccessCurve::Linear).unwrap();
+    /// assert_eq!(t.y_lengths(), &[2, 4]);
+    /// ```
     pub fn y_lengths(&self) -> &[i64] {
         &self.y_lengths
     }
 
     /// The Y dim that is vectorised (`VectorDimY`; 0 when accesses are scalar).
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}};
+    /// # use tilekit_layout::TensorDescriptor;
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let view = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((8, 1))).unwrap();
+    /// let t = LoadStoreTraits::new(&d, &view, AccessCurve::Linear).unwrap();
+    /// assert_eq!(t.vector_dim_y(), 1);
+    /// ```
     pub fn vector_dim_y(&self) -> usize {
         self.vector_dim_y
     }
 
     /// Elements per vector access (`ScalarPerVector`).
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}};
+    /// # use tilekit_layout::TensorDescriptor;
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let view = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((8, 1))).unwrap();
+    /// let t = LoadStoreTraits::new(&d, &view, AccessCurve::Linear).unwrap();
+    /// assert_eq!(t.scalar_per_vector(), 4); // gcd(8, 4)
+    /// ```
     pub fn scalar_per_vector(&self) -> i64 {
         self.scalar_per_vector
     }
 
     /// `ScalarPerVector` at `VectorDimY`, 1 elsewhere.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}};
+    /// # use tilekit_layout::TensorDescriptor;
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let view = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((8, 1))).unwrap();
+    /// let t = LoadStoreTraits::new(&d, &view, AccessCurve::Linear).unwrap();
+    /// assert_eq!(t.scalars_per_access(), &[1, 4]);
+    /// ```
     pub fn scalars_per_access(&self) -> &[i64] {
         &self.scalars_per_access
     }
 
     /// Number of accesses per thread (`NumAccess`).
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}};
+    /// # use tilekit_layout::TensorDescriptor;
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let view = TensorDescriptor::naive(vec![4i64, 16], vec![16, 1], Some((8, 1))).unwrap();
+    /// let t = LoadStoreTraits::new(&d, &view, AccessCurve::Linear).unwrap();
+    /// assert_eq!(t.num_access(), 2);
+    /// ```
     pub fn num_access(&self) -> i64 {
         self.sfc.num_access()
     }

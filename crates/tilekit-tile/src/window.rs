@@ -347,31 +347,85 @@ impl<B: Buffer> TileWindow<B> {
     }
 
     /// The view.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, TileWindow, encoding::EncodingSpec, view::make_naive_tensor_view};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let data = vec![0f32; 256];
+    /// let w = TileWindow::new(make_naive_tensor_view(&data[..], &[8, 32], &[32, 1]).unwrap(), &[4, 16], &[4, 8], &d).unwrap();
+    /// assert_eq!(w.view().lengths(), vec![8, 32]);
+    /// ```
     pub fn view(&self) -> &TensorView<B> {
         &self.view
     }
 
     /// Gives the view back.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, TileWindow, encoding::EncodingSpec, view::make_naive_tensor_view};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let data = vec![0f32; 256];
+    /// let w = TileWindow::new(make_naive_tensor_view(&data[..], &[8, 32], &[32, 1]).unwrap(), &[4, 16], &[4, 8], &d).unwrap();
+    /// assert_eq!(w.into_view().lengths(), vec![8, 32]);
+    /// ```
     pub fn into_view(self) -> TensorView<B> {
         self.view
     }
 
     /// The window lengths.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, TileWindow, encoding::EncodingSpec, view::make_naive_tensor_view};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let data = vec![0f32; 256];
+    /// let w = TileWindow::new(make_naive_tensor_view(&data[..], &[8, 32], &[32, 1]).unwrap(), &[4, 16], &[4, 8], &d).unwrap();
+    /// assert_eq!(w.window_lengths(), &[4, 16]);
+    /// ```
     pub fn window_lengths(&self) -> &[i64] {
         &self.lengths
     }
 
     /// The window origin (top index of the view where X = 0 lies).
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, TileWindow, encoding::EncodingSpec, view::make_naive_tensor_view};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let data = vec![0f32; 256];
+    /// let w = TileWindow::new(make_naive_tensor_view(&data[..], &[8, 32], &[32, 1]).unwrap(), &[4, 16], &[4, 8], &d).unwrap();
+    /// assert_eq!(w.origin(), &[4, 8]);
+    /// ```
     pub fn origin(&self) -> &[i64] {
         &self.origin
     }
 
     /// The distribution.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, TileWindow, encoding::EncodingSpec, view::make_naive_tensor_view};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let data = vec![0f32; 256];
+    /// let w = TileWindow::new(make_naive_tensor_view(&data[..], &[8, 32], &[32, 1]).unwrap(), &[4, 16], &[4, 8], &d).unwrap();
+    /// assert_eq!(w.distribution().num_threads(), 8);
+    /// ```
     pub fn distribution(&self) -> &TileDistribution {
         &self.dist
     }
 
     /// The load/store traits.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, TileWindow, encoding::EncodingSpec, view::make_naive_tensor_view};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// let data = vec![0f32; 256];
+    /// let w = TileWindow::new(make_naive_tensor_view(&data[..], &[8, 32], &[32, 1]).unwrap(), &[4, 16], &[4, 8], &d).unwrap();
+    /// assert_eq!(w.traits().scalar_per_vector(), 4);
+    /// ```
     pub fn traits(&self) -> &LoadStoreTraits {
         &self.traits
     }

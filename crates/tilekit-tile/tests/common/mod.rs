@@ -58,7 +58,7 @@ pub fn assign(hs: Vec<Vec<i64>>, mut rs: Vec<i64>, seed: u64) -> EncodingSpec {
     let mut ps: Vec<(i64, i64)> = Vec::new();
     for (x, h) in hs.iter().enumerate() {
         for j in 0..h.len() {
-            if rng.next() % 2 == 0 {
+            if rng.next() & 1 == 0 {
                 ys.push((x as i64 + 1, j as i64));
             } else {
                 ps.push((x as i64 + 1, j as i64));
@@ -77,7 +77,7 @@ pub fn assign(hs: Vec<Vec<i64>>, mut rs: Vec<i64>, seed: u64) -> EncodingSpec {
     }
     rng.shuffle(&mut ps);
     rng.shuffle(&mut ys);
-    let split = if ps.len() >= 2 && rng.next() % 2 == 0 { 1 + rng.below(ps.len() - 1) } else { 0 };
+    let split = if ps.len() >= 2 && rng.next() & 1 == 0 { 1 + rng.below(ps.len() - 1) } else { 0 };
     let lists: Vec<Vec<(i64, i64)>> =
         if split == 0 { vec![ps] } else { vec![ps[..split].to_vec(), ps[split..].to_vec()] };
     EncodingSpec {
