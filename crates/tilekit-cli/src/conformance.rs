@@ -26,6 +26,8 @@ pub mod descriptors;
 pub mod distributions;
 pub mod schema;
 pub mod sfc;
+pub mod traits;
+pub mod windows;
 
 /// Arguments of `tilekit conformance`.
 #[derive(Debug, Clone, clap::Args)]
@@ -127,6 +129,8 @@ fn category_of(meta_category: &str) -> Option<Category> {
         "tile_distribution" => {
             Some(Category { short: "distributions", check: distributions::check })
         }
+        "load_store_traits" => Some(Category { short: "load_store_traits", check: traits::check }),
+        "window_walks" => Some(Category { short: "window_walks", check: windows::check }),
         _ => None,
     }
 }

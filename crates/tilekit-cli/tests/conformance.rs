@@ -24,6 +24,96 @@ fn published_vectors_pass() {
     assert!(r.unreadable.is_empty(), "{:?}", r.unreadable);
     let desc = &r.categories["descriptors"];
     assert!(desc.passed > 6000, "descriptors checked only {} values", desc.passed);
+    let traits = &r.categories["load_store_traits"];
+    assert!(traits.passed > 4500, "load_store_traits checked only {} values", traits.passed);
+    let walks = &r.categories["window_walks"];
+    assert!(walks.passed > 3000, "window_walks checked only {} values", walks.passed);
+}
+
+/// Copies the named published files into a scratch folder, letting `edit` change one of them.
+fn with_files(name: &str, files: &[&str], edit: impl Fn(&str, &mut serde_json::Value)) -> PathBuf {
+    let dir = scratch(name);
+    for f in files {
+        let text = std::fs::read_to_string(vectors().join(f)).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(f, &mut v);
+        std::fs::write(dir.join(f), serde_json::to_string(&v).unwrap()).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn wrong_traits_and_walk_numbers_are_caught() {
+    let dir = with_files(
+        "traits-walks-wrong",
+        &["distributions.json", "load_store_traits.json", "window_walks.json"],
+        |f, v| match f {
+            "load_store_traits.json" => {
+                let e = &mut v["traits"][0];
+                assert_eq!(e["distribution"], "simple_2x2_rows");
+                e["accesses_snake"][0]["d_elems"][1] = 5.into();
+                e["scalar_per_vector"] = 4.into();
+            }
+            "window_walks.json" => {
+                let a = &mut v["walks"][0]["threads"][1]["accesses"][0];
+                assert_eq!(a["valid"], false);
+                a["valid"] = true.into();
+                a["offset"] = 41.into();
+            }
+            _ => {}
+        },
+    );
+    let r = run_suite(&dir).unwrap();
+    let t = &r.categories["load_store_traits"];
+    assert_eq!(t.failed, 2, "{:?}", t.failures);
+    assert!(t
+        .failures
+        .iter()
+        .any(|f| f.contains("accesses_snake[0].d_elems: expected [0, 5], got [0, 1]")));
+    let w = &r.categories["window_walks"];
+    assert_eq!(w.failed, 2, "{:?}", w.failures);
+    assert!(
+        w.failures[0].contains(
+            "gemm_a_fp16_100x40_origin_0_32 p [0, 1]: access 0.offset: expected 41, got 40"
+        ),
+        "{}",
+        w.failures[0]
+    );
+}
+
+#[test]
+fn traits_entries_resolve_their_distribution() {
+    // Without distributions.json the named distributions cannot be found: one failure per entry.
+    let dir = with_files("traits-alone", &["load_store_traits.json"], |_, _| {});
+    let r = run_suite(&dir).unwrap();
+    let t = &r.categories["load_store_traits"];
+    assert!(t.failed > 0 && t.passed == 0);
+    assert!(t.failures[0].contains("is neither given in the entry"), "{}", t.failures[0]);
+    // An entry that carries its own encoding needs no distributions file.
+    let dists: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(vectors().join("distributions.json")).unwrap(),
+    )
+    .unwrap();
+    let dir =
+        with_files("traits-inline", &["load_store_traits.json", "window_walks.json"], |f, v| {
+            let key = if f == "load_store_traits.json" { "traits" } else { "walks" };
+            for e in v[key].as_array_mut().unwrap() {
+                let d = dists["distributions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|d| d["name"] == e["distribution"])
+                    .unwrap();
+                e["encoding"] = d["encoding"].clone();
+                e["distribution"] = "renamed".into();
+            }
+        });
+    let r = run_suite(&dir).unwrap();
+    for c in ["load_store_traits", "window_walks"] {
+        let t = &r.categories[c];
+        assert_eq!(t.failed, 0, "{c}: {:?}", &t.failures[..t.failures.len().min(3)]);
+        assert!(t.passed > 3000, "{c}: {}", t.passed);
+    }
 }
 
 #[test]

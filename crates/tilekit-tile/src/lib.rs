@@ -16,10 +16,17 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod distributed_tensor;
 pub mod distribution;
 pub mod encoding;
 pub mod error;
+pub mod traits;
+pub mod view;
+pub mod window;
 
+pub use distributed_tensor::StaticDistributedTensor;
 pub use distribution::TileDistribution;
 pub use encoding::TileDistributionEncoding;
 pub use error::{Result, TileError};
+pub use traits::LoadStoreTraits;
+pub use window::TileWindow;
