@@ -89,7 +89,7 @@ fn mem(k: &Kernel, m: MemRef, off: ValueId) -> String {
 /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
 /// b.keep(&(b.thread_id(Axis::X) * Idx::lit(4)));
 /// let k = b.finish().unwrap();
-/// assert_eq!(inst_text(&k, &k.body.insts[2]), "%2 = mul.i32 %1, %0");
+/// assert_eq!(inst_text(&k, &k.body.insts[2]), "%2 = mul.i32 %0, %1");
 /// ```
 pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
     let res = if inst.results.is_empty() {
@@ -191,7 +191,9 @@ fn block(k: &Kernel, b: &Block, depth: usize, out: &mut String) -> fmt::Result {
             Op::For { body, .. } => {
                 writeln!(out, "{pad}{line} {{")?;
                 block(k, body, depth + 1, out)?;
-                writeln!(out, "{pad}  yield {}", list(&body.yields))?;
+                if !body.yields.is_empty() {
+                    writeln!(out, "{pad}  yield {}", list(&body.yields))?;
+                }
                 writeln!(out, "{pad}}}")?;
             }
             Op::If { then, else_, .. } => {

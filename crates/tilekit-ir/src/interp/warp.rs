@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use tilekit_ir::interp::warp::{mma_a_coord, mma_b_coord, mma_c_coord};
-//! assert_eq!(mma_a_coord(5, 6), (9, 11));  // lane 5: g = 1, q = 1
+//! assert_eq!(mma_a_coord(5, 6), (9, 10));  // lane 5: g = 1, q = 1
 //! assert_eq!(mma_b_coord(5, 3), (11, 1));
 //! assert_eq!(mma_c_coord(5, 2), (9, 2));
 //! ```

@@ -9,6 +9,7 @@
 //!   strength          x / 2^k, x % 2^k with x ≥ 0    → shr x, k;  and x, 2^k−1
 //!   reassociation     (x + 3) + 4 → x + 7;  (x * 2) * 4 → x * 8;  (x + 3) * 4 → x*4 + 12
 //!                     (x / 3) / 5 → x / 15;  (x * 8) / 4 → x * 2;  (x * 8) % 4 → 0;  shr(shr x,1),2 → shr x,3
+//!   predicates        not(a < b) → b <= a (integers), p & true → p, p | true → true
 //!   canonical forms   constants on the right of commutative ops, x − c → x + (−c) (signed),
 //!                     a > b → b < a, operands of commutative ops ordered (so CSE sees a+b = b+a)
 //!   control           select on a constant predicate, if on a constant, loops that never run
@@ -339,10 +340,22 @@ impl Ctx {
                 eval_unary(op, ty, x.bits()).map_err(|e| self.eval_err(e, op.name().into(), ty))?;
             return Ok(self.konst(Lit::from_bits(ty, r)));
         }
-        if let Some(Op::Unary(inner, x)) = self.def(a) {
-            if *inner == op && matches!(op, UnOp::Neg | UnOp::Not) {
-                return Ok(*x);
+        match self.def(a).cloned() {
+            Some(Op::Unary(inner, x)) if inner == op && matches!(op, UnOp::Neg | UnOp::Not) => {
+                return Ok(x)
             }
+            // not(a < b) = b <= a for integers (not for floats: NaN)
+            Some(Op::Cmp(c, x, y)) if op == UnOp::Not && self.ty(x).is_int() => {
+                return match c {
+                    CmpOp::Lt => self.cmp(CmpOp::Le, y, x),
+                    CmpOp::Le => self.cmp(CmpOp::Lt, y, x),
+                    CmpOp::Eq => self.cmp(CmpOp::Ne, x, y),
+                    CmpOp::Ne => self.cmp(CmpOp::Eq, x, y),
+                    CmpOp::Gt => self.cmp(CmpOp::Le, x, y),
+                    CmpOp::Ge => self.cmp(CmpOp::Lt, x, y),
+                };
+            }
+            _ => {}
         }
         let range = match (op, self.range_of(a)) {
             (UnOp::Neg, Some((lo, hi))) => {

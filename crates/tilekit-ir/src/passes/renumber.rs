@@ -16,7 +16,7 @@
 //! b.keep(&(b.thread_id(Axis::X) * Idx::lit(4)));
 //! let k = b.finish().unwrap();
 //! assert_eq!(k.values.len(), 3);
-//! assert!(k.to_string().contains("%2 = mul.i32 %1, %0"));
+//! assert!(k.to_string().contains("%2 = mul.i32 %0, %1"));
 //! ```
 
 use std::collections::HashMap;
