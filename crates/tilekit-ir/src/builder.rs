@@ -571,7 +571,8 @@ impl KernelBuilder {
         let mask = match mask {
             Some(p) => {
                 let m = self.pred_operand(p, &op)?;
-                match self.ctx.borrow().konst_of(m).and_then(Lit::as_bool) {
+                let known = self.ctx.borrow().konst_of(m).and_then(Lit::as_bool);
+                match known {
                     Some(true) => None,
                     Some(false) => {
                         // nothing is accessed: zeros
@@ -639,7 +640,8 @@ impl KernelBuilder {
         let mask = match mask {
             Some(p) => {
                 let m = self.pred_operand(p, &op)?;
-                match self.ctx.borrow().konst_of(m).and_then(Lit::as_bool) {
+                let known = self.ctx.borrow().konst_of(m).and_then(Lit::as_bool);
+                match known {
                     Some(true) => None,
                     Some(false) => return Ok(()),
                     None => Some(m),
@@ -1243,7 +1245,8 @@ impl KernelBuilder {
         E: FnOnce(&KernelBuilder) -> Result<Vec<Val>>,
     {
         let c = self.pred_operand(cond, "if")?;
-        if let Some(k) = self.ctx.borrow().konst_of(c).and_then(Lit::as_bool) {
+        let known = self.ctx.borrow().konst_of(c).and_then(Lit::as_bool);
+        if let Some(k) = known {
             return if k { then(self) } else { else_(self) };
         }
         self.open_block(vec![]);

@@ -216,7 +216,6 @@ impl Ctx {
         a: ValueId,
         b: ValueId,
     ) -> Result<Option<ValueId>> {
-        let bits = ty.size_bytes() as i64 * 8;
         if a == b {
             match op {
                 BinOp::Sub | BinOp::Xor => return Ok(Some(self.int_lit(ty, 0))),
@@ -247,6 +246,10 @@ impl Ctx {
             }
             _ => {}
         }
+        // patterns on the definition of `a` with a constant second operand
+        if let Some(r) = self.simplify_pattern(op, ty, a, b, c)? {
+            return Ok(Some(r));
+        }
         if let Some((lo, hi)) = self.range_of(a) {
             match op {
                 BinOp::Div if c > 0 && lo >= 0 && hi < c => return zero(self),
@@ -266,7 +269,19 @@ impl Ctx {
                 _ => {}
             }
         }
-        // patterns on the definition of `a` with a constant second operand
+        Ok(None)
+    }
+
+    /// Rules on the definition of `a` (`a = x inner c1`) with a constant `c`.
+    fn simplify_pattern(
+        &mut self,
+        op: BinOp,
+        ty: ScalarType,
+        a: ValueId,
+        b: ValueId,
+        c: i64,
+    ) -> Result<Option<ValueId>> {
+        let bits = ty.size_bytes() as i64 * 8;
         let Some(Op::Binary(inner, x, y)) = self.def(a).cloned() else {
             return Ok(None);
         };
