@@ -127,7 +127,9 @@ pub fn row_sum() -> Result<Kernel> {
     };
     let s = warp_sum(&b, acc[0].clone())?;
     let lane0 = b.cmp(CmpOp::Eq, &lane, &Val::lit(0))?;
-    b.if_then(&lane0, |b| b.store(partial, &warp, &[s.clone()], None))?;
+    b.if_then(&lane0, |b| {
+        b.store(partial, &warp, std::slice::from_ref(&s), None)
+    })?;
     b.barrier();
     let warp0 = b.cmp(CmpOp::Eq, &warp, &Val::lit(0))?;
     b.if_then(&warp0, |b| {
@@ -137,7 +139,7 @@ pub fn row_sum() -> Result<Kernel> {
         let first = lane0.and(&has);
         b.store(
             y.mem,
-            &dy.calculate_offset(&[row.clone()]),
+            &dy.calculate_offset(std::slice::from_ref(&row)),
             &[total],
             Some(&first),
         )

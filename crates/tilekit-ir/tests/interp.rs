@@ -46,16 +46,16 @@ fn planted_shared_race_is_reported_with_instructions_address_and_threads() {
             byte: 4,
             element: 1,
             block: [0, 0, 0],
-            first: Access {
+            first: Box::new(Access {
                 thread: [1, 0, 0],
                 inst: "st.shared.f32 s[%0], %3".into(),
                 write: true
-            },
-            second: Access {
+            }),
+            second: Box::new(Access {
                 thread: [0, 0, 0],
                 inst: "%6 = ld.shared.f32 s[%5]".into(),
                 write: false
-            },
+            }),
         },
         "{k}"
     );

@@ -66,7 +66,7 @@ fn cse_unifies_commuted_and_repeated_expressions_across_scopes() {
         // the same product inside the loop is the outer value; new invariant math is hoisted
         assert_eq!((n.clone() * t.clone()).id(), outer.id());
         let inv = t.clone() + n.clone();
-        b.store(y, &(inv + i), &[outer.clone()], None)?;
+        b.store(y, &(inv + i), std::slice::from_ref(&outer), None)?;
         Ok(vec![])
     })
     .unwrap();

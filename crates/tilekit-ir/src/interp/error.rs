@@ -111,9 +111,9 @@ pub enum InterpError {
         /// Block index.
         block: [u32; 3],
         /// The earlier access.
-        first: Access,
+        first: Box<Access>,
         /// The later access.
-        second: Access,
+        second: Box<Access>,
     },
     /// Two blocks wrote the same global element.
     #[error("global write conflict on \"{mem}\" element {element}: written by blocks {first:?} and {second:?} (blocks run in any order)")]

@@ -340,11 +340,11 @@ impl<'a> BlockExec<'a> {
         }
         loop {
             let mut any = false;
-            for t in 0..n {
-                if live[t] {
+            for (t, l) in live.iter_mut().enumerate() {
+                if *l {
                     let lt = eval_cmp(crate::op::CmpOp::Lt, ty, self.get(iv, t), self.get(hi, t));
-                    live[t] = lt != 0;
-                    any |= live[t];
+                    *l = lt != 0;
+                    any |= *l;
                 }
             }
             if !any {
@@ -399,16 +399,16 @@ impl<'a> BlockExec<'a> {
             byte: c.byte,
             element: c.byte / decl.elem.size_bytes(),
             block: self.block,
-            first: Access {
+            first: Box::new(Access {
                 thread: self.thread(c.first.thread as usize),
                 inst: first_inst.unwrap_or_default(),
                 write: c.first_write,
-            },
-            second: Access {
+            }),
+            second: Box::new(Access {
                 thread: self.thread(t),
                 inst: self.text(inst),
                 write,
-            },
+            }),
         }
     }
 

@@ -48,6 +48,10 @@ use crate::types::Lit;
 use exec::BlockExec;
 use memory::{GlobalView, SharedMem};
 
+/// What one block leaves behind: its global write log `(param, element, bits)` and its
+/// instruction count.
+type BlockOutcome = (Vec<(u32, usize, u64)>, u64);
+
 /// A launch argument.
 ///
 /// ```
@@ -274,7 +278,7 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
             (b / (gx * gy)) as u32,
         ]
     };
-    let results: Vec<Result<(Vec<(u32, usize, u64)>, u64), InterpError>> = (0..nblocks)
+    let results: Vec<Result<BlockOutcome, InterpError>> = (0..nblocks)
         .into_par_iter()
         .map(|b| {
             let mut ex = BlockExec {
