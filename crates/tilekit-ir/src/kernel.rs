@@ -1,0 +1,202 @@
+//! A finished kernel: parameters, shared allocations, the value table and the body.
+//!
+//! ```text
+//!   Kernel "row_sum"  block (128, 1, 1)
+//!   ├─ params   [0] x: ptr<global f32>   [1] x.len0: i32   [2] x.len1: i32 ...
+//!   ├─ shared   [0] partial: f32 × 4   (16 bytes)
+//!   ├─ values   %0: i32 (const 32)  %1: i32 (tid.x, range 0..=127)  ...
+//!   └─ body     Block { insts }       (see crate::op)
+//! ```
+//!
+//! A `Kernel` is plain owned data (`Send + Sync`): the builder produces it, passes rewrite it,
+//! the interpreter runs it on many threads at once, and the PTX backend prints it. Its
+//! [`Display`](std::fmt::Display) is the text dump of [`crate::dump`].
+
+use crate::op::{Block, Inst, MemRef, MemSpace, ValueId};
+use crate::types::{Lit, ScalarType};
+
+/// What a kernel parameter is.
+///
+/// ```
+/// use tilekit_ir::{ParamKind, ScalarType};
+/// let p = ParamKind::GlobalPtr(ScalarType::F32);
+/// assert_eq!(p.to_string(), "ptr<global f32>");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// A pointer to global memory holding elements of this type.
+    GlobalPtr(ScalarType),
+    /// A scalar of this type.
+    Scalar(ScalarType),
+}
+
+impl std::fmt::Display for ParamKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamKind::GlobalPtr(t) => write!(f, "ptr<global {t}>"),
+            ParamKind::Scalar(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+/// A kernel parameter.
+///
+/// ```
+/// use tilekit_ir::{ParamDecl, ParamKind, ScalarType};
+/// let p = ParamDecl { name: "n".into(), kind: ParamKind::Scalar(ScalarType::I32) };
+/// assert_eq!(p.name, "n");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ParamDecl {
+    /// Name (for dumps, errors and PTX).
+    pub name: String,
+    /// Pointer or scalar.
+    pub kind: ParamKind,
+}
+
+/// A static shared-memory allocation of the block.
+///
+/// ```
+/// use tilekit_ir::{SharedDecl, ScalarType};
+/// let s = SharedDecl { name: "tile".into(), elem: ScalarType::F16, len: 64 * 64 };
+/// assert_eq!(s.size_bytes(), 8192);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SharedDecl {
+    /// Name.
+    pub name: String,
+    /// Element type.
+    pub elem: ScalarType,
+    /// Number of elements.
+    pub len: usize,
+}
+
+impl SharedDecl {
+    /// Bytes.
+    ///
+    /// ```
+    /// # use tilekit_ir::{SharedDecl, ScalarType};
+    /// assert_eq!(SharedDecl { name: "s".into(), elem: ScalarType::F32, len: 3 }.size_bytes(), 12);
+    /// ```
+    pub fn size_bytes(&self) -> usize {
+        self.len * self.elem.size_bytes()
+    }
+}
+
+/// What is known about a value: its type, its constant (if any) and, for integers, a range
+/// `lo..=hi` that every thread's value lies in.
+///
+/// ```
+/// use tilekit_ir::{ValueInfo, ScalarType};
+/// let v = ValueInfo { ty: ScalarType::I32, konst: None, range: Some((0, 127)) };
+/// assert_eq!(v.range, Some((0, 127)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ValueInfo {
+    /// Type.
+    pub ty: ScalarType,
+    /// The constant, for values defined by `const`.
+    pub konst: Option<Lit>,
+    /// Inclusive integer range, when known.
+    pub range: Option<(i64, i64)>,
+}
+
+/// A finished kernel.
+///
+/// ```
+/// use tilekit_ir::{KernelBuilder, ScalarType};
+/// let b = KernelBuilder::new("noop", [32, 1, 1]).unwrap();
+/// let k = b.finish().unwrap();
+/// assert_eq!(k.name, "noop");
+/// assert_eq!(k.block_dim, [32, 1, 1]);
+/// assert_eq!(k.instruction_count(), 0);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Kernel {
+    /// Name (the PTX entry name).
+    pub name: String,
+    /// Threads per block along x, y, z (fixed at build time).
+    pub block_dim: [u32; 3],
+    /// Parameters, in launch order.
+    pub params: Vec<ParamDecl>,
+    /// Shared allocations.
+    pub shared: Vec<SharedDecl>,
+    /// Every value, indexed by [`ValueId`].
+    pub values: Vec<ValueInfo>,
+    /// The body.
+    pub body: Block,
+}
+
+impl Kernel {
+    /// Type of a value.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let n = b.scalar_param("n", ScalarType::U32).unwrap();
+    /// let id = n.id().unwrap();
+    /// b.keep(&n);
+    /// assert_eq!(b.finish().unwrap().ty(id), ScalarType::U32);
+    /// ```
+    pub fn ty(&self, v: ValueId) -> ScalarType {
+        self.values[v.0 as usize].ty
+    }
+
+    /// Threads per block.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// assert_eq!(KernelBuilder::new("k", [8, 4, 2]).unwrap().finish().unwrap().threads_per_block(), 64);
+    /// ```
+    pub fn threads_per_block(&self) -> usize {
+        self.block_dim.iter().map(|&d| d as usize).product()
+    }
+
+    /// Total shared-memory bytes.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.shared("s", ScalarType::F32, 100).unwrap();
+    /// assert_eq!(b.finish().unwrap().shared_bytes(), 400);
+    /// ```
+    pub fn shared_bytes(&self) -> usize {
+        self.shared.iter().map(SharedDecl::size_bytes).sum()
+    }
+
+    /// Number of instructions, counted recursively, **not** counting constants (which become
+    /// immediates): the size of the generated code, pinned by tests.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, SpecialReg, Axis};
+    /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// let t = b.special(SpecialReg::ThreadId(Axis::X));
+    /// let x = t.clone() * tilekit_layout::Idx::lit(4) + tilekit_layout::Idx::lit(0);
+    /// b.keep(&x);
+    /// assert_eq!(b.finish().unwrap().instruction_count(), 2); // tid.x, mul
+    /// ```
+    pub fn instruction_count(&self) -> usize {
+        let mut n = 0;
+        self.body.walk(&mut |i: &Inst| {
+            if !matches!(i.op, crate::op::Op::Const(_)) {
+                n += 1
+            }
+        });
+        n
+    }
+
+    /// The name of the memory an access goes to (the parameter or the shared allocation).
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let s = b.shared("tile", ScalarType::F32, 4).unwrap();
+    /// assert_eq!(b.finish().unwrap().mem_name(s), "tile");
+    /// ```
+    pub fn mem_name(&self, m: MemRef) -> &str {
+        match m.space {
+            MemSpace::Global(p) => self.params.get(p as usize).map_or("?", |d| &d.name),
+            MemSpace::Shared(s) => self.shared.get(s as usize).map_or("?", |d| &d.name),
+        }
+    }
+}
