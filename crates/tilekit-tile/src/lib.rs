@@ -23,3 +23,6 @@ pub mod error;
 pub use distribution::TileDistribution;
 pub use encoding::TileDistributionEncoding;
 pub use error::{Result, TileError};
+pub mod encoding_text;
+pub mod render;
+pub mod svg;
