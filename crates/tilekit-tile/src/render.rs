@@ -833,7 +833,7 @@ pub fn explain_reference(spec: &EncodingSpec) -> Result<String> {
 /// use tilekit_tile::render::thread_colour;
 /// assert_eq!(thread_colour(0, &[2, 4]), "hsl(0, 70%, 72%)");
 /// assert_eq!(thread_colour(1, &[2, 4]), "hsl(45, 70%, 72%)");
-/// assert_eq!(thread_colour(64, &[4, 64]), "hsl(90, 65%, 38%)"); // P0 = 1, first lane: darkest
+/// assert_eq!(thread_colour(64, &[4, 64]), "hsl(90, 65%, 46%)"); // P0 = 1, first lane: darkest
 /// ```
 pub fn thread_colour(thread: i64, p_lengths: &[i64]) -> String {
     let n: i64 = p_lengths.iter().product();
@@ -852,7 +852,7 @@ pub fn thread_colour(thread: i64, p_lengths: &[i64]) -> String {
         Some(g) => g,
         None => (0, 1, 0, 1),
     };
-    let light = 38.0 + 48.0 * rest as f64 / (rests - 1).max(1) as f64;
+    let light = 46.0 + 42.0 * rest as f64 / (rests - 1).max(1) as f64;
     format!("hsl({}, 65%, {}%)", num(hue(group, groups)), num(light.round()))
 }
 
@@ -921,7 +921,7 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
     let caption_h = if nslices > 1 { 20.0 } else { 0.0 };
     let gap = if nslices > 1 { 14.0 } else { 0.0 };
     let rows_total = (g.rows * nslices) as f64;
-    let cell = (960.0 / g.cols as f64).min(760.0 / rows_total).clamp(4.0, 40.0).floor();
+    let cell = (960.0 / g.cols as f64).min(1400.0 / rows_total).clamp(4.0, 40.0).floor();
     let threads = own.num_threads();
     let per_thread = threads <= SVG_MAX_THREAD_COLOURS;
     let show_d = cell >= 15.0;
@@ -931,23 +931,26 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
     let slice_h = caption_h + g.rows as f64 * cell;
     let grid_h = nslices as f64 * slice_h + (nslices - 1) as f64 * gap;
 
-    // legend entries
-    let legend: Vec<(String, String)> = if per_thread {
-        (0..threads).map(|t| (thread_colour(t, &own.p_lengths), format!("t{t}"))).collect()
+    // legend rows: per thread, swatches wrapping; per group (P0 or warp), one row each with
+    // a label and shades sampled across the rest of the thread id
+    let groups: Vec<(String, Vec<(String, String)>)> = if per_thread {
+        let all = (0..threads).map(|t| (thread_colour(t, &own.p_lengths), format!("t{t}"))).collect();
+        vec![(String::new(), all)]
     } else {
         let mut out = Vec::new();
         if let Some((_, groups, _, rests)) = group_of(0, &own.p_lengths) {
             let by_p0 = own.p_lengths.len() >= 2 && own.p_lengths[0] > 1;
             for gi in 0..groups {
-                for (k, rest) in [0, rests / 2, rests - 1].into_iter().enumerate() {
-                    let t = gi * rests + rest;
-                    let label = match (k, by_p0) {
-                        (0, true) => format!("P0={gi}: t{t}"),
-                        (0, false) => format!("warp {gi}: t{t}"),
-                        _ => format!("t{t}"),
-                    };
-                    out.push((thread_colour(t, &own.p_lengths), label));
-                }
+                let samples = rests.min(8);
+                let shades = (0..samples)
+                    .map(|k| {
+                        let t = gi * rests + k * (rests - 1) / (samples - 1).max(1);
+                        let label = if k == 0 || k == samples - 1 { format!("t{t}") } else { String::new() };
+                        (thread_colour(t, &own.p_lengths), label)
+                    })
+                    .collect();
+                let label = if by_p0 { format!("P0 = {gi}") } else { format!("warp {gi}") };
+                out.push((label, shades));
             }
         }
         out
@@ -974,7 +977,11 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
         .max(notes.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64 * 11.0 * 0.55);
     let width = (left + grid_w).max(left + text_w).max(420.0) + 20.0;
     let per_row = (((width - left - 10.0) / sw).floor() as usize).max(1);
-    let legend_rows = legend.len().div_ceil(per_row);
+    let legend_rows: usize = if per_thread {
+        groups.iter().map(|g| g.1.len().div_ceil(per_row)).sum()
+    } else {
+        groups.len()
+    };
     let legend_top = top + grid_h + 30.0;
     let height = legend_top + legend_rows as f64 * 18.0 + 44.0;
 
@@ -1105,11 +1112,31 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
 
     // legend
     svg.text(12.0, legend_top - 8.0, "threads:", &cap);
-    for (k, (colour, label)) in legend.iter().enumerate() {
-        let (lr, lc) = (k / per_row, k % per_row);
-        let (x, y) = (left + lc as f64 * sw, legend_top + lr as f64 * 18.0);
-        svg.rect(x, y, 14.0, 12.0, &Style::new().fill(colour).stroke("#888", 0.5));
-        svg.text(x + 18.0, y + 10.0, label, &Style::new().attr("font-size", 10).fill("#333"));
+    let label_style = Style::new().attr("font-size", 10).fill("#333");
+    if per_thread {
+        for (k, (colour, label)) in groups.iter().flat_map(|g| &g.1).enumerate() {
+            let (lr, lc) = (k / per_row, k % per_row);
+            let (x, y) = (left + lc as f64 * sw, legend_top + lr as f64 * 18.0);
+            svg.rect(x, y, 14.0, 12.0, &Style::new().fill(colour).stroke("#888", 0.5));
+            svg.text(x + 18.0, y + 10.0, label, &label_style);
+        }
+    } else {
+        for (gi, (label, shades)) in groups.iter().enumerate() {
+            let y = legend_top + gi as f64 * 18.0;
+            svg.text(left, y + 10.0, label, &label_style);
+            let mut x = left + 70.0;
+            for (colour, t) in shades {
+                if !t.is_empty() && x > left + 70.0 {
+                    x += 4.0;
+                }
+                svg.rect(x, y, 14.0, 12.0, &Style::new().fill(colour).stroke("#888", 0.5));
+                x += 16.0;
+                if !t.is_empty() {
+                    svg.text(x, y + 10.0, t, &label_style);
+                    x += 8.0 + 6.0 * t.len() as f64;
+                }
+            }
+        }
     }
     svg.finish()
 }
