@@ -237,7 +237,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
 
 /// Prints what the reference would build from a refused spec (stdout), before the error.
 fn report_refusal(spec: &EncodingSpec, err: &tilekit_tile::TileError, json: bool) {
-    let reference = Ownership::of_reference(spec);
+    let reference = explain_reference(spec).and_then(|_| Ownership::of_reference(spec));
     if json {
         let r = match &reference {
             Ok(own) => json!({

@@ -43,10 +43,10 @@ use crate::encoding::EncodingSpec;
 /// ```
 /// use tilekit_tile::encoding_text::parse_encoding;
 /// let e = parse_encoding("H[[2,2],[4,4]] P[[X0.0],[Z1.0]] Y[X0.1,X1.1]").unwrap_err();
-/// assert_eq!((e.column, e.found.as_str()), (25, "Z"));
+/// assert_eq!((e.column, e.found.as_str()), (26, "Z1.0"));
 /// assert_eq!(
 ///     e.to_string(),
-///     "encoding text, column 25: found `Z`, expected a component: R<r> (R component r) or \
+///     "encoding text, column 26: found `Z1.0`, expected a component: R<r> (R component r) or \
 ///      X<i>.<j> (H component j of X i), e.g. X0.1"
 /// );
 /// ```
@@ -324,7 +324,7 @@ mod tests {
         );
         assert_eq!(
             err("H[[2] P[] Y[]"),
-            (6, "P".into(), "`,` or `]` after an H list such as [2,2]".into())
+            (7, "P".into(), "`,` or `]` after an H list such as [2,2]".into())
         );
         assert_eq!(
             err("H[[2]] P[[X0]] Y[]"),

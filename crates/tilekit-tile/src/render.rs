@@ -717,9 +717,9 @@ impl Grid {
 ///     "H[[2],[2]] P[[X0.0]] Y[X1.0]").unwrap()).unwrap();
 /// assert_eq!(ownership_map(&Ownership::of(&d)),
 ///     "ownership map (rows = X0, columns = X1; each cell is thread:d):\n\
-///      \x20       0    1\n\
-///      \x20 0   0:0  0:1\n\
-///      \x20 1   1:0  1:1\n");
+///      \x20      0    1\n\
+///      \x20 0  0:0  0:1\n\
+///      \x20 1  1:0  1:1\n");
 /// ```
 pub fn ownership_map(own: &Ownership) -> String {
     let total: i64 = own.x_lengths.iter().product();
@@ -772,16 +772,24 @@ pub fn ownership_map(own: &Ownership) -> String {
 
 /// What the reference does with a spec tilekit refuses: never-owned and multiply-owned elements
 /// of its unchecked adaptor, and its ownership map. `Err` when even the reference cannot build
-/// it (out-of-range majors or minors: the reference fails to compile those too).
+/// it (out-of-range majors or minors, a Y on an R: the reference fails to compile those too).
 ///
 /// ```
 /// use tilekit_tile::render::explain_reference;
 /// let spec = tilekit_tile::encoding_text::parse_encoding("H[[2,2],[4,4]] P[[X0.0],[X0.0]] Y[X0.1,X1.1]").unwrap();
 /// let text = explain_reference(&spec).unwrap();
 /// assert!(text.contains("never owned: 48 of 64 elements:"));
-/// assert!(text.contains("owned more than once: 16 elements: [0, 0] by 0:0/1:0,"));
+/// assert!(text.contains("owned more than once: 16 elements: [0, 0] by 0/1:0,"));
 /// ```
 pub fn explain_reference(spec: &EncodingSpec) -> Result<String> {
+    if let Some(y) = spec.ys_to_rhs_major.iter().position(|&m| m == 0) {
+        return Err(TileError::invalid(
+            "reference encoding",
+            format!("ys_to_rhs_major[{y}]"),
+            0,
+            "a Y on an R component does not compile in the reference (SEMANTICS §8.4)",
+        ));
+    }
     let own = Ownership::of_reference(spec)?;
     let mut out = String::new();
     let _ = writeln!(
@@ -810,7 +818,17 @@ pub fn explain_reference(spec: &EncodingSpec) -> Result<String> {
             list(never.iter().map(|x| fmt_x(x)).collect())
         );
     }
-    let r: i64 = spec.rs_lengths.iter().product();
+    // R components some P uses replicate each element that many times
+    let mut used_rs: Vec<i64> = spec
+        .ps_to_rhss_major
+        .iter()
+        .zip(&spec.ps_to_rhss_minor)
+        .flat_map(|(ma, mi)| ma.iter().zip(mi).filter(|(&a, _)| a == 0).map(|(_, &b)| b))
+        .collect();
+    used_rs.sort_unstable();
+    used_rs.dedup();
+    let r: i64 =
+        used_rs.iter().map(|&m| spec.rs_lengths.get(m as usize).copied().unwrap_or(1)).product();
     let more = own.owned_more_than(r.max(1) as usize);
     if more.is_empty() {
         out.push_str("  owned more than once: none\n");
@@ -934,7 +952,8 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
     // legend rows: per thread, swatches wrapping; per group (P0 or warp), one row each with
     // a label and shades sampled across the rest of the thread id
     let groups: Vec<(String, Vec<(String, String)>)> = if per_thread {
-        let all = (0..threads).map(|t| (thread_colour(t, &own.p_lengths), format!("t{t}"))).collect();
+        let all =
+            (0..threads).map(|t| (thread_colour(t, &own.p_lengths), format!("t{t}"))).collect();
         vec![(String::new(), all)]
     } else {
         let mut out = Vec::new();
@@ -945,7 +964,11 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
                 let shades = (0..samples)
                     .map(|k| {
                         let t = gi * rests + k * (rests - 1) / (samples - 1).max(1);
-                        let label = if k == 0 || k == samples - 1 { format!("t{t}") } else { String::new() };
+                        let label = if k == 0 || k == samples - 1 {
+                            format!("t{t}")
+                        } else {
+                            String::new()
+                        };
                         (thread_colour(t, &own.p_lengths), label)
                     })
                     .collect();
