@@ -6,6 +6,7 @@
 //! | module | crate | what lives there |
 //! |---|---|---|
 //! | [`layout`] | `tilekit-layout` | index domain, coordinate transforms, adaptors, descriptors, coordinates, space-filling curves |
+//! | [`tile`] | `tilekit-tile` | validated distribution encodings, tile distributions, rendering (`tilekit show`) |
 //! | [`cli`] | `tilekit-cli` | the subcommands of the `tilekit` binary |
 //!
 //! ```
@@ -16,6 +17,7 @@
 
 pub use tilekit_cli as cli;
 pub use tilekit_layout as layout;
+pub use tilekit_tile as tile;
 
 /// The README's Rust examples run as doctests.
 #[doc = include_str!("../README.md")]
