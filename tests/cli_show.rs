@@ -254,3 +254,25 @@ fn bad_inputs_name_position_flag_and_rule() {
         assert_eq!(err.trim_end(), format!("tilekit: error: {msg}"), "{args:?}");
     }
 }
+
+#[test]
+fn text_form_round_trips_on_every_published_encoding() {
+    use tilekit::tile::encoding::EncodingSpec;
+    use tilekit::tile::encoding_text::{parse_encoding, print_encoding};
+    let dists = load("distributions.json");
+    let all = dists["distributions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(dists["meta"]["compile_failures"].as_array().unwrap());
+    let mut n = 0;
+    for d in all {
+        let spec: EncodingSpec = serde_json::from_value(d["encoding"].clone()).unwrap();
+        assert_eq!(parse_encoding(&print_encoding(&spec)).unwrap(), spec, "{}", d["name"]);
+        n += 1;
+    }
+    assert_eq!(n, dists["distributions"].as_array().unwrap().len() + 2);
+    let gemm = dists["distributions"][10]["encoding"].clone();
+    let spec: EncodingSpec = serde_json::from_value(gemm).unwrap();
+    assert_eq!(print_encoding(&spec), "R[1] H[[2,4,16],[4,8]] P[[X0.1],[X0.2,X1.0]] Y[X0.0,X1.1]");
+}

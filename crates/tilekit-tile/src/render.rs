@@ -866,10 +866,7 @@ pub fn thread_colour(thread: i64, p_lengths: &[i64]) -> String {
         let light = if n > 12 && thread % 2 == 1 { 62 } else { 72 };
         return format!("hsl({}, 70%, {light}%)", num(hue(thread, n)));
     }
-    let (group, groups, rest, rests) = match group_of(thread, p_lengths) {
-        Some(g) => g,
-        None => (0, 1, 0, 1),
-    };
+    let (group, groups, rest, rests) = group_of(thread, p_lengths).unwrap_or((0, 1, 0, 1));
     let light = 46.0 + 42.0 * rest as f64 / (rests - 1).max(1) as f64;
     format!("hsl({}, 65%, {}%)", num(hue(group, groups)), num(light.round()))
 }
@@ -932,6 +929,9 @@ pub fn ownership_svg(dist: &TileDistribution, dtype: Dtype) -> String {
     );
     draw(&own, &title, &subtitle, (v.scalar_per_vector > 1).then_some(&v))
 }
+
+/// (first row, first column, last row, last column) of a vector bar, in cells.
+type CellBox = (i64, i64, i64, i64);
 
 fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) -> String {
     let g = Grid::new(&own.x_lengths);
@@ -1050,7 +1050,7 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
         // cells
         let stroke_w = if cell >= 10.0 { 1.0 } else { 0.3 };
         // vector bars: (thread, access key) -> bounding box in cells
-        let mut bars: BTreeMap<(i64, Vec<i64>), (i64, i64, i64, i64)> = BTreeMap::new();
+        let mut bars: BTreeMap<(i64, Vec<i64>), CellBox> = BTreeMap::new();
         for r in 0..g.rows {
             for c in 0..g.cols {
                 let Some(x) = g.x_at(prefix, r, c) else { continue };
