@@ -6,7 +6,7 @@
 //! | module | crate | what lives there |
 //! |---|---|---|
 //! | [`layout`] | `tilekit-layout` | index domain, coordinate transforms, adaptors, descriptors, coordinates, space-filling curves |
-//! | [`tile`] | `tilekit-tile` | distribution encodings, tile distributions, distributed tensors, load/store traits, tensor views, tile windows |
+//! | [`tile`] | `tilekit-tile` | validated distribution encodings, tile distributions, distributed tensors, load/store traits, tensor views, tile windows, rendering (`tilekit show`) |
 //! | [`cli`] | `tilekit-cli` | the subcommands of the `tilekit` binary |
 //!
 //! ```

@@ -34,4 +34,10 @@ pub enum CliError {
         /// What would be valid.
         rule: String,
     },
+    /// A tile-layer object could not be built (e.g. an ill-formed encoding).
+    #[error(transparent)]
+    Tile(#[from] tilekit_tile::TileError),
+    /// An encoding in the text form could not be parsed.
+    #[error(transparent)]
+    EncodingText(#[from] tilekit_tile::encoding_text::EncodingTextError),
 }

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 pub mod conformance;
 pub mod error;
 pub mod sfc;
+pub mod show;
 pub mod svg;
 
 pub use error::CliError;
@@ -33,6 +34,8 @@ pub enum Command {
     Conformance(conformance::Args),
     /// Show a space-filling curve: access table, grid picture, JSON or SVG.
     Sfc(sfc::Args),
+    /// Show a tile distribution encoding: explained in words, traits, ownership map, SVG.
+    Show(show::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message and exit code 2.
@@ -42,6 +45,7 @@ pub fn main_entry() -> ExitCode {
         None => conformance::run(&conformance::Args::default()),
         Some(Command::Conformance(a)) => conformance::run(&a),
         Some(Command::Sfc(a)) => sfc::run(&a),
+        Some(Command::Show(a)) => show::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -19,7 +19,10 @@
 pub mod distributed_tensor;
 pub mod distribution;
 pub mod encoding;
+pub mod encoding_text;
 pub mod error;
+pub mod render;
+pub mod svg;
 pub mod traits;
 pub mod view;
 pub mod window;
