@@ -10,8 +10,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod bench;
 pub mod conformance;
 pub mod error;
+pub mod gpu;
+pub mod rng;
+pub mod selftest;
 pub mod sfc;
 pub mod show;
 pub mod svg;
@@ -36,6 +40,12 @@ pub enum Command {
     Sfc(sfc::Args),
     /// Show a tile distribution encoding: explained in words, traits, ownership map, SVG.
     Show(show::Args),
+    /// Print what the CUDA driver reports about a GPU (or why there is none).
+    Gpu(gpu::Args),
+    /// Run every kernel on the GPU and compare with the interpreter and CPU references.
+    Selftest(selftest::Args),
+    /// Time kernels on the GPU against a same-process device-to-device copy.
+    Bench(bench::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message and exit code 2.
@@ -46,6 +56,9 @@ pub fn main_entry() -> ExitCode {
         Some(Command::Conformance(a)) => conformance::run(&a),
         Some(Command::Sfc(a)) => sfc::run(&a),
         Some(Command::Show(a)) => show::run(&a),
+        Some(Command::Gpu(a)) => gpu::run(&a),
+        Some(Command::Selftest(a)) => selftest::run(&a),
+        Some(Command::Bench(a)) => bench::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -10,6 +10,8 @@
 //! | [`module`] | PTX JIT to cubin with the logs kept, modules, kernels, launches |
 //! | [`timing`] | CUDA-event timing with warm-up and medians |
 //! | [`cache`] | the on-disk kernel cache |
+//! | [`ir_run`] | running an IR kernel on the GPU with the interpreter's argument list |
+//! | [`compile`] | IR kernel → PTX → cubin (cached) → loaded kernel, with a report |
 //!
 //! ```
 //! match tilekit_cuda::Gpu::open(0) {
@@ -20,13 +22,17 @@
 #![deny(missing_docs)]
 
 pub mod cache;
+pub mod compile;
 pub mod device;
 pub mod error;
+pub mod ir_run;
 pub mod module;
 pub mod timing;
 
 pub use cache::KernelCache;
+pub use compile::CompileReport;
 pub use device::{driver_present, DeviceProps, Gpu};
 pub use error::{CudaError, Result};
+pub use ir_run::DeviceArgs;
 pub use module::{jit_ptx_to_cubin, load_kernel, JitReport, Kernel, KernelArgs, LaunchDims};
 pub use timing::Timing;

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod coverage;
 pub mod emit;
 pub mod error;
 pub mod target;

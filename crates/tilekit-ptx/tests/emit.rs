@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use tilekit_ir::{examples, Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp};
+use tilekit_ir::{examples, Kernel, KernelBuilder, ScalarType};
 use tilekit_layout::Idx;
+use tilekit_ptx::coverage::{every_op, TYPES};
 use tilekit_ptx::{emit_kernel, Target};
 
 fn ptxas() -> Option<PathBuf> {
@@ -58,114 +59,10 @@ fn check(k: &Kernel) -> String {
     sm90a
 }
 
-const TYPES: [ScalarType; 7] = [
-    ScalarType::I32,
-    ScalarType::U32,
-    ScalarType::I64,
-    ScalarType::F16,
-    ScalarType::BF16,
-    ScalarType::F32,
-    ScalarType::F64,
-];
-
-/// One kernel per type exercising every op the builder accepts for it.
-fn every_op(t: ScalarType) -> Kernel {
-    let b = KernelBuilder::new(&format!("every_op_{}", t.name()), [64, 1, 1]).unwrap();
-    let x = b.ptr_param("x", t).unwrap();
-    let y = b.ptr_param("y", t).unwrap();
-    let n = b.scalar_param("n", ScalarType::I32).unwrap();
-    let tid = b.thread_id(Axis::X);
-    let gid = b.block_id(Axis::X) * Idx::lit(64) + tid.clone();
-    let inside = b.cmp(CmpOp::Lt, &gid, &n).unwrap();
-    let widest = *tilekit_ir::op::valid_vector_widths(t).last().unwrap();
-    let vec = b.load(x, &(gid.clone() * Idx::lit(widest as i64)), widest, Some(&inside)).unwrap();
-    let a = b.load(x, &gid, 1, None).unwrap().remove(0);
-    let c = vec[widest - 1].clone();
-    let mut acc = a.clone();
-    for op in [
-        UnOp::Neg,
-        UnOp::Not,
-        UnOp::Abs,
-        UnOp::Exp2Approx,
-        UnOp::RcpApprox,
-        UnOp::RsqrtApprox,
-        UnOp::Sqrt,
-    ] {
-        if let Ok(v) = b.unary(op, &acc) {
-            acc = v;
-        }
-    }
-    for op in [
-        BinOp::Add,
-        BinOp::Sub,
-        BinOp::Mul,
-        BinOp::Div,
-        BinOp::Rem,
-        BinOp::Min,
-        BinOp::Max,
-        BinOp::And,
-        BinOp::Or,
-        BinOp::Xor,
-        BinOp::Shl,
-        BinOp::Shr,
-    ] {
-        if let Ok(v) = b.binary(op, &acc, &c) {
-            acc = v;
-        }
-    }
-    acc = b.fma(&acc, &c, &a).unwrap();
-    for op in [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne] {
-        let p = b.cmp(op, &acc, &c).unwrap();
-        acc = b.select(&p, &acc, &c).unwrap();
-    }
-    for to in TYPES {
-        let v = b.cvt(&acc, to).unwrap();
-        let back = b.cvt(&v, t).unwrap();
-        acc = b.binary(BinOp::Max, &acc, &back).unwrap_or(back);
-    }
-    let zero = b.cvt(&b.i32(0), t).unwrap();
-    let p = b.cmp(CmpOp::Ne, &acc, &zero).unwrap();
-    let q = b.vote_any(&p).unwrap();
-    let r = b.vote_all(&q).unwrap();
-    let ballot = b.ballot(&r).unwrap();
-    let ballot_t = b.cvt(&ballot, t).unwrap();
-    acc = b.select(&r, &acc, &ballot_t).unwrap();
-    for mode in [ShflMode::Idx, ShflMode::Up, ShflMode::Down, ShflMode::Bfly] {
-        // the builder refuses non-32-bit shuffles with a typed error
-        if let Ok(v) = b.shfl(mode, &acc, &Idx::lit(1)) {
-            acc = v;
-        }
-    }
-    let s = b.shared("stage", t, 64 * widest).unwrap();
-    b.store(s, &(tid.clone() * Idx::lit(widest as i64)), &vec, None).unwrap();
-    b.barrier();
-    let back = b
-        .load(
-            s,
-            &(((tid.clone() + Idx::lit(1)) % Idx::lit(64)) * Idx::lit(widest as i64)),
-            widest,
-            None,
-        )
-        .unwrap();
-    let sums = b
-        .for_range(&Idx::lit(0), &n, &Idx::lit(1), &[acc.clone()], |b, i, carried| {
-            let iv = b.cvt(&i, t)?;
-            Ok(vec![b.binary(BinOp::Add, &carried[0], &iv)?])
-        })
-        .unwrap();
-    let chosen = b
-        .if_then_else(&inside, |_| Ok(vec![sums[0].clone()]), |_| Ok(vec![back[0].clone()]))
-        .unwrap();
-    let mut out = back.clone();
-    out[0] = chosen[0].clone();
-    b.store(y, &(gid * Idx::lit(widest as i64)), &out, Some(&inside)).unwrap();
-    b.finish().unwrap()
-}
-
 #[test]
 fn every_op_on_every_type_assembles() {
     for t in TYPES {
-        let ptx = check(&every_op(t));
+        let ptx = check(&every_op(t, true).unwrap());
         assert!(ptx.contains("bar.sync 0;"));
         assert_eq!(ptx.contains("shfl.sync.bfly.b32"), t.size_bytes() == 4, "{}", t.name());
         assert!(ptx.contains("vote.sync.ballot.b32"));

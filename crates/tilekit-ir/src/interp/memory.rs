@@ -139,6 +139,29 @@ impl HostBuffer {
         self.bytes.is_empty()
     }
 
+    /// The raw little-endian bytes (what a GPU buffer holds).
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ir::interp::HostBuffer::from_u32(&[0x0102]).as_bytes(), &[2, 1, 0, 0]);
+    /// ```
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// A buffer from raw little-endian bytes; `None` unless the length is a multiple of the
+    /// element size (and the type is not a predicate).
+    ///
+    /// ```
+    /// use tilekit_ir::{interp::HostBuffer, ScalarType};
+    /// let b = HostBuffer::from_bytes(ScalarType::U32, vec![2, 1, 0, 0]).unwrap();
+    /// assert_eq!(b.to_u32(), Some(vec![0x0102]));
+    /// assert!(HostBuffer::from_bytes(ScalarType::U32, vec![1, 2, 3]).is_none());
+    /// ```
+    pub fn from_bytes(elem: ScalarType, bytes: Vec<u8>) -> Option<HostBuffer> {
+        (elem != ScalarType::Pred && bytes.len().is_multiple_of(elem.size_bytes()))
+            .then_some(HostBuffer { elem, bytes })
+    }
+
     /// Bytes.
     ///
     /// ```

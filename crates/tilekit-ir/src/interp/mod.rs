@@ -94,6 +94,39 @@ impl Args {
         Args::default()
     }
 
+    /// The arguments, in parameter order.
+    ///
+    /// ```
+    /// use tilekit_ir::interp::{Args, Arg};
+    /// let mut a = Args::new();
+    /// a.int(3);
+    /// assert!(matches!(a.items()[0], Arg::Int(3)));
+    /// ```
+    pub fn items(&self) -> &[Arg] {
+        &self.items
+    }
+
+    /// Replaces argument `i` with a buffer (how another backend hands results back); false if
+    /// there is no argument `i`.
+    ///
+    /// ```
+    /// use tilekit_ir::interp::{Args, HostBuffer};
+    /// let mut a = Args::new();
+    /// a.buffer(HostBuffer::from_f32(&[0.0]));
+    /// assert!(a.set_buffer(0, HostBuffer::from_f32(&[1.0])));
+    /// assert_eq!(a.get_buffer(0).unwrap().to_f32(), Some(vec![1.0]));
+    /// assert!(!a.set_buffer(5, HostBuffer::from_f32(&[1.0])));
+    /// ```
+    pub fn set_buffer(&mut self, i: usize, b: HostBuffer) -> bool {
+        match self.items.get_mut(i) {
+            Some(slot) => {
+                *slot = Arg::Buffer(b);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Appends a buffer.
     ///
     /// ```

@@ -1,0 +1,205 @@
+//! `tilekit selftest`: every kernel on random data, GPU against the interpreter and against an
+//! independent CPU reference where there is one; a pass/fail line per kernel, exit code 1 on any
+//! failure.
+//!
+//! ```text
+//!   case ──make args (seeded, never zeros, outputs poisoned)──┬──► interpreter ──► Args'
+//!                                                            └──► GPU (PTX→JIT) ─► Args''
+//!   PASS iff every buffer of Args'' equals Args' (floats: same bits, or both NaN)
+//!        and the CPU reference (where given) accepts Args''
+//! ```
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use tilekit_cuda::{Gpu, KernelCache};
+use tilekit_ir::interp::{self, Args as KArgs, HostBuffer};
+use tilekit_ir::{examples, Kernel, Lit, ScalarType};
+
+use crate::rng::Rng;
+use crate::CliError;
+
+/// Arguments of `tilekit selftest`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Seed of the random inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Only run cases whose name contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+}
+
+/// A CPU check of the GPU's outputs.
+pub type Reference = Box<dyn Fn(&KArgs, &KArgs) -> Result<(), String>>;
+
+/// One selftest case.
+pub struct Case {
+    /// Name printed in the report.
+    pub name: String,
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Grid.
+    pub grid: [u32; 3],
+    /// Inputs (outputs poisoned).
+    pub args: KArgs,
+    /// Optional independent reference: (inputs, GPU outputs) → ok or why not.
+    pub reference: Option<Reference>,
+}
+
+/// Random contents of a buffer of type `t` (ints in 1..1000, floats in [-1, 1) without 0).
+pub fn random_buffer(t: ScalarType, len: usize, rng: &mut Rng) -> HostBuffer {
+    let mut b = HostBuffer::zeroed(t, len);
+    for i in 0..len {
+        let lit = if t.is_float() {
+            Lit::float(t, f64::from(rng.f32())).expect("a float type")
+        } else {
+            Lit::int(t, rng.range(1, 1000)).expect("fits")
+        };
+        b.set_bits(i, lit.bits());
+    }
+    b
+}
+
+/// A buffer of poison: NaN for floats, a sentinel for integers.
+pub fn poison(t: ScalarType, len: usize) -> HostBuffer {
+    let lit = if t.is_float() {
+        Lit::float(t, f64::NAN).expect("a float type")
+    } else {
+        Lit::from_bits(t, 0x5A5A_5A5A_5A5A_5A5A)
+    };
+    HostBuffer::filled(lit, len)
+}
+
+/// The cases available in this build.
+pub fn cases(seed: u64) -> Result<Vec<Case>, CliError> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::new();
+    let ir = |e: tilekit_ir::IrError| CliError::BadArgument {
+        flag: "kernel".into(),
+        value: "build".into(),
+        rule: e.to_string(),
+    };
+    for t in tilekit_ptx::coverage::TYPES {
+        let kernel = tilekit_ptx::coverage::every_op(t, false).map_err(ir)?;
+        let w = tilekit_ir::op::valid_vector_widths(t).last().copied().unwrap_or(1);
+        let grid = 4u32;
+        let len = 64 * grid as usize * w;
+        let mut args = KArgs::new();
+        args.buffer(random_buffer(t, len, &mut rng))
+            .buffer(poison(t, len))
+            .int(rng.range(1, 64 * grid as i64));
+        out.push(Case {
+            name: format!("coverage {}", t.name()),
+            kernel,
+            grid: [grid, 1, 1],
+            args,
+            reference: None,
+        });
+    }
+    for (t, vec) in [(ScalarType::F32, 4), (ScalarType::F16, 8), (ScalarType::I64, 2)] {
+        for n in [1usize, 1000, 65_537] {
+            let kernel = examples::copy(t, vec, 256).map_err(ir)?;
+            let mut args = KArgs::new();
+            args.buffer(random_buffer(t, n, &mut rng)).buffer(poison(t, n)).int(n as i64);
+            let reference: Reference = Box::new(|input, output| {
+                let (x, y) = (input.get_buffer(0), output.get_buffer(1));
+                match (x, y) {
+                    (Some(x), Some(y)) if x.as_bytes() == y.as_bytes() => Ok(()),
+                    _ => Err("y differs from x".into()),
+                }
+            });
+            out.push(Case {
+                name: format!("copy {} v{vec} n={n}", t.name()),
+                kernel,
+                grid: [((n / (256 * vec)).max(1) as u32).min(64), 1, 1],
+                args,
+                reference: Some(reference),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn same(t: ScalarType, a: u64, b: u64) -> bool {
+    if a == b {
+        return true;
+    }
+    t.is_float() && {
+        let fa = tilekit_ir::eval::to_f64(t, a);
+        let fb = tilekit_ir::eval::to_f64(t, b);
+        fa.is_nan() && fb.is_nan()
+    }
+}
+
+fn compare(want: &KArgs, got: &KArgs) -> Result<(), String> {
+    for i in 0..want.len() {
+        if let (Some(w), Some(g)) = (want.get_buffer(i), got.get_buffer(i)) {
+            if w.len() != g.len() {
+                return Err(format!("buffer {i}: length {} vs {}", w.len(), g.len()));
+            }
+            let t = w.elem();
+            let bad: Vec<usize> =
+                (0..w.len()).filter(|&k| !same(t, w.bits(k), g.bits(k))).collect();
+            if let Some(&k) = bad.first() {
+                return Err(format!(
+                    "buffer {i}: {} of {} elements differ; first at {k}: interpreter {:#x}, GPU {:#x}",
+                    bad.len(),
+                    w.len(),
+                    w.bits(k),
+                    g.bits(k)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `tilekit selftest`.
+pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    let gpu = match Gpu::open(a.device) {
+        Ok(g) => g,
+        Err(e) => {
+            println!("selftest needs a GPU: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    println!("selftest on {} ({}), seed {}", gpu.props().name, gpu.props().target(), a.seed);
+    let cache = KernelCache::open(KernelCache::default_dir()).ok();
+    let mut failed = 0;
+    let mut total = 0;
+    for case in cases(a.seed)? {
+        if a.filter.as_ref().is_some_and(|f| !case.name.contains(f.as_str())) {
+            continue;
+        }
+        total += 1;
+        let started = Instant::now();
+        let result = (|| -> Result<String, String> {
+            let mut want = case.args.clone();
+            interp::run(&case.kernel, case.grid, &mut want)
+                .map_err(|e| format!("interpreter: {e}"))?;
+            let (k, report) =
+                gpu.compile(&case.kernel, cache.as_ref()).map_err(|e| e.to_string())?;
+            let mut got = case.args.clone();
+            gpu.run_ir(&k, &case.kernel, case.grid, &mut got).map_err(|e| e.to_string())?;
+            compare(&want, &got)?;
+            if let Some(r) = &case.reference {
+                r(&case.args, &got).map_err(|e| format!("reference: {e}"))?;
+            }
+            Ok(format!("{} regs, {} B local, {:?}", k.registers, k.local_bytes, report.cache))
+        })();
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        match result {
+            Ok(info) => println!("PASS {:<28} {ms:8.1} ms  {info}", case.name),
+            Err(why) => {
+                failed += 1;
+                println!("FAIL {:<28} {ms:8.1} ms  {why}", case.name);
+            }
+        }
+    }
+    println!("{} passed, {} failed", total - failed, failed);
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,120 @@
+//! A coverage kernel per scalar type: every op the builder accepts, for assembling with ptxas
+//! (CI) and for comparing a GPU with the interpreter bit for bit (`tilekit selftest`).
+
+use tilekit_ir::{Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp};
+use tilekit_layout::Idx;
+
+/// The scalar types with memory and arithmetic.
+pub const TYPES: [ScalarType; 7] = [
+    ScalarType::I32,
+    ScalarType::U32,
+    ScalarType::I64,
+    ScalarType::F16,
+    ScalarType::BF16,
+    ScalarType::F32,
+    ScalarType::F64,
+];
+
+/// One kernel per type exercising every op the builder accepts for it: loads (vector, masked),
+/// unary and binary ops, fma, compares and selects, conversions to every type and back, votes,
+/// shuffles, shared memory with a barrier, a loop with a carried value, an if/else and masked
+/// vector stores. Parameters: `x` (input, `64·grid·W` elements where W is the widest vector of
+/// the type), `y` (output, same length), `n` (elements per row of threads that are active).
+/// With `approx = false` the fast approximate functions are left out, so that a GPU and the
+/// interpreter agree bit for bit.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ptx::coverage::every_op(ScalarType::F32, false).unwrap();
+/// assert!(k.to_string().contains("bar.sync"));
+/// ```
+pub fn every_op(t: ScalarType, approx: bool) -> Result<Kernel, IrError> {
+    let b = KernelBuilder::new(
+        &format!("every_op_{}{}", t.name(), if approx { "_approx" } else { "" }),
+        [64, 1, 1],
+    )?;
+    let x = b.ptr_param("x", t)?;
+    let y = b.ptr_param("y", t)?;
+    let n = b.scalar_param("n", ScalarType::I32)?;
+    let tid = b.thread_id(Axis::X);
+    let gid = b.block_id(Axis::X) * Idx::lit(64) + tid.clone();
+    let inside = b.cmp(CmpOp::Lt, &gid, &n)?;
+    let widest = tilekit_ir::op::valid_vector_widths(t).last().copied().unwrap_or(1);
+    let vec = b.load(x, &(gid.clone() * Idx::lit(widest as i64)), widest, Some(&inside))?;
+    let a = b.load(x, &gid, 1, None)?.remove(0);
+    let c = vec[widest - 1].clone();
+    let mut acc = a.clone();
+    for op in [
+        UnOp::Neg,
+        UnOp::Not,
+        UnOp::Abs,
+        UnOp::Exp2Approx,
+        UnOp::RcpApprox,
+        UnOp::RsqrtApprox,
+        UnOp::Sqrt,
+    ] {
+        if let Ok(v) = b.unary(op, &acc) {
+            acc = v;
+        }
+    }
+    for op in [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::Shr,
+    ] {
+        if let Ok(v) = b.binary(op, &acc, &c) {
+            acc = v;
+        }
+    }
+    acc = b.fma(&acc, &c, &a)?;
+    for op in [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne] {
+        let p = b.cmp(op, &acc, &c)?;
+        acc = b.select(&p, &acc, &c)?;
+    }
+    for to in TYPES {
+        let v = b.cvt(&acc, to)?;
+        let back = b.cvt(&v, t)?;
+        acc = b.binary(BinOp::Max, &acc, &back).unwrap_or(back);
+    }
+    let zero = b.cvt(&b.i32(0), t)?;
+    let p = b.cmp(CmpOp::Ne, &acc, &zero)?;
+    let q = b.vote_any(&p)?;
+    let r = b.vote_all(&q)?;
+    let ballot = b.ballot(&r)?;
+    let ballot_t = b.cvt(&ballot, t)?;
+    acc = b.select(&r, &acc, &ballot_t)?;
+    for mode in [ShflMode::Idx, ShflMode::Up, ShflMode::Down, ShflMode::Bfly] {
+        // the builder refuses non-32-bit shuffles with a typed error
+        if let Ok(v) = b.shfl(mode, &acc, &Idx::lit(1)) {
+            acc = v;
+        }
+    }
+    let s = b.shared("stage", t, 64 * widest)?;
+    b.store(s, &(tid.clone() * Idx::lit(widest as i64)), &vec, None)?;
+    b.barrier();
+    let back = b.load(
+        s,
+        &(((tid.clone() + Idx::lit(1)) % Idx::lit(64)) * Idx::lit(widest as i64)),
+        widest,
+        None,
+    )?;
+    let sums = b.for_range(&Idx::lit(0), &n, &Idx::lit(1), &[acc.clone()], |b, i, carried| {
+        let iv = b.cvt(&i, t)?;
+        Ok(vec![b.binary(BinOp::Add, &carried[0], &iv)?])
+    })?;
+    let chosen =
+        b.if_then_else(&inside, |_| Ok(vec![sums[0].clone()]), |_| Ok(vec![back[0].clone()]))?;
+    let mut out = back.clone();
+    out[0] = chosen[0].clone();
+    b.store(y, &(gid * Idx::lit(widest as i64)), &out, Some(&inside))?;
+    b.finish()
+}
