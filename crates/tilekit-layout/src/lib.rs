@@ -13,6 +13,7 @@
 
 pub mod error;
 pub mod idx;
+pub mod morton;
 pub mod transform;
 
 pub use error::{LayoutError, Result};
