@@ -16,6 +16,7 @@ pub mod coordinate;
 pub mod descriptor;
 pub mod error;
 pub mod idx;
+pub mod morton;
 pub mod sfc;
 pub mod swizzle;
 pub mod transform;

@@ -16,6 +16,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod distributed_tensor;
 pub mod distribution;
 pub mod encoding;
