@@ -42,7 +42,8 @@ pub fn every_op(t: ScalarType, approx: bool) -> Result<Kernel, IrError> {
     let widest = tilekit_ir::op::valid_vector_widths(t).last().copied().unwrap_or(1);
     let vec = b.load(x, &(gid.clone() * Idx::lit(widest as i64)), widest, Some(&inside))?;
     let a = b.load(x, &gid, 1, None)?.remove(0);
-    let c = vec[widest - 1].clone();
+    // never zero for integers: masked-off lanes load 0, the unmasked `a` is an input (>= 1)
+    let c = b.binary(BinOp::Max, &vec[widest - 1], &a)?;
     let mut acc = a.clone();
     for op in [
         UnOp::Neg,
