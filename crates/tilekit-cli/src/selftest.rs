@@ -189,7 +189,21 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             if let Some(r) = &case.reference {
                 r(&case.args, &got).map_err(|e| format!("reference: {e}"))?;
             }
-            Ok(format!("{} regs, {} B local, {:?}", k.registers, k.local_bytes, report.cache))
+            Ok(format!(
+                "{} regs, {} B local; build {:.1} ms (PTX {:.2}, JIT {:.1}, load {:.2}, cache {})",
+                k.registers,
+                k.local_bytes,
+                report.total_ms,
+                report.emit_ms,
+                report.jit.jit_ms,
+                report.load_ms,
+                match report.cache {
+                    tilekit_cuda::cache::CacheOutcome::Hit => "hit".to_string(),
+                    tilekit_cuda::cache::CacheOutcome::Miss => "miss".to_string(),
+                    tilekit_cuda::cache::CacheOutcome::Rebuilt { ref reason } =>
+                        format!("rebuilt: {reason}"),
+                }
+            ))
         })();
         let ms = started.elapsed().as_secs_f64() * 1e3;
         match result {

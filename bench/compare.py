@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""PyTorch's figures for the memory-bound kernels of issue 7, in the same units as `tilekit bench`.
+
+Run it on the device machine in the same call as `tilekit bench` (PyTorch is installed there):
+
+    python3 bench/compare.py            # table
+    python3 bench/compare.py --json     # one JSON object per op
+
+Every op is timed with CUDA events: 3 warm-ups, then the median of `--reps` runs. Bytes are the
+fewest the op must move (each input read once, each output written once). The ratio is to a
+device-to-device copy of 1 GiB (`torch.Tensor.copy_`) measured in the same process, which is what
+`tilekit bench` divides by too (there through cuMemcpyDtoD).
+"""
+import argparse
+import json
+import statistics
+
+import torch
+
+
+def timed(fn, reps):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def morton_perm(h, w, t):
+    """Storage position of each row-major element in the tiled Morton layout (tilekit's rule)."""
+    rows = torch.arange(h, device="cuda").view(h, 1).expand(h, w)
+    cols = torch.arange(w, device="cuda").view(1, w).expand(h, w)
+    tr, ir = rows // t, rows % t
+    tc, ic = cols // t, cols % t
+    z = torch.zeros_like(rows)
+    bits = t.bit_length() - 1
+    for b in range(bits):
+        z |= ((ic >> b) & 1) << (2 * b)
+        z |= ((ir >> b) & 1) << (2 * b + 1)
+    tiles_w = (w + t - 1) // t
+    return ((tr * tiles_w + tc) * t * t + z).flatten()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    dev = torch.cuda.get_device_name(0)
+    gib = 1 << 30
+    src = torch.rand(gib // 4, device="cuda") + 0.5
+    dst = torch.empty_like(src)
+    copy_ms = timed(lambda: dst.copy_(src), args.reps)
+    copy_gbs = 2 * gib / (copy_ms * 1e-3) / 1e9
+    del src, dst
+
+    rows = []
+
+    def add(name, fn, nbytes):
+        ms = timed(fn, args.reps)
+        gbs = nbytes / (ms * 1e-3) / 1e9
+        rows.append(dict(op=name, device=dev, median_ms=ms, gb_per_s=gbs, copy_gb_per_s=copy_gbs,
+                         ratio_to_copy=gbs / copy_gbs))
+
+    n = 16384
+    for dt, name in [(torch.float32, "fp32"), (torch.bfloat16, "bf16")]:
+        x = (torch.rand(n, n, device="cuda") + 0.5).to(dt)
+        es = x.element_size()
+        add(f"transpose {name} {n}x{n}", lambda: x.t().contiguous(), 2 * n * n * es)
+        add(f"row sum {name} {n}x{n}", lambda: x.sum(dim=1, dtype=torch.float32), n * n * es + n * 4)
+        add(f"softmax {name} {n}x{n}", lambda: torch.softmax(x, dim=1), 2 * n * n * es)
+        del x
+    for dt, name in [(torch.float32, "fp32"), (torch.bfloat16, "bf16")]:
+        x = (torch.rand(512, 512, 256, device="cuda") + 0.5).to(dt)
+        add(f"permute(2,0,1) {name} 512x512x256", lambda: x.permute(2, 0, 1).contiguous(),
+            2 * x.numel() * x.element_size())
+        del x
+    x = torch.rand(n * n, device="cuda") + 0.5
+    perm = morton_perm(n, n, 8)
+    out = torch.empty_like(x)
+    add(f"morton 8x8 tiles fp32 {n}x{n} (scatter)", lambda: out.index_copy_(0, perm, x), 2 * n * n * 4)
+    add(f"morton inverse fp32 {n}x{n} (gather)", lambda: x.index_select(0, perm), 2 * n * n * 4)
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+    else:
+        print(f"PyTorch {torch.__version__} on {dev}; copy_ {copy_gbs:.0f} GB/s")
+        print(f"{'op':<44} {'median ms':>10} {'GB/s':>8} {'x copy':>7}")
+        for r in rows:
+            print(f"{r['op']:<44} {r['median_ms']:>10.3f} {r['gb_per_s']:>8.0f} {r['ratio_to_copy']:>7.3f}")
+
+
+if __name__ == "__main__":
+    main()

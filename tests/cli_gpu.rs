@@ -1,0 +1,42 @@
+//! The GPU commands on a machine without a GPU (CI) answer with a reason and an exit code, never
+//! a panic; on a machine with one they work.
+
+use std::process::Command;
+
+fn tilekit(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tilekit")).args(args).output().expect("runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn gpu_info_or_reason() {
+    let (code, out) = tilekit(&["gpu"]);
+    if out.contains("no usable GPU") {
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains("libcuda") || out.contains("no CUDA device"), "{out}");
+    } else {
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("compute capability"), "{out}");
+    }
+}
+
+#[test]
+fn selftest_and_bench_need_a_gpu() {
+    for cmd in [&["selftest"][..], &["bench", "copy", "--mib", "1", "--reps", "1"][..]] {
+        let (code, out) = tilekit(cmd);
+        if out.contains("needs a GPU") {
+            assert_eq!(code, 2, "{out}");
+        } else {
+            assert_eq!(code, 0, "{cmd:?}: {out}");
+        }
+    }
+}
+
+#[test]
+fn bench_rejects_unknown_kernels() {
+    let (code, out) = tilekit(&["bench", "nonsense"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("KERNEL \"nonsense\" is invalid"), "{out}");
+}
