@@ -4,7 +4,7 @@
 //! `run` function; the logic they present lives in the library crates.
 //!
 //! With no subcommand, `tilekit` runs its embedded default job: the conformance suite against
-//! `../shared/conformance`.
+//! `../shared/conformance`, then a few kernels on small shapes on the interpreter (`tilekit run`).
 
 use std::process::ExitCode;
 
@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 
 pub mod conformance;
 pub mod error;
+pub mod run;
 pub mod sfc;
 pub mod show;
 pub mod svg;
@@ -36,16 +37,19 @@ pub enum Command {
     Sfc(sfc::Args),
     /// Show a tile distribution encoding: explained in words, traits, ownership map, SVG.
     Show(show::Args),
+    /// Run a kernel of the library on random data and check it against its CPU reference.
+    Run(run::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message and exit code 2.
 pub fn main_entry() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => conformance::run(&conformance::Args::default()),
+        None => default_job(),
         Some(Command::Conformance(a)) => conformance::run(&a),
         Some(Command::Sfc(a)) => sfc::run(&a),
         Some(Command::Show(a)) => show::run(&a),
+        Some(Command::Run(a)) => run::run(&a),
     };
     match result {
         Ok(code) => code,
@@ -54,4 +58,12 @@ pub fn main_entry() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The embedded default job: the conformance suite, then kernels on the interpreter; non-zero
+/// exit if either fails.
+fn default_job() -> Result<ExitCode, CliError> {
+    let conf = conformance::run(&conformance::Args::default())?;
+    let kernels_ok = run::default_runs()?;
+    Ok(if conf == ExitCode::SUCCESS && kernels_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

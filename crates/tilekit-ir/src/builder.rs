@@ -134,10 +134,7 @@ impl Ctx {
             })
             .collect();
         if let Some((_, b)) = self.stack.last_mut() {
-            b.insts.push(Inst {
-                results: results.clone(),
-                op,
-            });
+            b.insts.push(Inst { results: results.clone(), op });
         }
         results
     }
@@ -159,10 +156,7 @@ impl Ctx {
         if s == 0 || self.stack.iter().any(|(o, _)| *o == s) {
             Ok(())
         } else {
-            Err(IrError::OutOfScope {
-                op: op.into(),
-                value: id.to_string(),
-            })
+            Err(IrError::OutOfScope { op: op.into(), value: id.to_string() })
         }
     }
 
@@ -177,11 +171,7 @@ impl Ctx {
         };
         match lit {
             Some(l) => Ok(self.konst(l)),
-            None => Err(IrError::ConstantOutOfRange {
-                op: op.into(),
-                value: v.to_string(),
-                ty,
-            }),
+            None => Err(IrError::ConstantOutOfRange { op: op.into(), value: v.to_string(), ty }),
         }
     }
 }
@@ -255,10 +245,7 @@ impl KernelBuilder {
     pub fn new(name: &str, block_dim: [u32; 3]) -> Result<Self> {
         let threads: u64 = block_dim.iter().map(|&d| d as u64).product();
         if block_dim.contains(&0) || threads > 1024 || block_dim[2] > 64 {
-            return Err(IrError::BlockDims {
-                dims: block_dim,
-                threads,
-            });
+            return Err(IrError::BlockDims { dims: block_dim, threads });
         }
         let ctx = Ctx {
             name: name.into(),
@@ -278,9 +265,7 @@ impl KernelBuilder {
             error: None,
             roots: vec![],
         };
-        Ok(KernelBuilder {
-            ctx: Rc::new(RefCell::new(ctx)),
-        })
+        Ok(KernelBuilder { ctx: Rc::new(RefCell::new(ctx)) })
     }
 
     /// Sets the index type (`i32` or `i64`) used for tensor lengths/strides declared afterwards
@@ -322,10 +307,7 @@ impl KernelBuilder {
         match &v.0 {
             Repr::Sym { ctx, id, .. } => {
                 if !Rc::ptr_eq(ctx, &self.ctx) {
-                    return Err(IrError::ForeignValue {
-                        op: op.into(),
-                        value: id.to_string(),
-                    });
+                    return Err(IrError::ForeignValue { op: op.into(), value: id.to_string() });
                 }
                 self.ctx.borrow().check_scope(*id, op)
             }
@@ -352,11 +334,7 @@ impl KernelBuilder {
         let id = self.operand(&p.0, Some(ScalarType::Pred), op)?;
         let ty = self.ctx.borrow().ty(id);
         if ty != ScalarType::Pred {
-            return Err(IrError::WrongType {
-                op: op.into(),
-                ty,
-                valid: "pred".into(),
-            });
+            return Err(IrError::WrongType { op: op.into(), ty, valid: "pred".into() });
         }
         Ok(id)
     }
@@ -380,10 +358,7 @@ impl KernelBuilder {
 
     fn add_param(&self, name: &str, kind: ParamKind) -> u32 {
         let mut c = self.ctx.borrow_mut();
-        c.params.push(ParamDecl {
-            name: name.into(),
-            kind,
-        });
+        c.params.push(ParamDecl { name: name.into(), kind });
         (c.params.len() - 1) as u32
     }
 
@@ -399,10 +374,7 @@ impl KernelBuilder {
     pub fn ptr_param(&self, name: &str, elem: ScalarType) -> Result<MemRef> {
         check_elem("global pointer parameter", elem)?;
         let i = self.add_param(name, ParamKind::GlobalPtr(elem));
-        Ok(MemRef {
-            space: MemSpace::Global(i),
-            elem,
-        })
+        Ok(MemRef { space: MemSpace::Global(i), elem })
     }
 
     /// Declares a scalar parameter.
@@ -450,11 +422,7 @@ impl KernelBuilder {
         let strides = (0..rank)
             .map(|i| self.scalar_param(&format!("{name}.stride{i}"), it))
             .collect::<Result<Vec<_>>>()?;
-        Ok(TensorParam {
-            mem,
-            lengths,
-            strides,
-        })
+        Ok(TensorParam { mem, lengths, strides })
     }
 
     /// Allocates `len` elements of shared memory; a typed error when the block's total would
@@ -487,15 +455,8 @@ impl KernelBuilder {
                 },
             });
         }
-        c.shared.push(SharedDecl {
-            name: name.into(),
-            elem,
-            len,
-        });
-        Ok(MemRef {
-            space: MemSpace::Shared((c.shared.len() - 1) as u32),
-            elem,
-        })
+        c.shared.push(SharedDecl { name: name.into(), elem, len });
+        Ok(MemRef { space: MemSpace::Shared((c.shared.len() - 1) as u32), elem })
     }
 
     fn check_mem(&self, mem: MemRef, op: &str) -> Result<()> {
@@ -509,10 +470,7 @@ impl KernelBuilder {
         if ok {
             Ok(())
         } else {
-            Err(IrError::UnknownMemory {
-                op: op.into(),
-                mem: format!("{mem:?}"),
-            })
+            Err(IrError::UnknownMemory { op: op.into(), mem: format!("{mem:?}") })
         }
     }
 
@@ -521,12 +479,7 @@ impl KernelBuilder {
         if valid.contains(&width) {
             Ok(())
         } else {
-            Err(IrError::VectorWidth {
-                op: op.into(),
-                width,
-                elem: mem.elem,
-                valid,
-            })
+            Err(IrError::VectorWidth { op: op.into(), width, elem: mem.elem, valid })
         }
     }
 
@@ -591,15 +544,10 @@ impl KernelBuilder {
             }
             None => None,
         };
-        let ids = self.ctx.borrow_mut().push(
-            Op::Load {
-                mem,
-                offset: off,
-                width: width as u8,
-                mask,
-            },
-            &vec![mem.elem; width],
-        );
+        let ids = self
+            .ctx
+            .borrow_mut()
+            .push(Op::Load { mem, offset: off, width: width as u8, mask }, &vec![mem.elem; width]);
         Ok(ids.into_iter().map(|i| self.wrap(i)).collect())
     }
 
@@ -629,11 +577,7 @@ impl KernelBuilder {
             let id = self.operand(v, Some(mem.elem), &op)?;
             let ty = self.ctx.borrow().ty(id);
             if ty != mem.elem {
-                return Err(IrError::TypeMismatch {
-                    op,
-                    left: mem.elem,
-                    right: ty,
-                });
+                return Err(IrError::TypeMismatch { op, left: mem.elem, right: ty });
             }
             vals.push(id);
         }
@@ -649,15 +593,7 @@ impl KernelBuilder {
             }
             None => None,
         };
-        self.ctx.borrow_mut().push(
-            Op::Store {
-                mem,
-                offset: off,
-                values: vals,
-                mask,
-            },
-            &[],
-        );
+        self.ctx.borrow_mut().push(Op::Store { mem, offset: off, values: vals, mask }, &[]);
         Ok(())
     }
 
@@ -937,25 +873,14 @@ impl KernelBuilder {
                 valid: "i32, u32".into(),
             });
         }
-        let r = self.ctx.borrow_mut().push(
-            Op::Shfl {
-                mode,
-                value: v,
-                lane: l,
-            },
-            &[vt],
-        );
+        let r = self.ctx.borrow_mut().push(Op::Shfl { mode, value: v, lane: l }, &[vt]);
         Ok(self.wrap(r[0]))
     }
 
     fn vote(&self, mode: VoteMode, p: &Pred) -> Result<ValueId> {
         let op = format!("vote.sync.{}", mode.name());
         let x = self.pred_operand(p, &op)?;
-        let ty = if mode == VoteMode::Ballot {
-            ScalarType::U32
-        } else {
-            ScalarType::Pred
-        };
+        let ty = if mode == VoteMode::Ballot { ScalarType::U32 } else { ScalarType::Pred };
         Ok(self.ctx.borrow_mut().push(Op::Vote(mode, x), &[ty])[0])
     }
 
@@ -1039,26 +964,17 @@ impl KernelBuilder {
                     let id = self.operand(v, Some(ty), op)?;
                     let t = self.ctx.borrow().ty(id);
                     if t != ty {
-                        return Err(IrError::TypeMismatch {
-                            op: op.into(),
-                            left: ty,
-                            right: t,
-                        });
+                        return Err(IrError::TypeMismatch { op: op.into(), left: ty, right: t });
                     }
                     Ok(id)
                 })
                 .collect()
         };
         let (a, b, c) = (ids(a, ab_ty)?, ids(b, ab_ty)?, ids(c, ScalarType::F32)?);
-        let r = self.ctx.borrow_mut().push(
-            Op::Mma {
-                shape: MmaShape::M16N8K16,
-                a,
-                b,
-                c,
-            },
-            &[ScalarType::F32; 4],
-        );
+        let r = self
+            .ctx
+            .borrow_mut()
+            .push(Op::Mma { shape: MmaShape::M16N8K16, a, b, c }, &[ScalarType::F32; 4]);
         Ok(r.into_iter().map(|i| self.wrap(i)).collect())
     }
 
@@ -1068,13 +984,7 @@ impl KernelBuilder {
         let mut c = self.ctx.borrow_mut();
         let s = c.next_scope;
         c.next_scope += 1;
-        c.stack.push((
-            s,
-            Block {
-                args,
-                ..Block::default()
-            },
-        ));
+        c.stack.push((s, Block { args, ..Block::default() }));
         c.scopes.push(HashMap::new());
         s
     }
@@ -1173,10 +1083,8 @@ impl KernelBuilder {
             }
             (c.ty(l), c.range_of(l), c.range_of(h))
         };
-        let init_ids: Vec<ValueId> = init
-            .iter()
-            .map(|v| self.operand(v, None, op))
-            .collect::<Result<_>>()?;
+        let init_ids: Vec<ValueId> =
+            init.iter().map(|v| self.operand(v, None, op)).collect::<Result<_>>()?;
         let tys: Vec<ScalarType> = {
             let c = self.ctx.borrow();
             init_ids.iter().map(|&i| c.ty(i)).collect()
@@ -1213,16 +1121,10 @@ impl KernelBuilder {
         let mut block = self.close_block();
         let y = out?;
         block.yields = y;
-        let results = self.ctx.borrow_mut().push(
-            Op::For {
-                lo: l,
-                hi: h,
-                step: s,
-                init: init_ids,
-                body: block,
-            },
-            &tys,
-        );
+        let results = self
+            .ctx
+            .borrow_mut()
+            .push(Op::For { lo: l, hi: h, step: s, init: init_ids, body: block }, &tys);
         Ok(results.into_iter().map(|i| self.wrap(i)).collect())
     }
 
@@ -1265,21 +1167,11 @@ impl KernelBuilder {
             });
         }
         let it = self.ctx.borrow().index_ty;
-        let tys: Vec<ScalarType> = t
-            .iter()
-            .zip(&e)
-            .map(|(a, b)| a.ty().or(b.ty()).unwrap_or(it))
-            .collect();
+        let tys: Vec<ScalarType> =
+            t.iter().zip(&e).map(|(a, b)| a.ty().or(b.ty()).unwrap_or(it)).collect();
         tb.yields = self.yields("then branch", &t, &tys)?;
         eb.yields = self.yields("else branch", &e, &tys)?;
-        let r = self.ctx.borrow_mut().push(
-            Op::If {
-                cond: c,
-                then: tb,
-                else_: eb,
-            },
-            &tys,
-        );
+        let r = self.ctx.borrow_mut().push(Op::If { cond: c, then: tb, else_: eb }, &tys);
         Ok(r.into_iter().map(|i| self.wrap(i)).collect())
     }
 

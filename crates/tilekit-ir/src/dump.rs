@@ -71,10 +71,7 @@ pub fn op_mnemonic(op: &Op) -> String {
 }
 
 fn list(v: &[ValueId]) -> String {
-    v.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
 }
 
 fn mem(k: &Kernel, m: MemRef, off: ValueId) -> String {
@@ -92,20 +89,16 @@ fn mem(k: &Kernel, m: MemRef, off: ValueId) -> String {
 /// assert_eq!(inst_text(&k, &k.body.insts[2]), "%2 = mul.i32 %0, %1");
 /// ```
 pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
-    let res = if inst.results.is_empty() {
-        String::new()
-    } else {
-        format!("{} = ", list(&inst.results))
-    };
+    let res =
+        if inst.results.is_empty() { String::new() } else { format!("{} = ", list(&inst.results)) };
     let rty = inst.results.first().map(|&r| k.ty(r).name()).unwrap_or("");
     let mask = |m: &Option<ValueId>| m.map(|p| format!(" if {p}")).unwrap_or_default();
     let mn = op_mnemonic(&inst.op);
     let body = match &inst.op {
         Op::Const(l) => format!("{mn}.{} {l}", l.ty()),
-        Op::Param(i) => format!(
-            "{mn}.{rty} {}",
-            k.params.get(*i as usize).map_or("?", |p| p.name.as_str())
-        ),
+        Op::Param(i) => {
+            format!("{mn}.{rty} {}", k.params.get(*i as usize).map_or("?", |p| p.name.as_str()))
+        }
         Op::Special(_) => format!("{mn}.{rty}"),
         Op::Unary(_, a) => format!("{mn}.{rty} {a}"),
         Op::Binary(_, a, b) => format!("{mn}.{rty} {a}, {b}"),
@@ -113,24 +106,12 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Cmp(_, a, b) => format!("{mn}.{} {a}, {b}", k.ty(*a)),
         Op::Select(c, a, b) => format!("{mn}.{rty} {a}, {b}, {c}"),
         Op::Cvt(a) => format!("{mn}.{rty}.{} {a}", k.ty(*a)),
-        Op::Load {
-            mem: m,
-            offset,
-            mask: p,
-            ..
-        } => format!("{mn}.{} {}{}", m.elem, mem(k, *m, *offset), mask(p)),
-        Op::Store {
-            mem: m,
-            offset,
-            values,
-            mask: p,
-        } => format!(
-            "{mn}.{} {}, {}{}",
-            m.elem,
-            mem(k, *m, *offset),
-            list(values),
-            mask(p)
-        ),
+        Op::Load { mem: m, offset, mask: p, .. } => {
+            format!("{mn}.{} {}{}", m.elem, mem(k, *m, *offset), mask(p))
+        }
+        Op::Store { mem: m, offset, values, mask: p } => {
+            format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))
+        }
         Op::Barrier => mn,
         Op::Shfl { value, lane, .. } => format!("{mn}.{rty} {value}, {lane}"),
         Op::Vote(_, p) => format!("{mn} {p}"),
@@ -141,18 +122,9 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
             list(b),
             list(c)
         ),
-        Op::For {
-            lo,
-            hi,
-            step,
-            init,
-            body,
-        } => {
-            let iters: Vec<String> = body.args[1..]
-                .iter()
-                .zip(init)
-                .map(|(a, i)| format!("{a} = {i}"))
-                .collect();
+        Op::For { lo, hi, step, init, body } => {
+            let iters: Vec<String> =
+                body.args[1..].iter().zip(init).map(|(a, i)| format!("{a} = {i}")).collect();
             format!(
                 "for {} = {lo} to {hi} step {step} iter({}) : {}",
                 body.args[0],
@@ -177,10 +149,9 @@ fn block(k: &Kernel, b: &Block, depth: usize, out: &mut String) -> fmt::Result {
     for inst in &b.insts {
         let mut line = inst_text(k, inst);
         if let [r] = inst.results[..] {
-            if let (Some((lo, hi)), false) = (
-                k.values[r.0 as usize].range,
-                matches!(inst.op, Op::Const(_)),
-            ) {
+            if let (Some((lo, hi)), false) =
+                (k.values[r.0 as usize].range, matches!(inst.op, Op::Const(_)))
+            {
                 let full = k.ty(r).int_range() == Some((lo, hi));
                 if !full {
                     write!(line, "  ; {lo}..={hi}")?;
@@ -230,12 +201,7 @@ impl fmt::Display for Kernel {
             .collect();
         let [x, y, z] = self.block_dim;
         let mut out = String::new();
-        writeln!(
-            out,
-            "kernel @{}({}) block [{x}, {y}, {z}] {{",
-            self.name,
-            params.join(", ")
-        )?;
+        writeln!(out, "kernel @{}({}) block [{x}, {y}, {z}] {{", self.name, params.join(", "))?;
         for s in &self.shared {
             writeln!(
                 out,

@@ -185,9 +185,9 @@ pub fn eval_binary(op: BinOp, ty: ScalarType, a: u64, b: u64) -> Result<u64, Eva
 pub fn eval_fma(ty: ScalarType, a: u64, b: u64, c: u64) -> Result<u64, EvalError> {
     let r = match ty {
         t if t.is_int() => (a as i64).wrapping_mul(b as i64).wrapping_add(c as i64) as u64,
-        ScalarType::F64 => f64::from_bits(a)
-            .mul_add(f64::from_bits(b), f64::from_bits(c))
-            .to_bits(),
+        ScalarType::F64 => {
+            f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)).to_bits()
+        }
         ScalarType::F32 => f32::from_bits(a as u32)
             .mul_add(f32::from_bits(b as u32), f32::from_bits(c as u32))
             .to_bits() as u64,

@@ -108,16 +108,11 @@ pub fn row_sum() -> Result<Kernel> {
     let tid = b.thread_id(Axis::X);
     let (lane, warp) = (b.lane_id(), b.warp_id());
 
-    let acc = b.for_range(
-        &tid,
-        &x.lengths[1],
-        &Val::lit(threads),
-        &[b.f32(0.0)],
-        |b, c, acc| {
+    let acc =
+        b.for_range(&tid, &x.lengths[1], &Val::lit(threads), &[b.f32(0.0)], |b, c, acc| {
             let v = b.load(x.mem, &dx.calculate_offset(&[row.clone(), c]), 1, None)?;
             Ok(vec![b.binary(BinOp::Add, &acc[0], &v[0])?])
-        },
-    )?;
+        })?;
     let warp_sum = |b: &KernelBuilder, mut v: Val| -> Result<Val> {
         for s in [16, 8, 4, 2, 1] {
             let other = b.shfl(ShflMode::Bfly, &v, &Val::lit(s))?;
@@ -127,9 +122,7 @@ pub fn row_sum() -> Result<Kernel> {
     };
     let s = warp_sum(&b, acc[0].clone())?;
     let lane0 = b.cmp(CmpOp::Eq, &lane, &Val::lit(0))?;
-    b.if_then(&lane0, |b| {
-        b.store(partial, &warp, std::slice::from_ref(&s), None)
-    })?;
+    b.if_then(&lane0, |b| b.store(partial, &warp, std::slice::from_ref(&s), None))?;
     b.barrier();
     let warp0 = b.cmp(CmpOp::Eq, &warp, &Val::lit(0))?;
     b.if_then(&warp0, |b| {
@@ -137,12 +130,7 @@ pub fn row_sum() -> Result<Kernel> {
         let v = b.load(partial, &lane, 1, Some(&has))?;
         let total = warp_sum(b, v[0].clone())?;
         let first = lane0.and(&has);
-        b.store(
-            y.mem,
-            &dy.calculate_offset(std::slice::from_ref(&row)),
-            &[total],
-            Some(&first),
-        )
+        b.store(y.mem, &dy.calculate_offset(std::slice::from_ref(&row)), &[total], Some(&first))
     })?;
     b.finish()
 }

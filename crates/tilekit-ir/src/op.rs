@@ -550,23 +550,14 @@ impl Op {
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],
             Op::Load { offset, mask, .. } => std::iter::once(*offset).chain(*mask).collect(),
-            Op::Store {
-                offset,
-                values,
-                mask,
-                ..
-            } => std::iter::once(*offset)
-                .chain(values.iter().copied())
-                .chain(*mask)
-                .collect(),
+            Op::Store { offset, values, mask, .. } => {
+                std::iter::once(*offset).chain(values.iter().copied()).chain(*mask).collect()
+            }
             Op::Shfl { value, lane, .. } => vec![*value, *lane],
             Op::Mma { a, b, c, .. } => a.iter().chain(b).chain(c).copied().collect(),
-            Op::For {
-                lo, hi, step, init, ..
-            } => [*lo, *hi, *step]
-                .into_iter()
-                .chain(init.iter().copied())
-                .collect(),
+            Op::For { lo, hi, step, init, .. } => {
+                [*lo, *hi, *step].into_iter().chain(init.iter().copied()).collect()
+            }
             Op::If { cond, .. } => vec![*cond],
         }
     }

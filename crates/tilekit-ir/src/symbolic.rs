@@ -65,11 +65,7 @@ fn unify(c: &mut Ctx, a: ValueId, b: ValueId, op: &str) -> Result<(ValueId, Valu
     if tb == ScalarType::I64 && widen(ta) {
         return Ok((c.cvt(a, ScalarType::I64)?, b));
     }
-    Err(IrError::TypeMismatch {
-        op: op.into(),
-        left: ta,
-        right: tb,
-    })
+    Err(IrError::TypeMismatch { op: op.into(), left: ta, right: tb })
 }
 
 /// The context two values share (error when they come from different kernels).
@@ -85,10 +81,9 @@ fn context(a: &Val, b: &Val, op: &str) -> Result<Option<Rc<RefCell<Ctx>>>, IrErr
         Repr::Lit(_) => None,
     };
     match (ca, cb) {
-        (Some(x), Some(y)) if !Rc::ptr_eq(x, y) => Err(IrError::ForeignValue {
-            op: op.into(),
-            value: format!("{b:?}"),
-        }),
+        (Some(x), Some(y)) if !Rc::ptr_eq(x, y) => {
+            Err(IrError::ForeignValue { op: op.into(), value: format!("{b:?}") })
+        }
         (Some(x), _) | (None, Some(x)) => Ok(Some(x.clone())),
         (None, None) => Ok(None),
     }
@@ -111,10 +106,7 @@ fn with_ctx(
     let ctx = match context(a, b, op) {
         Ok(Some(c)) => c,
         Ok(None) => {
-            return Val::err(IrError::ForeignValue {
-                op: op.into(),
-                value: "literal".into(),
-            })
+            return Val::err(IrError::ForeignValue { op: op.into(), value: "literal".into() })
         }
         Err(e) => {
             let c = context_of_any(a, b);
@@ -146,9 +138,7 @@ fn context_of_any(a: &Val, b: &Val) -> Option<Rc<RefCell<Ctx>>> {
 fn lit_binary(op: BinOp, x: i64, y: i64) -> Val {
     match crate::eval::eval_binary(op, ScalarType::I64, x as u64, y as u64) {
         Ok(r) => Val(Repr::Lit(r as i64)),
-        Err(_) => Val::err(IrError::DivisionByZero {
-            op: format!("{} {x}, {y}", op.name()),
-        }),
+        Err(_) => Val::err(IrError::DivisionByZero { op: format!("{} {x}, {y}", op.name()) }),
     }
 }
 
@@ -222,10 +212,7 @@ impl Idx for Val {
         for v in [&if_true, &if_false] {
             match &v.0 {
                 Repr::Sym { ctx: c, .. } if !Rc::ptr_eq(c, &ctx) => {
-                    let e = IrError::ForeignValue {
-                        op: "selp".into(),
-                        value: format!("{v:?}"),
-                    };
+                    let e = IrError::ForeignValue { op: "selp".into(), value: format!("{v:?}") };
                     return fail(Some(&ctx), e);
                 }
                 Repr::Err(e) => return fail(Some(&ctx), (**e).clone()),
@@ -267,10 +254,7 @@ fn pred_binary(op: BinOp, a: &Pred, b: &Pred) -> Pred {
     // literals become pred constants
     let ctx = context_of_any(&a.0, &b.0);
     let Some(ctx) = ctx else {
-        return Pred(Val::err(IrError::ForeignValue {
-            op: op_name,
-            value: "literal".into(),
-        }));
+        return Pred(Val::err(IrError::ForeignValue { op: op_name, value: "literal".into() }));
     };
     let r = {
         let mut c = ctx.borrow_mut();

@@ -106,10 +106,7 @@ impl ScalarType {
     /// assert!(tilekit_ir::ScalarType::BF16.is_float());
     /// ```
     pub fn is_float(self) -> bool {
-        matches!(
-            self,
-            ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64
-        )
+        matches!(self, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64)
     }
 
     /// Smallest and largest value of an integer type (`None` for other types).
@@ -176,10 +173,7 @@ impl Lit {
     /// assert_eq!(Lit::from_bits(ScalarType::I32, 0xffff_ffff).as_i64(), Some(-1));
     /// ```
     pub fn from_bits(ty: ScalarType, bits: u64) -> Lit {
-        Lit {
-            ty,
-            bits: canonical(ty, bits),
-        }
+        Lit { ty, bits: canonical(ty, bits) }
     }
 
     /// An integer constant of an integer type, or `None` when `v` does not fit (or `ty` is not an
@@ -201,10 +195,7 @@ impl Lit {
     /// assert_eq!(tilekit_ir::Lit::pred(true).as_bool(), Some(true));
     /// ```
     pub fn pred(v: bool) -> Lit {
-        Lit {
-            ty: ScalarType::Pred,
-            bits: v as u64,
-        }
+        Lit { ty: ScalarType::Pred, bits: v as u64 }
     }
 
     /// An `f32` constant.
@@ -213,10 +204,7 @@ impl Lit {
     /// assert_eq!(tilekit_ir::Lit::f32(0.25).as_f64(), Some(0.25));
     /// ```
     pub fn f32(v: f32) -> Lit {
-        Lit {
-            ty: ScalarType::F32,
-            bits: v.to_bits() as u64,
-        }
+        Lit { ty: ScalarType::F32, bits: v.to_bits() as u64 }
     }
 
     /// A float constant of a float type, rounded to nearest (`None` for non-float types).

@@ -33,11 +33,7 @@ use crate::types::ScalarType;
 #[derive(Clone)]
 pub(crate) enum Repr {
     Lit(i64),
-    Sym {
-        ctx: Rc<RefCell<Ctx>>,
-        id: ValueId,
-        ty: ScalarType,
-    },
+    Sym { ctx: Rc<RefCell<Ctx>>, id: ValueId, ty: ScalarType },
     Err(Box<IrError>),
 }
 
@@ -75,11 +71,7 @@ pub struct Pred(pub(crate) Val);
 
 impl Val {
     pub(crate) fn sym(ctx: &Rc<RefCell<Ctx>>, id: ValueId, ty: ScalarType) -> Val {
-        Val(Repr::Sym {
-            ctx: ctx.clone(),
-            id,
-            ty,
-        })
+        Val(Repr::Sym { ctx: ctx.clone(), id, ty })
     }
 
     pub(crate) fn err(e: IrError) -> Val {

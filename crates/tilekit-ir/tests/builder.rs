@@ -21,8 +21,7 @@ fn too_much_shared_memory_names_bytes_and_limit() {
         }
     );
     // exactly at the limit is fine
-    b.shared("c", ScalarType::U32, (232_448 - 131_072) / 4)
-        .unwrap();
+    b.shared("c", ScalarType::U32, (232_448 - 131_072) / 4).unwrap();
 }
 
 #[test]
@@ -30,9 +29,7 @@ fn dtype_mismatch_vector_width_and_wrong_types() {
     let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     let x = b.ptr_param("x", ScalarType::F16).unwrap();
     assert_eq!(
-        b.binary(BinOp::Add, &b.f32(1.0), &b.i32(1))
-            .unwrap_err()
-            .to_string(),
+        b.binary(BinOp::Add, &b.f32(1.0), &b.i32(1)).unwrap_err().to_string(),
         "add: operand types differ: f32 and i32 (both operands must have one type)"
     );
     assert_eq!(
@@ -44,24 +41,15 @@ fn dtype_mismatch_vector_width_and_wrong_types() {
         "ld.global offset does not apply to f32: valid types are i32, u32, i64"
     );
     assert!(matches!(
-        b.shfl(
-            ShflMode::Idx,
-            &b.konst(Lit::int(ScalarType::I64, 1).unwrap()),
-            &Val::lit(0)
-        ),
-        Err(IrError::WrongType {
-            ty: ScalarType::I64,
-            ..
-        })
+        b.shfl(ShflMode::Idx, &b.konst(Lit::int(ScalarType::I64, 1).unwrap()), &Val::lit(0)),
+        Err(IrError::WrongType { ty: ScalarType::I64, .. })
     ));
     assert!(matches!(
         b.binary(BinOp::Shl, &b.f32(1.0), &b.f32(1.0)),
         Err(IrError::WrongType { .. })
     ));
     assert_eq!(
-        b.binary(BinOp::Div, &b.i32(4), &b.i32(0))
-            .unwrap_err()
-            .to_string(),
+        b.binary(BinOp::Div, &b.i32(4), &b.i32(0)).unwrap_err().to_string(),
         "div.i32 4, 0: division by the constant 0"
     );
     assert!(KernelBuilder::new("k", [32, 33, 1]).is_err());
@@ -72,13 +60,9 @@ fn loop_and_if_yield_errors() {
     let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     let n = b.scalar_param("n", ScalarType::I32).unwrap();
     let e = b
-        .for_range(
-            &Val::lit(0),
-            &n,
-            &Val::lit(1),
-            &[b.f32(0.0), b.f32(1.0)],
-            |b, _, acc| Ok(vec![acc[0].clone(), b.lane_id()]),
-        )
+        .for_range(&Val::lit(0), &n, &Val::lit(1), &[b.f32(0.0), b.f32(1.0)], |b, _, acc| {
+            Ok(vec![acc[0].clone(), b.lane_id()])
+        })
         .unwrap_err();
     assert_eq!(
         e,
@@ -90,15 +74,11 @@ fn loop_and_if_yield_errors() {
         }
     );
     let e = b
-        .for_range(&Val::lit(0), &n, &Val::lit(1), &[b.f32(0.0)], |_, _, _| {
-            Ok(vec![])
-        })
+        .for_range(&Val::lit(0), &n, &Val::lit(1), &[b.f32(0.0)], |_, _, _| Ok(vec![]))
         .unwrap_err();
     assert_eq!(e.to_string(), "for body yields 0 values, expected 1");
     let p = b.lane_id().lt(&n);
-    let e = b
-        .if_then_else(&p, |b| Ok(vec![b.f32(1.0)]), |b| Ok(vec![b.lane_id()]))
-        .unwrap_err();
+    let e = b.if_then_else(&p, |b| Ok(vec![b.f32(1.0)]), |b| Ok(vec![b.lane_id()])).unwrap_err();
     assert_eq!(
         e.to_string(),
         "else branch yields i32 as value 0, expected f32 (the type of the carried value)"
@@ -111,9 +91,7 @@ fn loop_and_if_yield_errors() {
     })
     .unwrap();
     let y = b.ptr_param("y", ScalarType::I32).unwrap();
-    let e = b
-        .store(y, &Val::lit(0), &[leaked.unwrap()], None)
-        .unwrap_err();
+    let e = b.store(y, &Val::lit(0), &[leaked.unwrap()], None).unwrap_err();
     assert!(matches!(e, IrError::OutOfScope { .. }), "{e}");
 }
 
@@ -131,13 +109,9 @@ fn constant_conditions_and_empty_loops_fold_away() {
     )
     .unwrap();
     let r = b
-        .for_range(
-            &Val::lit(5),
-            &Val::lit(5),
-            &Val::lit(1),
-            &[b.i32(9)],
-            |b, i, _| Ok(vec![i + b.i32(1)]),
-        )
+        .for_range(&Val::lit(5), &Val::lit(5), &Val::lit(1), &[b.i32(9)], |b, i, _| {
+            Ok(vec![i + b.i32(1)])
+        })
         .unwrap();
     assert_eq!(r[0].const_int(), Some(9));
     let k = b.finish().unwrap();

@@ -10,21 +10,12 @@ fn i32b(v: i32) -> u64 {
 #[test]
 fn integer_semantics_follow_ptx() {
     use ScalarType::*;
-    assert_eq!(
-        eval_binary(BinOp::Rem, I32, i32b(-7), i32b(3)),
-        Ok(i32b(-1))
-    );
+    assert_eq!(eval_binary(BinOp::Rem, I32, i32b(-7), i32b(3)), Ok(i32b(-1)));
     assert_eq!(eval_binary(BinOp::Shr, I32, i32b(-16), 2), Ok(i32b(-4)));
     assert_eq!(eval_binary(BinOp::Shr, I32, i32b(-16), 40), Ok(i32b(-1)));
     assert_eq!(eval_binary(BinOp::Shl, U32, 1, 32), Ok(0));
-    assert_eq!(
-        eval_binary(BinOp::Add, I32, i32b(i32::MAX), i32b(1)),
-        Ok(i32b(i32::MIN))
-    );
-    assert_eq!(
-        eval_binary(BinOp::Div, U32, 0xffff_fffe, 2),
-        Ok(0x7fff_ffff)
-    );
+    assert_eq!(eval_binary(BinOp::Add, I32, i32b(i32::MAX), i32b(1)), Ok(i32b(i32::MIN)));
+    assert_eq!(eval_binary(BinOp::Div, U32, 0xffff_fffe, 2), Ok(0x7fff_ffff));
     assert_eq!(eval_binary(BinOp::Min, U32, 0xffff_ffff, 3), Ok(3));
     assert_eq!(eval_unary(UnOp::Not, U32, 0), Ok(0xffff_ffff));
 }
@@ -34,10 +25,7 @@ fn float_semantics_round_once() {
     use ScalarType::*;
     let h = |x: f64| Lit::float(F16, x).unwrap().bits();
     // 1 + 2^-11 is a tie in f16: rounds to even (1.0)
-    assert_eq!(
-        eval_binary(BinOp::Add, F16, h(1.0), h(2f64.powi(-11))),
-        Ok(h(1.0))
-    );
+    assert_eq!(eval_binary(BinOp::Add, F16, h(1.0), h(2f64.powi(-11))), Ok(h(1.0)));
     assert_eq!(
         eval_binary(
             BinOp::Mul,

@@ -21,9 +21,7 @@ fn neighbour_kernel(sync: bool) -> tilekit_ir::Kernel {
     if sync {
         b.barrier();
     }
-    let r = b
-        .load(s, &((t.clone() + Val::lit(1)) % Val::lit(32)), 1, None)
-        .unwrap();
+    let r = b.load(s, &((t.clone() + Val::lit(1)) % Val::lit(32)), 1, None).unwrap();
     b.store(y, &t, &r, None).unwrap();
     b.finish().unwrap()
 }
@@ -68,10 +66,7 @@ fn the_barrier_removes_the_race_and_the_result_is_the_rotation() {
     let mut args = f32_args(32);
     run(&k, [1, 1, 1], &mut args).unwrap();
     let y = args.get_buffer(0).unwrap().to_f32().unwrap();
-    assert_eq!(
-        y,
-        (0..32).map(|t| ((t + 1) % 32) as f32).collect::<Vec<_>>()
-    );
+    assert_eq!(y, (0..32).map(|t| ((t + 1) % 32) as f32).collect::<Vec<_>>());
 }
 
 #[test]
@@ -83,12 +78,7 @@ fn write_write_race_between_warps() {
     b.store(s, &(t.clone() % Val::lit(16)), &[t], None).unwrap();
     let k = b.finish().unwrap();
     match run(&k, [1, 1, 1], &mut Args::new()).unwrap_err() {
-        InterpError::SharedRace {
-            first,
-            second,
-            element,
-            ..
-        } => {
+        InterpError::SharedRace { first, second, element, .. } => {
             assert_eq!(element, 0);
             assert_eq!((first.thread, second.thread), ([0, 0, 0], [16, 0, 0]));
             assert!(first.write && second.write);
@@ -123,14 +113,7 @@ fn planted_out_of_bounds_global_and_shared_accesses() {
     b.store(s, &t, &[h], None).unwrap();
     let k = b.finish().unwrap();
     match run(&k, [1, 1, 1], &mut Args::new()).unwrap_err() {
-        InterpError::OutOfBounds {
-            space,
-            mem,
-            element,
-            len,
-            thread,
-            ..
-        } => {
+        InterpError::OutOfBounds { space, mem, element, len, thread, .. } => {
             assert_eq!(
                 (space.as_str(), mem.as_str(), element, len, thread),
                 ("shared", "tile", 30, 30, [30, 0, 0])
@@ -145,32 +128,19 @@ fn misaligned_vector_access_divergent_barrier_and_poison() {
     // a v4 load at element 2
     let b = KernelBuilder::new("mis", [32, 1, 1]).unwrap();
     let x = b.ptr_param("x", ScalarType::F32).unwrap();
-    let v = b
-        .load(
-            x,
-            &(b.thread_id(Axis::X) * Val::lit(4) + Val::lit(2)),
-            4,
-            None,
-        )
-        .unwrap();
+    let v = b.load(x, &(b.thread_id(Axis::X) * Val::lit(4) + Val::lit(2)), 4, None).unwrap();
     b.store(x, &Val::lit(0), &v[..1], None).unwrap();
     let k = b.finish().unwrap();
     let mut args = Args::new();
     args.buffer(HostBuffer::from_f32(&[0.5; 200]));
     assert!(matches!(
         run(&k, [1, 1, 1], &mut args).unwrap_err(),
-        InterpError::Misaligned {
-            element: 2,
-            width: 4,
-            ..
-        }
+        InterpError::Misaligned { element: 2, width: 4, .. }
     ));
 
     // a barrier inside an if taken by half the block
     let b = KernelBuilder::new("div", [64, 1, 1]).unwrap();
-    let p = b
-        .cmp(CmpOp::Lt, &b.thread_id(Axis::X), &Val::lit(32))
-        .unwrap();
+    let p = b.cmp(CmpOp::Lt, &b.thread_id(Axis::X), &Val::lit(32)).unwrap();
     b.if_then(&p, |b| {
         b.barrier();
         Ok(())
@@ -205,61 +175,35 @@ fn shuffles_and_votes_match_brute_force() {
     let y = b.ptr_param("y", ScalarType::I32).unwrap();
     let t = b.thread_id(Axis::X);
     let v = b.load(x, &t, 1, None).unwrap().remove(0);
-    let modes = [
-        (ShflMode::Idx, 5),
-        (ShflMode::Up, 3),
-        (ShflMode::Down, 7),
-        (ShflMode::Bfly, 9),
-    ];
+    let modes = [(ShflMode::Idx, 5), (ShflMode::Up, 3), (ShflMode::Down, 7), (ShflMode::Bfly, 9)];
     for (j, (mode, d)) in modes.into_iter().enumerate() {
         let r = b.shfl(mode, &v, &Val::lit(d)).unwrap();
-        b.store(
-            y,
-            &(t.clone() * Val::lit(8) + Val::lit(j as i64)),
-            &[r],
-            None,
-        )
-        .unwrap();
+        b.store(y, &(t.clone() * Val::lit(8) + Val::lit(j as i64)), &[r], None).unwrap();
     }
-    let odd = b
-        .cmp(
-            CmpOp::Eq,
-            &b.binary(BinOp::And, &v, &Val::lit(1)).unwrap(),
-            &Val::lit(1),
-        )
-        .unwrap();
+    let odd =
+        b.cmp(CmpOp::Eq, &b.binary(BinOp::And, &v, &Val::lit(1)).unwrap(), &Val::lit(1)).unwrap();
     let ballot = b.ballot(&odd).unwrap();
     let ballot = b.cvt(&ballot, ScalarType::I32).unwrap();
-    let any = b
-        .cvt(b.vote_any(&odd).unwrap().as_val(), ScalarType::I32)
-        .unwrap();
-    let all = b
-        .cvt(b.vote_all(&odd).unwrap().as_val(), ScalarType::I32)
-        .unwrap();
+    let any = b.cvt(b.vote_any(&odd).unwrap().as_val(), ScalarType::I32).unwrap();
+    let all = b.cvt(b.vote_all(&odd).unwrap().as_val(), ScalarType::I32).unwrap();
     for (j, r) in [ballot, any, all].into_iter().enumerate() {
-        b.store(
-            y,
-            &(t.clone() * Val::lit(8) + Val::lit(4 + j as i64)),
-            &[r],
-            None,
-        )
-        .unwrap();
+        b.store(y, &(t.clone() * Val::lit(8) + Val::lit(4 + j as i64)), &[r], None).unwrap();
     }
     let k = b.finish().unwrap();
     let mut rng = Rng::new(9);
     // warp 1 is all odd, warp 0 random
-    let xs: Vec<i32> = (0..64)
-        .map(|t| {
-            if t >= 32 {
-                (rng.below(1000) as i32) * 2 + 1
-            } else {
-                rng.below(1000) as i32 + 1
-            }
-        })
-        .collect();
+    let xs: Vec<i32> =
+        (0..64)
+            .map(|t| {
+                if t >= 32 {
+                    (rng.below(1000) as i32) * 2 + 1
+                } else {
+                    rng.below(1000) as i32 + 1
+                }
+            })
+            .collect();
     let mut args = Args::new();
-    args.buffer(HostBuffer::from_i32(&xs))
-        .buffer(HostBuffer::from_i32(&[i32::MIN; 512]));
+    args.buffer(HostBuffer::from_i32(&xs)).buffer(HostBuffer::from_i32(&[i32::MIN; 512]));
     run(&k, [1, 1, 1], &mut args).unwrap();
     let out = args.get_buffer(1).unwrap().to_i32().unwrap();
     for t in 0..64usize {
@@ -272,9 +216,7 @@ fn shuffles_and_votes_match_brute_force() {
             lane(l ^ 9),
         ];
         assert_eq!(&out[t * 8..t * 8 + 4], &expect, "thread {t}");
-        let bal = (0..32)
-            .filter(|&s| lane(s) & 1 == 1)
-            .fold(0u32, |m, s| m | 1 << s);
+        let bal = (0..32).filter(|&s| lane(s) & 1 == 1).fold(0u32, |m, s| m | 1 << s);
         assert_eq!(out[t * 8 + 4], bal as i32);
         assert_eq!(out[t * 8 + 5], (bal != 0) as i32);
         assert_eq!(out[t * 8 + 6], (bal == u32::MAX) as i32);
@@ -298,11 +240,7 @@ fn shuffle_in_a_partly_active_warp_is_an_error() {
     args.buffer(HostBuffer::from_i32(&[0; 32]));
     assert!(matches!(
         run(&k, [1, 1, 1], &mut args).unwrap_err(),
-        InterpError::WarpDivergence {
-            warp: 0,
-            active: 0xffff,
-            ..
-        }
+        InterpError::WarpDivergence { warp: 0, active: 0xffff, .. }
     ));
 }
 
@@ -317,11 +255,8 @@ fn mma_m16n8k16_matches_a_cpu_product() {
     let lane = b.lane_id();
     let g = lane.clone() / Val::lit(4);
     let q = lane % Val::lit(4);
-    let ld = |m, r: Val, c: Val, ld: i64| {
-        b.load(m, &(r * Val::lit(ld) + c), 1, None)
-            .unwrap()
-            .remove(0)
-    };
+    let ld =
+        |m, r: Val, c: Val, ld: i64| b.load(m, &(r * Val::lit(ld) + c), 1, None).unwrap().remove(0);
     let a: Vec<Val> = (0..8i64)
         .map(|i| {
             ld(
@@ -333,27 +268,12 @@ fn mma_m16n8k16_matches_a_cpu_product() {
         })
         .collect();
     let bb: Vec<Val> = (0..4i64)
-        .map(|i| {
-            ld(
-                pb,
-                q.clone() * Val::lit(2) + Val::lit(i % 2 + 8 * (i / 2)),
-                g.clone(),
-                8,
-            )
-        })
+        .map(|i| ld(pb, q.clone() * Val::lit(2) + Val::lit(i % 2 + 8 * (i / 2)), g.clone(), 8))
         .collect();
     let cc: Vec<(Val, Val)> = (0..4i64)
-        .map(|i| {
-            (
-                g.clone() + Val::lit(8 * (i / 2)),
-                q.clone() * Val::lit(2) + Val::lit(i % 2),
-            )
-        })
+        .map(|i| (g.clone() + Val::lit(8 * (i / 2)), q.clone() * Val::lit(2) + Val::lit(i % 2)))
         .collect();
-    let c: Vec<Val> = cc
-        .iter()
-        .map(|(r, col)| ld(pc, r.clone(), col.clone(), 8))
-        .collect();
+    let c: Vec<Val> = cc.iter().map(|(r, col)| ld(pc, r.clone(), col.clone(), 8)).collect();
     let d = b.mma_m16n8k16(&a, &bb, &c).unwrap();
     for ((r, col), v) in cc.into_iter().zip(d) {
         b.store(pd, &(r * Val::lit(8) + col), &[v], None).unwrap();
@@ -377,10 +297,9 @@ fn mma_m16n8k16_matches_a_cpu_product() {
     let out = args.get_buffer(3).unwrap().to_f32().unwrap();
     for m in 0..16 {
         for n in 0..8 {
-            let want: f64 = (0..16)
-                .map(|kk| ha[m * 16 + kk].to_f64() * hb[kk * 8 + n].to_f64())
-                .sum::<f64>()
-                + hc[m * 8 + n] as f64;
+            let want: f64 =
+                (0..16).map(|kk| ha[m * 16 + kk].to_f64() * hb[kk * 8 + n].to_f64()).sum::<f64>()
+                    + hc[m * 8 + n] as f64;
             assert!(
                 (out[m * 8 + n] as f64 - want).abs() < 1e-5,
                 "({m}, {n}): {} vs {want}",
@@ -431,11 +350,6 @@ fn two_blocks_writing_one_element_is_a_conflict() {
     args.buffer(HostBuffer::from_i32(&[0; 32]));
     assert!(matches!(
         run(&k, [2, 1, 1], &mut args).unwrap_err(),
-        InterpError::GlobalWriteConflict {
-            element: 0,
-            first: [0, 0, 0],
-            second: [1, 0, 0],
-            ..
-        }
+        InterpError::GlobalWriteConflict { element: 0, first: [0, 0, 0], second: [1, 0, 0], .. }
     ));
 }

@@ -4,9 +4,7 @@ use tilekit_ir::{passes::fold::range_binary, Axis, BinOp, KernelBuilder, Op, Sca
 use tilekit_layout::Idx;
 
 fn def(k: &tilekit_ir::Kernel, text: &str) -> bool {
-    k.to_string()
-        .lines()
-        .any(|l| l.trim_start().starts_with(text))
+    k.to_string().lines().any(|l| l.trim_start().starts_with(text))
 }
 
 #[test]
@@ -26,23 +24,11 @@ fn folding_rules() {
     assert_eq!((t.clone() / Val::lit(256)).const_int(), Some(0));
     assert_eq!((t.clone() % Val::lit(300)).id(), t.id());
     // reassociation
-    assert_eq!(
-        ((n.clone() + Val::lit(3)) + Val::lit(4)).id(),
-        (n.clone() + Val::lit(7)).id()
-    );
+    assert_eq!(((n.clone() + Val::lit(3)) + Val::lit(4)).id(), (n.clone() + Val::lit(7)).id());
     assert_eq!(((n.clone() - Val::lit(3)) + Val::lit(3)).id(), n.id());
-    assert_eq!(
-        ((t.clone() * Val::lit(8)) / Val::lit(4)).id(),
-        (t.clone() * Val::lit(2)).id()
-    );
-    assert_eq!(
-        ((t.clone() * Val::lit(8)) % Val::lit(4)).const_int(),
-        Some(0)
-    );
-    assert_eq!(
-        ((n.clone() / Val::lit(3)) / Val::lit(5)).id(),
-        (n.clone() / Val::lit(15)).id()
-    );
+    assert_eq!(((t.clone() * Val::lit(8)) / Val::lit(4)).id(), (t.clone() * Val::lit(2)).id());
+    assert_eq!(((t.clone() * Val::lit(8)) % Val::lit(4)).const_int(), Some(0));
+    assert_eq!(((n.clone() / Val::lit(3)) / Val::lit(5)).id(), (n.clone() / Val::lit(15)).id());
     // strength reduction only where the dividend is known non-negative
     let k_shr = (t.clone() / Val::lit(16)).range();
     assert_eq!(k_shr, Some((0, 15)));
@@ -71,9 +57,7 @@ fn cse_unifies_commuted_and_repeated_expressions_across_scopes() {
     })
     .unwrap();
     let k = b.finish().unwrap();
-    let Op::For { body, .. } = &k.body.insts.last().unwrap().op else {
-        panic!("{k}")
-    };
+    let Op::For { body, .. } = &k.body.insts.last().unwrap().op else { panic!("{k}") };
     // only the add of the induction variable and the store stay in the loop
     assert_eq!(body.insts.len(), 2, "{k}");
 }
@@ -84,13 +68,8 @@ fn dce_removes_unused_pure_code_but_keeps_effects() {
     let x = b.ptr_param("x", ScalarType::F32).unwrap();
     let t = b.thread_id(Axis::X);
     let _unused_load = b.load(x, &t, 1, None).unwrap();
-    let _unused_math = b
-        .binary(
-            BinOp::Mul,
-            &t,
-            &b.scalar_param("n", ScalarType::I32).unwrap(),
-        )
-        .unwrap();
+    let _unused_math =
+        b.binary(BinOp::Mul, &t, &b.scalar_param("n", ScalarType::I32).unwrap()).unwrap();
     b.barrier();
     let k = b.finish().unwrap();
     assert_eq!(k.instruction_count(), 1, "{k}");
@@ -99,24 +78,9 @@ fn dce_removes_unused_pure_code_but_keeps_effects() {
 
 #[test]
 fn ranges_of_binary_ops() {
-    assert_eq!(
-        range_binary(BinOp::Sub, Some((0, 10)), Some((2, 3))),
-        Some((-3, 8))
-    );
-    assert_eq!(
-        range_binary(BinOp::And, Some((-5, 100)), Some((0, 7))),
-        Some((0, 7))
-    );
-    assert_eq!(
-        range_binary(BinOp::Xor, Some((0, 5)), Some((0, 9))),
-        Some((0, 15))
-    );
-    assert_eq!(
-        range_binary(BinOp::Shr, Some((16, 255)), Some((4, 4))),
-        Some((1, 15))
-    );
-    assert_eq!(
-        range_binary(BinOp::Mul, Some((i64::MAX / 2, i64::MAX)), Some((4, 4))),
-        None
-    );
+    assert_eq!(range_binary(BinOp::Sub, Some((0, 10)), Some((2, 3))), Some((-3, 8)));
+    assert_eq!(range_binary(BinOp::And, Some((-5, 100)), Some((0, 7))), Some((0, 7)));
+    assert_eq!(range_binary(BinOp::Xor, Some((0, 5)), Some((0, 9))), Some((0, 15)));
+    assert_eq!(range_binary(BinOp::Shr, Some((16, 255)), Some((4, 4))), Some((1, 15)));
+    assert_eq!(range_binary(BinOp::Mul, Some((i64::MAX / 2, i64::MAX)), Some((4, 4))), None);
 }

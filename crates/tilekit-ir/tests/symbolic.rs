@@ -16,24 +16,12 @@ fn morton<I: Idx>() -> TensorDescriptor<I> {
             vec![1, 2],
         )
         .unwrap(),
-        Stage::new(
-            Transform::unmerge(vec![l(2), l(2), l(2)]).unwrap(),
-            vec![1],
-            vec![3, 4, 5],
-        )
-        .unwrap(),
-        Stage::new(
-            Transform::unmerge(vec![l(2), l(2), l(2)]).unwrap(),
-            vec![2],
-            vec![6, 7, 8],
-        )
-        .unwrap(),
-        Stage::new(
-            Transform::merge(vec![l(2); 6]).unwrap(),
-            vec![3, 6, 4, 7, 5, 8],
-            vec![9],
-        )
-        .unwrap(),
+        Stage::new(Transform::unmerge(vec![l(2), l(2), l(2)]).unwrap(), vec![1], vec![3, 4, 5])
+            .unwrap(),
+        Stage::new(Transform::unmerge(vec![l(2), l(2), l(2)]).unwrap(), vec![2], vec![6, 7, 8])
+            .unwrap(),
+        Stage::new(Transform::merge(vec![l(2); 6]).unwrap(), vec![3, 6, 4, 7, 5, 8], vec![9])
+            .unwrap(),
     ];
     let a = TensorAdaptor::new(stages, vec![0], vec![9], 10).unwrap();
     TensorDescriptor::from_adaptor(a, l(64)).unwrap()
@@ -51,10 +39,7 @@ fn offsets_kernel(threads: u32, f: impl Fn(&KernelBuilder, Val) -> Val) -> Kerne
 
 fn run_offsets(k: &Kernel, threads: usize) -> Vec<i32> {
     let mut args = Args::new();
-    args.buffer(HostBuffer::filled(
-        Lit::int(ScalarType::I32, -12345).unwrap(),
-        threads,
-    ));
+    args.buffer(HostBuffer::filled(Lit::int(ScalarType::I32, -12345).unwrap(), threads));
     run(k, [1, 1, 1], &mut args).unwrap();
     args.take_buffer(0).unwrap().to_i32().unwrap()
 }
@@ -63,9 +48,8 @@ fn run_offsets(k: &Kernel, threads: usize) -> Vec<i32> {
 fn morton_descriptor_generates_pinned_code_equal_to_i64_domain() {
     let d: TensorDescriptor<Val> = morton();
     let k = offsets_kernel(64, |_, t| d.calculate_offset(&[t]));
-    let expected: Vec<i32> = (0..64)
-        .map(|z| morton::<i64>().calculate_offset(&[z]) as i32)
-        .collect();
+    let expected: Vec<i32> =
+        (0..64).map(|z| morton::<i64>().calculate_offset(&[z]) as i32).collect();
     // sanity of the reference itself: z = 0b000011 → row 1, col 1 → offset 9
     assert_eq!(expected[3], 9);
     assert_eq!(run_offsets(&k, 64), expected);
@@ -150,10 +134,7 @@ fn pred_domain_folds_constants() {
     assert_eq!(p.or(&tilekit_ir::Pred::lit(true)).to_const(), Some(true));
     assert_eq!(p.not().not().id(), p.id());
     assert_eq!(t.ge(&Val::lit(0)).to_const(), Some(true));
-    assert_eq!(
-        Val::select(&p, Val::lit(3), Val::lit(3)).to_const(),
-        Some(3)
-    );
+    assert_eq!(Val::select(&p, Val::lit(3), Val::lit(3)).to_const(), Some(3));
 }
 
 #[test]
@@ -176,11 +157,7 @@ fn values_of_another_kernel_are_rejected() {
     let a = KernelBuilder::new("a", [32, 1, 1]).unwrap();
     let b = KernelBuilder::new("b", [32, 1, 1]).unwrap();
     let x = a.thread_id(Axis::X) + b.thread_id(Axis::X);
-    assert!(x
-        .error()
-        .unwrap()
-        .to_string()
-        .contains("belongs to another kernel"));
+    assert!(x.error().unwrap().to_string().contains("belongs to another kernel"));
     let y = b.ptr_param("y", ScalarType::I32).unwrap();
     let e = b.store(y, &a.lane_id(), &[Val::lit(1)], None).unwrap_err();
     assert!(e.to_string().contains("belongs to another kernel"));

@@ -50,7 +50,8 @@ fn enc(
 /// assert!(row_major(8, 30, 64, 4).is_err());
 /// ```
 pub fn row_major(tile_m: i64, tile_n: i64, threads: i64, vector: i64) -> Result<TileDistribution> {
-    let bad = |f: &str, v: i64, r: String| Err(OpsError::invalid("row_major distribution", f, v, r));
+    let bad =
+        |f: &str, v: i64, r: String| Err(OpsError::invalid("row_major distribution", f, v, r));
     if vector < 1 || tile_n % vector != 0 {
         return bad("tile_n", tile_n, format!("must be a multiple of the vector {vector}"));
     }

@@ -148,7 +148,13 @@ pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
 /// use tilekit_ops::elementwise::{launch, Binary, Broadcast};
 /// assert!(launch(Binary::Max, Broadcast::Col, &[7, 5], ScalarType::F32, 2).unwrap().compare().passed);
 /// ```
-pub fn launch(op: Binary, bc: Broadcast, shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
+pub fn launch(
+    op: Binary,
+    bc: Broadcast,
+    shape: &[i64],
+    ty: ScalarType,
+    seed: u64,
+) -> Result<Outcome> {
     host::check_shape(op.name(), shape, 2)?;
     let (m, n) = (shape[0], shape[1]);
     let (a, av) = host::random(ty, (m * n) as usize, seed);
@@ -168,7 +174,18 @@ pub fn launch(op: Binary, bc: Broadcast, shape: &[i64], ty: ScalarType, seed: u6
     args.tensor(host::poisoned(ty, (m * n) as usize), &[m, n], &[n, 1]);
     let (buf, elapsed) = host::launch(&k, grid, args, 10)?;
     if buf.len() != want.len() {
-        return Err(OpsError::invalid(op.name(), "output", buf.len(), "one element per input element"));
+        return Err(OpsError::invalid(
+            op.name(),
+            "output",
+            buf.len(),
+            "one element per input element",
+        ));
     }
-    Ok(Outcome { instructions: k.instruction_count(), got: host::to_f64(&buf), want, tolerance: 0.0, elapsed })
+    Ok(Outcome {
+        instructions: k.instruction_count(),
+        got: host::to_f64(&buf),
+        want,
+        tolerance: 0.0,
+        elapsed,
+    })
 }

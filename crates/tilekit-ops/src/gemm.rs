@@ -58,7 +58,8 @@ pub fn build(ty: ScalarType) -> Result<Kernel> {
     let a = b.tensor_param("a", ty, 2)?;
     let bt = b.tensor_param("b", ty, 2)?;
     let c = b.tensor_param("c", ScalarType::F32, 2)?;
-    let (da, db) = (dist::row_major(bm, bk, THREADS as i64, 8)?, dist::row_major(bk, bn, THREADS as i64, 8)?);
+    let (da, db) =
+        (dist::row_major(bm, bk, THREADS as i64, 8)?, dist::row_major(bk, bn, THREADS as i64, 8)?);
     let (fa, fb, fc) = (dist::mma_a()?, dist::mma_b()?, dist::mma_c()?);
     let sa = View::shared(&b, "sA", ty, &TensorDescriptor::packed(vec![bm, bk], Some(8))?)?;
     let sb = View::shared(&b, "sB", ty, &TensorDescriptor::packed(vec![bk, bn], Some(8))?)?;
@@ -69,38 +70,49 @@ pub fn build(ty: ScalarType) -> Result<Kernel> {
     let (wm, wn) = (w.clone() / Val::lit(2) * Val::lit(32), w % Val::lit(2) * Val::lit(32));
     let zero = [Val::lit(0), Val::lit(0)];
     let init = vec![b.f32(0.0); 32];
-    let acc = crate::tile::for_range(&b, &Val::lit(0), &a.lengths[1], &Val::lit(bk), &init, |b, k0, acc| {
-        let ta = Window::new(b, &av, &[bm, bk], &[row0.clone(), k0.clone()], &da)?.load(b)?;
-        let tb = Window::new(b, &bv, &[bk, bn], &[k0, col0.clone()], &db)?.load(b)?;
-        Window::new(b, &sa, &[bm, bk], &zero, &da)?.store(b, &ta)?;
-        Window::new(b, &sb, &[bk, bn], &zero, &db)?.store(b, &tb)?;
-        b.barrier();
-        let mut acc = acc.to_vec();
-        for kk in [0, 16] {
-            let frag_a = (0..2)
-                .map(|mi| {
-                    let o = [wm.clone() + Val::lit(16 * mi), Val::lit(kk)];
-                    Window::new(b, &sa, &[16, 16], &o, &fa)?.load(b)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            for ni in 0..4 {
-                let o = [Val::lit(kk), wn.clone() + Val::lit(8 * ni)];
-                let frag_b = Window::new(b, &sb, &[16, 8], &o, &fb)?.load(b)?;
-                for (mi, fa) in frag_a.iter().enumerate() {
-                    let at = (mi * 4 + ni as usize) * 4;
-                    let d = b.mma_m16n8k16(&fa.regs, &frag_b.regs, &acc[at..at + 4])?;
-                    acc.splice(at..at + 4, d);
+    let acc = crate::tile::for_range(
+        &b,
+        &Val::lit(0),
+        &a.lengths[1],
+        &Val::lit(bk),
+        &init,
+        |b, k0, acc| {
+            let ta = Window::new(b, &av, &[bm, bk], &[row0.clone(), k0.clone()], &da)?.load(b)?;
+            let tb = Window::new(b, &bv, &[bk, bn], &[k0, col0.clone()], &db)?.load(b)?;
+            Window::new(b, &sa, &[bm, bk], &zero, &da)?.store(b, &ta)?;
+            Window::new(b, &sb, &[bk, bn], &zero, &db)?.store(b, &tb)?;
+            b.barrier();
+            let mut acc = acc.to_vec();
+            for kk in [0, 16] {
+                let frag_a = (0..2)
+                    .map(|mi| {
+                        let o = [wm.clone() + Val::lit(16 * mi), Val::lit(kk)];
+                        Window::new(b, &sa, &[16, 16], &o, &fa)?.load(b)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                for ni in 0..4 {
+                    let o = [Val::lit(kk), wn.clone() + Val::lit(8 * ni)];
+                    let frag_b = Window::new(b, &sb, &[16, 8], &o, &fb)?.load(b)?;
+                    for (mi, fa) in frag_a.iter().enumerate() {
+                        let at = (mi * 4 + ni as usize) * 4;
+                        let d = b.mma_m16n8k16(&fa.regs, &frag_b.regs, &acc[at..at + 4])?;
+                        acc.splice(at..at + 4, d);
+                    }
                 }
             }
-        }
-        b.barrier();
-        Ok(acc)
-    })?;
+            b.barrier();
+            Ok(acc)
+        },
+    )?;
     for mi in 0..2 {
         for ni in 0..4 {
             let at = (mi * 4 + ni) * 4;
-            let t = DTile { dist: fc.clone(), elem: ScalarType::F32, regs: acc[at..at + 4].to_vec() };
-            let o = [row0.clone() + wm.clone() + Val::lit(16 * mi as i64), col0.clone() + wn.clone() + Val::lit(8 * ni as i64)];
+            let t =
+                DTile { dist: fc.clone(), elem: ScalarType::F32, regs: acc[at..at + 4].to_vec() };
+            let o = [
+                row0.clone() + wm.clone() + Val::lit(16 * mi as i64),
+                col0.clone() + wn.clone() + Val::lit(8 * ni as i64),
+            ];
             Window::new(&b, &View::global(&c, 2)?, &[16, 8], &o, &fc)?.store(&b, &t)?;
         }
     }
@@ -138,7 +150,12 @@ pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
     let (bm, bn, bk) = TILE;
     for (name, v, t) in [("M", m, bm), ("N", n, bn), ("K", k, bk)] {
         if v % t != 0 {
-            return Err(OpsError::invalid("gemm", name, v, format!("must be a multiple of {t} (no edge tiles yet)")));
+            return Err(OpsError::invalid(
+                "gemm",
+                name,
+                v,
+                format!("must be a multiple of {t} (no edge tiles yet)"),
+            ));
         }
     }
     let kernel = build(ty)?;
@@ -149,5 +166,11 @@ pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
     args.tensor(a, &[m, k], &[k, 1]).tensor(b, &[k, n], &[n, 1]);
     args.tensor(host::poisoned(ScalarType::F32, (m * n) as usize), &[m, n], &[n, 1]);
     let (buf, elapsed) = host::launch(&kernel, [(n / bn) as u32, (m / bm) as u32, 1], args, 10)?;
-    Ok(Outcome { instructions: kernel.instruction_count(), got: host::to_f64(&buf), want, tolerance: 1e-4, elapsed })
+    Ok(Outcome {
+        instructions: kernel.instruction_count(),
+        got: host::to_f64(&buf),
+        want,
+        tolerance: 1e-4,
+        elapsed,
+    })
 }

@@ -61,7 +61,12 @@ pub fn check_shape(kernel: &str, shape: &[i64], rank: usize) -> Result<()> {
     }
     let n: i64 = shape.iter().product();
     if n > i32::MAX as i64 {
-        return Err(OpsError::invalid(kernel, "shape", format!("{shape:?}"), "more than 2^31-1 elements"));
+        return Err(OpsError::invalid(
+            kernel,
+            "shape",
+            format!("{shape:?}"),
+            "more than 2^31-1 elements",
+        ));
     }
     Ok(())
 }
@@ -88,7 +93,7 @@ impl SplitMix {
 /// assert_eq!(a, b); // deterministic in the seed
 /// ```
 pub fn random(ty: ScalarType, len: usize, seed: u64) -> (HostBuffer, Vec<f64>) {
-    let mut rng = SplitMix(seed ^ 0x5EED_0F_71_1E_u64);
+    let mut rng = SplitMix(seed ^ 0x005E_ED0F_711E_u64);
     let raw: Vec<f64> = (0..len)
         .map(|_| {
             let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)

@@ -83,7 +83,12 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
         Reduction::Sum => BinOp::Add,
         Reduction::Max => BinOp::Max,
         Reduction::Softmax => {
-            return Err(OpsError::invalid("build_reduce", "reduction", "softmax", "use build_softmax"))
+            return Err(OpsError::invalid(
+                "build_reduce",
+                "reduction",
+                "softmax",
+                "use build_softmax",
+            ))
         }
     };
     let identity = if op == BinOp::Add { 0.0 } else { f64::NEG_INFINITY };
@@ -98,11 +103,18 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
     let fill = b.konst(lit(ty, identity)?);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
-    let acc = crate::tile::for_range(&b, &Val::lit(0), &n_pad, &Val::lit(chunk), &[b.f32(identity as f32)], |b, c0, acc| {
-        let t = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0], &d)?.load_or(b, &fill)?;
-        let part = t.cast(b, ScalarType::F32)?.reduce_thread(b, op)?;
-        Ok(vec![b.binary(op, &acc[0], &part)?])
-    })?;
+    let acc = crate::tile::for_range(
+        &b,
+        &Val::lit(0),
+        &n_pad,
+        &Val::lit(chunk),
+        &[b.f32(identity as f32)],
+        |b, c0, acc| {
+            let t = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0], &d)?.load_or(b, &fill)?;
+            let part = t.cast(b, ScalarType::F32)?.reduce_thread(b, op)?;
+            Ok(vec![b.binary(op, &acc[0], &part)?])
+        },
+    )?;
     let total = block_reduce(&b, &acc[0], op, scratch)?;
     let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
     let off = y.descriptor(None)?.calculate_offset(std::slice::from_ref(&row));
@@ -153,7 +165,9 @@ pub fn build_softmax(ty: ScalarType, chunks: i64, vx: i64) -> Result<Kernel> {
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
     let yv = View::global(&y, vx)?.pad(&[1, len])?;
     let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
-    let t = Window::new(&b, &xv, &[1, len], &origin, &d)?.load_or(&b, &ninf)?.cast(&b, ScalarType::F32)?;
+    let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
+        .load_or(&b, &ninf)?
+        .cast(&b, ScalarType::F32)?;
     let m = block_reduce(&b, &t.reduce_thread(&b, BinOp::Max)?, BinOp::Max, scratch)?;
     let log2e = b.f32(std::f32::consts::LOG2_E);
     let e = t.map(&b, |b, xv| {
@@ -178,7 +192,9 @@ pub fn reference(r: Reduction, x: &[f64], m: usize, n: usize, ty: ScalarType) ->
     let rows = x.chunks(n).take(m);
     match r {
         Reduction::Sum => rows.map(|row| row.iter().sum()).collect(),
-        Reduction::Max => rows.map(|row| row.iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect(),
+        Reduction::Max => {
+            rows.map(|row| row.iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect()
+        }
         Reduction::Softmax => {
             let out: Vec<f64> = rows
                 .flat_map(|row| {
@@ -211,16 +227,34 @@ pub fn launch(r: Reduction, shape: &[i64], ty: ScalarType, seed: u64) -> Result<
     let (k, tol) = match r {
         Reduction::Softmax => {
             let k = build_softmax(ty, softmax_chunks(ty, n)?, vx)?;
-            args.tensor(x, &[m, n], &[n, 1]).tensor(host::poisoned(ty, (m * n) as usize), &[m, n], &[n, 1]);
+            args.tensor(x, &[m, n], &[n, 1]).tensor(
+                host::poisoned(ty, (m * n) as usize),
+                &[m, n],
+                &[n, 1],
+            );
             (k, if ty == ScalarType::F32 { 1e-5 } else { 1.0 / 256.0 })
         }
         _ => {
             let k = build_reduce(r, ty, vx)?;
-            args.tensor(x, &[m, n], &[n, 1]).tensor(host::poisoned(ScalarType::F32, m as usize), &[m], &[1]);
+            args.tensor(x, &[m, n], &[n, 1]).tensor(
+                host::poisoned(ScalarType::F32, m as usize),
+                &[m],
+                &[1],
+            );
             (k, if r == Reduction::Max { 0.0 } else { 1e-4 })
         }
     };
-    let grid = [u32::try_from(m).map_err(|_| OpsError::invalid(r.name(), "rows", m, "must fit in u32"))?, 1, 1];
+    let grid = [
+        u32::try_from(m).map_err(|_| OpsError::invalid(r.name(), "rows", m, "must fit in u32"))?,
+        1,
+        1,
+    ];
     let (buf, elapsed) = host::launch(&k, grid, args, 5)?;
-    Ok(Outcome { instructions: k.instruction_count(), got: host::to_f64(&buf), want, tolerance: tol, elapsed })
+    Ok(Outcome {
+        instructions: k.instruction_count(),
+        got: host::to_f64(&buf),
+        want,
+        tolerance: tol,
+        elapsed,
+    })
 }

@@ -144,7 +144,13 @@ impl RunReport {
 /// let e = run("copy", &[2, 3], ScalarType::F32, Backend::Gpu, 1).unwrap_err();
 /// assert!(matches!(e, OpsError::GpuUnavailable));
 /// ```
-pub fn run(kernel: &str, shape: &[i64], dtype: ScalarType, backend: Backend, seed: u64) -> Result<RunReport> {
+pub fn run(
+    kernel: &str,
+    shape: &[i64],
+    dtype: ScalarType,
+    backend: Backend,
+    seed: u64,
+) -> Result<RunReport> {
     if backend == Backend::Gpu {
         return Err(OpsError::GpuUnavailable);
     }
@@ -166,7 +172,12 @@ pub fn run(kernel: &str, shape: &[i64], dtype: ScalarType, backend: Backend, see
         "gemm" => crate::gemm::launch(shape, dtype, seed)?,
         _ => {
             let names: Vec<&str> = KERNELS.iter().map(|(k, _)| *k).collect();
-            return Err(OpsError::invalid("run", "kernel", kernel, format!("one of {}", names.join(", "))));
+            return Err(OpsError::invalid(
+                "run",
+                "kernel",
+                kernel,
+                format!("one of {}", names.join(", ")),
+            ));
         }
     };
     let c = o.compare();

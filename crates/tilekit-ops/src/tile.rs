@@ -231,7 +231,8 @@ impl View {
     pub fn permute(self, order: &[usize]) -> Result<View> {
         let n = self.desc.ndim();
         let mut seen = vec![false; n];
-        if order.len() != n || order.iter().any(|&o| o >= n || std::mem::replace(&mut seen[o], true))
+        if order.len() != n
+            || order.iter().any(|&o| o >= n || std::mem::replace(&mut seen[o], true))
         {
             return Err(OpsError::invalid(
                 "permute view",
@@ -336,7 +337,10 @@ impl DTile {
                 "zip_map",
                 "distribution",
                 format!("{:?}", other.dist.x_lengths()),
-                format!("must be the same distribution as the first tile ({:?})", self.dist.x_lengths()),
+                format!(
+                    "must be the same distribution as the first tile ({:?})",
+                    self.dist.x_lengths()
+                ),
             ));
         }
         let regs = self
@@ -427,9 +431,7 @@ pub struct Window {
 /// The linear thread id of the block.
 fn linear_tid(b: &KernelBuilder) -> Val {
     let (bx, by) = (b.block_dim(Axis::X), b.block_dim(Axis::Y));
-    b.thread_id(Axis::X)
-        + b.thread_id(Axis::Y) * bx.clone()
-        + b.thread_id(Axis::Z) * bx * by
+    b.thread_id(Axis::X) + b.thread_id(Axis::Y) * bx.clone() + b.thread_id(Axis::Z) * bx * by
 }
 
 /// Threads per block (a build-time constant).

@@ -77,7 +77,11 @@ pub fn xor_swizzled(rows: i64, cols: i64, v: i64, group: i64) -> Result<TensorDe
     let (hi, chunks) = (rows / group, cols / v);
     let storage = TensorDescriptor::packed(vec![hi, group, chunks, v], Some(v))?;
     let sw = storage.transform(
-        vec![Transform::xor(hi, chunks)?, Transform::pass_through(group)?, Transform::pass_through(v)?],
+        vec![
+            Transform::xor(hi, chunks)?,
+            Transform::pass_through(group)?,
+            Transform::pass_through(v)?,
+        ],
         vec![vec![0, 2], vec![1], vec![3]],
         vec![vec![0, 2], vec![1], vec![3]],
     )?;
@@ -204,7 +208,12 @@ pub fn launch_permute(shape: &[i64], perm: &[usize], ty: ScalarType, seed: u64) 
     host::check_shape("permute", shape, 3)?;
     let mut seen = [false; 3];
     if perm.len() != 3 || perm.iter().any(|&p| p > 2 || std::mem::replace(&mut seen[p], true)) {
-        return Err(OpsError::invalid("permute", "perm", format!("{perm:?}"), "a permutation of 0, 1, 2"));
+        return Err(OpsError::invalid(
+            "permute",
+            "perm",
+            format!("{perm:?}"),
+            "a permutation of 0, 1, 2",
+        ));
     }
     let n: i64 = shape.iter().product();
     let (x, xv) = host::random(ty, n as usize, seed);
@@ -239,9 +248,21 @@ pub fn launch_permute(shape: &[i64], perm: &[usize], ty: ScalarType, seed: u64) 
 /// assert_eq!(tilekit_ops::transpose::bank_conflicts(ScalarType::F32).unwrap(), 1);
 /// ```
 pub fn bank_conflicts(ty: ScalarType) -> Result<usize> {
+    bank_conflicts_with(ty, &shared_tile(ty)?)
+}
+
+/// [`bank_conflicts`] for another layout of the `T × T` shared tile (e.g. unswizzled).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_layout::TensorDescriptor;
+/// let plain = TensorDescriptor::packed(vec![64i64, 64], Some(4)).unwrap();
+/// assert_eq!(tilekit_ops::transpose::bank_conflicts_with(ScalarType::F32, &plain).unwrap(), 8);
+/// ```
+pub fn bank_conflicts_with(ty: ScalarType, st: &TensorDescriptor<i64>) -> Result<usize> {
     let (v, t) = tile(ty);
     let d = dist::micro_block(v)?;
-    let st = shared_tile(ty)?;
+    let st = st.clone();
     let st_rc = st.transform(
         vec![Transform::pass_through(t)?, Transform::pass_through(t)?],
         vec![vec![1], vec![0]],
@@ -252,6 +273,7 @@ pub fn bank_conflicts(ty: ScalarType) -> Result<usize> {
 }
 
 /// The worst conflict degree of one shared window (see [`bank_conflicts`]).
+#[allow(clippy::needless_range_loop)] // a = access number, th = thread: both index `walks`
 fn worst_conflict(d: &TileDistribution, desc: &TensorDescriptor<i64>, size: i64) -> Result<usize> {
     let traits = LoadStoreTraits::new(d, desc, AccessCurve::Linear)?;
     let bytes = traits.scalar_per_vector() * size;

@@ -48,11 +48,7 @@ impl<'a> BlockExec<'a> {
     pub(crate) fn thread(&self, t: usize) -> [u32; 3] {
         let [bx, by, _] = self.k.block_dim;
         let (bx, by) = (bx as usize, by as usize);
-        [
-            (t % bx) as u32,
-            ((t / bx) % by) as u32,
-            (t / (bx * by)) as u32,
-        ]
+        [(t % bx) as u32, ((t / bx) % by) as u32, (t / (bx * by)) as u32]
     }
 
     pub(crate) fn text(&self, inst: &Inst) -> String {
@@ -197,12 +193,7 @@ impl<'a> BlockExec<'a> {
                     self.set(r, t, v, p);
                 }
             }
-            Op::Load {
-                mem,
-                offset,
-                width,
-                mask: m,
-            } => {
+            Op::Load { mem, offset, width, mask: m } => {
                 let w = *width as usize;
                 for &t in &active {
                     if let Some(m) = m {
@@ -227,12 +218,7 @@ impl<'a> BlockExec<'a> {
                     }
                 }
             }
-            Op::Store {
-                mem,
-                offset,
-                values,
-                mask: m,
-            } => {
+            Op::Store { mem, offset, values, mask: m } => {
                 let w = values.len();
                 for &t in &active {
                     if let Some(m) = m {
@@ -272,13 +258,9 @@ impl<'a> BlockExec<'a> {
             }
             Op::Vote(mode, p) => crate::interp::warp::vote(self, inst, mask, *mode, *p)?,
             Op::Mma { a, b, c, .. } => crate::interp::warp::mma(self, inst, mask, a, b, c)?,
-            Op::For {
-                lo,
-                hi,
-                step,
-                init,
-                body,
-            } => self.run_for(inst, mask, (*lo, *hi, *step), init, body)?,
+            Op::For { lo, hi, step, init, body } => {
+                self.run_for(inst, mask, (*lo, *hi, *step), init, body)?
+            }
             Op::If { cond, then, else_ } => {
                 let mut mt = vec![false; n];
                 let mut me = vec![false; n];
@@ -352,21 +334,13 @@ impl<'a> BlockExec<'a> {
             }
             self.run_block(body, &live)?;
             for t in (0..n).filter(|&t| live[t]) {
-                let next: Vec<(u64, bool)> = body
-                    .yields
-                    .iter()
-                    .map(|&y| (self.get(y, t), self.is_poison(y, t)))
-                    .collect();
+                let next: Vec<(u64, bool)> =
+                    body.yields.iter().map(|&y| (self.get(y, t), self.is_poison(y, t))).collect();
                 for (&c, (v, p)) in carried.iter().zip(next) {
                     self.set(c, t, v, p);
                 }
-                let v = eval_binary(
-                    crate::op::BinOp::Add,
-                    ty,
-                    self.get(iv, t),
-                    self.get(step, t),
-                )
-                .unwrap_or(0);
+                let v = eval_binary(crate::op::BinOp::Add, ty, self.get(iv, t), self.get(step, t))
+                    .unwrap_or(0);
                 self.set(iv, t, v, false);
             }
         }
@@ -383,11 +357,7 @@ impl<'a> BlockExec<'a> {
         Rec {
             epoch: self.epoch,
             thread: t as u32,
-            inst: self
-                .inst_ids
-                .get(&(inst as *const Inst as usize))
-                .copied()
-                .unwrap_or(0),
+            inst: self.inst_ids.get(&(inst as *const Inst as usize)).copied().unwrap_or(0),
         }
     }
 
@@ -404,11 +374,7 @@ impl<'a> BlockExec<'a> {
                 inst: first_inst.unwrap_or_default(),
                 write: c.first_write,
             }),
-            second: Box::new(Access {
-                thread: self.thread(t),
-                inst: self.text(inst),
-                write,
-            }),
+            second: Box::new(Access { thread: self.thread(t), inst: self.text(inst), write }),
         }
     }
 
@@ -422,17 +388,10 @@ impl<'a> BlockExec<'a> {
         t: usize,
     ) -> R<usize> {
         let e = self.defined(inst, offset, t, "address")? as i64;
-        let e = if self.k.ty(offset) == ScalarType::U32 {
-            e & 0xffff_ffff
-        } else {
-            e
-        };
+        let e = if self.k.ty(offset) == ScalarType::U32 { e & 0xffff_ffff } else { e };
         let (len, name) = match space {
             MemSpace::Global(p) => (self.global.len(p), &self.k.params[p as usize].name),
-            MemSpace::Shared(s) => (
-                self.shared[s as usize].len(),
-                &self.k.shared[s as usize].name,
-            ),
+            MemSpace::Shared(s) => (self.shared[s as usize].len(), &self.k.shared[s as usize].name),
         };
         if e < 0 || e + w as i64 > len as i64 {
             return Err(InterpError::OutOfBounds {

@@ -74,10 +74,7 @@ impl HostBuffer {
     /// assert_eq!(HostBuffer::zeroed(ScalarType::F16, 3).size_bytes(), 6);
     /// ```
     pub fn zeroed(elem: ScalarType, len: usize) -> HostBuffer {
-        HostBuffer {
-            elem,
-            bytes: vec![0; len * elem.size_bytes()],
-        }
+        HostBuffer { elem, bytes: vec![0; len * elem.size_bytes()] }
     }
 
     /// `len` copies of the constant `fill` (to poison outputs before a run: NaN, sentinels).
@@ -95,54 +92,16 @@ impl HostBuffer {
         h
     }
 
-    host_conv!(
-        from_f32,
-        to_f32,
-        f32,
-        ScalarType::F32,
-        |x: f32| x.to_bits() as u64,
-        |b: u64| f32::from_bits(b as u32)
-    );
-    host_conv!(
-        from_f64,
-        to_f64,
-        f64,
-        ScalarType::F64,
-        |x: f64| x.to_bits(),
-        f64::from_bits
-    );
-    host_conv!(
-        from_i32,
-        to_i32,
-        i32,
-        ScalarType::I32,
-        |x: i32| x as i64 as u64,
-        |b: u64| b as i32
-    );
-    host_conv!(
-        from_u32,
-        to_u32,
-        u32,
-        ScalarType::U32,
-        |x: u32| x as u64,
-        |b: u64| b as u32
-    );
-    host_conv!(
-        from_i64,
-        to_i64,
-        i64,
-        ScalarType::I64,
-        |x: i64| x as u64,
-        |b: u64| b as i64
-    );
-    host_conv!(
-        from_f16,
-        to_f16,
-        f16,
-        ScalarType::F16,
-        |x: f16| x.to_bits() as u64,
-        |b: u64| f16::from_bits(b as u16)
-    );
+    host_conv!(from_f32, to_f32, f32, ScalarType::F32, |x: f32| x.to_bits() as u64, |b: u64| {
+        f32::from_bits(b as u32)
+    });
+    host_conv!(from_f64, to_f64, f64, ScalarType::F64, |x: f64| x.to_bits(), f64::from_bits);
+    host_conv!(from_i32, to_i32, i32, ScalarType::I32, |x: i32| x as i64 as u64, |b: u64| b as i32);
+    host_conv!(from_u32, to_u32, u32, ScalarType::U32, |x: u32| x as u64, |b: u64| b as u32);
+    host_conv!(from_i64, to_i64, i64, ScalarType::I64, |x: i64| x as u64, |b: u64| b as i64);
+    host_conv!(from_f16, to_f16, f16, ScalarType::F16, |x: f16| x.to_bits() as u64, |b: u64| {
+        f16::from_bits(b as u16)
+    });
     host_conv!(
         from_bf16,
         to_bf16,
@@ -248,11 +207,7 @@ pub(crate) struct SharedMem {
 impl SharedMem {
     pub(crate) fn new(elem: ScalarType, len: usize) -> Self {
         let n = len * elem.size_bytes();
-        SharedMem {
-            elem,
-            bytes: vec![0; n],
-            meta: vec![ByteMeta::default(); n],
-        }
+        SharedMem { elem, bytes: vec![0; n], meta: vec![ByteMeta::default(); n] }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -268,11 +223,7 @@ impl SharedMem {
             let m = &mut self.meta[byte];
             if let Some(w) = m.write {
                 if w.epoch == rec.epoch && w.thread != rec.thread {
-                    return Err(Conflict {
-                        first: w,
-                        first_write: true,
-                        byte,
-                    });
+                    return Err(Conflict { first: w, first_write: true, byte });
                 }
             }
             match m.read {
@@ -308,18 +259,10 @@ impl SharedMem {
             let same_epoch_other =
                 |r: Option<Rec>| r.filter(|r| r.epoch == rec.epoch && r.thread != rec.thread);
             if let Some(w) = same_epoch_other(m.write) {
-                return Err(Conflict {
-                    first: w,
-                    first_write: true,
-                    byte,
-                });
+                return Err(Conflict { first: w, first_write: true, byte });
             }
             if let Some(r) = same_epoch_other(m.read).or(same_epoch_other(m.read2)) {
-                return Err(Conflict {
-                    first: r,
-                    first_write: false,
-                    byte,
-                });
+                return Err(Conflict { first: r, first_write: false, byte });
             }
             m.write = Some(rec);
             m.init = init;
@@ -338,19 +281,11 @@ pub(crate) struct GlobalView<'a> {
 
 impl<'a> GlobalView<'a> {
     pub(crate) fn new(buffers: &'a [Option<&'a HostBuffer>]) -> Self {
-        GlobalView {
-            buffers,
-            overlay: HashMap::new(),
-            log: vec![],
-        }
+        GlobalView { buffers, overlay: HashMap::new(), log: vec![] }
     }
 
     pub(crate) fn len(&self, param: u32) -> usize {
-        self.buffers
-            .get(param as usize)
-            .copied()
-            .flatten()
-            .map_or(0, HostBuffer::len)
+        self.buffers.get(param as usize).copied().flatten().map_or(0, HostBuffer::len)
     }
 
     pub(crate) fn read(&self, param: u32, i: usize) -> u64 {

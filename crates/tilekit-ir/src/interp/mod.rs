@@ -255,11 +255,8 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
     let scalars = check_args(kernel, args)?;
     let mut insts: Vec<&Inst> = vec![];
     kernel.body.walk(&mut |i| insts.push(i));
-    let inst_ids: HashMap<usize, u32> = insts
-        .iter()
-        .enumerate()
-        .map(|(n, i)| (*i as *const Inst as usize, n as u32))
-        .collect();
+    let inst_ids: HashMap<usize, u32> =
+        insts.iter().enumerate().map(|(n, i)| (*i as *const Inst as usize, n as u32)).collect();
     let buffers: Vec<Option<&HostBuffer>> = args
         .items
         .iter()
@@ -271,13 +268,7 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
     let [gx, gy, gz] = grid.map(|g| g as u64);
     let nblocks = gx * gy * gz;
     let n = kernel.threads_per_block();
-    let block_of = |b: u64| {
-        [
-            (b % gx) as u32,
-            ((b / gx) % gy) as u32,
-            (b / (gx * gy)) as u32,
-        ]
-    };
+    let block_of = |b: u64| [(b % gx) as u32, ((b / gx) % gy) as u32, (b / (gx * gy)) as u32];
     let results: Vec<Result<BlockOutcome, InterpError>> = (0..nblocks)
         .into_par_iter()
         .map(|b| {
@@ -289,11 +280,7 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
                 regs: vec![0; kernel.values.len() * n],
                 poison: vec![true; kernel.values.len() * n],
                 scalars: &scalars,
-                shared: kernel
-                    .shared
-                    .iter()
-                    .map(|s| SharedMem::new(s.elem, s.len))
-                    .collect(),
+                shared: kernel.shared.iter().map(|s| SharedMem::new(s.elem, s.len)).collect(),
                 global: GlobalView::new(&buffers),
                 epoch: 1,
                 inst_ids: &inst_ids,
@@ -310,10 +297,7 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
     }
     // apply in block order; report elements written by two blocks
     let mut writer: HashMap<(u32, usize), u64> = HashMap::new();
-    let mut stats = RunStats {
-        blocks: nblocks,
-        block_instructions: 0,
-    };
+    let mut stats = RunStats { blocks: nblocks, block_instructions: 0 };
     let mut updates: Vec<(u32, usize, u64)> = vec![];
     for (b, (log, steps)) in logs.into_iter().enumerate() {
         stats.block_instructions += steps;

@@ -71,9 +71,7 @@ fn warps(
     for w in 0..ex.n.div_ceil(32) {
         let base = w * 32;
         let lanes = (ex.n - base).min(32);
-        let active: u32 = (0..lanes)
-            .filter(|&l| mask[base + l])
-            .fold(0, |m, l| m | 1 << l);
+        let active: u32 = (0..lanes).filter(|&l| mask[base + l]).fold(0, |m, l| m | 1 << l);
         if active == 0 {
             continue;
         }

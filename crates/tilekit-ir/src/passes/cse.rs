@@ -61,8 +61,7 @@ impl Ctx {
         };
         // a range must lie inside the type (else arithmetic may have wrapped)
         let range = range.filter(|(lo, hi)| {
-            ty.int_range()
-                .is_some_and(|(tlo, thi)| tlo <= *lo && lo <= hi && *hi <= thi)
+            ty.int_range().is_some_and(|(tlo, thi)| tlo <= *lo && lo <= hi && *hi <= thi)
         });
         // Loop-invariant code motion at construction: a pure op goes to the innermost open
         // block that defines one of its operands, not necessarily the current one. Ops that
@@ -82,17 +81,10 @@ impl Ctx {
         } else {
             self.stack.len().saturating_sub(1)
         };
-        let scope = if hoist {
-            0
-        } else {
-            self.stack.get(level).map_or(0, |(s, _)| *s)
-        };
+        let scope = if hoist { 0 } else { self.stack.get(level).map_or(0, |(s, _)| *s) };
         let id = self.new_value(ty, konst, range, scope);
         self.defs[id.0 as usize] = Some(key.0.clone());
-        let inst = Inst {
-            results: vec![id],
-            op: key.0.clone(),
-        };
+        let inst = Inst { results: vec![id], op: key.0.clone() };
         if hoist {
             self.prelude.push(inst);
             self.prelude_cse.insert(key, id);

@@ -52,8 +52,7 @@ fn collect_uses(b: &Block, used: &mut HashSet<ValueId>) {
 
 fn sweep(b: &mut Block, used: &HashSet<ValueId>) -> bool {
     let before = b.insts.len();
-    b.insts
-        .retain(|i| has_effect(i) || i.results.iter().any(|r| used.contains(r)));
+    b.insts.retain(|i| has_effect(i) || i.results.iter().any(|r| used.contains(r)));
     let mut changed = before != b.insts.len();
     for i in &mut b.insts {
         for nb in i.op.blocks_mut() {

@@ -42,10 +42,7 @@ fn binary_valid(op: BinOp, ty: ScalarType) -> std::result::Result<(), &'static s
     } else if ty == ScalarType::Pred {
         matches!(op, BinOp::And | BinOp::Or | BinOp::Xor)
     } else {
-        matches!(
-            op,
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max
-        )
+        matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max)
     };
     if ok {
         Ok(())
@@ -84,10 +81,7 @@ pub fn range_binary(
         BinOp::Div if b0 > 0 => corners(&|x, y| x / y),
         BinOp::Rem if b0 > 0 => {
             let m = b1 - 1;
-            (
-                if a0 >= 0 { 0 } else { a0.max(-m) },
-                if a1 <= 0 { 0 } else { a1.min(m) },
-            )
+            (if a0 >= 0 { 0 } else { a0.max(-m) }, if a1 <= 0 { 0 } else { a1.min(m) })
         }
         BinOp::Min => (a0.min(b0), a1.min(b1)),
         BinOp::Max => (a0.max(b0), a1.max(b1)),
@@ -134,11 +128,7 @@ impl Ctx {
     fn eval_err(&self, e: EvalError, op: String, ty: ScalarType) -> IrError {
         match e {
             EvalError::DivisionByZero => IrError::DivisionByZero { op },
-            EvalError::Unsupported => IrError::WrongType {
-                op,
-                ty,
-                valid: "another type".into(),
-            },
+            EvalError::Unsupported => IrError::WrongType { op, ty, valid: "another type".into() },
         }
     }
 
@@ -153,11 +143,7 @@ impl Ctx {
             });
         }
         if let Err(valid) = binary_valid(op, ty) {
-            return Err(IrError::WrongType {
-                op: op.name().into(),
-                ty,
-                valid: valid.into(),
-            });
+            return Err(IrError::WrongType { op: op.name().into(), ty, valid: valid.into() });
         }
         let (ka, kb) = (self.konst_of(a), self.konst_of(b));
         if let (Some(x), Some(y)) = (ka, kb) {
@@ -178,16 +164,9 @@ impl Ctx {
                 return Ok(v);
             }
         }
-        let (a, b) = if op.is_commutative() && kb.is_none() && a > b {
-            (b, a)
-        } else {
-            (a, b)
-        };
-        let range = if ty.is_int() {
-            range_binary(op, self.range_of(a), self.range_of(b))
-        } else {
-            None
-        };
+        let (a, b) = if op.is_commutative() && kb.is_none() && a > b { (b, a) } else { (a, b) };
+        let range =
+            if ty.is_int() { range_binary(op, self.range_of(a), self.range_of(b)) } else { None };
         Ok(self.intern(Op::Binary(op, a, b), ty, range))
     }
 
@@ -450,11 +429,7 @@ impl Ctx {
                 }
             }
         }
-        let (a, b) = if matches!(op, CmpOp::Eq | CmpOp::Ne) && a > b {
-            (b, a)
-        } else {
-            (a, b)
-        };
+        let (a, b) = if matches!(op, CmpOp::Eq | CmpOp::Ne) && a > b { (b, a) } else { (a, b) };
         Ok(self.intern(Op::Cmp(op, a, b), ScalarType::Pred, None))
     }
 
@@ -462,11 +437,7 @@ impl Ctx {
     pub(crate) fn select(&mut self, c: ValueId, a: ValueId, b: ValueId) -> Result<ValueId> {
         let ty = self.ty(a);
         if self.ty(b) != ty {
-            return Err(IrError::TypeMismatch {
-                op: "selp".into(),
-                left: ty,
-                right: self.ty(b),
-            });
+            return Err(IrError::TypeMismatch { op: "selp".into(), left: ty, right: self.ty(b) });
         }
         if let Some(k) = self.konst_of(c).and_then(Lit::as_bool) {
             return Ok(if k { a } else { b });

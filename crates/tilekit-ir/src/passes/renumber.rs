@@ -63,12 +63,7 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
             r(offset);
             mask.iter_mut().for_each(r);
         }
-        Op::Store {
-            offset,
-            values,
-            mask,
-            ..
-        } => {
+        Op::Store { offset, values, mask, .. } => {
             r(offset);
             values.iter_mut().for_each(r);
             mask.iter_mut().for_each(r);
@@ -78,13 +73,7 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
             r(lane)
         }
         Op::Mma { a, b, c, .. } => a.iter_mut().chain(b).chain(c).for_each(r),
-        Op::For {
-            lo,
-            hi,
-            step,
-            init,
-            body,
-        } => {
+        Op::For { lo, hi, step, init, body } => {
             r(lo);
             r(hi);
             r(step);
