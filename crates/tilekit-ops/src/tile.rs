@@ -381,7 +381,7 @@ impl DTile {
     /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(1.0));
     /// let mut ys = vec![];
     /// t.sweep(|y, _| { ys.push(y.to_vec()); Ok(()) }).unwrap();
-    /// assert_eq!(ys, [vec![0, 0], vec![0, 1], vec![0, 2], vec![0, 3]]);
+    /// assert_eq!(ys, [vec![0, 0, 0], vec![0, 0, 1], vec![0, 0, 2], vec![0, 0, 3]]);
     /// ```
     pub fn sweep(&self, mut f: impl FnMut(&[i64], &Val) -> Result<()>) -> Result<()> {
         for y in self.dist.sweep_order() {
