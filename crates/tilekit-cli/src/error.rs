@@ -40,4 +40,7 @@ pub enum CliError {
     /// An encoding in the text form could not be parsed.
     #[error(transparent)]
     EncodingText(#[from] tilekit_tile::encoding_text::EncodingTextError),
+    /// A kernel could not be built, run or checked.
+    #[error(transparent)]
+    Ops(#[from] tilekit_ops::OpsError),
 }

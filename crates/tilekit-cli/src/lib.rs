@@ -4,7 +4,7 @@
 //! `run` function; the logic they present lives in the library crates.
 //!
 //! With no subcommand, `tilekit` runs its embedded default job: the conformance suite against
-//! `../shared/conformance`.
+//! `../shared/conformance`, then a few kernels on small shapes on the interpreter (`tilekit run`).
 
 use std::process::ExitCode;
 
@@ -15,6 +15,7 @@ pub mod conformance;
 pub mod error;
 pub mod gpu;
 pub mod rng;
+pub mod run;
 pub mod selftest;
 pub mod sfc;
 pub mod show;
@@ -46,19 +47,22 @@ pub enum Command {
     Selftest(selftest::Args),
     /// Time kernels on the GPU against a same-process device-to-device copy.
     Bench(bench::Args),
+    /// Run a kernel of the library on random data and check it against its CPU reference.
+    Run(run::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message and exit code 2.
 pub fn main_entry() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => conformance::run(&conformance::Args::default()),
+        None => default_job(),
         Some(Command::Conformance(a)) => conformance::run(&a),
         Some(Command::Sfc(a)) => sfc::run(&a),
         Some(Command::Show(a)) => show::run(&a),
         Some(Command::Gpu(a)) => gpu::run(&a),
         Some(Command::Selftest(a)) => selftest::run(&a),
         Some(Command::Bench(a)) => bench::run(&a),
+        Some(Command::Run(a)) => run::run(&a),
     };
     match result {
         Ok(code) => code,
@@ -67,4 +71,12 @@ pub fn main_entry() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The embedded default job: the conformance suite, then kernels on the interpreter; non-zero
+/// exit if either fails.
+fn default_job() -> Result<ExitCode, CliError> {
+    let conf = conformance::run(&conformance::Args::default())?;
+    let kernels_ok = run::default_runs()?;
+    Ok(if conf == ExitCode::SUCCESS && kernels_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

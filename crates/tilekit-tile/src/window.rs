@@ -172,6 +172,50 @@ pub fn walk_with_adaptor(
     Ok(records(desc, &accesses, coords))
 }
 
+/// The walk of thread `p` in any index domain, from raw parts: a ps_ys_to_xs adaptor with
+/// `ndim_p` Ps, the window's traits, the view's descriptor and the window origin, all in the
+/// domain `I`. This is what a kernel builder uses with the IR's symbolic values: the view's
+/// lengths and strides may be runtime parameters (so they cannot be lifted from `i64`), and
+/// the P index is the thread's ids. Same code as [`TileWindow::walk_symbolic`] and
+/// [`walk_with_adaptor`]; ranks are checked as there.
+///
+/// ```
+/// use tilekit_tile::{TileDistribution, encoding::EncodingSpec, traits::{LoadStoreTraits, AccessCurve}, window::walk_generic};
+/// use tilekit_layout::TensorDescriptor;
+/// let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+///     ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]],
+///     ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+/// let desc = TensorDescriptor::naive(vec![8i64, 32], vec![32, 1], Some((4, 1))).unwrap();
+/// let t = LoadStoreTraits::new(&d, &desc, AccessCurve::Linear).unwrap();
+/// let walk = walk_generic(&d.ps_ys_to_xs().lift::<i64>(), 2, &t, &desc, &[4, 8], &[0, 1]).unwrap();
+/// assert_eq!((walk[0].offset, walk[1].offset), (4 * 32 + 12, 5 * 32 + 12));
+/// ```
+pub fn walk_generic<I: Idx>(
+    adaptor: &TensorAdaptor<I>,
+    ndim_p: usize,
+    traits: &LoadStoreTraits,
+    desc: &TensorDescriptor<I>,
+    origin: &[I],
+    p: &[I],
+) -> Result<Vec<WindowAccess<I>>> {
+    let nx = adaptor.bottom_ids().len();
+    let ntop = adaptor.ndim_top();
+    if desc.ndim() != nx || origin.len() != nx || p.len() != ndim_p || ndim_p > ntop {
+        return Err(TileError::invalid(
+            "tile window walk",
+            "view/origin/P rank",
+            (desc.ndim(), origin.len(), p.len()),
+            format!(
+                "{nx} view dims, {nx} origin entries and {ndim_p} P entries (of {ntop} top dims)"
+            ),
+        ));
+    }
+    let accesses = traits.accesses();
+    let start = thread_coords(adaptor, desc, origin, p, ntop - ndim_p);
+    let coords = walk_coords(adaptor, desc, &accesses, ndim_p, start);
+    Ok(records(desc, &accesses, coords))
+}
+
 /// A tile window with a static distribution over a tensor view (`NumCoord = 1`).
 ///
 /// ```

@@ -1,0 +1,115 @@
+//! The distributions the kernels use, built as encodings (R/H/P/Y) — never as hand-written
+//! index math.
+//!
+//! ```text
+//!   row_major(m, n, threads, v)          micro_block(v)  (transpose, 256 threads)
+//!   X0 (rows) H = [ym, tm]               X0 (rows) H = [8, 2, v]     X1 (cols) H = [16, v]
+//!   X1 (cols) H = [yn, tn, v]            P0 = (X0.H0, X0.H1, X1.H0)  thread = w·32 + r·16 + c
+//!   P0 = (X0.H1, X1.H1): thread = r·tn+c Y  = (X0.H2, X1.H1): a v×v block per thread
+//!   Y  = (X0.H0, X1.H0, X1.H2)
+//!
+//!   mma m16n8k16 fragments (P0 = lane = 4·groupID + threadID_in_group), as in the PTX ISA:
+//!   A 16×16: X0 H = [2, 8], X1 H = [2, 4, 2]   Y = (X1.H0, X0.H0, X1.H2)  → a[i], i = ys_to_d
+//!   B 16×8 : X0 H = [2, 4, 2], X1 H = [8]      Y = (X0.H0, X0.H2)
+//!   C 16×8 : X0 H = [2, 8], X1 H = [4, 2]      Y = (X0.H0, X1.H1)
+//! ```
+//!
+//! ```
+//! let d = tilekit_ops::dist::row_major(4, 16, 8, 4).unwrap();
+//! assert_eq!((d.x_lengths(), d.num_threads(), d.thread_buffer_size()), (vec![4, 16], 8, 8));
+//! ```
+
+use tilekit_tile::encoding::EncodingSpec;
+use tilekit_tile::TileDistribution;
+
+use crate::error::{OpsError, Result};
+
+fn enc(
+    hs: Vec<Vec<i64>>,
+    ps: &[&[(usize, usize)]],
+    ys: &[(usize, usize)],
+) -> Result<TileDistribution> {
+    Ok(TileDistribution::from_spec(EncodingSpec {
+        rs_lengths: vec![],
+        hs_lengthss: hs,
+        ps_to_rhss_major: ps.iter().map(|p| p.iter().map(|x| x.0 as i64).collect()).collect(),
+        ps_to_rhss_minor: ps.iter().map(|p| p.iter().map(|x| x.1 as i64).collect()).collect(),
+        ys_to_rhs_major: ys.iter().map(|y| y.0 as i64).collect(),
+        ys_to_rhs_minor: ys.iter().map(|y| y.1 as i64).collect(),
+    })?)
+}
+
+/// A `tile_m × tile_n` tile over `threads` threads, each access a `vector`-wide row segment;
+/// consecutive threads take consecutive segments of a row (coalesced), then rows.
+///
+/// ```
+/// use tilekit_ops::dist::row_major;
+/// let d = row_major(8, 32, 64, 4).unwrap();
+/// // thread 9: row 1, columns 4..8
+/// assert_eq!(d.calculate_x(&[9i64], &[0, 0, 0]), vec![1, 4]);
+/// assert!(row_major(8, 30, 64, 4).is_err());
+/// ```
+pub fn row_major(tile_m: i64, tile_n: i64, threads: i64, vector: i64) -> Result<TileDistribution> {
+    let bad =
+        |f: &str, v: i64, r: String| Err(OpsError::invalid("row_major distribution", f, v, r));
+    if vector < 1 || tile_n % vector != 0 {
+        return bad("tile_n", tile_n, format!("must be a multiple of the vector {vector}"));
+    }
+    let segs = tile_n / vector;
+    let tn = segs.min(threads);
+    if threads < 1 || segs % tn != 0 || threads % tn != 0 {
+        return bad("threads", threads, format!("must divide or be a multiple of {segs} segments"));
+    }
+    let tm = threads / tn;
+    if tile_m < 1 || tile_m % tm != 0 {
+        return bad("tile_m", tile_m, format!("must be a multiple of {tm} thread rows"));
+    }
+    enc(
+        vec![vec![tile_m / tm, tm], vec![segs / tn, tn, vector]],
+        &[&[(1, 1), (2, 1)]],
+        &[(1, 0), (2, 0), (2, 2)],
+    )
+}
+
+/// The transpose distribution: a `16v × 16v` tile over 256 threads, each holding a `v × v`
+/// block (`v` rows of `v`-element row segments).
+///
+/// ```
+/// let d = tilekit_ops::dist::micro_block(4).unwrap();
+/// assert_eq!((d.x_lengths(), d.num_threads()), (vec![64, 64], 256));
+/// // thread 17 (warp 0, second thread row, column block 1): rows 4..8, columns 4..8
+/// assert_eq!(d.calculate_x(&[17i64], &[2, 3]), vec![6, 7]);
+/// ```
+pub fn micro_block(v: i64) -> Result<TileDistribution> {
+    enc(vec![vec![8, 2, v], vec![16, v]], &[&[(1, 0), (1, 1), (2, 0)]], &[(1, 2), (2, 1)])
+}
+
+/// The A fragment of `mma.sync.m16n8k16` (16×16, row): element `i` of lane `l` is `a[i]`.
+///
+/// ```
+/// let d = tilekit_ops::dist::mma_a().unwrap();
+/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(6)), vec![9, 10]); // lane 5: g = 1, q = 1
+/// ```
+pub fn mma_a() -> Result<TileDistribution> {
+    enc(vec![vec![2, 8], vec![2, 4, 2]], &[&[(1, 1), (2, 1)]], &[(2, 0), (1, 0), (2, 2)])
+}
+
+/// The B fragment of `mma.sync.m16n8k16` (16×8 as (k, n), col).
+///
+/// ```
+/// let d = tilekit_ops::dist::mma_b().unwrap();
+/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(3)), vec![11, 1]);
+/// ```
+pub fn mma_b() -> Result<TileDistribution> {
+    enc(vec![vec![2, 4, 2], vec![8]], &[&[(2, 0), (1, 1)]], &[(1, 0), (1, 2)])
+}
+
+/// The C/D fragment of `mma.sync.m16n8k16` (16×8 f32).
+///
+/// ```
+/// let d = tilekit_ops::dist::mma_c().unwrap();
+/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(2)), vec![9, 2]);
+/// ```
+pub fn mma_c() -> Result<TileDistribution> {
+    enc(vec![vec![2, 8], vec![4, 2]], &[&[(1, 1), (2, 0)]], &[(1, 0), (2, 1)])
+}

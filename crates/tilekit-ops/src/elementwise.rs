@@ -1,0 +1,191 @@
+//! Elementwise binary ops `c = a ∘ b` (add, mul, max) with `b` full, a row vector (broadcast over
+//! rows) or a column vector (broadcast over columns).
+//!
+//! ```text
+//!   broadcast is a view, not code: b's (lengths, strides) are (M, N) with strides
+//!     full (N, 1)   row vector (0, 1)   column vector (1, 0)
+//!   so the same window walk reads b[j] or b[i]; a stride-0 last dim has no vector guarantee
+//!   (scalar loads), a row vector keeps 16-byte loads.
+//!   math in f32 (16-bit inputs widened, the result rounded once): equal to the f64 reference
+//!   rounded to the type, so the check is exact.
+//! ```
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! use tilekit_ops::elementwise::{launch, Binary, Broadcast};
+//! assert!(launch(Binary::Add, Broadcast::Row, &[5, 9], ScalarType::F16, 1).unwrap().compare().passed);
+//! ```
+
+use tilekit_ir::interp::Args;
+use tilekit_ir::{Axis, BinOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_layout::Idx;
+
+use crate::dist;
+use crate::error::{OpsError, Result};
+use crate::host::{self, Outcome};
+use crate::tile::{View, Window};
+
+/// The operation.
+///
+/// ```
+/// assert_eq!(tilekit_ops::elementwise::Binary::Mul.name(), "mul");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    /// `a + b`.
+    Add,
+    /// `a · b`.
+    Mul,
+    /// `max(a, b)`.
+    Max,
+}
+
+impl Binary {
+    /// The name (`add`, `mul`, `max`).
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ops::elementwise::Binary::Max.name(), "max");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Binary::Add => "add",
+            Binary::Mul => "mul",
+            Binary::Max => "max",
+        }
+    }
+
+    fn op(self) -> BinOp {
+        match self {
+            Binary::Add => BinOp::Add,
+            Binary::Mul => BinOp::Mul,
+            Binary::Max => BinOp::Max,
+        }
+    }
+
+    fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            Binary::Add => a + b,
+            Binary::Mul => a * b,
+            Binary::Max => a.max(b),
+        }
+    }
+}
+
+/// The shape of `b`.
+///
+/// ```
+/// use tilekit_ops::elementwise::Broadcast;
+/// assert_eq!(Broadcast::Col.strides(4, 6), [1, 0]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broadcast {
+    /// `b` is `M × N`.
+    None,
+    /// `b` is a row vector of `N`, the same for every row.
+    Row,
+    /// `b` is a column vector of `M`, the same for every column.
+    Col,
+}
+
+impl Broadcast {
+    /// The strides that view `b` as `M × N`.
+    ///
+    /// ```
+    /// use tilekit_ops::elementwise::Broadcast;
+    /// assert_eq!(Broadcast::Row.strides(4, 6), [0, 1]);
+    /// ```
+    pub fn strides(self, _m: i64, n: i64) -> [i64; 2] {
+        match self {
+            Broadcast::None => [n, 1],
+            Broadcast::Row => [0, 1],
+            Broadcast::Col => [1, 0],
+        }
+    }
+
+    fn len(self, m: i64, n: i64) -> i64 {
+        match self {
+            Broadcast::None => m * n,
+            Broadcast::Row => n,
+            Broadcast::Col => m,
+        }
+    }
+}
+
+/// `c = a ∘ b`: params `a`, `b`, `c` (2-D, runtime lengths/strides); `va`, `vb` the vector
+/// guarantees of a/c and of b.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::elementwise::{build, Binary};
+/// let k = build(Binary::Mul, ScalarType::BF16, 8, 1).unwrap();
+/// assert!(k.to_string().contains("ld.global.v8.bf16") && k.to_string().contains("ld.global.bf16"));
+/// ```
+pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
+    host::check_dtype(op.name(), ty, &host::FLOAT_TYPES)?;
+    let (tm, tn) = crate::copy::tile(ty);
+    let v = 16 / ty.size_bytes() as i64;
+    let b = KernelBuilder::new(op.name(), [crate::copy::THREADS, 1, 1])?;
+    let a = b.tensor_param("a", ty, 2)?;
+    let bb = b.tensor_param("b", ty, 2)?;
+    let c = b.tensor_param("c", ty, 2)?;
+    let d = dist::row_major(tm, tn, crate::copy::THREADS as i64, v)?;
+    let origin = [b.block_id(Axis::Y) * Val::lit(tm), b.block_id(Axis::X) * Val::lit(tn)];
+    let win = |t: &tilekit_ir::TensorParam, vec: i64| -> Result<Window> {
+        Window::new(&b, &View::global(t, vec)?.pad(&[tm, tn])?, &[tm, tn], &origin, &d)
+    };
+    let x = win(&a, va)?.load(&b)?.cast(&b, ScalarType::F32)?;
+    let y = win(&bb, vb)?.load(&b)?.cast(&b, ScalarType::F32)?;
+    let z = x.zip_map(&b, &y, |b, p, q| Ok(b.binary(op.op(), p, q)?))?.cast(&b, ty)?;
+    win(&c, va)?.store(&b, &z)?;
+    Ok(b.finish()?)
+}
+
+/// Runs `c = a ∘ b` on random `M × N` data (b broadcast as asked) on the interpreter; the
+/// reference is the `f64` result rounded to the type (exact comparison).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::elementwise::{launch, Binary, Broadcast};
+/// assert!(launch(Binary::Max, Broadcast::Col, &[7, 5], ScalarType::F32, 2).unwrap().compare().passed);
+/// ```
+pub fn launch(
+    op: Binary,
+    bc: Broadcast,
+    shape: &[i64],
+    ty: ScalarType,
+    seed: u64,
+) -> Result<Outcome> {
+    host::check_shape(op.name(), shape, 2)?;
+    let (m, n) = (shape[0], shape[1]);
+    let (a, av) = host::random(ty, (m * n) as usize, seed);
+    let (b, bv) = host::random(ty, bc.len(m, n) as usize, seed.wrapping_add(1));
+    let bs = bc.strides(m, n);
+    let raw: Vec<f64> = (0..m * n)
+        .map(|i| op.apply(av[i as usize], bv[((i / n) * bs[0] + (i % n) * bs[1]) as usize]))
+        .collect();
+    let want = host::to_f64(&host::from_f64(ty, &raw));
+    let va = host::vector_for(ty, &[n]);
+    let vb = if bc == Broadcast::Col { 1 } else { va };
+    let k = build(op, ty, va, vb)?;
+    let (tm, tn) = crate::copy::tile(ty);
+    let grid = [host::blocks(n, tn)?, host::blocks(m, tm)?, 1];
+    let mut args = Args::new();
+    args.tensor(a, &[m, n], &[n, 1]).tensor(b, &[m, n], &bs);
+    args.tensor(host::poisoned(ty, (m * n) as usize), &[m, n], &[n, 1]);
+    let (buf, elapsed) = host::launch(&k, grid, args, 10)?;
+    if buf.len() != want.len() {
+        return Err(OpsError::invalid(
+            op.name(),
+            "output",
+            buf.len(),
+            "one element per input element",
+        ));
+    }
+    Ok(Outcome {
+        instructions: k.instruction_count(),
+        got: host::to_f64(&buf),
+        want,
+        tolerance: 0.0,
+        elapsed,
+    })
+}

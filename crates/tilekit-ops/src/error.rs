@@ -1,0 +1,96 @@
+//! Errors of the kernel library: misuse found while building a kernel, and failures while running
+//! or checking one.
+
+use tilekit_ir::ScalarType;
+
+/// Why a kernel could not be built, run or checked.
+///
+/// ```
+/// use tilekit_ops::OpsError;
+/// let e = OpsError::invalid("transpose", "shape", "[0, 3]", "every length must be >= 1");
+/// assert_eq!(e.to_string(), "transpose: shape = [0, 3] is invalid: every length must be >= 1");
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum OpsError {
+    /// The IR builder refused an operation.
+    #[error(transparent)]
+    Ir(#[from] tilekit_ir::IrError),
+    /// A tile-layer object could not be built.
+    #[error(transparent)]
+    Tile(#[from] tilekit_tile::TileError),
+    /// A layout object could not be built.
+    #[error(transparent)]
+    Layout(#[from] tilekit_layout::LayoutError),
+    /// The interpreter reported an error while running a kernel.
+    #[error("interpreter: {0}")]
+    Interp(String),
+    /// A value given to a kernel builder or runner is outside what it supports.
+    #[error("{context}: {field} = {value} is invalid: {rule}")]
+    Invalid {
+        /// Where.
+        context: String,
+        /// Which value.
+        field: String,
+        /// The value given.
+        value: String,
+        /// What would be valid.
+        rule: String,
+    },
+    /// Two things that must agree in element type do not.
+    #[error("{context}: element type {got} does not match {expected}")]
+    DtypeMismatch {
+        /// Where.
+        context: String,
+        /// The type given.
+        got: ScalarType,
+        /// The type required.
+        expected: ScalarType,
+    },
+    /// A tile window reaches past a view that has no padding along that dimension.
+    #[error(
+        "tile window: length {window} along dim {dim} exceeds the view's length {view}; pad the \
+         view (View::pad) or make the window at most {view} long"
+    )]
+    WindowExceedsView {
+        /// The dimension.
+        dim: usize,
+        /// The window length.
+        window: i64,
+        /// The view length.
+        view: i64,
+    },
+    /// The GPU backend was asked for but is not part of this build.
+    #[error("the GPU backend is not available in this build")]
+    GpuUnavailable,
+}
+
+impl OpsError {
+    /// An [`OpsError::Invalid`] from displayable parts.
+    ///
+    /// ```
+    /// let e = tilekit_ops::OpsError::invalid("gemm", "m", 17, "must be a multiple of 64");
+    /// assert!(e.to_string().contains("m = 17"));
+    /// ```
+    pub fn invalid(
+        context: impl Into<String>,
+        field: impl Into<String>,
+        value: impl std::fmt::Display,
+        rule: impl Into<String>,
+    ) -> OpsError {
+        OpsError::Invalid {
+            context: context.into(),
+            field: field.into(),
+            value: value.to_string(),
+            rule: rule.into(),
+        }
+    }
+}
+
+impl From<tilekit_ir::interp::InterpError> for OpsError {
+    fn from(e: tilekit_ir::interp::InterpError) -> Self {
+        OpsError::Interp(e.to_string())
+    }
+}
+
+/// Results of this crate.
+pub type Result<T, E = OpsError> = std::result::Result<T, E>;

@@ -1,0 +1,36 @@
+//! # tilekit-ops
+//!
+//! The kernel library of tilekit, written only with the IR builder (no PTX text): every
+//! kernel is Rust code that makes views, tile windows with distributions, distributed tensors
+//! of registers and shared-memory tiles, and every index comes from tilekit-layout /
+//! tilekit-tile generic code evaluated over the IR's symbolic values.
+//!
+//! ```text
+//!   tile     views, windows, distributed tensors, warp/block reductions (builder ↔ tile layer)
+//!   dist     the distributions the kernels use (encodings)
+//!   host     random data, dtypes, vector-width choice, comparison
+//!   copy  transpose (+ permute)  morton  reduce (+ softmax)  elementwise  gemm
+//!            each: config → builder function → Kernel; CPU reference; launch on the interpreter
+//!   run      `tilekit run`: build, run, check, report
+//! ```
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! let r = tilekit_ops::run::run("copy", &[33, 70], ScalarType::F32, tilekit_ops::run::Backend::Interp, 1).unwrap();
+//! assert!(r.passed && r.max_abs == 0.0);
+//! ```
+#![deny(missing_docs)]
+
+pub mod copy;
+pub mod dist;
+pub mod elementwise;
+pub mod error;
+pub mod gemm;
+pub mod host;
+pub mod morton;
+pub mod reduce;
+pub mod run;
+pub mod tile;
+pub mod transpose;
+
+pub use error::{OpsError, Result};

@@ -1,0 +1,100 @@
+//! The design documents' Morton swizzle: a row-major image → tiled Morton storage
+//! ([`TiledMorton`]: `t × t` tiles in row-major tile order, Z-order inside a tile) and back.
+//!
+//! ```text
+//!   image H × W (row-major)             storage: ceil(H/t)·ceil(W/t) tiles of t² elements
+//!   ┌────────┬────────┐                 tile (0,0) │ tile (0,1) │ … each in Z-order
+//!   │ t×t    │ t×t    │  ──swizzle──►   0 1 4 5 …
+//!   ├────────┼────────┤  ◄─unswizzle─   2 3 6 7 …
+//!
+//!   both sides are views with top (row, col):
+//!     image   = naive(H, W) padded to the block tile                (runtime lengths)
+//!     storage = TiledMorton(H_pad, W_pad, t).descriptor() lifted    (H_pad, W_pad = whole tiles)
+//!   swizzle: Window(image).load → Window(storage).store; the pad rows/cols of whole tiles read as
+//!   zero from the image, so the storage's padding holds 0 (the documented padding rule with
+//!   fill 0); unswizzle: the reverse, image stores masked to H × W.
+//! ```
+//!
+//! The storage layout is a build-time value, so the kernels are specialised to `H × W`.
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! assert!(tilekit_ops::morton::launch(&[10, 13], 8, false, ScalarType::F32, 1).unwrap().compare().passed);
+//! ```
+
+use tilekit_ir::interp::Args;
+use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_layout::swizzle::TiledMorton;
+use tilekit_layout::Idx;
+
+use crate::dist;
+use crate::error::Result;
+use crate::host::{self, Outcome};
+use crate::tile::{View, Window};
+
+/// `swizzle` (image → storage, `inverse = false`) or `unswizzle` for an `h × w` image of `ty`
+/// in `t × t` tiles. Params: `image` (2-D tensor, runtime lengths/strides, last stride 1) and
+/// `storage` (a pointer of `TiledMorton::storage_len` elements).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::morton::build(ScalarType::F32, 64, 64, 8, false).unwrap();
+/// assert!(k.to_string().contains("ld.global.v4.f32"));
+/// assert!(tilekit_ops::morton::build(ScalarType::F32, 64, 64, 6, false).is_err()); // t not a power of two
+/// ```
+pub fn build(ty: ScalarType, h: i64, w: i64, t: i64, inverse: bool) -> Result<Kernel> {
+    host::check_dtype("morton", ty, &host::FLOAT_TYPES)?;
+    let geo = TiledMorton::new(h, w, t)?;
+    let (hp, wp) = (geo.tiles_h() * t, geo.tiles_w() * t);
+    let padded = TiledMorton::new(hp, wp, t)?;
+    let (tm, tn) = crate::copy::tile(ty);
+    let v = 16 / ty.size_bytes() as i64;
+    let name = if inverse { "morton_unswizzle" } else { "morton_swizzle" };
+    let b = KernelBuilder::new(name, [crate::copy::THREADS, 1, 1])?;
+    let image = b.tensor_param("image", ty, 2)?;
+    let storage = b.ptr_param("storage", ty)?;
+    let d = dist::row_major(tm, tn, crate::copy::THREADS as i64, v)?;
+    let origin = [b.block_id(Axis::Y) * Val::lit(tm), b.block_id(Axis::X) * Val::lit(tn)];
+    let iv = View::global(&image, host::vector_for(ty, &[w]))?.pad(&[tm, tn])?;
+    let sv = View::new(storage, padded.descriptor()?.lift::<Val>()).pad(&[tm, tn])?;
+    let (src, dst) = if inverse { (&sv, &iv) } else { (&iv, &sv) };
+    let regs = Window::new(&b, src, &[tm, tn], &origin, &d)?.load(&b)?;
+    Window::new(&b, dst, &[tm, tn], &origin, &d)?.store(&b, &regs)?;
+    Ok(b.finish()?)
+}
+
+/// Runs the swizzle (or its inverse) on a random `H × W` image on the interpreter; the
+/// reference is [`TiledMorton::swizzle`] with fill 0 (or [`TiledMorton::unswizzle`]).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert!(tilekit_ops::morton::launch(&[9, 17], 4, true, ScalarType::BF16, 3).unwrap().compare().passed);
+/// ```
+pub fn launch(shape: &[i64], t: i64, inverse: bool, ty: ScalarType, seed: u64) -> Result<Outcome> {
+    host::check_shape("morton", shape, 2)?;
+    let (h, w) = (shape[0], shape[1]);
+    let geo = TiledMorton::new(h, w, t)?;
+    let k = build(ty, h, w, t, inverse)?;
+    let (tm, tn) = crate::copy::tile(ty);
+    let grid = [host::blocks(geo.tiles_w() * t, tn)?, host::blocks(geo.tiles_h() * t, tm)?, 1];
+    let mut args = Args::new();
+    let (want, out) = if inverse {
+        let (s, sv) = host::random(ty, geo.storage_len() as usize, seed);
+        let want = geo.unswizzle(&sv)?;
+        args.tensor(host::poisoned(ty, (h * w) as usize), &[h, w], &[w, 1]).buffer(s);
+        (want, 0)
+    } else {
+        let (img, iv) = host::random(ty, (h * w) as usize, seed);
+        let want = geo.swizzle(&iv, 0.0)?;
+        args.tensor(img, &[h, w], &[w, 1]).buffer(host::poisoned(ty, geo.storage_len() as usize));
+        (want, 5)
+    };
+    let (buf, elapsed) = host::launch(&k, grid, args, out)?;
+    Ok(Outcome {
+        instructions: k.instruction_count(),
+        got: host::to_f64(&buf),
+        want,
+        tolerance: 0.0,
+        elapsed,
+    })
+}

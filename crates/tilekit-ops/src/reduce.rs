@@ -1,0 +1,260 @@
+//! Row reductions (sum, max) and row softmax, one block per row, f32 math (f32 or bf16 input).
+//!
+//! ```text
+//!   row reduce (any N)                         softmax (N ≤ 16384: the row stays in registers)
+//!   for c0 in 0..N_pad step 256·V·4:           x  = Window(row, 256·V·U).load_or(−∞) → f32
+//!     x = Window(row, c0).load_or(identity)    m  = block_reduce(max over the thread's x)
+//!     acc ⊕= reduce_thread(f32(x))             e  = exp2((x − m)·log2 e)
+//!   r = block_reduce(acc)                      s  = block_reduce(Σ e)
+//!   thread 0: y[row] = r                       y  = Window(row).store(cast(e · (1/s)))
+//!   (4 vectors of 16 bytes in flight per thread; warps: butterfly shuffles; block: shared memory)
+//! ```
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! use tilekit_ops::reduce::{launch, Reduction};
+//! assert!(launch(Reduction::Sum, &[3, 1000], ScalarType::F32, 1).unwrap().compare().passed);
+//! ```
+
+use tilekit_ir::interp::Args;
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Lit, ScalarType, UnOp, Val};
+use tilekit_layout::Idx;
+
+use crate::dist;
+use crate::error::{OpsError, Result};
+use crate::host::{self, Outcome};
+use crate::tile::{block_reduce, View, Window};
+
+/// Threads per block.
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::THREADS, 256);
+/// ```
+pub const THREADS: u32 = 256;
+
+/// What a kernel of this module computes per row.
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::Reduction::Max.name(), "row_max");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduction {
+    /// `y[r] = Σ_c x[r, c]`.
+    Sum,
+    /// `y[r] = max_c x[r, c]`.
+    Max,
+    /// `y[r, c] = exp(x[r, c] − max) / Σ exp(x[r, ·] − max)`.
+    Softmax,
+}
+
+impl Reduction {
+    /// The kernel name.
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ops::reduce::Reduction::Softmax.name(), "softmax");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::Sum => "row_sum",
+            Reduction::Max => "row_max",
+            Reduction::Softmax => "softmax",
+        }
+    }
+}
+
+const TYPES: [ScalarType; 2] = [ScalarType::F32, ScalarType::BF16];
+
+fn lit(ty: ScalarType, v: f64) -> Result<Lit> {
+    Lit::float(ty, v).ok_or_else(|| OpsError::invalid("reduce", "dtype", ty, "a float type"))
+}
+
+/// Row sum or max: params `x` (2-D, runtime lengths/strides) and `y` (1-D f32); grid = rows.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{build_reduce, Reduction};
+/// let k = build_reduce(Reduction::Max, ScalarType::BF16, 8).unwrap();
+/// assert!(k.to_string().contains("ld.global.v8.bf16"));
+/// assert!(build_reduce(Reduction::Softmax, ScalarType::F32, 4).is_err());
+/// ```
+pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
+    host::check_dtype(r.name(), ty, &TYPES)?;
+    let op = match r {
+        Reduction::Sum => BinOp::Add,
+        Reduction::Max => BinOp::Max,
+        Reduction::Softmax => {
+            return Err(OpsError::invalid(
+                "build_reduce",
+                "reduction",
+                "softmax",
+                "use build_softmax",
+            ))
+        }
+    };
+    let identity = if op == BinOp::Add { 0.0 } else { f64::NEG_INFINITY };
+    let v = 16 / ty.size_bytes() as i64;
+    let chunk = THREADS as i64 * v * 4;
+    let b = KernelBuilder::new(r.name(), [THREADS, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ScalarType::F32, 1)?;
+    let scratch = b.shared("partial", ScalarType::F32, THREADS as usize / 32)?;
+    let d = dist::row_major(1, chunk, THREADS as i64, v)?;
+    let row = b.block_id(Axis::X);
+    let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
+    let fill = b.konst(lit(ty, identity)?);
+    let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
+    let acc = crate::tile::for_range(
+        &b,
+        &Val::lit(0),
+        &n_pad,
+        &Val::lit(chunk),
+        &[b.f32(identity as f32)],
+        |b, c0, acc| {
+            let t = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0], &d)?.load_or(b, &fill)?;
+            let part = t.cast(b, ScalarType::F32)?.reduce_thread(b, op)?;
+            Ok(vec![b.binary(op, &acc[0], &part)?])
+        },
+    )?;
+    let total = block_reduce(&b, &acc[0], op, scratch)?;
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
+    let off = y.descriptor(None)?.calculate_offset(std::slice::from_ref(&row));
+    b.store(y.mem, &off, &[total], Some(&first))?;
+    Ok(b.finish()?)
+}
+
+/// Row-chunks per thread the softmax kernel needs for rows of `n` (at most 64 elements per
+/// thread: rows up to 16384).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_ops::reduce::softmax_chunks(ScalarType::F32, 16384).unwrap(), 16);
+/// assert!(tilekit_ops::reduce::softmax_chunks(ScalarType::F32, 16385).is_err());
+/// ```
+pub fn softmax_chunks(ty: ScalarType, n: i64) -> Result<i64> {
+    let v = 16 / ty.size_bytes() as i64;
+    let u = (n + THREADS as i64 * v - 1) / (THREADS as i64 * v);
+    if n < 1 || u * v > 64 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "row length",
+            n,
+            format!("must be 1..={} (the row is held in registers)", 64 * THREADS as i64),
+        ));
+    }
+    Ok(u)
+}
+
+/// Row softmax of rows of at most `chunks · 256 · V` elements (numerically stable: max, exp2
+/// of scaled differences, sum, normalise); params `x`, `y` (2-D, same type).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::reduce::build_softmax(ScalarType::F32, 1, 4).unwrap();
+/// assert!(k.to_string().contains("ex2.approx"));
+/// ```
+pub fn build_softmax(ty: ScalarType, chunks: i64, vx: i64) -> Result<Kernel> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    let v = 16 / ty.size_bytes() as i64;
+    let len = THREADS as i64 * v * chunks;
+    let b = KernelBuilder::new("softmax", [THREADS, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let scratch = b.shared("partial", ScalarType::F32, THREADS as usize / 32)?;
+    let d = dist::row_major(1, len, THREADS as i64, v)?;
+    let origin = [b.block_id(Axis::X), Val::lit(0)];
+    let xv = View::global(&x, vx)?.pad(&[1, len])?;
+    let yv = View::global(&y, vx)?.pad(&[1, len])?;
+    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
+        .load_or(&b, &ninf)?
+        .cast(&b, ScalarType::F32)?;
+    let m = block_reduce(&b, &t.reduce_thread(&b, BinOp::Max)?, BinOp::Max, scratch)?;
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let e = t.map(&b, |b, xv| {
+        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?;
+        Ok(b.unary(UnOp::Exp2Approx, &z)?)
+    })?;
+    let s = block_reduce(&b, &e.reduce_thread(&b, BinOp::Add)?, BinOp::Add, scratch)?;
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), &s)?;
+    let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &inv)?))?.cast(&b, ty)?;
+    Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
+    Ok(b.finish()?)
+}
+
+/// CPU reference in `f64` (softmax rounded to the output type).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{reference, Reduction};
+/// assert_eq!(reference(Reduction::Max, &[1.0, 3.0, 2.0, -1.0], 2, 2, ScalarType::F32), vec![3.0, 2.0]);
+/// ```
+pub fn reference(r: Reduction, x: &[f64], m: usize, n: usize, ty: ScalarType) -> Vec<f64> {
+    let rows = x.chunks(n).take(m);
+    match r {
+        Reduction::Sum => rows.map(|row| row.iter().sum()).collect(),
+        Reduction::Max => {
+            rows.map(|row| row.iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect()
+        }
+        Reduction::Softmax => {
+            let out: Vec<f64> = rows
+                .flat_map(|row| {
+                    let mx = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+                    row.iter().map(move |v| (v - mx).exp() / s).collect::<Vec<_>>()
+                })
+                .collect();
+            host::to_f64(&host::from_f64(ty, &out))
+        }
+    }
+}
+
+/// Runs a reduction or softmax on a random `M × N` input on the interpreter. Tolerance: exact
+/// for max; sums 1e-4 · max(|sum|, 1) (f32 order of summation); softmax 1e-5 for f32, one bf16 ulp
+/// (2⁻⁸) for bf16.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{launch, Reduction};
+/// assert!(launch(Reduction::Softmax, &[2, 300], ScalarType::BF16, 4).unwrap().compare().passed);
+/// ```
+pub fn launch(r: Reduction, shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
+    host::check_shape(r.name(), shape, 2)?;
+    let (m, n) = (shape[0], shape[1]);
+    let vx = host::vector_for(ty, &[n]);
+    let (x, xv) = host::random(ty, (m * n) as usize, seed);
+    let want = reference(r, &xv, m as usize, n as usize, ty);
+    let mut args = Args::new();
+    let (k, tol) = match r {
+        Reduction::Softmax => {
+            let k = build_softmax(ty, softmax_chunks(ty, n)?, vx)?;
+            args.tensor(x, &[m, n], &[n, 1]).tensor(
+                host::poisoned(ty, (m * n) as usize),
+                &[m, n],
+                &[n, 1],
+            );
+            (k, if ty == ScalarType::F32 { 1e-5 } else { 1.0 / 256.0 })
+        }
+        _ => {
+            let k = build_reduce(r, ty, vx)?;
+            args.tensor(x, &[m, n], &[n, 1]).tensor(
+                host::poisoned(ScalarType::F32, m as usize),
+                &[m],
+                &[1],
+            );
+            (k, if r == Reduction::Max { 0.0 } else { 1e-4 })
+        }
+    };
+    let grid = [
+        u32::try_from(m).map_err(|_| OpsError::invalid(r.name(), "rows", m, "must fit in u32"))?,
+        1,
+        1,
+    ];
+    let (buf, elapsed) = host::launch(&k, grid, args, 5)?;
+    Ok(Outcome {
+        instructions: k.instruction_count(),
+        got: host::to_f64(&buf),
+        want,
+        tolerance: tol,
+        elapsed,
+    })
+}

@@ -1,0 +1,305 @@
+//! 2-D transpose through a swizzled shared-memory tile, batched; and the 3-D permutes built on
+//! it (and on [`crate::copy`]).
+//!
+//! ```text
+//!   T = 16·V (V = 16 bytes of the type: 64 for f32, 128 for f16/bf16), 256 threads
+//!   micro_block(V): each thread holds a V×V block of the tile (V row segments of V elements)
+//!
+//!   x tile (r, c) ──load: V-vectors along c──► regs ──store: V-vectors along r──► St[c][r]
+//!                                                    (the shared view is St permuted to (r, c):
+//!                                                     the traits pick the other Y as vector dim)
+//!   bar.sync
+//!   St[c][r] ──load: V-vectors along r──► regs ──store: V-vectors along r──► y tile (c, r)
+//!
+//!   St row of T elements = 16 chunks of 16 bytes; chunk' = chunk ⊕ ((row / V) mod 16):
+//!   a phase of 8 lanes (16-byte accesses) writes rows 4m+j (m = 0..7) of one chunk column →
+//!   8 different chunk' → 8 distinct groups of 4 banks: conflict-free; reads take 8 consecutive
+//!   chunks of one row → a permutation of them: conflict-free.
+//! ```
+//!
+//! Permutes of a 3-D tensor: `out[k] = in[perm[k]]`. When `perm[2] = 2` the last dim stays and
+//! the permute is a copy from a strided view; otherwise it is a batched transpose of the
+//! (`perm[2]`, 2) plane over the remaining dim — only strides differ, the kernel is the same.
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! let o = tilekit_ops::transpose::launch(&[70, 33], ScalarType::F32, 1).unwrap();
+//! assert!(o.compare().passed);
+//! ```
+
+use tilekit_ir::interp::Args;
+use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_layout::{Idx, TensorDescriptor, Transform};
+use tilekit_tile::traits::{AccessCurve, LoadStoreTraits};
+use tilekit_tile::window::walk_generic;
+use tilekit_tile::TileDistribution;
+
+use crate::dist;
+use crate::error::{OpsError, Result};
+use crate::host::{self, Outcome};
+use crate::tile::{View, Window};
+
+/// Threads per block.
+///
+/// ```
+/// assert_eq!(tilekit_ops::transpose::THREADS, 256);
+/// ```
+pub const THREADS: u32 = 256;
+
+/// The vector (elements per 16 bytes) and tile side for `ty`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_ops::transpose::tile(ScalarType::BF16), (8, 128));
+/// ```
+pub fn tile(ty: ScalarType) -> (i64, i64) {
+    let v = 16 / ty.size_bytes() as i64;
+    (v, 16 * v)
+}
+
+/// The shared tile: `rows × cols` row-major, 16-byte chunks of `v` elements, chunk index XORed
+/// with `(row / group) mod (cols / v)` — built from transforms (unmerge, xor, merge).
+///
+/// ```
+/// let d = tilekit_ops::transpose::xor_swizzled(64, 64, 4, 4).unwrap();
+/// assert_eq!(d.calculate_offset(&[4, 0]), 4 * 64 + 4);      // row 4: chunk 0 ⊕ 1 = 1
+/// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, 4], vec![-1, 1]));
+/// ```
+pub fn xor_swizzled(rows: i64, cols: i64, v: i64, group: i64) -> Result<TensorDescriptor<i64>> {
+    if v < 1 || cols % v != 0 || group < 1 || rows % group != 0 {
+        return Err(OpsError::invalid(
+            "xor swizzled tile",
+            "rows/cols/v/group",
+            format!("{rows}/{cols}/{v}/{group}"),
+            "v must divide cols and group must divide rows",
+        ));
+    }
+    let (hi, chunks) = (rows / group, cols / v);
+    let storage = TensorDescriptor::packed(vec![hi, group, chunks, v], Some(v))?;
+    let sw = storage.transform(
+        vec![
+            Transform::xor(hi, chunks)?,
+            Transform::pass_through(group)?,
+            Transform::pass_through(v)?,
+        ],
+        vec![vec![0, 2], vec![1], vec![3]],
+        vec![vec![0, 2], vec![1], vec![3]],
+    )?;
+    Ok(sw.transform(
+        vec![Transform::merge(vec![hi, group])?, Transform::merge(vec![chunks, v])?],
+        vec![vec![0, 1], vec![2, 3]],
+        vec![vec![0], vec![1]],
+    )?)
+}
+
+/// The shared tile descriptor the kernel uses for `ty` (top = (row, col) of `St`).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_ops::transpose::shared_tile(ScalarType::F32).unwrap().element_space_size(), 64 * 64);
+/// ```
+pub fn shared_tile(ty: ScalarType) -> Result<TensorDescriptor<i64>> {
+    let (v, t) = tile(ty);
+    xor_swizzled(t, t, v, v)
+}
+
+/// `y[b, j, i] = x[b, i, j]`: params `x` (batch, M, N) and `y` (batch, N, M), runtime lengths
+/// and strides, last strides 1; `vx`/`vy` the views' vector guarantees.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::transpose::build(ScalarType::F32, 4, 4).unwrap();
+/// let text = k.to_string();
+/// assert!(text.contains("ld.global.v4.f32") && text.contains("st.shared.v4.f32") && text.contains("bar.sync"));
+/// ```
+pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
+    host::check_dtype("transpose", ty, &host::FLOAT_TYPES)?;
+    let (v, t) = tile(ty);
+    let b = KernelBuilder::new("transpose", [THREADS, 1, 1])?;
+    let x = b.tensor_param("x", ty, 3)?;
+    let y = b.tensor_param("y", ty, 3)?;
+    let d = dist::micro_block(v)?;
+    let z = b.block_id(Axis::Z);
+    let (r0, c0) = (b.block_id(Axis::Y) * Val::lit(t), b.block_id(Axis::X) * Val::lit(t));
+    let xv = View::global(&x, vx)?.freeze(0, z.clone())?.pad(&[t, t])?;
+    let yv = View::global(&y, vy)?.freeze(0, z)?.pad(&[t, t])?;
+    let st = View::shared(&b, "tile", ty, &shared_tile(ty)?)?; // top (c, r)
+    let zero = [Val::lit(0), Val::lit(0)];
+    let regs = Window::new(&b, &xv, &[t, t], &[r0.clone(), c0.clone()], &d)?.load(&b)?;
+    Window::new(&b, &st.clone().permute(&[1, 0])?, &[t, t], &zero, &d)?.store(&b, &regs)?;
+    b.barrier();
+    let out = Window::new(&b, &st, &[t, t], &zero, &d)?.load(&b)?;
+    Window::new(&b, &yv, &[t, t], &[c0, r0], &d)?.store(&b, &out)?;
+    Ok(b.finish()?)
+}
+
+fn run_batched(
+    ty: ScalarType,
+    (batch, m, n): (i64, i64, i64),
+    (xs, ys): ([i64; 3], [i64; 3]),
+    x: tilekit_ir::interp::HostBuffer,
+    want: Vec<f64>,
+) -> Result<Outcome> {
+    let vx = host::vector_for(ty, &[n, xs[0], xs[1]]);
+    let vy = host::vector_for(ty, &[m, ys[0], ys[1]]);
+    let k = build(ty, vx, vy)?;
+    let (_, t) = tile(ty);
+    let grid = [host::blocks(n, t)?, host::blocks(m, t)?, batch as u32];
+    let mut args = Args::new();
+    args.tensor(x, &[batch, m, n], &xs).tensor(host::poisoned(ty, want.len()), &[batch, n, m], &ys);
+    let (yb, elapsed) = host::launch(&k, grid, args, 7)?;
+    Ok(Outcome {
+        instructions: k.instruction_count(),
+        got: host::to_f64(&yb),
+        want,
+        tolerance: 0.0,
+        elapsed,
+    })
+}
+
+/// CPU reference of a 3-D permute: `out[o] = in[i]` with `o[k] = i[perm[k]]`.
+///
+/// ```
+/// let x: Vec<f64> = (0..6).map(f64::from).collect();   // 1×2×3
+/// assert_eq!(tilekit_ops::transpose::permute_reference(&x, &[1, 2, 3], &[0, 2, 1]), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+/// ```
+pub fn permute_reference(x: &[f64], shape: &[i64], perm: &[usize]) -> Vec<f64> {
+    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
+    let is = host::strides(shape);
+    let n = x.len();
+    let mut out = Vec::with_capacity(n);
+    for o in 0..n as i64 {
+        let mut rest = o;
+        let mut idx = [0i64; 3];
+        for k in (0..3).rev() {
+            idx[k] = rest % out_shape[k];
+            rest /= out_shape[k];
+        }
+        let off: i64 = (0..3).map(|k| idx[k] * is[perm[k]]).sum();
+        out.push(x[off as usize]);
+    }
+    out
+}
+
+/// Transposes a random `M × N` matrix on the interpreter (reference: the CPU transpose).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert!(tilekit_ops::transpose::launch(&[3], ScalarType::F32, 1).is_err());
+/// ```
+pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
+    host::check_shape("transpose", shape, 2)?;
+    let (m, n) = (shape[0], shape[1]);
+    let (x, xv) = host::random(ty, (m * n) as usize, seed);
+    let want = permute_reference(&xv, &[1, m, n], &[0, 2, 1]);
+    run_batched(ty, (1, m, n), ([m * n, n, 1], [m * n, m, 1]), x, want)
+}
+
+/// Permutes a random row-major 3-D tensor on the interpreter: `out` has dims
+/// `shape[perm[0]], shape[perm[1]], shape[perm[2]]`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let o = tilekit_ops::transpose::launch_permute(&[3, 5, 7], &[2, 0, 1], ScalarType::BF16, 2).unwrap();
+/// assert!(o.compare().passed);
+/// assert!(tilekit_ops::transpose::launch_permute(&[3, 5, 7], &[2, 2, 1], ScalarType::F32, 2).is_err());
+/// ```
+pub fn launch_permute(shape: &[i64], perm: &[usize], ty: ScalarType, seed: u64) -> Result<Outcome> {
+    host::check_shape("permute", shape, 3)?;
+    let mut seen = [false; 3];
+    if perm.len() != 3 || perm.iter().any(|&p| p > 2 || std::mem::replace(&mut seen[p], true)) {
+        return Err(OpsError::invalid(
+            "permute",
+            "perm",
+            format!("{perm:?}"),
+            "a permutation of 0, 1, 2",
+        ));
+    }
+    let n: i64 = shape.iter().product();
+    let (x, xv) = host::random(ty, n as usize, seed);
+    let want = permute_reference(&xv, shape, perm);
+    let is = host::strides(shape);
+    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
+    let os = host::strides(&out_shape);
+    if perm[2] == 2 {
+        // the last dim stays: a copy from the input seen in output order
+        let xs: Vec<i64> = perm.iter().map(|&p| is[p]).collect();
+        return crate::copy::launch_strided(ty, &out_shape, &xs, x, want);
+    }
+    let p2 = perm[2];
+    let bi = 3 - 2 - p2; // the dim that is neither the input's last nor the output's last
+    let pos = |d: usize| perm.iter().position(|&p| p == d).unwrap_or(0);
+    run_batched(
+        ty,
+        (shape[bi], shape[p2], shape[2]),
+        ([is[bi], is[p2], 1], [os[pos(bi)], os[pos(2)], 1]),
+        x,
+        want,
+    )
+}
+
+/// The worst bank conflict of the kernel's shared accesses for `ty`: for every warp and every
+/// shared access of the two shared windows (the transposed store and the load), the lanes are
+/// split into phases (32 / 16 / 8 lanes for 4- / 8- / 16-byte accesses); within a phase, the
+/// number of distinct 4-byte words that fall in one bank is counted. 1 = conflict-free.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_ops::transpose::bank_conflicts(ScalarType::F32).unwrap(), 1);
+/// ```
+pub fn bank_conflicts(ty: ScalarType) -> Result<usize> {
+    bank_conflicts_with(ty, &shared_tile(ty)?)
+}
+
+/// [`bank_conflicts`] for another layout of the `T × T` shared tile (e.g. unswizzled).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_layout::TensorDescriptor;
+/// let plain = TensorDescriptor::packed(vec![64i64, 64], Some(4)).unwrap();
+/// assert_eq!(tilekit_ops::transpose::bank_conflicts_with(ScalarType::F32, &plain).unwrap(), 8);
+/// ```
+pub fn bank_conflicts_with(ty: ScalarType, st: &TensorDescriptor<i64>) -> Result<usize> {
+    let (v, t) = tile(ty);
+    let d = dist::micro_block(v)?;
+    let st = st.clone();
+    let st_rc = st.transform(
+        vec![Transform::pass_through(t)?, Transform::pass_through(t)?],
+        vec![vec![1], vec![0]],
+        vec![vec![0], vec![1]],
+    )?;
+    let size = ty.size_bytes() as i64;
+    Ok(worst_conflict(&d, &st_rc, size)?.max(worst_conflict(&d, &st, size)?))
+}
+
+/// The worst conflict degree of one shared window (see [`bank_conflicts`]).
+#[allow(clippy::needless_range_loop)] // a = access number, th = thread: both index `walks`
+fn worst_conflict(d: &TileDistribution, desc: &TensorDescriptor<i64>, size: i64) -> Result<usize> {
+    let traits = LoadStoreTraits::new(d, desc, AccessCurve::Linear)?;
+    let bytes = traits.scalar_per_vector() * size;
+    let lanes_per_phase = (128 / bytes.max(4)).min(32) as usize;
+    let adaptor = d.ps_ys_to_xs();
+    let walks = (0..d.num_threads())
+        .map(|p| walk_generic(adaptor, 1, &traits, desc, &[0, 0], &[p]))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut worst = 1;
+    for w in 0..(d.num_threads() as usize / 32) {
+        for a in 0..traits.num_access() as usize {
+            for phase in 0..32 / lanes_per_phase {
+                let mut banks: Vec<Vec<i64>> = vec![vec![]; 32];
+                for l in 0..lanes_per_phase {
+                    let th = w * 32 + phase * lanes_per_phase + l;
+                    let addr = walks[th][a].offset * size;
+                    for word in addr / 4..(addr + bytes + 3) / 4 {
+                        let bank = &mut banks[(word % 32) as usize];
+                        if !bank.contains(&word) {
+                            bank.push(word);
+                        }
+                    }
+                }
+                worst = worst.max(banks.iter().map(Vec::len).max().unwrap_or(1));
+            }
+        }
+    }
+    Ok(worst)
+}

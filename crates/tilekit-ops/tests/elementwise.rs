@@ -1,0 +1,18 @@
+//! Elementwise binary ops with broadcast: interpreter vs rounded f64 reference (exact).
+use tilekit_ops::elementwise::{launch, Binary, Broadcast};
+use tilekit_ops::host::FLOAT_TYPES;
+
+#[test]
+fn binary_ops_with_broadcast_match_on_random_shapes() {
+    for ty in FLOAT_TYPES {
+        for op in [Binary::Add, Binary::Mul, Binary::Max] {
+            for bc in [Broadcast::None, Broadcast::Row, Broadcast::Col] {
+                for (i, s) in [[1i64, 1], [5, 9], [32, 128], [33, 130], [70, 7]].iter().enumerate()
+                {
+                    let c = launch(op, bc, s, ty, i as u64).unwrap().compare();
+                    assert!(c.passed && c.max_abs == 0.0, "{} {bc:?} {ty} {s:?}: {c:?}", op.name());
+                }
+            }
+        }
+    }
+}
