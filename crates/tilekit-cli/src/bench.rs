@@ -21,7 +21,7 @@ use crate::CliError;
 /// Arguments of `tilekit bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Kernel to time (`copy`, or `all`).
+    /// Kernel to time (a kernel of the benchmark set, `copy-example`, or `all`).
     #[arg(default_value = "all")]
     pub kernel: String,
     /// Size of the data each kernel reads, in MiB.
@@ -105,7 +105,7 @@ fn bench_copy(
     let bytes = 2 * (n as u64) * 4;
     let gbs = bytes as f64 / (t.median_ms() * 1e-3) / 1e9;
     Ok(Measurement {
-        kernel: format!("copy f32 v4 ({} MiB)", a.mib),
+        kernel: format!("copy-example f32 v4 {} MiB", a.mib),
         device: gpu.props().name.clone(),
         bytes,
         median_ms: t.median_ms(),
@@ -115,9 +115,77 @@ fn bench_copy(
     })
 }
 
+/// The benchmark set of issue 7: (kernel, shape, dtype) at the target sizes.
+pub const BENCH_SET: &[(&str, &[i64], ScalarType)] = &[
+    ("copy", &[16384, 16384], ScalarType::F32),
+    ("transpose", &[16384, 16384], ScalarType::F32),
+    ("transpose", &[16384, 16384], ScalarType::BF16),
+    ("permute", &[512, 512, 256], ScalarType::F32),
+    ("permute", &[512, 512, 256], ScalarType::BF16),
+    ("morton", &[16384, 16384], ScalarType::F32),
+    ("unmorton", &[16384, 16384], ScalarType::F32),
+    ("row_sum", &[16384, 16384], ScalarType::F32),
+    ("row_sum", &[16384, 16384], ScalarType::BF16),
+    ("softmax", &[16384, 16384], ScalarType::F32),
+    ("softmax", &[16384, 16384], ScalarType::BF16),
+];
+
+fn ops_bench(
+    gpu: &Gpu,
+    kernel: &str,
+    shape: &[i64],
+    dtype: ScalarType,
+    reps: usize,
+    copy_gbs: f64,
+) -> Result<Measurement, CliError> {
+    use std::rc::Rc;
+    use tilekit_ops::exec::{with_executor, GpuExecutor};
+    let ex = Rc::new(GpuExecutor::new(gpu.clone()).timed(3, reps));
+    let o =
+        with_executor(ex.clone(), || tilekit_ops::run::launch_outcome(kernel, shape, dtype, 11))
+            .map_err(|e| CliError::BadArgument {
+                flag: "kernel".into(),
+                value: kernel.into(),
+                rule: e.to_string(),
+            })?;
+    let c = o.compare();
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    let name = format!("{kernel} {} {}", dims.join("x"), dtype.name());
+    if !c.passed {
+        return Err(CliError::BadArgument {
+            flag: "kernel".into(),
+            value: name,
+            rule: format!(
+                "the timed kernel is wrong: {} mismatches, max abs {:.3e}",
+                c.mismatches, c.max_abs
+            ),
+        });
+    }
+    let rec = ex.take_records().pop().ok_or_else(|| CliError::BadArgument {
+        flag: "kernel".into(),
+        value: name.clone(),
+        rule: "no GPU launch was recorded".into(),
+    })?;
+    let gbs = rec.bytes as f64 / (rec.median_ms * 1e-3) / 1e9;
+    Ok(Measurement {
+        kernel: name,
+        device: gpu.props().name.clone(),
+        bytes: rec.bytes,
+        median_ms: rec.median_ms,
+        gb_per_s: gbs,
+        copy_gb_per_s: copy_gbs,
+        ratio_to_copy: gbs / copy_gbs,
+    })
+}
+
 /// Runs `tilekit bench`.
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
-    let known = ["copy"];
+    let mut known: Vec<&str> = vec!["copy-example"];
+    for (k, _, _) in BENCH_SET {
+        if !known.contains(k) {
+            known.push(k);
+        }
+    }
     if a.kernel != "all" && !known.contains(&a.kernel.as_str()) {
         return Err(CliError::BadArgument {
             flag: "KERNEL".into(),
@@ -134,27 +202,38 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     };
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
     let copy_gbs = copy_baseline(&gpu, a.mib << 20, a.reps)?;
-    let results = vec![bench_copy(&gpu, a, cache.as_ref(), copy_gbs)?];
-    if a.json {
-        for r in &results {
-            println!(
-                "{}",
-                serde_json::to_string(r).map_err(|e| CliError::BadArgument {
-                    flag: "--json".into(),
-                    value: String::new(),
-                    rule: e.to_string()
-                })?
-            );
+    if !a.json {
+        println!(
+            "device {}; device-to-device copy (cuMemcpyDtoD, {} MiB) {copy_gbs:.0} GB/s",
+            gpu.props().name,
+            a.mib
+        );
+        println!("{:<34} {:>10} {:>10} {:>8}", "kernel", "median ms", "GB/s", "x copy");
+    }
+    let mut failures = 0;
+    let mut emit = |r: Result<Measurement, CliError>| match r {
+        Ok(m) => {
+            if a.json {
+                println!("{}", serde_json::to_string(&m).unwrap_or_default());
+            } else {
+                println!(
+                    "{:<34} {:>10.3} {:>10.0} {:>8.3}",
+                    m.kernel, m.median_ms, m.gb_per_s, m.ratio_to_copy
+                );
+            }
         }
-    } else {
-        println!("device {}; device-to-device copy {copy_gbs:.0} GB/s", gpu.props().name);
-        println!("{:<28} {:>10} {:>10} {:>8}", "kernel", "median ms", "GB/s", "× copy");
-        for r in &results {
-            println!(
-                "{:<28} {:>10.3} {:>10.0} {:>8.3}",
-                r.kernel, r.median_ms, r.gb_per_s, r.ratio_to_copy
-            );
+        Err(e) => {
+            failures += 1;
+            println!("FAIL {e}");
+        }
+    };
+    if a.kernel == "all" || a.kernel == "copy-example" {
+        emit(bench_copy(&gpu, a, cache.as_ref(), copy_gbs));
+    }
+    for (k, shape, dtype) in BENCH_SET {
+        if a.kernel == "all" || a.kernel == *k {
+            emit(ops_bench(&gpu, k, shape, *dtype, a.reps, copy_gbs));
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

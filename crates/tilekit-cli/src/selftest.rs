@@ -158,6 +158,77 @@ fn compare(want: &KArgs, got: &KArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The library kernels the selftest runs: (kernel, shape, dtype). Shapes include ones that are
+/// not multiples of the kernels' tiles.
+pub const OPS_CASES: &[(&str, &[i64], ScalarType)] = &[
+    ("copy", &[1000, 777], ScalarType::F32),
+    ("copy", &[37, 4099], ScalarType::F16),
+    ("copy", &[3, 100, 200], ScalarType::BF16),
+    ("transpose", &[1000, 777], ScalarType::F32),
+    ("transpose", &[513, 1025], ScalarType::F16),
+    ("transpose", &[64, 64], ScalarType::BF16),
+    ("permute", &[30, 40, 50], ScalarType::F32),
+    ("permute", &[64, 33, 17], ScalarType::BF16),
+    ("permute021", &[30, 40, 50], ScalarType::F16),
+    ("morton", &[1024, 1000], ScalarType::F32),
+    ("morton", &[100, 75], ScalarType::BF16),
+    ("unmorton", &[1024, 1000], ScalarType::F32),
+    ("unmorton", &[37, 61], ScalarType::F16),
+    ("row_sum", &[300, 1000], ScalarType::F32),
+    ("row_sum", &[5, 4097], ScalarType::BF16),
+    ("row_max", &[300, 1000], ScalarType::F32),
+    ("row_max", &[7, 333], ScalarType::BF16),
+    ("softmax", &[300, 1000], ScalarType::F32),
+    ("softmax", &[3, 77], ScalarType::F32),
+    ("softmax", &[64, 16384], ScalarType::BF16),
+    ("add", &[300, 1000], ScalarType::F32),
+    ("mul", &[100, 100], ScalarType::F16),
+    ("max", &[77, 555], ScalarType::BF16),
+    ("add_row", &[300, 1000], ScalarType::F32),
+    ("mul_col", &[123, 456], ScalarType::BF16),
+    ("gemm", &[128, 128, 64], ScalarType::F16),
+    ("gemm", &[256, 192, 96], ScalarType::BF16),
+];
+
+fn ops_case(
+    gpu: &Gpu,
+    kernel: &str,
+    shape: &[i64],
+    dtype: ScalarType,
+    seed: u64,
+) -> Result<String, String> {
+    use std::rc::Rc;
+    use tilekit_ops::exec::{with_executor, GpuExecutor};
+    let interp = tilekit_ops::run::launch_outcome(kernel, shape, dtype, seed)
+        .map_err(|e| format!("interpreter: {e}"))?;
+    let ex = Rc::new(GpuExecutor::new(gpu.clone()));
+    let g =
+        with_executor(ex.clone(), || tilekit_ops::run::launch_outcome(kernel, shape, dtype, seed))
+            .map_err(|e| format!("GPU: {e}"))?;
+    let c = g.compare();
+    if !c.passed {
+        return Err(format!("reference: {} mismatches, max abs {:.3e}", c.mismatches, c.max_abs));
+    }
+    let vs = tilekit_ops::host::compare(&g.got, &interp.got, c.tolerance);
+    if !vs.passed {
+        return Err(format!(
+            "interpreter: {} elements differ, max abs {:.3e}",
+            vs.mismatches, vs.max_abs
+        ));
+    }
+    let r = ex.take_records();
+    let rec = r.last().ok_or("no GPU launch was recorded")?;
+    Ok(format!(
+        "{} regs, {} B local; build {:.1} ms (JIT {:.1}); GPU {:.3} ms; max |GPU-interp| {:.1e}",
+        rec.registers,
+        rec.local_bytes,
+        rec.compile.total_ms,
+        rec.compile.jit.jit_ms,
+        rec.median_ms,
+        vs.max_abs
+    ))
+}
+
 /// Runs `tilekit selftest`.
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let gpu = match Gpu::open(a.device) {
@@ -211,6 +282,24 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             Err(why) => {
                 failed += 1;
                 println!("FAIL {:<28} {ms:8.1} ms  {why}", case.name);
+            }
+        }
+    }
+    for (i, (kernel, shape, dtype)) in OPS_CASES.iter().enumerate() {
+        let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+        let name = format!("{kernel} {} {}", dims.join("x"), dtype.name());
+        if a.filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        total += 1;
+        let started = Instant::now();
+        let result = ops_case(&gpu, kernel, shape, *dtype, a.seed.wrapping_add(i as u64));
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        match result {
+            Ok(info) => println!("PASS {name:<28} {ms:8.1} ms  {info}"),
+            Err(why) => {
+                failed += 1;
+                println!("FAIL {name:<28} {ms:8.1} ms  {why}");
             }
         }
     }

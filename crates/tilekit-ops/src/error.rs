@@ -59,9 +59,12 @@ pub enum OpsError {
         /// The view length.
         view: i64,
     },
-    /// The GPU backend was asked for but is not part of this build.
-    #[error("the GPU backend is not available in this build")]
-    GpuUnavailable,
+    /// The GPU backend was asked for but there is no usable GPU.
+    #[error("the GPU backend is not available: {0}")]
+    GpuUnavailable(String),
+    /// A GPU operation failed.
+    #[error("GPU: {0}")]
+    Gpu(String),
 }
 
 impl OpsError {

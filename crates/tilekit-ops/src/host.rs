@@ -267,7 +267,8 @@ impl Outcome {
     }
 }
 
-/// Runs `kernel` on the interpreter, timing it; returns the buffer at argument `out`.
+/// Runs `kernel` on the current executor (the interpreter unless a scope chose a GPU, see
+/// [`crate::exec`]), timing it; returns the buffer at argument `out`.
 ///
 /// ```
 /// use tilekit_ir::{examples, ScalarType, interp::{Args, HostBuffer}};
@@ -280,16 +281,10 @@ impl Outcome {
 pub fn launch(
     kernel: &tilekit_ir::Kernel,
     grid: [u32; 3],
-    mut args: tilekit_ir::interp::Args,
+    args: tilekit_ir::interp::Args,
     out: usize,
 ) -> Result<(HostBuffer, std::time::Duration)> {
-    let t = std::time::Instant::now();
-    tilekit_ir::interp::run(kernel, grid, &mut args)?;
-    let elapsed = t.elapsed();
-    let buf = args
-        .take_buffer(out)
-        .ok_or_else(|| OpsError::invalid("launch", "output argument", out, "must be a buffer"))?;
-    Ok((buf, elapsed))
+    crate::exec::run_current(kernel, grid, args, out)
 }
 
 /// Row-major strides of `shape`.

@@ -25,6 +25,7 @@ pub mod copy;
 pub mod dist;
 pub mod elementwise;
 pub mod error;
+pub mod exec;
 pub mod gemm;
 pub mod host;
 pub mod morton;

@@ -4,7 +4,7 @@
 //! ```text
 //!   name + shape + dtype ──► kernel module's launch (build → interpreter → reference)
 //!                        ──► RunReport: instructions, elapsed, max |Δ|, max rel, pass/fail
-//!   backend gpu          ──► OpsError::GpuUnavailable (until the PTX backend is wired)
+//!   backend gpu          ──► the same, inside an exec::GpuExecutor scope (PTX → JIT → launch)
 //! ```
 //!
 //! ```
@@ -141,8 +141,11 @@ impl RunReport {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::{run::{run, Backend}, OpsError};
-/// let e = run("copy", &[2, 3], ScalarType::F32, Backend::Gpu, 1).unwrap_err();
-/// assert!(matches!(e, OpsError::GpuUnavailable));
+/// // without a GPU (or a driver) the GPU backend is a typed error, not a panic
+/// match run("copy", &[2, 3], ScalarType::F32, Backend::Gpu, 1) {
+///     Ok(r) => assert!(r.passed),
+///     Err(e) => assert!(matches!(e, OpsError::GpuUnavailable(_)), "{e}"),
+/// }
 /// ```
 pub fn run(
     kernel: &str,
@@ -152,8 +155,46 @@ pub fn run(
     seed: u64,
 ) -> Result<RunReport> {
     if backend == Backend::Gpu {
-        return Err(OpsError::GpuUnavailable);
+        let gpu =
+            tilekit_cuda::Gpu::open(0).map_err(|e| OpsError::GpuUnavailable(e.to_string()))?;
+        let ex = std::rc::Rc::new(crate::exec::GpuExecutor::new(gpu));
+        return crate::exec::with_executor(ex, || run(kernel, shape, dtype, Backend::Interp, seed))
+            .map(|mut r| {
+                r.backend = Backend::Gpu;
+                r
+            });
     }
+    let o = launch_outcome(kernel, shape, dtype, seed)?;
+    let c = o.compare();
+    Ok(RunReport {
+        kernel: kernel.to_string(),
+        shape: shape.to_vec(),
+        dtype,
+        backend,
+        instructions: o.instructions,
+        elapsed: o.elapsed,
+        max_abs: c.max_abs,
+        max_rel: c.max_rel,
+        mismatches: c.mismatches,
+        tolerance: c.tolerance,
+        passed: c.passed,
+    })
+}
+
+/// Builds and launches `kernel` on the current executor (see [`crate::exec`]) with random data
+/// from `seed`, returning the outcome with its CPU reference.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let o = tilekit_ops::run::launch_outcome("row_sum", &[3, 50], ScalarType::F32, 2).unwrap();
+/// assert!(o.compare().passed);
+/// ```
+pub fn launch_outcome(
+    kernel: &str,
+    shape: &[i64],
+    dtype: ScalarType,
+    seed: u64,
+) -> Result<crate::host::Outcome> {
     let o = match kernel {
         "copy" => crate::copy::launch(shape, dtype, seed)?,
         "transpose" => crate::transpose::launch(shape, dtype, seed)?,
@@ -180,18 +221,5 @@ pub fn run(
             ));
         }
     };
-    let c = o.compare();
-    Ok(RunReport {
-        kernel: kernel.to_string(),
-        shape: shape.to_vec(),
-        dtype,
-        backend,
-        instructions: o.instructions,
-        elapsed: o.elapsed,
-        max_abs: c.max_abs,
-        max_rel: c.max_rel,
-        mismatches: c.mismatches,
-        tolerance: c.tolerance,
-        passed: c.passed,
-    })
+    Ok(o)
 }

@@ -772,8 +772,8 @@ pub fn tree_reduce(b: &KernelBuilder, vals: Vec<Val>, op: BinOp) -> Result<Val> 
 ///     Ok(vec![b.binary(BinOp::Add, &acc[0], &b.f32(1.0))?])
 /// }).unwrap();
 /// assert_eq!(r.len(), 1);
-/// let e = for_range(&b, &Val::lit(0), &n, &Val::lit(1), &[], |_, _, _| Err(OpsError::GpuUnavailable)).unwrap_err();
-/// assert!(matches!(e, OpsError::GpuUnavailable));
+/// let e = for_range(&b, &Val::lit(0), &n, &Val::lit(1), &[], |_, _, _| Err(OpsError::Gpu("stop".into()))).unwrap_err();
+/// assert!(matches!(e, OpsError::Gpu(_)));
 /// ```
 pub fn for_range(
     b: &KernelBuilder,
