@@ -113,3 +113,45 @@ pub fn mma_b() -> Result<TileDistribution> {
 pub fn mma_c() -> Result<TileDistribution> {
     enc(vec![vec![2, 8], vec![4, 2]], &[&[(1, 1), (2, 0)]], &[(1, 0), (2, 1)])
 }
+
+/// Storage-order tiles: `tiles` tiles of `tile_elems` elements (the last dim, contiguous in
+/// storage) over `threads` threads, each holding one `vector`-element run; consecutive threads
+/// take consecutive runs of a tile, then the next tile (so a warp writes whole tiles).
+///
+/// ```text
+///   X0 (tile row, 1) H = [1] → Y0     X1 (tile) H = [tiles] → P    X2 (element) H = [runs, vector]
+///   P0 = (X1.H0, X2.H0): thread = tile·runs + run        Y = (X0.H0, X2.H1)
+/// ```
+///
+/// ```
+/// let d = tilekit_ops::dist::storage_tiles(16, 64, 256, 4).unwrap();
+/// assert_eq!(d.x_lengths(), vec![1, 16, 64]);
+/// // thread 17: tile 1, elements 4..8
+/// assert_eq!(d.calculate_x(&[17i64], &[0, 0]), vec![0, 1, 4]);
+/// assert!(tilekit_ops::dist::storage_tiles(16, 64, 128, 4).is_err());
+/// ```
+pub fn storage_tiles(
+    tiles: i64,
+    tile_elems: i64,
+    threads: i64,
+    vector: i64,
+) -> Result<TileDistribution> {
+    if vector < 1 || tile_elems % vector != 0 {
+        return Err(OpsError::invalid(
+            "storage_tiles distribution",
+            "tile_elems",
+            tile_elems,
+            format!("must be a multiple of the vector {vector}"),
+        ));
+    }
+    let runs = tile_elems / vector;
+    if tiles * runs != threads {
+        return Err(OpsError::invalid(
+            "storage_tiles distribution",
+            "threads",
+            threads,
+            format!("must equal tiles · runs = {tiles} · {runs}"),
+        ));
+    }
+    enc(vec![vec![1], vec![tiles], vec![runs, vector]], &[&[(2, 0), (3, 0)]], &[(1, 0), (3, 1)])
+}

@@ -39,11 +39,17 @@ use crate::tile::{View, Window};
 /// ```
 /// use tilekit_ir::ScalarType;
 /// let k = tilekit_ops::morton::build(ScalarType::F32, 64, 64, 8, false).unwrap();
-/// assert!(k.to_string().contains("ld.global.v4.f32"));
+/// // the forward swizzle walks storage order: 16-byte stores, 8-byte (x0-pair) loads
+/// assert!(k.to_string().contains("st.global.v4.f32") && k.to_string().contains("ld.global.v2.f32"));
+/// let inv = tilekit_ops::morton::build(ScalarType::F32, 64, 64, 8, true).unwrap();
+/// assert!(inv.to_string().contains("st.global.v4.f32"));
 /// assert!(tilekit_ops::morton::build(ScalarType::F32, 64, 64, 6, false).is_err()); // t not a power of two
 /// ```
 pub fn build(ty: ScalarType, h: i64, w: i64, t: i64, inverse: bool) -> Result<Kernel> {
     host::check_dtype("morton", ty, &host::FLOAT_TYPES)?;
+    if !inverse {
+        return build_storage_order(ty, h, w, t);
+    }
     let geo = TiledMorton::new(h, w, t)?;
     let (hp, wp) = (geo.tiles_h() * t, geo.tiles_w() * t);
     let padded = TiledMorton::new(hp, wp, t)?;
@@ -63,6 +69,107 @@ pub fn build(ty: ScalarType, h: i64, w: i64, t: i64, inverse: bool) -> Result<Ke
     Ok(b.finish()?)
 }
 
+/// Tiles of storage one block writes in [`build_storage_order`]: 256 threads × one 16-byte run.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_ops::morton::tiles_per_block(ScalarType::F32, 8), 16);
+/// assert_eq!(tilekit_ops::morton::tiles_per_block(ScalarType::BF16, 16), 8);
+/// ```
+pub fn tiles_per_block(ty: ScalarType, t: i64) -> i64 {
+    let runs = t * t / (16 / ty.size_bytes() as i64).min(t * t);
+    (crate::copy::THREADS as i64 / runs).max(1)
+}
+
+/// The forward swizzle walked in **storage** order, so that its stores are whole 16-byte runs of
+/// Z-order (a warp writes whole tiles, contiguously); the loads gather each run's `2 × 2`
+/// quads from the image (8-byte pairs where the image allows). Both views have the top
+/// `(tile_row, tile_col, z)`:
+///
+/// ```text
+///   storage = packed(tiles_h, tiles_w, t²), guaranteed 16-byte runs on z
+///   image   = naive(H, W) padded to whole tiles
+///             → unmerge row (tiles_h, t), col (tiles_w, t)
+///             → unmerge in-tile row and col into bits
+///             → merge (y_{b−1}, x_{b−1}, …, y0, x0) into z           (= TiledMorton, inverted)
+///   block (bx, by): tile row by, tiles bx·T .. bx·T + T  (T = tiles_per_block), every z
+/// ```
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::morton::build_storage_order(ScalarType::F32, 64, 64, 8).unwrap();
+/// assert!(k.to_string().contains("st.global.v4.f32"));
+/// ```
+pub fn build_storage_order(ty: ScalarType, h: i64, w: i64, t: i64) -> Result<Kernel> {
+    use tilekit_layout::Transform;
+    let geo = TiledMorton::new(h, w, t)?;
+    let (th, tw) = (geo.tiles_h(), geo.tiles_w());
+    let bits = t.trailing_zeros() as usize;
+    let t2 = t * t;
+    let vec = (16 / ty.size_bytes() as i64).min(t2);
+    if t2 / vec > crate::copy::THREADS as i64 {
+        return Err(crate::error::OpsError::invalid(
+            "morton swizzle",
+            "t",
+            t,
+            format!(
+                "a tile of {t2} elements needs more than {} threads of 16 bytes; use t <= 32",
+                crate::copy::THREADS
+            ),
+        ));
+    }
+    let tpb = tiles_per_block(ty, t);
+    let d = dist::storage_tiles(tpb, t2, crate::copy::THREADS as i64, vec)?;
+    let b = KernelBuilder::new("morton_swizzle", [crate::copy::THREADS, 1, 1])?;
+    let image = b.tensor_param("image", ty, 2)?;
+    let storage = b.ptr_param("storage", ty)?;
+    let sdesc =
+        tilekit_layout::TensorDescriptor::packed(vec![th, tw, t2], Some(vec))?.lift::<Val>();
+    let sv = View::new(storage, sdesc).pad(&[1, tpb, t2])?;
+    // the image through the inverse of the tiled Morton layout; pairs along x0 when W allows
+    let pair = host::vector_for(ty, &[w]).min(2);
+    let iv = View::global(&image, pair)?.pad(&[t, t])?;
+    let mut desc = iv.desc.transform(
+        vec![
+            Transform::unmerge(vec![Val::lit(th), Val::lit(t)])?,
+            Transform::unmerge(vec![Val::lit(tw), Val::lit(t)])?,
+        ],
+        vec![vec![0], vec![1]],
+        vec![vec![0, 1], vec![2, 3]],
+    )?;
+    if bits > 0 {
+        desc = desc.transform(
+            vec![
+                Transform::pass_through(Val::lit(th))?,
+                Transform::pass_through(Val::lit(tw))?,
+                Transform::unmerge(vec![Val::lit(2); bits])?,
+                Transform::unmerge(vec![Val::lit(2); bits])?,
+            ],
+            vec![vec![0], vec![2], vec![1], vec![3]],
+            vec![vec![0], vec![1], (2..2 + bits).collect(), (2 + bits..2 + 2 * bits).collect()],
+        )?;
+        let mut order = Vec::with_capacity(2 * bits);
+        for k in 0..bits {
+            order.push(2 + k); // y bit (b−1−k)
+            order.push(2 + bits + k); // x bit (b−1−k)
+        }
+        desc = desc.transform(
+            vec![
+                Transform::pass_through(Val::lit(th))?,
+                Transform::pass_through(Val::lit(tw))?,
+                Transform::merge(vec![Val::lit(2); 2 * bits])?,
+            ],
+            vec![vec![0], vec![1], order],
+            vec![vec![0], vec![1], vec![2]],
+        )?;
+    }
+    let iv = View::new(iv.mem, desc).pad(&[1, tpb, t2])?;
+    let origin = [b.block_id(Axis::Y), b.block_id(Axis::X) * Val::lit(tpb), Val::lit(0)];
+    let regs = Window::new(&b, &iv, &[1, tpb, t2], &origin, &d)?.load(&b)?;
+    Window::new(&b, &sv, &[1, tpb, t2], &origin, &d)?.store(&b, &regs)?;
+    Ok(b.finish()?)
+}
+
 /// Runs the swizzle (or its inverse) on a random `H × W` image on the interpreter; the
 /// reference is [`TiledMorton::swizzle`] with fill 0 (or [`TiledMorton::unswizzle`]).
 ///
@@ -76,7 +183,11 @@ pub fn launch(shape: &[i64], t: i64, inverse: bool, ty: ScalarType, seed: u64) -
     let geo = TiledMorton::new(h, w, t)?;
     let k = build(ty, h, w, t, inverse)?;
     let (tm, tn) = crate::copy::tile(ty);
-    let grid = [host::blocks(geo.tiles_w() * t, tn)?, host::blocks(geo.tiles_h() * t, tm)?, 1];
+    let grid = if inverse {
+        [host::blocks(geo.tiles_w() * t, tn)?, host::blocks(geo.tiles_h() * t, tm)?, 1]
+    } else {
+        [host::blocks(geo.tiles_w(), tiles_per_block(ty, t))?, geo.tiles_h() as u32, 1]
+    };
     let mut args = Args::new();
     let (want, out) = if inverse {
         let (s, sv) = host::random(ty, geo.storage_len() as usize, seed);
