@@ -615,7 +615,7 @@ fn layout_and_pattern_errors() {
     let d = SmemLayout::RowMajor.descriptor(8, 8, 4).unwrap();
     assert_eq!(
         tile_requests(&d, 4, WarpPattern::RowVec(8)).unwrap_err().to_string(),
-        "tile requests: vector = 8 × 4 bytes is invalid: a lane accesses at most 16 bytes"
+        "tile requests: vector bytes = 32 is invalid: 8 elements of 4 bytes; a lane accesses at most 16 bytes"
     );
     // padding by one float: row 1 starts at float 33, not 16-byte aligned
     let d = SmemLayout::Padded(1).descriptor(32, 32, 4).unwrap();

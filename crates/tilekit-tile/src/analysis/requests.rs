@@ -354,9 +354,9 @@ pub fn tile_requests(
     if u64::from(n) * u64::from(elem_bytes) > 16 {
         return Err(TileError::invalid(
             ctx,
-            "vector",
-            format!("{n} × {elem_bytes} bytes"),
-            "a lane accesses at most 16 bytes",
+            "vector bytes",
+            u64::from(n) * u64::from(elem_bytes),
+            format!("{n} elements of {elem_bytes} bytes; a lane accesses at most 16 bytes"),
         ));
     }
     let ni = i64::from(n);
