@@ -10,10 +10,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod banks;
 pub mod bench;
 pub mod conformance;
 pub mod error;
 pub mod gpu;
+pub mod morton;
 pub mod rng;
 pub mod run;
 pub mod selftest;
@@ -49,6 +51,10 @@ pub enum Command {
     Bench(bench::Args),
     /// Run a kernel of the library on random data and check it against its CPU reference.
     Run(run::Args),
+    /// Morton (Z-order) codes: the index table of a 2^N × 2^N tile, encode/decode, the Z curve as SVG.
+    Morton(morton::Args),
+    /// Shared-memory bank conflicts of a tile layout read by a warp walk or a distribution's window.
+    Banks(banks::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message and exit code 2.
@@ -63,6 +69,8 @@ pub fn main_entry() -> ExitCode {
         Some(Command::Selftest(a)) => selftest::run(&a),
         Some(Command::Bench(a)) => bench::run(&a),
         Some(Command::Run(a)) => run::run(&a),
+        Some(Command::Morton(a)) => morton::run(&a),
+        Some(Command::Banks(a)) => banks::run(&a),
     };
     match result {
         Ok(code) => code,

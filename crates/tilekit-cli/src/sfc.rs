@@ -21,6 +21,12 @@
 //!   [`TABLE_EDGE_ROWS`]); the grid is printed up to [`GRID_MAX_ELEMENTS`] elements.
 //! * `--json` prints the curve in the shape of the conformance files' `sfc.json` configs, with
 //!   each access's valid `extent` added.
+//! * `--stats` adds locality statistics of the access order ([`locality`]): the curve's
+//!   accesses as offsets into packed row-major storage of the lengths (`--elem-bytes`, default
+//!   4), classified by [`tilekit_tile::analysis::cache::locality`] (sequential steps, jumps
+//!   within a 128-byte line, large jumps, lines touched and line visits), next to the design
+//!   document's index-space classifier ([`tilekit_tile::analysis::cache::manhattan_steps`]).
+//!   With `--json` they are the `locality` field.
 //! * `--svg FILE` draws the curve: the element grid, each access as a bar over the cells it
 //!   covers (dashed when partial), numbered in order, with arrows from each access to the next
 //!   (dashed red where consecutive accesses are not neighbours). Pictures are drawn for 1-D
@@ -33,6 +39,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use tilekit_layout::{LayoutError, SpaceFillingCurve};
+use tilekit_tile::analysis::cache;
 
 use crate::svg::{Style, Svg};
 use crate::CliError;
@@ -71,6 +78,12 @@ pub struct Args {
     /// Also draw the curve as an SVG picture into FILE (1-D and 2-D curves).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Add locality statistics of the access order (packed row-major storage of the lengths).
+    #[arg(long)]
+    pub stats: bool,
+    /// Bytes per element for --stats (which 128-byte line an access falls in).
+    #[arg(long, default_value_t = 4)]
+    pub elem_bytes: u32,
 }
 
 /// Parses a comma-separated list of integers given to `flag`.
@@ -110,7 +123,7 @@ pub fn parse_list(flag: &str, value: &str) -> Result<Vec<i64>, CliError> {
 /// ```
 /// use tilekit_cli::sfc::{curve_from_args, Args};
 /// let args = Args { lengths: "4,8".into(), order: None, vector: Some("1,4".into()),
-///                   snake: true, json: false, svg: None };
+///                   snake: true, json: false, svg: None, stats: false, elem_bytes: 4 };
 /// assert_eq!(curve_from_args(&args).unwrap().num_access(), 8);
 /// let bad = Args { order: Some("0,0".into()), ..args };
 /// assert_eq!(
@@ -603,9 +616,112 @@ fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
     std::fs::write(path, text).map_err(|source| CliError::Io { path: path.to_path_buf(), source })
 }
 
+/// Locality statistics of a curve's access order (see the [module documentation](self)).
+///
+/// ```
+/// use tilekit_layout::SpaceFillingCurve;
+/// use tilekit_cli::sfc::locality;
+/// // 4×8 fp32, vectors of 4 along the row, snake: offsets 0 4 | 12 8 | 16 20 | 28 24, all in
+/// // one 128-byte line; steps ±4 (one vector) are sequential, the row changes (+8) are not
+/// let sfc = SpaceFillingCurve::new(vec![4, 8], vec![0, 1], vec![1, 4], true).unwrap();
+/// let l = locality(&sfc, 4).unwrap();
+/// assert_eq!((l.memory.steps, l.memory.sequential, l.memory.within_line, l.memory.large_jumps), (7, 4, 3, 0));
+/// assert_eq!((l.memory.distinct_lines, l.memory.line_visits), (1, 1));
+/// assert_eq!((l.index_space.sequential, l.index_space.cache_line_jumps), (3, 4));
+/// assert!(locality(&sfc, 0).is_err());
+/// ```
+pub fn locality(sfc: &SpaceFillingCurve, elem_bytes: u32) -> Result<Locality, CliError> {
+    let lengths = sfc.tensor_lengths();
+    let points: Vec<Vec<i64>> = sfc.accesses().map(|a| a.index).collect();
+    let offsets: Vec<i64> =
+        points.iter().map(|p| p.iter().zip(lengths).fold(0, |acc, (i, l)| acc * l + i)).collect();
+    let vector = u32::try_from(sfc.scalar_per_vector()).unwrap_or(u32::MAX);
+    let memory =
+        cache::locality(&offsets, elem_bytes, vector).map_err(|e| CliError::BadArgument {
+            flag: "--elem-bytes".into(),
+            value: elem_bytes.to_string(),
+            rule: e.to_string(),
+        })?;
+    Ok(Locality { elem_bytes, memory, index_space: cache::manhattan_steps(&points) })
+}
+
+/// What [`locality`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Locality {
+    /// Bytes per element used for the memory view.
+    pub elem_bytes: u32,
+    /// Steps classified by memory offset (packed row-major storage).
+    pub memory: cache::LocalityStats,
+    /// Steps classified by Manhattan distance in index space (the design document's analyzer).
+    pub index_space: cache::ManhattanSteps,
+}
+
+impl Locality {
+    /// The text block `--stats` prints.
+    ///
+    /// ```
+    /// use tilekit_layout::SpaceFillingCurve;
+    /// let sfc = SpaceFillingCurve::new(vec![2, 2], vec![1, 0], vec![1, 1], false).unwrap();
+    /// let text = tilekit_cli::sfc::locality(&sfc, 4).unwrap().to_text();
+    /// assert!(text.contains("steps 3: sequential 1, jumps within a line 2, large jumps 0"));
+    /// ```
+    pub fn to_text(&self) -> String {
+        let m = &self.memory;
+        let i = &self.index_space;
+        format!(
+            "locality (packed row-major storage, {} bytes per element, {}-byte lines):\n  \
+             memory:      steps {}: sequential {}, jumps within a line {}, large jumps {}; \
+             mean |step| {:.2} elements\n  \
+             lines:       {} distinct, {} line visits (what a one-line cache fetches)\n  \
+             index space: sequential {}, within cache line {}, large jumps {} \
+             (the design document's Manhattan-distance classes)\n",
+            self.elem_bytes,
+            cache::LINE_BYTES,
+            m.steps,
+            m.sequential,
+            m.within_line,
+            m.large_jumps,
+            m.mean_jump(),
+            m.distinct_lines,
+            m.line_visits,
+            i.sequential,
+            i.cache_line_jumps,
+            i.large_jumps
+        )
+    }
+
+    /// The JSON object of `--stats --json` (field `locality`).
+    ///
+    /// ```
+    /// use tilekit_layout::SpaceFillingCurve;
+    /// let sfc = SpaceFillingCurve::new(vec![4], vec![0], vec![1], false).unwrap();
+    /// let j = tilekit_cli::sfc::locality(&sfc, 4).unwrap().to_json();
+    /// assert_eq!(j["memory"]["sequential"], 3);
+    /// assert_eq!(j["index_space"]["large_jumps"], 0);
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        let m = &self.memory;
+        let i = &self.index_space;
+        serde_json::json!({
+            "elem_bytes": self.elem_bytes,
+            "line_bytes": cache::LINE_BYTES,
+            "memory": {
+                "steps": m.steps, "sequential": m.sequential, "within_line": m.within_line,
+                "large_jumps": m.large_jumps, "total_jump": m.total_jump, "mean_jump": m.mean_jump(),
+                "distinct_lines": m.distinct_lines, "line_visits": m.line_visits,
+            },
+            "index_space": {
+                "sequential": i.sequential, "cache_line_jumps": i.cache_line_jumps,
+                "large_jumps": i.large_jumps,
+            },
+        })
+    }
+}
+
 /// Runs `tilekit sfc`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let sfc = curve_from_args(args)?;
+    let stats = if args.stats { Some(locality(&sfc, args.elem_bytes)?) } else { None };
     let svg = match &args.svg {
         None => None,
         Some(path) => {
@@ -618,9 +734,20 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         }
     };
     if args.json {
-        print!("{}", to_json_text(&sfc));
+        let mut text = to_json_text(&sfc);
+        if let Some(l) = &stats {
+            text = text.replacen(
+                "  \"accesses\": [",
+                &format!("  \"locality\": {},\n  \"accesses\": [", l.to_json()),
+                1,
+            );
+        }
+        print!("{text}");
     } else {
         print!("{}", to_text(&sfc));
+        if let Some(l) = &stats {
+            print!("\n{}", l.to_text());
+        }
     }
     if let Some((path, doc)) = svg {
         write_file(path, &doc)?;

@@ -422,3 +422,80 @@ impl HopperSwizzle {
         )
     }
 }
+
+/// CK's XOR-swizzled shared-memory layout of a GEMM operand tile (`MakeALdsBlockDescriptor` of
+/// the universal GEMM pipeline policy, SEMANTICS §14), for an `m × k` tile of `elem_bytes`-byte
+/// elements stored in `kpack`-element vectors (usually 16 bytes):
+///
+/// ```text
+///   L  = max(1, 128 / (k · elem_bytes))   rows sharing one 128-byte line ("MLdsLayer")
+///   K0 = k / kpack                         vectors per row
+///   naive (K0·L, m/L, kpack), strides (kpack, K0·L·kpack, 1)
+///   → xor on (m/L, K0·L):  k0l' = k0l ⊕ (m' mod K0·L)
+///   → unmerge K0·L into (L, K0)
+///   → merge (m/L, L) = m and (K0, kpack) = k
+/// ```
+///
+/// Top `(m, k)`, bottom the element offset; a permutation of `0..m·k`. Errors: `kpack` not
+/// dividing `k`, `L` not dividing `m`, or a non-power-of-two `elem_bytes` above 16.
+///
+/// ```
+/// use tilekit_layout::swizzle::xor_lds;
+/// let d = xor_lds(32, 32, 8, 2).unwrap();     // 32×32 fp16, L = 2, K0 = 4
+/// // (m=2, k=0): m' = 1, l = 0 → k0l = 0 ⊕ 1 = 1 → offset 1·8 + 1·64 = 72
+/// assert_eq!([d.calculate_offset(&[1, 0]), d.calculate_offset(&[2, 0])], [32, 72]);
+/// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, 8], vec![-1, 1]));
+/// assert!(xor_lds(32, 30, 8, 2).is_err());
+/// ```
+pub fn xor_lds(m: i64, k: i64, kpack: i64, elem_bytes: i64) -> Result<TensorDescriptor<i64>> {
+    let ctx = "xor lds descriptor";
+    log2_exact(ctx, "elem_bytes", elem_bytes)?;
+    if elem_bytes > 16 {
+        return Err(LayoutError::invalid(ctx, "elem_bytes", elem_bytes, "must be at most 16"));
+    }
+    if m < 1 {
+        return Err(LayoutError::invalid(ctx, "m", m, "must be >= 1"));
+    }
+    if kpack < 1 || k < 1 || k % kpack != 0 {
+        return Err(LayoutError::invalid(
+            ctx,
+            "k",
+            k,
+            format!("must be a positive multiple of kpack = {kpack}"),
+        ));
+    }
+    let l = (128 / (k * elem_bytes)).max(1);
+    if m % l != 0 {
+        return Err(LayoutError::invalid(
+            ctx,
+            "m",
+            m,
+            format!("must be a multiple of L = 128 / (k · elem_bytes) = {l} (rows per 128 bytes)"),
+        ));
+    }
+    let k0 = k / kpack;
+    let naive = TensorDescriptor::naive(
+        vec![k0 * l, m / l, kpack],
+        vec![kpack, k0 * l * kpack, 1],
+        Some((kpack, 1)),
+    )?;
+    let permuted = naive.transform(
+        vec![Transform::xor(m / l, k0 * l)?, Transform::pass_through(kpack)?],
+        vec![vec![1, 0], vec![2]],
+        vec![vec![1, 0], vec![2]],
+    )?;
+    let split = permuted.transform(
+        vec![
+            Transform::unmerge(vec![l, k0])?,
+            Transform::pass_through(m / l)?,
+            Transform::pass_through(kpack)?,
+        ],
+        vec![vec![0], vec![1], vec![2]],
+        vec![vec![0, 2], vec![1], vec![3]],
+    )?;
+    split.transform(
+        vec![Transform::merge(vec![m / l, l])?, Transform::merge(vec![k0, kpack])?],
+        vec![vec![1, 0], vec![2, 3]],
+        vec![vec![0], vec![1]],
+    )
+}

@@ -432,3 +432,197 @@ proptest! {
         prop_assert_eq!(a.bank_words, b.bank_words);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Layouts as descriptors (analysis::requests): the document's 4×4 comparison with Morton
+// *storage*, CK's XOR LDS descriptor from the layout crate, Hopper's 128-byte swizzle, and a
+// distribution + window reading a swizzled tile.
+// ---------------------------------------------------------------------------------------------
+
+use tilekit_layout::swizzle::{self, HopperSwizzle};
+use tilekit_tile::analysis::requests::{
+    summarize, tile_requests, window_requests, RequestsSummary, SmemLayout, WarpPattern,
+};
+use tilekit_tile::encoding_text::parse_encoding;
+use tilekit_tile::traits::AccessCurve;
+use tilekit_tile::TileDistribution;
+
+/// (requests, transactions, ideal, worst n-way, requests with a conflict)
+fn totals(s: &RequestsSummary) -> (usize, u64, u64, u32, usize) {
+    (s.requests, s.transactions, s.ideal_transactions, s.worst_conflict, s.conflicted_requests)
+}
+
+fn walk(layout: SmemLayout, rows: i64, cols: i64, bytes: u32, p: WarpPattern) -> RequestsSummary {
+    let d = layout.descriptor(rows, cols, i64::from(bytes)).unwrap();
+    summarize(&tile_requests(&d, bytes, p).unwrap()).unwrap()
+}
+
+#[test]
+fn document_4x4_with_morton_storage_descriptor() {
+    // The 4×4 fp32 tile *stored* in Morton order (the descriptor of SmemLayout::Morton), read by
+    // 16 lanes in row-major order: element (r, c) sits at word morton(r, c) < 16, so the 16
+    // words are 16 distinct banks — 1 wavefront, exactly as row-major storage.
+    let z = walk(SmemLayout::Morton, 4, 4, 4, WarpPattern::Row);
+    let rm = walk(SmemLayout::RowMajor, 4, 4, 4, WarpPattern::Row);
+    assert_eq!(totals(&z), (1, 1, 1, 1, 0));
+    assert_eq!(totals(&rm), (1, 1, 1, 1, 0));
+    // lane l reads (l / 4, l % 4): its word is the document's Morton table entry
+    let table = [0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15];
+    let d = SmemLayout::Morton.descriptor(4, 4, 4).unwrap();
+    let reqs = tile_requests(&d, 4, WarpPattern::Row).unwrap();
+    let words: Vec<u64> = reqs[0].addresses().iter().flatten().map(|a| a / 4).collect();
+    assert_eq!(words, table);
+}
+
+#[test]
+fn whole_32x32_fp32_tile_per_layout() {
+    // 32 requests each; the per-request numbers of `storage_layouts_of_a_32x32_fp32_tile`
+    // (row-major column 32-way, Morton row 4-way / column 8-way, padding conflict-free) summed.
+    let t = |l, p| totals(&walk(l, 32, 32, 4, p));
+    assert_eq!(t(SmemLayout::RowMajor, WarpPattern::Row), (32, 32, 32, 1, 0));
+    assert_eq!(t(SmemLayout::RowMajor, WarpPattern::Col), (32, 1024, 32, 32, 32));
+    assert_eq!(t(SmemLayout::Padded(1), WarpPattern::Col), (32, 32, 32, 1, 0));
+    assert_eq!(t(SmemLayout::Morton, WarpPattern::Row), (32, 128, 32, 4, 32));
+    assert_eq!(t(SmemLayout::Morton, WarpPattern::Col), (32, 256, 32, 8, 32));
+    assert_eq!(t(SmemLayout::ColMajor, WarpPattern::Row), (32, 1024, 32, 32, 32));
+    // fp32 rows are 128 bytes: the 128-byte swizzle fits; a column of 16-byte chunks
+    // (lanes down the rows) is 8-way in row-major storage and conflict-free swizzled.
+    assert_eq!(t(SmemLayout::RowMajor, WarpPattern::ColVec(4)), (8, 256, 32, 8, 8));
+    assert_eq!(t(SmemLayout::Swizzle128, WarpPattern::ColVec(4)), (8, 32, 32, 1, 0));
+    // padding by one float breaks 16-byte alignment; padding by 4 floats (16 bytes) keeps it
+    // and spreads 8 consecutive rows over 8 chunks: conflict-free.
+    assert_eq!(t(SmemLayout::Padded(4), WarpPattern::ColVec(4)), (8, 32, 32, 1, 0));
+}
+
+#[test]
+fn xor_lds_from_the_layout_crate_equals_the_hand_built_one() {
+    let hand = XorLds::new();
+    let lib = swizzle::xor_lds(32, 32, 8, 2).unwrap();
+    for m in 0..32 {
+        for k in 0..32 {
+            assert_eq!(lib.calculate_offset(&[m, k]), hand.offset(m, k), "({m}, {k})");
+        }
+    }
+    // The column read of `xor_lds_descriptor_removes_the_column_read_conflict` as a whole-tile
+    // walk: 4 requests (one per 16-byte chunk column), 16 wavefronts each row-major (4-way),
+    // 4 each with the XOR.
+    let t = |l| totals(&walk(l, 32, 32, 2, WarpPattern::ColVec(8)));
+    assert_eq!(t(SmemLayout::RowMajor), (4, 64, 16, 4, 4));
+    assert_eq!(t(SmemLayout::XorLds), (4, 16, 16, 1, 0));
+    // Its row walk (the store) is conflict-free in both.
+    assert_eq!(
+        totals(&walk(SmemLayout::XorLds, 32, 32, 2, WarpPattern::RowVec(8))),
+        (4, 16, 16, 1, 0)
+    );
+}
+
+#[test]
+fn hopper_128_byte_swizzle_column_of_chunks() {
+    // 64 rows of 64 fp16 (128 bytes). A warp reads chunk c (16 bytes) of rows 0..31: lane l →
+    // (l, 8c). Row-major: every row's chunk c is words 4c..4c+3, i.e. the same 4 banks; a
+    // quarter warp = 8 rows = 8 distinct words per bank → 8-way, 8 wavefronts per phase.
+    // Swizzled: chunk c of row r is stored at chunk c ⊕ (r mod 8): 8 rows → 8 chunks → 1 each.
+    let d = HopperSwizzle::B128.descriptor(64, 64, 2).unwrap();
+    for c in 0..8i64 {
+        let plain = banks::analyze_offsets(2, 8, |l| Some(l as i64 * 64 + 8 * c)).unwrap();
+        let swz =
+            banks::analyze_offsets(2, 8, |l| Some(d.calculate_offset(&[l as i64, 8 * c]))).unwrap();
+        assert_eq!(summary(&plain), (32, 4, 8), "chunk {c}, row-major");
+        assert_eq!(summary(&swz), (4, 4, 1), "chunk {c}, swizzled");
+        // independent reference: the hardware's byte formula and the brute-force counter
+        let addrs: [Option<u64>; 32] = std::array::from_fn(|l| {
+            Some(HopperSwizzle::B128.swizzle_byte_offset(l as i64 * 128 + 16 * c) as u64)
+        });
+        assert_eq!(swz.phases.len(), 4);
+        assert_eq!(brute(&addrs, 16), (4, 4, 1));
+        assert_eq!(*WarpAccess::new(addrs, 16).unwrap().addresses(), addrs_of(&d, c));
+    }
+    // The 64- and 32-byte modes on their own row widths (32 and 16 fp16), same column read.
+    // 64-byte rows (16 words): chunk c of row r is words 16r + 4c → 2 bank groups (r even /
+    // odd), 4 of the 8 rows each → 4-way. The 64-byte swizzle XORs c with bits 7–8 of the
+    // address (r/2 mod 4): (r mod 2, c ⊕ r/2) takes 8 distinct values → conflict-free.
+    // 32-byte rows (8 words): words 8r + 4c → 4 groups (r mod 4) → 2-way; the 32-byte swizzle
+    // XORs c with bit 7 (r/4 mod 2): (r mod 4, c ⊕ r/4) → 8 distinct → conflict-free.
+    let t = |l, cols| totals(&walk(l, 64, cols, 2, WarpPattern::ColVec(8)));
+    assert_eq!(t(SmemLayout::RowMajor, 32), (8, 128, 32, 4, 8));
+    assert_eq!(t(SmemLayout::Swizzle64, 32), (8, 32, 32, 1, 0));
+    assert_eq!(t(SmemLayout::RowMajor, 16), (4, 32, 16, 2, 4));
+    assert_eq!(t(SmemLayout::Swizzle32, 16), (4, 16, 16, 1, 0));
+}
+
+fn addrs_of(d: &tilekit_layout::TensorDescriptor<i64>, c: i64) -> [Option<u64>; 32] {
+    std::array::from_fn(|l| Some(2 * d.calculate_offset(&[l as i64, 8 * c]) as u64))
+}
+
+#[test]
+fn distribution_window_read_of_a_swizzled_64x64_fp16_tile() {
+    // 128 threads, 16-byte vectors (8 fp16 along the row), 64×64 fp16 in shared memory.
+    // Column-first: P = merge(X1.0 = 8 chunks, X0.1 = 16 rows), Y0 = X0.0 (4 row groups),
+    // Y1 = X1.1 (the 8-element vector). Thread t reads, at access i, row 16i + t mod 16, chunk
+    // t / 16 — a quarter warp reads 8 consecutive rows of one chunk column (an MMA-style read).
+    let col_first = "H[[4,16],[8,8]] P[[X1.0,X0.1]] Y[X0.0,X1.1]";
+    // Row-first: P = merge(X0.1, X1.0): a quarter warp reads one whole 128-byte row.
+    let row_first = "H[[4,16],[8,8]] P[[X0.1,X1.0]] Y[X0.0,X1.1]";
+    let run = |enc: &str, layout: SmemLayout| {
+        let d = TileDistribution::from_spec(parse_encoding(enc).unwrap()).unwrap();
+        assert_eq!((d.num_threads(), d.x_lengths()), (128, vec![64, 64]));
+        let smem = layout.descriptor(64, 64, 2).unwrap();
+        let reqs = window_requests(&d, &smem, &[0, 0], AccessCurve::Linear, 2).unwrap();
+        let plain: Vec<WarpAccess> = reqs.iter().map(|r| r.request.clone()).collect();
+        (reqs, summarize(&plain).unwrap())
+    };
+    // 4 warps × 4 accesses = 16 requests of 16 bytes per lane: ideal 4 wavefronts each.
+    let (reqs, plain) = run(col_first, SmemLayout::RowMajor);
+    assert_eq!(totals(&plain), (16, 512, 64, 8, 16));
+    let (swz_reqs, swz) = run(col_first, SmemLayout::Swizzle128);
+    assert_eq!(totals(&swz), (16, 64, 64, 1, 0));
+    assert_eq!(totals(&run(row_first, SmemLayout::RowMajor).1), (16, 64, 64, 1, 0));
+    assert_eq!(totals(&run(row_first, SmemLayout::Swizzle128).1), (16, 64, 64, 1, 0));
+
+    // The requests are what the hand formula says: ordered by access then warp; lane l of warp
+    // w at access i is thread t = 32w + l, row 16i + t mod 16, chunk t / 16.
+    for (r, s) in reqs.iter().zip(&swz_reqs) {
+        assert_eq!(r.request.access_bytes(), 16);
+        let (w, i) = (r.warp as i64, r.access);
+        let want: [Option<u64>; 32] = std::array::from_fn(|l| {
+            let t = 32 * w + l as i64;
+            let (row, chunk) = (16 * i + t % 16, t / 16);
+            Some((row * 128 + 16 * chunk) as u64)
+        });
+        let want_swz: [Option<u64>; 32] = std::array::from_fn(|l| {
+            want[l].map(|a| HopperSwizzle::B128.swizzle_byte_offset(a as i64) as u64)
+        });
+        assert_eq!(*r.request.addresses(), want, "warp {w} access {i}");
+        assert_eq!(*s.request.addresses(), want_swz, "warp {w} access {i}, swizzled");
+        assert_eq!(brute(&want, 16), (32, 4, 8));
+        assert_eq!(brute(&want_swz, 16), (4, 4, 1));
+    }
+    assert_eq!(
+        reqs.iter().map(|r| (r.access, r.warp)).take(6).collect::<Vec<_>>(),
+        vec![(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]
+    );
+}
+
+#[test]
+fn layout_and_pattern_errors() {
+    assert_eq!(
+        "diagonal".parse::<SmemLayout>().unwrap_err().to_string(),
+        "shared-memory layout: name = \"diagonal\" is invalid: known layouts are row-major, col-major, \
+         padded:P (P >= 0), morton, swizzle128, swizzle64, swizzle32, xor-lds"
+    );
+    assert!("col-vec32".parse::<WarpPattern>().is_err());
+    // fp32 × 8 = 32 bytes per lane
+    let d = SmemLayout::RowMajor.descriptor(8, 8, 4).unwrap();
+    assert_eq!(
+        tile_requests(&d, 4, WarpPattern::RowVec(8)).unwrap_err().to_string(),
+        "tile requests: vector bytes = 32 is invalid: 8 elements of 4 bytes; a lane accesses at most 16 bytes"
+    );
+    // padding by one float: row 1 starts at float 33, not 16-byte aligned
+    let d = SmemLayout::Padded(1).descriptor(32, 32, 4).unwrap();
+    assert!(tile_requests(&d, 4, WarpPattern::ColVec(4))
+        .unwrap_err()
+        .to_string()
+        .contains("must be 16-byte aligned"));
+    assert!(SmemLayout::Morton.descriptor(6, 8, 4).is_err());
+    assert!(SmemLayout::Swizzle64.descriptor(64, 64, 2).is_err());
+}

@@ -18,9 +18,13 @@
 //!   size, broadcasts, wavefronts ("transactions") and the worst n-way conflict.
 //! * [`cache`] — global memory: 128-byte lines and 32-byte sectors per request and per
 //!   traversal; locality statistics (sequential steps, jumps within a line, large jumps).
+//! * [`requests`] — where the requests come from: shared-memory tile layouts (row-major,
+//!   padded, Morton, Hopper swizzles, CK's XOR LDS) walked by a warp pattern, or every warp
+//!   request of a tile window's walk; totals over many requests.
 
 pub mod banks;
 pub mod cache;
+pub mod requests;
 
 use crate::error::{Result, TileError};
 
