@@ -158,38 +158,6 @@ fn compare(want: &KArgs, got: &KArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The library kernels the selftest runs: (kernel, shape, dtype). Shapes include ones that are
-/// not multiples of the kernels' tiles.
-pub const OPS_CASES: &[(&str, &[i64], ScalarType)] = &[
-    ("copy", &[1000, 777], ScalarType::F32),
-    ("copy", &[37, 4099], ScalarType::F16),
-    ("copy", &[3, 100, 200], ScalarType::BF16),
-    ("transpose", &[1000, 777], ScalarType::F32),
-    ("transpose", &[513, 1025], ScalarType::F16),
-    ("transpose", &[64, 64], ScalarType::BF16),
-    ("permute", &[30, 40, 50], ScalarType::F32),
-    ("permute", &[64, 33, 17], ScalarType::BF16),
-    ("permute021", &[30, 40, 50], ScalarType::F16),
-    ("morton", &[1024, 1000], ScalarType::F32),
-    ("morton", &[100, 75], ScalarType::BF16),
-    ("unmorton", &[1024, 1000], ScalarType::F32),
-    ("unmorton", &[37, 61], ScalarType::F16),
-    ("row_sum", &[300, 1000], ScalarType::F32),
-    ("row_sum", &[5, 4097], ScalarType::BF16),
-    ("row_max", &[300, 1000], ScalarType::F32),
-    ("row_max", &[7, 333], ScalarType::BF16),
-    ("softmax", &[300, 1000], ScalarType::F32),
-    ("softmax", &[3, 77], ScalarType::F32),
-    ("softmax", &[64, 16384], ScalarType::BF16),
-    ("add", &[300, 1000], ScalarType::F32),
-    ("mul", &[100, 100], ScalarType::F16),
-    ("max", &[77, 555], ScalarType::BF16),
-    ("add_row", &[300, 1000], ScalarType::F32),
-    ("mul_col", &[123, 456], ScalarType::BF16),
-    ("gemm", &[128, 128, 64], ScalarType::F16),
-    ("gemm", &[256, 192, 96], ScalarType::BF16),
-];
-
 fn ops_case(
     gpu: &Gpu,
     kernel: &str,
@@ -285,7 +253,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             }
         }
     }
-    for (i, (kernel, shape, dtype)) in OPS_CASES.iter().enumerate() {
+    for (i, (kernel, shape, dtype)) in tilekit_ops::run::SELFTEST_CASES.iter().enumerate() {
         let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
         let name = format!("{kernel} {} {}", dims.join("x"), dtype.name());
         if a.filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {

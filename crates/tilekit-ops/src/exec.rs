@@ -166,6 +166,39 @@ impl Executor for GpuExecutor {
     }
 }
 
+/// Records every kernel launched in its scope without running it (the output comes back as it
+/// went in): how tests collect the exact kernels of a configuration, e.g. to assemble them.
+#[derive(Debug, Default)]
+pub struct Capture {
+    kernels: RefCell<Vec<(Kernel, [u32; 3])>>,
+}
+
+impl Capture {
+    /// The kernels launched so far, with their grids (drained).
+    pub fn take(&self) -> Vec<(Kernel, [u32; 3])> {
+        std::mem::take(&mut self.kernels.borrow_mut())
+    }
+}
+
+impl Executor for Capture {
+    fn name(&self) -> &'static str {
+        "capture"
+    }
+    fn run(
+        &self,
+        kernel: &Kernel,
+        grid: [u32; 3],
+        mut args: Args,
+        out: usize,
+    ) -> Result<(HostBuffer, Duration)> {
+        self.kernels.borrow_mut().push((kernel.clone(), grid));
+        let buf = args.take_buffer(out).ok_or_else(|| {
+            OpsError::invalid("launch", "output argument", out, "must be a buffer")
+        })?;
+        Ok((buf, Duration::ZERO))
+    }
+}
+
 thread_local! {
     static CURRENT: RefCell<Option<Rc<dyn Executor>>> = const { RefCell::new(None) };
 }

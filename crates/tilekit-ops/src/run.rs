@@ -73,6 +73,39 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("gemm", "MxNxK (multiples of 64, 64, 32; f16/bf16)"),
 ];
 
+/// The configurations `tilekit selftest` runs on a GPU (and CI assembles with ptxas):
+/// (kernel, shape, dtype). Shapes include ones that are
+/// not multiples of the kernels' tiles.
+pub const SELFTEST_CASES: &[(&str, &[i64], ScalarType)] = &[
+    ("copy", &[1000, 777], ScalarType::F32),
+    ("copy", &[37, 4099], ScalarType::F16),
+    ("copy", &[3, 100, 200], ScalarType::BF16),
+    ("transpose", &[1000, 777], ScalarType::F32),
+    ("transpose", &[513, 1025], ScalarType::F16),
+    ("transpose", &[64, 64], ScalarType::BF16),
+    ("permute", &[30, 40, 50], ScalarType::F32),
+    ("permute", &[64, 33, 17], ScalarType::BF16),
+    ("permute021", &[30, 40, 50], ScalarType::F16),
+    ("morton", &[1024, 1000], ScalarType::F32),
+    ("morton", &[100, 75], ScalarType::BF16),
+    ("unmorton", &[1024, 1000], ScalarType::F32),
+    ("unmorton", &[37, 61], ScalarType::F16),
+    ("row_sum", &[300, 1000], ScalarType::F32),
+    ("row_sum", &[5, 4097], ScalarType::BF16),
+    ("row_max", &[300, 1000], ScalarType::F32),
+    ("row_max", &[7, 333], ScalarType::BF16),
+    ("softmax", &[300, 1000], ScalarType::F32),
+    ("softmax", &[3, 77], ScalarType::F32),
+    ("softmax", &[64, 16384], ScalarType::BF16),
+    ("add", &[300, 1000], ScalarType::F32),
+    ("mul", &[100, 100], ScalarType::F16),
+    ("max", &[77, 555], ScalarType::BF16),
+    ("add_row", &[300, 1000], ScalarType::F32),
+    ("mul_col", &[123, 456], ScalarType::BF16),
+    ("gemm", &[128, 128, 64], ScalarType::F16),
+    ("gemm", &[256, 192, 96], ScalarType::BF16),
+];
+
 /// What one `run` did.
 ///
 /// ```

@@ -18,6 +18,7 @@
 pub mod coverage;
 pub mod emit;
 pub mod error;
+pub mod ptxas;
 pub mod target;
 
 pub use emit::emit_kernel;

@@ -1,0 +1,68 @@
+//! Assembling PTX with NVIDIA's `ptxas`, where one is installed — how CI checks every kernel the
+//! library builds without a GPU.
+//!
+//! The assembler is found through `TILEKIT_PTXAS` (a path) or as `ptxas` on the PATH. When
+//! `TILEKIT_REQUIRE_PTXAS` is set (CI sets it), a missing assembler is an error instead of a skip.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::target::Target;
+
+/// The assembler to use, if any; an error when one is required but missing.
+///
+/// ```
+/// // no assertion about the machine: either an assembler or why there is none
+/// let _ = tilekit_ptx::ptxas::find();
+/// ```
+pub fn find() -> Result<Option<PathBuf>, String> {
+    if let Some(p) = std::env::var_os("TILEKIT_PTXAS") {
+        return Ok(Some(PathBuf::from(p)));
+    }
+    if Command::new("ptxas").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Ok(Some(PathBuf::from("ptxas")));
+    }
+    if std::env::var_os("TILEKIT_REQUIRE_PTXAS").is_some() {
+        return Err(
+            "TILEKIT_REQUIRE_PTXAS is set but no ptxas was found (set TILEKIT_PTXAS)".into()
+        );
+    }
+    Ok(None)
+}
+
+/// Assembles `ptx` for `target` with `ptxas -v`; `Ok(Some(report))` with the assembler's
+/// resource report, `Ok(None)` when no assembler is installed (and none is required), `Err`
+/// with the assembler's messages when it rejects the PTX.
+///
+/// ```
+/// use tilekit_ptx::{emit_kernel, ptxas, Target};
+/// let k = tilekit_ir::KernelBuilder::new("nothing", [32, 1, 1]).unwrap().finish().unwrap();
+/// let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+/// if let Ok(Some(report)) = ptxas::assemble(&ptx, Target::Sm90a, "nothing") {
+///     assert!(report.contains("Used"));
+/// }
+/// ```
+pub fn assemble(ptx: &str, target: Target, name: &str) -> Result<Option<String>, String> {
+    let Some(ptxas) = find()? else { return Ok(None) };
+    let dir = std::env::temp_dir().join(format!("tilekit-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stem: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let src = dir.join(format!("{stem}_{}.ptx", target.name()));
+    std::fs::write(&src, ptx).map_err(|e| format!("{}: {e}", src.display()))?;
+    let out = Command::new(&ptxas)
+        .arg(format!("-arch={}", target.name()))
+        .arg("-v")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join(format!("{stem}_{}.cubin", target.name())))
+        .output()
+        .map_err(|e| format!("{}: {e}", ptxas.display()))?;
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if out.status.success() {
+        Ok(Some(text))
+    } else {
+        Err(format!("ptxas -arch={} rejected {name}:\n{text}", target.name()))
+    }
+}
