@@ -55,6 +55,10 @@ pub struct Measurement {
     pub copy_gb_per_s: f64,
     /// `gb_per_s / copy_gb_per_s`.
     pub ratio_to_copy: f64,
+    /// For matrix products: TFLOP/s.
+    pub tflops: Option<f64>,
+    /// For matrix products: cuBLAS TFLOP/s on the same problem in the same process.
+    pub cublas_tflops: Option<f64>,
 }
 
 fn cuda(e: tilekit_cuda::CudaError) -> CliError {
@@ -112,6 +116,8 @@ fn bench_copy(
         gb_per_s: gbs,
         copy_gb_per_s: copy_gbs,
         ratio_to_copy: gbs / copy_gbs,
+        tflops: None,
+        cublas_tflops: None,
     })
 }
 
@@ -128,6 +134,15 @@ pub const BENCH_SET: &[(&str, &[i64], ScalarType)] = &[
     ("row_sum", &[16384, 16384], ScalarType::BF16),
     ("softmax", &[16384, 16384], ScalarType::F32),
     ("softmax", &[16384, 16384], ScalarType::BF16),
+    // the rest of the library (no issue-7 target)
+    ("permute021", &[512, 512, 256], ScalarType::F32),
+    ("row_max", &[16384, 16384], ScalarType::F32),
+    ("add", &[16384, 16384], ScalarType::F32),
+    ("mul", &[16384, 16384], ScalarType::BF16),
+    ("max", &[16384, 16384], ScalarType::F16),
+    ("add_row", &[16384, 16384], ScalarType::F32),
+    ("mul_col", &[16384, 16384], ScalarType::BF16),
+    ("gemm", &[2048, 2048, 1024], ScalarType::F16),
 ];
 
 fn ops_bench(
@@ -167,6 +182,17 @@ fn ops_bench(
         rule: "no GPU launch was recorded".into(),
     })?;
     let gbs = rec.bytes as f64 / (rec.median_ms * 1e-3) / 1e9;
+    let (tflops, cublas_tflops) = if kernel == "gemm" {
+        let (m, n, k) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
+        let flops = 2.0 * (m * n * k) as f64;
+        let ours = flops / (rec.median_ms * 1e-3) / 1e12;
+        let theirs = tilekit_cuda::blas::time_gemm_f16(gpu, m, n, k, reps)
+            .ok()
+            .map(|t| flops / (t.median_ms() * 1e-3) / 1e12);
+        (Some(ours), theirs)
+    } else {
+        (None, None)
+    };
     Ok(Measurement {
         kernel: name,
         device: gpu.props().name.clone(),
@@ -175,6 +201,8 @@ fn ops_bench(
         gb_per_s: gbs,
         copy_gb_per_s: copy_gbs,
         ratio_to_copy: gbs / copy_gbs,
+        tflops,
+        cublas_tflops,
     })
 }
 

@@ -70,8 +70,8 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     Ok(if r.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// The default job's kernel runs: a few kernels on small shapes on the interpreter. Returns
-/// whether all passed.
+/// The default job's kernel runs: a few kernels on small shapes, on the GPU when one is present
+/// and on the interpreter otherwise. Returns whether all passed.
 pub fn default_runs() -> Result<bool, CliError> {
     let jobs: [(&str, &[i64], ScalarType); 6] = [
         ("copy", &[100, 130], ScalarType::F32),
@@ -82,9 +82,18 @@ pub fn default_runs() -> Result<bool, CliError> {
         ("gemm", &[64, 64, 64], ScalarType::F16),
     ];
     let mut ok = true;
-    println!("kernels on the interpreter:");
+    let backend = match tilekit_cuda::Gpu::open(0) {
+        Ok(g) => {
+            println!("kernels on the GPU ({}):", g.props().name);
+            Backend::Gpu
+        }
+        Err(e) => {
+            println!("kernels on the CPU interpreter ({e}):");
+            Backend::Interp
+        }
+    };
     for (k, s, t) in jobs {
-        let r = ops_run::run(k, s, t, Backend::Interp, 1)?;
+        let r = ops_run::run(k, s, t, backend, 1)?;
         println!("  {}", r.summary());
         ok &= r.passed;
     }

@@ -9,6 +9,7 @@
 //! | [`device`] | [`Gpu`]: driver detection, properties, buffers, copies |
 //! | [`module`] | PTX JIT to cubin with the logs kept, modules, kernels, launches |
 //! | [`timing`] | CUDA-event timing with warm-up and medians |
+//! | [`blas`] | cuBLAS baselines |
 //! | [`cache`] | the on-disk kernel cache |
 //! | [`ir_run`] | running an IR kernel on the GPU with the interpreter's argument list |
 //! | [`compile`] | IR kernel → PTX → cubin (cached) → loaded kernel, with a report |
@@ -21,6 +22,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod blas;
 pub mod cache;
 pub mod compile;
 pub mod device;
