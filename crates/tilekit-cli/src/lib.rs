@@ -16,6 +16,7 @@ pub mod conformance;
 pub mod error;
 pub mod gpu;
 pub mod morton;
+pub mod ptx;
 pub mod rng;
 pub mod run;
 pub mod selftest;
@@ -51,6 +52,8 @@ pub enum Command {
     Bench(bench::Args),
     /// Run a kernel of the library on random data and check it against its CPU reference.
     Run(run::Args),
+    /// Print the PTX (or IR) tilekit generates for a kernel of the library.
+    Ptx(ptx::Args),
     /// Morton (Z-order) codes: the index table of a 2^N × 2^N tile, encode/decode, the Z curve as SVG.
     Morton(morton::Args),
     /// Shared-memory bank conflicts of a tile layout read by a warp walk or a distribution's window.
@@ -69,6 +72,7 @@ pub fn main_entry() -> ExitCode {
         Some(Command::Selftest(a)) => selftest::run(&a),
         Some(Command::Bench(a)) => bench::run(&a),
         Some(Command::Run(a)) => run::run(&a),
+        Some(Command::Ptx(a)) => ptx::run(&a),
         Some(Command::Morton(a)) => morton::run(&a),
         Some(Command::Banks(a)) => banks::run(&a),
     };

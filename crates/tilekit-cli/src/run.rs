@@ -42,7 +42,7 @@ pub fn parse_shape(s: &str) -> Result<Vec<i64>, CliError> {
     }
 }
 
-fn parse_dtype(s: &str) -> Result<ScalarType, CliError> {
+pub fn parse_dtype(s: &str) -> Result<ScalarType, CliError> {
     match s {
         "f32" => Ok(ScalarType::F32),
         "f16" => Ok(ScalarType::F16),

@@ -609,6 +609,20 @@ impl KernelBuilder {
         self.ctx.borrow_mut().push(Op::Barrier, &[]);
     }
 
+    /// A note naming the tile operation the next instructions come from (kept through the
+    /// passes, ignored by the interpreter, a comment in the dump and the PTX).
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.note("load tile A");
+    /// assert!(b.finish().unwrap().to_string().contains("// load tile A"));
+    /// ```
+    pub fn note(&self, text: impl Into<String>) {
+        let text: String = text.into().replace(['\n', '\r'], " ");
+        self.ctx.borrow_mut().push(Op::Note(text), &[]);
+    }
+
     // ---------------------------------------------------------------- special registers, constants
 
     /// A special register (`ntid` folds to the block dims).

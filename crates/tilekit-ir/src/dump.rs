@@ -62,6 +62,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Load { mem, width, .. } => format!("ld.{}{}", mem.space.name(), v(*width as usize)),
         Op::Store { mem, values, .. } => format!("st.{}{}", mem.space.name(), v(values.len())),
         Op::Barrier => "bar.sync".into(),
+        Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
         Op::Vote(m, _) => format!("vote.sync.{}", m.name()),
         Op::Mma { .. } => "mma.sync.m16n8k16.row.col".into(),
@@ -113,6 +114,7 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
             format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))
         }
         Op::Barrier => mn,
+        Op::Note(t) => format!("// {t}"),
         Op::Shfl { value, lane, .. } => format!("{mn}.{rty} {value}, {lane}"),
         Op::Vote(_, p) => format!("{mn} {p}"),
         Op::Mma { a, b, c, .. } => format!(

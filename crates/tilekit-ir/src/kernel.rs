@@ -178,7 +178,7 @@ impl Kernel {
     pub fn instruction_count(&self) -> usize {
         let mut n = 0;
         self.body.walk(&mut |i: &Inst| {
-            if !matches!(i.op, crate::op::Op::Const(_)) {
+            if !matches!(i.op, crate::op::Op::Const(_) | crate::op::Op::Note(_)) {
                 n += 1
             }
         });

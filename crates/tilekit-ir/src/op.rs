@@ -465,6 +465,9 @@ pub enum Op {
     /// `bar.sync 0`: every thread of the block waits here; shared-memory writes before it are
     /// visible after it.
     Barrier,
+    /// A note naming the tile operation the following instructions come from: no effect on
+    /// execution; printed as a comment in the dump and in the PTX.
+    Note(String),
     /// `shfl.sync.<mode>.b32` over the full warp: the value of another lane (32-bit types).
     Shfl {
         /// Where a lane reads from.
@@ -545,7 +548,7 @@ impl Op {
     /// ```
     pub fn operands(&self) -> Vec<ValueId> {
         match self {
-            Op::Const(_) | Op::Param(_) | Op::Special(_) | Op::Barrier => vec![],
+            Op::Const(_) | Op::Param(_) | Op::Special(_) | Op::Barrier | Op::Note(_) => vec![],
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],

@@ -515,6 +515,12 @@ impl Window {
                 }
             }
         }
+        b.note(format!(
+            "tile window {} {}[{lengths:?}]: thread index math (distribution {})",
+            view.mem.space.name(),
+            mem_index(view.mem),
+            tilekit_tile::encoding_text::print_encoding(dist.encoding().spec())
+        ));
         let p = p_index(b, dist)?;
         let ndim_p = dist.encoding().ndim_p();
         let traits = LoadStoreTraits::from_adaptor(
@@ -585,7 +591,19 @@ impl Window {
     /// assert_eq!(w.load(&b).unwrap().regs.len(), 4);
     /// ```
     pub fn load(&self, b: &KernelBuilder) -> Result<DTile> {
+        self.note(b, "load");
         self.load_impl(b, None)
+    }
+
+    fn note(&self, b: &KernelBuilder, what: &str) {
+        b.note(format!(
+            "tile window {what} {} {}: {} accesses of {} elements along Y{}",
+            self.mem.space.name(),
+            mem_index(self.mem),
+            self.traits.num_access(),
+            self.traits.scalar_per_vector(),
+            self.traits.vector_dim_y()
+        ));
     }
 
     /// [`load`](Self::load) with `fill` (e.g. −∞ for a max) where the vector is invalid.
@@ -653,6 +671,7 @@ impl Window {
     /// assert!(matches!(e, OpsError::DtypeMismatch { .. }));
     /// ```
     pub fn store(&self, b: &KernelBuilder, t: &DTile) -> Result<()> {
+        self.note(b, "store");
         if t.dist != self.dist {
             return Err(OpsError::invalid(
                 "window store",
@@ -694,6 +713,7 @@ impl Window {
 /// assert_eq!(b.finish().unwrap().to_string().matches("shfl.sync.bfly").count(), 5);
 /// ```
 pub fn warp_reduce(b: &KernelBuilder, v: &Val, op: BinOp) -> Result<Val> {
+    b.note(format!("warp reduce ({}) with butterfly shuffles", op.name()));
     let mut v = v.clone();
     for s in [16, 8, 4, 2, 1] {
         let other = b.shfl(ShflMode::Bfly, &v, &Val::lit(s))?;
@@ -717,6 +737,7 @@ pub fn warp_reduce(b: &KernelBuilder, v: &Val, op: BinOp) -> Result<Val> {
 /// assert_eq!(b.finish().unwrap().to_string().matches("bar.sync").count(), 2);
 /// ```
 pub fn block_reduce(b: &KernelBuilder, v: &Val, op: BinOp, scratch: MemRef) -> Result<Val> {
+    b.note(format!("block reduce ({}) through shared memory", op.name()));
     let warps = (block_threads(b) + 31) / 32;
     let w = warp_reduce(b, v, op)?;
     if warps == 1 {
@@ -802,5 +823,11 @@ pub fn for_range(
     match slot.into_inner() {
         Some(e) => Err(e),
         None => Ok(r?),
+    }
+}
+
+fn mem_index(m: MemRef) -> u32 {
+    match m.space {
+        tilekit_ir::MemSpace::Global(i) | tilekit_ir::MemSpace::Shared(i) => i,
     }
 }

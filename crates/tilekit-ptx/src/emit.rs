@@ -422,6 +422,13 @@ impl<'k> Emitter<'k> {
             }
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
+            Op::Note(t) => {
+                let text: String = t
+                    .chars()
+                    .map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '?' })
+                    .collect();
+                self.line(format!("// {text}"));
+            }
             Op::Shfl { mode, value, lane } => self.shfl(res(0), *mode, *value, *lane)?,
             Op::Vote(mode, p) => {
                 let (d, p) = (self.reg(res(0)), self.reg(*p));

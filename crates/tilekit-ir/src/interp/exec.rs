@@ -243,6 +243,7 @@ impl<'a> BlockExec<'a> {
                     }
                 }
             }
+            Op::Note(_) => {}
             Op::Barrier => {
                 if let Some(t) = (0..n).find(|&t| !mask[t]) {
                     return Err(InterpError::BarrierDivergence {
