@@ -143,10 +143,15 @@ pub fn reference(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64>
 /// ```
 /// use tilekit_ir::ScalarType;
 /// assert!(tilekit_ops::gemm::launch(&[64, 60, 32], ScalarType::F16, 1).is_err()); // N not a multiple of 64
+/// assert!(tilekit_ops::gemm::launch(&[64, 64], ScalarType::F16, 1).is_err()); // not [M, N, K]
 /// ```
 pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
-    host::check_shape("gemm", shape, 3)?;
-    let (m, n, k) = (shape[0], shape[1], shape[2]);
+    // [M, N, K] is not a tensor: each operand (A: M×K, B: K×N, C: M×N) must fit an index
+    let [m, n, k] = <[i64; 3]>::try_from(shape)
+        .map_err(|_| OpsError::invalid("gemm", "shape", format!("{shape:?}"), "[M, N, K]"))?;
+    host::check_shape("gemm A (M×K)", &[m, k], 2)?;
+    host::check_shape("gemm B (K×N)", &[k, n], 2)?;
+    host::check_shape("gemm C (M×N)", &[m, n], 2)?;
     let (bm, bn, bk) = TILE;
     for (name, v, t) in [("M", m, bm), ("N", n, bn), ("K", k, bk)] {
         if v % t != 0 {
