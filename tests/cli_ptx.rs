@@ -4,7 +4,11 @@ use std::process::Command;
 
 fn tilekit(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tilekit")).args(args).output().expect("runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -12,7 +16,10 @@ fn ptx_is_commented_with_tile_operations() {
     let (code, out, err) = tilekit(&["ptx", "transpose", "--shape", "64x64"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(".visible .entry transpose("), "{out}");
-    assert!(out.contains("// tile window load global 0: 4 accesses of 4 elements along Y1"), "{out}");
+    assert!(
+        out.contains("// tile window load global 0: 4 accesses of 4 elements along Y1"),
+        "{out}"
+    );
     assert!(out.contains("ld.global.v4.f32") && out.contains("st.shared.v4.f32"), "{out}");
     let (code, ir, _) = tilekit(&["ptx", "row_sum", "--shape", "4x100", "--ir"]);
     assert_eq!(code, 0);

@@ -244,8 +244,15 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             if a.json {
                 println!("{}", serde_json::to_string(&m).unwrap_or_default());
             } else {
+                let extra = match (m.tflops, m.cublas_tflops) {
+                    (Some(t), Some(c)) => {
+                        format!("  {t:.1} TFLOP/s, cuBLAS {c:.1} TFLOP/s ({:.3} of cuBLAS)", t / c)
+                    }
+                    (Some(t), None) => format!("  {t:.1} TFLOP/s (cuBLAS not available)"),
+                    _ => String::new(),
+                };
                 println!(
-                    "{:<34} {:>10.3} {:>10.0} {:>8.3}",
+                    "{:<34} {:>10.3} {:>10.0} {:>8.3}{extra}",
                     m.kernel, m.median_ms, m.gb_per_s, m.ratio_to_copy
                 );
             }
