@@ -26,37 +26,9 @@ fn morton_8x8() -> TensorDescriptor<i64> {
         .unwrap()
 }
 
-/// naive (K0·L, M/L, K1) -> xor -> unmerge K0·L -> merge to (M, K): 4 stages.
+/// CK's GEMM LDS layout with XOR (naive → xor → unmerge → 2 × merge: 4 stages), 32×32 fp16.
 fn xor_merge_4stage() -> TensorDescriptor<i64> {
-    let (m, k, k1, l) = (32i64, 32i64, 8i64, 2i64);
-    let k0 = k / k1;
-    TensorDescriptor::naive(vec![k0 * l, m / l, k1], vec![k1, k0 * l * k1, 1], Some((k1, 1)))
-        .unwrap()
-        .transform(
-            vec![Transform::xor(m / l, k0 * l).unwrap(), Transform::pass_through(k1).unwrap()],
-            vec![vec![1, 0], vec![2]],
-            vec![vec![1, 0], vec![2]],
-        )
-        .unwrap()
-        .transform(
-            vec![
-                Transform::unmerge(vec![k0, l]).unwrap(),
-                Transform::pass_through(m / l).unwrap(),
-                Transform::pass_through(k1).unwrap(),
-            ],
-            vec![vec![0], vec![1], vec![2]],
-            vec![vec![0, 2], vec![1], vec![3]],
-        )
-        .unwrap()
-        .transform(
-            vec![
-                Transform::merge(vec![m / l, l]).unwrap(),
-                Transform::merge(vec![k0, k1]).unwrap(),
-            ],
-            vec![vec![1, 2], vec![0, 3]],
-            vec![vec![0], vec![1]],
-        )
-        .unwrap()
+    tilekit_layout::swizzle::xor_lds(32, 32, 8, 2).unwrap()
 }
 
 fn bench(c: &mut Criterion) {

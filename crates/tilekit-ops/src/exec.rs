@@ -39,6 +39,11 @@ pub trait Executor {
     ) -> Result<(HostBuffer, Duration)>;
 }
 
+fn take_output(args: &mut Args, out: usize) -> Result<HostBuffer> {
+    args.take_buffer(out)
+        .ok_or_else(|| OpsError::invalid("launch", "output argument", out, "must be a buffer"))
+}
+
 /// The CPU interpreter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Interp;
@@ -57,9 +62,7 @@ impl Executor for Interp {
         let t = std::time::Instant::now();
         tilekit_ir::interp::run(kernel, grid, &mut args)?;
         let elapsed = t.elapsed();
-        let buf = args.take_buffer(out).ok_or_else(|| {
-            OpsError::invalid("launch", "output argument", out, "must be a buffer")
-        })?;
+        let buf = take_output(&mut args, out)?;
         Ok((buf, elapsed))
     }
 }
@@ -159,9 +162,7 @@ impl Executor for GpuExecutor {
             bytes,
             grid,
         });
-        let buf = args.take_buffer(out).ok_or_else(|| {
-            OpsError::invalid("launch", "output argument", out, "must be a buffer")
-        })?;
+        let buf = take_output(&mut args, out)?;
         Ok((buf, Duration::from_secs_f64(median_ms * 1e-3)))
     }
 }
@@ -192,9 +193,7 @@ impl Executor for Capture {
         out: usize,
     ) -> Result<(HostBuffer, Duration)> {
         self.kernels.borrow_mut().push((kernel.clone(), grid));
-        let buf = args.take_buffer(out).ok_or_else(|| {
-            OpsError::invalid("launch", "output argument", out, "must be a buffer")
-        })?;
+        let buf = take_output(&mut args, out)?;
         Ok((buf, Duration::ZERO))
     }
 }

@@ -154,22 +154,7 @@ pub fn walk_with_adaptor(
     origin: &[i64],
     p: &[i64],
 ) -> Result<Vec<WindowAccess<i64>>> {
-    let nx = adaptor.bottom_ids().len();
-    let ntop = adaptor.ndim_top();
-    if desc.ndim() != nx || origin.len() != nx || p.len() != ndim_p || ndim_p > ntop {
-        return Err(TileError::invalid(
-            "tile window walk",
-            "view/origin/P rank",
-            (desc.ndim(), origin.len(), p.len()),
-            format!(
-                "{nx} view dims, {nx} origin entries and {ndim_p} P entries (of {ntop} top dims)"
-            ),
-        ));
-    }
-    let accesses = traits.accesses();
-    let start = thread_coords(adaptor, desc, origin, p, ntop - ndim_p);
-    let coords = walk_coords(adaptor, desc, &accesses, ndim_p, start);
-    Ok(records(desc, &accesses, coords))
+    walk_generic(adaptor, ndim_p, traits, desc, origin, p)
 }
 
 /// The walk of thread `p` in any index domain, from raw parts: a ps_ys_to_xs adaptor with
