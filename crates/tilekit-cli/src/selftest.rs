@@ -100,6 +100,37 @@ pub fn cases(seed: u64) -> Result<Vec<Case>, CliError> {
             reference: None,
         });
     }
+    {
+        // more than 48 KiB of shared memory: launched with dynamic shared memory
+        let kernel = tilekit_ptx::coverage::big_shared().map_err(ir)?;
+        let n = 24 * 1024;
+        let mut args = KArgs::new();
+        args.buffer(random_buffer(ScalarType::F32, 2 * n, &mut rng))
+            .buffer(poison(ScalarType::F32, 2 * n));
+        let reference: Reference = Box::new(move |input, output| {
+            let (Some(x), Some(y)) = (input.get_buffer(0), output.get_buffer(1)) else {
+                return Err("missing buffers".into());
+            };
+            for blk in 0..2 {
+                for i in 0..n {
+                    if y.bits(blk * n + i) != x.bits(blk * n + n - 1 - i) {
+                        return Err(format!(
+                            "y[{}] is not x reversed within its block",
+                            blk * n + i
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        });
+        out.push(Case {
+            name: "big shared (96 KiB dynamic)".into(),
+            kernel,
+            grid: [2, 1, 1],
+            args,
+            reference: Some(reference),
+        });
+    }
     for (t, vec) in [(ScalarType::F32, 4), (ScalarType::F16, 8), (ScalarType::I64, 2)] {
         for n in [1usize, 1000, 65_537] {
             let kernel = examples::copy(t, vec, 256).map_err(ir)?;

@@ -100,9 +100,11 @@ impl Gpu {
         args: &DeviceArgs,
     ) -> Result<()> {
         let [x, y, z] = ir.block_dim;
+        let smem = tilekit_ptx::emit::shared_layout(ir);
+        let dynamic_smem = if smem.dynamic { smem.total as u32 } else { 0 };
         self.launch(
             kernel,
-            LaunchDims { grid: (grid[0], grid[1], grid[2]), block: (x, y, z), dynamic_smem: 0 },
+            LaunchDims { grid: (grid[0], grid[1], grid[2]), block: (x, y, z), dynamic_smem },
             &args.args,
         )
     }

@@ -119,3 +119,41 @@ pub fn every_op(t: ScalarType, approx: bool) -> Result<Kernel, IrError> {
     b.store(y, &(gid * Idx::lit(widest as i64)), &out, Some(&inside))?;
     b.finish()
 }
+
+/// A kernel with more shared memory than PTX allows statically (96 KiB + a small second
+/// allocation): 256 threads stage `x` (24576 f32 per block) through shared memory and write it
+/// back reversed into `y`. It must be launched with dynamic shared memory (see
+/// [`crate::emit::shared_layout`]).
+///
+/// ```
+/// let k = tilekit_ptx::coverage::big_shared().unwrap();
+/// assert!(tilekit_ptx::emit::shared_layout(&k).dynamic);
+/// ```
+pub fn big_shared() -> Result<Kernel, IrError> {
+    const N: i64 = 24 * 1024;
+    let b = KernelBuilder::new("big_shared", [256, 1, 1])?;
+    let x = b.ptr_param("x", ScalarType::F32)?;
+    let y = b.ptr_param("y", ScalarType::F32)?;
+    let small = b.shared("small", ScalarType::F32, 4)?;
+    let s = b.shared("stage", ScalarType::F32, N as usize)?;
+    let tid = b.thread_id(Axis::X);
+    let base = b.block_id(Axis::X) * Idx::lit(N);
+    b.for_range(&Idx::lit(0), &Idx::lit(N / 256), &Idx::lit(1), &[], |b, k, _| {
+        let i = k * Idx::lit(256) + tid.clone();
+        let v = b.load(x, &(base.clone() + i.clone()), 1, None)?;
+        b.store(s, &i, &v, None)?;
+        Ok(vec![])
+    })?;
+    let first = b.cmp(CmpOp::Eq, &tid, &Idx::lit(0))?;
+    b.if_then(&first, |b| b.store(small, &Idx::lit(0), &[b.f32(1.0)], None))?;
+    b.barrier();
+    let one = b.load(small, &Idx::lit(0), 1, None)?.remove(0);
+    b.for_range(&Idx::lit(0), &Idx::lit(N / 256), &Idx::lit(1), &[], |b, k, _| {
+        let i = k * Idx::lit(256) + tid.clone();
+        let v = b.load(s, &(<tilekit_ir::Val as Idx>::lit(N - 1) - i.clone()), 1, None)?.remove(0);
+        let w = b.binary(BinOp::Mul, &v, &one)?;
+        b.store(y, &(base.clone() + i), &[w], None)?;
+        Ok(vec![])
+    })?;
+    b.finish()
+}

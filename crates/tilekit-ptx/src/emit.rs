@@ -145,6 +145,13 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
     let _ = writeln!(head, ".version {}", target.ptx_version());
     let _ = writeln!(head, ".target {}", target.name());
     let _ = writeln!(head, ".address_size 64\n");
+    if shared_layout(k).dynamic {
+        let _ = writeln!(
+            head,
+            ".extern .shared .align 16 .b8 {DYNAMIC_SMEM}[]; // {} bytes, launched as dynamic shared memory\n",
+            shared_layout(k).total
+        );
+    }
     let _ = write!(head, ".visible .entry {}(", k.name);
     for (i, p) in k.params.iter().enumerate() {
         let ty = match p.kind {
@@ -156,16 +163,27 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
     let _ = writeln!(head, "\n)");
     let [x, y, z] = k.block_dim;
     let _ = writeln!(head, ".reqntid {x}, {y}, {z}\n{{");
-    for (i, s) in k.shared.iter().enumerate() {
-        let _ = writeln!(
-            head,
-            "\t.shared .align 16 .b8 {}[{}]; // {}: {} x {}",
-            e.shared_names[i],
-            s.size_bytes().max(1),
-            s.name,
-            s.len,
-            s.elem
-        );
+    let layout = shared_layout(k);
+    if layout.dynamic {
+        for (i, s) in k.shared.iter().enumerate() {
+            let _ = writeln!(
+                head,
+                "\t// {}: {} x {} at byte {}",
+                s.name, s.len, s.elem, layout.offsets[i]
+            );
+        }
+    } else {
+        for (i, s) in k.shared.iter().enumerate() {
+            let _ = writeln!(
+                head,
+                "\t.shared .align 16 .b8 {}[{}]; // {}: {} x {}",
+                e.shared_names[i],
+                s.size_bytes().max(1),
+                s.name,
+                s.len,
+                s.elem
+            );
+        }
     }
     let n = k.values.len();
     for (prefix, decl, extra) in [
@@ -183,6 +201,45 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
     head.push_str(&e.out);
     head.push_str("\tret;\n}\n");
     Ok(head)
+}
+
+/// Name of the dynamic shared-memory array (kernels above 48 KiB of shared memory).
+pub const DYNAMIC_SMEM: &str = "tk_dynamic_smem";
+
+/// Where a kernel's shared allocations live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedLayout {
+    /// Byte offset of each allocation (16-byte aligned).
+    pub offsets: Vec<usize>,
+    /// Total bytes.
+    pub total: usize,
+    /// True above 48 KiB: PTX's static shared memory stops there, so the allocations become
+    /// offsets into one dynamic array and the kernel must be launched with `total` bytes of
+    /// dynamic shared memory.
+    pub dynamic: bool,
+}
+
+/// The static limit of shared memory per block (48 KiB).
+pub const STATIC_SMEM_LIMIT: usize = 48 * 1024;
+
+/// The shared-memory layout the emitter uses for a kernel.
+///
+/// ```
+/// use tilekit_ir::{KernelBuilder, ScalarType};
+/// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+/// b.shared("a", ScalarType::F32, 3).unwrap();
+/// b.shared("b", ScalarType::F32, 16 * 1024).unwrap();
+/// let l = tilekit_ptx::emit::shared_layout(&b.finish().unwrap());
+/// assert_eq!((l.offsets.clone(), l.total, l.dynamic), (vec![0, 16], 16 + 64 * 1024, true));
+/// ```
+pub fn shared_layout(k: &Kernel) -> SharedLayout {
+    let mut offsets = Vec::with_capacity(k.shared.len());
+    let mut at = 0usize;
+    for s in &k.shared {
+        offsets.push(at);
+        at += s.size_bytes().div_ceil(16) * 16;
+    }
+    SharedLayout { offsets, total: at, dynamic: at > STATIC_SMEM_LIMIT }
 }
 
 fn param_type(t: ScalarType) -> &'static str {
@@ -734,7 +791,16 @@ impl<'k> Emitter<'k> {
                     _ => off,
                 };
                 let base = self.tmp(ScalarType::U32);
-                self.line(format!("mov.u32 {base}, {name};"));
+                let layout = shared_layout(self.k);
+                if layout.dynamic {
+                    self.line(format!("mov.u32 {base}, {DYNAMIC_SMEM};"));
+                    let off = layout.offsets[s as usize];
+                    if off > 0 {
+                        self.line(format!("add.u32 {base}, {base}, {off}; // {name}"));
+                    }
+                } else {
+                    self.line(format!("mov.u32 {base}, {name};"));
+                }
                 let addr = self.tmp(ScalarType::U32);
                 self.line(format!("mad.lo.u32 {addr}, {off32}, {size}, {base};"));
                 Ok((addr, "shared"))

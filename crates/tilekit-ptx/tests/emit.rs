@@ -111,3 +111,30 @@ fn bad_kernel_names_are_typed_errors() {
         Err(e) => assert!(e.to_string().contains("bad.name"), "{e}"),
     }
 }
+
+#[test]
+fn more_than_48_kib_of_shared_memory_is_dynamic() {
+    let k = tilekit_ptx::coverage::big_shared().unwrap();
+    let layout = tilekit_ptx::emit::shared_layout(&k);
+    assert_eq!((layout.offsets, layout.total, layout.dynamic), (vec![0, 16], 16 + 96 * 1024, true));
+    let ptx = check(&k);
+    assert!(ptx.contains(".extern .shared .align 16 .b8 tk_dynamic_smem[];"), "{ptx}");
+    assert!(ptx.contains("add.u32") && ptx.contains("// smem1_stage"), "{ptx}");
+}
+
+#[test]
+fn big_shared_kernel_is_right_on_the_interpreter() {
+    use tilekit_ir::interp::{run, Args, HostBuffer};
+    let k = tilekit_ptx::coverage::big_shared().unwrap();
+    let n = 24 * 1024;
+    let x: Vec<f32> = (0..2 * n).map(|i| (i as f32 * 0.37).sin() + 2.0).collect();
+    let mut args = Args::new();
+    args.buffer(HostBuffer::from_f32(&x)).buffer(HostBuffer::from_f32(&vec![f32::NAN; 2 * n]));
+    run(&k, [2, 1, 1], &mut args).unwrap();
+    let y = args.get_buffer(1).unwrap().to_f32().unwrap();
+    for blk in 0..2 {
+        for i in [0, 1, 777, n - 1] {
+            assert_eq!(y[blk * n + i], x[blk * n + n - 1 - i]);
+        }
+    }
+}
