@@ -257,6 +257,30 @@ impl<I: Idx> TensorDescriptor<I> {
         Self::from_parts(adaptor, self.element_space_size.clone(), gl, gs)
     }
 
+    /// Puts an adaptor on top of the descriptor (reference `chain_tensor_adaptors` with the
+    /// descriptor's adaptor first): the adaptor's bottom dims are the descriptor's top dims; new
+    /// hidden dims have no guaranteed vector; the element space is unchanged.
+    ///
+    /// ```
+    /// use tilekit_layout::{TensorAdaptor, TensorDescriptor, Transform};
+    /// let d = TensorDescriptor::packed(vec![4i64, 6], None).unwrap();
+    /// // a 1-D view of the 4×6 tensor: an adaptor from one index (top) to (i, j) (bottom)
+    /// let flat = TensorAdaptor::single_stage(vec![Transform::merge(vec![4i64, 6]).unwrap()], vec![vec![0, 1]], vec![vec![0]]).unwrap();
+    /// assert_eq!(d.chain(&flat).unwrap().calculate_offset(&[13]), 13);
+    /// // an adaptor whose bottom has 1 dim does not fit a top of 2
+    /// let split = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![4i64, 6]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert!(d.chain(&split).is_err());
+    /// ```
+    pub fn chain(&self, adaptor: &TensorAdaptor<I>) -> Result<Self> {
+        let chained = self.adaptor.chain(adaptor)?;
+        let n = chained.ndim_hidden();
+        let mut gl = self.guaranteed_lengths.clone();
+        let mut gs = self.guaranteed_strides.clone();
+        gl.resize(n, -1);
+        gs.resize(n, -1);
+        Self::from_parts(chained, self.element_space_size.clone(), gl, gs)
+    }
+
     /// The adaptor.
     ///
     /// ```

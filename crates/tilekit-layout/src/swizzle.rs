@@ -257,6 +257,51 @@ impl TiledMorton {
         )
     }
 
+    /// The layout walked in **storage** order: an adaptor from `(tile_row, tile_col, z)` (top)
+    /// to the image's `(row, col)` over whole tiles (bottom) — the inverse of
+    /// [`descriptor`](Self::descriptor)'s mapping. Put on top of an image descriptor (see
+    /// [`TensorDescriptor::chain`]) it lets a kernel visit the image in the order the storage is
+    /// written, so that storage accesses are contiguous runs of `z`. Built from transforms only:
+    /// unmerge rows and columns into (tile, in-tile), in-tile indices into bits, and merge the
+    /// interleaved bits `(y_{b−1}, x_{b−1}, …, y0, x0)` into `z`.
+    ///
+    /// ```
+    /// use tilekit_layout::swizzle::TiledMorton;
+    /// let t = TiledMorton::new(16, 16, 4).unwrap();
+    /// let a = t.storage_order_adaptor().unwrap();
+    /// // tile (1, 2), z = 6 = (y1 x1 y0 x0) = 0110: in-tile (1, 2) → image (5, 10)
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2, 6]), vec![5, 10]);
+    /// assert_eq!(t.offset(5, 10), (1 * 4 + 2) * 16 + 6);
+    /// ```
+    pub fn storage_order_adaptor(&self) -> Result<crate::adaptor::TensorAdaptor<i64>> {
+        use crate::adaptor::{Stage, TensorAdaptor};
+        let b = self.tile_bits as usize;
+        let (th, tw, t) = (self.tiles_h(), self.tiles_w(), self.tile);
+        // hidden ids: 0 row, 1 col, 2 tr, 3 ir, 4 tc, 5 ic, 6..6+b y bits, 6+b..6+2b x bits, z
+        let mut stages = vec![
+            Stage::new(Transform::unmerge(vec![th, t])?, vec![0], vec![2, 3])?,
+            Stage::new(Transform::unmerge(vec![tw, t])?, vec![1], vec![4, 5])?,
+        ];
+        let z = 6 + 2 * b;
+        if b > 0 {
+            stages.push(Stage::new(
+                Transform::unmerge(vec![2; b])?,
+                vec![3],
+                (6..6 + b).collect(),
+            )?);
+            stages.push(Stage::new(
+                Transform::unmerge(vec![2; b])?,
+                vec![5],
+                (6 + b..6 + 2 * b).collect(),
+            )?);
+            let interleaved: Vec<usize> = (0..b).flat_map(|k| [6 + k, 6 + b + k]).collect();
+            stages.push(Stage::new(Transform::merge(vec![2; 2 * b])?, interleaved, vec![z])?);
+        } else {
+            stages.push(Stage::new(Transform::merge(vec![1, 1])?, vec![3, 5], vec![z])?);
+        }
+        TensorAdaptor::new(stages, vec![0, 1], vec![2, 4, z], z + 1)
+    }
+
     /// Row-major image → tiled Morton storage, padding filled with `fill`.
     ///
     /// ```

@@ -105,3 +105,30 @@ fn hopper_128b_chunk_table() {
     let e = HopperSwizzle::B128.descriptor(4, 64, 2).unwrap_err().to_string();
     assert!(e.contains("rows = 4 is invalid: must be a positive multiple of 8"), "{e}");
 }
+
+#[test]
+fn storage_order_adaptor_inverts_the_tiled_layout() {
+    for (h, w, t) in [(16i64, 16i64, 4i64), (5, 7, 4), (9, 3, 2), (8, 8, 8), (3, 5, 1)] {
+        let geo = TiledMorton::new(h, w, t).unwrap();
+        let a = geo.storage_order_adaptor().unwrap();
+        let mut seen = vec![false; geo.storage_len() as usize];
+        for tr in 0..geo.tiles_h() {
+            for tc in 0..geo.tiles_w() {
+                for z in 0..t * t {
+                    let rc = a.calculate_bottom_index(&[tr, tc, z]);
+                    // the brute-force offset of that image element is this storage position
+                    let (r, c) = (rc[0], rc[1]);
+                    assert!(r < geo.tiles_h() * t && c < geo.tiles_w() * t);
+                    let off = geo.offset(r, c);
+                    assert_eq!(
+                        off,
+                        (tr * geo.tiles_w() + tc) * t * t + z,
+                        "{h}x{w}/{t}: ({tr},{tc},{z})"
+                    );
+                    assert!(!seen[off as usize]);
+                    seen[off as usize] = true;
+                }
+            }
+        }
+    }
+}

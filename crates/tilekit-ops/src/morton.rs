@@ -88,10 +88,8 @@ pub fn tiles_per_block(ty: ScalarType, t: i64) -> i64 {
 ///
 /// ```text
 ///   storage = packed(tiles_h, tiles_w, t²), guaranteed 16-byte runs on z
-///   image   = naive(H, W) padded to whole tiles
-///             → unmerge row (tiles_h, t), col (tiles_w, t)
-///             → unmerge in-tile row and col into bits
-///             → merge (y_{b−1}, x_{b−1}, …, y0, x0) into z           (= TiledMorton, inverted)
+///   image   = naive(H, W) padded to whole tiles, chained with
+///             TiledMorton::storage_order_adaptor (tile/in-tile unmerges, bits, interleaving merge)
 ///   block (bx, by): tile row by, tiles bx·T .. bx·T + T  (T = tiles_per_block), every z
 /// ```
 ///
@@ -101,10 +99,8 @@ pub fn tiles_per_block(ty: ScalarType, t: i64) -> i64 {
 /// assert!(k.to_string().contains("st.global.v4.f32"));
 /// ```
 pub fn build_storage_order(ty: ScalarType, h: i64, w: i64, t: i64) -> Result<Kernel> {
-    use tilekit_layout::Transform;
     let geo = TiledMorton::new(h, w, t)?;
     let (th, tw) = (geo.tiles_h(), geo.tiles_w());
-    let bits = t.trailing_zeros() as usize;
     let t2 = t * t;
     let vec = (16 / ty.size_bytes() as i64).min(t2);
     if t2 / vec > crate::copy::THREADS as i64 {
@@ -129,40 +125,7 @@ pub fn build_storage_order(ty: ScalarType, h: i64, w: i64, t: i64) -> Result<Ker
     // the image through the inverse of the tiled Morton layout; pairs along x0 when W allows
     let pair = host::vector_for(ty, &[w]).min(2);
     let iv = View::global(&image, pair)?.pad(&[t, t])?;
-    let mut desc = iv.desc.transform(
-        vec![
-            Transform::unmerge(vec![Val::lit(th), Val::lit(t)])?,
-            Transform::unmerge(vec![Val::lit(tw), Val::lit(t)])?,
-        ],
-        vec![vec![0], vec![1]],
-        vec![vec![0, 1], vec![2, 3]],
-    )?;
-    if bits > 0 {
-        desc = desc.transform(
-            vec![
-                Transform::pass_through(Val::lit(th))?,
-                Transform::pass_through(Val::lit(tw))?,
-                Transform::unmerge(vec![Val::lit(2); bits])?,
-                Transform::unmerge(vec![Val::lit(2); bits])?,
-            ],
-            vec![vec![0], vec![2], vec![1], vec![3]],
-            vec![vec![0], vec![1], (2..2 + bits).collect(), (2 + bits..2 + 2 * bits).collect()],
-        )?;
-        let mut order = Vec::with_capacity(2 * bits);
-        for k in 0..bits {
-            order.push(2 + k); // y bit (b−1−k)
-            order.push(2 + bits + k); // x bit (b−1−k)
-        }
-        desc = desc.transform(
-            vec![
-                Transform::pass_through(Val::lit(th))?,
-                Transform::pass_through(Val::lit(tw))?,
-                Transform::merge(vec![Val::lit(2); 2 * bits])?,
-            ],
-            vec![vec![0], vec![1], order],
-            vec![vec![0], vec![1], vec![2]],
-        )?;
-    }
+    let desc = iv.desc.chain(&geo.storage_order_adaptor()?.lift::<Val>())?;
     let iv = View::new(iv.mem, desc).pad(&[1, tpb, t2])?;
     let origin = [b.block_id(Axis::Y), b.block_id(Axis::X) * Val::lit(tpb), Val::lit(0)];
     let regs = Window::new(&b, &iv, &[1, tpb, t2], &origin, &d)?.load(&b)?;
