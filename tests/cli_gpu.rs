@@ -1,13 +1,11 @@
 //! The GPU commands on a machine without a GPU (CI) answer with a reason and an exit code, never
 //! a panic; on a machine with one they work.
 
-use std::process::Command;
+mod common;
 
 fn tilekit(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tilekit")).args(args).output().expect("runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    let (code, out, err) = common::tilekit(args);
+    (code, out + &err)
 }
 
 #[test]

@@ -1,15 +1,8 @@
 //! `tilekit ptx`: the generated PTX names the tile operations it comes from.
 
-use std::process::Command;
+mod common;
 
-fn tilekit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tilekit")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::tilekit;
 
 #[test]
 fn ptx_is_commented_with_tile_operations() {

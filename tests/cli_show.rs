@@ -2,19 +2,13 @@
 //! reference's numbers, its traits with load_store_traits.json), ill-formed ones are refused
 //! with their named error, and the inputs (text form, inline JSON, files) agree.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::Value;
 
-fn tilekit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tilekit")).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::tilekit;
 
 fn conformance() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance")

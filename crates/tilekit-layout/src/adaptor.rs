@@ -29,7 +29,7 @@
 //! [`TensorAdaptor::transform`] (append transforms on top; new hidden ids are allocated in
 //! transform order and the new top order is chosen by labels) and [`TensorAdaptor::chain`].
 
-use crate::error::{LayoutError, Result};
+use crate::error::{expect_count, LayoutError, Result};
 use crate::idx::Idx;
 use crate::transform::Transform;
 
@@ -219,17 +219,8 @@ impl<I: Idx> TensorAdaptor<I> {
         upper_ids: Vec<Vec<usize>>,
     ) -> Result<Self> {
         let ctx = "single-stage tensor adaptor";
-        if lower_ids.len() != transforms.len() || upper_ids.len() != transforms.len() {
-            let got =
-                if lower_ids.len() != transforms.len() { lower_ids.len() } else { upper_ids.len() };
-            let field = if lower_ids.len() != transforms.len() { "lower_ids" } else { "upper_ids" };
-            return Err(LayoutError::count(
-                ctx,
-                field,
-                got,
-                format!("{} (one per transform)", transforms.len()),
-            ));
-        }
+        expect_count(ctx, "lower_ids", lower_ids.len(), transforms.len(), "transform")?;
+        expect_count(ctx, "upper_ids", upper_ids.len(), transforms.len(), "transform")?;
         let nlow = labels_count(ctx, "lower_ids", &lower_ids)?;
         let nup = labels_count(ctx, "upper_ids", &upper_ids)?;
         let mut stages = Vec::with_capacity(transforms.len());
@@ -265,22 +256,8 @@ impl<I: Idx> TensorAdaptor<I> {
         upper_ids: Vec<Vec<usize>>,
     ) -> Result<Self> {
         let ctx = "transform_tensor_adaptor";
-        if lower_ids.len() != transforms.len() {
-            return Err(LayoutError::count(
-                ctx,
-                "lower_ids",
-                lower_ids.len(),
-                format!("{} (one per transform)", transforms.len()),
-            ));
-        }
-        if upper_ids.len() != transforms.len() {
-            return Err(LayoutError::count(
-                ctx,
-                "upper_ids",
-                upper_ids.len(),
-                format!("{} (one per transform)", transforms.len()),
-            ));
-        }
+        expect_count(ctx, "lower_ids", lower_ids.len(), transforms.len(), "transform")?;
+        expect_count(ctx, "upper_ids", upper_ids.len(), transforms.len(), "transform")?;
         let nup = labels_count(ctx, "upper_ids", &upper_ids)?;
         let mut stages = self.stages.clone();
         let mut new_top = vec![0usize; nup];

@@ -125,14 +125,7 @@ impl<I: Idx> TensorDescriptor<I> {
         last_dim_vector: Option<(i64, i64)>,
     ) -> Result<Self> {
         let ctx = "naive tensor descriptor";
-        if strides.len() != lengths.len() {
-            return Err(LayoutError::count(
-                ctx,
-                "strides",
-                strides.len(),
-                format!("{} (one per length)", lengths.len()),
-            ));
-        }
+        crate::error::expect_count(ctx, "strides", strides.len(), lengths.len(), "length")?;
         let n = lengths.len();
         let mut space = I::lit(1);
         for (l, s) in lengths.iter().zip(&strides) {

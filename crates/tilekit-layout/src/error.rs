@@ -85,5 +85,22 @@ impl LayoutError {
     }
 }
 
+/// `Ok` when a list has one entry per item of another (`got == want`), else a
+/// [`LayoutError::CountMismatch`] saying `"{want} (one per {per})"`.
+///
+/// ```
+/// use tilekit_layout::error::expect_count;
+/// assert!(expect_count("embed transform", "coefficients", 2, 2, "upper length").is_ok());
+/// let e = expect_count("embed transform", "coefficients", 1, 2, "upper length").unwrap_err();
+/// assert_eq!(e.to_string(), "embed transform: coefficients has 1 entries, expected 2 (one per upper length)");
+/// ```
+pub fn expect_count(context: &str, field: &str, got: usize, want: usize, per: &str) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(LayoutError::count(context, field, got, format!("{want} (one per {per})")))
+    }
+}
+
 /// Result alias of the layout layer.
 pub type Result<T, E = LayoutError> = std::result::Result<T, E>;

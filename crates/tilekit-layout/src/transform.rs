@@ -274,14 +274,13 @@ impl<I: Idx> Transform<I> {
             return Err(LayoutError::count(ctx, "up_lengths", 0, "at least 1"));
         }
         lengths_ok(ctx, "up_lengths", &up_lengths)?;
-        if coefficients.len() != up_lengths.len() {
-            return Err(LayoutError::count(
-                ctx,
-                "coefficients",
-                coefficients.len(),
-                format!("{} (one per upper length)", up_lengths.len()),
-            ));
-        }
+        crate::error::expect_count(
+            ctx,
+            "coefficients",
+            coefficients.len(),
+            up_lengths.len(),
+            "upper length",
+        )?;
         Ok(Self { kind: TransformKind::Embed { up_lengths, coefficients } })
     }
 

@@ -3,11 +3,12 @@
 
 mod common;
 
+use common::doc_rowmajor;
+
 use std::collections::HashMap;
 
 use common::{encoding_strategy, published, row_major};
 use proptest::prelude::*;
-use tilekit_tile::encoding::EncodingSpec;
 use tilekit_tile::{StaticDistributedTensor, TileDistribution};
 
 /// Counts, over every thread and every Y, how often each X element is owned; checks every
@@ -78,18 +79,6 @@ proptest! {
         let touched: i64 = t.thread(&p).unwrap().iter().filter(|&&v| v != 0).count() as i64;
         prop_assert_eq!(touched, n);
     }
-}
-
-fn doc_rowmajor() -> TileDistribution {
-    TileDistribution::from_spec(EncodingSpec {
-        rs_lengths: vec![],
-        hs_lengthss: vec![vec![2, 2], vec![4, 4]],
-        ps_to_rhss_major: vec![vec![1], vec![2]],
-        ps_to_rhss_minor: vec![vec![0], vec![0]],
-        ys_to_rhs_major: vec![1, 2],
-        ys_to_rhs_minor: vec![1, 1],
-    })
-    .unwrap()
 }
 
 #[test]

@@ -1,20 +1,12 @@
 //! Distributions: thread origins and element owners against hand computation, slicing, and the
 //! reference semantics of an ill-formed encoding.
 
+mod common;
+
+use common::doc_rowmajor;
+
 use tilekit_tile::encoding::EncodingSpec;
 use tilekit_tile::TileDistribution;
-
-fn doc_rowmajor() -> TileDistribution {
-    TileDistribution::from_spec(EncodingSpec {
-        rs_lengths: vec![],
-        hs_lengthss: vec![vec![2, 2], vec![4, 4]],
-        ps_to_rhss_major: vec![vec![1], vec![2]],
-        ps_to_rhss_minor: vec![vec![0], vec![0]],
-        ys_to_rhs_major: vec![1, 2],
-        ys_to_rhs_minor: vec![1, 1],
-    })
-    .unwrap()
-}
 
 #[test]
 fn owners_by_brute_force() {

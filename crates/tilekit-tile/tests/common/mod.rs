@@ -124,3 +124,17 @@ pub fn packed_strides(lengths: &[i64]) -> Vec<i64> {
     }
     s
 }
+
+/// The design documents' RowMajorDist with valid P/Y maps: 2×4 threads over a 4×16 tile, each
+/// holding 2×4 values (`X0 = 2·p0 + y0`, `X1 = 4·p1 + y1`).
+pub fn doc_rowmajor() -> TileDistribution {
+    TileDistribution::from_spec(EncodingSpec {
+        rs_lengths: vec![],
+        hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+        ps_to_rhss_major: vec![vec![1], vec![2]],
+        ps_to_rhss_minor: vec![vec![0], vec![0]],
+        ys_to_rhs_major: vec![1, 2],
+        ys_to_rhs_minor: vec![1, 1],
+    })
+    .unwrap()
+}
