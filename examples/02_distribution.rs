@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!();
         print!("{}", explain_vector_access(&vector_access(&dist, Dtype::Fp32)));
         println!();
-        print!("{}", ownership_map(&Ownership::of(&dist)));
+        print!("{}", ownership_map(&Ownership::of(&dist)?));
         println!();
     }
 

@@ -54,7 +54,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let back = tm.unswizzle(&storage)?;
     println!("   unswizzle(swizzle(image)) == image: {}", back == image);
     let d = tm.descriptor()?;
-    let agree = (0..h).all(|r| (0..w).all(|c| d.calculate_offset(&[r, c]) == tm.offset(r, c)));
+    let agree =
+        (0..h).all(|r| (0..w).all(|c| d.calculate_offset(&[r, c]).unwrap() == tm.offset(r, c)));
     println!("   the descriptor (transforms only) agrees with the bit formula: {agree}");
 
     // 3. Hopper swizzles as chunk tables
@@ -72,7 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         for r in 0..8 {
             let chunks: Vec<String> = (0..cols / 8)
-                .map(|c| ((d.calculate_offset(&[r, 8 * c]) - r * cols) / 8).to_string())
+                .map(|c| ((d.calculate_offset(&[r, 8 * c]).unwrap() - r * cols) / 8).to_string())
                 .collect();
             println!("     row {r}: {}", chunks.join(" "));
         }

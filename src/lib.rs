@@ -12,7 +12,7 @@
 //! ```
 //! use tilekit::layout::TensorDescriptor;
 //! let d = TensorDescriptor::naive(vec![4i64, 6], vec![6, 1], None).unwrap();
-//! assert_eq!(d.calculate_offset(&[2, 3]), 15);
+//! assert_eq!(d.calculate_offset(&[2, 3]).unwrap(), 15);
 //! ```
 
 pub use tilekit_cli as cli;

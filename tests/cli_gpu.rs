@@ -1,5 +1,5 @@
-//! The GPU commands on a machine without a GPU (CI) answer with a reason and an exit code, never
-//! a panic; on a machine with one they work.
+//! The GPU commands on a machine without a GPU (CI) answer with a reason on stderr and exit code
+//! 1, never a panic; on a machine with one they work.
 
 mod common;
 
@@ -10,10 +10,12 @@ fn tilekit(args: &[&str]) -> (i32, String) {
 
 #[test]
 fn gpu_info_or_reason() {
-    let (code, out) = tilekit(&["gpu"]);
-    if out.contains("no usable GPU") {
-        assert_eq!(code, 1, "{out}");
-        assert!(out.contains("libcuda") || out.contains("no CUDA device"), "{out}");
+    let (code, out, err) = common::tilekit(&["gpu"]);
+    if err.contains("no usable GPU") {
+        assert_eq!(code, 1, "{err}");
+        assert!(err.starts_with("tilekit: error: no usable GPU for `gpu`: "), "{err}");
+        assert!(err.contains("libcuda") || err.contains("no CUDA device"), "{err}");
+        assert!(out.is_empty(), "{out}");
     } else {
         assert_eq!(code, 0, "{out}");
         assert!(out.contains("compute capability"), "{out}");
@@ -24,8 +26,9 @@ fn gpu_info_or_reason() {
 fn selftest_and_bench_need_a_gpu() {
     for cmd in [&["selftest"][..], &["bench", "copy", "--mib", "1", "--reps", "1"][..]] {
         let (code, out) = tilekit(cmd);
-        if out.contains("needs a GPU") {
-            assert_eq!(code, 2, "{out}");
+        if out.contains("no usable GPU") {
+            assert_eq!(code, 1, "{out}");
+            assert!(out.contains(&format!("no usable GPU for `{}`", cmd[0])), "{out}");
         } else {
             assert_eq!(code, 0, "{cmd:?}: {out}");
         }
@@ -36,5 +39,10 @@ fn selftest_and_bench_need_a_gpu() {
 fn bench_rejects_unknown_kernels() {
     let (code, out) = tilekit(&["bench", "nonsense"]);
     assert_eq!(code, 2, "{out}");
-    assert!(out.contains("KERNEL \"nonsense\" is invalid"), "{out}");
+    assert!(out.contains("invalid value 'nonsense' for '[KERNEL]'"), "{out}");
+    for bad in [&["bench", "copy", "--mib", "0"][..], &["bench", "copy", "--reps", "0"]] {
+        let (code, out) = tilekit(bad);
+        assert_eq!(code, 2, "{bad:?}: {out}");
+        assert!(out.contains("0 is not in 1.."), "{out}");
+    }
 }

@@ -25,3 +25,41 @@ fn bad_target_is_named() {
     assert_eq!(code, 2);
     assert!(err.contains("--target \"sm_75\" is invalid"), "{err}");
 }
+
+#[test]
+fn huge_shapes_print_at_once_without_data() {
+    // the examples: `copy 2147483647x1` used 24 GB, `transpose 16384x16384` 23 s and
+    // 7.3 GB when printing ran the host side; only the kernel is built now
+    let t = std::time::Instant::now();
+    for (args, grid, entry) in [
+        (&["ptx", "copy", "--shape", "2147483647x1"][..], "// grid [1, 67108864, 1]", "copy"),
+        (&["ptx", "transpose", "--shape", "16384x16384"], "// grid [256, 256, 1]", "transpose"),
+        (
+            &["ptx", "softmax", "--shape", "131071x16384", "--dtype", "bf16"],
+            "// grid [131071, 1, 1]",
+            "softmax",
+        ),
+        (&["ptx", "gemm", "--shape", "32768x32768x32", "--ir"], "// grid [512, 512, 1]", "gemm"),
+    ] {
+        let (code, out, err) = tilekit(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.starts_with(&format!("{grid}\n")), "{args:?}: {}", &out[..out.len().min(200)]);
+        let named = [format!(".entry {entry}("), format!("kernel @{entry}(")];
+        assert!(named.iter().any(|n| out.contains(n.as_str())), "{args:?}");
+    }
+    // generous for a debug build on a busy machine; the old path took minutes or was killed
+    assert!(t.elapsed().as_secs() < 30, "took {:?}", t.elapsed());
+}
+
+#[test]
+fn printing_is_what_running_builds() {
+    // same kernel text for a shape small enough to run: the plan is the launched kernel
+    // (crates/tilekit-ops/tests/run.rs compares them structurally)
+    let (code, small, _) = tilekit(&["ptx", "transpose", "--shape", "64x64", "--ir"]);
+    assert_eq!(code, 0);
+    let (code, big, _) = tilekit(&["ptx", "transpose", "--shape", "16384x16384", "--ir"]);
+    assert_eq!(code, 0);
+    // the lengths are run-time parameters: only the grid line differs
+    assert_eq!(small.lines().skip(1).collect::<Vec<_>>(), big.lines().skip(1).collect::<Vec<_>>());
+    assert!(small.starts_with("// grid [1, 1, 1]\n") && big.starts_with("// grid [256, 256, 1]\n"));
+}

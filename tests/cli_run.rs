@@ -33,9 +33,11 @@ fn gpu_backend_runs_or_says_why_not() {
         assert_eq!(code, 0, "{err}");
         assert!(out.contains("backend gpu") && out.trim_end().ends_with("PASS"), "{out}");
     } else {
-        assert_eq!(code, 2);
+        assert_eq!(code, 1);
         assert!(
-            err.starts_with("tilekit: error: the GPU backend is not available: no CUDA driver"),
+            err.starts_with(
+                "tilekit: error: no usable GPU for `run --backend gpu`: no CUDA driver"
+            ),
             "{err}"
         );
     }
@@ -47,17 +49,64 @@ fn tilekit_cuda_present() -> bool {
 }
 
 #[test]
+fn errors_name_the_kernel_typed() {
+    // the library builds permute021 with the permute module and add_row with add: the message
+    // starts with the name the user typed
+    for (kernel, shape, inner) in [
+        ("permute021", "3x4", "permute: shape = [3, 4] is invalid"),
+        ("add_row", "3x4x5", "add: shape = [3, 4, 5] is invalid"),
+        ("mul_col", "3", "mul: shape = [3] is invalid"),
+        ("unmorton", "4x5x6", "morton: shape = [4, 5, 6] is invalid"),
+        ("row_max", "3", "row_max: shape = [3] is invalid"),
+    ] {
+        let (code, out, err) = tilekit(&["run", kernel, "--shape", shape]);
+        assert_eq!(code, 2, "{kernel}: {err}");
+        assert!(out.is_empty(), "{out}");
+        let want = if inner.starts_with(kernel) {
+            format!("tilekit: error: {inner}")
+        } else {
+            format!("tilekit: error: {kernel}: {inner}")
+        };
+        assert!(err.starts_with(&want), "{kernel}: {err}");
+    }
+}
+
+#[test]
+fn help_lists_every_kernel_with_ranks_and_dtypes() {
+    for cmd in ["run", "ptx"] {
+        let (code, out, _) = tilekit(&[cmd, "--help"]);
+        assert_eq!(code, 0);
+        for k in tilekit_ops::run::KERNELS {
+            let types: Vec<String> = k.dtypes.iter().map(|t| t.to_string()).collect();
+            let line = out
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(k.name))
+                .unwrap_or_else(|| panic!("{cmd} --help has no line for {}:\n{out}", k.name));
+            assert!(line.contains(k.shape) && line.ends_with(&types.join(", ")), "{line}");
+        }
+        assert!(out.contains("gemm        MxNxK (multiples of 64, 64, 32)    f16, bf16"), "{out}");
+    }
+    let (_, out, _) = tilekit(&["bench", "--help"]);
+    assert!(out.contains("softmax 16384x16384 bf16") && out.contains("copy-example"), "{out}");
+}
+
+#[test]
 fn bad_arguments() {
     let (code, _, err) = tilekit(&["run", "copy", "--shape", "4xq"]);
     assert_eq!(code, 2);
     assert!(err.contains("--shape \"4xq\" is invalid"), "{err}");
     let (code, _, err) = tilekit(&["run", "copy", "--shape", "4x4", "--dtype", "f64"]);
     assert_eq!(code, 2);
-    assert!(err.contains("one of f32, f16, bf16"), "{err}");
+    assert!(err.contains("invalid value 'f64' for '--dtype <DTYPE>'"), "{err}");
+    assert!(err.contains("[possible values: f32, f16, bf16]"), "{err}");
     let (code, _, err) = tilekit(&["run", "nope", "--shape", "4x4"]);
     assert_eq!(code, 2);
-    assert!(err.contains("kernel = nope is invalid"), "{err}");
+    assert!(err.contains("invalid value 'nope' for '<KERNEL>'"), "{err}");
+    assert!(err.contains("copy, transpose, permute"), "{err}");
     let (code, _, err) = tilekit(&["run", "gemm", "--shape", "64x60x32"]);
     assert_eq!(code, 2);
-    assert!(err.contains("N = 60 is invalid"), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "tilekit: error: gemm: N = 60 is invalid: must be a multiple of 64 (no edge tiles yet)"
+    );
 }

@@ -47,9 +47,8 @@ fn json_matches_the_library() {
 
 #[test]
 fn svg_is_written() {
-    let dir = std::env::temp_dir().join(format!("tilekit-sfc-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("c.svg");
+    let dir = tempfile::tempdir().unwrap(); // removed when dropped, pass or fail
+    let file = dir.path().join("c.svg");
     let f = file.to_str().unwrap();
     let (code, out, _) =
         tilekit(&["sfc", "--lengths", "5,7", "--vector", "2,3", "--snake", "--svg", f]);
@@ -59,7 +58,6 @@ fn svg_is_written() {
     assert_eq!(doc.matches("class=\"access\"").count(), 9);
     assert_eq!(doc.matches("stroke-dasharray=\"4 3\"").count(), 5, "five partial bars");
     assert_eq!(doc.matches("<polyline").count(), 8, "one arrow per step");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -173,9 +173,8 @@ fn text_form_inline_json_and_files_agree() {
     let text = "R[4] H[[8],[4,4]] P[[R0],[X0.0,X1.0]] Y[X1.1]";
     let json = r#"{"rs_lengths": [4], "hs_lengthss": [[8], [4, 4]], "ps_to_rhss_major": [[0], [1, 2]],
         "ps_to_rhss_minor": [[0], [0, 0]], "ys_to_rhs_major": [2], "ys_to_rhs_minor": [1]}"#;
-    let dir = std::env::temp_dir().join(format!("tilekit-show-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let entry = dir.join("entry.json");
+    let dir = tempfile::tempdir().unwrap(); // removed when dropped, pass or fail
+    let entry = dir.path().join("entry.json");
     std::fs::write(&entry, format!("{{\"name\": \"x\", \"encoding\": {json}}}")).unwrap();
     let (c1, a, _) = tilekit(&["show", text]);
     let (c2, b, _) = tilekit(&["show", json]);
@@ -189,7 +188,7 @@ fn text_form_inline_json_and_files_agree() {
     ));
     assert!(a.contains("\n  0    0/32/64/96:0    0/32/64/96:1"));
     // SVG
-    let svg = dir.join("r.svg");
+    let svg = dir.path().join("r.svg");
     let (code, out, _) =
         tilekit(&["show", text, "--dtype", "fp16", "--svg", svg.to_str().unwrap()]);
     assert_eq!(code, 0);
@@ -197,7 +196,6 @@ fn text_form_inline_json_and_files_agree() {
     let doc = std::fs::read_to_string(&svg).unwrap();
     assert_eq!(doc.matches("class=\"cell\"").count(), 128);
     assert_eq!(doc.matches("class=\"vector\"").count(), 32, "one bar of 4 fp16 per lane");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -235,7 +233,7 @@ fn bad_inputs_name_position_flag_and_rule() {
         ),
         (
             &["H[[2],[2]] P[[X0.0]] Y[X1.0]", "--dtype", "int4"],
-            "--dtype \"int4\" is invalid: known dtypes are fp32, fp16, bf16, fp8, f64",
+            "--dtype \"int4\" is invalid: one of f32 (fp32), f16 (fp16), bf16, fp8 (f8), f64 (fp64)",
         ),
         (&["--name", "x"], "--name \"x\" is invalid: --name needs --from FILE"),
     ];

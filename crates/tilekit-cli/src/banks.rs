@@ -36,7 +36,11 @@
 //! * `--json`: totals, every request's numbers, the heat maps.
 //!
 //! The model and its limits: [`tilekit_tile::analysis::banks`]; the requests:
-//! [`tilekit_tile::analysis::requests`].
+//! [`tilekit_tile::analysis::requests`]. A walk is analysed up to
+//! [`MAX_REQUESTS`](tilekit_tile::analysis::requests::MAX_REQUESTS) = 65536 requests (e.g. a
+//! 2048×1024 fp32 tile read one element per lane); a larger one is refused with an error
+//! naming its size, before anything is walked. Layout sizes past `i64` (`padded:P` with a huge
+//! `P`) are overflow errors.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -66,7 +70,8 @@ pub struct Args {
     /// swizzle128, swizzle64, swizzle32, xor-lds.
     #[arg(long, default_value = "row-major")]
     pub layout: String,
-    /// Tile size RxC (default in --encoding mode: the distribution's X lengths).
+    /// Tile size RxC (default in --encoding mode: the distribution's X lengths); walks of up to
+    /// 65536 warp requests are analysed.
     #[arg(long, value_name = "RxC")]
     pub tile: Option<String>,
     /// Element type: fp32, fp16, bf16, f64 (f32, f16 accepted).
@@ -116,7 +121,8 @@ pub fn parse_tile(value: &str) -> Result<(i64, i64), CliError> {
     Ok((p(r).ok_or_else(err)?, p(c).ok_or_else(err)?))
 }
 
-/// Parses `--dtype` for the bank model: element bytes and the display name.
+/// Parses `--dtype` for the bank model with the spellings every command accepts
+/// ([`crate::dtype::element_dtype`]).
 ///
 /// ```
 /// use tilekit_cli::banks::parse_dtype;
@@ -124,14 +130,7 @@ pub fn parse_tile(value: &str) -> Result<(i64, i64), CliError> {
 /// assert!(parse_dtype("int4").is_err());
 /// ```
 pub fn parse_dtype(value: &str) -> Result<Dtype, CliError> {
-    let v = match value {
-        "f32" => "fp32",
-        "f16" => "fp16",
-        other => other,
-    };
-    v.parse::<Dtype>().map_err(|_| {
-        bad("--dtype", value, "known dtypes are fp32 (f32), fp16 (f16), bf16, fp8, f64")
-    })
+    crate::dtype::element_dtype().parse_str(value)
 }
 
 /// What was analysed, for the report header.
@@ -486,11 +485,11 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             "shown_request": shown,
             "per_request": reqs,
         });
-        println!("{v}");
+        crate::outln!("{v}")?;
     } else {
-        print!("{}", to_text(&a, shown));
+        crate::out!("{}", to_text(&a, shown))?;
         if let Some(path) = &args.svg {
-            println!("\nwrote {}", path.display());
+            crate::outln!("\nwrote {}", path.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)

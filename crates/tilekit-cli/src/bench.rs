@@ -14,21 +14,27 @@ use tilekit_cuda::{Gpu, KernelCache};
 use tilekit_ir::interp::Args as KArgs;
 use tilekit_ir::{examples, ScalarType};
 
+use clap::builder::{PossibleValuesParser, RangedU64ValueParser};
+
 use crate::rng::Rng;
 use crate::selftest::random_buffer;
-use crate::CliError;
+use crate::{outln, CliError};
+
+/// The largest `--mib` (the copy example holds three host copies of it).
+pub const MAX_MIB: u64 = 16 * 1024;
 
 /// Arguments of `tilekit bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Kernel to time (a kernel of the benchmark set, `copy-example`, or `all`).
-    #[arg(default_value = "all")]
+    /// Kernel to time (the list below), `copy-example`, or `all`.
+    #[arg(default_value = "all", value_parser = bench_names(), hide_possible_values = true)]
     pub kernel: String,
-    /// Size of the data each kernel reads, in MiB.
-    #[arg(long, default_value_t = 1024)]
+    /// Size of the data the copy example and the baseline read, in MiB.
+    #[arg(long, default_value_t = 1024,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_MIB))]
     pub mib: usize,
     /// Timed repetitions (the median is reported).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
@@ -61,15 +67,51 @@ pub struct Measurement {
     pub cublas_tflops: Option<f64>,
 }
 
-fn cuda(e: tilekit_cuda::CudaError) -> CliError {
-    CliError::BadArgument { flag: "gpu".into(), value: "run".into(), rule: e.to_string() }
+/// The names `bench` takes: the benchmark set's kernels, `copy-example` and `all`.
+///
+/// ```
+/// let names = tilekit_cli::bench::names();
+/// assert!(names.contains(&"softmax") && names.contains(&"copy-example") && names.contains(&"all"));
+/// ```
+pub fn names() -> Vec<&'static str> {
+    let mut known: Vec<&str> = vec!["all", "copy-example"];
+    for (k, _, _) in BENCH_SET {
+        if !known.contains(k) {
+            known.push(k);
+        }
+    }
+    known
+}
+
+fn bench_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(names())
+}
+
+/// The benchmark set with shapes and dtypes, for `tilekit bench --help`.
+///
+/// ```
+/// assert!(tilekit_cli::bench::kernels_help().contains("transpose 16384x16384 bf16"));
+/// ```
+pub fn kernels_help() -> String {
+    let mut s = String::from("Benchmark set (kernel shape dtype):\n  copy-example (the IR example copy, f32, --mib MiB)\n");
+    for (k, shape, t) in BENCH_SET {
+        let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+        s += &format!("  {k} {} {t}\n", dims.join("x"));
+    }
+    s
+}
+
+/// A GPU error while doing `what`.
+fn cuda(what: &str) -> impl Fn(tilekit_cuda::CudaError) -> CliError + '_ {
+    move |e| CliError::Gpu { what: what.to_string(), reason: e.to_string() }
 }
 
 /// The copy baseline: `cuMemcpyDtoD` of `bytes / 2` bytes (read + write = `bytes`), in GB/s.
 pub fn copy_baseline(gpu: &Gpu, bytes_read: usize, reps: usize) -> Result<f64, CliError> {
-    let src = gpu.upload(&vec![1u8; bytes_read]).map_err(cuda)?;
-    let mut dst = gpu.alloc_zeros::<u8>(bytes_read).map_err(cuda)?;
-    let t = gpu.time(3, reps, |_| gpu.copy(&src, &mut dst)).map_err(cuda)?;
+    let cuda = cuda("bench: device-to-device copy baseline");
+    let src = gpu.upload(&vec![1u8; bytes_read]).map_err(&cuda)?;
+    let mut dst = gpu.alloc_zeros::<u8>(bytes_read).map_err(&cuda)?;
+    let t = gpu.time(3, reps, |_| gpu.copy(&src, &mut dst)).map_err(&cuda)?;
     Ok(2.0 * bytes_read as f64 / (t.median_ms() * 1e-3) / 1e9)
 }
 
@@ -79,31 +121,29 @@ fn bench_copy(
     cache: Option<&KernelCache>,
     copy_gbs: f64,
 ) -> Result<Measurement, CliError> {
-    let ir = |e: tilekit_ir::IrError| CliError::BadArgument {
-        flag: "kernel".into(),
-        value: "copy".into(),
-        rule: e.to_string(),
-    };
-    let kernel = examples::copy(ScalarType::F32, 4, 256).map_err(ir)?;
+    let cuda = cuda("bench copy-example");
+    let kernel = examples::copy(ScalarType::F32, 4, 256).map_err(|e| CliError::Check {
+        what: "bench copy-example".into(),
+        why: format!("the kernel could not be built: {e}"),
+    })?;
     let n = a.mib * (1 << 20) / 4;
     let mut rng = Rng::new(7);
     let mut args = KArgs::new();
     args.buffer(random_buffer(ScalarType::F32, n, &mut rng))
         .buffer(crate::selftest::poison(ScalarType::F32, n))
         .int(n as i64);
-    let (k, _) = gpu.compile(&kernel, cache).map_err(cuda)?;
-    let dev = gpu.upload_args(&kernel, &args).map_err(cuda)?;
+    let (k, _) = gpu.compile(&kernel, cache).map_err(&cuda)?;
+    let dev = gpu.upload_args(&kernel, &args).map_err(&cuda)?;
     let grid = (gpu.props().sm_count as u32) * 8;
     let t =
-        gpu.time(3, a.reps, |_| gpu.launch_ir(&k, &kernel, [grid, 1, 1], &dev)).map_err(cuda)?;
+        gpu.time(3, a.reps, |_| gpu.launch_ir(&k, &kernel, [grid, 1, 1], &dev)).map_err(&cuda)?;
     // correctness of what was timed
     let mut out = args.clone();
-    gpu.download_args(&dev, &mut out).map_err(cuda)?;
+    gpu.download_args(&dev, &mut out).map_err(&cuda)?;
     if out.get_buffer(1).map(|b| b.as_bytes()) != args.get_buffer(0).map(|b| b.as_bytes()) {
-        return Err(CliError::BadArgument {
-            flag: "kernel".into(),
-            value: "copy".into(),
-            rule: "the timed copy produced wrong data".into(),
+        return Err(CliError::Check {
+            what: "bench copy-example".into(),
+            why: "the timed copy produced wrong data".into(),
         });
     }
     let bytes = 2 * (n as u64) * 4;
@@ -156,30 +196,24 @@ fn ops_bench(
     use std::rc::Rc;
     use tilekit_ops::exec::{with_executor, GpuExecutor};
     let ex = Rc::new(GpuExecutor::new(gpu.clone()).timed(3, reps));
-    let o =
-        with_executor(ex.clone(), || tilekit_ops::run::launch_outcome(kernel, shape, dtype, 11))
-            .map_err(|e| CliError::BadArgument {
-                flag: "kernel".into(),
-                value: kernel.into(),
-                rule: e.to_string(),
-            })?;
-    let c = o.compare();
     let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
     let name = format!("{kernel} {} {}", dims.join("x"), dtype.name());
+    let o =
+        with_executor(ex.clone(), || tilekit_ops::run::launch_outcome(kernel, shape, dtype, 11))
+            .map_err(|e| CliError::kernel(&name, e))?;
+    let c = o.compare();
     if !c.passed {
-        return Err(CliError::BadArgument {
-            flag: "kernel".into(),
-            value: name,
-            rule: format!(
+        return Err(CliError::Check {
+            what: name,
+            why: format!(
                 "the timed kernel is wrong: {} mismatches, max abs {:.3e}",
                 c.mismatches, c.max_abs
             ),
         });
     }
-    let rec = ex.take_records().pop().ok_or_else(|| CliError::BadArgument {
-        flag: "kernel".into(),
-        value: name.clone(),
-        rule: "no GPU launch was recorded".into(),
+    let rec = ex.take_records().pop().ok_or_else(|| CliError::Check {
+        what: name.clone(),
+        why: "no GPU launch was recorded".into(),
     })?;
     let gbs = rec.bytes as f64 / (rec.median_ms * 1e-3) / 1e9;
     let (tflops, cublas_tflops) = if kernel == "gemm" {
@@ -206,44 +240,33 @@ fn ops_bench(
     })
 }
 
-/// Runs `tilekit bench`.
+/// Runs `tilekit bench`: a table (or JSON lines) of measurements on stdout; a kernel that
+/// fails (a GPU error, a wrong result) is reported on stderr as `FAIL …` and makes the exit
+/// code 1; no usable GPU is [`CliError::NoGpu`].
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
-    let mut known: Vec<&str> = vec!["copy-example"];
-    for (k, _, _) in BENCH_SET {
-        if !known.contains(k) {
-            known.push(k);
-        }
-    }
-    if a.kernel != "all" && !known.contains(&a.kernel.as_str()) {
-        return Err(CliError::BadArgument {
-            flag: "KERNEL".into(),
-            value: a.kernel.clone(),
-            rule: format!("one of {known:?} or all"),
-        });
-    }
-    let gpu = match Gpu::open(a.device) {
-        Ok(g) => g,
-        Err(e) => {
-            println!("bench needs a GPU: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    };
+    let gpu = Gpu::open(a.device)
+        .map_err(|e| CliError::NoGpu { command: "bench".into(), reason: e.to_string() })?;
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
     let copy_gbs = copy_baseline(&gpu, a.mib << 20, a.reps)?;
     if !a.json {
-        println!(
+        outln!(
             "device {}; device-to-device copy (cuMemcpyDtoD, {} MiB) {copy_gbs:.0} GB/s",
             gpu.props().name,
             a.mib
-        );
-        println!("{:<34} {:>10} {:>10} {:>8}", "kernel", "median ms", "GB/s", "x copy");
+        )?;
+        outln!("{:<34} {:>10} {:>10} {:>8}", "kernel", "median ms", "GB/s", "x copy")?;
     }
     let mut failures = 0;
-    let mut emit = |r: Result<Measurement, CliError>| match r {
-        Ok(m) => {
-            if a.json {
-                println!("{}", serde_json::to_string(&m).unwrap_or_default());
-            } else {
+    let mut emit = |r: Result<Measurement, CliError>| -> Result<(), CliError> {
+        match r {
+            Ok(m) if a.json => {
+                let line = serde_json::to_string(&m).map_err(|e| CliError::Check {
+                    what: m.kernel.clone(),
+                    why: format!("the measurement could not be written as JSON: {e}"),
+                })?;
+                outln!("{line}")
+            }
+            Ok(m) => {
                 let extra = match (m.tflops, m.cublas_tflops) {
                     (Some(t), Some(c)) => {
                         format!("  {t:.1} TFLOP/s, cuBLAS {c:.1} TFLOP/s ({:.3} of cuBLAS)", t / c)
@@ -251,23 +274,29 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                     (Some(t), None) => format!("  {t:.1} TFLOP/s (cuBLAS not available)"),
                     _ => String::new(),
                 };
-                println!(
+                outln!(
                     "{:<34} {:>10.3} {:>10.0} {:>8.3}{extra}",
-                    m.kernel, m.median_ms, m.gb_per_s, m.ratio_to_copy
-                );
+                    m.kernel,
+                    m.median_ms,
+                    m.gb_per_s,
+                    m.ratio_to_copy
+                )
             }
-        }
-        Err(e) => {
-            failures += 1;
-            println!("FAIL {e}");
+            // a stdout that cannot be written ends the command
+            Err(e @ CliError::Output(_)) => Err(e),
+            Err(e) => {
+                failures += 1;
+                crate::output::write_stderr(format_args!("FAIL {e}\n"));
+                Ok(())
+            }
         }
     };
     if a.kernel == "all" || a.kernel == "copy-example" {
-        emit(bench_copy(&gpu, a, cache.as_ref(), copy_gbs));
+        emit(bench_copy(&gpu, a, cache.as_ref(), copy_gbs))?;
     }
     for (k, shape, dtype) in BENCH_SET {
         if a.kernel == "all" || a.kernel == *k {
-            emit(ops_bench(&gpu, k, shape, *dtype, a.reps, copy_gbs));
+            emit(ops_bench(&gpu, k, shape, *dtype, a.reps, copy_gbs))?;
         }
     }
     Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -12,6 +12,12 @@
 //!
 //! The command prints `CATEGORY: N passed, N failed` per category and a final
 //! `N passed, N failed`, and exits non-zero on any failure or unreadable file.
+//!
+//! Sizes in a file are data, not instructions: no checker allocates or enumerates in proportion
+//! to a length from the file. Lists the file holds are compared index by index with the orders
+//! the lengths imply (counts first); data the library needs (a view over a tile) is allocated
+//! only up to [`schema::MAX_ENUMERATED`] elements per entry, and an entry above it fails with a
+//! [`schema::SizeError`] naming the file, the entry and the field.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -206,19 +212,19 @@ pub fn parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     let report = run_suite(&args.dir)?;
     for (name, t) in &report.categories {
-        println!("{name}: {} passed, {} failed", t.passed, t.failed);
+        crate::outln!("{name}: {} passed, {} failed", t.passed, t.failed)?;
         for f in t.failures.iter().take(args.show_failures) {
-            println!("  FAIL {f}");
+            crate::outln!("  FAIL {f}")?;
         }
         if t.failures.len() > args.show_failures {
-            println!("  … {} more failures", t.failures.len() - args.show_failures);
+            crate::outln!("  … {} more failures", t.failures.len() - args.show_failures)?;
         }
     }
     for (p, c) in &report.skipped {
-        println!("skipped {} (category {c:?} is not checked by this build)", p.display());
+        crate::outln!("skipped {} (category {c:?} is not checked by this build)", p.display())?;
     }
     for u in &report.unreadable {
-        println!("UNREADABLE {u}");
+        crate::outln!("UNREADABLE {u}")?;
     }
     if report.categories.is_empty() && report.unreadable.is_empty() {
         return Err(CliError::BadArgument {
@@ -227,6 +233,6 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             rule: "the folder holds no conformance file of a category this build checks".into(),
         });
     }
-    println!("{} passed, {} failed", report.passed(), report.failed());
+    crate::outln!("{} passed, {} failed", report.passed(), report.failed())?;
     Ok(if report.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

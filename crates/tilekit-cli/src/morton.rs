@@ -98,7 +98,8 @@ pub fn check_bits(bits: u32) -> Result<(), CliError> {
 /// ```
 pub fn encode_arg(value: &str, bits: u32) -> Result<(u32, u32, u64), CliError> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
-    let max = (1u64 << bits) - 1;
+    // bits ≥ 64 (not a valid --bits) would overflow the shift: every u64 fits then
+    let max = 1u64.checked_shl(bits).map_or(u64::MAX, |v| v - 1);
     let rule = format!("expected Y,X: two integers 0..={max} (row, column)");
     let [ys, xs] = parts[..] else {
         return Err(bad("--encode", value, rule));
@@ -197,9 +198,8 @@ pub fn table_text(bits: u32) -> String {
 pub fn curve_svg(bits: u32) -> Result<String, String> {
     if bits > SVG_MAX_BITS {
         return Err(format!(
-            "the curve is drawn for up to {SVG_MAX_BITS} bits (32×32); {bits} bits is {}×{}",
-            1u64 << bits,
-            1u64 << bits
+            "the curve is drawn for up to {SVG_MAX_BITS} bits (32×32); {bits} bits is \
+             2^{bits}×2^{bits}"
         ));
     }
     let side = 1u32 << bits;
@@ -295,6 +295,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     };
     let show_table = !single && args.bits <= TABLE_MAX_BITS;
     if args.json {
+        // bits ≤ 32 here (check_bits)
         let mut v = json!({ "bits": args.bits, "side": 1u64 << args.bits });
         if show_table {
             v["table"] = json!(table(args.bits));
@@ -305,23 +306,23 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         if let Some((z, y, x)) = dec {
             v["decode"] = json!({ "z": z, "y": y, "x": x });
         }
-        println!("{v}");
+        crate::outln!("{v}")?;
     } else {
         if show_table {
-            print!("{}", table_text(args.bits));
+            crate::out!("{}", table_text(args.bits))?;
         }
         if let Some((y, x, z)) = enc {
-            println!("encode (y={y}, x={x}) = {z}");
+            crate::outln!("encode (y={y}, x={x}) = {z}")?;
         }
         if let Some((z, y, x)) = dec {
-            println!("decode {z} = (y={y}, x={x})");
+            crate::outln!("decode {z} = (y={y}, x={x})")?;
         }
     }
     if let Some((path, doc)) = svg {
         std::fs::write(path, doc)
             .map_err(|source| CliError::Io { path: path.to_path_buf(), source })?;
         if !args.json {
-            println!("\nwrote {}", path.display());
+            crate::outln!("\nwrote {}", path.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)

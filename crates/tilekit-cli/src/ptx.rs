@@ -1,27 +1,36 @@
 //! `tilekit ptx KERNEL --shape S [--dtype T] [--target sm_90a] [--ir]`: the code tilekit
 //! generates for a library kernel, as PTX (commented with the tile operations it comes from) or
 //! as the IR dump.
+//!
+//! Only the kernel is built ([`tilekit_ops::run::plan`]): no inputs, no reference, no
+//! interpreter, so the time and memory do not grow with the shape (the kernels take their
+//! lengths at run time; the shape picks vector widths, the grid and, for Morton, the layout).
+//!
+//! ```text
+//!   KERNEL + shape + dtype ──plan──► (Kernel, grid) ──emit_kernel(target)──► PTX   (or --ir: the IR)
+//! ```
 
 use std::process::ExitCode;
-use std::rc::Rc;
 
-use tilekit_ops::exec::{with_executor, Capture};
+use tilekit_ir::ScalarType;
 use tilekit_ptx::{emit_kernel, Target};
 
 use crate::error::CliError;
-use crate::run::{parse_dtype, parse_shape};
+use crate::outln;
+use crate::run::{default_dtype, kernel_names, parse_shape};
 
 /// Arguments of `tilekit ptx`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Kernel name (as for `tilekit run`).
+    /// Kernel (as for `tilekit run`; the list below gives each one's shape and dtypes).
+    #[arg(value_parser = kernel_names(), hide_possible_values = true)]
     pub kernel: String,
     /// Problem shape, e.g. `1000x777`.
     #[arg(long)]
     pub shape: String,
-    /// Element type: f32, f16 or bf16 (default f32; f16 for gemm).
-    #[arg(long)]
-    pub dtype: Option<String>,
+    /// Element type (default f32; f16 for gemm).
+    #[arg(long, value_parser = crate::dtype::kernel_dtype())]
+    pub dtype: Option<ScalarType>,
     /// PTX target: sm_80, sm_90 or sm_90a.
     #[arg(long, default_value = "sm_90a")]
     pub target: String,
@@ -30,38 +39,40 @@ pub struct Args {
     pub ir: bool,
 }
 
-/// Prints the generated code.
-pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+/// The text `tilekit ptx` prints: `// grid [x, y, z]` then the PTX (or the IR dump).
+///
+/// ```
+/// use tilekit_cli::ptx::{generate, Args};
+/// let a = Args { kernel: "copy".into(), shape: "2147483647x1".into(), dtype: None,
+///                target: "sm_90a".into(), ir: false };
+/// let text = generate(&a).unwrap(); // 2^31 - 1 elements: nothing is allocated for them
+/// assert!(text.starts_with("// grid [1, 67108864, 1]\n") && text.contains(".visible .entry copy("));
+/// ```
+pub fn generate(a: &Args) -> Result<String, CliError> {
     let shape = parse_shape(&a.shape)?;
-    let default = if a.kernel == "gemm" { "f16" } else { "f32" };
-    let dtype = parse_dtype(a.dtype.as_deref().unwrap_or(default))?;
+    let dtype = a.dtype.unwrap_or_else(|| default_dtype(&a.kernel));
     let target: Target =
         a.target.parse().map_err(|e: tilekit_ptx::PtxError| CliError::BadArgument {
             flag: "--target".into(),
             value: a.target.clone(),
             rule: e.to_string(),
         })?;
-    let cap = Rc::new(Capture::default());
-    // building runs the kernel's host code (random inputs, reference) with a capturing executor
-    let _ = with_executor(cap.clone(), || {
-        tilekit_ops::run::launch_outcome(&a.kernel, &shape, dtype, 1)
-    })
-    .map_err(|e| CliError::BadArgument {
-        flag: "KERNEL".into(),
-        value: a.kernel.clone(),
-        rule: e.to_string(),
-    })?;
-    for (k, grid) in cap.take() {
-        if a.ir {
-            println!("// grid {grid:?}\n{k}");
-        } else {
-            let ptx = emit_kernel(&k, target).map_err(|e| CliError::BadArgument {
-                flag: "KERNEL".into(),
-                value: a.kernel.clone(),
-                rule: e.to_string(),
-            })?;
-            println!("// grid {grid:?}\n{ptx}");
-        }
-    }
+    let (kernel, grid) = tilekit_ops::run::plan(&a.kernel, &shape, dtype)
+        .map_err(|e| CliError::kernel(&a.kernel, e))?;
+    let code = if a.ir {
+        kernel.to_string()
+    } else {
+        emit_kernel(&kernel, target).map_err(|source| CliError::Emit {
+            kernel: a.kernel.clone(),
+            target: target.name().to_string(),
+            source,
+        })?
+    };
+    Ok(format!("// grid {grid:?}\n{code}"))
+}
+
+/// Prints the generated code.
+pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    outln!("{}", generate(a)?)?;
     Ok(ExitCode::SUCCESS)
 }

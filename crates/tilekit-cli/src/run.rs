@@ -1,39 +1,77 @@
 //! `tilekit run KERNEL --shape AxB[xC] [--dtype f32|f16|bf16] [--backend interp|gpu] [--seed N]`:
 //! builds a kernel of `tilekit-ops`, runs it on random data, checks it against its CPU
-//! reference and prints a one-line summary; exit code 1 on a mismatch.
+//! reference and prints a one-line summary; exit code 1 on a mismatch, a failed run or no GPU
+//! for `--backend gpu`, 2 when the library refuses the kernel, shape or dtype.
 
 use std::process::ExitCode;
 
+use clap::builder::PossibleValuesParser;
 use tilekit_ir::ScalarType;
-use tilekit_ops::run::{self as ops_run, Backend};
+use tilekit_ops::run::{self as ops_run, Backend, KERNELS};
+use tilekit_ops::OpsError;
 
 use crate::error::CliError;
+use crate::outln;
 
 /// Arguments of `tilekit run`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Kernel: copy, transpose, permute, permute021, morton, unmorton, row_sum, row_max,
-    /// softmax, add, mul, max, add_row, mul_col, gemm.
+    /// Kernel (the list below gives each one's shape and dtypes).
+    #[arg(value_parser = kernel_names(), hide_possible_values = true)]
     pub kernel: String,
     /// Problem shape, e.g. 1000x777 (gemm: MxNxK).
     #[arg(long)]
     pub shape: String,
-    /// Element type: f32, f16 or bf16 (gemm defaults to f16).
-    #[arg(long)]
-    pub dtype: Option<String>,
-    /// Where to run: interp (the CPU interpreter) or gpu.
-    #[arg(long, default_value = "interp")]
+    /// Element type (default f32; f16 for gemm).
+    #[arg(long, value_parser = crate::dtype::kernel_dtype())]
+    pub dtype: Option<ScalarType>,
+    /// Where to run: the CPU interpreter or the GPU.
+    #[arg(long, default_value = "interp", value_parser = ["interp", "gpu"])]
     pub backend: String,
     /// Seed of the random input.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
 
+/// clap's parser for a kernel name: one of [`KERNELS`], listed in the usage error otherwise.
+///
+/// ```
+/// use clap::builder::TypedValueParser;
+/// let cmd = clap::Command::new("x");
+/// let p = tilekit_cli::run::kernel_names();
+/// assert!(p.parse_ref(&cmd, None, "softmax".as_ref()).is_ok());
+/// assert!(p.parse_ref(&cmd, None, "nope".as_ref()).is_err());
+/// ```
+pub fn kernel_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(KERNELS.iter().map(|k| k.name))
+}
+
+/// The kernels with their shapes and dtypes, for `--help` of `run` and `ptx`.
+///
+/// ```
+/// let h = tilekit_cli::run::kernels_help();
+/// assert!(h.contains("gemm") && h.contains("MxNxK") && h.contains("f16, bf16"));
+/// ```
+pub fn kernels_help() -> String {
+    let mut s = String::from("Kernels (shape: dtypes):\n");
+    for k in KERNELS {
+        let types: Vec<String> = k.dtypes.iter().map(|t| t.to_string()).collect();
+        s += &format!("  {:<11} {:<34} {}\n", k.name, k.shape, types.join(", "));
+    }
+    s
+}
+
 fn bad(flag: &str, value: &str, rule: &str) -> CliError {
     CliError::BadArgument { flag: flag.into(), value: value.into(), rule: rule.into() }
 }
 
-/// Parses `AxBxC`.
+/// Parses `AxBxC`: 1 to 3 lengths of at least 1 (the kernels check their ranks and sizes).
+///
+/// ```
+/// use tilekit_cli::run::parse_shape;
+/// assert_eq!(parse_shape("1000x777").unwrap(), vec![1000, 777]);
+/// assert!(parse_shape("4x0").is_err());
+/// ```
 pub fn parse_shape(s: &str) -> Result<Vec<i64>, CliError> {
     let dims: Result<Vec<i64>, _> = s.split(['x', 'X']).map(|d| d.trim().parse::<i64>()).collect();
     match dims {
@@ -42,12 +80,18 @@ pub fn parse_shape(s: &str) -> Result<Vec<i64>, CliError> {
     }
 }
 
-pub fn parse_dtype(s: &str) -> Result<ScalarType, CliError> {
-    match s {
-        "f32" => Ok(ScalarType::F32),
-        "f16" => Ok(ScalarType::F16),
-        "bf16" => Ok(ScalarType::BF16),
-        _ => Err(bad("--dtype", s, "one of f32, f16, bf16")),
+/// The dtype a kernel runs on when none is given: f16 for gemm, f32 otherwise.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_cli::run::default_dtype("gemm"), ScalarType::F16);
+/// assert_eq!(tilekit_cli::run::default_dtype("copy"), ScalarType::F32);
+/// ```
+pub fn default_dtype(kernel: &str) -> ScalarType {
+    if kernel == "gemm" {
+        ScalarType::F16
+    } else {
+        ScalarType::F32
     }
 }
 
@@ -62,11 +106,15 @@ fn parse_backend(s: &str) -> Result<Backend, CliError> {
 /// Runs one kernel and prints its summary.
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let shape = parse_shape(&a.shape)?;
-    let default = if a.kernel == "gemm" { "f16" } else { "f32" };
-    let dtype = parse_dtype(a.dtype.as_deref().unwrap_or(default))?;
+    let dtype = a.dtype.unwrap_or_else(|| default_dtype(&a.kernel));
     let backend = parse_backend(&a.backend)?;
-    let r = ops_run::run(&a.kernel, &shape, dtype, backend, a.seed)?;
-    println!("{}", r.summary());
+    let r = ops_run::run(&a.kernel, &shape, dtype, backend, a.seed).map_err(|e| match e {
+        OpsError::GpuUnavailable(reason) => {
+            CliError::NoGpu { command: "run --backend gpu".into(), reason }
+        }
+        e => CliError::kernel(&a.kernel, e),
+    })?;
+    outln!("{}", r.summary())?;
     Ok(if r.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
@@ -84,17 +132,17 @@ pub fn default_runs() -> Result<bool, CliError> {
     let mut ok = true;
     let backend = match tilekit_cuda::Gpu::open(0) {
         Ok(g) => {
-            println!("kernels on the GPU ({}):", g.props().name);
+            outln!("kernels on the GPU ({}):", g.props().name)?;
             Backend::Gpu
         }
         Err(e) => {
-            println!("kernels on the CPU interpreter ({e}):");
+            outln!("kernels on the CPU interpreter ({e}):")?;
             Backend::Interp
         }
     };
     for (k, s, t) in jobs {
-        let r = ops_run::run(k, s, t, backend, 1)?;
-        println!("  {}", r.summary());
+        let r = ops_run::run(k, s, t, backend, 1).map_err(|e| CliError::kernel(k, e))?;
+        outln!("  {}", r.summary())?;
         ok &= r.passed;
     }
     Ok(ok)

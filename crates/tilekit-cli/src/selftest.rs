@@ -17,7 +17,7 @@ use tilekit_ir::interp::{self, Args as KArgs, HostBuffer};
 use tilekit_ir::{examples, Kernel, Lit, ScalarType};
 
 use crate::rng::Rng;
-use crate::CliError;
+use crate::{outln, CliError};
 
 /// Arguments of `tilekit selftest`.
 #[derive(Debug, Clone, clap::Args)]
@@ -78,10 +78,9 @@ pub fn poison(t: ScalarType, len: usize) -> HostBuffer {
 pub fn cases(seed: u64) -> Result<Vec<Case>, CliError> {
     let mut rng = Rng::new(seed);
     let mut out = Vec::new();
-    let ir = |e: tilekit_ir::IrError| CliError::BadArgument {
-        flag: "kernel".into(),
-        value: "build".into(),
-        rule: e.to_string(),
+    let ir = |e: tilekit_ir::IrError| CliError::Check {
+        what: "selftest".into(),
+        why: format!("a case's kernel could not be built: {e}"),
     };
     for t in tilekit_ptx::coverage::TYPES {
         let kernel = tilekit_ptx::coverage::every_op(t, false).map_err(ir)?;
@@ -228,16 +227,12 @@ fn ops_case(
     ))
 }
 
-/// Runs `tilekit selftest`.
+/// Runs `tilekit selftest`: a PASS/FAIL line per case on stdout, exit code 1 on any FAIL;
+/// no usable GPU is [`CliError::NoGpu`] (exit code 1).
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
-    let gpu = match Gpu::open(a.device) {
-        Ok(g) => g,
-        Err(e) => {
-            println!("selftest needs a GPU: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    println!("selftest on {} ({}), seed {}", gpu.props().name, gpu.props().target(), a.seed);
+    let gpu = Gpu::open(a.device)
+        .map_err(|e| CliError::NoGpu { command: "selftest".into(), reason: e.to_string() })?;
+    outln!("selftest on {} ({}), seed {}", gpu.props().name, gpu.props().target(), a.seed)?;
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
     let mut failed = 0;
     let mut total = 0;
@@ -277,10 +272,10 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         })();
         let ms = started.elapsed().as_secs_f64() * 1e3;
         match result {
-            Ok(info) => println!("PASS {:<28} {ms:8.1} ms  {info}", case.name),
+            Ok(info) => outln!("PASS {:<28} {ms:8.1} ms  {info}", case.name)?,
             Err(why) => {
                 failed += 1;
-                println!("FAIL {:<28} {ms:8.1} ms  {why}", case.name);
+                outln!("FAIL {:<28} {ms:8.1} ms  {why}", case.name)?;
             }
         }
     }
@@ -295,13 +290,13 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         let result = ops_case(&gpu, kernel, shape, *dtype, a.seed.wrapping_add(i as u64));
         let ms = started.elapsed().as_secs_f64() * 1e3;
         match result {
-            Ok(info) => println!("PASS {name:<28} {ms:8.1} ms  {info}"),
+            Ok(info) => outln!("PASS {name:<28} {ms:8.1} ms  {info}")?,
             Err(why) => {
                 failed += 1;
-                println!("FAIL {name:<28} {ms:8.1} ms  {why}");
+                outln!("FAIL {name:<28} {ms:8.1} ms  {why}")?;
             }
         }
     }
-    println!("{} passed, {} failed", total - failed, failed);
+    outln!("{} passed, {} failed", total - failed, failed)?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

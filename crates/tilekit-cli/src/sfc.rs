@@ -20,13 +20,17 @@
 //! * The table lists every access up to [`TABLE_MAX_ROWS`] (else the first and last
 //!   [`TABLE_EDGE_ROWS`]); the grid is printed up to [`GRID_MAX_ELEMENTS`] elements.
 //! * `--json` prints the curve in the shape of the conformance files' `sfc.json` configs, with
-//!   each access's valid `extent` added.
+//!   each access's valid `extent` added. It lists every access, written as it is computed
+//!   (nothing is collected first), for curves of up to [`JSON_MAX_ACCESSES`] accesses (about
+//!   100 MB of JSON); a larger curve is refused with an error naming the count.
 //! * `--stats` adds locality statistics of the access order ([`locality`]): the curve's
 //!   accesses as offsets into packed row-major storage of the lengths (`--elem-bytes`, default
 //!   4), classified by [`tilekit_tile::analysis::cache::locality`] (sequential steps, jumps
 //!   within a 128-byte line, large jumps, lines touched and line visits), next to the design
 //!   document's index-space classifier ([`tilekit_tile::analysis::cache::manhattan_steps`]).
-//!   With `--json` they are the `locality` field.
+//!   With `--json` they are the `locality` field. The statistics walk the curve once, without
+//!   collecting it, for curves of up to [`STATS_MAX_ACCESSES`] accesses (their memory grows
+//!   only with the distinct 128-byte lines touched); larger curves are refused by name.
 //! * `--svg FILE` draws the curve: the element grid, each access as a bar over the cells it
 //!   covers (dashed when partial), numbered in order, with arrows from each access to the next
 //!   (dashed red where consecutive accesses are not neighbours). Pictures are drawn for 1-D
@@ -56,6 +60,12 @@ pub const TABLE_EDGE_ROWS: i64 = 20;
 /// Largest number of elements the text grid prints.
 pub const GRID_MAX_ELEMENTS: i64 = 4096;
 
+/// Largest number of accesses `--json` lists (2^20, about 100 MB of JSON).
+pub const JSON_MAX_ACCESSES: i64 = 1 << 20;
+
+/// Largest number of accesses `--stats` walks (2^22).
+pub const STATS_MAX_ACCESSES: i64 = 1 << 22;
+
 /// Arguments of `tilekit sfc`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -72,13 +82,14 @@ pub struct Args {
     /// Snake: reverse inner dims on odd outer positions (CK's parity rule).
     #[arg(long)]
     pub snake: bool,
-    /// Print JSON instead of the table and grid.
+    /// Print JSON instead of the table and grid (every access; curves of up to 1048576 accesses).
     #[arg(long)]
     pub json: bool,
     /// Also draw the curve as an SVG picture into FILE (1-D and 2-D curves).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// Add locality statistics of the access order (packed row-major storage of the lengths).
+    /// Add locality statistics of the access order (packed row-major storage of the lengths;
+    /// curves of up to 4194304 accesses).
     #[arg(long)]
     pub stats: bool,
     /// Bytes per element for --stats (which 128-byte line an access falls in).
@@ -167,6 +178,9 @@ fn bad_flag(args: &Args, e: LayoutError) -> CliError {
         LayoutError::CountMismatch { field, got, expected, .. } => {
             (field.clone(), format!("{field} has {got} entries, expected {expected}"))
         }
+        LayoutError::Overflow { quantity, operands, .. } => {
+            (operands.clone(), format!("{quantity} overflows i64 ({operands})"))
+        }
     };
     let (flag, value) = if field.starts_with("dim_access_order") {
         ("--order", args.order.clone())
@@ -225,7 +239,8 @@ pub struct AccessJson {
     pub backward_step: Option<Vec<i64>>,
 }
 
-/// The JSON form of `sfc`.
+/// The JSON form of `sfc`, collected in memory (for curves of any size the command streams
+/// the same text with [`write_json`] instead; this is for small curves and tests).
 ///
 /// ```
 /// use tilekit_layout::SpaceFillingCurve;
@@ -275,33 +290,63 @@ pub fn to_json(sfc: &SpaceFillingCurve) -> CurveJson {
 /// assert_eq!(back, serde_json::to_value(tilekit_cli::sfc::to_json(&sfc)).unwrap());
 /// ```
 pub fn to_json_text(sfc: &SpaceFillingCurve) -> String {
+    let mut out = Vec::new();
+    // writing into a Vec cannot fail
+    let _ = write_json(sfc, None, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the text of [`to_json_text`] (with a `locality` field when `stats` is given) to `w`
+/// one access at a time: memory stays constant whatever the curve's size.
+///
+/// ```
+/// use tilekit_layout::SpaceFillingCurve;
+/// let sfc = SpaceFillingCurve::new(vec![2, 2], vec![0, 1], vec![1, 1], false).unwrap();
+/// let mut out = Vec::new();
+/// tilekit_cli::sfc::write_json(&sfc, None, &mut out).unwrap();
+/// assert_eq!(String::from_utf8(out).unwrap(), tilekit_cli::sfc::to_json_text(&sfc));
+/// ```
+pub fn write_json(
+    sfc: &SpaceFillingCurve,
+    stats: Option<&Locality>,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     fn c<T: Serialize>(v: &T) -> String {
         serde_json::to_string(v).unwrap_or_else(|e| format!("\"(unserializable: {e})\""))
     }
-    let j = to_json(sfc);
+    let n = sfc.num_access();
     let fields = [
-        ("tensor_lengths", c(&j.tensor_lengths)),
-        ("dim_access_order", c(&j.dim_access_order)),
-        ("scalars_per_access", c(&j.scalars_per_access)),
-        ("snake_curved", c(&j.snake_curved)),
-        ("ndim", c(&j.ndim)),
-        ("scalar_per_vector", c(&j.scalar_per_vector)),
-        ("access_lengths", c(&j.access_lengths)),
-        ("ordered_access_lengths", c(&j.ordered_access_lengths)),
-        ("num_access", c(&j.num_access)),
-        ("step_first_to_last", c(&j.step_first_to_last)),
+        ("tensor_lengths", c(&sfc.tensor_lengths())),
+        ("dim_access_order", c(&sfc.dim_access_order())),
+        ("scalars_per_access", c(&sfc.scalars_per_access())),
+        ("snake_curved", c(&sfc.snake())),
+        ("ndim", c(&sfc.ndim())),
+        ("scalar_per_vector", c(&sfc.scalar_per_vector())),
+        ("access_lengths", c(&sfc.access_lengths())),
+        ("ordered_access_lengths", c(&sfc.ordered_access_lengths())),
+        ("num_access", c(&n)),
+        ("step_first_to_last", c(&sfc.step_between(0, n - 1).ok())),
     ];
-    let mut out = String::from("{\n");
+    writeln!(w, "{{")?;
     for (k, v) in fields {
-        let _ = writeln!(out, "  \"{k}\": {v},");
+        writeln!(w, "  \"{k}\": {v},")?;
     }
-    out.push_str("  \"accesses\": [\n");
-    let last = j.accesses.len().saturating_sub(1);
-    for (n, a) in j.accesses.iter().enumerate() {
-        let _ = writeln!(out, "    {}{}", c(a), if n == last { "" } else { "," });
+    if let Some(l) = stats {
+        writeln!(w, "  \"locality\": {},", l.to_json())?;
     }
-    out.push_str("  ]\n}\n");
-    out
+    writeln!(w, "  \"accesses\": [")?;
+    for a in sfc.accesses() {
+        let last = a.i == n - 1;
+        let j = AccessJson {
+            forward_step: sfc.forward_step(a.i),
+            backward_step: sfc.backward_step(a.i),
+            i: a.i,
+            index: a.index,
+            extent: a.extent,
+        };
+        writeln!(w, "    {}{}", c(&j), if last { "" } else { "," })?;
+    }
+    writeln!(w, "  ]\n}}")
 }
 
 fn list(v: &[i64]) -> String {
@@ -631,18 +676,30 @@ fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
 /// assert!(locality(&sfc, 0).is_err());
 /// ```
 pub fn locality(sfc: &SpaceFillingCurve, elem_bytes: u32) -> Result<Locality, CliError> {
+    let n = sfc.num_access();
+    if n > STATS_MAX_ACCESSES {
+        return Err(CliError::BadArgument {
+            flag: "--stats".into(),
+            value: sfc.to_string(),
+            rule: format!(
+                "the curve has {n} accesses; the statistics walk curves of up to \
+                 {STATS_MAX_ACCESSES} accesses"
+            ),
+        });
+    }
     let lengths = sfc.tensor_lengths();
-    let points: Vec<Vec<i64>> = sfc.accesses().map(|a| a.index).collect();
-    let offsets: Vec<i64> =
-        points.iter().map(|p| p.iter().zip(lengths).fold(0, |acc, (i, l)| acc * l + i)).collect();
+    // offsets fit: they are below the element count, which the curve checked
+    let offsets =
+        sfc.accesses().map(|a| a.index.iter().zip(lengths).fold(0, |acc, (i, l)| acc * l + i));
     let vector = u32::try_from(sfc.scalar_per_vector()).unwrap_or(u32::MAX);
     let memory =
-        cache::locality(&offsets, elem_bytes, vector).map_err(|e| CliError::BadArgument {
+        cache::locality_of(offsets, elem_bytes, vector).map_err(|e| CliError::BadArgument {
             flag: "--elem-bytes".into(),
             value: elem_bytes.to_string(),
             rule: e.to_string(),
         })?;
-    Ok(Locality { elem_bytes, memory, index_space: cache::manhattan_steps(&points) })
+    let index_space = cache::manhattan_steps_of(sfc.accesses().map(|a| a.index));
+    Ok(Locality { elem_bytes, memory, index_space })
 }
 
 /// What [`locality`] reports.
@@ -734,25 +791,33 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         }
     };
     if args.json {
-        let mut text = to_json_text(&sfc);
-        if let Some(l) = &stats {
-            text = text.replacen(
-                "  \"accesses\": [",
-                &format!("  \"locality\": {},\n  \"accesses\": [", l.to_json()),
-                1,
-            );
+        let n = sfc.num_access();
+        if n > JSON_MAX_ACCESSES {
+            return Err(CliError::BadArgument {
+                flag: "--json".into(),
+                value: args.lengths.clone(),
+                rule: format!(
+                    "the curve has {n} accesses; --json lists every access and is limited to \
+                     {JSON_MAX_ACCESSES} (the text table shows the first and last \
+                     {TABLE_EDGE_ROWS})"
+                ),
+            });
         }
-        print!("{text}");
+        let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::new(stdout.lock());
+        write_json(&sfc, stats.as_ref(), &mut w)
+            .and_then(|()| std::io::Write::flush(&mut w))
+            .map_err(CliError::Output)?;
     } else {
-        print!("{}", to_text(&sfc));
+        crate::out!("{}", to_text(&sfc))?;
         if let Some(l) = &stats {
-            print!("\n{}", l.to_text());
+            crate::out!("\n{}", l.to_text())?;
         }
     }
     if let Some((path, doc)) = svg {
         write_file(path, &doc)?;
         if !args.json {
-            println!("\nwrote {}", path.display());
+            crate::outln!("\nwrote {}", path.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)

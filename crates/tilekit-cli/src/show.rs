@@ -21,6 +21,23 @@
 //! `show` prints what the reference would silently build from them (elements never owned,
 //! elements owned twice, its ownership map), from
 //! [`TileDistribution::reference_unchecked`](tilekit_tile::TileDistribution::reference_unchecked).
+//!
+//! # Sizes
+//!
+//! The explanation and the traits cost time in proportion to the encoding, not the tile, so
+//! any valid encoding is explained (sizes past `i64` are refused by the validator,
+//! [`EncodingRule::FitsInI64`](tilekit_tile::error::EncodingRule::FitsInI64)). The ownership
+//! map is evaluated only when it is printed, within the caps of [`tilekit_tile::render`]:
+//!
+//! * the text map is printed for tiles of up to
+//!   [`MAP_MAX_ELEMENTS`](tilekit_tile::render::MAP_MAX_ELEMENTS) = 4096 elements (a one-line
+//!   note otherwise, computed without evaluating anything);
+//! * `--json` lists the `owners` of tiles of up to
+//!   [`SVG_MAX_ELEMENTS`] = 65536 elements (otherwise
+//!   `"owners": null` and an `owners_omitted` reason);
+//! * `--svg` draws tiles of up to 65536 elements (256×256) and is an error above;
+//! * either needs at most [`OWNERSHIP_MAX`](tilekit_tile::render::OWNERSHIP_MAX) = 2^20
+//!   `(thread, d)` pairs (replication multiplies them).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,8 +46,8 @@ use serde_json::{json, Value};
 use tilekit_tile::encoding::EncodingSpec;
 use tilekit_tile::encoding_text::{parse_encoding, print_encoding};
 use tilekit_tile::render::{
-    explain, explain_reference, explain_vector_access, ownership_map, ownership_svg, vector_access,
-    Dtype, Ownership,
+    explain, explain_reference, explain_vector_access, ownership_map_of, ownership_svg,
+    vector_access, Dtype, Ownership, SVG_MAX_ELEMENTS,
 };
 use tilekit_tile::TileDistribution;
 
@@ -40,16 +57,18 @@ use crate::CliError;
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Args {
     /// The encoding: inline JSON, a JSON file, or the text form, e.g.
-    /// 'H[[2,2],[4,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]'.
+    /// `'H[[2,2],[4,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]'`.
     #[arg(allow_hyphen_values = true)]
     pub encoding: Option<String>,
     /// Element type for the traits and the vector bars: fp32, fp16, bf16, fp8, f64.
     #[arg(long, default_value = "fp32")]
     pub dtype: String,
-    /// Also draw the ownership map as an SVG picture into FILE.
+    /// Also draw the ownership map as an SVG picture into FILE (tiles of up to 65536 elements,
+    /// e.g. 256×256).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// Print JSON instead of text.
+    /// Print JSON instead of text (the owners of every element for tiles of up to 65536
+    /// elements; the text map is printed up to 4096).
     #[arg(long)]
     pub json: bool,
     /// A conformance distributions.json to pick the encoding from (with --name).
@@ -181,24 +200,47 @@ fn from_file(file: &Path, name: &str) -> Result<EncodingSpec, CliError> {
 
 /// Runs `tilekit show`.
 pub fn run(args: &Args) -> Result<ExitCode, CliError> {
-    let dtype: Dtype = args.dtype.parse().map_err(|_| {
-        bad("--dtype", args.dtype.as_str(), "known dtypes are fp32, fp16, bf16, fp8, f64")
-    })?;
+    let dtype: Dtype = crate::dtype::element_dtype().parse_str(&args.dtype)?;
     let spec = spec_from_args(args)?;
     let dist = match TileDistribution::from_spec(spec.clone()) {
         Ok(d) => d,
         Err(e) => {
-            report_refusal(&spec, &e, args.json);
+            report_refusal(&spec, &e, args.json)?;
             return Err(e.into());
         }
     };
-    let svg = args.svg.as_ref().map(|p| (p, ownership_svg(&dist, dtype)));
-    let own = Ownership::of(&dist);
+    // the picture first: a tile too large to draw is an error before anything is printed
+    let svg = match &args.svg {
+        None => None,
+        Some(p) => Some((
+            p,
+            ownership_svg(&dist, dtype)
+                .map_err(|e| bad("--svg", p.display().to_string(), e.to_string()))?,
+        )),
+    };
     let traits = vector_access(&dist, dtype);
     if args.json {
-        let owners: Vec<Vec<[i64; 2]>> =
-            own.owners.iter().map(|os| os.iter().map(|o| [o.thread, o.d]).collect()).collect();
-        let v = json!({
+        // owners are listed (and so evaluated) only for tiles that can be listed
+        let elements: i64 = dist.x_lengths().iter().product(); // fits: validated encoding
+        let owners = if elements > SVG_MAX_ELEMENTS {
+            Err(format!(
+                "the tile has {elements} elements; owners are listed for up to {SVG_MAX_ELEMENTS}"
+            ))
+        } else {
+            Ownership::of(&dist).map_err(|e| e.to_string())
+        };
+        let (owners, omitted) = match owners {
+            Ok(own) => {
+                let list: Vec<Vec<[i64; 2]>> = own
+                    .owners
+                    .iter()
+                    .map(|os| os.iter().map(|o| [o.thread, o.d]).collect())
+                    .collect();
+                (json!(list), None)
+            }
+            Err(why) => (serde_json::Value::Null, Some(why)),
+        };
+        let mut v = json!({
             "encoding": spec,
             "text": print_encoding(&spec),
             "x_lengths": dist.x_lengths(),
@@ -217,48 +259,61 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
             },
             "owners": owners,
         });
-        println!("{v}");
+        if let Some(why) = omitted {
+            v["owners_omitted"] = json!(why);
+        }
+        crate::outln!("{v}")?;
     } else {
-        print!("{}", explain(&dist));
-        println!();
-        print!("{}", explain_vector_access(&traits));
-        println!();
-        print!("{}", ownership_map(&own));
+        crate::out!("{}", explain(&dist))?;
+        crate::outln!()?;
+        crate::out!("{}", explain_vector_access(&traits))?;
+        crate::outln!()?;
+        // evaluated only when it is printed (a note for larger tiles)
+        crate::out!("{}", ownership_map_of(&dist))?;
     }
     if let Some((path, doc)) = svg {
         std::fs::write(path, doc)
             .map_err(|source| CliError::Io { path: path.to_path_buf(), source })?;
         if !args.json {
-            println!("\nwrote {}", path.display());
+            crate::outln!("\nwrote {}", path.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Prints what the reference would build from a refused spec (stdout), before the error.
-fn report_refusal(spec: &EncodingSpec, err: &tilekit_tile::TileError, json: bool) {
-    let reference = explain_reference(spec).and_then(|_| Ownership::of_reference(spec));
+fn report_refusal(
+    spec: &EncodingSpec,
+    err: &tilekit_tile::TileError,
+    json: bool,
+) -> Result<(), CliError> {
     if json {
+        let reference = explain_reference(spec).and_then(|_| Ownership::of_reference(spec));
         let r = match &reference {
-            Ok(own) => json!({
-                "never_owned": own.never_owned(),
-                "owned_more_than_once": own.owned_more_than(spec.rs_lengths.iter().product::<i64>().max(1) as usize)
-                    .into_iter().map(|(x, _)| x).collect::<Vec<_>>(),
-            }),
+            Ok(own) => {
+                // replicas: the product of the R lengths (saturating: a huge R means "many")
+                let r = spec.rs_lengths.iter().fold(1i64, |a, &l| a.saturating_mul(l.max(1)));
+                json!({
+                    "never_owned": own.never_owned(),
+                    "owned_more_than_once": own.owned_more_than(usize::try_from(r).unwrap_or(usize::MAX))
+                        .into_iter().map(|(x, _)| x).collect::<Vec<_>>(),
+                })
+            }
             Err(e) => json!({ "error": e.to_string() }),
         };
-        println!(
+        return crate::outln!(
             "{}",
             json!({ "text": print_encoding(spec), "error": err.to_string(), "reference": r })
         );
-        return;
     }
-    println!("encoding: {}", print_encoding(spec));
-    println!("refused by the validator ({}; the error is below)", rule_name(err));
-    println!();
+    crate::outln!("encoding: {}", print_encoding(spec))?;
+    crate::outln!("refused by the validator ({}; the error is below)", rule_name(err))?;
+    crate::outln!()?;
     match explain_reference(spec) {
-        Ok(text) => print!("{text}"),
-        Err(e) => println!("the reference cannot build it either (it fails to compile): {e}"),
+        Ok(text) => crate::out!("{text}"),
+        // out-of-range components fail to compile in the reference; sizes past i64 cannot be
+        // evaluated either
+        Err(e) => crate::outln!("the reference cannot build it either: {e}"),
     }
 }
 

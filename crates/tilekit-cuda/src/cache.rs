@@ -109,9 +109,11 @@ impl KernelCache {
     /// Opens (and creates) a cache folder.
     ///
     /// ```
-    /// let dir = std::env::temp_dir().join(format!("tk-cache-doc-{}", std::process::id()));
+    /// let tmp = tempfile::tempdir().unwrap(); // removed when dropped
+    /// let dir = tmp.path().join("kernels");
     /// let c = tilekit_cuda::KernelCache::open(&dir).unwrap();
     /// assert_eq!(c.dir(), dir.as_path());
+    /// assert!(dir.is_dir());
     /// ```
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
@@ -183,8 +185,8 @@ impl KernelCache {
     ///
     /// ```
     /// use tilekit_cuda::cache::{CacheKey, CacheOutcome};
-    /// let dir = std::env::temp_dir().join(format!("tk-cache-doc2-{}", std::process::id()));
-    /// let c = tilekit_cuda::KernelCache::open(&dir).unwrap();
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let c = tilekit_cuda::KernelCache::open(tmp.path()).unwrap();
     /// let k = CacheKey { ir_hash: "x".into(), target: "sm_90a".into(), driver_version: 1, tilekit_version: "0".into() };
     /// let (a, o) = c.get_or_build(&k, || Ok(vec![1, 2, 3])).unwrap();
     /// assert_eq!((a, o), (vec![1, 2, 3], CacheOutcome::Miss));

@@ -66,6 +66,17 @@ pub enum CudaError {
         /// What went wrong.
         message: String,
     },
+    /// A tensor's layout, dtype or data was invalid for the operation (the layout does not fit
+    /// the memory, the dtypes differ, the data length does not match the shape, …).
+    ///
+    /// ```
+    /// use tilekit_cuda::CudaError;
+    /// use tilekit_ir::tensor::TensorError;
+    /// let e: CudaError = TensorError::NegativeOffset { offset: -1 }.into();
+    /// assert_eq!(e.to_string(), "tensor: offset -1 is negative: the offset must be >= 0");
+    /// ```
+    #[error("tensor: {0}")]
+    Tensor(#[from] tilekit_ir::tensor::TensorError),
 }
 
 impl CudaError {

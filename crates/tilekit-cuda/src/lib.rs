@@ -13,6 +13,7 @@
 //! | [`cache`] | the on-disk kernel cache |
 //! | [`ir_run`] | running an IR kernel on the GPU with the interpreter's argument list |
 //! | [`compile`] | IR kernel → PTX → cubin (cached) → loaded kernel, with a report |
+//! | [`tensor`] | device tensors (owned, or borrowed from cudarc) with dtype, shape, strides, offset |
 //!
 //! ```
 //! match tilekit_cuda::Gpu::open(0) {
@@ -29,6 +30,7 @@ pub mod device;
 pub mod error;
 pub mod ir_run;
 pub mod module;
+pub mod tensor;
 pub mod timing;
 
 pub use cache::KernelCache;
@@ -37,4 +39,5 @@ pub use device::{driver_present, DeviceProps, Gpu};
 pub use error::{CudaError, Result};
 pub use ir_run::DeviceArgs;
 pub use module::{jit_ptx_to_cubin, load_kernel, JitReport, Kernel, KernelArgs, LaunchDims};
+pub use tensor::{DeviceTensor, DeviceTensorRef};
 pub use timing::Timing;

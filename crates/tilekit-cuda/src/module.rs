@@ -218,6 +218,43 @@ pub fn load_kernel(gpu: &Gpu, image: &[u8], name: &str) -> Result<Kernel> {
     })
 }
 
+/// The most blocks a grid may have along x, y and z on every GPU tilekit targets (sm_80, sm_90).
+///
+/// ```
+/// assert_eq!(tilekit_cuda::module::MAX_GRID, (2_147_483_647, 65_535, 65_535));
+/// ```
+pub const MAX_GRID: (u32, u32, u32) = (i32::MAX as u32, 65_535, 65_535);
+
+/// Checks a grid against [`MAX_GRID`] (and that no dimension is 0) before the driver sees it,
+/// with an error naming the kernel, the grid and the axis.
+///
+/// ```
+/// use tilekit_cuda::module::check_grid;
+/// assert!(check_grid("copy", (1, 65_535, 1)).is_ok());
+/// let e = check_grid("copy", (1, 67_108_864, 1)).unwrap_err().to_string();
+/// assert_eq!(e, "launch of copy: grid = (1, 67108864, 1) is invalid: y = 67108864 blocks is over the limit of 65535");
+/// assert!(check_grid("copy", (0, 1, 1)).is_err());
+/// ```
+pub fn check_grid(kernel: &str, grid: (u32, u32, u32)) -> Result<()> {
+    let bad = |rule: String| CudaError::BadLaunch {
+        kernel: kernel.to_string(),
+        field: "grid",
+        value: format!("{grid:?}"),
+        rule,
+    };
+    if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+        return Err(bad("every grid dimension must be at least 1".into()));
+    }
+    for (axis, v, max) in
+        [("x", grid.0, MAX_GRID.0), ("y", grid.1, MAX_GRID.1), ("z", grid.2, MAX_GRID.2)]
+    {
+        if v > max {
+            return Err(bad(format!("{axis} = {v} blocks is over the limit of {max}")));
+        }
+    }
+    Ok(())
+}
+
 /// Grid, block and dynamic shared memory of a launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchDims {
@@ -297,14 +334,7 @@ impl Gpu {
                 rule: format!("1..={} for this kernel", kernel.max_threads_per_block),
             });
         }
-        if dims.grid.0 == 0 || dims.grid.1 == 0 || dims.grid.2 == 0 {
-            return Err(CudaError::BadLaunch {
-                kernel: kernel.name.clone(),
-                field: "grid",
-                value: format!("{:?}", dims.grid),
-                rule: "every grid dimension must be at least 1".into(),
-            });
-        }
+        check_grid(&kernel.name, dims.grid)?;
         let limit = self.props().max_smem_per_block_optin;
         if dims.dynamic_smem as i64 + kernel.static_smem as i64 > limit as i64 {
             return Err(CudaError::BadLaunch {

@@ -1,15 +1,12 @@
 //! The kernel cache without a GPU: hits, misses, corrupt and truncated entries, concurrent
 //! writers, and keys that must differ.
 
-use std::path::PathBuf;
-
 use tilekit_cuda::cache::{CacheKey, CacheOutcome};
 use tilekit_cuda::KernelCache;
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tk-cache-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A fresh folder, removed when the test ends (pass or fail).
+fn dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("tk-cache-test-").tempdir().unwrap()
 }
 
 fn key(h: &str) -> CacheKey {
@@ -23,7 +20,8 @@ fn key(h: &str) -> CacheKey {
 
 #[test]
 fn miss_then_hit() {
-    let c = KernelCache::open(dir("hit")).unwrap();
+    let d = dir();
+    let c = KernelCache::open(d.path()).unwrap();
     let payload: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
     let (p, o) = c.get_or_build(&key("a"), || Ok(payload.clone())).unwrap();
     assert_eq!((p.as_slice(), o), (payload.as_slice(), CacheOutcome::Miss));
@@ -33,7 +31,8 @@ fn miss_then_hit() {
 
 #[test]
 fn corrupt_and_truncated_entries_are_rebuilt() {
-    let c = KernelCache::open(dir("corrupt")).unwrap();
+    let d = dir();
+    let c = KernelCache::open(d.path()).unwrap();
     c.put(&key("b"), &[5; 64]).unwrap();
     let path = c.path(&key("b"));
     let mut bytes = std::fs::read(&path).unwrap();
@@ -60,7 +59,8 @@ fn corrupt_and_truncated_entries_are_rebuilt() {
 
 #[test]
 fn concurrent_writers_leave_a_whole_entry() {
-    let d = dir("race");
+    let tmp = dir();
+    let d = tmp.path().to_path_buf();
     let handles: Vec<_> = (0..8)
         .map(|t| {
             let d = d.clone();
@@ -80,6 +80,15 @@ fn concurrent_writers_leave_a_whole_entry() {
     }
     let leftovers: Vec<_> = std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()).collect();
     assert_eq!(leftovers.len(), 1, "temporary files left behind");
+}
+
+#[test]
+fn a_cache_in_a_folder_that_cannot_be_made_is_an_error() {
+    let tmp = dir();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let e = KernelCache::open(file.join("below")).unwrap_err().to_string();
+    assert!(e.contains("cannot create the folder"), "{e}");
 }
 
 #[test]

@@ -197,7 +197,7 @@ pub struct KernelBuilder {
 /// let x = b.tensor_param("x", ScalarType::F16, 2).unwrap();
 /// assert_eq!(x.lengths.len(), 2);
 /// let d = x.descriptor(None).unwrap();
-/// let off = d.calculate_offset(&[Idx::lit(0), Idx::lit(0)]);
+/// let off = d.calculate_offset(&[Idx::lit(0), Idx::lit(0)]).unwrap();
 /// assert_eq!(off.const_int(), Some(0));
 /// ```
 #[derive(Debug, Clone)]

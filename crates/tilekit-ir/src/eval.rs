@@ -36,6 +36,7 @@ pub enum EvalError {
 /// use tilekit_ir::{eval::to_f64, ScalarType};
 /// assert_eq!(to_f64(ScalarType::F32, 1.0f32.to_bits() as u64), 1.0);
 /// ```
+#[inline]
 pub fn to_f64(ty: ScalarType, bits: u64) -> f64 {
     match ty {
         ScalarType::F16 => f16::from_bits(bits as u16).to_f64(),
@@ -53,6 +54,7 @@ pub fn to_f64(ty: ScalarType, bits: u64) -> f64 {
 /// assert_eq!(from_f64(ScalarType::F32, 1.0), 0x3f80_0000);
 /// assert_eq!(from_f64(ScalarType::F16, 1.0), 0x3c00);
 /// ```
+#[inline]
 pub fn from_f64(ty: ScalarType, v: f64) -> u64 {
     match ty {
         ScalarType::F16 => f16::from_f64(v).to_bits() as u64,
@@ -63,6 +65,7 @@ pub fn from_f64(ty: ScalarType, v: f64) -> u64 {
 }
 
 /// Computes a float op of type `ty` via `f32` (16- and 32-bit types) or `f64`, rounding once.
+#[inline(always)]
 fn float2(
     ty: ScalarType,
     a: u64,
@@ -87,6 +90,13 @@ fn float2(
 /// assert_eq!(eval_unary(UnOp::Not, ScalarType::Pred, 1), Ok(0));
 /// ```
 pub fn eval_unary(op: UnOp, ty: ScalarType, a: u64) -> Result<u64, EvalError> {
+    unary_inline(op, ty, a)
+}
+
+/// [`eval_unary`], inlined into the interpreter's per-instruction lane loops (with a constant op and
+/// type it folds to a few machine instructions).
+#[inline(always)]
+pub(crate) fn unary_inline(op: UnOp, ty: ScalarType, a: u64) -> Result<u64, EvalError> {
     let r = if ty.is_int() {
         let x = a as i64;
         match op {
@@ -126,6 +136,13 @@ pub fn eval_unary(op: UnOp, ty: ScalarType, a: u64) -> Result<u64, EvalError> {
 /// assert_eq!(eval_binary(BinOp::Shr, ScalarType::U32, 0xffff_ffff, 4), Ok(0x0fff_ffff));
 /// ```
 pub fn eval_binary(op: BinOp, ty: ScalarType, a: u64, b: u64) -> Result<u64, EvalError> {
+    binary_inline(op, ty, a, b)
+}
+
+/// [`eval_binary`], inlined into the interpreter's per-instruction lane loops (with a constant op and
+/// type it folds to a few machine instructions).
+#[inline(always)]
+pub(crate) fn binary_inline(op: BinOp, ty: ScalarType, a: u64, b: u64) -> Result<u64, EvalError> {
     let r = if ty.is_int() {
         let bits = (ty.size_bytes() * 8) as u64;
         let signed = ty.is_signed();
@@ -183,6 +200,13 @@ pub fn eval_binary(op: BinOp, ty: ScalarType, a: u64, b: u64) -> Result<u64, Eva
 /// assert_eq!(eval_fma(ScalarType::F32, f(2.0), f(3.0), f(1.0)), Ok(f(7.0)));
 /// ```
 pub fn eval_fma(ty: ScalarType, a: u64, b: u64, c: u64) -> Result<u64, EvalError> {
+    fma_inline(ty, a, b, c)
+}
+
+/// [`eval_fma`], inlined into the interpreter's per-instruction lane loops (with a constant op and
+/// type it folds to a few machine instructions).
+#[inline(always)]
+pub(crate) fn fma_inline(ty: ScalarType, a: u64, b: u64, c: u64) -> Result<u64, EvalError> {
     let r = match ty {
         t if t.is_int() => (a as i64).wrapping_mul(b as i64).wrapping_add(c as i64) as u64,
         ScalarType::F64 => {
@@ -206,6 +230,13 @@ pub fn eval_fma(ty: ScalarType, a: u64, b: u64, c: u64) -> Result<u64, EvalError
 /// assert_eq!(eval_cmp(CmpOp::Ne, ScalarType::F32, nan, nan), 1);
 /// ```
 pub fn eval_cmp(op: CmpOp, ty: ScalarType, a: u64, b: u64) -> u64 {
+    cmp_inline(op, ty, a, b)
+}
+
+/// [`eval_cmp`], inlined into the interpreter's per-instruction lane loops (with a constant op and
+/// type it folds to a few machine instructions).
+#[inline(always)]
+pub(crate) fn cmp_inline(op: CmpOp, ty: ScalarType, a: u64, b: u64) -> u64 {
     use std::cmp::Ordering;
     let ord = if ty.is_float() {
         to_f64(ty, a).partial_cmp(&to_f64(ty, b))
@@ -236,6 +267,13 @@ pub fn eval_cmp(op: CmpOp, ty: ScalarType, a: u64, b: u64) -> u64 {
 /// assert_eq!(eval_cvt(ScalarType::Pred, ScalarType::I32, 1), 1);
 /// ```
 pub fn eval_cvt(from: ScalarType, to: ScalarType, a: u64) -> u64 {
+    cvt_inline(from, to, a)
+}
+
+/// [`eval_cvt`], inlined into the interpreter's per-instruction lane loops (with a constant op and
+/// type it folds to a few machine instructions).
+#[inline(always)]
+pub(crate) fn cvt_inline(from: ScalarType, to: ScalarType, a: u64) -> u64 {
     let r = if from.is_float() {
         let x = to_f64(from, a);
         if to.is_float() {

@@ -110,7 +110,7 @@ pub fn row_sum() -> Result<Kernel> {
 
     let acc =
         b.for_range(&tid, &x.lengths[1], &Val::lit(threads), &[b.f32(0.0)], |b, c, acc| {
-            let v = b.load(x.mem, &dx.calculate_offset(&[row.clone(), c]), 1, None)?;
+            let v = b.load(x.mem, &dx.calculate_offset(&[row.clone(), c])?, 1, None)?;
             Ok(vec![b.binary(BinOp::Add, &acc[0], &v[0])?])
         })?;
     let warp_sum = |b: &KernelBuilder, mut v: Val| -> Result<Val> {
@@ -130,7 +130,7 @@ pub fn row_sum() -> Result<Kernel> {
         let v = b.load(partial, &lane, 1, Some(&has))?;
         let total = warp_sum(b, v[0].clone())?;
         let first = lane0.and(&has);
-        b.store(y.mem, &dy.calculate_offset(std::slice::from_ref(&row)), &[total], Some(&first))
+        b.store(y.mem, &dy.calculate_offset(std::slice::from_ref(&row))?, &[total], Some(&first))
     })?;
     b.finish()
 }

@@ -42,6 +42,7 @@ pub mod kernel;
 pub mod op;
 pub mod passes;
 pub mod symbolic;
+pub mod tensor;
 pub mod types;
 pub mod value;
 

@@ -22,7 +22,7 @@
 //! let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
 //! let d = TensorDescriptor::naive(vec![Val::lit(8), Val::lit(8)], vec![Val::lit(8), Val::lit(1)], None).unwrap();
 //! let t = b.thread_id(Axis::X);
-//! let off = d.calculate_offset(&[t.clone() / Val::lit(8), t.clone() % Val::lit(8)]);
+//! let off = d.calculate_offset(&[t.clone() / Val::lit(8), t.clone() % Val::lit(8)]).unwrap();
 //! b.keep(&off);
 //! // row*8 + col with row = tid>>3, col = tid&7: shr, mul, and, add + the tid.x read
 //! assert_eq!(b.finish().unwrap().instruction_count(), 5);

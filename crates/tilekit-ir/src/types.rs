@@ -73,6 +73,7 @@ impl ScalarType {
     /// ```
     /// assert_eq!(tilekit_ir::ScalarType::F64.size_bytes(), 8);
     /// ```
+    #[inline]
     pub fn size_bytes(self) -> usize {
         match self {
             ScalarType::Pred => 1,
@@ -87,6 +88,7 @@ impl ScalarType {
     /// ```
     /// assert!(tilekit_ir::ScalarType::I64.is_int());
     /// ```
+    #[inline]
     pub fn is_int(self) -> bool {
         matches!(self, ScalarType::I32 | ScalarType::U32 | ScalarType::I64)
     }
@@ -96,6 +98,7 @@ impl ScalarType {
     /// ```
     /// assert!(tilekit_ir::ScalarType::I32.is_signed());
     /// ```
+    #[inline]
     pub fn is_signed(self) -> bool {
         matches!(self, ScalarType::I32 | ScalarType::I64)
     }
@@ -105,6 +108,7 @@ impl ScalarType {
     /// ```
     /// assert!(tilekit_ir::ScalarType::BF16.is_float());
     /// ```
+    #[inline]
     pub fn is_float(self) -> bool {
         matches!(self, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64)
     }
@@ -299,6 +303,7 @@ impl fmt::Display for Lit {
 /// assert_eq!(canonical(ScalarType::U32, u64::MAX), 0xffff_ffff);
 /// assert_eq!(canonical(ScalarType::Pred, 2), 1);
 /// ```
+#[inline]
 pub fn canonical(ty: ScalarType, bits: u64) -> u64 {
     match ty {
         ScalarType::Pred => (bits != 0) as u64,

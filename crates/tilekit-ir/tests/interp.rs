@@ -6,9 +6,9 @@ mod common;
 use common::Rng;
 use half::f16;
 use tilekit_ir::interp::warp::{mma_a_coord, mma_b_coord, mma_c_coord};
-use tilekit_ir::interp::{run, Access, Args, HostBuffer, InterpError};
+use tilekit_ir::interp::{run, Access, Args, GlobalAccess, HostBuffer, InterpError};
 use tilekit_ir::{Axis, BinOp, CmpOp, KernelBuilder, Lit, ScalarType, ShflMode, Val};
-use tilekit_layout::Idx;
+use tilekit_layout::{Idx, IdxBool};
 
 /// Each thread writes s[tid] then reads s[(tid + 1) % 32]; with `sync` a barrier separates them.
 fn neighbour_kernel(sync: bool) -> tilekit_ir::Kernel {
@@ -348,8 +348,231 @@ fn two_blocks_writing_one_element_is_a_conflict() {
     let k = b.finish().unwrap();
     let mut args = Args::new();
     args.buffer(HostBuffer::from_i32(&[0; 32]));
-    assert!(matches!(
-        run(&k, [2, 1, 1], &mut args).unwrap_err(),
-        InterpError::GlobalWriteConflict { element: 0, first: [0, 0, 0], second: [1, 0, 0], .. }
-    ));
+    let e = run(&k, [2, 1, 1], &mut args).unwrap_err();
+    let inst = "st.global.i32 y[%0], %1".to_string();
+    let side = |block, write| {
+        Box::new(GlobalAccess { block, thread: [0, 0, 0], inst: inst.clone(), write })
+    };
+    assert_eq!(
+        e,
+        InterpError::GlobalRace {
+            mem: "y".into(),
+            element: 0,
+            first: side([0, 0, 0], true),
+            second: side([1, 0, 0], true),
+        },
+        "{k}"
+    );
+}
+
+/// The one buffer `y` of `n` i32 zeros.
+fn i32_args(n: usize) -> Args {
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_i32(&vec![0; n]));
+    a
+}
+
+fn global_race(e: InterpError) -> (String, usize, GlobalAccess, GlobalAccess) {
+    match e {
+        InterpError::GlobalRace { mem, element, first, second } => (mem, element, *first, *second),
+        e => panic!("expected a global race, got {e}"),
+    }
+}
+
+#[test]
+fn planted_global_write_write_race_within_a_block() {
+    // every thread writes y[tid / 2]: threads 0 and 1 both write element 0
+    let b = KernelBuilder::new("ww", [64, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let t = b.thread_id(Axis::X);
+    b.store(y, &(t.clone() / Val::lit(2)), &[t], None).unwrap();
+    let k = b.finish().unwrap();
+    let e = run(&k, [1, 1, 1], &mut i32_args(32)).unwrap_err();
+    let inst = "st.global.i32 y[%2], %0".to_string();
+    let at = |thread| GlobalAccess { block: [0, 0, 0], thread, inst: inst.clone(), write: true };
+    assert_eq!(
+        e,
+        InterpError::GlobalRace {
+            mem: "y".into(),
+            element: 0,
+            first: Box::new(at([0, 0, 0])),
+            second: Box::new(at([1, 0, 0])),
+        },
+        "{k}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "global-memory race on \"y\" element 0: block (0, 0, 0) thread (0, 0, 0) write by \
+         `st.global.i32 y[%2], %0` and block (0, 0, 0) thread (1, 0, 0) write by \
+         `st.global.i32 y[%2], %0`, in one barrier interval (no bar.sync orders them)"
+    );
+}
+
+/// Thread t writes y[t]; then (after a barrier if `sync`) reads y[(t + 1) % 32] into z[t].
+fn global_neighbour_kernel(sync: bool) -> tilekit_ir::Kernel {
+    let b = KernelBuilder::new("gneighbour", [32, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let z = b.ptr_param("z", ScalarType::I32).unwrap();
+    let t = b.thread_id(Axis::X);
+    b.store(y, &t, &[t.clone() * Val::lit(10)], None).unwrap();
+    if sync {
+        b.barrier();
+    }
+    let v = b.load(y, &((t.clone() + Val::lit(1)) % Val::lit(32)), 1, None).unwrap();
+    b.store(z, &t, &v, None).unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn planted_global_write_read_race_within_a_block_and_the_barrier_that_fixes_it() {
+    let k = global_neighbour_kernel(false);
+    let mut args = i32_args(32);
+    args.buffer(HostBuffer::from_i32(&[0; 32]));
+    let (mem, element, first, second) = global_race(run(&k, [1, 1, 1], &mut args).unwrap_err());
+    // the lowest racing element is y[0]: thread 0 wrote it, thread 31 read it in the same
+    // barrier interval (the store ran first)
+    assert_eq!((mem.as_str(), element), ("y", 0), "{k}");
+    assert_eq!(
+        (first.thread, first.write, second.thread, second.write),
+        ([0, 0, 0], true, [31, 0, 0], false)
+    );
+    assert_eq!((first.block, second.block), ([0, 0, 0], [0, 0, 0]));
+    assert!(first.inst.starts_with("st.global.i32 y[") && second.inst.contains("ld.global.i32 y["));
+
+    let k = global_neighbour_kernel(true);
+    let mut args = i32_args(32);
+    args.buffer(HostBuffer::from_i32(&[0; 32]));
+    run(&k, [1, 1, 1], &mut args).unwrap();
+    let z = args.get_buffer(1).unwrap().to_i32().unwrap();
+    assert_eq!(z, (0..32).map(|t| ((t + 1) % 32) * 10).collect::<Vec<i32>>());
+}
+
+#[test]
+fn a_thread_reading_and_rewriting_its_own_elements_is_no_race() {
+    // y[t] += 1 twice without barriers, in a loop: one thread per element
+    let b = KernelBuilder::new("own", [64, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let i = b.block_id(Axis::X) * Val::lit(64) + b.thread_id(Axis::X);
+    b.for_range(&Val::lit(0), &Val::lit(3), &Val::lit(1), &[], |b, _, _| {
+        let v = b.load(y, &i, 1, None)?.remove(0);
+        b.store(y, &i, &[v + Val::lit(1)], None)?;
+        Ok(vec![])
+    })
+    .unwrap();
+    let k = b.finish().unwrap();
+    let mut args = i32_args(256);
+    run(&k, [4, 1, 1], &mut args).unwrap();
+    assert_eq!(args.get_buffer(0).unwrap().to_i32().unwrap(), vec![3; 256]);
+}
+
+#[test]
+fn planted_cross_block_write_read_race_names_both_blocks() {
+    // block b writes y[32·b + t] and reads y[32·(b + 1) + t]: block 1 writes what block 0 read
+    let b = KernelBuilder::new("halo", [32, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let z = b.ptr_param("z", ScalarType::I32).unwrap();
+    let blk = b.block_id(Axis::X);
+    let t = b.thread_id(Axis::X);
+    let own = blk.clone() * Val::lit(32) + t.clone();
+    b.store(y, &own, std::slice::from_ref(&t), None).unwrap();
+    let v = b.load(y, &(own.clone() + Val::lit(32)), 1, None).unwrap();
+    b.store(z, &own, &v, None).unwrap();
+    let k = b.finish().unwrap();
+    for grid in [2u32, 3, 16] {
+        let mut args = i32_args(32 * (grid as usize + 1));
+        args.buffer(HostBuffer::from_i32(&vec![0; 32 * grid as usize]));
+        let (mem, element, first, second) =
+            global_race(run(&k, [grid, 1, 1], &mut args).unwrap_err());
+        // the lowest racing element is 32: read by block 0 thread 0, written by block 1 thread 0
+        assert_eq!((mem.as_str(), element), ("y", 32), "grid {grid}");
+        assert_eq!((first.block, first.thread, first.write), ([0, 0, 0], [0, 0, 0], false));
+        assert_eq!((second.block, second.thread, second.write), ([1, 0, 0], [0, 0, 0], true));
+        assert!(
+            first.inst.contains("ld.global.i32 y[") && second.inst.starts_with("st.global.i32 y[")
+        );
+        assert!(run(&k, [grid, 1, 1], &mut args)
+            .unwrap_err()
+            .to_string()
+            .ends_with("in two blocks (blocks run in any order)"));
+    }
+}
+
+#[test]
+fn planted_cross_block_write_write_race_in_a_large_grid_is_deterministic() {
+    // 256 blocks each write y[b]; blocks 77 and 200 also write y[1000]
+    let b = KernelBuilder::new("scatter", [32, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let blk = b.block_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0)).unwrap();
+    b.store(y, &blk, std::slice::from_ref(&blk), Some(&first)).unwrap();
+    let hit = blk.eq_(&Val::lit(77)).or(&blk.eq_(&Val::lit(200))).and(&first);
+    b.store(y, &Val::lit(1000), std::slice::from_ref(&blk), Some(&hit)).unwrap();
+    let k = b.finish().unwrap();
+    for _ in 0..4 {
+        let (mem, element, a, c) =
+            global_race(run(&k, [256, 1, 1], &mut i32_args(1024)).unwrap_err());
+        assert_eq!((mem.as_str(), element), ("y", 1000));
+        assert_eq!((a.block, c.block, a.write, c.write), ([77, 0, 0], [200, 0, 0], true, true));
+    }
+    // without the collision the grid is race-free and every element is written once
+    let b = KernelBuilder::new("scatter_ok", [32, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let blk = b.block_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0)).unwrap();
+    b.store(y, &blk, std::slice::from_ref(&blk), Some(&first)).unwrap();
+    let k = b.finish().unwrap();
+    let mut args = i32_args(256);
+    run(&k, [256, 1, 1], &mut args).unwrap();
+    assert_eq!(args.get_buffer(0).unwrap().to_i32().unwrap(), (0..256).collect::<Vec<i32>>());
+}
+
+#[test]
+fn blocks_reading_one_input_in_common_is_no_race() {
+    // every block reads x[0..32] (never written) and writes its own y row
+    let b = KernelBuilder::new("bcast", [32, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::I32).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let t = b.thread_id(Axis::X);
+    let v = b.load(x, &t, 1, None).unwrap().remove(0);
+    let i = b.block_id(Axis::X) * Val::lit(32) + t;
+    b.store(y, &i, &[v + b.block_id(Axis::X)], None).unwrap();
+    let k = b.finish().unwrap();
+    let mut args = Args::new();
+    args.buffer(HostBuffer::from_i32(&(0..32).collect::<Vec<i32>>()));
+    args.buffer(HostBuffer::from_i32(&[0; 128]));
+    let s = run(&k, [4, 1, 1], &mut args).unwrap();
+    assert_eq!(s.blocks, 4);
+    let y = args.get_buffer(1).unwrap().to_i32().unwrap();
+    assert_eq!(y, (0..128).map(|i| i % 32 + i / 32).collect::<Vec<i32>>());
+}
+
+#[test]
+fn a_hand_made_malformed_kernel_is_a_typed_error() {
+    let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    b.store(y, &b.thread_id(Axis::X), &[b.thread_id(Axis::X)], None).unwrap();
+    let mut k = b.finish().unwrap();
+    k.values.clear();
+    let e = run(&k, [1, 1, 1], &mut i32_args(32)).unwrap_err();
+    assert!(matches!(e, InterpError::InvalidKernel { .. }), "{e}");
+    assert!(e.to_string().contains("is not a value of the kernel (it has 0)"), "{e}");
+    let mut k2 = KernelBuilder::new("big", [32, 1, 1]).unwrap().finish().unwrap();
+    k2.block_dim = [4096, 4096, 1];
+    assert_eq!(
+        run(&k2, [1, 1, 1], &mut Args::new()).unwrap_err().to_string(),
+        "kernel big is malformed: block [4096, 4096, 1] has 16777216 threads; the interpreter runs 1..=1024"
+    );
+    let ok = KernelBuilder::new("k", [32, 1, 1]).unwrap().finish().unwrap();
+    assert_eq!(
+        run(&ok, [u32::MAX, u32::MAX, 2], &mut Args::new()).unwrap_err(),
+        InterpError::GridTooLarge { grid: [u32::MAX, u32::MAX, 2] }
+    );
+    let mut k3 = ok.clone();
+    k3.shared.push(tilekit_ir::SharedDecl {
+        name: "huge".into(),
+        elem: ScalarType::F64,
+        len: usize::MAX / 4,
+    });
+    let e = run(&k3, [1, 1, 1], &mut Args::new()).unwrap_err();
+    assert!(e.to_string().contains("shared allocations exceed"), "{e}");
 }

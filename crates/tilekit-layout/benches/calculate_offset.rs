@@ -39,7 +39,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut acc = 0i64;
             for z in 0..64 {
-                acc += morton.calculate_offset(&[black_box(z)]);
+                acc += morton.calculate_offset(&[black_box(z)]).unwrap();
             }
             acc
         })
@@ -51,7 +51,7 @@ fn bench(c: &mut Criterion) {
             let mut acc = 0i64;
             for i in 0..32 {
                 for j in 0..32 {
-                    acc += lds.calculate_offset(&[black_box(i), black_box(j)]);
+                    acc += lds.calculate_offset(&[black_box(i), black_box(j)]).unwrap();
                 }
             }
             acc
@@ -61,10 +61,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut acc = 0i64;
             for i in 0..32 {
-                let mut c = Coordinate::new_descriptor(&lds, &[black_box(i), 0]);
+                let mut c = Coordinate::new_descriptor(&lds, &[black_box(i), 0]).unwrap();
                 acc += c.offset();
                 for _ in 1..32 {
-                    lds.move_coordinate(&mut c, &[0, 1]);
+                    lds.move_coordinate(&mut c, &[0, 1]).unwrap();
                     acc += c.offset();
                 }
             }

@@ -30,8 +30,20 @@
 //! transform order and the new top order is chosen by labels) and [`TensorAdaptor::chain`].
 
 use crate::error::{expect_count, LayoutError, Result};
-use crate::idx::Idx;
+use crate::idx::{checked_product, consts, Idx};
 use crate::transform::Transform;
+
+/// The most hidden dimensions an adaptor may have. Evaluating an adaptor allocates one index
+/// per hidden dimension, so [`TensorAdaptor::new`] refuses more (a descriptor read from a file
+/// cannot make an evaluation allocate gigabytes); real layouts have tens.
+///
+/// ```
+/// use tilekit_layout::{Transform, TensorAdaptor, adaptor::{Stage, MAX_HIDDEN_DIMS}};
+/// let s = Stage::new(Transform::pass_through(4i64).unwrap(), vec![0], vec![1]).unwrap();
+/// let e = TensorAdaptor::new(vec![s], vec![0], vec![1], MAX_HIDDEN_DIMS + 1).unwrap_err();
+/// assert!(e.to_string().starts_with("tensor adaptor: ndim_hidden = 1048577 is invalid"));
+/// ```
+pub const MAX_HIDDEN_DIMS: usize = 1 << 20;
 
 /// One transform of an adaptor with the hidden ids of its lower and upper dimensions.
 ///
@@ -120,7 +132,7 @@ impl<I: Idx> Stage<I> {
 ///     vec![vec![0, 1]],
 ///     vec![vec![0]],
 /// ).unwrap();
-/// assert_eq!(a.calculate_bottom_index(&[13]), vec![2, 1]);
+/// assert_eq!(a.calculate_bottom_index(&[13]).unwrap(), vec![2, 1]);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorAdaptor<I = i64> {
@@ -144,9 +156,11 @@ fn check_ids(ctx: &str, field: &str, ids: &[usize], ndim_hidden: usize) -> Resul
     Ok(())
 }
 
-fn check_distinct(ctx: &str, field: &str, ids: &[usize]) -> Result<()> {
-    for (k, id) in ids.iter().enumerate() {
-        if ids[..k].contains(id) {
+/// `ids` are below `ndim_hidden` (checked first), so a bitmap finds repeats in linear time.
+fn check_distinct(ctx: &str, field: &str, ids: &[usize], ndim_hidden: usize) -> Result<()> {
+    let mut seen = vec![false; ndim_hidden];
+    for (k, &id) in ids.iter().enumerate() {
+        if std::mem::replace(&mut seen[id], true) {
             return Err(LayoutError::invalid(
                 ctx,
                 format!("{field}[{k}]"),
@@ -161,14 +175,16 @@ fn check_distinct(ctx: &str, field: &str, ids: &[usize]) -> Result<()> {
 impl<I: Idx> TensorAdaptor<I> {
     /// An adaptor from its full structure, as the reference stores it.
     ///
-    /// Validated: every id is below `ndim_hidden`; top and bottom ids are distinct; every top id
-    /// is the upper dimension of some stage.
+    /// Validated: `ndim_hidden` is at most [`MAX_HIDDEN_DIMS`]; every id is below `ndim_hidden`;
+    /// top and bottom ids are distinct; every top id is the upper dimension of some stage; the
+    /// number of top indices (the product of the top lengths, when they are known now) fits in
+    /// `i64` ([`LayoutError::Overflow`] otherwise).
     ///
     /// ```
     /// use tilekit_layout::{Transform, TensorAdaptor, adaptor::Stage};
     /// let s = Stage::new(Transform::embed(vec![4i64, 6], vec![6, 1]).unwrap(), vec![0], vec![1, 2]).unwrap();
     /// let a = TensorAdaptor::new(vec![s.clone()], vec![0], vec![1, 2], 3).unwrap();
-    /// assert_eq!(a.calculate_bottom_index(&[1, 2]), vec![8]);
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2]).unwrap(), vec![8]);
     /// let e = TensorAdaptor::new(vec![s], vec![0], vec![1, 5], 3).unwrap_err();
     /// assert!(e.to_string().contains("top_hidden_ids[1] = 5 is invalid"));
     /// ```
@@ -179,21 +195,79 @@ impl<I: Idx> TensorAdaptor<I> {
         ndim_hidden: usize,
     ) -> Result<Self> {
         let ctx = "tensor adaptor";
+        if ndim_hidden > MAX_HIDDEN_DIMS {
+            return Err(LayoutError::invalid(
+                ctx,
+                "ndim_hidden",
+                ndim_hidden,
+                format!("an adaptor has at most {MAX_HIDDEN_DIMS} hidden dims"),
+            ));
+        }
         check_ids(ctx, "bottom_hidden_ids", &bottom, ndim_hidden)?;
         check_ids(ctx, "top_hidden_ids", &top, ndim_hidden)?;
-        check_distinct(ctx, "bottom_hidden_ids", &bottom)?;
-        check_distinct(ctx, "top_hidden_ids", &top)?;
+        check_distinct(ctx, "bottom_hidden_ids", &bottom, ndim_hidden)?;
+        check_distinct(ctx, "top_hidden_ids", &top, ndim_hidden)?;
         for (t, s) in stages.iter().enumerate() {
             check_ids(ctx, &format!("transforms[{t}].lower_hidden_ids"), &s.lower, ndim_hidden)?;
             check_ids(ctx, &format!("transforms[{t}].upper_hidden_ids"), &s.upper, ndim_hidden)?;
+            // a stage that reads its own output is a cycle: evaluation would never reach the
+            // bottom
+            if let Some(id) = s.upper.iter().find(|u| s.lower.contains(u)) {
+                return Err(LayoutError::invalid(
+                    ctx,
+                    format!("transforms[{t}].upper_hidden_ids"),
+                    id,
+                    format!(
+                        "hidden id {id} is also a lower id of the same transform {:?}: a \
+                         transform's upper and lower dims must differ",
+                        s.lower
+                    ),
+                ));
+            }
+        }
+        // the first stage (and position) that has each hidden id as an upper dim, in linear
+        // time (not stages × top): where top lengths come from
+        let mut owner: Vec<Option<(usize, usize)>> = vec![None; ndim_hidden];
+        for (si, s) in stages.iter().enumerate() {
+            for (k, &u) in s.upper.iter().enumerate() {
+                owner[u].get_or_insert((si, k));
+            }
         }
         for (k, id) in top.iter().enumerate() {
-            if !stages.iter().any(|s| s.upper.contains(id)) {
+            if owner[*id].is_none() {
                 return Err(LayoutError::invalid(
                     ctx,
                     format!("top_hidden_ids[{k}]"),
                     id,
                     "a top dimension must be the upper dimension of some transform",
+                ));
+            }
+        }
+        let uppers: Vec<Vec<I>> = stages.iter().map(|s| s.transform.upper_lengths()).collect();
+        // an indexing (gather) table addresses the dim below it: every value must be a valid
+        // index of that dim when its length is known, or the index math below overflows
+        for (t, s) in stages.iter().enumerate() {
+            if let crate::transform::TransformKind::Indexing { table } = s.transform.kind() {
+                let Some((si, k)) = owner[s.lower[0]] else { continue };
+                let Some(len) = uppers[si][k].to_const() else { continue };
+                if let Some((i, v)) = table.iter().enumerate().find(|(_, v)| **v >= len) {
+                    return Err(LayoutError::invalid(
+                        ctx,
+                        format!("transforms[{t}] indexing table[{i}]"),
+                        v,
+                        format!("must be < {len}, the length of the lower dim {}", s.lower[0]),
+                    ));
+                }
+            }
+        }
+        let top_lengths: Vec<I> =
+            top.iter().filter_map(|&id| owner[id].map(|(si, k)| uppers[si][k].clone())).collect();
+        if let Some(lengths) = consts(&top_lengths) {
+            if checked_product(&lengths).is_none() {
+                return Err(LayoutError::overflow(
+                    ctx,
+                    "the number of top indices Π top lengths",
+                    format!("top lengths {lengths:?}"),
                 ));
             }
         }
@@ -211,7 +285,7 @@ impl<I: Idx> TensorAdaptor<I> {
     ///     vec![vec![0, 2], vec![1]],
     /// ).unwrap();
     /// // top = (u0, pass, u1)
-    /// assert_eq!(a.calculate_bottom_index(&[1, 2, 3]), vec![7, 2]);
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2, 3]).unwrap(), vec![7, 2]);
     /// ```
     pub fn single_stage(
         transforms: Vec<Transform<I>>,
@@ -247,7 +321,7 @@ impl<I: Idx> TensorAdaptor<I> {
     ///     vec![vec![0], vec![1]],
     ///     vec![vec![0, 2], vec![1, 3]],
     /// ).unwrap();
-    /// assert_eq!(t.calculate_bottom_index(&[1, 0, 2, 3]), vec![8 * 6 + 3]);
+    /// assert_eq!(t.calculate_bottom_index(&[1, 0, 2, 3]).unwrap(), vec![8 * 6 + 3]);
     /// ```
     pub fn transform(
         &self,
@@ -299,7 +373,7 @@ impl<I: Idx> TensorAdaptor<I> {
     ///     vec![Transform::merge(vec![4i64, 6]).unwrap()], vec![vec![0, 1]], vec![vec![0]],
     /// ).unwrap();
     /// let c = a0.chain(&a1).unwrap();
-    /// assert_eq!(c.calculate_bottom_index(&[17]), vec![17]);
+    /// assert_eq!(c.calculate_bottom_index(&[17]).unwrap(), vec![17]);
     /// ```
     pub fn chain(&self, next: &TensorAdaptor<I>) -> Result<Self> {
         if next.bottom.len() != self.top.len() {
@@ -413,7 +487,8 @@ impl<I: Idx> TensorAdaptor<I> {
         })
     }
 
-    /// Product of the top lengths.
+    /// Product of the top lengths (it fits in `i64` when the lengths are known: checked when
+    /// the adaptor is built).
     ///
     /// ```
     /// # use tilekit_layout::{Transform, TensorAdaptor};
@@ -424,14 +499,39 @@ impl<I: Idx> TensorAdaptor<I> {
         crate::idx::product(&self.top_lengths())
     }
 
-    /// The whole hidden index for a top index (top slots written, stages run last → first).
+    /// `Ok` when `top` has one entry per top dimension.
+    pub(crate) fn check_top(&self, field: &str, top: &[I]) -> Result<()> {
+        expect_count("tensor adaptor", field, top.len(), self.top.len(), "top dimension")
+    }
+
+    /// The whole hidden index for a top index (top slots written, stages run last → first); an
+    /// error when `top` does not have one entry per top dimension.
     ///
     /// ```
     /// # use tilekit_layout::{Transform, TensorAdaptor};
     /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
-    /// assert_eq!(a.calculate_hidden_index(&[1, 2]), vec![5, 1, 2]);
+    /// assert_eq!(a.calculate_hidden_index(&[1, 2]).unwrap(), vec![5, 1, 2]);
+    /// assert_eq!(
+    ///     a.calculate_hidden_index(&[1]).unwrap_err().to_string(),
+    ///     "tensor adaptor: top index has 1 entries, expected 2 (one per top dimension)"
+    /// );
     /// ```
-    pub fn calculate_hidden_index(&self, top: &[I]) -> Vec<I> {
+    pub fn calculate_hidden_index(&self, top: &[I]) -> Result<Vec<I>> {
+        self.check_top("top index", top)?;
+        Ok(self.calculate_hidden_index_unchecked(top))
+    }
+
+    /// **Unchecked fast path** of [`calculate_hidden_index`](Self::calculate_hidden_index): the
+    /// caller guarantees `top.len() == ndim_top()` (a debug assertion checks it; in release
+    /// builds a wrong rank gives a meaningless index). For hot loops that checked the rank once.
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.calculate_hidden_index_unchecked(&[1, 2]), vec![5, 1, 2]);
+    /// ```
+    pub fn calculate_hidden_index_unchecked(&self, top: &[I]) -> Vec<I> {
+        debug_assert_eq!(top.len(), self.top.len(), "tensor adaptor: top index rank");
         let mut hidden = vec![I::lit(0); self.ndim_hidden];
         for (&id, v) in self.top.iter().zip(top) {
             hidden[id] = v.clone();
@@ -449,15 +549,30 @@ impl<I: Idx> TensorAdaptor<I> {
         hidden
     }
 
-    /// The bottom index of a top index.
+    /// The bottom index of a top index; an error when `top` does not have one entry per top
+    /// dimension.
     ///
     /// ```
     /// # use tilekit_layout::{Transform, TensorAdaptor};
     /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
-    /// assert_eq!(a.calculate_bottom_index(&[1, 2]), vec![5]);
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2]).unwrap(), vec![5]);
+    /// assert!(a.calculate_bottom_index(&[1, 2, 0]).is_err());
     /// ```
-    pub fn calculate_bottom_index(&self, top: &[I]) -> Vec<I> {
-        let hidden = self.calculate_hidden_index(top);
+    pub fn calculate_bottom_index(&self, top: &[I]) -> Result<Vec<I>> {
+        self.check_top("top index", top)?;
+        Ok(self.calculate_bottom_index_unchecked(top))
+    }
+
+    /// **Unchecked fast path** of [`calculate_bottom_index`](Self::calculate_bottom_index): the
+    /// caller guarantees `top.len() == ndim_top()` (debug assertion only).
+    ///
+    /// ```
+    /// # use tilekit_layout::{Transform, TensorAdaptor};
+    /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
+    /// assert_eq!(a.calculate_bottom_index_unchecked(&[1, 2]), vec![5]);
+    /// ```
+    pub fn calculate_bottom_index_unchecked(&self, top: &[I]) -> Vec<I> {
+        let hidden = self.calculate_hidden_index_unchecked(top);
         self.bottom.iter().map(|&i| hidden[i].clone()).collect()
     }
 
@@ -485,7 +600,8 @@ impl<I: Idx> TensorAdaptor<I> {
         for s in &self.stages {
             let ll: Vec<i64> = s.lower.iter().map(|&i| lens[i]).collect();
             let ls: Vec<i64> = s.lower.iter().map(|&i| strides[i]).collect();
-            let (ul, us) = s.transform.upper_vector_lengths_strides(&ll, &ls);
+            // ranks: the stage was validated against its transform when built
+            let (ul, us) = s.transform.upper_vector_lengths_strides_unchecked(&ll, &ls);
             for (k, &id) in s.upper.iter().enumerate() {
                 let gl = get(guaranteed_lengths, id);
                 let gs = get(guaranteed_strides, id);

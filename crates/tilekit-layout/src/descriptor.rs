@@ -16,7 +16,7 @@
 
 use crate::adaptor::TensorAdaptor;
 use crate::error::{LayoutError, Result};
-use crate::idx::Idx;
+use crate::idx::{consts, Idx};
 use crate::transform::Transform;
 
 /// A tensor descriptor, generic over the index domain.
@@ -24,7 +24,7 @@ use crate::transform::Transform;
 /// ```
 /// use tilekit_layout::TensorDescriptor;
 /// let d = TensorDescriptor::naive(vec![4i64, 6], vec![6, 1], Some((4, 1))).unwrap();
-/// assert_eq!(d.calculate_offset(&[2, 3]), 15);
+/// assert_eq!(d.calculate_offset(&[2, 3]).unwrap(), 15);
 /// assert_eq!(d.element_space_size(), 24);
 /// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, 4], vec![-1, 1]));
 /// ```
@@ -44,7 +44,7 @@ impl<I: Idx> TensorDescriptor<I> {
     /// use tilekit_layout::{Transform, TensorAdaptor, TensorDescriptor};
     /// let a = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![2i64, 3]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
     /// let d = TensorDescriptor::from_parts(a, 6, vec![-1, -1, -1], vec![-1, -1, 1]).unwrap();
-    /// assert_eq!(d.calculate_offset(&[1, 1]), 4);
+    /// assert_eq!(d.calculate_offset(&[1, 1]).unwrap(), 4);
     /// ```
     pub fn from_parts(
         adaptor: TensorAdaptor<I>,
@@ -111,13 +111,17 @@ impl<I: Idx> TensorDescriptor<I> {
 
     /// `make_naive_tensor_descriptor(lengths, strides, [VecLen, VecStride])`: one embed; element
     /// space `1 + Σ (lenᵢ − 1)·strideᵢ`; the last top dim gets the guaranteed vector
-    /// `(length, stride)` if given.
+    /// `(length, stride)` if given. A space (or an offset range) that does not fit in `i64` is
+    /// a [`LayoutError::Overflow`].
     ///
     /// ```
     /// use tilekit_layout::TensorDescriptor;
     /// let d = TensorDescriptor::naive(vec![4i64, 6], vec![8, 1], None).unwrap();
     /// assert_eq!(d.element_space_size(), 30);
-    /// assert_eq!(d.calculate_offset(&[3, 5]), 29);
+    /// assert_eq!(d.calculate_offset(&[3, 5]).unwrap(), 29);
+    /// let e = TensorDescriptor::naive(vec![2i64, 4], vec![i64::MAX, 1], None).unwrap_err();
+    /// assert_eq!(e.to_string(), "naive tensor descriptor: the element space size 1 + Σ (length − 1)·stride \
+    ///     overflows i64: lengths [2, 4], strides [9223372036854775807, 1]");
     /// ```
     pub fn naive(
         lengths: Vec<I>,
@@ -127,10 +131,30 @@ impl<I: Idx> TensorDescriptor<I> {
         let ctx = "naive tensor descriptor";
         crate::error::expect_count(ctx, "strides", strides.len(), lengths.len(), "length")?;
         let n = lengths.len();
-        let mut space = I::lit(1);
-        for (l, s) in lengths.iter().zip(&strides) {
-            space = space + (l.clone() - I::lit(1)) * s.clone();
-        }
+        let space = match (consts(&lengths), consts(&strides)) {
+            (Some(ls), Some(ss)) => {
+                let mut acc = Some(1i64);
+                for (l, s) in ls.iter().zip(&ss) {
+                    acc = acc
+                        .zip(l.checked_sub(1).and_then(|m| m.checked_mul(*s)))
+                        .and_then(|(a, t)| a.checked_add(t));
+                }
+                I::lit(acc.ok_or_else(|| {
+                    LayoutError::overflow(
+                        ctx,
+                        "the element space size 1 + Σ (length − 1)·stride",
+                        format!("lengths {ls:?}, strides {ss:?}"),
+                    )
+                })?)
+            }
+            _ => {
+                let mut space = I::lit(1);
+                for (l, s) in lengths.iter().zip(&strides) {
+                    space = space + (l.clone() - I::lit(1)) * s.clone();
+                }
+                space
+            }
+        };
         let adaptor = TensorAdaptor::single_stage(
             vec![Transform::embed(lengths, strides)?],
             vec![vec![0]],
@@ -145,22 +169,26 @@ impl<I: Idx> TensorDescriptor<I> {
     }
 
     /// `make_naive_tensor_descriptor_packed(lengths, [VecLen])`: one unmerge; element space =
-    /// product; the last dim is guaranteed stride 1 and, if given, the vector length.
+    /// product (a [`LayoutError::Overflow`] when it does not fit in `i64`); the last dim is
+    /// guaranteed stride 1 and, if given, the vector length.
     ///
     /// ```
     /// use tilekit_layout::TensorDescriptor;
     /// let d = TensorDescriptor::packed(vec![2i64, 3, 4], None).unwrap();
-    /// assert_eq!(d.calculate_offset(&[1, 2, 3]), 23);
+    /// assert_eq!(d.calculate_offset(&[1, 2, 3]).unwrap(), 23);
     /// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, -1, -1], vec![-1, -1, 1]));
+    /// assert_eq!(
+    ///     TensorDescriptor::packed(vec![1i64 << 32, 1 << 32], None).unwrap_err().to_string(),
+    ///     "unmerge transform: the lower length Π up_lengths overflows i64: up_lengths [4294967296, 4294967296]"
+    /// );
     /// ```
     pub fn packed(lengths: Vec<I>, last_dim_vector_length: Option<i64>) -> Result<Self> {
         let n = lengths.len();
+        // the unmerge refuses a product that overflows, so the space below is exact
+        let unmerge = Transform::unmerge(lengths.clone())?;
         let space = crate::idx::product(&lengths);
-        let adaptor = TensorAdaptor::single_stage(
-            vec![Transform::unmerge(lengths)?],
-            vec![vec![0]],
-            vec![(0..n).collect()],
-        )?;
+        let adaptor =
+            TensorAdaptor::single_stage(vec![unmerge], vec![vec![0]], vec![(0..n).collect()])?;
         let (mut gl, mut gs) = (vec![-1; n + 1], vec![-1; n + 1]);
         gl[n] = last_dim_vector_length.unwrap_or(-1);
         gs[n] = 1;
@@ -168,13 +196,15 @@ impl<I: Idx> TensorDescriptor<I> {
     }
 
     /// `make_naive_tensor_descriptor_aligned(lengths, align)`: row-major with the second-to-last
-    /// stride rounded up to a multiple of `align`.
+    /// stride rounded up to a multiple of `align`; strides or a space that overflow `i64` are a
+    /// [`LayoutError::Overflow`].
     ///
     /// ```
     /// use tilekit_layout::TensorDescriptor;
     /// let d = TensorDescriptor::aligned(vec![3i64, 5], 4).unwrap();
-    /// assert_eq!(d.calculate_offset(&[1, 0]), 8);
+    /// assert_eq!(d.calculate_offset(&[1, 0]).unwrap(), 8);
     /// assert_eq!(d.element_space_size(), 21);
+    /// assert!(TensorDescriptor::aligned(vec![3i64, i64::MAX], 4).is_err());
     /// ```
     pub fn aligned(lengths: Vec<I>, align: I) -> Result<Self> {
         let ctx = "aligned tensor descriptor";
@@ -188,6 +218,27 @@ impl<I: Idx> TensorDescriptor<I> {
             return Err(LayoutError::count(ctx, "lengths", 0, "at least 1"));
         }
         let mut strides = vec![I::lit(1); n];
+        if let (Some(ls), Some(a)) = (consts(&lengths), align.to_const()) {
+            // the same strides, computed with overflow checks
+            let overflow = || {
+                LayoutError::overflow(
+                    ctx,
+                    "the strides (the last length rounded up to align, times the inner lengths)",
+                    format!("lengths {ls:?}, align {a}"),
+                )
+            };
+            if n >= 2 {
+                let last = ls[n - 1];
+                let rounded = last.checked_add(a - 1).ok_or_else(overflow)? / a * a;
+                let mut cs = vec![1i64; n];
+                cs[n - 2] = rounded;
+                for i in (0..n - 2).rev() {
+                    cs[i] = cs[i + 1].checked_mul(ls[i + 1]).ok_or_else(overflow)?;
+                }
+                strides = cs.into_iter().map(I::lit).collect();
+            }
+            return Self::naive(lengths, strides, None);
+        }
         if n >= 2 {
             let last = lengths[n - 1].clone();
             let rounded = (last + align.clone() - I::lit(1)) / align.clone() * align;
@@ -205,7 +256,7 @@ impl<I: Idx> TensorDescriptor<I> {
     /// ```
     /// use tilekit_layout::TensorDescriptor;
     /// let d = TensorDescriptor::naive_with_offset(vec![3i64, 4], vec![4, 1], 10).unwrap();
-    /// assert_eq!(d.calculate_offset(&[2, 3]), 21);
+    /// assert_eq!(d.calculate_offset(&[2, 3]).unwrap(), 21);
     /// assert_eq!(d.element_space_size(), 12);
     /// ```
     pub fn naive_with_offset(lengths: Vec<I>, strides: Vec<I>, offset: I) -> Result<Self> {
@@ -232,7 +283,7 @@ impl<I: Idx> TensorDescriptor<I> {
     /// use tilekit_layout::{TensorDescriptor, Transform};
     /// let d = TensorDescriptor::naive(vec![4i64, 6], vec![6, 1], Some((4, 1))).unwrap()
     ///     .transform(vec![Transform::merge(vec![4, 6]).unwrap()], vec![vec![0, 1]], vec![vec![0]]).unwrap();
-    /// assert_eq!(d.calculate_offset(&[13]), 13);
+    /// assert_eq!(d.calculate_offset(&[13]).unwrap(), 13);
     /// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![4], vec![1]));
     /// ```
     pub fn transform(
@@ -259,7 +310,7 @@ impl<I: Idx> TensorDescriptor<I> {
     /// let d = TensorDescriptor::packed(vec![4i64, 6], None).unwrap();
     /// // a 1-D view of the 4×6 tensor: an adaptor from one index (top) to (i, j) (bottom)
     /// let flat = TensorAdaptor::single_stage(vec![Transform::merge(vec![4i64, 6]).unwrap()], vec![vec![0, 1]], vec![vec![0]]).unwrap();
-    /// assert_eq!(d.chain(&flat).unwrap().calculate_offset(&[13]), 13);
+    /// assert_eq!(d.chain(&flat).unwrap().calculate_offset(&[13]).unwrap(), 13);
     /// // an adaptor whose bottom has 1 dim does not fit a top of 2
     /// let split = TensorAdaptor::single_stage(vec![Transform::unmerge(vec![4i64, 6]).unwrap()], vec![vec![0]], vec![vec![0, 1]]).unwrap();
     /// assert!(d.chain(&split).is_err());
@@ -335,15 +386,38 @@ impl<I: Idx> TensorDescriptor<I> {
         self.adaptor.top_lengths()
     }
 
-    /// The element offset of a top index (`calculate_offset`).
+    /// The element offset of a top index (`calculate_offset`); an error when `top` does not
+    /// have one entry per top dimension. The index itself is not range-checked (as in the
+    /// reference: pads and windows evaluate indices outside the lengths).
     ///
     /// ```
     /// use tilekit_layout::TensorDescriptor;
     /// let d = TensorDescriptor::naive(vec![4i64, 6], vec![1, 4], None).unwrap();   // column-major
-    /// assert_eq!(d.calculate_offset(&[3, 2]), 11);
+    /// assert_eq!(d.calculate_offset(&[3, 2]).unwrap(), 11);
+    /// assert_eq!(
+    ///     d.calculate_offset(&[1]).unwrap_err().to_string(),
+    ///     "tensor adaptor: top index has 1 entries, expected 2 (one per top dimension)"
+    /// );
     /// ```
-    pub fn calculate_offset(&self, top: &[I]) -> I {
-        self.adaptor.calculate_bottom_index(top).swap_remove(0)
+    pub fn calculate_offset(&self, top: &[I]) -> Result<I> {
+        self.adaptor.check_top("top index", top)?;
+        Ok(self.calculate_offset_unchecked(top))
+    }
+
+    /// **Unchecked fast path** of [`calculate_offset`](Self::calculate_offset), for hot loops and
+    /// code generation that checked the rank once: the caller guarantees
+    /// `top.len() == ndim()` (a debug assertion checks it; in release builds a wrong rank gives a
+    /// meaningless offset).
+    ///
+    /// ```
+    /// use tilekit_layout::TensorDescriptor;
+    /// let d = TensorDescriptor::packed(vec![4i64, 6], None).unwrap();
+    /// assert_eq!(d.calculate_offset_unchecked(&[2, 3]), 15);
+    /// ```
+    pub fn calculate_offset_unchecked(&self, top: &[I]) -> I {
+        let mut bottom = self.adaptor.calculate_bottom_index_unchecked(top);
+        // a descriptor's adaptor has exactly one bottom dim (checked by `from_parts`)
+        bottom.swap_remove(0)
     }
 
     /// Guaranteed vector (lengths, strides) of the top dims

@@ -39,6 +39,16 @@ pub enum LayoutError {
         /// What was expected, in words (e.g. `"2 (one per upper dimension)"`).
         expected: String,
     },
+    /// A length product, element count, byte size or index range does not fit in `i64`.
+    #[error("{context}: {quantity} overflows i64: {operands}")]
+    Overflow {
+        /// The object being built, e.g. `"naive tensor descriptor"`.
+        context: String,
+        /// What overflows, e.g. `"the element space size 1 + Σ (length − 1)·stride"`.
+        quantity: String,
+        /// The values it is computed from, as the user wrote them, e.g. `"lengths [..], strides [..]"`.
+        operands: String,
+    },
 }
 
 impl LayoutError {
@@ -81,6 +91,27 @@ impl LayoutError {
             field: field.into(),
             got,
             expected: expected.into(),
+        }
+    }
+
+    /// Shorthand for [`LayoutError::Overflow`].
+    ///
+    /// ```
+    /// use tilekit_layout::LayoutError;
+    /// let e = LayoutError::overflow("unmerge transform", "the element count Π up_lengths",
+    ///     format!("up_lengths {:?}", [1i64 << 40, 1 << 40]));
+    /// assert_eq!(e.to_string(), "unmerge transform: the element count Π up_lengths overflows i64: \
+    ///     up_lengths [1099511627776, 1099511627776]");
+    /// ```
+    pub fn overflow(
+        context: impl Into<String>,
+        quantity: impl Into<String>,
+        operands: impl Into<String>,
+    ) -> Self {
+        LayoutError::Overflow {
+            context: context.into(),
+            quantity: quantity.into(),
+            operands: operands.into(),
         }
     }
 }

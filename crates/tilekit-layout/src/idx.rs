@@ -224,16 +224,34 @@ pub fn product<I: Idx>(v: &[I]) -> I {
     v.iter().cloned().fold(I::lit(1), |a, b| a * b)
 }
 
+/// Product of `i64` values, `None` when it overflows `i64` (`Some(1)` for an empty slice).
+/// Every length product, element count and byte size of the layout and tile layers is computed
+/// with it (or with `checked_mul` / `checked_add`) and refused with
+/// [`LayoutError::Overflow`](crate::LayoutError::Overflow) when it does not fit.
+///
+/// ```
+/// use tilekit_layout::idx::checked_product;
+/// assert_eq!(checked_product(&[2, 3, 4]), Some(24));
+/// assert_eq!(checked_product(&[]), Some(1));
+/// assert_eq!(checked_product(&[1 << 32, 1 << 32]), None);
+/// ```
+pub fn checked_product(v: &[i64]) -> Option<i64> {
+    v.iter().try_fold(1i64, |acc, &x| acc.checked_mul(x))
+}
+
 /// Greatest common divisor of two non-negative integers (`gcd(0, n) = n`).
 ///
 /// ```
 /// assert_eq!(tilekit_layout::idx::gcd(12, 8), 4);
 /// assert_eq!(tilekit_layout::idx::gcd(0, 5), 5);
+/// assert_eq!(tilekit_layout::idx::gcd(i64::MIN, 6), 2);
 /// ```
 pub fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.abs(), b.abs());
+    // in u64, so that |i64::MIN| does not overflow; the one result that does not fit
+    // (2^63 = gcd(i64::MIN, 0) or gcd(i64::MIN, i64::MIN)) saturates to i64::MAX
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
     while b != 0 {
         (a, b) = (b, a % b);
     }
-    a
+    i64::try_from(a).unwrap_or(i64::MAX)
 }

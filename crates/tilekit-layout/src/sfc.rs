@@ -76,7 +76,7 @@
 //! ```
 
 use crate::error::{LayoutError, Result};
-use crate::idx::Idx;
+use crate::idx::{checked_product, Idx};
 
 const CTX: &str = "space_filling_curve";
 
@@ -672,8 +672,4 @@ impl<'a> IntoIterator for &'a SpaceFillingCurve {
     fn into_iter(self) -> Accesses<'a> {
         self.accesses()
     }
-}
-
-fn checked_product(v: &[i64]) -> Option<i64> {
-    v.iter().try_fold(1i64, |acc, &x| acc.checked_mul(x))
 }

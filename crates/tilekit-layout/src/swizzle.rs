@@ -42,7 +42,7 @@ fn log2_exact(ctx: &str, field: &str, v: i64) -> Result<u32> {
 /// ```
 /// use tilekit_layout::swizzle::morton_tile;
 /// let d = morton_tile(2, 2).unwrap();     // 4×4
-/// let offs: Vec<i64> = (0..8).map(|z| d.calculate_offset(&[z])).collect();
+/// let offs: Vec<i64> = (0..8).map(|z| d.calculate_offset(&[z]).unwrap()).collect();
 /// assert_eq!(offs, [0, 1, 4, 5, 2, 3, 6, 7]);
 /// ```
 pub fn morton_tile(row_bits: u32, col_bits: u32) -> Result<TensorDescriptor<i64>> {
@@ -124,11 +124,18 @@ pub struct TiledMorton {
 }
 
 impl TiledMorton {
-    /// An `height × width` image in `tile × tile` Morton tiles (`tile` a power of two).
+    /// An `height × width` image in `tile × tile` Morton tiles (`tile` a power of two). The
+    /// storage (`ceil(H/T)·ceil(W/T)·T²` elements, see [`TiledMorton::storage_len`]) and the
+    /// image (`H·W`) must fit in `i64`: a [`LayoutError::Overflow`] otherwise.
     ///
     /// ```
     /// use tilekit_layout::swizzle::TiledMorton;
     /// assert!(TiledMorton::new(16, 16, 6).is_err());
+    /// assert_eq!(
+    ///     TiledMorton::new(1 << 40, 1 << 40, 4).unwrap_err().to_string(),
+    ///     "tiled morton image: the storage ceil(H/T)·ceil(W/T)·T² overflows i64: \
+    ///      height 1099511627776, width 1099511627776, tile 4"
+    /// );
     /// ```
     pub fn new(height: i64, width: i64, tile: i64) -> Result<Self> {
         let ctx = "tiled morton image";
@@ -141,6 +148,15 @@ impl TiledMorton {
         let tile_bits = log2_exact(ctx, "tile", tile)?;
         if tile_bits > 16 {
             return Err(LayoutError::invalid(ctx, "tile", tile, "must be at most 65536"));
+        }
+        let ceil = |v: i64| v / tile + i64::from(v % tile != 0);
+        let storage = [ceil(height), ceil(width), tile, tile];
+        if crate::idx::checked_product(&storage).is_none() || height.checked_mul(width).is_none() {
+            return Err(LayoutError::overflow(
+                ctx,
+                "the storage ceil(H/T)·ceil(W/T)·T²",
+                format!("height {height}, width {width}, tile {tile}"),
+            ));
         }
         Ok(TiledMorton { height, width, tile, tile_bits })
     }
@@ -158,19 +174,19 @@ impl TiledMorton {
     }
     /// Tiles down the image (`ceil(H/T)`).
     pub fn tiles_h(&self) -> i64 {
-        (self.height + self.tile - 1) / self.tile
+        self.height / self.tile + i64::from(self.height % self.tile != 0)
     }
     /// Tiles across the image (`ceil(W/T)`).
     pub fn tiles_w(&self) -> i64 {
-        (self.width + self.tile - 1) / self.tile
+        self.width / self.tile + i64::from(self.width % self.tile != 0)
     }
-    /// Elements of storage, padding included.
+    /// Elements of storage, padding included (fits in `i64`: checked by [`TiledMorton::new`]).
     pub fn storage_len(&self) -> i64 {
         self.tiles_h() * self.tiles_w() * self.tile * self.tile
     }
 
     /// Storage offset of image element `(row, col)`, by bit interleaving (the reference for the
-    /// descriptor).
+    /// descriptor). Meaningful for elements of the image (`0 ≤ row < H`, `0 ≤ col < W`).
     ///
     /// ```
     /// use tilekit_layout::swizzle::TiledMorton;
@@ -185,7 +201,10 @@ impl TiledMorton {
             z |= ((ic >> b) & 1) << (2 * b);
             z |= ((ir >> b) & 1) << (2 * b + 1);
         }
-        (tr * self.tiles_w() + tc) * self.tile * self.tile + z
+        // exact for elements of the image (the storage fits: checked by `new`); wrapping so that
+        // an index outside the image gives a meaningless offset rather than an overflow panic
+        let tile_start = tr.wrapping_mul(self.tiles_w()).wrapping_add(tc);
+        tile_start.wrapping_mul(self.tile * self.tile).wrapping_add(z)
     }
 
     /// The layout as a descriptor: top = `(row, col)` over the image (`H × W`), bottom = the
@@ -198,7 +217,7 @@ impl TiledMorton {
     /// let t = TiledMorton::new(6, 10, 4).unwrap();
     /// let d = t.descriptor().unwrap();
     /// assert_eq!(d.lengths(), vec![6, 10]);
-    /// assert_eq!(d.calculate_offset(&[5, 9]), t.offset(5, 9));
+    /// assert_eq!(d.calculate_offset(&[5, 9]).unwrap(), t.offset(5, 9));
     /// ```
     pub fn descriptor(&self) -> Result<TensorDescriptor<i64>> {
         let b = self.tile_bits as usize;
@@ -270,7 +289,7 @@ impl TiledMorton {
     /// let t = TiledMorton::new(16, 16, 4).unwrap();
     /// let a = t.storage_order_adaptor().unwrap();
     /// // tile (1, 2), z = 6 = (y1 x1 y0 x0) = 0110: in-tile (1, 2) → image (5, 10)
-    /// assert_eq!(a.calculate_bottom_index(&[1, 2, 6]), vec![5, 10]);
+    /// assert_eq!(a.calculate_bottom_index(&[1, 2, 6]).unwrap(), vec![5, 10]);
     /// assert_eq!(t.offset(5, 10), (1 * 4 + 2) * 16 + 6);
     /// ```
     pub fn storage_order_adaptor(&self) -> Result<crate::adaptor::TensorAdaptor<i64>> {
@@ -405,7 +424,7 @@ impl HopperSwizzle {
     /// ```
     /// use tilekit_layout::swizzle::HopperSwizzle;
     /// let d = HopperSwizzle::B128.descriptor(8, 64, 2).unwrap();     // 8 rows of 64 fp16
-    /// assert_eq!(d.calculate_offset(&[1, 0]), 64 + 8);                // chunk 0 of row 1 lands in chunk 1
+    /// assert_eq!(d.calculate_offset(&[1, 0]).unwrap(), 64 + 8);                // chunk 0 of row 1 lands in chunk 1
     /// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, 8], vec![-1, 1]));
     /// ```
     pub fn descriptor(
@@ -419,7 +438,7 @@ impl HopperSwizzle {
         if elem_bytes > 16 {
             return Err(LayoutError::invalid(ctx, "elem_bytes", elem_bytes, "must be at most 16"));
         }
-        if cols * elem_bytes != self.row_bytes() {
+        if cols.checked_mul(elem_bytes) != Some(self.row_bytes()) {
             return Err(LayoutError::invalid(
                 ctx,
                 "cols",
@@ -488,7 +507,7 @@ impl HopperSwizzle {
 /// use tilekit_layout::swizzle::xor_lds;
 /// let d = xor_lds(32, 32, 8, 2).unwrap();     // 32×32 fp16, L = 2, K0 = 4
 /// // (m=2, k=0): m' = 1, l = 0 → k0l = 0 ⊕ 1 = 1 → offset 1·8 + 1·64 = 72
-/// assert_eq!([d.calculate_offset(&[1, 0]), d.calculate_offset(&[2, 0])], [32, 72]);
+/// assert_eq!([d.calculate_offset(&[1, 0]).unwrap(), d.calculate_offset(&[2, 0]).unwrap()], [32, 72]);
 /// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, 8], vec![-1, 1]));
 /// assert!(xor_lds(32, 30, 8, 2).is_err());
 /// ```
@@ -509,7 +528,8 @@ pub fn xor_lds(m: i64, k: i64, kpack: i64, elem_bytes: i64) -> Result<TensorDesc
             format!("must be a positive multiple of kpack = {kpack}"),
         ));
     }
-    let l = (128 / (k * elem_bytes)).max(1);
+    // k·elem_bytes ≥ 128 gives L = 1 (also when the product overflows)
+    let l = k.checked_mul(elem_bytes).map_or(1, |row| (128 / row).max(1));
     if m % l != 0 {
         return Err(LayoutError::invalid(
             ctx,
@@ -519,6 +539,13 @@ pub fn xor_lds(m: i64, k: i64, kpack: i64, elem_bytes: i64) -> Result<TensorDesc
         ));
     }
     let k0 = k / kpack;
+    if k.checked_mul(l).and_then(|kl| kl.checked_mul(m / l)).is_none() {
+        return Err(LayoutError::overflow(
+            ctx,
+            "the tile size m·k (with k·L per row group)",
+            format!("m {m}, k {k}, L {l}"),
+        ));
+    }
     let naive = TensorDescriptor::naive(
         vec![k0 * l, m / l, kpack],
         vec![kpack, k0 * l * kpack, 1],

@@ -48,8 +48,9 @@
 //! Both merge variants of the reference (magic division and division/modulo) give the same
 //! numbers; tilekit has one merge and records which variant a description asked for.
 
+use crate::error::expect_count;
 use crate::error::{LayoutError, Result};
-use crate::idx::{consts, gcd, product, Idx, IdxBool};
+use crate::idx::{checked_product, consts, gcd, product, Idx, IdxBool};
 
 /// Which reference merge a [`Transform::merge`] stands for. Both compute the same lower index;
 /// the variant is kept so that descriptions round-trip and code generators may choose
@@ -173,7 +174,7 @@ pub enum TransformKind<I> {
 /// use tilekit_layout::Transform;
 /// // the row-major offset of a 4×6 tensor with strides (6, 1)
 /// let t = Transform::embed(vec![4i64, 6], vec![6, 1]).unwrap();
-/// assert_eq!(t.lower_index(&[2, 3]), vec![15]);
+/// assert_eq!(t.lower_index(&[2, 3]).unwrap(), vec![15]);
 /// assert_eq!(t.upper_lengths(), vec![4, 6]);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -195,14 +196,37 @@ fn lengths_ok<I: Idx>(ctx: &str, field: &str, v: &[I]) -> Result<()> {
     Ok(())
 }
 
+/// `Err(Overflow)` when the product of lengths known now does not fit in `i64`.
+fn product_fits<I: Idx>(ctx: &str, quantity: &str, field: &str, v: &[I]) -> Result<()> {
+    match consts(v) {
+        Some(c) if checked_product(&c).is_none() => {
+            Err(LayoutError::overflow(ctx, quantity, format!("{field} {c:?}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `Err(Overflow)` when a sum of values known now does not fit in `i64`.
+fn sum_fits<I: Idx>(ctx: &str, quantity: &str, parts: &[(&str, &I)]) -> Result<()> {
+    let known: Option<Vec<i64>> = parts.iter().map(|(_, v)| v.to_const()).collect();
+    match known {
+        Some(c) if c.iter().try_fold(0i64, |a, &x| a.checked_add(x)).is_none() => {
+            let ops: Vec<String> =
+                parts.iter().zip(&c).map(|((name, _), v)| format!("{name} {v}")).collect();
+            Err(LayoutError::overflow(ctx, quantity, ops.join(", ")))
+        }
+        _ => Ok(()),
+    }
+}
+
 impl<I: Idx> Transform<I> {
     /// `l = u` over `length`.
     ///
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::pass_through(6i64).unwrap();
-    /// assert_eq!(t.lower_index(&[5]), vec![5]);
-    /// assert_eq!(t.upper_vector_lengths_strides(&[4], &[1]), (vec![4], vec![1]));
+    /// assert_eq!(t.lower_index(&[5]).unwrap(), vec![5]);
+    /// assert_eq!(t.upper_vector_lengths_strides(&[4], &[1]).unwrap(), (vec![4], vec![1]));
     /// ```
     pub fn pass_through(length: I) -> Result<Self> {
         known_ge("pass_through transform", "length", &length, 1, "lengths must be >= 1")?;
@@ -217,14 +241,19 @@ impl<I: Idx> Transform<I> {
     /// use tilekit_layout::Transform;
     /// let t = Transform::pad(10i64, 2, 3, false).unwrap();
     /// assert_eq!(t.upper_lengths(), vec![15]);
-    /// assert_eq!(t.lower_index(&[2]), vec![0]);
-    /// assert!(!t.is_valid(&[1]) && t.is_valid(&[11]) && !t.is_valid(&[12]));
+    /// assert_eq!(t.lower_index(&[2]).unwrap(), vec![0]);
+    /// assert!(!t.is_valid(&[1]).unwrap() && t.is_valid(&[11]).unwrap() && !t.is_valid(&[12]).unwrap());
     /// ```
     pub fn pad(low_length: I, left: I, right: I, skip_is_valid_check: bool) -> Result<Self> {
         let ctx = "pad transform";
         known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
         known_ge(ctx, "left_pad", &left, 0, "pads must be >= 0")?;
         known_ge(ctx, "right_pad", &right, 0, "pads must be >= 0")?;
+        sum_fits(
+            ctx,
+            "the upper length low_length + left_pad + right_pad",
+            &[("low_length", &low_length), ("left_pad", &left), ("right_pad", &right)],
+        )?;
         Ok(Self { kind: TransformKind::Pad { low_length, left, right, skip_is_valid_check } })
     }
 
@@ -235,13 +264,18 @@ impl<I: Idx> Transform<I> {
     /// use tilekit_layout::Transform;
     /// let t = Transform::left_pad(5i64, 2, false).unwrap();
     /// assert_eq!(t.upper_lengths(), vec![7]);
-    /// assert_eq!(t.lower_index(&[6]), vec![4]);
-    /// assert!(!t.is_valid(&[1]) && t.is_valid(&[2]));
+    /// assert_eq!(t.lower_index(&[6]).unwrap(), vec![4]);
+    /// assert!(!t.is_valid(&[1]).unwrap() && t.is_valid(&[2]).unwrap());
     /// ```
     pub fn left_pad(low_length: I, left: I, skip_is_valid_check: bool) -> Result<Self> {
         let ctx = "left_pad transform";
         known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
         known_ge(ctx, "left_pad", &left, 0, "pads must be >= 0")?;
+        sum_fits(
+            ctx,
+            "the upper length low_length + left_pad",
+            &[("low_length", &low_length), ("left_pad", &left)],
+        )?;
         Ok(Self { kind: TransformKind::LeftPad { low_length, left, skip_is_valid_check } })
     }
 
@@ -252,12 +286,17 @@ impl<I: Idx> Transform<I> {
     /// use tilekit_layout::Transform;
     /// let t = Transform::right_pad(5i64, 3, false).unwrap();
     /// assert_eq!(t.upper_lengths(), vec![8]);
-    /// assert!(t.is_valid(&[4]) && !t.is_valid(&[5]));
+    /// assert!(t.is_valid(&[4]).unwrap() && !t.is_valid(&[5]).unwrap());
     /// ```
     pub fn right_pad(low_length: I, right: I, skip_is_valid_check: bool) -> Result<Self> {
         let ctx = "right_pad transform";
         known_ge(ctx, "low_length", &low_length, 1, "lengths must be >= 1")?;
         known_ge(ctx, "right_pad", &right, 0, "pads must be >= 0")?;
+        sum_fits(
+            ctx,
+            "the upper length low_length + right_pad",
+            &[("low_length", &low_length), ("right_pad", &right)],
+        )?;
         Ok(Self { kind: TransformKind::RightPad { low_length, right, skip_is_valid_check } })
     }
 
@@ -266,7 +305,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::embed(vec![4i64, 5], vec![2, 3]).unwrap();
-    /// assert_eq!(t.lower_index(&[3, 4]), vec![18]);
+    /// assert_eq!(t.lower_index(&[3, 4]).unwrap(), vec![18]);
     /// ```
     pub fn embed(up_lengths: Vec<I>, coefficients: Vec<I>) -> Result<Self> {
         let ctx = "embed transform";
@@ -281,6 +320,23 @@ impl<I: Idx> Transform<I> {
             up_lengths.len(),
             "upper length",
         )?;
+        if let (Some(ls), Some(cs)) = (consts(&up_lengths), consts(&coefficients)) {
+            // every in-range upper index must give a lower index that fits: the largest is the
+            // sum of the positive terms (lengthᵢ − 1)·cᵢ, the smallest that of the negative ones
+            let (mut hi, mut lo) = (Some(0i64), Some(0i64));
+            for (l, c) in ls.iter().zip(&cs) {
+                let term = (l - 1).checked_mul(*c);
+                let side = if *c >= 0 { &mut hi } else { &mut lo };
+                *side = side.zip(term).and_then(|(a, t)| a.checked_add(t));
+            }
+            if hi.is_none() || lo.is_none() {
+                return Err(LayoutError::overflow(
+                    ctx,
+                    "the lower index range Σ (up_length − 1)·coefficient",
+                    format!("up_lengths {ls:?}, coefficients {cs:?}"),
+                ));
+            }
+        }
         Ok(Self { kind: TransformKind::Embed { up_lengths, coefficients } })
     }
 
@@ -291,7 +347,7 @@ impl<I: Idx> Transform<I> {
     /// use tilekit_layout::Transform;
     /// let t = Transform::merge(vec![4i64, 6]).unwrap();
     /// assert_eq!(t.upper_lengths(), vec![24]);
-    /// assert_eq!(t.lower_index(&[13]), vec![2, 1]);
+    /// assert_eq!(t.lower_index(&[13]).unwrap(), vec![2, 1]);
     /// ```
     pub fn merge(low_lengths: Vec<I>) -> Result<Self> {
         Self::merge_variant(low_lengths, MergeVariant::MagicDivision)
@@ -302,7 +358,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::{Transform, transform::MergeVariant};
     /// let a = Transform::merge_variant(vec![2i64, 3, 4], MergeVariant::DivisionMod).unwrap();
-    /// assert_eq!(a.lower_index(&[23]), vec![1, 2, 3]);
+    /// assert_eq!(a.lower_index(&[23]).unwrap(), vec![1, 2, 3]);
     /// ```
     pub fn merge_variant(low_lengths: Vec<I>, variant: MergeVariant) -> Result<Self> {
         let ctx = "merge transform";
@@ -310,6 +366,7 @@ impl<I: Idx> Transform<I> {
             return Err(LayoutError::count(ctx, "low_lengths", 0, "at least 1"));
         }
         lengths_ok(ctx, "low_lengths", &low_lengths)?;
+        product_fits(ctx, "the upper length Π low_lengths", "low_lengths", &low_lengths)?;
         Ok(Self { kind: TransformKind::Merge { low_lengths, variant } })
     }
 
@@ -318,9 +375,9 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::unmerge(vec![2i64, 3, 4]).unwrap();
-    /// assert_eq!(t.lower_index(&[1, 2, 3]), vec![23]);
+    /// assert_eq!(t.lower_index(&[1, 2, 3]).unwrap(), vec![23]);
     /// // only the last upper dim inherits a vector length: gcd(8, 4) = 4
-    /// assert_eq!(t.upper_vector_lengths_strides(&[8], &[1]), (vec![-1, -1, 4], vec![-1, -1, 1]));
+    /// assert_eq!(t.upper_vector_lengths_strides(&[8], &[1]).unwrap(), (vec![-1, -1, 4], vec![-1, -1, 1]));
     /// ```
     pub fn unmerge(up_lengths: Vec<I>) -> Result<Self> {
         let ctx = "unmerge transform";
@@ -328,6 +385,7 @@ impl<I: Idx> Transform<I> {
             return Err(LayoutError::count(ctx, "up_lengths", 0, "at least 1"));
         }
         lengths_ok(ctx, "up_lengths", &up_lengths)?;
+        product_fits(ctx, "the lower length Π up_lengths", "up_lengths", &up_lengths)?;
         Ok(Self { kind: TransformKind::Unmerge { up_lengths } })
     }
 
@@ -336,7 +394,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::freeze(2i64).unwrap();
-    /// assert_eq!(t.lower_index(&[]), vec![2]);
+    /// assert_eq!(t.lower_index(&[]).unwrap(), vec![2]);
     /// assert_eq!(t.num_upper(), 0);
     /// ```
     pub fn freeze(low_idx: I) -> Result<Self> {
@@ -365,7 +423,9 @@ impl<I: Idx> Transform<I> {
     /// assert!(Transform::<i64>::replicate(vec![]).is_ok());
     /// ```
     pub fn replicate(up_lengths: Vec<I>) -> Result<Self> {
-        lengths_ok("replicate transform", "up_lengths", &up_lengths)?;
+        let ctx = "replicate transform";
+        lengths_ok(ctx, "up_lengths", &up_lengths)?;
+        product_fits(ctx, "the number of replicas Π up_lengths", "up_lengths", &up_lengths)?;
         Ok(Self { kind: TransformKind::Replicate { up_lengths } })
     }
 
@@ -376,7 +436,7 @@ impl<I: Idx> Transform<I> {
     /// use tilekit_layout::Transform;
     /// let t = Transform::slice(2i64, 7).unwrap();
     /// assert_eq!(t.upper_lengths(), vec![5]);
-    /// assert_eq!(t.lower_index(&[4]), vec![6]);
+    /// assert_eq!(t.lower_index(&[4]).unwrap(), vec![6]);
     /// ```
     pub fn slice(begin: I, end: I) -> Result<Self> {
         let ctx = "slice transform";
@@ -399,9 +459,9 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::modulo(4i64, 12).unwrap();
-    /// assert_eq!(t.lower_index(&[11]), vec![3]);
+    /// assert_eq!(t.lower_index(&[11]).unwrap(), vec![3]);
     /// let mut low = vec![3];
-    /// let d = t.update_lower_index(&[1], &mut low, &[0]);  // u went 11 -> 0 (a step of 1 wrapped)
+    /// let d = t.update_lower_index(&[1], &mut low, &[0]).unwrap();  // u went 11 -> 0 (a step of 1 wrapped)
     /// assert_eq!((low, d), (vec![0], vec![-3]));
     /// ```
     pub fn modulo(modulus: I, up_length: I) -> Result<Self> {
@@ -417,7 +477,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::xor(4i64, 8).unwrap();
-    /// assert_eq!(t.lower_index(&[3, 5]), vec![3, 6]);
+    /// assert_eq!(t.lower_index(&[3, 5]).unwrap(), vec![3, 6]);
     /// ```
     pub fn xor(len0: I, len1: I) -> Result<Self> {
         let ctx = "xor transform";
@@ -431,10 +491,20 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::offset(10i64, 5).unwrap();
-    /// assert_eq!(t.lower_index(&[3]), vec![8]);
+    /// assert_eq!(t.lower_index(&[3]).unwrap(), vec![8]);
     /// ```
     pub fn offset(length: I, offset: I) -> Result<Self> {
-        known_ge("offset transform", "length", &length, 1, "lengths must be >= 1")?;
+        let ctx = "offset transform";
+        known_ge(ctx, "length", &length, 1, "lengths must be >= 1")?;
+        if let (Some(l), Some(o)) = (length.to_const(), offset.to_const()) {
+            if o.checked_add(l - 1).is_none() {
+                return Err(LayoutError::overflow(
+                    ctx,
+                    "the lower index range offset + length − 1",
+                    format!("length {l}, offset {o}"),
+                ));
+            }
+        }
         Ok(Self { kind: TransformKind::Offset { length, offset } })
     }
 
@@ -444,7 +514,7 @@ impl<I: Idx> Transform<I> {
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::<i64>::indexing(vec![7, 3, 9]).unwrap();
-    /// assert_eq!(t.lower_index(&[2]), vec![9]);
+    /// assert_eq!(t.lower_index(&[2]).unwrap(), vec![9]);
     /// assert_eq!(t.upper_lengths(), vec![3]);
     /// ```
     pub fn indexing(table: Vec<i64>) -> Result<Self> {
@@ -565,21 +635,42 @@ impl<I: Idx> Transform<I> {
         }
     }
 
-    /// The lower index of an upper index (`up.len() == num_upper()`).
+    fn context(&self) -> String {
+        format!("{} transform", self.name())
+    }
+
+    fn check_upper(&self, field: &str, up: &[I]) -> Result<()> {
+        expect_count(&self.context(), field, up.len(), self.num_upper(), "upper dimension")
+    }
+
+    fn check_lower(&self, field: &str, low: usize) -> Result<()> {
+        expect_count(&self.context(), field, low, self.num_lower(), "lower dimension")
+    }
+
+    /// The lower index of an upper index; an error when `up` does not have one entry per upper
+    /// dimension (`num_upper()`).
     ///
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::merge(vec![2i64, 3, 4]).unwrap();
-    /// assert_eq!(t.lower_index(&[17]), vec![1, 1, 1]);
+    /// assert_eq!(t.lower_index(&[17]).unwrap(), vec![1, 1, 1]);
+    /// assert_eq!(
+    ///     t.lower_index(&[1, 7]).unwrap_err().to_string(),
+    ///     "merge_v2_magic_division transform: upper index has 2 entries, expected 1 (one per upper dimension)"
+    /// );
     /// ```
-    pub fn lower_index(&self, up: &[I]) -> Vec<I> {
+    pub fn lower_index(&self, up: &[I]) -> Result<Vec<I>> {
+        self.check_upper("upper index", up)?;
         let mut out = Vec::with_capacity(self.num_lower());
         self.lower_index_into(up, &mut out);
-        out
+        Ok(out)
     }
 
-    /// [`lower_index`](Self::lower_index) into a caller's buffer (cleared first), so evaluation
-    /// loops allocate once rather than once per stage.
+    /// **Unchecked fast path** of [`lower_index`](Self::lower_index), into a caller's buffer
+    /// (cleared first), so evaluation loops allocate once rather than once per stage. The caller
+    /// guarantees `up.len() == num_upper()` (adaptors do: their stages are validated when
+    /// built); a wrong rank is caught by a debug assertion only, and may panic or give a
+    /// meaningless index in release builds.
     ///
     /// ```
     /// use tilekit_layout::Transform;
@@ -639,21 +730,30 @@ impl<I: Idx> Transform<I> {
     /// slice, offset: `dl = du`); merge, xor, modulo and indexing recompute from `up_new`, so
     /// arbitrary jumps are exact.
     ///
+    /// An error when `diff_up` or `up_new` does not have one entry per upper dimension or `low`
+    /// one per lower dimension.
+    ///
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::embed(vec![4i64, 6], vec![6, 1]).unwrap();
     /// let mut low = vec![15];                       // at (2, 3)
-    /// let d = t.update_lower_index(&[1, -2], &mut low, &[3, 1]);
+    /// let d = t.update_lower_index(&[1, -2], &mut low, &[3, 1]).unwrap();
     /// assert_eq!((d, low), (vec![4], vec![19]));
+    /// assert!(t.update_lower_index(&[1], &mut [15], &[3, 1]).is_err());
     /// ```
-    pub fn update_lower_index(&self, diff_up: &[I], low: &mut [I], up_new: &[I]) -> Vec<I> {
+    pub fn update_lower_index(&self, diff_up: &[I], low: &mut [I], up_new: &[I]) -> Result<Vec<I>> {
+        self.check_upper("upper diff", diff_up)?;
+        self.check_upper("new upper index", up_new)?;
+        self.check_lower("lower index", low.len())?;
         let mut diff = Vec::with_capacity(self.num_lower());
         self.update_lower_index_into(diff_up, low, up_new, &mut diff);
-        diff
+        Ok(diff)
     }
 
-    /// [`update_lower_index`](Self::update_lower_index) writing the lower diff into a caller's
-    /// buffer (cleared first).
+    /// **Unchecked fast path** of [`update_lower_index`](Self::update_lower_index), writing the
+    /// lower diff into a caller's buffer (cleared first). The caller guarantees the ranks
+    /// (`diff_up` and `up_new`: `num_upper()`, `low`: `num_lower()`); they are checked by debug
+    /// assertions only.
     ///
     /// ```
     /// use tilekit_layout::Transform;
@@ -670,6 +770,9 @@ impl<I: Idx> Transform<I> {
         diff: &mut Vec<I>,
     ) {
         use TransformKind as K;
+        debug_assert_eq!(diff_up.len(), self.num_upper(), "{}: upper diff rank", self.name());
+        debug_assert_eq!(up_new.len(), self.num_upper(), "{}: upper index rank", self.name());
+        debug_assert_eq!(low.len(), self.num_lower(), "{}: lower index rank", self.name());
         match &self.kind {
             K::PassThrough { .. }
             | K::Pad { .. }
@@ -720,16 +823,31 @@ impl<I: Idx> Transform<I> {
         }
     }
 
-    /// Whether this upper index maps to a valid lower index (a domain boolean).
+    /// Whether this upper index maps to a valid lower index (a domain boolean); an error when
+    /// `up` does not have one entry per upper dimension.
     ///
     /// ```
     /// use tilekit_layout::Transform;
     /// let t = Transform::pad(4i64, 1, 2, false).unwrap();
-    /// let v: Vec<bool> = (0..7).map(|u| t.is_valid(&[u])).collect();
+    /// let v: Vec<bool> = (0..7).map(|u| t.is_valid(&[u]).unwrap()).collect();
     /// assert_eq!(v, [false, true, true, true, true, false, false]);
+    /// assert!(t.is_valid(&[]).is_err());
     /// ```
-    pub fn is_valid(&self, up: &[I]) -> I::Bool {
+    pub fn is_valid(&self, up: &[I]) -> Result<I::Bool> {
+        self.check_upper("upper index", up)?;
+        Ok(self.is_valid_unchecked(up))
+    }
+
+    /// **Unchecked fast path** of [`is_valid`](Self::is_valid): the caller guarantees
+    /// `up.len() == num_upper()` (checked by a debug assertion only).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert!(!Transform::right_pad(4i64, 2, false).unwrap().is_valid_unchecked(&[4]));
+    /// ```
+    pub fn is_valid_unchecked(&self, up: &[I]) -> I::Bool {
         use TransformKind as K;
+        debug_assert_eq!(up.len(), self.num_upper(), "{}: upper index rank", self.name());
         if self.is_always_valid() {
             return I::Bool::lit(true);
         }
@@ -744,23 +862,46 @@ impl<I: Idx> Transform<I> {
     }
 
     /// Propagates guaranteed vector (length, stride) from the lower dims to the upper dims
-    /// (`-1` = unknown), by the rule of the reference for each transform (SEMANTICS §2).
+    /// (`-1` = unknown), by the rule of the reference for each transform (SEMANTICS §2); an
+    /// error when the lists do not have one entry per lower dimension.
     ///
     /// ```
     /// use tilekit_layout::Transform;
     /// // a merge passes the last lower dim's vector info up unchanged
     /// let t = Transform::merge(vec![4i64, 6]).unwrap();
-    /// assert_eq!(t.upper_vector_lengths_strides(&[-1, 4], &[-1, 1]), (vec![4], vec![1]));
+    /// assert_eq!(t.upper_vector_lengths_strides(&[-1, 4], &[-1, 1]).unwrap(), (vec![4], vec![1]));
     /// // a two-sided pad kills it
     /// let p = Transform::pad(6i64, 1, 1, false).unwrap();
-    /// assert_eq!(p.upper_vector_lengths_strides(&[2], &[1]), (vec![-1], vec![-1]));
+    /// assert_eq!(p.upper_vector_lengths_strides(&[2], &[1]).unwrap(), (vec![-1], vec![-1]));
+    /// assert!(p.upper_vector_lengths_strides(&[], &[]).is_err());
     /// ```
     pub fn upper_vector_lengths_strides(
         &self,
         low_lengths: &[i64],
         low_strides: &[i64],
+    ) -> Result<(Vec<i64>, Vec<i64>)> {
+        self.check_lower("lower vector lengths", low_lengths.len())?;
+        self.check_lower("lower vector strides", low_strides.len())?;
+        Ok(self.upper_vector_lengths_strides_unchecked(low_lengths, low_strides))
+    }
+
+    /// **Unchecked fast path** of
+    /// [`upper_vector_lengths_strides`](Self::upper_vector_lengths_strides): the caller
+    /// guarantees one entry per lower dimension in both lists (debug assertion only).
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// let t = Transform::unmerge(vec![2i64, 8]).unwrap();
+    /// assert_eq!(t.upper_vector_lengths_strides_unchecked(&[4], &[1]), (vec![-1, 4], vec![-1, 1]));
+    /// ```
+    pub fn upper_vector_lengths_strides_unchecked(
+        &self,
+        low_lengths: &[i64],
+        low_strides: &[i64],
     ) -> (Vec<i64>, Vec<i64>) {
         use TransformKind as K;
+        debug_assert_eq!(low_lengths.len(), self.num_lower(), "{}: lower rank", self.name());
+        debug_assert_eq!(low_strides.len(), self.num_lower(), "{}: lower rank", self.name());
         let n = self.num_upper();
         let unknown = (vec![-1; n], vec![-1; n]);
         match &self.kind {

@@ -1,7 +1,7 @@
 //! Adaptors: hidden-id bookkeeping of the builders, evaluation order, chaining.
 
 use tilekit_layout::adaptor::Stage;
-use tilekit_layout::{TensorAdaptor, Transform};
+use tilekit_layout::{TensorAdaptor, TensorDescriptor, Transform};
 
 #[test]
 fn transform_allocates_hidden_ids_in_transform_order() {
@@ -23,7 +23,7 @@ fn transform_allocates_hidden_ids_in_transform_order() {
     assert_eq!(a.top_ids(), &[3, 5, 4, 6]);
     assert_eq!(a.ndim_hidden(), 7);
     assert_eq!(a.stages()[2].upper(), &[5, 6]);
-    assert_eq!(a.calculate_bottom_index(&[1, 1, 3, 2]), vec![(4 + 3) * 8 + 4 + 2]);
+    assert_eq!(a.calculate_bottom_index(&[1, 1, 3, 2]).unwrap(), vec![(4 + 3) * 8 + 4 + 2]);
 }
 
 #[test]
@@ -32,7 +32,7 @@ fn earlier_stage_wins_when_two_write_one_slot() {
     let s0 = Stage::new(Transform::merge(vec![4i64]).unwrap(), vec![1], vec![2]).unwrap();
     let s1 = Stage::new(Transform::merge(vec![4i64]).unwrap(), vec![1], vec![3]).unwrap();
     let a = TensorAdaptor::new(vec![s0, s1], vec![1, 0], vec![2, 3], 4).unwrap();
-    assert_eq!(a.calculate_bottom_index(&[1, 3]), vec![1, 0]);
+    assert_eq!(a.calculate_bottom_index(&[1, 3]).unwrap(), vec![1, 0]);
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn chain_identifies_bottom_with_top() {
     // top (i, j) -> unmerge -> 4i + j -> merge -> (i, j): the identity on 3×4
     for i in 0..3 {
         for j in 0..4 {
-            assert_eq!(c.calculate_bottom_index(&[i, j]), vec![i, j]);
+            assert_eq!(c.calculate_bottom_index(&[i, j]).unwrap(), vec![i, j]);
         }
     }
     assert_eq!(c.ndim_hidden(), 3 + 3);
@@ -88,4 +88,88 @@ fn structural_errors() {
     assert!(e
         .to_string()
         .contains("upper_ids[0][0] = 1 is invalid: labels must use each of 0..1 exactly once"));
+}
+
+#[test]
+fn sizes_and_ranks_are_checked() {
+    use tilekit_layout::adaptor::MAX_HIDDEN_DIMS;
+    use tilekit_layout::LayoutError;
+    let s = Stage::new(Transform::pass_through(4i64).unwrap(), vec![0], vec![1]).unwrap();
+    // a hidden-dim count that would make every evaluation allocate gigabytes
+    let e = TensorAdaptor::new(vec![s.clone()], vec![0], vec![1], 3_000_000_000).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "tensor adaptor: ndim_hidden = 3000000000 is invalid: an adaptor has at most \
+             {MAX_HIDDEN_DIMS} hidden dims"
+        )
+    );
+    assert!(TensorAdaptor::new(vec![s], vec![0], vec![1], MAX_HIDDEN_DIMS).is_ok());
+    // top lengths whose product does not fit: 2^40 × 2^40 strided (embed) view of 2 elements
+    let e = TensorAdaptor::single_stage(
+        vec![Transform::embed(vec![1i64 << 40, 1 << 40], vec![0, 0]).unwrap()],
+        vec![vec![0]],
+        vec![vec![0, 1]],
+    )
+    .unwrap_err();
+    assert!(matches!(e, LayoutError::Overflow { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "tensor adaptor: the number of top indices Π top lengths overflows i64: \
+         top lengths [1099511627776, 1099511627776]"
+    );
+    // evaluation checks the top rank
+    let a = TensorAdaptor::single_stage(
+        vec![Transform::unmerge(vec![2i64, 3]).unwrap()],
+        vec![vec![0]],
+        vec![vec![0, 1]],
+    )
+    .unwrap();
+    assert!(a.calculate_bottom_index(&[1]).is_err());
+    assert!(a.calculate_hidden_index(&[1, 2, 3]).is_err());
+    assert_eq!(a.calculate_bottom_index(&[1, 2]).unwrap(), vec![5]);
+    assert_eq!(a.calculate_bottom_index_unchecked(&[1, 2]), vec![5]);
+}
+
+#[test]
+fn a_stage_that_reads_its_own_output_is_refused() {
+    // found by fuzzing: an offset stage whose upper id is its lower id made the conformance
+    // loader's walk to the naive base recurse without end
+    let s = Stage::new(Transform::offset(4i64, 1).unwrap(), vec![0], vec![0]).unwrap();
+    let e = TensorAdaptor::new(vec![s], vec![0], vec![0], 1).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "tensor adaptor: transforms[0].upper_hidden_ids = 0 is invalid: hidden id 0 is also a \
+         lower id of the same transform [0]: a transform's upper and lower dims must differ"
+    );
+}
+
+#[test]
+fn an_indexing_table_must_address_the_dim_below() {
+    // found by fuzzing: a gather table value far above the length of the dim below overflowed
+    // the embed under it (16607027887341567 · stride)
+    let d = TensorDescriptor::naive(vec![4i64, 6], vec![6, 1], None).unwrap();
+    let ok = d
+        .transform(
+            vec![Transform::indexing(vec![3, 0]).unwrap(), Transform::pass_through(6).unwrap()],
+            vec![vec![0], vec![1]],
+            vec![vec![0], vec![1]],
+        )
+        .unwrap();
+    assert_eq!(ok.calculate_offset(&[0, 2]).unwrap(), 20);
+    let e = d
+        .transform(
+            vec![
+                Transform::indexing(vec![1, 16607027887341567]).unwrap(),
+                Transform::pass_through(6).unwrap(),
+            ],
+            vec![vec![0], vec![1]],
+            vec![vec![0], vec![1]],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("indexing table[1] = 16607027887341567 is invalid: must be < 4, the length of the lower dim"),
+        "{e}"
+    );
 }

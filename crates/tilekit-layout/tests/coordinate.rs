@@ -163,16 +163,16 @@ proptest! {
     fn move_equals_fresh(desc in descriptors(), seeds in proptest::collection::vec(proptest::collection::vec(any::<u32>(), 4), 2..12)) {
         let lengths = desc.lengths();
         let mut at = point(&lengths, &seeds[0]);
-        let mut c = Coordinate::new_descriptor(&desc, &at);
+        let mut c = Coordinate::new_descriptor(&desc, &at).unwrap();
         for s in &seeds[1..] {
             let to = point(&lengths, s);
             let step: Vec<i64> = to.iter().zip(&at).map(|(a, b)| a - b).collect();
-            desc.move_coordinate(&mut c, &step);
-            let fresh = Coordinate::new_descriptor(&desc, &to);
+            desc.move_coordinate(&mut c, &step).unwrap();
+            let fresh = Coordinate::new_descriptor(&desc, &to).unwrap();
             prop_assert_eq!(c.top(), to.clone());
-            prop_assert_eq!(c.offset(), desc.calculate_offset(&to));
+            prop_assert_eq!(c.offset(), desc.calculate_offset(&to).unwrap());
             prop_assert_eq!(c.hidden(), fresh.hidden());
-            prop_assert_eq!(desc.is_valid_assuming_top_valid(&c), desc.is_valid_assuming_top_valid(&fresh));
+            prop_assert_eq!(desc.is_valid_assuming_top_valid(&c).unwrap(), desc.is_valid_assuming_top_valid(&fresh).unwrap());
             at = to;
         }
     }
@@ -186,9 +186,9 @@ proptest! {
                        vec![vec![0], vec![1]], vec![vec![0], vec![1]]).unwrap();
         for i in 0..a + l + r {
             for j in 0..b + r {
-                let c = Coordinate::new_descriptor(&d, &[i, j]);
+                let c = Coordinate::new_descriptor(&d, &[i, j]).unwrap();
                 let inside = (l..a + l).contains(&i) && j < b;
-                prop_assert_eq!(d.is_valid_assuming_top_valid(&c), inside);
+                prop_assert_eq!(d.is_valid_assuming_top_valid(&c).unwrap(), inside);
                 if inside {
                     prop_assert_eq!(c.offset(), (i - l) * b + j);
                 }
@@ -202,7 +202,31 @@ fn judge_do_transforms_leaves_untouched_stages_alone() {
     // A move along dim 1 only must not run the stage of dim 0: its hidden slot keeps the value
     // the fresh coordinate gave it.
     let d = TensorDescriptor::naive(vec![4i64, 6], vec![6, 1], None).unwrap();
-    let mut c = Coordinate::new_descriptor(&d, &[2, 1]);
-    d.move_coordinate(&mut c, &[0, 3]);
+    let mut c = Coordinate::new_descriptor(&d, &[2, 1]).unwrap();
+    d.move_coordinate(&mut c, &[0, 3]).unwrap();
     assert_eq!(c.hidden(), &[16, 2, 4]);
+}
+
+#[test]
+fn coordinates_steps_and_foreign_coordinates_are_checked() {
+    use tilekit_layout::LayoutError;
+    let d = TensorDescriptor::naive(vec![4i64, 6], vec![6, 1], None).unwrap();
+    assert!(matches!(
+        Coordinate::new_descriptor(&d, &[1]),
+        Err(LayoutError::CountMismatch { got: 1, .. })
+    ));
+    let mut c = Coordinate::new_descriptor(&d, &[1, 2]).unwrap();
+    // a step of the wrong rank: an error, and the coordinate is unchanged
+    assert!(d.move_coordinate(&mut c, &[1]).is_err());
+    assert_eq!((c.top(), c.offset()), (vec![1, 2], 8));
+    d.move_coordinate(&mut c, &[1, 1]).unwrap();
+    assert_eq!((c.top(), c.offset()), (vec![2, 3], 15));
+    // a coordinate of another descriptor (3 hidden dims vs 2): refused everywhere
+    let other = TensorDescriptor::packed(vec![2i64, 3, 4], None).unwrap();
+    let mut foreign = Coordinate::new_descriptor(&other, &[1, 1, 1]).unwrap();
+    let e = d.move_coordinate(&mut foreign, &[1, 0]).unwrap_err();
+    assert!(e.to_string().starts_with("tensor adaptor: coordinate = "), "{e}");
+    assert!(d.is_valid(&foreign).is_err());
+    assert!(d.is_valid_assuming_top_valid(&foreign).is_err());
+    assert_eq!(foreign.offset(), 17);
 }

@@ -29,7 +29,7 @@ fn documents_morton_4x4_table() {
     let d = morton_tile(2, 2).unwrap();
     let mut grid = [[0i64; 4]; 4];
     for z in 0..16 {
-        let o = d.calculate_offset(&[z]);
+        let o = d.calculate_offset(&[z]).unwrap();
         grid[(o / 4) as usize][(o % 4) as usize] = z;
     }
     assert_eq!(grid, [[0, 1, 4, 5], [2, 3, 6, 7], [8, 9, 12, 13], [10, 11, 14, 15]]);
@@ -45,7 +45,11 @@ fn morton_tile_equals_bit_decode_for_all_shapes() {
             let d = morton_tile(rb, cb).unwrap();
             for z in 0..(1i64 << (rb + cb)) {
                 let (r, c) = morton_decode(z, rb, cb);
-                assert_eq!(d.calculate_offset(&[z]), (r << cb) + c, "rb {rb} cb {cb} z {z}");
+                assert_eq!(
+                    d.calculate_offset(&[z]).unwrap(),
+                    (r << cb) + c,
+                    "rb {rb} cb {cb} z {z}"
+                );
             }
         }
     }
@@ -60,7 +64,7 @@ proptest! {
         let mut seen = vec![false; t.storage_len() as usize];
         for r in 0..h {
             for c in 0..w {
-                let o = d.calculate_offset(&[r, c]);
+                let o = d.calculate_offset(&[r, c]).unwrap();
                 prop_assert_eq!(o, t.offset(r, c));
                 prop_assert!(!seen[o as usize]);
                 seen[o as usize] = true;
@@ -84,7 +88,7 @@ fn hopper_swizzles_equal_the_byte_formula() {
                 for c in 0..cols {
                     let byte = (r * cols + c) * eb;
                     assert_eq!(
-                        d.calculate_offset(&[r, c]) * eb,
+                        d.calculate_offset(&[r, c]).unwrap() * eb,
                         mode.swizzle_byte_offset(byte),
                         "{mode:?} eb {eb} ({r}, {c})"
                     );
@@ -98,7 +102,8 @@ fn hopper_swizzles_equal_the_byte_formula() {
 fn hopper_128b_chunk_table() {
     // the first 8 rows of the 128-byte pattern: chunk' = chunk ^ row
     let d = HopperSwizzle::B128.descriptor(8, 64, 2).unwrap();
-    let row3: Vec<i64> = (0..8).map(|ch| (d.calculate_offset(&[3, ch * 8]) - 3 * 64) / 8).collect();
+    let row3: Vec<i64> =
+        (0..8).map(|ch| (d.calculate_offset(&[3, ch * 8]).unwrap() - 3 * 64) / 8).collect();
     assert_eq!(row3, [3, 2, 1, 0, 7, 6, 5, 4]);
     let e = HopperSwizzle::B64.descriptor(8, 64, 2).unwrap_err().to_string();
     assert!(e.contains("cols = 64 is invalid"), "{e}");
@@ -115,7 +120,7 @@ fn storage_order_adaptor_inverts_the_tiled_layout() {
         for tr in 0..geo.tiles_h() {
             for tc in 0..geo.tiles_w() {
                 for z in 0..t * t {
-                    let rc = a.calculate_bottom_index(&[tr, tc, z]);
+                    let rc = a.calculate_bottom_index(&[tr, tc, z]).unwrap();
                     // the brute-force offset of that image element is this storage position
                     let (r, c) = (rc[0], rc[1]);
                     assert!(r < geo.tiles_h() * t && c < geo.tiles_w() * t);
@@ -131,4 +136,20 @@ fn storage_order_adaptor_inverts_the_tiled_layout() {
             }
         }
     }
+}
+
+#[test]
+fn swizzle_sizes_past_i64_are_errors() {
+    use tilekit_layout::swizzle::xor_lds;
+    use tilekit_layout::LayoutError;
+    let e = TiledMorton::new(1 << 40, 1 << 40, 4).unwrap_err();
+    assert!(matches!(e, LayoutError::Overflow { .. }));
+    assert!(TiledMorton::new(i64::MAX, 1, 4).is_err()); // padded up to a whole tile: past i64
+    let t = TiledMorton::new(1 << 31, 1 << 31, 4).unwrap();
+    assert_eq!(t.storage_len(), 1 << 62);
+    assert_eq!(t.offset((1 << 31) - 1, (1 << 31) - 1), (1 << 62) - 1);
+    // a row of `cols` elements must be one swizzle row: an overflowing product is just wrong
+    assert!(HopperSwizzle::B128.descriptor(8, 1 << 62, 2).is_err());
+    assert!(xor_lds(1 << 40, 1 << 40, 8, 2).is_err());
+    assert!(xor_lds(32, i64::MAX - 7, 8, 2).is_err());
 }

@@ -46,7 +46,7 @@ fn enc(
 /// use tilekit_ops::dist::row_major;
 /// let d = row_major(8, 32, 64, 4).unwrap();
 /// // thread 9: row 1, columns 4..8
-/// assert_eq!(d.calculate_x(&[9i64], &[0, 0, 0]), vec![1, 4]);
+/// assert_eq!(d.calculate_x(&[9i64], &[0, 0, 0]).unwrap(), vec![1, 4]);
 /// assert!(row_major(8, 30, 64, 4).is_err());
 /// ```
 pub fn row_major(tile_m: i64, tile_n: i64, threads: i64, vector: i64) -> Result<TileDistribution> {
@@ -78,7 +78,7 @@ pub fn row_major(tile_m: i64, tile_n: i64, threads: i64, vector: i64) -> Result<
 /// let d = tilekit_ops::dist::micro_block(4).unwrap();
 /// assert_eq!((d.x_lengths(), d.num_threads()), (vec![64, 64], 256));
 /// // thread 17 (warp 0, second thread row, column block 1): rows 4..8, columns 4..8
-/// assert_eq!(d.calculate_x(&[17i64], &[2, 3]), vec![6, 7]);
+/// assert_eq!(d.calculate_x(&[17i64], &[2, 3]).unwrap(), vec![6, 7]);
 /// ```
 pub fn micro_block(v: i64) -> Result<TileDistribution> {
     enc(vec![vec![8, 2, v], vec![16, v]], &[&[(1, 0), (1, 1), (2, 0)]], &[(1, 2), (2, 1)])
@@ -88,7 +88,7 @@ pub fn micro_block(v: i64) -> Result<TileDistribution> {
 ///
 /// ```
 /// let d = tilekit_ops::dist::mma_a().unwrap();
-/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(6)), vec![9, 10]); // lane 5: g = 1, q = 1
+/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(6)).unwrap(), vec![9, 10]); // lane 5: g = 1, q = 1
 /// ```
 pub fn mma_a() -> Result<TileDistribution> {
     enc(vec![vec![2, 8], vec![2, 4, 2]], &[&[(1, 1), (2, 1)]], &[(2, 0), (1, 0), (2, 2)])
@@ -98,7 +98,7 @@ pub fn mma_a() -> Result<TileDistribution> {
 ///
 /// ```
 /// let d = tilekit_ops::dist::mma_b().unwrap();
-/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(3)), vec![11, 1]);
+/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(3)).unwrap(), vec![11, 1]);
 /// ```
 pub fn mma_b() -> Result<TileDistribution> {
     enc(vec![vec![2, 4, 2], vec![8]], &[&[(2, 0), (1, 1)]], &[(1, 0), (1, 2)])
@@ -108,7 +108,7 @@ pub fn mma_b() -> Result<TileDistribution> {
 ///
 /// ```
 /// let d = tilekit_ops::dist::mma_c().unwrap();
-/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(2)), vec![9, 2]);
+/// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(2)).unwrap(), vec![9, 2]);
 /// ```
 pub fn mma_c() -> Result<TileDistribution> {
     enc(vec![vec![2, 8], vec![4, 2]], &[&[(1, 1), (2, 0)]], &[(1, 0), (2, 1)])
@@ -127,7 +127,7 @@ pub fn mma_c() -> Result<TileDistribution> {
 /// let d = tilekit_ops::dist::storage_tiles(16, 64, 256, 4).unwrap();
 /// assert_eq!(d.x_lengths(), vec![1, 16, 64]);
 /// // thread 17: tile 1, elements 4..8
-/// assert_eq!(d.calculate_x(&[17i64], &[0, 0]), vec![0, 1, 4]);
+/// assert_eq!(d.calculate_x(&[17i64], &[0, 0]).unwrap(), vec![0, 1, 4]);
 /// assert!(tilekit_ops::dist::storage_tiles(16, 64, 128, 4).is_err());
 /// ```
 pub fn storage_tiles(

@@ -104,7 +104,7 @@ impl Broadcast {
 
     fn len(self, m: i64, n: i64) -> i64 {
         match self {
-            Broadcast::None => m * n,
+            Broadcast::None => m.saturating_mul(n), // shapes are checked before
             Broadcast::Row => n,
             Broadcast::Col => m,
         }
@@ -140,6 +140,30 @@ pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
+/// The kernel and grid of `c = a ∘ b` on `M × N` (b broadcast as asked) — what [`launch`]
+/// runs, built without any data (`tilekit ptx`).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::elementwise::{plan, Binary, Broadcast};
+/// let (k, grid) = plan(Binary::Add, Broadcast::Row, &[1000, 777], ScalarType::F32).unwrap();
+/// assert_eq!((k.name.as_str(), grid), ("add", [7, 32, 1]));
+/// ```
+pub fn plan(
+    op: Binary,
+    bc: Broadcast,
+    shape: &[i64],
+    ty: ScalarType,
+) -> Result<(Kernel, [u32; 3])> {
+    host::check_shape(op.name(), shape, 2)?;
+    let (m, n) = (shape[0], shape[1]);
+    let va = host::vector_for(ty, &[n]);
+    let vb = if bc == Broadcast::Col { 1 } else { va };
+    let k = build(op, ty, va, vb)?;
+    let (tm, tn) = crate::copy::tile(ty);
+    Ok((k, [host::blocks(n, tn)?, host::blocks(m, tm)?, 1]))
+}
+
 /// Runs `c = a ∘ b` on random `M × N` data (b broadcast as asked) on the interpreter; the
 /// reference is the `f64` result rounded to the type (exact comparison).
 ///
@@ -155,23 +179,31 @@ pub fn launch(
     ty: ScalarType,
     seed: u64,
 ) -> Result<Outcome> {
-    host::check_shape(op.name(), shape, 2)?;
+    let (k, grid) = plan(op, bc, shape, ty)?;
     let (m, n) = (shape[0], shape[1]);
-    let (a, av) = host::random(ty, (m * n) as usize, seed);
-    let (b, bv) = host::random(ty, bc.len(m, n) as usize, seed.wrapping_add(1));
+    let len = (m * n) as u64;
+    let c_bytes = host::bytes(ty, len)?;
+    host::check_memory(
+        &host::context(op.name(), shape, ty),
+        &[
+            ("a", c_bytes),
+            ("b", host::bytes(ty, bc.len(m, n) as u64)?),
+            ("c", c_bytes),
+            ("reference", c_bytes),
+            ("race map", host::race_map_bytes(len)),
+        ],
+    )?;
+    let a = host::random(ty, len as usize, seed)?;
+    let b = host::random(ty, bc.len(m, n) as usize, seed.wrapping_add(1))?;
     let bs = bc.strides(m, n);
-    let raw: Vec<f64> = (0..m * n)
-        .map(|i| op.apply(av[i as usize], bv[((i / n) * bs[0] + (i % n) * bs[1]) as usize]))
-        .collect();
-    let want = host::to_f64(&host::from_f64(ty, &raw));
-    let va = host::vector_for(ty, &[n]);
-    let vb = if bc == Broadcast::Col { 1 } else { va };
-    let k = build(op, ty, va, vb)?;
-    let (tm, tn) = crate::copy::tile(ty);
-    let grid = [host::blocks(n, tn)?, host::blocks(m, tm)?, 1];
+    let want = host::fill_with(ty, len as usize, |i| {
+        let i = i as i64;
+        let bi = ((i / n) * bs[0] + (i % n) * bs[1]) as usize;
+        host::round_bits(ty, op.apply(host::value(&a, i as usize), host::value(&b, bi)))
+    })?;
     let mut args = Args::new();
     args.tensor(a, &[m, n], &[n, 1]).tensor(b, &[m, n], &bs);
-    args.tensor(host::poisoned(ty, (m * n) as usize), &[m, n], &[n, 1]);
+    args.tensor(host::poisoned(ty, len as usize)?, &[m, n], &[n, 1]);
     let (buf, elapsed) = host::launch(&k, grid, args, 10)?;
     if buf.len() != want.len() {
         return Err(OpsError::invalid(
@@ -181,11 +213,5 @@ pub fn launch(
             "one element per input element",
         ));
     }
-    Ok(Outcome {
-        instructions: k.instruction_count(),
-        got: host::to_f64(&buf),
-        want,
-        tolerance: 0.0,
-        elapsed,
-    })
+    Ok(Outcome { instructions: k.instruction_count(), got: buf, want, tolerance: 0.0, elapsed })
 }

@@ -59,6 +59,26 @@ pub enum OpsError {
         /// The view length.
         view: i64,
     },
+    /// A run would need more host memory than the limit (checked before allocating).
+    #[error(
+        "{context}: the run needs {} of host memory ({parts}), over the limit of {} ({limit_from}); \
+         set {} to a byte count (e.g. 32G) to change the limit",
+        crate::host::human_bytes(*needed),
+        crate::host::human_bytes(*limit),
+        crate::host::MEMORY_LIMIT_ENV
+    )]
+    HostMemory {
+        /// The kernel (and shape).
+        context: String,
+        /// Bytes needed.
+        needed: u64,
+        /// What the bytes are, e.g. "x 8.0 GiB, y 8.0 GiB".
+        parts: String,
+        /// The limit in bytes.
+        limit: u64,
+        /// Where the limit comes from.
+        limit_from: String,
+    },
     /// The GPU backend was asked for but there is no usable GPU.
     #[error("the GPU backend is not available: {0}")]
     GpuUnavailable(String),

@@ -23,13 +23,13 @@
 //! assert!(tilekit_ops::gemm::launch(&[64, 64, 32], ScalarType::F16, 1).unwrap().compare().passed);
 //! ```
 
-use tilekit_ir::interp::Args;
+use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::{Idx, TensorDescriptor};
 
 use crate::dist;
 use crate::error::{OpsError, Result};
-use crate::host::{self, Outcome};
+use crate::host::{self, Outcome, Values};
 use crate::tile::{DTile, View, Window};
 
 /// Block tile `(BM, BN, BK)`.
@@ -40,6 +40,13 @@ use crate::tile::{DTile, View, Window};
 pub const TILE: (i64, i64, i64) = (64, 64, 32);
 
 const THREADS: u32 = 128;
+
+/// The element types of A and B.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm::TYPES.len(), 2);
+/// ```
+pub const TYPES: [ScalarType; 2] = [ScalarType::F16, ScalarType::BF16];
 
 /// The kernel: params `a` (M×K), `b` (K×N) of `ty` and `c` (M×N f32), runtime lengths and
 /// strides (row-major, last stride 1, every length a multiple of the tile).
@@ -52,7 +59,7 @@ const THREADS: u32 = 128;
 /// assert!(tilekit_ops::gemm::build(ScalarType::F32).is_err());
 /// ```
 pub fn build(ty: ScalarType) -> Result<Kernel> {
-    host::check_dtype("gemm", ty, &[ScalarType::F16, ScalarType::BF16])?;
+    host::check_dtype("gemm", ty, &TYPES)?;
     let (bm, bn, bk) = TILE;
     let b = KernelBuilder::new("gemm", [THREADS, 1, 1])?;
     let a = b.tensor_param("a", ty, 2)?;
@@ -119,22 +126,47 @@ pub fn build(ty: ScalarType) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// `f64` reference product of row-major `a` (m×k) and `b` (k×n).
+/// `f64` reference product of row-major `a` (m×k) and `b` (k×n), read in place (slices or
+/// host buffers); an error when `a` or `b` holds fewer than `m·k` or `k·n` values.
 ///
 /// ```
-/// assert_eq!(tilekit_ops::gemm::reference(&[1.0, 2.0], &[3.0, 4.0], 1, 1, 2), vec![11.0]);
+/// use tilekit_ir::interp::HostBuffer;
+/// assert_eq!(tilekit_ops::gemm::reference(&[1.0, 2.0], &[3.0, 4.0], 1, 1, 2).unwrap(), vec![11.0]);
+/// let a = HostBuffer::from_f32(&[1.0, 2.0]);
+/// assert_eq!(tilekit_ops::gemm::reference(&a, &[3.0, 4.0], 1, 1, 2).unwrap(), vec![11.0]);
+/// assert!(tilekit_ops::gemm::reference(&a, &[3.0, 4.0], 2, 1, 2).is_err());
 /// ```
-pub fn reference(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
-    let mut c = vec![0.0; m * n];
+pub fn reference<A: Values + ?Sized, B: Values + ?Sized>(
+    a: &A,
+    b: &B,
+    m: usize,
+    n: usize,
+    k: usize,
+) -> Result<Vec<f64>> {
+    let fits =
+        |rows: usize, cols: usize, have: usize| rows.checked_mul(cols).is_some_and(|x| x <= have);
+    if !fits(m, k, a.count()) || !fits(k, n, b.count()) || m.checked_mul(n).is_none() {
+        return Err(OpsError::invalid(
+            "gemm reference",
+            "m, n, k",
+            format!("{m}, {n}, {k}"),
+            format!("A needs m·k values (it has {}), B k·n (it has {})", a.count(), b.count()),
+        ));
+    }
+    let mut c = Vec::new();
+    c.try_reserve_exact(m * n).map_err(|e| {
+        OpsError::invalid("gemm reference", "m × n", format!("{m} × {n}"), e.to_string())
+    })?;
+    c.resize(m * n, 0.0);
     for i in 0..m {
         for p in 0..k {
-            let x = a[i * k + p];
+            let x = a.value(i * k + p);
             for j in 0..n {
-                c[i * n + j] += x * b[p * n + j];
+                c[i * n + j] += x * b.value(p * n + j);
             }
         }
     }
-    c
+    Ok(c)
 }
 
 /// Runs the GEMM for `shape = [M, N, K]` on random data on the interpreter, against the `f64`
@@ -148,6 +180,45 @@ pub fn reference(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64>
 /// assert!(tilekit_ops::gemm::launch(&[64, 64], ScalarType::F16, 1).is_err()); // not [M, N, K]
 /// ```
 pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
+    let (kernel, grid) = plan(shape, ty)?;
+    let (m, n, k) = (shape[0], shape[1], shape[2]);
+    let (mk, kn, mn) = ((m * k) as u64, (k * n) as u64, (m * n) as u64);
+    host::check_memory(
+        &host::context("gemm", shape, ty),
+        &[
+            ("a", host::bytes(ty, mk)?),
+            ("b", host::bytes(ty, kn)?),
+            ("c", host::bytes(ScalarType::F32, mn)?),
+            ("reference", host::bytes(ScalarType::F64, mn)?.saturating_mul(2)),
+            ("race map", host::race_map_bytes(mn)),
+        ],
+    )?;
+    let a = host::random(ty, mk as usize, seed)?;
+    let b = host::random(ty, kn as usize, seed.wrapping_add(1))?;
+    let want = HostBuffer::from_f64(&reference(&a, &b, m as usize, n as usize, k as usize)?);
+    let mut args = Args::new();
+    args.tensor(a, &[m, k], &[k, 1]).tensor(b, &[k, n], &[n, 1]);
+    args.tensor(host::poisoned(ScalarType::F32, mn as usize)?, &[m, n], &[n, 1]);
+    let (buf, elapsed) = host::launch(&kernel, grid, args, 10)?;
+    Ok(Outcome {
+        instructions: kernel.instruction_count(),
+        got: buf,
+        want,
+        tolerance: gemm_tolerance(k),
+        elapsed,
+    })
+}
+
+/// The kernel and grid of the GEMM for `shape = [M, N, K]` — what [`launch`] runs, built
+/// without any data (`tilekit ptx`): one block per 64 × 64 tile of C.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let (k, grid) = tilekit_ops::gemm::plan(&[2048, 1024, 512], ScalarType::F16).unwrap();
+/// assert_eq!((k.name.as_str(), grid), ("gemm", [16, 32, 1]));
+/// assert!(tilekit_ops::gemm::plan(&[64, 60, 32], ScalarType::F16).is_err()); // N not a multiple of 64
+/// ```
+pub fn plan(shape: &[i64], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
     // [M, N, K] is not a tensor: each operand (A: M×K, B: K×N, C: M×N) must fit an index
     let [m, n, k] = <[i64; 3]>::try_from(shape)
         .map_err(|_| OpsError::invalid("gemm", "shape", format!("{shape:?}"), "[M, N, K]"))?;
@@ -165,21 +236,7 @@ pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
             ));
         }
     }
-    let kernel = build(ty)?;
-    let (a, av) = host::random(ty, (m * k) as usize, seed);
-    let (b, bv) = host::random(ty, (k * n) as usize, seed.wrapping_add(1));
-    let want = reference(&av, &bv, m as usize, n as usize, k as usize);
-    let mut args = Args::new();
-    args.tensor(a, &[m, k], &[k, 1]).tensor(b, &[k, n], &[n, 1]);
-    args.tensor(host::poisoned(ScalarType::F32, (m * n) as usize), &[m, n], &[n, 1]);
-    let (buf, elapsed) = host::launch(&kernel, [(n / bn) as u32, (m / bm) as u32, 1], args, 10)?;
-    Ok(Outcome {
-        instructions: kernel.instruction_count(),
-        got: host::to_f64(&buf),
-        want,
-        tolerance: gemm_tolerance(k),
-        elapsed,
-    })
+    Ok((build(ty)?, [host::blocks(n, bn)?, host::blocks(m, bm)?, 1]))
 }
 
 /// The GEMM's check tolerance for depth `k` (see [`launch`]).

@@ -16,7 +16,7 @@
 //! assert!(launch(Reduction::Sum, &[3, 1000], ScalarType::F32, 1).unwrap().compare().passed);
 //! ```
 
-use tilekit_ir::interp::Args;
+use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Lit, ScalarType, UnOp, Val};
 use tilekit_layout::Idx;
 
@@ -62,7 +62,12 @@ impl Reduction {
     }
 }
 
-const TYPES: [ScalarType; 2] = [ScalarType::F32, ScalarType::BF16];
+/// The element types the reductions and the softmax take.
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::TYPES.len(), 2);
+/// ```
+pub const TYPES: [ScalarType; 2] = [ScalarType::F32, ScalarType::BF16];
 
 fn lit(ty: ScalarType, v: f64) -> Result<Lit> {
     Lit::float(ty, v).ok_or_else(|| OpsError::invalid("reduce", "dtype", ty, "a float type"))
@@ -117,7 +122,7 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
     )?;
     let total = block_reduce(&b, &acc[0], op, scratch)?;
     let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
-    let off = y.descriptor(None)?.calculate_offset(std::slice::from_ref(&row));
+    let off = y.descriptor(None)?.calculate_offset(std::slice::from_ref(&row))?;
     b.store(y.mem, &off, &[total], Some(&first))?;
     Ok(b.finish()?)
 }
@@ -181,30 +186,52 @@ pub fn build_softmax(ty: ScalarType, chunks: i64, vx: i64) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// CPU reference in `f64` (softmax rounded to the output type).
+/// CPU reference in `f64`, read from the input buffer row by row: row sums and maxima as an
+/// `f64` buffer of `m`, the softmax rounded to the output type `ty` (`m × n`).
 ///
 /// ```
-/// use tilekit_ir::ScalarType;
+/// use tilekit_ir::{interp::HostBuffer, ScalarType};
 /// use tilekit_ops::reduce::{reference, Reduction};
-/// assert_eq!(reference(Reduction::Max, &[1.0, 3.0, 2.0, -1.0], 2, 2, ScalarType::F32), vec![3.0, 2.0]);
+/// let x = HostBuffer::from_f32(&[1.0, 3.0, 2.0, -1.0]);
+/// let r = reference(Reduction::Max, &x, 2, 2, ScalarType::F32).unwrap();
+/// assert_eq!(r.to_f64(), Some(vec![3.0, 2.0]));
+/// let s = reference(Reduction::Softmax, &x, 2, 2, ScalarType::F32).unwrap();
+/// assert_eq!(s.to_f32().unwrap()[0], (1.0 / (1.0 + 2f64.exp())) as f32);
+/// assert!(reference(Reduction::Sum, &x, 3, 2, ScalarType::F32).is_err()); // 6 > 4 elements
 /// ```
-pub fn reference(r: Reduction, x: &[f64], m: usize, n: usize, ty: ScalarType) -> Vec<f64> {
-    let rows = x.chunks(n).take(m);
+pub fn reference(
+    r: Reduction,
+    x: &HostBuffer,
+    m: usize,
+    n: usize,
+    ty: ScalarType,
+) -> Result<HostBuffer> {
+    if m.checked_mul(n).is_none_or(|mn| mn > x.len()) {
+        return Err(OpsError::invalid(
+            "reduce reference",
+            "rows × columns",
+            format!("{m} × {n}"),
+            format!("at most the input's {} elements", x.len()),
+        ));
+    }
+    let row = |i: usize| (i * n..(i + 1) * n).map(move |j| host::value(x, j));
     match r {
-        Reduction::Sum => rows.map(|row| row.iter().sum()).collect(),
-        Reduction::Max => {
-            rows.map(|row| row.iter().copied().fold(f64::NEG_INFINITY, f64::max)).collect()
-        }
-        Reduction::Softmax => {
-            let out: Vec<f64> = rows
-                .flat_map(|row| {
-                    let mx = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
-                    row.iter().map(move |v| (v - mx).exp() / s).collect::<Vec<_>>()
-                })
-                .collect();
-            host::to_f64(&host::from_f64(ty, &out))
-        }
+        Reduction::Sum => host::fill_with(ScalarType::F64, m, |i| row(i).sum::<f64>().to_bits()),
+        Reduction::Max => host::fill_with(ScalarType::F64, m, |i| {
+            row(i).fold(f64::NEG_INFINITY, f64::max).to_bits()
+        }),
+        Reduction::Softmax => host::fill_rows(ty, m, n, |i, out| {
+            let mx = row(i).fold(f64::NEG_INFINITY, f64::max);
+            let mut s = 0.0;
+            for (o, v) in out.iter_mut().zip(row(i)) {
+                let e = (v - mx).exp();
+                s += e;
+                *o = e.to_bits();
+            }
+            for o in out.iter_mut() {
+                *o = host::round_bits(ty, f64::from_bits(*o) / s);
+            }
+        }),
     }
 }
 
@@ -218,43 +245,72 @@ pub fn reference(r: Reduction, x: &[f64], m: usize, n: usize, ty: ScalarType) ->
 /// assert!(launch(Reduction::Softmax, &[2, 300], ScalarType::BF16, 4).unwrap().compare().passed);
 /// ```
 pub fn launch(r: Reduction, shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
+    let (k, grid) = plan(r, shape, ty)?;
+    let (m, n) = (shape[0], shape[1]);
+    let len = (m * n) as u64;
+    let x_bytes = host::bytes(ty, len)?;
+    let (out_ty, out_len, want_bytes) = match r {
+        Reduction::Softmax => (ty, len, x_bytes),
+        _ => (ScalarType::F32, m as u64, host::bytes(ScalarType::F64, m as u64)?),
+    };
+    host::check_memory(
+        &host::context(r.name(), shape, ty),
+        &[
+            ("x", x_bytes),
+            ("y", host::bytes(out_ty, out_len)?),
+            ("reference", want_bytes),
+            ("race map", host::race_map_bytes(out_len)),
+        ],
+    )?;
+    let x = host::random(ty, len as usize, seed)?;
+    let want = reference(r, &x, m as usize, n as usize, ty)?;
+    let mut args = Args::new();
+    let tol = match r {
+        Reduction::Softmax => {
+            let y = host::poisoned(ty, len as usize)?;
+            args.tensor(x, &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+            if ty == ScalarType::F32 {
+                1e-5
+            } else {
+                1.0 / 256.0
+            }
+        }
+        _ => {
+            let y = host::poisoned(ScalarType::F32, m as usize)?;
+            args.tensor(x, &[m, n], &[n, 1]).tensor(y, &[m], &[1]);
+            if r == Reduction::Max {
+                0.0
+            } else {
+                1e-4
+            }
+        }
+    };
+    let (buf, elapsed) = host::launch(&k, grid, args, 5)?;
+    Ok(Outcome { instructions: k.instruction_count(), got: buf, want, tolerance: tol, elapsed })
+}
+
+/// The kernel and grid of a reduction or softmax of an `M × N` input — what [`launch`] runs,
+/// built without any data (`tilekit ptx`): one block per row.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{plan, Reduction};
+/// let (k, grid) = plan(Reduction::Softmax, &[4096, 16384], ScalarType::BF16).unwrap();
+/// assert_eq!((k.name.as_str(), grid), ("softmax", [4096, 1, 1]));
+/// assert!(plan(Reduction::Softmax, &[4, 16385], ScalarType::F32).is_err()); // row too long
+/// ```
+pub fn plan(r: Reduction, shape: &[i64], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
     host::check_shape(r.name(), shape, 2)?;
     let (m, n) = (shape[0], shape[1]);
     let vx = host::vector_for(ty, &[n]);
-    let (x, xv) = host::random(ty, (m * n) as usize, seed);
-    let want = reference(r, &xv, m as usize, n as usize, ty);
-    let mut args = Args::new();
-    let (k, tol) = match r {
-        Reduction::Softmax => {
-            let k = build_softmax(ty, softmax_chunks(ty, n)?, vx)?;
-            args.tensor(x, &[m, n], &[n, 1]).tensor(
-                host::poisoned(ty, (m * n) as usize),
-                &[m, n],
-                &[n, 1],
-            );
-            (k, if ty == ScalarType::F32 { 1e-5 } else { 1.0 / 256.0 })
-        }
-        _ => {
-            let k = build_reduce(r, ty, vx)?;
-            args.tensor(x, &[m, n], &[n, 1]).tensor(
-                host::poisoned(ScalarType::F32, m as usize),
-                &[m],
-                &[1],
-            );
-            (k, if r == Reduction::Max { 0.0 } else { 1e-4 })
-        }
+    let k = match r {
+        Reduction::Softmax => build_softmax(ty, softmax_chunks(ty, n)?, vx)?,
+        _ => build_reduce(r, ty, vx)?,
     };
     let grid = [
         u32::try_from(m).map_err(|_| OpsError::invalid(r.name(), "rows", m, "must fit in u32"))?,
         1,
         1,
     ];
-    let (buf, elapsed) = host::launch(&k, grid, args, 5)?;
-    Ok(Outcome {
-        instructions: k.instruction_count(),
-        got: host::to_f64(&buf),
-        want,
-        tolerance: tol,
-        elapsed,
-    })
+    Ok((k, grid))
 }

@@ -5,6 +5,7 @@
 //!   name + shape + dtype ──► kernel module's launch (build → interpreter → reference)
 //!                        ──► RunReport: instructions, elapsed, max |Δ|, max rel, pass/fail
 //!   backend gpu          ──► the same, inside an exec::GpuExecutor scope (PTX → JIT → launch)
+//!   plan                 ──► the kernel and grid alone, no data (`tilekit ptx`)
 //! ```
 //!
 //! ```
@@ -17,10 +18,11 @@
 
 use std::time::Duration;
 
-use tilekit_ir::ScalarType;
+use tilekit_ir::{Kernel, ScalarType};
 
 use crate::elementwise::{Binary, Broadcast};
 use crate::error::{OpsError, Result};
+use crate::host;
 use crate::reduce::Reduction;
 
 /// Where a kernel runs.
@@ -50,27 +52,52 @@ impl Backend {
     }
 }
 
-/// The kernels `run` knows, with the shape each takes.
+/// A kernel `run` knows: its name, the shape it takes and its element types.
 ///
 /// ```
-/// assert!(tilekit_ops::run::KERNELS.iter().any(|(k, _)| *k == "transpose"));
+/// use tilekit_ir::ScalarType;
+/// let gemm = tilekit_ops::run::KERNELS.iter().find(|k| k.name == "gemm").unwrap();
+/// assert_eq!(gemm.dtypes, &[ScalarType::F16, ScalarType::BF16]);
 /// ```
-pub const KERNELS: &[(&str, &str)] = &[
-    ("copy", "MxN or BxMxN"),
-    ("transpose", "MxN"),
-    ("permute", "AxBxC (perm 2,0,1)"),
-    ("permute021", "AxBxC (perm 0,2,1)"),
-    ("morton", "HxW (8x8 tiles)"),
-    ("unmorton", "HxW (8x8 tiles)"),
-    ("row_sum", "MxN"),
-    ("row_max", "MxN"),
-    ("softmax", "MxN (N <= 16384)"),
-    ("add", "MxN"),
-    ("mul", "MxN"),
-    ("max", "MxN"),
-    ("add_row", "MxN (b: row vector of N)"),
-    ("mul_col", "MxN (b: column vector of M)"),
-    ("gemm", "MxNxK (multiples of 64, 64, 32; f16/bf16)"),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// The name on the command line.
+    pub name: &'static str,
+    /// The shape it takes (rank and meaning of each length, constraints).
+    pub shape: &'static str,
+    /// The element types it accepts.
+    pub dtypes: &'static [ScalarType],
+}
+
+const fn info(
+    name: &'static str,
+    shape: &'static str,
+    dtypes: &'static [ScalarType],
+) -> KernelInfo {
+    KernelInfo { name, shape, dtypes }
+}
+
+/// The kernels `run` knows, with the shape and element types each takes.
+///
+/// ```
+/// assert!(tilekit_ops::run::KERNELS.iter().any(|k| k.name == "transpose" && k.shape == "MxN"));
+/// ```
+pub const KERNELS: &[KernelInfo] = &[
+    info("copy", "MxN or BxMxN", &host::FLOAT_TYPES),
+    info("transpose", "MxN", &host::FLOAT_TYPES),
+    info("permute", "AxBxC (perm 2,0,1)", &host::FLOAT_TYPES),
+    info("permute021", "AxBxC (perm 0,2,1)", &host::FLOAT_TYPES),
+    info("morton", "HxW (8x8 tiles)", &host::FLOAT_TYPES),
+    info("unmorton", "HxW (8x8 tiles)", &host::FLOAT_TYPES),
+    info("row_sum", "MxN", &crate::reduce::TYPES),
+    info("row_max", "MxN", &crate::reduce::TYPES),
+    info("softmax", "MxN (N <= 16384)", &crate::reduce::TYPES),
+    info("add", "MxN", &host::FLOAT_TYPES),
+    info("mul", "MxN", &host::FLOAT_TYPES),
+    info("max", "MxN", &host::FLOAT_TYPES),
+    info("add_row", "MxN (b: row vector of N)", &host::FLOAT_TYPES),
+    info("mul_col", "MxN (b: column vector of M)", &host::FLOAT_TYPES),
+    info("gemm", "MxNxK (multiples of 64, 64, 32)", &crate::gemm::TYPES),
 ];
 
 /// The configurations `tilekit selftest` runs on a GPU (and CI assembles with ptxas):
@@ -214,6 +241,52 @@ pub fn run(
     })
 }
 
+/// What a kernel name stands for.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Copy,
+    Transpose,
+    Permute([usize; 3]),
+    Morton { inverse: bool },
+    Reduce(Reduction),
+    Elementwise(Binary, Broadcast),
+    Gemm,
+}
+
+impl Op {
+    fn named(kernel: &str) -> Result<Op> {
+        Ok(match kernel {
+            "copy" => Op::Copy,
+            "transpose" => Op::Transpose,
+            "permute" => Op::Permute([2, 0, 1]),
+            "permute021" => Op::Permute([0, 2, 1]),
+            "morton" => Op::Morton { inverse: false },
+            "unmorton" => Op::Morton { inverse: true },
+            "row_sum" => Op::Reduce(Reduction::Sum),
+            "row_max" => Op::Reduce(Reduction::Max),
+            "softmax" => Op::Reduce(Reduction::Softmax),
+            "add" => Op::Elementwise(Binary::Add, Broadcast::None),
+            "mul" => Op::Elementwise(Binary::Mul, Broadcast::None),
+            "max" => Op::Elementwise(Binary::Max, Broadcast::None),
+            "add_row" => Op::Elementwise(Binary::Add, Broadcast::Row),
+            "mul_col" => Op::Elementwise(Binary::Mul, Broadcast::Col),
+            "gemm" => Op::Gemm,
+            _ => {
+                let names: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
+                return Err(OpsError::invalid(
+                    "run",
+                    "kernel",
+                    kernel,
+                    format!("one of {}", names.join(", ")),
+                ));
+            }
+        })
+    }
+}
+
+/// The Morton kernels' tile side.
+const MORTON_TILE: i64 = 8;
+
 /// Builds and launches `kernel` on the current executor (see [`crate::exec`]) with random data
 /// from `seed`, returning the outcome with its CPU reference.
 ///
@@ -228,31 +301,39 @@ pub fn launch_outcome(
     dtype: ScalarType,
     seed: u64,
 ) -> Result<crate::host::Outcome> {
-    let o = match kernel {
-        "copy" => crate::copy::launch(shape, dtype, seed)?,
-        "transpose" => crate::transpose::launch(shape, dtype, seed)?,
-        "permute" => crate::transpose::launch_permute(shape, &[2, 0, 1], dtype, seed)?,
-        "permute021" => crate::transpose::launch_permute(shape, &[0, 2, 1], dtype, seed)?,
-        "morton" => crate::morton::launch(shape, 8, false, dtype, seed)?,
-        "unmorton" => crate::morton::launch(shape, 8, true, dtype, seed)?,
-        "row_sum" => crate::reduce::launch(Reduction::Sum, shape, dtype, seed)?,
-        "row_max" => crate::reduce::launch(Reduction::Max, shape, dtype, seed)?,
-        "softmax" => crate::reduce::launch(Reduction::Softmax, shape, dtype, seed)?,
-        "add" => crate::elementwise::launch(Binary::Add, Broadcast::None, shape, dtype, seed)?,
-        "mul" => crate::elementwise::launch(Binary::Mul, Broadcast::None, shape, dtype, seed)?,
-        "max" => crate::elementwise::launch(Binary::Max, Broadcast::None, shape, dtype, seed)?,
-        "add_row" => crate::elementwise::launch(Binary::Add, Broadcast::Row, shape, dtype, seed)?,
-        "mul_col" => crate::elementwise::launch(Binary::Mul, Broadcast::Col, shape, dtype, seed)?,
-        "gemm" => crate::gemm::launch(shape, dtype, seed)?,
-        _ => {
-            let names: Vec<&str> = KERNELS.iter().map(|(k, _)| *k).collect();
-            return Err(OpsError::invalid(
-                "run",
-                "kernel",
-                kernel,
-                format!("one of {}", names.join(", ")),
-            ));
-        }
-    };
-    Ok(o)
+    match Op::named(kernel)? {
+        Op::Copy => crate::copy::launch(shape, dtype, seed),
+        Op::Transpose => crate::transpose::launch(shape, dtype, seed),
+        Op::Permute(perm) => crate::transpose::launch_permute(shape, &perm, dtype, seed),
+        Op::Morton { inverse } => crate::morton::launch(shape, MORTON_TILE, inverse, dtype, seed),
+        Op::Reduce(r) => crate::reduce::launch(r, shape, dtype, seed),
+        Op::Elementwise(op, bc) => crate::elementwise::launch(op, bc, shape, dtype, seed),
+        Op::Gemm => crate::gemm::launch(shape, dtype, seed),
+    }
+}
+
+/// The kernel and grid that [`launch_outcome`] would launch for `kernel`, `shape` and `dtype`,
+/// built without any host-side data (no inputs, no reference, no interpreter): its cost does
+/// not grow with the shape, which the kernels take at run time. `tilekit ptx` prints it.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::run::plan;
+/// // 2^31 - 1 elements: nothing is allocated
+/// let (k, grid) = plan("copy", &[2_147_483_647, 1], ScalarType::F32).unwrap();
+/// assert_eq!((k.name.as_str(), grid), ("copy", [1, 67_108_864, 1]));
+/// assert_eq!(plan("transpose", &[16384, 16384], ScalarType::F32).unwrap().1, [256, 256, 1]);
+/// assert!(plan("nope", &[4, 4], ScalarType::F32).is_err());
+/// assert!(plan("gemm", &[64, 64, 32], ScalarType::F32).is_err()); // f16 or bf16 only
+/// ```
+pub fn plan(kernel: &str, shape: &[i64], dtype: ScalarType) -> Result<(Kernel, [u32; 3])> {
+    match Op::named(kernel)? {
+        Op::Copy => crate::copy::plan(shape, dtype),
+        Op::Transpose => crate::transpose::plan(shape, dtype),
+        Op::Permute(perm) => crate::transpose::plan_permute(shape, &perm, dtype),
+        Op::Morton { inverse } => crate::morton::plan(shape, MORTON_TILE, inverse, dtype),
+        Op::Reduce(r) => crate::reduce::plan(r, shape, dtype),
+        Op::Elementwise(op, bc) => crate::elementwise::plan(op, bc, shape, dtype),
+        Op::Gemm => crate::gemm::plan(shape, dtype),
+    }
 }

@@ -385,7 +385,8 @@ impl DTile {
     /// ```
     pub fn sweep(&self, mut f: impl FnMut(&[i64], &Val) -> Result<()>) -> Result<()> {
         for y in self.dist.sweep_order() {
-            let d = self.dist.ys_to_d(&y) as usize;
+            // the sweep order's Y indices have one entry per Y
+            let d = self.dist.ys_to_d_unchecked(&y) as usize;
             f(&y, &self.regs[d])?;
         }
         Ok(())
@@ -465,7 +466,7 @@ pub fn p_index(b: &KernelBuilder, dist: &TileDistribution) -> Result<Vec<Val>> {
     }
     let local = linear_tid(b) % Val::lit(n);
     let lengths: Vec<Val> = dist.p_lengths().into_iter().map(Val::lit).collect();
-    Ok(Transform::merge(lengths)?.lower_index(&[local]))
+    Ok(Transform::merge(lengths)?.lower_index(&[local])?)
 }
 
 impl Window {

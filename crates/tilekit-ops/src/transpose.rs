@@ -27,7 +27,7 @@
 //! assert!(o.compare().passed);
 //! ```
 
-use tilekit_ir::interp::Args;
+use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::{Idx, TensorDescriptor, Transform};
 use tilekit_tile::traits::{AccessCurve, LoadStoreTraits};
@@ -62,7 +62,7 @@ pub fn tile(ty: ScalarType) -> (i64, i64) {
 ///
 /// ```
 /// let d = tilekit_ops::transpose::xor_swizzled(64, 64, 4, 4).unwrap();
-/// assert_eq!(d.calculate_offset(&[4, 0]), 4 * 64 + 4);      // row 4: chunk 0 ⊕ 1 = 1
+/// assert_eq!(d.calculate_offset(&[4, 0]).unwrap(), 4 * 64 + 4);      // row 4: chunk 0 ⊕ 1 = 1
 /// assert_eq!(d.top_safe_vector_lengths_strides(), (vec![-1, 4], vec![-1, 1]));
 /// ```
 pub fn xor_swizzled(rows: i64, cols: i64, v: i64, group: i64) -> Result<TensorDescriptor<i64>> {
@@ -133,52 +133,105 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-fn run_batched(
+/// The kernel and grid of a batched transpose of (`batch`, `m`, `n`) read with strides `xs` and
+/// written with strides `ys`: the vector guarantees follow from the lengths and strides.
+fn plan_batched(
     ty: ScalarType,
     (batch, m, n): (i64, i64, i64),
     (xs, ys): ([i64; 3], [i64; 3]),
-    x: tilekit_ir::interp::HostBuffer,
-    want: Vec<f64>,
-) -> Result<Outcome> {
+) -> Result<(Kernel, [u32; 3])> {
     let vx = host::vector_for(ty, &[n, xs[0], xs[1]]);
     let vy = host::vector_for(ty, &[m, ys[0], ys[1]]);
     let k = build(ty, vx, vy)?;
     let (_, t) = tile(ty);
-    let grid = [host::blocks(n, t)?, host::blocks(m, t)?, batch as u32];
+    let batches = u32::try_from(batch)
+        .map_err(|_| OpsError::invalid("transpose", "batch", batch, "must fit in u32"))?;
+    Ok((k, [host::blocks(n, t)?, host::blocks(m, t)?, batches]))
+}
+
+fn run_batched(
+    ty: ScalarType,
+    (batch, m, n): (i64, i64, i64),
+    (xs, ys): ([i64; 3], [i64; 3]),
+    x: HostBuffer,
+    want: HostBuffer,
+) -> Result<Outcome> {
+    let (k, grid) = plan_batched(ty, (batch, m, n), (xs, ys))?;
     let mut args = Args::new();
-    args.tensor(x, &[batch, m, n], &xs).tensor(host::poisoned(ty, want.len()), &[batch, n, m], &ys);
+    let y = host::poisoned(ty, want.len())?;
+    args.tensor(x, &[batch, m, n], &xs).tensor(y, &[batch, n, m], &ys);
     let (yb, elapsed) = host::launch(&k, grid, args, 7)?;
-    Ok(Outcome {
-        instructions: k.instruction_count(),
-        got: host::to_f64(&yb),
-        want,
-        tolerance: 0.0,
-        elapsed,
+    Ok(Outcome { instructions: k.instruction_count(), got: yb, want, tolerance: 0.0, elapsed })
+}
+
+/// CPU reference of a 3-D permute: `out[o] = in[i]` with `o[k] = i[perm[k]]`, element bits
+/// copied from the row-major input buffer into a new one.
+///
+/// ```
+/// use tilekit_ir::interp::HostBuffer;
+/// let x = HostBuffer::from_f32(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);   // 1×2×3
+/// let y = tilekit_ops::transpose::permute_reference(&x, &[1, 2, 3], &[0, 2, 1]).unwrap();
+/// assert_eq!(y.to_f32().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+/// assert!(tilekit_ops::transpose::permute_reference(&x, &[1, 2, 4], &[0, 2, 1]).is_err());
+/// ```
+pub fn permute_reference(x: &HostBuffer, shape: &[i64], perm: &[usize]) -> Result<HostBuffer> {
+    check_perm(perm)?;
+    let n = host::elements("permute reference", shape)?;
+    if shape.len() != 3 || n != x.len() as i64 {
+        return Err(OpsError::invalid(
+            "permute reference",
+            "shape",
+            format!("{shape:?}"),
+            format!("3 lengths whose product is the input's {} elements", x.len()),
+        ));
+    }
+    let is = host::strides(shape);
+    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
+    let (d1, d2) = (out_shape[1], out_shape[2]);
+    host::fill_with(x.elem(), x.len(), |o| {
+        let o = o as i64;
+        let (i0, i1, i2) = (o / (d1 * d2), (o / d2) % d1, o % d2);
+        x.bits((i0 * is[perm[0]] + i1 * is[perm[1]] + i2 * is[perm[2]]) as usize)
     })
 }
 
-/// CPU reference of a 3-D permute: `out[o] = in[i]` with `o[k] = i[perm[k]]`.
+fn check_perm(perm: &[usize]) -> Result<()> {
+    let mut seen = [false; 3];
+    if perm.len() != 3 || perm.iter().any(|&p| p > 2 || std::mem::replace(&mut seen[p], true)) {
+        return Err(OpsError::invalid(
+            "permute",
+            "perm",
+            format!("{perm:?}"),
+            "a permutation of 0, 1, 2",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks sizes and the host-memory limit for a permute of `n` elements.
+fn check_run(kernel: &str, shape: &[i64], ty: ScalarType) -> Result<u64> {
+    host::check_dtype(kernel, ty, &host::FLOAT_TYPES)?;
+    let n = host::elements(kernel, shape)? as u64;
+    let b = host::bytes(ty, n)?;
+    host::check_memory(
+        &host::context(kernel, shape, ty),
+        &[("x", b), ("y", b), ("reference", b), ("race map", host::race_map_bytes(n))],
+    )?;
+    Ok(n)
+}
+
+/// The kernel and grid of the transpose of an `M × N` matrix — what [`launch`] runs, built
+/// without any data (`tilekit ptx`).
 ///
 /// ```
-/// let x: Vec<f64> = (0..6).map(f64::from).collect();   // 1×2×3
-/// assert_eq!(tilekit_ops::transpose::permute_reference(&x, &[1, 2, 3], &[0, 2, 1]), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+/// use tilekit_ir::ScalarType;
+/// let (k, grid) = tilekit_ops::transpose::plan(&[16384, 16384], ScalarType::F32).unwrap();
+/// assert_eq!((k.name.as_str(), grid), ("transpose", [256, 256, 1]));
 /// ```
-pub fn permute_reference(x: &[f64], shape: &[i64], perm: &[usize]) -> Vec<f64> {
-    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
-    let is = host::strides(shape);
-    let n = x.len();
-    let mut out = Vec::with_capacity(n);
-    for o in 0..n as i64 {
-        let mut rest = o;
-        let mut idx = [0i64; 3];
-        for k in (0..3).rev() {
-            idx[k] = rest % out_shape[k];
-            rest /= out_shape[k];
-        }
-        let off: i64 = (0..3).map(|k| idx[k] * is[perm[k]]).sum();
-        out.push(x[off as usize]);
-    }
-    out
+pub fn plan(shape: &[i64], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
+    host::check_shape("transpose", shape, 2)?;
+    let (m, n) = (shape[0], shape[1]);
+    plan_batched(ty, (1, m, n), ([m * n, n, 1], [m * n, m, 1]))
 }
 
 /// Transposes a random `M × N` matrix on the interpreter (reference: the CPU transpose).
@@ -190,9 +243,57 @@ pub fn permute_reference(x: &[f64], shape: &[i64], perm: &[usize]) -> Vec<f64> {
 pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
     host::check_shape("transpose", shape, 2)?;
     let (m, n) = (shape[0], shape[1]);
-    let (x, xv) = host::random(ty, (m * n) as usize, seed);
-    let want = permute_reference(&xv, &[1, m, n], &[0, 2, 1]);
+    let len = check_run("transpose", shape, ty)?;
+    let x = host::random(ty, len as usize, seed)?;
+    let want = permute_reference(&x, &[1, m, n], &[0, 2, 1])?;
     run_batched(ty, (1, m, n), ([m * n, n, 1], [m * n, m, 1]), x, want)
+}
+
+/// How a 3-D permute runs: a copy from a strided view when the last dim stays, otherwise a
+/// batched transpose.
+enum PermuteGeometry {
+    /// Copy of the input seen in output order: (output lengths, input strides in that order).
+    Copy(Vec<i64>, Vec<i64>),
+    /// Batched transpose: (batch, m, n) and (input strides, output strides).
+    Transpose((i64, i64, i64), ([i64; 3], [i64; 3])),
+}
+
+/// Checks `shape` and `perm` and picks the kernel's geometry.
+fn permute_geometry(shape: &[i64], perm: &[usize]) -> Result<PermuteGeometry> {
+    host::check_shape("permute", shape, 3)?;
+    check_perm(perm)?;
+    let is = host::strides(shape);
+    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
+    let os = host::strides(&out_shape);
+    if perm[2] == 2 {
+        // the last dim stays: a copy from the input seen in output order
+        let xs: Vec<i64> = perm.iter().map(|&p| is[p]).collect();
+        return Ok(PermuteGeometry::Copy(out_shape, xs));
+    }
+    let p2 = perm[2];
+    let bi = 3 - 2 - p2; // the dim that is neither the input's last nor the output's last
+    let pos = |d: usize| perm.iter().position(|&p| p == d).unwrap_or(0);
+    Ok(PermuteGeometry::Transpose(
+        (shape[bi], shape[p2], shape[2]),
+        ([is[bi], is[p2], 1], [os[pos(bi)], os[pos(2)], 1]),
+    ))
+}
+
+/// The kernel and grid of a 3-D permute — what [`launch_permute`] runs, built without any
+/// data.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let (k, _) = tilekit_ops::transpose::plan_permute(&[30, 40, 50], &[2, 0, 1], ScalarType::F32).unwrap();
+/// assert_eq!(k.name, "transpose");
+/// let (k, _) = tilekit_ops::transpose::plan_permute(&[30, 40, 50], &[1, 0, 2], ScalarType::F32).unwrap();
+/// assert_eq!(k.name, "copy"); // the last dim stays
+/// ```
+pub fn plan_permute(shape: &[i64], perm: &[usize], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
+    match permute_geometry(shape, perm)? {
+        PermuteGeometry::Copy(out_shape, xs) => crate::copy::plan_strided(ty, &out_shape, &xs),
+        PermuteGeometry::Transpose(dims, strides) => plan_batched(ty, dims, strides),
+    }
 }
 
 /// Permutes a random row-major 3-D tensor on the interpreter: `out` has dims
@@ -205,37 +306,16 @@ pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
 /// assert!(tilekit_ops::transpose::launch_permute(&[3, 5, 7], &[2, 2, 1], ScalarType::F32, 2).is_err());
 /// ```
 pub fn launch_permute(shape: &[i64], perm: &[usize], ty: ScalarType, seed: u64) -> Result<Outcome> {
-    host::check_shape("permute", shape, 3)?;
-    let mut seen = [false; 3];
-    if perm.len() != 3 || perm.iter().any(|&p| p > 2 || std::mem::replace(&mut seen[p], true)) {
-        return Err(OpsError::invalid(
-            "permute",
-            "perm",
-            format!("{perm:?}"),
-            "a permutation of 0, 1, 2",
-        ));
+    let geometry = permute_geometry(shape, perm)?;
+    let n = check_run("permute", shape, ty)?;
+    let x = host::random(ty, n as usize, seed)?;
+    let want = permute_reference(&x, shape, perm)?;
+    match geometry {
+        PermuteGeometry::Copy(out_shape, xs) => {
+            crate::copy::launch_strided(ty, &out_shape, &xs, x, want)
+        }
+        PermuteGeometry::Transpose(dims, strides) => run_batched(ty, dims, strides, x, want),
     }
-    let n: i64 = shape.iter().product();
-    let (x, xv) = host::random(ty, n as usize, seed);
-    let want = permute_reference(&xv, shape, perm);
-    let is = host::strides(shape);
-    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
-    let os = host::strides(&out_shape);
-    if perm[2] == 2 {
-        // the last dim stays: a copy from the input seen in output order
-        let xs: Vec<i64> = perm.iter().map(|&p| is[p]).collect();
-        return crate::copy::launch_strided(ty, &out_shape, &xs, x, want);
-    }
-    let p2 = perm[2];
-    let bi = 3 - 2 - p2; // the dim that is neither the input's last nor the output's last
-    let pos = |d: usize| perm.iter().position(|&p| p == d).unwrap_or(0);
-    run_batched(
-        ty,
-        (shape[bi], shape[p2], shape[2]),
-        ([is[bi], is[p2], 1], [os[pos(bi)], os[pos(2)], 1]),
-        x,
-        want,
-    )
 }
 
 /// The worst bank conflict of the kernel's shared accesses for `ty`: for every warp and every

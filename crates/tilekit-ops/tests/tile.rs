@@ -115,15 +115,15 @@ fn mma_fragment_distributions_match_the_ptx_isa_layout_of_the_interpreter() {
     );
     for lane in 0..32usize {
         for i in 0..8 {
-            let x = a.calculate_x(&[lane as i64], &a.d_to_ys(i as i64));
+            let x = a.calculate_x(&[lane as i64], &a.d_to_ys(i as i64)).unwrap();
             let (r, col) = mma_a_coord(lane, i);
             assert_eq!(x, vec![r as i64, col as i64], "A lane {lane} i {i}");
         }
         for i in 0..4 {
-            let x = bb.calculate_x(&[lane as i64], &bb.d_to_ys(i as i64));
+            let x = bb.calculate_x(&[lane as i64], &bb.d_to_ys(i as i64)).unwrap();
             let (k, n) = mma_b_coord(lane, i);
             assert_eq!(x, vec![k as i64, n as i64], "B lane {lane} i {i}");
-            let x = c.calculate_x(&[lane as i64], &c.d_to_ys(i as i64));
+            let x = c.calculate_x(&[lane as i64], &c.d_to_ys(i as i64)).unwrap();
             let (r, col) = mma_c_coord(lane, i);
             assert_eq!(x, vec![r as i64, col as i64], "C lane {lane} i {i}");
         }

@@ -32,7 +32,8 @@ pub fn find() -> Result<Option<PathBuf>, String> {
 
 /// Assembles `ptx` for `target` with `ptxas -v`; `Ok(Some(report))` with the assembler's
 /// resource report, `Ok(None)` when no assembler is installed (and none is required), `Err`
-/// with the assembler's messages when it rejects the PTX.
+/// with the assembler's messages when it rejects the PTX. The PTX and the cubin live in a
+/// temporary folder of their own, removed before this returns.
 ///
 /// ```
 /// use tilekit_ptx::{emit_kernel, ptxas, Target};
@@ -44,8 +45,12 @@ pub fn find() -> Result<Option<PathBuf>, String> {
 /// ```
 pub fn assemble(ptx: &str, target: Target, name: &str) -> Result<Option<String>, String> {
     let Some(ptxas) = find()? else { return Ok(None) };
-    let dir = std::env::temp_dir().join(format!("tilekit-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // a fresh folder for the PTX and the cubin, removed (with them) when `tmp` is dropped
+    let tmp = tempfile::Builder::new()
+        .prefix("tilekit-ptxas-")
+        .tempdir()
+        .map_err(|e| format!("a temporary folder for ptxas: {e}"))?;
+    let dir = tmp.path();
     let stem: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     let src = dir.join(format!("{stem}_{}.ptx", target.name()));

@@ -27,8 +27,8 @@ fn ptxas() -> Option<PathBuf> {
 
 /// Emits for every target and assembles with ptxas when present; returns the sm_90a PTX.
 fn check(k: &Kernel) -> String {
-    let dir = std::env::temp_dir().join(format!("tk-ptx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new().prefix("tk-ptx-").tempdir().unwrap();
+    let dir = tmp.path();
     let mut sm90a = String::new();
     for t in Target::ALL {
         let ptx = emit_kernel(k, t).unwrap_or_else(|e| panic!("{}: {e}", k.name));

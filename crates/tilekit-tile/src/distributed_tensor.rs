@@ -241,7 +241,7 @@ impl<T: Clone> StaticDistributedTensor<T> {
     /// ```
     pub fn d_of(&self, y: &[i64]) -> Result<usize> {
         linear("static distributed tensor", "Y", y, &self.y_lengths)?;
-        Ok(self.dist.ys_to_d(y) as usize)
+        Ok(self.dist.ys_to_d_unchecked(y) as usize)
     }
 
     fn check_d(&self, d: usize) -> Result<()> {
@@ -370,7 +370,7 @@ impl<T: Clone> StaticDistributedTensor<T> {
     pub fn x_of(&self, p: &[i64], y: &[i64]) -> Result<Vec<i64>> {
         self.thread_index(p)?;
         linear("static distributed tensor", "Y", y, &self.y_lengths)?;
-        Ok(self.dist.calculate_x(p, y))
+        Ok(self.dist.calculate_x_unchecked(p, y))
     }
 
     fn check_box(&self, origins: &[i64], lengths: &[i64]) -> Result<Vec<Vec<i64>>> {
@@ -429,7 +429,10 @@ impl<T: Clone> StaticDistributedTensor<T> {
     ) -> Result<Vec<T>> {
         let k = self.thread_index(p)?;
         let ys = self.check_box(origins, lengths)?;
-        Ok(ys.iter().map(|y| self.buffers[k][self.dist.ys_to_d(y) as usize].clone()).collect())
+        Ok(ys
+            .iter()
+            .map(|y| self.buffers[k][self.dist.ys_to_d_unchecked(y) as usize].clone())
+            .collect())
     }
 
     /// Writes `data` (packed row-major over the box) into the Y box of thread `p` (reference
@@ -462,7 +465,7 @@ impl<T: Clone> StaticDistributedTensor<T> {
             ));
         }
         for (y, v) in ys.iter().zip(data) {
-            let d = self.dist.ys_to_d(y) as usize;
+            let d = self.dist.ys_to_d_unchecked(y) as usize;
             self.buffers[k][d] = v.clone();
         }
         Ok(())

@@ -45,9 +45,9 @@ use crate::error::{Result, TileError};
 ///     ys_to_rhs_minor: vec![1, 1],
 /// }).unwrap();
 /// assert_eq!(d.thread_buffer_size(), 8);
-/// assert_eq!(d.calculate_index(&[1i64, 3]), vec![2, 12]);         // thread origin
-/// assert_eq!(d.calculate_x(&[1i64, 3], &[1, 2]), vec![3, 14]);    // its element y = (1, 2)
-/// assert_eq!(d.ys_to_d(&[1i64, 2]), 6);
+/// assert_eq!(d.calculate_index(&[1i64, 3]).unwrap(), vec![2, 12]);         // thread origin
+/// assert_eq!(d.calculate_x(&[1i64, 3], &[1, 2]).unwrap(), vec![3, 14]);    // its element y = (1, 2)
+/// assert_eq!(d.ys_to_d(&[1i64, 2]).unwrap(), 6);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct TileDistribution {
@@ -65,7 +65,7 @@ impl TileDistribution {
     /// let e = TileDistributionEncoding::new(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2], vec![2]],
     ///     ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]], ys_to_rhs_major: vec![2], ys_to_rhs_minor: vec![0] }).unwrap();
     /// let d = TileDistribution::new(e).unwrap();
-    /// assert_eq!(d.calculate_x(&[1i64], &[1]), vec![1, 1]);
+    /// assert_eq!(d.calculate_x(&[1i64], &[1]).unwrap(), vec![1, 1]);
     /// ```
     pub fn new(encoding: TileDistributionEncoding) -> Result<Self> {
         let (ps_ys_to_xs, rh_hidden) =
@@ -99,8 +99,8 @@ impl TileDistribution {
     ///     ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] };
     /// let (a, _) = TileDistribution::reference_unchecked(&spec).unwrap();
     /// // P0 = 1 and P1 = 0 both write X0.H0; P0 wins; X1.H0 is never written
-    /// assert_eq!(a.calculate_bottom_index(&[1, 0, 0, 0]), vec![2, 0]);
-    /// assert_eq!(a.calculate_bottom_index(&[0, 1, 0, 0]), vec![0, 0]);
+    /// assert_eq!(a.calculate_bottom_index(&[1, 0, 0, 0]).unwrap(), vec![2, 0]);
+    /// assert_eq!(a.calculate_bottom_index(&[0, 1, 0, 0]).unwrap(), vec![0, 0]);
     /// ```
     pub fn reference_unchecked(
         spec: &EncodingSpec,
@@ -116,6 +116,40 @@ impl TileDistribution {
             }
             Ok(v as usize)
         };
+        // the lists are zipped below: their lengths must agree, or Ps and Ys would silently
+        // go missing from the adaptor
+        let same = |field: &str, got: usize, want: usize, of: &str| -> Result<()> {
+            if got != want {
+                return Err(TileError::invalid(
+                    "reference encoding",
+                    field.to_string(),
+                    got,
+                    format!("must have {want} entries, one per entry of {of}"),
+                ));
+            }
+            Ok(())
+        };
+        same(
+            "ps_to_rhss_minor (entries)",
+            spec.ps_to_rhss_minor.len(),
+            spec.ps_to_rhss_major.len(),
+            "ps_to_rhss_major",
+        )?;
+        for (p, (mas, mis)) in spec.ps_to_rhss_major.iter().zip(&spec.ps_to_rhss_minor).enumerate()
+        {
+            same(
+                &format!("ps_to_rhss_minor[{p}] (entries)"),
+                mis.len(),
+                mas.len(),
+                &format!("ps_to_rhss_major[{p}]"),
+            )?;
+        }
+        same(
+            "ys_to_rhs_minor (entries)",
+            spec.ys_to_rhs_minor.len(),
+            spec.ys_to_rhs_major.len(),
+            "ys_to_rhs_major",
+        )?;
         let nx = spec.hs_lengthss.len();
         let count = |ma: usize| {
             if ma == 0 {
@@ -203,6 +237,20 @@ impl TileDistribution {
         &self.rh_hidden
     }
 
+    /// The number of P entries then Y entries `calculate_x` expects.
+    fn check_py<I>(&self, p: &[I], y: &[I]) -> Result<()> {
+        let (np, ny) = (self.encoding.ndim_p(), self.encoding.ndim_y());
+        if p.len() != np || y.len() != ny {
+            return Err(TileError::invalid(
+                "tile distribution",
+                "P/Y index rank",
+                (p.len(), y.len()),
+                format!("the distribution has {np} P dims and {ny} Y dims"),
+            ));
+        }
+        Ok(())
+    }
+
     /// X lengths (the tile shape).
     pub fn x_lengths(&self) -> Vec<i64> {
         self.encoding.x_lengths()
@@ -224,34 +272,56 @@ impl TileDistribution {
         self.p_lengths().iter().product()
     }
 
-    /// X of (P, Y): `ps_ys_to_xs.calculate_bottom_index(p ++ y)`.
+    /// X of (P, Y): `ps_ys_to_xs.calculate_bottom_index(p ++ y)`; an error when `p` does not
+    /// have one entry per P or `y` one per Y.
     ///
     /// ```
     /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec};
     /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2], vec![2]],
     /// #   ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]], ys_to_rhs_major: vec![2], ys_to_rhs_minor: vec![0] }).unwrap();
-    /// assert_eq!(d.calculate_x(&[1i64], &[0]), vec![1, 0]);
+    /// assert_eq!(d.calculate_x(&[1i64], &[0]).unwrap(), vec![1, 0]);
+    /// assert_eq!(
+    ///     d.calculate_x(&[1i64, 0], &[]).unwrap_err().to_string(),
+    ///     "tile distribution: P/Y index rank = (2, 0) is invalid: the distribution has 1 P dims and 1 Y dims"
+    /// );
     /// ```
-    pub fn calculate_x<I: Idx>(&self, p: &[I], y: &[I]) -> Vec<I> {
-        let top: Vec<I> = p.iter().chain(y).cloned().collect();
-        self.ps_ys_to_xs.lift::<I>().calculate_bottom_index(&top)
+    pub fn calculate_x<I: Idx>(&self, p: &[I], y: &[I]) -> Result<Vec<I>> {
+        self.check_py(p, y)?;
+        Ok(self.calculate_x_unchecked(p, y))
     }
 
-    /// The thread origin: X at (P = p, Y = 0) (`calculate_index`).
+    /// **Unchecked fast path** of [`calculate_x`](Self::calculate_x): the caller guarantees
+    /// `p.len() == ndim_p` and `y.len() == ndim_y` (a debug assertion checks it; in release
+    /// builds a wrong rank gives a meaningless index).
     ///
     /// ```
     /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec};
     /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2], vec![2]],
     /// #   ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]], ys_to_rhs_major: vec![2], ys_to_rhs_minor: vec![0] }).unwrap();
-    /// assert_eq!(d.calculate_index(&[1i64]), vec![1, 0]);
+    /// assert_eq!(d.calculate_x_unchecked(&[1i64], &[1]), vec![1, 1]);
     /// ```
-    pub fn calculate_index<I: Idx>(&self, p: &[I]) -> Vec<I> {
+    pub fn calculate_x_unchecked<I: Idx>(&self, p: &[I], y: &[I]) -> Vec<I> {
+        let top: Vec<I> = p.iter().chain(y).cloned().collect();
+        self.ps_ys_to_xs.lift::<I>().calculate_bottom_index_unchecked(&top)
+    }
+
+    /// The thread origin: X at (P = p, Y = 0) (`calculate_index`); an error when `p` does not
+    /// have one entry per P.
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2], vec![2]],
+    /// #   ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]], ys_to_rhs_major: vec![2], ys_to_rhs_minor: vec![0] }).unwrap();
+    /// assert_eq!(d.calculate_index(&[1i64]).unwrap(), vec![1, 0]);
+    /// assert!(d.calculate_index(&[1i64, 1]).is_err());
+    /// ```
+    pub fn calculate_index<I: Idx>(&self, p: &[I]) -> Result<Vec<I>> {
         let y = vec![I::lit(0); self.encoding.ndim_y()];
         self.calculate_x(p, &y)
     }
 
     /// R indices of a thread (`calculate_rs_index_from_ps_index`): R components not owned by
-    /// any P are 0.
+    /// any P are 0. An error when `p` does not have one entry per P.
     ///
     /// ```
     /// use tilekit_tile::{TileDistribution, encoding::EncodingSpec};
@@ -259,28 +329,42 @@ impl TileDistribution {
     /// let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![2], hs_lengthss: vec![vec![4, 2], vec![4, 2]],
     ///     ps_to_rhss_major: vec![vec![0, 1], vec![2]], ps_to_rhss_minor: vec![vec![0, 0], vec![0]],
     ///     ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
-    /// assert_eq!(d.calculate_rs_index_from_ps_index(&[5i64, 0]), vec![1]);
+    /// assert_eq!(d.calculate_rs_index_from_ps_index(&[5i64, 0]).unwrap(), vec![1]);
+    /// assert!(d.calculate_rs_index_from_ps_index(&[5i64]).is_err());
     /// ```
-    pub fn calculate_rs_index_from_ps_index<I: Idx>(&self, p: &[I]) -> Vec<I> {
-        let top: Vec<I> = p
-            .iter()
-            .cloned()
-            .chain(std::iter::repeat_n(I::lit(0), self.encoding.ndim_y()))
-            .collect();
-        let hidden = self.ps_ys_to_xs.lift::<I>().calculate_hidden_index(&top);
-        self.rh_hidden[0].iter().map(|&h| hidden[h].clone()).collect()
+    pub fn calculate_rs_index_from_ps_index<I: Idx>(&self, p: &[I]) -> Result<Vec<I>> {
+        let y = vec![I::lit(0); self.encoding.ndim_y()];
+        self.check_py(p, &y)?;
+        let top: Vec<I> = p.iter().cloned().chain(y).collect();
+        let hidden = self.ps_ys_to_xs.lift::<I>().calculate_hidden_index_unchecked(&top);
+        Ok(self.rh_hidden[0].iter().map(|&h| hidden[h].clone()).collect())
     }
 
-    /// The thread-buffer index of a Y index (`ys_to_d`).
+    /// The thread-buffer index of a Y index (`ys_to_d`); an error when `y` does not have one
+    /// entry per Y.
     ///
     /// ```
     /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec};
     /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2], vec![2]],
     /// #   ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]], ys_to_rhs_major: vec![2], ys_to_rhs_minor: vec![0] }).unwrap();
-    /// assert_eq!(d.ys_to_d(&[1i64]), 1);
+    /// assert_eq!(d.ys_to_d(&[1i64]).unwrap(), 1);
+    /// assert!(d.ys_to_d(&[1i64, 0]).is_err());
     /// ```
-    pub fn ys_to_d<I: Idx>(&self, y: &[I]) -> I {
-        self.ys_to_d.lift::<I>().calculate_offset(y)
+    pub fn ys_to_d<I: Idx>(&self, y: &[I]) -> Result<I> {
+        Ok(self.ys_to_d.lift::<I>().calculate_offset(y)?)
+    }
+
+    /// **Unchecked fast path** of [`ys_to_d`](Self::ys_to_d): the caller guarantees
+    /// `y.len() == ndim_y` (debug assertion only).
+    ///
+    /// ```
+    /// # use tilekit_tile::{TileDistribution, encoding::EncodingSpec};
+    /// # let d = TileDistribution::from_spec(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2, 2], vec![4, 4]],
+    /// #   ps_to_rhss_major: vec![vec![1], vec![2]], ps_to_rhss_minor: vec![vec![0], vec![0]], ys_to_rhs_major: vec![1, 2], ys_to_rhs_minor: vec![1, 1] }).unwrap();
+    /// assert_eq!(d.ys_to_d_unchecked(&[1i64, 2]), 6);
+    /// ```
+    pub fn ys_to_d_unchecked<I: Idx>(&self, y: &[I]) -> I {
+        self.ys_to_d.lift::<I>().calculate_offset_unchecked(y)
     }
 
     /// The Y index of a thread-buffer index (inverse of [`ys_to_d`](Self::ys_to_d)).

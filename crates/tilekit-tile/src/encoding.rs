@@ -106,7 +106,8 @@ fn enc_err(
 
 impl TileDistributionEncoding {
     /// Validates an encoding. The rules, in the order they are checked:
-    /// [`EncodingRule::NotEmpty`], [`EncodingRule::PositiveLength`], [`EncodingRule::PairedLists`],
+    /// [`EncodingRule::NotEmpty`], [`EncodingRule::PositiveLength`], [`EncodingRule::FitsInI64`],
+    /// [`EncodingRule::PairedLists`],
     /// [`EncodingRule::MajorInRange`], [`EncodingRule::MinorInRange`], [`EncodingRule::NoYOnR`],
     /// [`EncodingRule::RUsedAtMostOnce`], [`EncodingRule::HUsedOnce`].
     ///
@@ -123,6 +124,14 @@ impl TileDistributionEncoding {
     /// assert_eq!(err.to_string(), "tile distribution encoding: ys_to_rhs_major[1] = 4 is invalid: \
     ///     the encoding has 2 X dims, so RH majors are 0 (R) or 1..=2 (X0..X1)");
     /// assert!(matches!(err, TileError::Encoding { rule: EncodingRule::MajorInRange, .. }));
+    /// // a 2^32 × 2^32 tile has more elements than i64 counts
+    /// let err = TileDistributionEncoding::new(EncodingSpec {
+    ///     rs_lengths: vec![], hs_lengthss: vec![vec![1 << 32], vec![1 << 32]],
+    ///     ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]],
+    ///     ys_to_rhs_major: vec![2], ys_to_rhs_minor: vec![0],
+    /// }).unwrap_err();
+    /// assert_eq!(err.to_string(), "tile distribution encoding: x_lengths = [4294967296, 4294967296] \
+    ///     is invalid: the tile's element count (the product of the X lengths) overflows i64");
     /// ```
     pub fn new(spec: EncodingSpec) -> Result<Self> {
         use EncodingRule as R;
@@ -183,6 +192,7 @@ impl TileDistributionEncoding {
                 }
             }
         }
+        check_sizes(&spec)?;
         if spec.ps_to_rhss_minor.len() != spec.ps_to_rhss_major.len() {
             return Err(enc_err(
                 R::PairedLists,
@@ -390,20 +400,26 @@ impl TileDistributionEncoding {
         &self.ys
     }
 
-    /// The length of a component.
+    /// The length of a component; `None` for a component the encoding does not have.
     ///
     /// ```
     /// # use tilekit_tile::encoding::{EncodingSpec, TileDistributionEncoding, Rh};
     /// # let e = TileDistributionEncoding::new(EncodingSpec { rs_lengths: vec![], hs_lengthss: vec![vec![2], vec![3]],
     /// #   ps_to_rhss_major: vec![vec![1]], ps_to_rhss_minor: vec![vec![0]], ys_to_rhs_major: vec![2], ys_to_rhs_minor: vec![0] }).unwrap();
-    /// assert_eq!(e.rh_length(Rh { major: 2, minor: 0 }), 3);
+    /// assert_eq!(e.rh_length(Rh { major: 2, minor: 0 }), Some(3));
+    /// assert_eq!(e.rh_length(Rh { major: 3, minor: 0 }), None);
     /// ```
-    pub fn rh_length(&self, c: Rh) -> i64 {
+    pub fn rh_length(&self, c: Rh) -> Option<i64> {
         if c.major == 0 {
-            self.spec.rs_lengths[c.minor]
+            self.spec.rs_lengths.get(c.minor).copied()
         } else {
-            self.spec.hs_lengthss[c.major - 1][c.minor]
+            self.spec.hs_lengthss.get(c.major - 1)?.get(c.minor).copied()
         }
+    }
+
+    /// The length of a component of this encoding's own P and Y lists (validated in range).
+    fn len_of(&self, c: Rh) -> i64 {
+        self.rh_length(c).unwrap_or(1)
     }
 
     /// Number of components of each RH major (`ndims_rhs_minor`).
@@ -418,12 +434,12 @@ impl TileDistributionEncoding {
 
     /// Per P, the product of its components' lengths.
     pub fn p_lengths(&self) -> Vec<i64> {
-        self.ps.iter().map(|l| l.iter().map(|c| self.rh_length(*c)).product()).collect()
+        self.ps.iter().map(|l| l.iter().map(|c| self.len_of(*c)).product()).collect()
     }
 
     /// Per Y, its component's length.
     pub fn ys_lengths(&self) -> Vec<i64> {
-        self.ys.iter().map(|c| self.rh_length(*c)).collect()
+        self.ys.iter().map(|c| self.len_of(*c)).collect()
     }
 
     /// `rhs_major_minor_to_ys[major][minor]`: the Y of a component, or `None`.
@@ -490,7 +506,7 @@ impl TileDistributionEncoding {
             .map(|l| {
                 (0..self.ndim_r())
                     .map(|r| match l.iter().position(|c| *c == Rh { major: 0, minor: r }) {
-                        Some(k) => l[k + 1..].iter().map(|c| self.rh_length(*c)).product(),
+                        Some(k) => l[k + 1..].iter().map(|c| self.len_of(*c)).product(),
                         None => 0,
                     })
                     .collect()
@@ -591,6 +607,44 @@ impl TileDistributionEncoding {
     }
 }
 
+/// [`EncodingRule::FitsInI64`]: each X length, the element count and `Π R · Π X` fit in `i64`
+/// (lengths are already known to be >= 1).
+fn check_sizes(spec: &EncodingSpec) -> Result<()> {
+    use tilekit_layout::idx::checked_product;
+    let mut xs = Vec::with_capacity(spec.hs_lengthss.len());
+    for (i, hs) in spec.hs_lengthss.iter().enumerate() {
+        let Some(x) = checked_product(hs) else {
+            return Err(enc_err(
+                EncodingRule::FitsInI64,
+                format!("hs_lengthss[{i}]"),
+                hs,
+                format!("the length of X{i} (the product of its H lengths) overflows i64"),
+            ));
+        };
+        xs.push(x);
+    }
+    let Some(elements) = checked_product(&xs) else {
+        return Err(enc_err(
+            EncodingRule::FitsInI64,
+            "x_lengths",
+            &xs,
+            "the tile's element count (the product of the X lengths) overflows i64",
+        ));
+    };
+    if checked_product(&spec.rs_lengths).and_then(|r| r.checked_mul(elements)).is_none() {
+        return Err(enc_err(
+            EncodingRule::FitsInI64,
+            "rs_lengths",
+            &spec.rs_lengths,
+            format!(
+                "the number of (element, replica) pairs Π R · Π X (with {elements} elements) \
+                 overflows i64"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The embed of two encoding specs, without validating the result (outer-only specs, e.g.
 /// with no Y, are fine inputs).
 ///
@@ -632,7 +686,10 @@ pub fn embed_spec(outer: &EncodingSpec, inner: &EncodingSpec) -> Result<Encoding
         if major == 0 {
             outer.rs_lengths.len() as i64
         } else {
-            outer.hs_lengthss.get(major as usize - 1).map_or(0, |h| h.len() as i64)
+            usize::try_from(major - 1)
+                .ok()
+                .and_then(|m| outer.hs_lengthss.get(m))
+                .map_or(0, |h| h.len() as i64)
         }
     };
     let mut spec = outer.clone();
@@ -640,17 +697,25 @@ pub fn embed_spec(outer: &EncodingSpec, inner: &EncodingSpec) -> Result<Encoding
     for (h, ih) in spec.hs_lengthss.iter_mut().zip(&inner.hs_lengthss) {
         h.extend(ih);
     }
+    // unvalidated specs may have unpaired lists: extend what is there (validation of the
+    // result names the mismatch)
+    if spec.ps_to_rhss_minor.len() < spec.ps_to_rhss_major.len() {
+        spec.ps_to_rhss_minor.resize(spec.ps_to_rhss_major.len(), Vec::new());
+    }
+    let empty = Vec::new();
     for p in 0..outer.ps_to_rhss_major.len() {
-        spec.ps_to_rhss_major[p].extend(&inner.ps_to_rhss_major[p]);
-        let minors = inner.ps_to_rhss_major[p]
-            .iter()
-            .zip(&inner.ps_to_rhss_minor[p])
-            .map(|(&ma, &mi)| mi + shift(ma));
+        let inner_majors = &inner.ps_to_rhss_major[p];
+        let inner_minors = inner.ps_to_rhss_minor.get(p).unwrap_or(&empty);
+        spec.ps_to_rhss_major[p].extend(inner_majors);
+        let minors =
+            inner_majors.iter().zip(inner_minors).map(|(&ma, &mi)| mi.saturating_add(shift(ma)));
         spec.ps_to_rhss_minor[p].extend(minors);
     }
     spec.ys_to_rhs_major.extend(&inner.ys_to_rhs_major);
-    let minors =
-        inner.ys_to_rhs_major.iter().zip(&inner.ys_to_rhs_minor).map(|(&ma, &mi)| mi + shift(ma));
+    let minors = inner.ys_to_rhs_major.iter().zip(&inner.ys_to_rhs_minor).map(|(&ma, &mi)| {
+        // saturating: an absurd minor stays out of range and is refused when validated
+        mi.saturating_add(shift(ma))
+    });
     spec.ys_to_rhs_minor.extend(minors);
     Ok(spec)
 }

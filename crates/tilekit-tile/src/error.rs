@@ -57,6 +57,10 @@ pub enum EncodingRule {
     NotEmpty,
     /// Lengths are at least 1.
     PositiveLength,
+    /// Each X length, the tile's element count and the number of (element, replica) pairs
+    /// `Π R · Π X` fit in `i64` (every P length, Y length, the thread count and the thread
+    /// buffer size are products of some of these, so they fit too).
+    FitsInI64,
     /// Paired lists (majors and minors) have equal lengths.
     PairedLists,
     /// An RH major is 0 (R) or 1..=NDimX (the H list of X major−1).

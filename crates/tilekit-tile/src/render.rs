@@ -26,6 +26,19 @@
 //!   [`WRAP_1D`], higher ranks as one 2-D slice per leading index); [`ownership_svg`] draws it,
 //!   with the vector accesses of [`vector_access`] outlined.
 //!
+//! # Size limits
+//!
+//! Explaining an encoding ([`explain`], [`vector_access`]) costs time in proportion to the
+//! encoding, never to the tile, so it works for any valid encoding (up to `i64` sizes: larger
+//! ones are refused when the encoding is validated). What enumerates the tile is capped, and a
+//! tile above a cap gets a note or a typed error, before anything is allocated:
+//!
+//! | what | cap |
+//! |---|---|
+//! | [`Ownership::of`], [`Ownership::of_reference`] (every `(thread, d)` evaluated) | [`OWNERSHIP_MAX`] elements and `(thread, d)` pairs (2^20) |
+//! | [`ownership_map`] / [`ownership_map_of`] (the text map) | [`MAP_MAX_ELEMENTS`] elements (4096) and [`OWNERSHIP_MAX`] holders; larger tiles get a one-line note |
+//! | [`ownership_svg`] (the picture) | [`SVG_MAX_ELEMENTS`] elements (65536, e.g. 256×256) |
+//!
 //! [`vector_access`] is the load/store traits rule of SEMANTICS §11 computed locally for a dtype
 //! (a view of that dtype guarantees `16 / size_of(dtype)` contiguous elements on the last X;
 //! propagated through ps_ys_to_xs to the Ys; VectorDimY = the first stride-1 Y with the largest
@@ -46,9 +59,18 @@ use crate::TileDistribution;
 /// 1-D tiles are printed and drawn in rows of this many elements.
 pub const WRAP_1D: i64 = 32;
 
-/// Largest number of X elements [`ownership_map`] prints (larger tiles get a one-line note; the
-/// SVG has no such limit).
+/// Largest number of X elements [`ownership_map`] prints (larger tiles get a one-line note; see
+/// [`SVG_MAX_ELEMENTS`] for pictures).
 pub const MAP_MAX_ELEMENTS: i64 = 4096;
+
+/// Largest number of X elements [`ownership_svg`] draws (256×256; a picture of more cells is
+/// tens of megabytes and unreadable). Larger tiles are a typed error.
+pub const SVG_MAX_ELEMENTS: i64 = 1 << 16;
+
+/// Largest tile [`Ownership`] evaluates: at most this many X elements and this many
+/// `(thread, d)` pairs (threads × values per thread). Larger ones are a typed error, returned
+/// before anything is allocated.
+pub const OWNERSHIP_MAX: i64 = 1 << 20;
 
 /// Largest number of threads drawn with one colour each; above it, colours go by P0 (warp) and
 /// shades by the rest of the thread id.
@@ -361,8 +383,9 @@ pub fn explain(dist: &TileDistribution) -> String {
             if list.len() > 1 { ", first slowest:" } else { ":" }
         );
         for (k, c) in list.iter().enumerate() {
-            let per: i64 = list[k + 1..].iter().map(|c| enc.rh_length(*c)).product();
-            let len = enc.rh_length(*c);
+            // components of a validated encoding are in range
+            let per: i64 = list[k + 1..].iter().map(|c| enc.rh_length(*c).unwrap_or(1)).product();
+            let len = enc.rh_length(*c).unwrap_or(1);
             if c.major == 0 {
                 let _ = writeln!(
                     out,
@@ -388,7 +411,7 @@ pub fn explain(dist: &TileDistribution) -> String {
             out,
             "  Y{y} = {}  length {}: +{} in X{} per step",
             cname(*c),
-            enc.rh_length(*c),
+            enc.rh_length(*c).unwrap_or(1),
             h_stride(*c),
             c.major - 1
         );
@@ -430,7 +453,12 @@ pub fn explain(dist: &TileDistribution) -> String {
 /// some P uses.
 fn replication(dist: &TileDistribution) -> i64 {
     let enc = dist.encoding();
-    enc.ps().iter().flatten().filter(|c| c.major == 0).map(|c| enc.rh_length(*c)).product()
+    enc.ps()
+        .iter()
+        .flatten()
+        .filter(|c| c.major == 0)
+        .map(|c| enc.rh_length(*c).unwrap_or(1))
+        .product()
 }
 
 /// One holder of an X element: a thread (row-major over P) and the index `d` in its buffer.
@@ -454,7 +482,7 @@ pub struct Owner {
 /// use tilekit_tile::{TileDistribution, render::{Owner, Ownership}};
 /// let d = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding(
 ///     "H[[2],[2]] P[[X0.0]] Y[X1.0]").unwrap()).unwrap();
-/// let own = Ownership::of(&d);
+/// let own = Ownership::of(&d).unwrap();
 /// assert_eq!(own.owners_at(&[1, 0]), &[Owner { thread: 1, d: 0 }]);
 /// assert!(own.never_owned().is_empty());
 /// ```
@@ -471,6 +499,33 @@ pub struct Ownership {
     /// Holders the adaptor sent outside the tile (always empty for adaptors built from
     /// encodings whose components are in range).
     pub outside: Vec<(Owner, Vec<i64>)>,
+}
+
+/// `Err` when the ownership map of a tile is above [`OWNERSHIP_MAX`] (elements or
+/// `(thread, d)` pairs), so that nothing is allocated for it.
+fn check_ownership_size(x_lengths: &[i64], p_lengths: &[i64], y_lengths: &[i64]) -> Result<()> {
+    use tilekit_layout::idx::checked_product;
+    let elements = checked_product(x_lengths);
+    let threads = checked_product(p_lengths);
+    let values = checked_product(y_lengths);
+    let pairs = threads.zip(values).and_then(|(t, v)| t.checked_mul(v));
+    let fits = |n: Option<i64>| n.is_some_and(|n| n <= OWNERSHIP_MAX);
+    if fits(elements) && fits(pairs) {
+        return Ok(());
+    }
+    let show = |n: Option<i64>| n.map_or_else(|| "more than i64".to_string(), |n| n.to_string());
+    Err(TileError::invalid(
+        "ownership map",
+        "tile",
+        format!(
+            "{} = {} elements, {} threads × {} values",
+            times(x_lengths),
+            show(elements),
+            show(threads),
+            show(values)
+        ),
+        format!("the map is evaluated for up to {OWNERSHIP_MAX} elements and (thread, d) pairs"),
+    ))
 }
 
 fn digits(mut k: i64, lengths: &[i64]) -> Vec<i64> {
@@ -493,12 +548,24 @@ impl Ownership {
     /// use tilekit_tile::{TileDistribution, render::Ownership};
     /// let d = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding(
     ///     "R[2] H[[2],[2]] P[[R0,X0.0]] Y[X1.0]").unwrap()).unwrap();
-    /// let own = Ownership::of(&d);
+    /// let own = Ownership::of(&d).unwrap();
     /// // threads 1 and 3 differ only in R0: both hold row 1
     /// assert_eq!(own.owners_at(&[1, 1]).iter().map(|o| o.thread).collect::<Vec<_>>(), vec![1, 3]);
+    /// // above OWNERSHIP_MAX the map is refused before anything is allocated
+    /// let big = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding(
+    ///     "H[[3000000000,2],[4,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]").unwrap()).unwrap();
+    /// assert_eq!(Ownership::of(&big).unwrap_err().to_string(),
+    ///     "ownership map: tile = \"6000000000×16 = 96000000000 elements, 12000000000 threads × 8 values\" \
+    ///      is invalid: the map is evaluated for up to 1048576 elements and (thread, d) pairs");
     /// ```
-    pub fn of(dist: &TileDistribution) -> Ownership {
-        Self::from_adaptor(dist.ps_ys_to_xs(), dist.x_lengths(), dist.p_lengths(), dist.y_lengths())
+    pub fn of(dist: &TileDistribution) -> Result<Ownership> {
+        check_ownership_size(&dist.x_lengths(), &dist.p_lengths(), &dist.y_lengths())?;
+        Ok(Self::from_adaptor(
+            dist.ps_ys_to_xs(),
+            dist.x_lengths(),
+            dist.p_lengths(),
+            dist.y_lengths(),
+        ))
     }
 
     /// The map the **reference** would produce for a spec whose majors and minors are in range
@@ -517,8 +584,11 @@ impl Ownership {
         let (a, desc) = TileDistribution::reference_unchecked(spec)?;
         let np = spec.ps_to_rhss_major.len();
         let top = a.top_lengths();
-        let x_lengths = spec.hs_lengthss.iter().map(|h| h.iter().product()).collect();
-        Ok(Self::from_adaptor(&a, x_lengths, top[..np].to_vec(), desc.lengths()))
+        // the adaptor's unmerges were built, so each X length fits in i64
+        let x_lengths: Vec<i64> = spec.hs_lengthss.iter().map(|h| h.iter().product()).collect();
+        let (p_lengths, y_lengths) = (top[..np].to_vec(), desc.lengths());
+        check_ownership_size(&x_lengths, &p_lengths, &y_lengths)?;
+        Ok(Self::from_adaptor(&a, x_lengths, p_lengths, y_lengths))
     }
 
     fn from_adaptor(
@@ -527,6 +597,7 @@ impl Ownership {
         p_lengths: Vec<i64>,
         y_lengths: Vec<i64>,
     ) -> Ownership {
+        // sizes checked by `check_ownership_size`
         let nx_total: i64 = x_lengths.iter().product();
         let mut owners = vec![Vec::new(); nx_total.max(0) as usize];
         let mut outside = Vec::new();
@@ -537,7 +608,8 @@ impl Ownership {
             for d in 0..values {
                 let mut top = p.clone();
                 top.extend(digits(d, &y_lengths));
-                let x = a.calculate_bottom_index(&top);
+                // top has one entry per P and per Y: the adaptor's top rank
+                let x = a.calculate_bottom_index_unchecked(&top);
                 let o = Owner { thread: t, d };
                 if x.len() == x_lengths.len()
                     && x.iter().zip(&x_lengths).all(|(i, l)| 0 <= *i && i < l)
@@ -556,7 +628,7 @@ impl Ownership {
     /// ```
     /// # use tilekit_tile::{TileDistribution, render::Ownership};
     /// # let d = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding("H[[2],[2]] P[[X0.0]] Y[X1.0]").unwrap()).unwrap();
-    /// let own = Ownership::of(&d);
+    /// let own = Ownership::of(&d).unwrap();
     /// assert_eq!(own.owners_at(&[0, 1])[0].d, 1);
     /// assert!(own.owners_at(&[2, 0]).is_empty());
     /// ```
@@ -566,7 +638,11 @@ impl Ownership {
         {
             return &[];
         }
-        &self.owners[linear(x, &self.x_lengths) as usize]
+        // `get`: the fields are public, so a map built by hand may disagree with its lengths
+        usize::try_from(linear(x, &self.x_lengths))
+            .ok()
+            .and_then(|k| self.owners.get(k))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The X index of the k-th element (row-major).
@@ -574,7 +650,7 @@ impl Ownership {
     /// ```
     /// # use tilekit_tile::{TileDistribution, render::Ownership};
     /// # let d = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding("H[[2],[2]] P[[X0.0]] Y[X1.0]").unwrap()).unwrap();
-    /// assert_eq!(Ownership::of(&d).x_index(3), vec![1, 1]);
+    /// assert_eq!(Ownership::of(&d).unwrap().x_index(3), vec![1, 1]);
     /// ```
     pub fn x_index(&self, k: i64) -> Vec<i64> {
         digits(k, &self.x_lengths)
@@ -616,10 +692,11 @@ impl Ownership {
     /// ```
     /// # use tilekit_tile::{TileDistribution, render::Ownership};
     /// # let d = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding("H[[2],[2]] P[[X0.0]] Y[X1.0]").unwrap()).unwrap();
-    /// assert_eq!(Ownership::of(&d).num_threads(), 2);
+    /// assert_eq!(Ownership::of(&d).unwrap().num_threads(), 2);
     /// ```
     pub fn num_threads(&self) -> i64 {
-        self.p_lengths.iter().product()
+        // saturating: the fields are public (a map made by [`Ownership::of`] always fits)
+        tilekit_layout::idx::checked_product(&self.p_lengths).unwrap_or(i64::MAX)
     }
 }
 
@@ -653,7 +730,10 @@ impl Grid {
     fn new(x_lengths: &[i64]) -> Grid {
         let n = x_lengths.len();
         let (rows, cols) = match n {
-            1 => ((x_lengths[0] + WRAP_1D - 1) / WRAP_1D, x_lengths[0].min(WRAP_1D)),
+            1 => (
+                x_lengths[0] / WRAP_1D + i64::from(x_lengths[0] % WRAP_1D != 0),
+                x_lengths[0].min(WRAP_1D),
+            ),
             _ => (x_lengths[n - 2], x_lengths[n - 1]),
         };
         let lead = &x_lengths[..n.saturating_sub(2)];
@@ -708,6 +788,50 @@ impl Grid {
     }
 }
 
+/// The note printed instead of the text map of a tile of more than [`MAP_MAX_ELEMENTS`]
+/// elements.
+fn map_omitted(total: i64) -> String {
+    format!(
+        "ownership map omitted: the tile has {total} elements, the text map is printed up to \
+         {MAP_MAX_ELEMENTS} (draw tiles of up to {SVG_MAX_ELEMENTS} with --svg)\n"
+    )
+}
+
+/// The ownership map of a distribution as text, evaluated only when it is printed: a tile of
+/// more than [`MAP_MAX_ELEMENTS`] elements, or one whose holders (threads × values, replicas
+/// included) exceed [`OWNERSHIP_MAX`], gets a one-line note without evaluating anything, so
+/// this takes bounded time for any tile.
+///
+/// ```
+/// use tilekit_tile::{TileDistribution, render::ownership_map_of};
+/// let dist = |t| TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding(t).unwrap()).unwrap();
+/// let big = dist("H[[2048,2],[2048,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]");
+/// assert!(ownership_map_of(&big).starts_with("ownership map omitted: the tile has 33554432 elements"));
+/// // 2048 elements, each held by 2^20 replicas
+/// let replicated = dist("R[1048576] H[[32],[64]] P[[R0,X0.0]] Y[X1.0]");
+/// assert_eq!(ownership_map_of(&replicated), "ownership map omitted: the tile's 2048 elements \
+///     have 2147483648 (thread, d) holders; the map is evaluated for up to 1048576\n");
+/// ```
+pub fn ownership_map_of(dist: &TileDistribution) -> String {
+    // all fit: checked by the encoding
+    let total: i64 = dist.x_lengths().iter().product();
+    let holders = dist.num_threads() * dist.thread_buffer_size();
+    if total > MAP_MAX_ELEMENTS {
+        return map_omitted(total);
+    }
+    if holders > OWNERSHIP_MAX {
+        return format!(
+            "ownership map omitted: the tile's {total} elements have {holders} (thread, d) \
+             holders; the map is evaluated for up to {OWNERSHIP_MAX}\n"
+        );
+    }
+    match Ownership::of(dist) {
+        Ok(own) => ownership_map(&own),
+        // not reached: the sizes were checked above
+        Err(e) => format!("ownership map omitted: {e}\n"),
+    }
+}
+
 /// The ownership map as text: each cell is `thread:d` (replicated holders joined with `/`, `-`
 /// for nobody). Tiles of more than [`MAP_MAX_ELEMENTS`] elements get a one-line note.
 ///
@@ -715,18 +839,23 @@ impl Grid {
 /// use tilekit_tile::{TileDistribution, render::{ownership_map, Ownership}};
 /// let d = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding(
 ///     "H[[2],[2]] P[[X0.0]] Y[X1.0]").unwrap()).unwrap();
-/// assert_eq!(ownership_map(&Ownership::of(&d)),
+/// assert_eq!(ownership_map(&Ownership::of(&d).unwrap()),
 ///     "ownership map (rows = X0, columns = X1; each cell is thread:d):\n\
 ///      \x20      0    1\n\
 ///      \x20 0  0:0  0:1\n\
 ///      \x20 1  1:0  1:1\n");
 /// ```
 pub fn ownership_map(own: &Ownership) -> String {
-    let total: i64 = own.x_lengths.iter().product();
+    let total = own.owners.len() as i64;
     if total > MAP_MAX_ELEMENTS {
+        return map_omitted(total);
+    }
+    // the fields are public: a map whose lengths disagree with its owner lists is described,
+    // not indexed
+    if tilekit_layout::idx::checked_product(&own.x_lengths) != Some(total) {
         return format!(
-            "ownership map omitted: the tile has {total} elements, the text map is printed up to \
-             {MAP_MAX_ELEMENTS} (draw it with --svg)\n"
+            "ownership map: the X lengths {:?} do not match the {total} owner lists\n",
+            own.x_lengths
         );
     }
     let g = Grid::new(&own.x_lengths);
@@ -772,7 +901,8 @@ pub fn ownership_map(own: &Ownership) -> String {
 
 /// What the reference does with a spec tilekit refuses: never-owned and multiply-owned elements
 /// of its unchecked adaptor, and its ownership map. `Err` when even the reference cannot build
-/// it (out-of-range majors or minors, a Y on an R: the reference fails to compile those too).
+/// it (out-of-range majors or minors, a Y on an R: the reference fails to compile those too;
+/// sizes past `i64`). Above [`OWNERSHIP_MAX`] the text says that the map is not evaluated.
 ///
 /// ```
 /// use tilekit_tile::render::explain_reference;
@@ -790,7 +920,8 @@ pub fn explain_reference(spec: &EncodingSpec) -> Result<String> {
             "a Y on an R component does not compile in the reference (SEMANTICS §8.4)",
         ));
     }
-    let own = Ownership::of_reference(spec)?;
+    // the reference's adaptor first: an error here means the reference cannot build it
+    TileDistribution::reference_unchecked(spec)?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -798,6 +929,14 @@ pub fn explain_reference(spec: &EncodingSpec) -> Result<String> {
          unwritten components stay 0):",
         print_encoding(spec)
     );
+    let own = match Ownership::of_reference(spec) {
+        Ok(own) => own,
+        // it builds, so the only refusal left is the size of its ownership map
+        Err(e) => {
+            let _ = writeln!(out, "  its ownership map is not evaluated: {e}");
+            return Ok(out);
+        }
+    };
     let total = own.owners.len();
     let fmt_x = |x: &[i64]| format!("{x:?}");
     let list = |xs: Vec<String>| -> String {
@@ -854,7 +993,7 @@ pub fn explain_reference(spec: &EncodingSpec) -> Result<String> {
 /// assert_eq!(thread_colour(64, &[4, 64]), "hsl(90, 65%, 46%)"); // P0 = 1, first lane: darkest
 /// ```
 pub fn thread_colour(thread: i64, p_lengths: &[i64]) -> String {
-    let n: i64 = p_lengths.iter().product();
+    let n = tilekit_layout::idx::checked_product(p_lengths).unwrap_or(i64::MAX);
     let hue = |i: i64, count: i64| -> f64 {
         if count <= 12 {
             360.0 * i as f64 / count as f64
@@ -874,7 +1013,7 @@ pub fn thread_colour(thread: i64, p_lengths: &[i64]) -> String {
 /// (group, groups, rest, rests): P0 value and the rest of the thread id when there are two or
 /// more P dims and P0 > 1, else warps of 32.
 fn group_of(thread: i64, p_lengths: &[i64]) -> Option<(i64, i64, i64, i64)> {
-    let n: i64 = p_lengths.iter().product();
+    let n = tilekit_layout::idx::checked_product(p_lengths)?;
     if n <= 0 {
         return None;
     }
@@ -883,7 +1022,7 @@ fn group_of(thread: i64, p_lengths: &[i64]) -> Option<(i64, i64, i64, i64)> {
         Some((thread / rests, p_lengths[0], thread % rests, rests))
     } else {
         let w = 32.min(n);
-        Some((thread / w, (n + w - 1) / w, thread % w, w))
+        Some((thread / w, n / w + i64::from(n % w != 0), thread % w, w))
     }
 }
 
@@ -891,19 +1030,39 @@ fn group_of(thread: i64, p_lengths: &[i64]) -> Option<(i64, i64, i64, i64)> {
 /// thread (per P0 value, shaded by the rest, above [`SVG_MAX_THREAD_COLOURS`] threads), the `d`
 /// index in each cell when cells are large enough, each vector access of `dtype` outlined as a
 /// bar, a legend, and the encoding's text form in the title. Cells shrink with the tile (down
-/// to 4 px); 3-D and higher tiles are drawn as one slice per leading index.
+/// to 4 px); 3-D and higher tiles are drawn as one slice per leading index. Tiles of more than
+/// [`SVG_MAX_ELEMENTS`] elements are refused (a typed error naming the size), as are those
+/// [`Ownership::of`] refuses; the legend lists at most [`SVG_MAX_LEGEND_ROWS`] thread groups.
 ///
 /// ```
 /// use tilekit_tile::{TileDistribution, render::{ownership_svg, Dtype}};
 /// let d = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding(
 ///     "H[[2,2],[4,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]").unwrap()).unwrap();
-/// let doc = ownership_svg(&d, Dtype::Fp32);
+/// let doc = ownership_svg(&d, Dtype::Fp32).unwrap();
 /// assert!(doc.starts_with("<svg") && doc.ends_with("</svg>\n"));
 /// assert_eq!(doc.matches("class=\"cell\"").count(), 64);
 /// assert_eq!(doc.matches("class=\"vector\"").count(), 16); // 8 threads × 2 accesses of 4
+/// let big = TileDistribution::from_spec(tilekit_tile::encoding_text::parse_encoding(
+///     "H[[512,2],[512,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]").unwrap()).unwrap();
+/// assert_eq!(ownership_svg(&big, Dtype::Fp32).unwrap_err().to_string(),
+///     "ownership picture: tile = \"1024×2048\" is invalid: it has 2097152 elements; pictures are \
+///      drawn for up to 65536 (e.g. 256×256)");
 /// ```
-pub fn ownership_svg(dist: &TileDistribution, dtype: Dtype) -> String {
-    let own = Ownership::of(dist);
+pub fn ownership_svg(dist: &TileDistribution, dtype: Dtype) -> Result<String> {
+    let x = dist.x_lengths();
+    let total: i64 = x.iter().product(); // fits: checked by the encoding
+    if total > SVG_MAX_ELEMENTS {
+        return Err(TileError::invalid(
+            "ownership picture",
+            "tile",
+            times(&x),
+            format!(
+                "it has {total} elements; pictures are drawn for up to {SVG_MAX_ELEMENTS} \
+                 (e.g. 256×256)"
+            ),
+        ));
+    }
+    let own = Ownership::of(dist)?;
     let v = vector_access(dist, dtype);
     let title = format!("tile distribution  {}", print_encoding(dist.encoding().spec()));
     let vec_words = if v.scalar_per_vector > 1 {
@@ -927,8 +1086,12 @@ pub fn ownership_svg(dist: &TileDistribution, dtype: Dtype) -> String {
         times(&dist.y_lengths()),
         if r > 1 { format!(" · each element held by {r} threads") } else { String::new() }
     );
-    draw(&own, &title, &subtitle, (v.scalar_per_vector > 1).then_some(&v))
+    Ok(draw(&own, &title, &subtitle, (v.scalar_per_vector > 1).then_some(&v)))
 }
+
+/// Most thread groups (P0 values or warps) the legend of [`ownership_svg`] lists; more are
+/// summarised in one line.
+pub const SVG_MAX_LEGEND_ROWS: i64 = 32;
 
 /// (first row, first column, last row, last column) of a vector bar, in cells.
 type CellBox = (i64, i64, i64, i64);
@@ -959,7 +1122,7 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
         let mut out = Vec::new();
         if let Some((_, groups, _, rests)) = group_of(0, &own.p_lengths) {
             let by_p0 = own.p_lengths.len() >= 2 && own.p_lengths[0] > 1;
-            for gi in 0..groups {
+            for gi in 0..groups.min(SVG_MAX_LEGEND_ROWS) {
                 let samples = rests.min(8);
                 let shades = (0..samples)
                     .map(|k| {
@@ -974,6 +1137,10 @@ fn draw(own: &Ownership, title: &str, subtitle: &str, v: Option<&VectorAccess>) 
                     .collect();
                 let label = if by_p0 { format!("P0 = {gi}") } else { format!("warp {gi}") };
                 out.push((label, shades));
+            }
+            if groups > SVG_MAX_LEGEND_ROWS {
+                let what = if by_p0 { "P0 values" } else { "warps" };
+                out.push((format!("… {} more {what}", groups - SVG_MAX_LEGEND_ROWS), Vec::new()));
             }
         }
         out

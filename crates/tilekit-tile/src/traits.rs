@@ -412,12 +412,13 @@ impl LoadStoreTraits {
     /// ```
     pub fn access(&self, i: i64) -> Result<TraitsAccess> {
         let y_start = self.sfc.index(i)?;
-        let d_start = self.ys_to_d.calculate_offset(&y_start);
+        // the curve and ys_to_d have one dim per Y (checked when the traits were built)
+        let d_start = self.ys_to_d.calculate_offset_unchecked(&y_start);
         let d_elems = (0..self.scalar_per_vector)
             .map(|j| {
                 let mut y = y_start.clone();
                 y[self.vector_dim_y] += j;
-                self.ys_to_d.calculate_offset(&y)
+                self.ys_to_d.calculate_offset_unchecked(&y)
             })
             .collect();
         Ok(TraitsAccess { i, y_start, d_start, d_elems, forward_step: self.sfc.forward_step(i) })

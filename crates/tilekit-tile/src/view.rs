@@ -434,7 +434,7 @@ impl<B: BufferMut> BufferView<B> {
 /// use tilekit_layout::Coordinate;
 /// let data: Vec<f32> = (0..24).map(|v| v as f32).collect();
 /// let v = make_naive_tensor_view(&data[..], &[4, 6], &[6, 1]).unwrap();
-/// let c = Coordinate::new_descriptor(v.descriptor(), &[2, 1]);
+/// let c = Coordinate::new_descriptor(v.descriptor(), &[2, 1]).unwrap();
 /// assert_eq!(v.get_vectorized_elements(&c, 4).unwrap(), vec![13.0, 14.0, 15.0, 16.0]);
 /// ```
 #[derive(Debug, Clone)]
@@ -514,7 +514,7 @@ impl<B: Buffer> TensorView<B> {
     /// let data = [1f32; 6];
     /// let v = make_naive_tensor_view(&data[..], &[2, 3], &[3, 1]).unwrap().with_invalid_value(-1.0);
     /// let v = pad_tensor_view(v, &[2, 4], &[true, true]).unwrap();
-    /// let c = Coordinate::new_descriptor(v.descriptor(), &[0, 3]);
+    /// let c = Coordinate::new_descriptor(v.descriptor(), &[0, 3]).unwrap();
     /// assert_eq!(v.get_vectorized_elements(&c, 1).unwrap(), vec![-1.0]);
     /// ```
     pub fn with_invalid_value(mut self, v: B::Elem) -> Self {
@@ -563,7 +563,7 @@ impl<B: Buffer> TensorView<B> {
                 format!("the view has {} dims", self.ndim()),
             ));
         }
-        Ok(Coordinate::new_descriptor(&self.desc, top))
+        Ok(Coordinate::new_descriptor_unchecked(&self.desc, top))
     }
 
     fn check_coord(&self, coord: &Coordinate<i64>) -> Result<()> {
@@ -597,7 +597,7 @@ impl<B: Buffer> TensorView<B> {
         n: usize,
     ) -> Result<Vec<B::Elem>> {
         self.check_coord(coord)?;
-        let valid = self.desc.is_valid_assuming_top_valid(coord);
+        let valid = self.desc.is_valid_assuming_top_valid(coord)?;
         self.buffer.get(coord.offset(), valid, n)
     }
 }
@@ -640,7 +640,7 @@ impl<B: BufferMut> TensorView<B> {
         op: MemoryOp,
     ) -> Result<()> {
         self.check_coord(coord)?;
-        let valid = self.desc.is_valid_assuming_top_valid(coord);
+        let valid = self.desc.is_valid_assuming_top_valid(coord)?;
         self.buffer.update(coord.offset(), valid, values, op)
     }
 }
@@ -745,8 +745,9 @@ pub fn pad_tensor_view<B: Buffer>(
             ));
         }
         transforms.push(if pad {
-            let padded = (len + tile - 1) / tile * tile;
-            Transform::right_pad(len, padded - len, false)?
+            // up to the next multiple of the tile (right_pad refuses a length past i64)
+            let right = (tile - len % tile) % tile;
+            Transform::right_pad(len, right, false)?
         } else {
             Transform::pass_through(len)?
         });

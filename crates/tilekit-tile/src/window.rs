@@ -77,10 +77,11 @@ fn thread_coords<I: Idx>(
     p: &[I],
     ndim_y: usize,
 ) -> (Coordinate<I>, Coordinate<I>) {
+    // ranks were checked by the callers (window constructor, walk_generic)
     let top: Vec<I> = p.iter().cloned().chain((0..ndim_y).map(|_| I::lit(0))).collect();
-    let ac = Coordinate::new(adaptor, &top);
+    let ac = Coordinate::new_unchecked(adaptor, &top);
     let bottom_top: Vec<I> = origin.iter().zip(ac.bottom()).map(|(o, x)| o.clone() + x).collect();
-    let bc = Coordinate::new_descriptor(desc, &bottom_top);
+    let bc = Coordinate::new_descriptor_unchecked(desc, &bottom_top);
     (ac, bc)
 }
 
@@ -101,8 +102,8 @@ fn walk_coords<I: Idx>(
         if let Some(step) = &a.forward_step {
             let top: Vec<I> =
                 (0..ndim_p).map(|_| I::lit(0)).chain(step.iter().map(|&s| I::lit(s))).collect();
-            let diff_x = adaptor.move_coordinate(&mut ac, &top);
-            desc.move_coordinate(&mut bc, &diff_x);
+            let diff_x = adaptor.move_coordinate_unchecked(&mut ac, &top);
+            desc.move_coordinate_unchecked(&mut bc, &diff_x);
         }
     }
     out
@@ -122,7 +123,7 @@ fn records<I: Idx>(
             x_in_window: ac.bottom(),
             bottom_index: bc.top(),
             offset: bc.offset(),
-            valid: desc.is_valid_assuming_top_valid(&bc),
+            valid: desc.is_valid_assuming_top_valid_unchecked(&bc),
         })
         .collect()
 }
@@ -195,11 +196,31 @@ pub fn walk_generic<I: Idx>(
             ),
         ));
     }
+    if traits.y_lengths().len() != ntop - ndim_p {
+        return Err(TileError::invalid(
+            "tile window walk",
+            "traits Y rank",
+            traits.y_lengths().len(),
+            format!(
+                "the adaptor has {} Y dims ({ntop} top dims, {ndim_p} of them P)",
+                ntop - ndim_p
+            ),
+        ));
+    }
     let accesses = traits.accesses();
     let start = thread_coords(adaptor, desc, origin, p, ntop - ndim_p);
     let coords = walk_coords(adaptor, desc, &accesses, ndim_p, start);
     Ok(records(desc, &accesses, coords))
 }
+
+/// The most threads a [`TileWindow`]'s distribution may have (2^16): the window keeps a pair
+/// of coordinates per thread of the block (a CUDA block has at most 1024 threads), so a larger
+/// distribution is refused before anything is allocated.
+///
+/// ```
+/// assert_eq!(tilekit_tile::window::MAX_WINDOW_THREADS, 65536);
+/// ```
+pub const MAX_WINDOW_THREADS: i64 = 1 << 16;
 
 /// A tile window with a static distribution over a tensor view (`NumCoord = 1`).
 ///
@@ -303,6 +324,14 @@ impl<B: Buffer> TileWindow<B> {
                 "distribution X rank",
                 nx,
                 format!("the view has {n} dims, so the distribution needs {n} X dims"),
+            ));
+        }
+        if dist.num_threads() > MAX_WINDOW_THREADS {
+            return Err(TileError::invalid(
+                ctx,
+                "distribution threads",
+                dist.num_threads(),
+                format!("a window models at most {MAX_WINDOW_THREADS} threads (one block)"),
             ));
         }
         let traits = LoadStoreTraits::new(dist, view.descriptor(), curve)?;
@@ -567,7 +596,8 @@ impl<B: Buffer> TileWindow<B> {
         }
         let desc = self.view.descriptor();
         for (_, bc) in &mut self.coords {
-            desc.move_coordinate(bc, step);
+            // the rank was checked above; the coordinates are this view's
+            desc.move_coordinate_unchecked(bc, step);
         }
         Ok(())
     }

@@ -316,11 +316,11 @@ impl XorLds {
     }
     /// Element offset of A(m, k).
     fn offset(&self, m: i64, k: i64) -> i64 {
-        let ml = self.merge_m.lower_index(&[m]); // (m', l)
-        let kk = self.merge_k.lower_index(&[k]); // (k0, kpack)
-        let k0l = self.unmerge.lower_index(&[ml[1], kk[0]]); // l·4 + k0
-        let x = self.xor.lower_index(&[ml[0], k0l[0]]); // (m', k0l ^ (m' mod 8))
-        self.naive.lower_index(&[x[1], x[0], kk[1]])[0]
+        let ml = self.merge_m.lower_index(&[m]).unwrap(); // (m', l)
+        let kk = self.merge_k.lower_index(&[k]).unwrap(); // (k0, kpack)
+        let k0l = self.unmerge.lower_index(&[ml[1], kk[0]]).unwrap(); // l·4 + k0
+        let x = self.xor.lower_index(&[ml[0], k0l[0]]).unwrap(); // (m', k0l ^ (m' mod 8))
+        self.naive.lower_index(&[x[1], x[0], kk[1]]).unwrap()[0]
     }
 }
 
@@ -500,7 +500,7 @@ fn xor_lds_from_the_layout_crate_equals_the_hand_built_one() {
     let lib = swizzle::xor_lds(32, 32, 8, 2).unwrap();
     for m in 0..32 {
         for k in 0..32 {
-            assert_eq!(lib.calculate_offset(&[m, k]), hand.offset(m, k), "({m}, {k})");
+            assert_eq!(lib.calculate_offset(&[m, k]).unwrap(), hand.offset(m, k), "({m}, {k})");
         }
     }
     // The column read of `xor_lds_descriptor_removes_the_column_read_conflict` as a whole-tile
@@ -526,7 +526,8 @@ fn hopper_128_byte_swizzle_column_of_chunks() {
     for c in 0..8i64 {
         let plain = banks::analyze_offsets(2, 8, |l| Some(l as i64 * 64 + 8 * c)).unwrap();
         let swz =
-            banks::analyze_offsets(2, 8, |l| Some(d.calculate_offset(&[l as i64, 8 * c]))).unwrap();
+            banks::analyze_offsets(2, 8, |l| Some(d.calculate_offset(&[l as i64, 8 * c]).unwrap()))
+                .unwrap();
         assert_eq!(summary(&plain), (32, 4, 8), "chunk {c}, row-major");
         assert_eq!(summary(&swz), (4, 4, 1), "chunk {c}, swizzled");
         // independent reference: the hardware's byte formula and the brute-force counter
@@ -551,7 +552,7 @@ fn hopper_128_byte_swizzle_column_of_chunks() {
 }
 
 fn addrs_of(d: &tilekit_layout::TensorDescriptor<i64>, c: i64) -> [Option<u64>; 32] {
-    std::array::from_fn(|l| Some(2 * d.calculate_offset(&[l as i64, 8 * c]) as u64))
+    std::array::from_fn(|l| Some(2 * d.calculate_offset(&[l as i64, 8 * c]).unwrap() as u64))
 }
 
 #[test]

@@ -89,7 +89,7 @@ fn y_distributed_and_offset_indexing_agree() {
         let p = t.thread_p(k).unwrap();
         assert_eq!(t.thread_index(&p).unwrap(), k);
         for y in row_major(&d.y_lengths()) {
-            let v = (k * 100) as i32 + d.ys_to_d(&y) as i32;
+            let v = (k * 100) as i32 + d.ys_to_d(&y).unwrap() as i32;
             t.set(&p, &y, v).unwrap();
         }
     }

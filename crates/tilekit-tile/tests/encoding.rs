@@ -133,3 +133,62 @@ fn reduce_over_x1_turns_p_components_into_rs() {
         .to_string()
         .contains("xs[0] = 2 is invalid: X dims are 0..2"));
 }
+
+#[test]
+fn sizes_past_i64_break_the_fits_rule() {
+    let rule = |s: EncodingSpec| match TileDistributionEncoding::new(s).unwrap_err() {
+        e @ TileError::Encoding { rule, .. } => (rule, e.to_string()),
+        other => panic!("expected an encoding error, got {other:?}"),
+    };
+    // one X whose H lengths multiply past i64
+    let (r, msg) =
+        rule(spec(&[], &[&[1 << 32, 1 << 32], &[2]], &[&[1]], &[&[0]], &[1, 2], &[1, 0]));
+    assert_eq!(r, EncodingRule::FitsInI64);
+    assert_eq!(
+        msg,
+        "tile distribution encoding: hs_lengthss[0] = [4294967296, 4294967296] is invalid: the \
+         length of X0 (the product of its H lengths) overflows i64"
+    );
+    // X lengths that fit, an element count that does not
+    let (r, msg) = rule(spec(&[], &[&[1 << 32], &[1 << 32]], &[&[1]], &[&[0]], &[2], &[0]));
+    assert_eq!(r, EncodingRule::FitsInI64);
+    assert!(
+        msg.contains("x_lengths = [4294967296, 4294967296] is invalid: the tile's element count")
+    );
+    // replicas: Π R · Π X
+    let (r, msg) =
+        rule(spec(&[1 << 40], &[&[1 << 12], &[1 << 12]], &[&[0, 1]], &[&[0, 0]], &[2], &[0]));
+    assert_eq!(r, EncodingRule::FitsInI64);
+    assert!(msg.contains(
+        "rs_lengths = [1099511627776] is invalid: the number of (element, replica) pairs"
+    ));
+    // 3000 X dims of length 2 (the thread count wrapped to 0 before)
+    let hs: Vec<&[i64]> = vec![&[2]; 3000];
+    let ys: Vec<i64> = (2..=3000).collect();
+    let (r, _) = rule(spec(&[], &hs, &[&[1]], &[&[0]], &ys, &vec![0; 2999]));
+    assert_eq!(r, EncodingRule::FitsInI64);
+    // the largest that fit: 2^31 threads × 2^31 values
+    let e = TileDistributionEncoding::new(spec(
+        &[],
+        &[&[1 << 31], &[1 << 31]],
+        &[&[1]],
+        &[&[0]],
+        &[2],
+        &[0],
+    ))
+    .unwrap();
+    assert_eq!((e.p_lengths(), e.ys_lengths()), (vec![1 << 31], vec![1 << 31]));
+    assert_eq!(e.rh_length(Rh { major: 2, minor: 0 }), Some(1 << 31));
+    assert_eq!(e.rh_length(Rh { major: 2, minor: 1 }), None);
+    assert_eq!(e.rh_length(Rh { major: 3, minor: 0 }), None);
+}
+
+#[test]
+fn embed_spec_of_unpaired_or_absurd_specs_does_not_panic() {
+    let outer = spec(&[], &[&[2], &[2]], &[&[1], &[2]], &[&[0]], &[], &[]); // one minor list short
+    let inner =
+        spec(&[], &[&[4], &[4]], &[&[1], &[2]], &[&[0], &[i64::MAX]], &[1, 2], &[0, i64::MAX]);
+    let e = embed_spec(&outer, &inner).unwrap();
+    assert_eq!(e.ps_to_rhss_minor[1], vec![i64::MAX]); // saturated, refused when validated
+    assert!(TileDistributionEncoding::new(e).is_err());
+}

@@ -97,3 +97,17 @@ fn default_and_explicit_guarantees() {
     )
     .is_err());
 }
+
+#[test]
+fn padding_a_huge_view_is_an_error_not_an_overflow() {
+    let data = [0f32; 4];
+    // a broadcast view of i64::MAX elements: padding it to a multiple of 4 does not fit in i64
+    let v = make_naive_tensor_view(&data[..], &[i64::MAX], &[0]).unwrap();
+    let e = pad_tensor_view(v, &[4], &[true]).unwrap_err();
+    assert!(e.to_string().contains("low_length + right_pad overflows i64"), "{e}");
+    // already a multiple: no pad needed, fine
+    let v = make_naive_tensor_view(&data[..], &[1 << 62], &[0]).unwrap();
+    assert_eq!(pad_tensor_view(v, &[4], &[true]).unwrap().lengths(), vec![1 << 62]);
+    // a view whose index count overflows is refused when it is made
+    assert!(make_naive_tensor_view(&data[..], &[i64::MAX, 4], &[0, 1]).is_err());
+}

@@ -158,7 +158,7 @@ fn each_access_reads_the_traits_d_elems_at_origin_plus_x() {
         let accesses = w.traits().accesses();
         for p in w.thread_ps() {
             for (a, wa) in accesses.iter().zip(w.thread_walk(&p).unwrap()) {
-                let x = d.calculate_x(&p, &a.y_start);
+                let x = d.calculate_x(&p, &a.y_start).unwrap();
                 assert_eq!(wa.x_in_window, x, "{name}");
                 let top: Vec<i64> = origin.iter().zip(&x).map(|(o, x)| o + x).collect();
                 assert_eq!(wa.bottom_index, top, "{name}");
@@ -201,4 +201,24 @@ fn update_adds_and_maxes_and_checks_the_distribution() {
     let wrong = tilekit_tile::StaticDistributedTensor::new(other, 0f32);
     assert!(w.store(&wrong).unwrap_err().to_string().contains("must be the window's distribution"));
     assert_eq!(dst, src.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+}
+
+#[test]
+fn windows_of_more_threads_than_a_block_are_refused() {
+    use tilekit_tile::encoding_text::parse_encoding;
+    use tilekit_tile::window::MAX_WINDOW_THREADS;
+    let d =
+        TileDistribution::from_spec(parse_encoding("H[[131072],[4]] P[[X0.0]] Y[X1.0]").unwrap())
+            .unwrap();
+    let data = [0f32; 4];
+    // a broadcast view (stride 0) of the whole tile: tiny data, 2^17 threads
+    let view = make_naive_tensor_view(&data[..], &[131072, 4], &[0, 1]).unwrap();
+    let e = TileWindow::new(view, &[131072, 4], &[0, 0], &d).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "tile window: distribution threads = 131072 is invalid: a window models at most \
+             {MAX_WINDOW_THREADS} threads (one block)"
+        )
+    );
 }

@@ -6,11 +6,16 @@
 //! the sweep order, and for every thread its origin, R index and the X of every Y.
 //!
 //! Encodings that tilekit refuses (the file may hold deliberately ill-formed ones) are checked
-//! twice: the refusal must name a broken [`EncodingRule`](tilekit_tile::error::EncodingRule),
+//! twice: the refusal must name a broken [`EncodingRule`],
 //! and the reference's own numbers in the file must show the breakage — rebuilt with
 //! [`TileDistribution::reference_unchecked`], they must match, and they must not cover every X
 //! element exactly `Π R` times. `meta.compile_failures` must be refused with an error of the
 //! kind the reference reports.
+//!
+//! Nothing is enumerated from the encoding's sizes alone: the file's lists (Ys, Ps, sweep order)
+//! are compared with the row-major orders index by index after their counts agree, so an
+//! encoding with billions of elements costs a count comparison, and only P and Y indices inside
+//! their lengths are evaluated.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -21,7 +26,7 @@ use tilekit_tile::encoding::{EncodingSpec, TileDistributionEncoding};
 use tilekit_tile::error::EncodingRule;
 use tilekit_tile::{TileDistribution, TileError};
 
-use super::schema::{row_major, AdaptorJson};
+use super::schema::{check_row_major, inside, AdaptorJson};
 use super::{parse, Tally};
 use crate::CliError;
 
@@ -258,30 +263,55 @@ fn check_one(d: &DistJson, dist: &TileDistribution, t: &mut Tally) {
         dist.ys_to_d_descriptor().adaptor(),
     );
 
-    let ys = row_major(&dist.y_lengths());
-    t.eq(
+    let (y_lengths, p_lengths) = (dist.y_lengths(), dist.p_lengths());
+    check_row_major(
+        t,
         n,
         "ys_to_d enumerates every Y row-major",
-        &ys,
-        &d.ys_to_d.iter().map(|e| e.y.clone()).collect::<Vec<_>>(),
+        &y_lengths,
+        d.ys_to_d.iter().map(|e| e.y.as_slice()),
     );
-    for e in &d.ys_to_d {
-        t.eq(n, &format!("ys_to_d({:?})", e.y), &e.d, &dist.ys_to_d(&e.y));
+    // only Ys inside the Y lengths are evaluated (of the right rank: the unchecked paths are safe)
+    let ys: Vec<&[i64]> =
+        d.ys_to_d.iter().map(|e| e.y.as_slice()).filter(|y| inside(y, &y_lengths)).collect();
+    for e in d.ys_to_d.iter().filter(|e| inside(&e.y, &y_lengths)) {
+        t.eq(n, &format!("ys_to_d({:?})", e.y), &e.d, &dist.ys_to_d_unchecked(&e.y));
     }
-    t.eq(n, "sweep_y_order", &d.sweep_y_order, &dist.sweep_order());
+    // the sweep visits every Y once: compared only when the file lists as many (so that its
+    // size, not the encoding's, bounds the work)
+    if i64::try_from(d.sweep_y_order.len()).ok() == Some(dist.thread_buffer_size()) {
+        t.eq(n, "sweep_y_order", &d.sweep_y_order, &dist.sweep_order());
+    } else {
+        t.fail(
+            n,
+            format!(
+                "sweep_y_order: the file lists {} Y indices, the thread buffer holds {}",
+                d.sweep_y_order.len(),
+                dist.thread_buffer_size()
+            ),
+        );
+    }
 
-    let ps = row_major(&dist.p_lengths());
-    t.eq(
+    check_row_major(
+        t,
         n,
         "ps enumerate every P row-major",
-        &ps,
-        &d.ps.iter().map(|p| p.p.clone()).collect::<Vec<_>>(),
+        &p_lengths,
+        d.ps.iter().map(|p| p.p.as_slice()),
     );
     for p in &d.ps {
         let item = format!("{n} p {:?}", p.p);
-        t.eq(&item, "x_origin", &p.x_origin, &dist.calculate_index(&p.p));
-        t.eq(&item, "rs_index", &p.rs_index, &dist.calculate_rs_index_from_ps_index(&p.p));
-        let xs: Vec<Vec<i64>> = d.ys_to_d.iter().map(|e| dist.calculate_x(&p.p, &e.y)).collect();
+        if !inside(&p.p, &p_lengths) {
+            t.fail(&item, format!("p is outside the P lengths {p_lengths:?}: not evaluated"));
+            continue;
+        }
+        let origin = dist.calculate_x_unchecked(&p.p, &vec![0; y_lengths.len()]);
+        t.eq(&item, "x_origin", &p.x_origin, &origin);
+        match dist.calculate_rs_index_from_ps_index(&p.p) {
+            Ok(rs) => t.eq(&item, "rs_index", &p.rs_index, &rs),
+            Err(e) => t.fail(&item, format!("rs_index: {e}")),
+        }
+        let xs: Vec<Vec<i64>> = ys.iter().map(|y| dist.calculate_x_unchecked(&p.p, y)).collect();
         t.eq(&item, "xs", &p.xs, &xs);
     }
 }
@@ -301,24 +331,34 @@ fn check_refused(d: &DistJson, err: &TileError, t: &mut Tally) {
     check_structure(t, n, "ps_ys_to_xs_adaptor", &d.ps_ys_to_xs_adaptor, &adaptor);
     check_structure(t, n, "ys_to_d_descriptor", &d.ys_to_d_descriptor, ys_to_d.adaptor());
     let mut owners: HashMap<Vec<i64>, i64> = HashMap::new();
+    let top_lengths = adaptor.top_lengths();
     for p in &d.ps {
         let item = format!("{n} p {:?} (reference semantics)", p.p);
-        let xs: Vec<Vec<i64>> = d
-            .ys_to_d
-            .iter()
-            .map(|e| {
-                adaptor.calculate_bottom_index(&p.p.iter().chain(&e.y).copied().collect::<Vec<_>>())
-            })
-            .collect();
+        let mut xs: Vec<Vec<i64>> = Vec::with_capacity(d.ys_to_d.len());
+        for e in &d.ys_to_d {
+            let top: Vec<i64> = p.p.iter().chain(&e.y).copied().collect();
+            if !inside(&top, &top_lengths) {
+                t.fail(
+                    &item,
+                    format!("(p, y) = {top:?} is outside {top_lengths:?}: not evaluated"),
+                );
+                continue;
+            }
+            xs.push(adaptor.calculate_bottom_index_unchecked(&top));
+        }
         t.eq(&item, "xs", &p.xs, &xs);
         for x in &p.xs {
             *owners.entry(x.clone()).or_default() += 1;
         }
     }
-    let r: i64 = d.encoding.rs_lengths.iter().product();
-    let all = row_major(&d.x_lengths);
-    let proper =
-        all.iter().all(|x| owners.get(x).copied().unwrap_or(0) == r) && owners.len() == all.len();
+    // proper iff every X element is held exactly Π R times: the file's holders are distinct X
+    // indices, so count those inside the tile instead of enumerating the tile
+    let r = tilekit_layout::idx::checked_product(&d.encoding.rs_lengths);
+    let elements = tilekit_layout::idx::checked_product(&d.x_lengths);
+    let inside_tile = owners.keys().filter(|x| inside(x, &d.x_lengths)).count();
+    let proper = owners.values().all(|&c| Some(c) == r)
+        && inside_tile == owners.len()
+        && i64::try_from(inside_tile).ok() == elements;
     t.check(
         n,
         "the reference's own numbers show it is not a distribution (X coverage is not exactly Π R)",

@@ -2,6 +2,8 @@
 //! prints them (`{transform: {kind, …}, lower_hidden_ids, upper_hidden_ids}`), and their
 //! conversion into tilekit-layout objects through the library's validating constructors.
 
+use std::path::Path;
+
 use serde::Deserialize;
 use tilekit_layout::adaptor::Stage;
 use tilekit_layout::transform::MergeVariant;
@@ -111,8 +113,9 @@ impl TransformJson {
             }
             T::Pad { up_lengths, left_pad, right_pad, skip_is_valid_check } => {
                 let up = one("pad", up_lengths)?;
+                // saturating: a low length past i64 is refused by the constructor's checks
                 Transform::pad(
-                    up - left_pad - right_pad,
+                    up.saturating_sub(*left_pad).saturating_sub(*right_pad),
                     *left_pad,
                     *right_pad,
                     *skip_is_valid_check,
@@ -121,7 +124,7 @@ impl TransformJson {
             T::LeftPad { up_lengths, left_pad, low_length, skip_is_valid_check } => {
                 let up = one("left_pad", up_lengths)?;
                 Transform::left_pad(
-                    low_length.unwrap_or(up - left_pad),
+                    low_length.unwrap_or(up.saturating_sub(*left_pad)),
                     *left_pad,
                     *skip_is_valid_check,
                 )
@@ -220,17 +223,119 @@ impl AdaptorJson {
     }
 }
 
-/// Row-major enumeration of every multi-index of `lengths` (last fastest).
-pub fn row_major(lengths: &[i64]) -> Vec<Vec<i64>> {
-    let total: i64 = lengths.iter().product();
-    let mut out = Vec::with_capacity(total.max(0) as usize);
-    for mut k in 0..total {
-        let mut idx = vec![0; lengths.len()];
-        for d in (0..lengths.len()).rev() {
+/// Most elements, indices or accesses a checker enumerates (or allocates data for) for one
+/// entry of a vector file: 2^24. The reference's vectors describe small tiles; an entry whose
+/// lengths describe more is refused with a [`SizeError`] before anything is allocated.
+pub const MAX_ENUMERATED: i64 = 1 << 24;
+
+/// An entry of a vector file whose sizes the checkers refuse to enumerate or allocate for:
+/// names the file, the entry, the field and its value.
+///
+/// ```
+/// use std::path::Path;
+/// use tilekit_cli::conformance::schema::checked_count;
+/// let e = checked_count(Path::new("descriptors.json"), "big", "top_lengths", &[3_000_000_000, 2]).unwrap_err();
+/// assert_eq!(e.to_string(), "descriptors.json: entry \"big\": top_lengths = [3000000000, 2] is invalid: \
+///     it describes 6000000000 indices; the checker enumerates at most 16777216 per entry");
+/// assert_eq!(checked_count(Path::new("f.json"), "ok", "x", &[4, 6]).unwrap(), 24);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: entry {entry:?}: {field} = {value} is invalid: {rule}")]
+pub struct SizeError {
+    /// The vector file.
+    pub file: String,
+    /// The entry's name.
+    pub entry: String,
+    /// The offending field.
+    pub field: String,
+    /// Its value, as in the file.
+    pub value: String,
+    /// Why it is refused.
+    pub rule: String,
+}
+
+/// The number of indices of `lengths` (their product), refused with a [`SizeError`] when a
+/// length is negative, the product overflows `i64` or it exceeds [`MAX_ENUMERATED`].
+pub fn checked_count(
+    file: &Path,
+    entry: &str,
+    field: &str,
+    lengths: &[i64],
+) -> Result<i64, SizeError> {
+    let err = |rule: String| SizeError {
+        file: file.display().to_string(),
+        entry: entry.to_string(),
+        field: field.to_string(),
+        value: format!("{lengths:?}"),
+        rule,
+    };
+    if let Some(l) = lengths.iter().find(|&&l| l < 0) {
+        return Err(err(format!("a length of {l} is negative")));
+    }
+    match tilekit_layout::idx::checked_product(lengths) {
+        None => Err(err("the number of indices it describes overflows i64".into())),
+        Some(n) if n > MAX_ENUMERATED => Err(err(format!(
+            "it describes {n} indices; the checker enumerates at most {MAX_ENUMERATED} per entry"
+        ))),
+        Some(n) => Ok(n),
+    }
+}
+
+/// The `k`-th multi-index of `lengths` in row-major order (last fastest).
+pub fn row_major_index(mut k: i64, lengths: &[i64]) -> Vec<i64> {
+    let mut idx = vec![0; lengths.len()];
+    for d in (0..lengths.len()).rev() {
+        if lengths[d] > 0 {
             idx[d] = k % lengths[d];
             k /= lengths[d];
         }
-        out.push(idx);
     }
-    out
+    idx
+}
+
+/// Row-major enumeration of every multi-index of `lengths` (last fastest), lazily: nothing is
+/// allocated for indices not yet visited. Lengths of 0 (or below) give no index.
+pub fn row_major(lengths: &[i64]) -> impl Iterator<Item = Vec<i64>> + '_ {
+    let total = tilekit_layout::idx::checked_product(lengths).unwrap_or(i64::MAX).max(0);
+    let total = if lengths.iter().any(|&l| l <= 0) { 0 } else { total };
+    (0..total).map(move |k| row_major_index(k, lengths))
+}
+
+/// Checks that `listed` (indices from a file) enumerates every index of `lengths` in row-major
+/// order: one check, failed with the first difference. Compares counts first, so lengths that
+/// describe billions of indices cost nothing.
+pub fn check_row_major<'a>(
+    t: &mut super::Tally,
+    item: &str,
+    what: &str,
+    lengths: &[i64],
+    listed: impl ExactSizeIterator<Item = &'a [i64]>,
+) {
+    let want =
+        tilekit_layout::idx::checked_product(lengths).filter(|_| lengths.iter().all(|&l| l >= 0));
+    if want != i64::try_from(listed.len()).ok() {
+        let want = want.map_or_else(|| "more than i64".to_string(), |n| n.to_string());
+        return t.fail(
+            item,
+            format!(
+                "{what}: the file lists {} indices, the lengths {lengths:?} have {want}",
+                listed.len()
+            ),
+        );
+    }
+    for (k, got) in listed.enumerate() {
+        let expected = row_major_index(k as i64, lengths);
+        if got != expected.as_slice() {
+            return t.fail(
+                item,
+                format!("{what}: index #{k} is {got:?}, row-major order gives {expected:?}"),
+            );
+        }
+    }
+    t.check(item, what, true);
+}
+
+/// Whether `idx` lies inside `lengths` (`0 ≤ idxᵢ < lengthᵢ`, same rank).
+pub fn inside(idx: &[i64], lengths: &[i64]) -> bool {
+    idx.len() == lengths.len() && idx.iter().zip(lengths).all(|(&i, &l)| 0 <= i && i < l)
 }

@@ -84,7 +84,7 @@ pub fn check(path: &Path, text: &str) -> Result<Tally, CliError> {
     let file: File = parse(path, text)?;
     let mut t = Tally::default();
     for c in &file.configs {
-        check_config(c, &mut t);
+        check_config(path, c, &mut t);
     }
     Ok(t)
 }
@@ -113,7 +113,7 @@ fn build(c: &Config) -> Result<SpaceFillingCurve, String> {
     .map_err(|e| e.to_string())
 }
 
-fn check_config(c: &Config, t: &mut Tally) {
+fn check_config(path: &Path, c: &Config, t: &mut Tally) {
     let name = c.name.as_str();
     let sfc = match build(c) {
         Ok(s) => s,
@@ -132,7 +132,7 @@ fn check_config(c: &Config, t: &mut Tally) {
         t.eq(name, "access_lengths (ceil)", &ceil[..], sfc.access_lengths());
         match coverage(&sfc) {
             Ok(()) => t.check(name, "every element covered exactly once", true),
-            Err(why) => t.fail(name, format!("coverage: {why}")),
+            Err(why) => t.fail(name, format!("{}: coverage: {why}", path.display())),
         }
         return;
     }
@@ -192,10 +192,19 @@ fn opt_eq<T: PartialEq + std::fmt::Debug + ?Sized>(
 /// structural, in O(num_access): every access starts on a multiple of its scalars inside the
 /// tensor with extent `min(scalars, length − start)`, and the starts are pairwise distinct and
 /// `Π ceil(length / scalars)` in number — so the boxes are exactly the cells of the per-dim
-/// partition `[0, s), [s, 2s), …` and tile the tensor once.
+/// partition `[0, s), [s, 2s), …` and tile the tensor once. Curves of more than
+/// [`MAX_ENUMERATED`](super::schema::MAX_ENUMERATED) accesses are not walked (an error naming
+/// the count).
 fn coverage(sfc: &SpaceFillingCurve) -> Result<(), String> {
     let lengths = sfc.tensor_lengths();
     let scalars = sfc.scalars_per_access();
+    if sfc.num_access() > super::schema::MAX_ENUMERATED {
+        return Err(format!(
+            "the curve has {} accesses; the checker walks at most {} per config",
+            sfc.num_access(),
+            super::schema::MAX_ENUMERATED
+        ));
+    }
     let total: i64 = lengths.iter().product(); // fits: checked by the constructor
     if total <= COUNT_LIMIT {
         let mut count = vec![0u8; usize::try_from(total).map_err(|e| e.to_string())?];

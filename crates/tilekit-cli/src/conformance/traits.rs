@@ -22,6 +22,7 @@ use tilekit_tile::traits::{AccessCurve, LoadStoreTraits, TraitsAccess};
 use tilekit_tile::view::make_naive_tensor_view_with_guarantee;
 use tilekit_tile::{TileDistribution, TileError, TileWindow};
 
+use super::schema::checked_count;
 use super::{parse, Tally};
 use crate::CliError;
 
@@ -170,21 +171,28 @@ fn check_accesses(
 }
 
 fn traits_of(
+    path: &Path,
     e: &TraitsJson,
     spec: &EncodingSpec,
     curve: AccessCurve,
     t: &mut Tally,
     item: &str,
 ) -> Result<LoadStoreTraits, String> {
-    let x_lengths: Vec<i64> = spec.hs_lengthss.iter().map(|h| h.iter().product()).collect();
+    // the view holds the whole tile: its size is validated before anything is allocated
+    let mut x_lengths = Vec::with_capacity(spec.hs_lengthss.len());
+    for (i, hs) in spec.hs_lengthss.iter().enumerate() {
+        let field = format!("encoding.hs_lengthss[{i}]");
+        x_lengths.push(checked_count(path, item, &field, hs).map_err(|e| e.to_string())?);
+    }
+    let space = checked_count(path, item, "the X lengths of the encoding", &x_lengths)
+        .map_err(|e| e.to_string())?;
     let n = x_lengths.len();
     let mut strides = vec![1i64; n];
     for i in (0..n.saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * x_lengths[i + 1];
+        strides[i] = strides[i + 1] * x_lengths[i + 1]; // fits: a suffix product of `space`
     }
     let guarantee =
         Some((e.view.guaranteed_last_dim_vector_length, e.view.guaranteed_last_dim_vector_stride));
-    let space: i64 = x_lengths.iter().product();
     let data = vec![0f32; usize::try_from(space).map_err(|_| format!("X lengths {x_lengths:?}"))?];
     let view = make_naive_tensor_view_with_guarantee(&data[..], &x_lengths, &strides, guarantee)
         .map_err(|err| format!("the view does not build: {err}"))?;
@@ -236,7 +244,7 @@ pub fn check(path: &Path, text: &str) -> Result<Tally, CliError> {
             (AccessCurve::Linear, &e.accesses_nosnake, "accesses_nosnake"),
             (AccessCurve::Snake, &e.accesses_snake, "accesses_snake"),
         ] {
-            let tr = match traits_of(e, &spec, curve, &mut t, &item) {
+            let tr = match traits_of(path, e, &spec, curve, &mut t, &item) {
                 Ok(tr) => tr,
                 Err(why) => {
                     t.fail(&item, format!("{what}: {why}"));

@@ -22,6 +22,7 @@ use tilekit_tile::view::{make_naive_tensor_view_with_guarantee, pad_tensor_view}
 use tilekit_tile::window::{walk_with_adaptor, WindowAccess};
 use tilekit_tile::TileWindow;
 
+use super::schema::checked_count;
 use super::schema::row_major;
 use super::traits::{encodings_in, names_a_rule, parts_of, resolve_encoding};
 use super::{parse, Tally};
@@ -72,11 +73,23 @@ struct WalkJson {
 /// Per thread P index, its walk.
 type Walks = Vec<(Vec<i64>, Vec<WindowAccess<i64>>)>;
 
-fn walks_of(w: &WalkJson, spec: &EncodingSpec, t: &mut Tally) -> Result<Walks, String> {
+fn walks_of(
+    path: &Path,
+    w: &WalkJson,
+    spec: &EncodingSpec,
+    t: &mut Tally,
+) -> Result<Walks, String> {
     let desc = TensorDescriptor::naive(w.tensor_lengths.clone(), w.tensor_strides.clone(), None)
         .map_err(|e| format!("the tensor does not build: {e}"))?;
-    let space = usize::try_from(desc.element_space_size())
-        .map_err(|_| format!("element space {}", desc.element_space_size()))?;
+    // the view holds the tensor's element space: validated before anything is allocated
+    let space = checked_count(
+        path,
+        &w.name,
+        "the element space of tensor_lengths and tensor_strides",
+        &[desc.element_space_size()],
+    )
+    .map_err(|e| e.to_string())?;
+    let space = usize::try_from(space).map_err(|_| format!("element space {space}"))?;
     let data = vec![0f32; space];
     let guarantee =
         Some((w.guaranteed_last_dim_vector_length, w.guaranteed_last_dim_vector_stride));
@@ -94,6 +107,17 @@ fn walks_of(w: &WalkJson, spec: &EncodingSpec, t: &mut Tally) -> Result<Walks, S
     let curve = if w.snake_curved { AccessCurve::Snake } else { AccessCurve::Linear };
     let (dist, (adaptor, ndim_p, ys_to_d, refusal)) =
         parts_of(spec).map_err(|e| format!("the distribution does not build: {e}"))?;
+    // one walk per thread: the file lists them, so a thread count that differs is one failure
+    // (and an encoding with billions of threads is never walked)
+    let p_lengths: Vec<i64> = adaptor.top_lengths()[..ndim_p].to_vec();
+    let threads = tilekit_layout::idx::checked_product(&p_lengths);
+    if threads != i64::try_from(w.threads.len()).ok() {
+        return Err(format!(
+            "the file lists {} threads, the distribution's P lengths {p_lengths:?} make {}",
+            w.threads.len(),
+            threads.map_or_else(|| "more than i64".to_string(), |n| n.to_string())
+        ));
+    }
     let (traits, walks): (LoadStoreTraits, Walks) = match dist {
         Some(dist) => {
             let win =
@@ -122,24 +146,6 @@ fn walks_of(w: &WalkJson, spec: &EncodingSpec, t: &mut Tally) -> Result<Walks, S
                 curve,
             )
             .map_err(|e| format!("the reference traits do not build: {e}"))?;
-            let p_lengths: Vec<i64> = spec
-                .ps_to_rhss_major
-                .iter()
-                .zip(&spec.ps_to_rhss_minor)
-                .map(|(ma, mi)| {
-                    ma.iter()
-                        .zip(mi)
-                        .map(|(&a, &b)| {
-                            let list = if a == 0 {
-                                &spec.rs_lengths
-                            } else {
-                                &spec.hs_lengthss[a as usize - 1]
-                            };
-                            list[b as usize]
-                        })
-                        .product()
-                })
-                .collect();
             let mut walks = Vec::new();
             for p in row_major(&p_lengths) {
                 let walk = walk_with_adaptor(&adaptor, ndim_p, &traits, desc, &w.window_origin, &p)
@@ -168,7 +174,7 @@ pub fn check(path: &Path, text: &str) -> Result<Tally, CliError> {
                 continue;
             }
         };
-        let walks = match walks_of(w, &spec, &mut t) {
+        let walks = match walks_of(path, w, &spec, &mut t) {
             Ok(x) => x,
             Err(why) => {
                 t.fail(&w.name, why);

@@ -5,7 +5,12 @@
 //!   shared-memory race on "tile" byte 12 (element 3) in block (0, 0, 0):
 //!     thread (3, 0, 0) write by `st.shared.f32 tile[%4], %2`
 //!     thread (5, 0, 0) read by `%7 = ld.shared.f32 tile[%6]`, with no barrier in between
+//!   global-memory race on "y" element 0:
+//!     block (0, 0, 0) thread (0, 0, 0) write by `st.global.i32 y[%1], %2` and
+//!     block (1, 0, 0) thread (0, 0, 0) write by `st.global.i32 y[%1], %2` (blocks are unordered)
 //! ```
+
+use crate::types::ScalarType;
 
 /// One side of a race.
 ///
@@ -29,6 +34,42 @@ impl std::fmt::Display for Access {
         let [x, y, z] = self.thread;
         let kind = if self.write { "write" } else { "read" };
         write!(f, "thread ({x}, {y}, {z}) {kind} by `{}`", self.inst)
+    }
+}
+
+/// One side of a global-memory race: the block, the thread, the instruction.
+///
+/// ```
+/// use tilekit_ir::interp::GlobalAccess;
+/// let a = GlobalAccess { block: [2, 0, 0], thread: [1, 0, 0], inst: "st.global.f32 y[%1], %2".into(), write: true };
+/// assert_eq!(a.to_string(), "block (2, 0, 0) thread (1, 0, 0) write by `st.global.f32 y[%1], %2`");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalAccess {
+    /// Block index in the grid.
+    pub block: [u32; 3],
+    /// Thread index in the block.
+    pub thread: [u32; 3],
+    /// The instruction's text.
+    pub inst: String,
+    /// Write (true) or read.
+    pub write: bool,
+}
+
+impl std::fmt::Display for GlobalAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [bx, by, bz] = self.block;
+        let [x, y, z] = self.thread;
+        let kind = if self.write { "write" } else { "read" };
+        write!(f, "block ({bx}, {by}, {bz}) thread ({x}, {y}, {z}) {kind} by `{}`", self.inst)
+    }
+}
+
+fn race_order(first: &GlobalAccess, second: &GlobalAccess) -> &'static str {
+    if first.block == second.block {
+        "in one barrier interval (no bar.sync orders them)"
+    } else {
+        "in two blocks (blocks run in any order)"
     }
 }
 
@@ -60,6 +101,12 @@ pub enum InterpError {
     /// A grid with a zero dimension.
     #[error("grid {grid:?} is invalid: every dimension must be >= 1")]
     Grid {
+        /// The grid.
+        grid: [u32; 3],
+    },
+    /// A grid whose block count overflows 64 bits.
+    #[error("grid {grid:?} has more than 2^64 blocks")]
+    GridTooLarge {
         /// The grid.
         grid: [u32; 3],
     },
@@ -115,17 +162,49 @@ pub enum InterpError {
         /// The later access.
         second: Box<Access>,
     },
-    /// Two blocks wrote the same global element.
-    #[error("global write conflict on \"{mem}\" element {element}: written by blocks {first:?} and {second:?} (blocks run in any order)")]
-    GlobalWriteConflict {
-        /// Memory name.
+    /// Two threads of one launch accessed one global element, at least one writing, without an
+    /// order between them: two threads of a block in one barrier interval, or two blocks (which
+    /// run in any order). The IR has no atomics; a race is never benign.
+    #[error(
+        "global-memory race on \"{mem}\" element {element}: {first} and {second}, {}",
+        race_order(first, second)
+    )]
+    GlobalRace {
+        /// The buffer (its parameter's name).
         mem: String,
-        /// Element.
+        /// The element index in the buffer.
         element: usize,
-        /// One block.
-        first: [u32; 3],
-        /// The other block.
-        second: [u32; 3],
+        /// The earlier access (in block order, then execution order).
+        first: Box<GlobalAccess>,
+        /// The later access.
+        second: Box<GlobalAccess>,
+    },
+    /// Two blocks raced on a global element, but re-running the blocks to name them did not
+    /// reproduce the accesses (the kernel's addresses depend on the data it races on).
+    #[error("global-memory race on \"{mem}\" element {element} between two blocks (re-running the blocks to name them did not reproduce the accesses: the addresses depend on racing data)")]
+    GlobalRaceUnattributed {
+        /// The buffer.
+        mem: String,
+        /// The element index.
+        element: usize,
+    },
+    /// A host buffer (or the interpreter's bookkeeping for one) cannot be allocated.
+    #[error("a host buffer of {len} × {elem} cannot be allocated: {reason}")]
+    HostAlloc {
+        /// Element type.
+        elem: ScalarType,
+        /// Elements.
+        len: usize,
+        /// Why (byte size overflow, allocation failure).
+        reason: String,
+    },
+    /// The kernel is malformed (only possible for kernels not made by the builder).
+    #[error("kernel {kernel} is malformed: {reason}")]
+    InvalidKernel {
+        /// Kernel name.
+        kernel: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A barrier reached by only part of the block.
     #[error("`{inst}` reached by only part of block {block:?}: thread {thread:?} is not there (barriers must be uniform)")]

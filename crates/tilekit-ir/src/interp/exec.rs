@@ -12,39 +12,276 @@
 //!
 //! Running the whole block in lockstep is a legal schedule for any kernel whose barriers are
 //! uniform (the only kind structured control flow with `bar.sync` permits), and the race
-//! detector does not depend on the schedule: it compares accesses by barrier epoch, not by the
+//! detectors do not depend on the schedule: they compare accesses by barrier epoch, not by the
 //! order they happened in. Registers start *poisoned* (uninitialised); poison spreads through
 //! arithmetic and is an error where it would change behaviour (addresses, masks, conditions,
 //! bounds, values stored to global memory).
+//!
+//! **Speed.** The per-lane work is what costs: a block of 256 threads runs each instruction
+//! 256 times. So everything that depends only on the instruction is decided once per
+//! instruction, outside the lane loop:
+//!
+//! ```text
+//!   registers   one row of n lanes per SSA value (Vec<u64>), reused by every block a worker
+//!               runs (rayon map_init: one executor per worker, no allocation per block)
+//!   poison      per row: Clean | All | Mixed(per-lane flags) — a clean row costs nothing, and
+//!               an op on clean operands under a full mask writes no poison flags at all
+//!   dispatch    (op, type) matched once per instruction into a monomorphised lane loop over
+//!               the same evaluation functions as the build-time folder (crate::eval), so the
+//!               loop body is a few machine instructions, bit-identical to the folder
+//!   masks       full (0..n, vectorisable) or a list of active lanes
+//!   memory      a buffer is looked up and locked once per instruction, not per lane
+//! ```
 
 use std::collections::HashMap;
 
-use crate::eval::{eval_binary, eval_cmp, eval_cvt, eval_fma, eval_unary};
-use crate::interp::error::{Access, InterpError};
-use crate::interp::memory::{Conflict, GlobalView, Rec, SharedMem};
+use crate::eval::{binary_inline, cmp_inline, fma_inline, unary_inline};
+use crate::eval::{cvt_inline, eval_binary, eval_cmp};
+use crate::interp::error::{Access, GlobalAccess, InterpError};
+use crate::interp::global::{check_epoch, EpochRace, Footprint, Global, Run};
+use crate::interp::memory::{Conflict, HostBuffer, Rec, SharedMem};
 use crate::kernel::Kernel;
-use crate::op::{Block, Inst, MemSpace, Op, SpecialReg, ValueId};
+use crate::op::{BinOp, Block, CmpOp, Inst, MemSpace, Op, SpecialReg, UnOp, ValueId};
 use crate::types::ScalarType;
-
-pub(crate) struct BlockExec<'a> {
-    pub(crate) k: &'a Kernel,
-    pub(crate) n: usize,
-    pub(crate) block: [u32; 3],
-    pub(crate) grid: [u32; 3],
-    pub(crate) regs: Vec<u64>,
-    pub(crate) poison: Vec<bool>,
-    pub(crate) scalars: &'a [u64],
-    pub(crate) shared: Vec<SharedMem>,
-    pub(crate) global: GlobalView<'a>,
-    pub(crate) epoch: u32,
-    pub(crate) inst_ids: &'a HashMap<usize, u32>,
-    pub(crate) insts: &'a [&'a Inst],
-    pub(crate) steps: u64,
-}
 
 type R<T = ()> = Result<T, InterpError>;
 
+/// What every block of a launch shares: the kernel, its arguments, the instruction table.
+pub(crate) struct Prog<'a> {
+    pub(crate) k: &'a Kernel,
+    pub(crate) n: usize,
+    pub(crate) grid: [u32; 3],
+    pub(crate) scalars: Vec<u64>,
+    pub(crate) globals: &'a [Global],
+    pub(crate) insts: Vec<&'a Inst>,
+    inst_ids: HashMap<usize, u32>,
+    /// Whether any written buffer has a cross-block map (more than one block).
+    cross_block: bool,
+}
+
+impl<'a> Prog<'a> {
+    pub(crate) fn new(
+        k: &'a Kernel,
+        grid: [u32; 3],
+        scalars: Vec<u64>,
+        globals: &'a [Global],
+    ) -> Self {
+        let mut insts: Vec<&'a Inst> = vec![];
+        k.body.walk(&mut |i| insts.push(i));
+        let inst_ids =
+            insts.iter().enumerate().map(|(n, i)| (*i as *const Inst as usize, n as u32)).collect();
+        let cross_block = globals.iter().any(|g| matches!(g, Global::Written(_, Some(_))));
+        Prog { k, n: k.threads_per_block(), grid, scalars, globals, insts, inst_ids, cross_block }
+    }
+
+    fn inst_id(&self, inst: &Inst) -> u32 {
+        self.inst_ids.get(&(inst as *const Inst as usize)).copied().unwrap_or(0)
+    }
+}
+
+/// Which lanes execute.
+pub(crate) struct Mask {
+    /// Per thread.
+    pub(crate) on: Vec<bool>,
+    /// The active threads, ascending.
+    pub(crate) active: Vec<u32>,
+    /// Every thread is active.
+    pub(crate) full: bool,
+}
+
+impl Mask {
+    fn all(n: usize) -> Mask {
+        Mask { on: vec![true; n], active: (0..n as u32).collect(), full: true }
+    }
+
+    fn from_on(on: Vec<bool>) -> Mask {
+        let active: Vec<u32> = (0..on.len() as u32).filter(|&t| on[t as usize]).collect();
+        let full = active.len() == on.len();
+        Mask { on, active, full }
+    }
+
+    fn any(&self) -> bool {
+        !self.active.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PState {
+    /// No lane is poisoned (the flags are stale).
+    Clean,
+    /// Every lane is poisoned (the flags are stale).
+    All,
+    /// The flags hold.
+    Mixed,
+}
+
+#[derive(Debug, Clone)]
+struct Reg {
+    bits: Vec<u64>,
+    poison: Vec<bool>,
+    state: PState,
+}
+
+impl Reg {
+    fn materialize(&mut self) {
+        match self.state {
+            PState::Clean => self.poison.fill(false),
+            PState::All => self.poison.fill(true),
+            PState::Mixed => {}
+        }
+        self.state = PState::Mixed;
+    }
+
+    fn normalize(&mut self) {
+        if self.state == PState::Mixed {
+            if !self.poison.iter().any(|&p| p) {
+                self.state = PState::Clean;
+            } else if self.poison.iter().all(|&p| p) {
+                self.state = PState::All;
+            }
+        }
+    }
+}
+
+/// An access to the probed element (attribution pass).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hit {
+    pub(crate) thread: u32,
+    pub(crate) inst: u32,
+    pub(crate) write: bool,
+}
+
+/// One worker's executor; runs one block at a time.
+pub(crate) struct BlockExec<'a> {
+    pub(crate) p: &'a Prog<'a>,
+    pub(crate) k: &'a Kernel,
+    pub(crate) n: usize,
+    pub(crate) block: [u32; 3],
+    regs: Vec<Reg>,
+    shared: Vec<SharedMem>,
+    epoch: u32,
+    base: u32,
+    runs: Vec<Run>,
+    foot: Footprint,
+    pub(crate) steps: u64,
+    /// Attribution pass: stores are not applied; accesses to (param, element) are recorded.
+    pub(crate) probe: Option<(u32, u64)>,
+    pub(crate) hits: Vec<Hit>,
+}
+
+macro_rules! dispatch_binary {
+    ($s:ident, $r:ident, $a:ident, $b:ident, $m:ident, $op:expr, $ty:expr;
+     $( $t:ident: [$($o:ident),*] );* ) => {
+        match ($op, $ty) {
+            $($( (BinOp::$o, ScalarType::$t) => $s.map2($r, $a, $b, $m, |x, y| {
+                binary_inline(BinOp::$o, ScalarType::$t, x, y).unwrap_or(0)
+            }), )*)*
+            (op, ty) => $s.map2($r, $a, $b, $m, |x, y| binary_inline(op, ty, x, y).unwrap_or(0)),
+        }
+    };
+}
+
+macro_rules! dispatch_unary {
+    ($s:ident, $r:ident, $a:ident, $m:ident, $op:expr, $ty:expr;
+     $( $t:ident: [$($o:ident),*] );* ) => {
+        match ($op, $ty) {
+            $($( (UnOp::$o, ScalarType::$t) => $s.map1($r, $a, $m, |x| {
+                unary_inline(UnOp::$o, ScalarType::$t, x).unwrap_or(0)
+            }), )*)*
+            (op, ty) => $s.map1($r, $a, $m, |x| unary_inline(op, ty, x).unwrap_or(0)),
+        }
+    };
+}
+
+macro_rules! dispatch_cmp {
+    ($s:ident, $r:ident, $a:ident, $b:ident, $m:ident, $op:expr, $ty:expr;
+     [$($t:ident),*]; [$($o:ident),*] ) => {
+        dispatch_cmp!(@ty $s, $r, $a, $b, $m, $op, $ty; [$($t),*]; [$($o),*])
+    };
+    (@ty $s:ident, $r:ident, $a:ident, $b:ident, $m:ident, $op:expr, $ty:expr;
+     [$($t:ident),*]; $os:tt ) => {
+        match $ty {
+            $( ScalarType::$t => dispatch_cmp!(@op $s, $r, $a, $b, $m, $op, $t; $os), )*
+            ty => { let op = $op; $s.map2($r, $a, $b, $m, |x, y| cmp_inline(op, ty, x, y)) }
+        }
+    };
+    (@op $s:ident, $r:ident, $a:ident, $b:ident, $m:ident, $op:expr, $t:ident; [$($o:ident),*]) => {
+        match $op {
+            $( CmpOp::$o => $s.map2($r, $a, $b, $m, |x, y| cmp_inline(CmpOp::$o, ScalarType::$t, x, y)), )*
+        }
+    };
+}
+
+macro_rules! dispatch_cvt {
+    ($s:ident, $r:ident, $a:ident, $m:ident, $from:expr, $to:expr; $( ($f:ident, $t:ident) ),* ) => {
+        match ($from, $to) {
+            $( (ScalarType::$f, ScalarType::$t) => {
+                $s.map1($r, $a, $m, |x| cvt_inline(ScalarType::$f, ScalarType::$t, x))
+            } )*
+            (f, t) => $s.map1($r, $a, $m, |x| cvt_inline(f, t, x)),
+        }
+    };
+}
+
 impl<'a> BlockExec<'a> {
+    pub(crate) fn new(p: &'a Prog<'a>) -> Self {
+        let n = p.n;
+        let reg = Reg { bits: vec![0; n], poison: vec![true; n], state: PState::All };
+        BlockExec {
+            p,
+            k: p.k,
+            n,
+            block: [0; 3],
+            regs: vec![reg; p.k.values.len()],
+            shared: p.k.shared.iter().map(|s| SharedMem::new(s.elem, s.len)).collect(),
+            epoch: 0,
+            base: 1,
+            runs: vec![],
+            foot: Footprint::default(),
+            steps: 0,
+            probe: None,
+            hits: vec![],
+        }
+    }
+
+    /// Runs one block; returns the lowest (param, element) where publishing its global
+    /// footprint found another block's conflicting access.
+    pub(crate) fn run(&mut self, block: [u32; 3]) -> R<Option<(u32, u64)>> {
+        self.block = block;
+        self.steps = 0;
+        for r in &mut self.regs {
+            r.state = PState::All;
+        }
+        if self.epoch >= u32::MAX / 2 {
+            for s in &mut self.shared {
+                s.reset();
+            }
+            self.epoch = 0;
+        }
+        self.epoch += 1;
+        self.base = self.epoch;
+        self.runs.clear();
+        self.foot.clear();
+        self.hits.clear();
+        let all = Mask::all(self.n);
+        let k = self.k;
+        self.run_insts(&k.body, &all)?;
+        self.end_epoch()?;
+        if self.probe.is_some() || !self.p.cross_block {
+            return Ok(None);
+        }
+        let mut found: Option<(u32, u64)> = None;
+        for param in self.foot.params() {
+            if let Some(Global::Written(_, Some(map))) = self.p.globals.get(param as usize) {
+                let (w, r) = self.foot.of(param);
+                if let Some(e) = map.publish(&w, &r) {
+                    found = Some(found.map_or((param, e), |f| f.min((param, e))));
+                }
+            }
+        }
+        Ok(found)
+    }
+
     pub(crate) fn thread(&self, t: usize) -> [u32; 3] {
         let [bx, by, _] = self.k.block_dim;
         let (bx, by) = (bx as usize, by as usize);
@@ -57,39 +294,82 @@ impl<'a> BlockExec<'a> {
 
     #[inline]
     pub(crate) fn get(&self, v: ValueId, t: usize) -> u64 {
-        self.regs[v.0 as usize * self.n + t]
+        self.regs[v.0 as usize].bits[t]
     }
 
     #[inline]
     pub(crate) fn is_poison(&self, v: ValueId, t: usize) -> bool {
-        self.poison[v.0 as usize * self.n + t]
+        let r = &self.regs[v.0 as usize];
+        match r.state {
+            PState::Clean => false,
+            PState::All => true,
+            PState::Mixed => r.poison[t],
+        }
     }
 
     #[inline]
     pub(crate) fn set(&mut self, v: ValueId, t: usize, bits: u64, poison: bool) {
-        let i = v.0 as usize * self.n + t;
-        self.regs[i] = bits;
-        self.poison[i] = poison;
+        let r = &mut self.regs[v.0 as usize];
+        r.bits[t] = bits;
+        match (r.state, poison) {
+            (PState::Clean, false) | (PState::All, true) => {}
+            (PState::Mixed, _) => r.poison[t] = poison,
+            _ => {
+                r.materialize();
+                r.poison[t] = poison;
+            }
+        }
+    }
+
+    /// After per-lane writes: a row whose flags are uniform becomes Clean / All again.
+    pub(crate) fn normalize(&mut self, v: ValueId) {
+        self.regs[v.0 as usize].normalize();
+    }
+
+    /// Copies row `src` into row `dst` (every lane).
+    fn copy_row(&mut self, dst: ValueId, src: ValueId) {
+        if dst == src {
+            return;
+        }
+        let mut d = std::mem::take(&mut self.regs[dst.0 as usize].bits);
+        let mut dp = std::mem::take(&mut self.regs[dst.0 as usize].poison);
+        let s = &self.regs[src.0 as usize];
+        d.copy_from_slice(&s.bits);
+        if s.state == PState::Mixed {
+            dp.copy_from_slice(&s.poison);
+        }
+        let state = s.state;
+        let r = &mut self.regs[dst.0 as usize];
+        r.bits = d;
+        r.poison = dp;
+        r.state = state;
     }
 
     /// The value, or a Poison error naming its role.
+    #[inline(always)]
     pub(crate) fn defined(&self, inst: &Inst, v: ValueId, t: usize, what: &str) -> R<u64> {
         if self.is_poison(v, t) {
-            return Err(InterpError::Poison {
-                inst: self.text(inst),
-                value: v.to_string(),
-                what: what.into(),
-                block: self.block,
-                thread: self.thread(t),
-            });
+            return Err(self.poison_error(inst, v, t, what));
         }
         Ok(self.get(v, t))
     }
 
-    pub(crate) fn run_block(&mut self, b: &Block, mask: &[bool]) -> R {
+    #[cold]
+    #[inline(never)]
+    fn poison_error(&self, inst: &Inst, v: ValueId, t: usize, what: &str) -> InterpError {
+        InterpError::Poison {
+            inst: self.text(inst),
+            value: v.to_string(),
+            what: what.into(),
+            block: self.block,
+            thread: self.thread(t),
+        }
+    }
+
+    fn run_insts(&mut self, b: &Block, m: &Mask) -> R {
         for inst in &b.insts {
             self.steps += 1;
-            self.exec(inst, mask)?;
+            self.exec(inst, m)?;
         }
         Ok(())
     }
@@ -100,189 +380,289 @@ impl<'a> BlockExec<'a> {
             SpecialReg::ThreadId(a) => th[a.index()],
             SpecialReg::BlockDim(a) => self.k.block_dim[a.index()],
             SpecialReg::BlockId(a) => self.block[a.index()],
-            SpecialReg::GridDim(a) => self.grid[a.index()],
+            SpecialReg::GridDim(a) => self.p.grid[a.index()],
             SpecialReg::LaneId => (t % 32) as u32,
             SpecialReg::WarpId => (t / 32) as u32,
         };
         v as u64
     }
 
-    fn exec(&mut self, inst: &Inst, mask: &[bool]) -> R {
-        let n = self.n;
-        let r0 = inst.results.first().copied();
-        let active: Vec<usize> = (0..n).filter(|&t| mask[t]).collect();
-        match &inst.op {
-            Op::Const(l) => {
-                let r = r0.unwrap_or(ValueId(0));
-                for t in 0..n {
-                    self.set(r, t, l.bits(), false);
-                }
+    /// Result poison = any operand's, lane by lane (`r` is not among `ops`).
+    fn poison_from(&mut self, r: ValueId, ops: &[ValueId], m: &Mask) {
+        let state = |v: &ValueId| self.regs[v.0 as usize].state;
+        let clean = ops.iter().all(|v| state(v) == PState::Clean);
+        let ri = r.0 as usize;
+        if m.full {
+            if clean {
+                self.regs[ri].state = PState::Clean;
+                return;
             }
+            if ops.iter().any(|v| state(v) == PState::All) {
+                self.regs[ri].state = PState::All;
+                return;
+            }
+            let mut p = std::mem::take(&mut self.regs[ri].poison);
+            for (t, x) in p.iter_mut().enumerate() {
+                *x = ops.iter().any(|&v| self.is_poison(v, t));
+            }
+            self.regs[ri].poison = p;
+            self.regs[ri].state = PState::Mixed;
+            self.regs[ri].normalize();
+        } else {
+            if clean && self.regs[ri].state == PState::Clean {
+                return;
+            }
+            self.regs[ri].materialize();
+            let mut p = std::mem::take(&mut self.regs[ri].poison);
+            for &t in &m.active {
+                let t = t as usize;
+                p[t] = ops.iter().any(|&v| self.is_poison(v, t));
+            }
+            self.regs[ri].poison = p;
+        }
+    }
+
+    #[inline(always)]
+    fn map1(&mut self, r: ValueId, a: ValueId, m: &Mask, f: impl Fn(u64) -> u64) {
+        let mut out = std::mem::take(&mut self.regs[r.0 as usize].bits);
+        let xa = &self.regs[a.0 as usize].bits;
+        if m.full {
+            for (o, &x) in out.iter_mut().zip(xa) {
+                *o = f(x);
+            }
+        } else {
+            for &t in &m.active {
+                let t = t as usize;
+                out[t] = f(xa[t]);
+            }
+        }
+        self.regs[r.0 as usize].bits = out;
+    }
+
+    #[inline(always)]
+    fn map2(&mut self, r: ValueId, a: ValueId, b: ValueId, m: &Mask, f: impl Fn(u64, u64) -> u64) {
+        let mut out = std::mem::take(&mut self.regs[r.0 as usize].bits);
+        let xa = &self.regs[a.0 as usize].bits;
+        let xb = &self.regs[b.0 as usize].bits;
+        if m.full {
+            for ((o, &x), &y) in out.iter_mut().zip(xa).zip(xb) {
+                *o = f(x, y);
+            }
+        } else {
+            for &t in &m.active {
+                let t = t as usize;
+                out[t] = f(xa[t], xb[t]);
+            }
+        }
+        self.regs[r.0 as usize].bits = out;
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn map3(
+        &mut self,
+        r: ValueId,
+        a: ValueId,
+        b: ValueId,
+        c: ValueId,
+        m: &Mask,
+        f: impl Fn(u64, u64, u64) -> u64,
+    ) {
+        let mut out = std::mem::take(&mut self.regs[r.0 as usize].bits);
+        let xa = &self.regs[a.0 as usize].bits;
+        let xb = &self.regs[b.0 as usize].bits;
+        let xc = &self.regs[c.0 as usize].bits;
+        if m.full {
+            for (((o, &x), &y), &z) in out.iter_mut().zip(xa).zip(xb).zip(xc) {
+                *o = f(x, y, z);
+            }
+        } else {
+            for &t in &m.active {
+                let t = t as usize;
+                out[t] = f(xa[t], xb[t], xc[t]);
+            }
+        }
+        self.regs[r.0 as usize].bits = out;
+    }
+
+    fn fill(&mut self, r: ValueId, bits: u64) {
+        let reg = &mut self.regs[r.0 as usize];
+        reg.bits.fill(bits);
+        reg.state = PState::Clean;
+    }
+
+    fn exec(&mut self, inst: &Inst, m: &Mask) -> R {
+        let r = inst.results.first().copied().unwrap_or(ValueId(0));
+        match &inst.op {
+            Op::Const(l) => self.fill(r, l.bits()),
             Op::Param(i) => {
-                let r = r0.unwrap_or(ValueId(0));
-                let v = self.scalars[*i as usize];
-                for t in 0..n {
-                    self.set(r, t, v, false);
-                }
+                let v = self.p.scalars.get(*i as usize).copied().unwrap_or(0);
+                self.fill(r, v)
             }
             Op::Special(reg) => {
-                let r = r0.unwrap_or(ValueId(0));
-                for t in 0..n {
-                    let v = self.special(*reg, t);
-                    self.set(r, t, v, false);
+                let mut out = std::mem::take(&mut self.regs[r.0 as usize].bits);
+                for (t, o) in out.iter_mut().enumerate() {
+                    *o = self.special(*reg, t);
                 }
+                self.regs[r.0 as usize].bits = out;
+                self.regs[r.0 as usize].state = PState::Clean;
             }
             Op::Unary(op, a) => {
-                let (r, ty) = (r0.unwrap_or(ValueId(0)), self.k.ty(*a));
-                for &t in &active {
-                    let p = self.is_poison(*a, t);
-                    let v = eval_unary(*op, ty, self.get(*a, t)).unwrap_or(0);
-                    self.set(r, t, v, p);
-                }
+                let (a, ty) = (*a, self.k.ty(*a));
+                dispatch_unary!(self, r, a, m, *op, ty;
+                    F32: [Neg, Abs, Exp2Approx, RcpApprox, RsqrtApprox, Sqrt];
+                    I32: [Neg, Not, Abs]; I64: [Neg, Not, Abs]; U32: [Not]; Pred: [Not]);
+                self.poison_from(r, &[a], m);
             }
             Op::Binary(op, a, b) => {
-                let (r, ty) = (r0.unwrap_or(ValueId(0)), self.k.ty(*a));
-                for &t in &active {
-                    let p = self.is_poison(*a, t) || self.is_poison(*b, t);
-                    let v = match eval_binary(*op, ty, self.get(*a, t), self.get(*b, t)) {
-                        Ok(v) => v,
-                        Err(_) if p => 0,
-                        Err(_) => {
-                            return Err(InterpError::DivisionByZero {
-                                inst: self.text(inst),
-                                block: self.block,
-                                thread: self.thread(t),
-                            })
-                        }
-                    };
-                    self.set(r, t, v, p);
+                let (a, b, ty) = (*a, *b, self.k.ty(*a));
+                if ty.is_int() && matches!(op, BinOp::Div | BinOp::Rem) {
+                    self.checked_division(inst, *op, ty, r, a, b, m)?;
+                } else {
+                    dispatch_binary!(self, r, a, b, m, *op, ty;
+                        F32: [Add, Sub, Mul, Div, Min, Max];
+                        F64: [Add, Sub, Mul, Div, Min, Max];
+                        I32: [Add, Sub, Mul, Min, Max, And, Or, Xor, Shl, Shr];
+                        U32: [Add, Sub, Mul, Min, Max, And, Or, Xor, Shl, Shr];
+                        I64: [Add, Sub, Mul, Min, Max, And, Or, Xor, Shl, Shr];
+                        Pred: [And, Or, Xor]);
                 }
+                self.poison_from(r, &[a, b], m);
             }
             Op::Fma(a, b, c) => {
-                let (r, ty) = (r0.unwrap_or(ValueId(0)), self.k.ty(*a));
-                for &t in &active {
-                    let p = [a, b, c].iter().any(|v| self.is_poison(**v, t));
-                    let v = eval_fma(ty, self.get(*a, t), self.get(*b, t), self.get(*c, t))
-                        .unwrap_or(0);
-                    self.set(r, t, v, p);
+                let (a, b, c, ty) = (*a, *b, *c, self.k.ty(*a));
+                match ty {
+                    ScalarType::F32 => self.map3(r, a, b, c, m, |x, y, z| {
+                        fma_inline(ScalarType::F32, x, y, z).unwrap_or(0)
+                    }),
+                    ScalarType::I32 => self.map3(r, a, b, c, m, |x, y, z| {
+                        fma_inline(ScalarType::I32, x, y, z).unwrap_or(0)
+                    }),
+                    ty => self.map3(r, a, b, c, m, |x, y, z| fma_inline(ty, x, y, z).unwrap_or(0)),
                 }
+                self.poison_from(r, &[a, b, c], m);
             }
             Op::Cmp(op, a, b) => {
-                let (r, ty) = (r0.unwrap_or(ValueId(0)), self.k.ty(*a));
-                for &t in &active {
-                    let p = self.is_poison(*a, t) || self.is_poison(*b, t);
-                    let v = eval_cmp(*op, ty, self.get(*a, t), self.get(*b, t));
-                    self.set(r, t, v, p);
-                }
+                let (a, b, ty) = (*a, *b, self.k.ty(*a));
+                dispatch_cmp!(self, r, a, b, m, *op, ty; [I32, U32, I64, F32]; [Lt, Le, Gt, Ge, Eq, Ne]);
+                self.poison_from(r, &[a, b], m);
             }
             Op::Select(c, a, b) => {
-                let r = r0.unwrap_or(ValueId(0));
-                for &t in &active {
-                    let pick = if self.get(*c, t) != 0 { *a } else { *b };
-                    let p = self.is_poison(*c, t) || self.is_poison(pick, t);
-                    let v = self.get(pick, t);
-                    self.set(r, t, v, p);
+                let (c, a, b) = (*c, *a, *b);
+                self.map3(r, c, a, b, m, |c, x, y| if c != 0 { x } else { y });
+                let clean =
+                    [c, a, b].iter().all(|v| self.regs[v.0 as usize].state == PState::Clean);
+                if clean {
+                    self.poison_from(r, &[c, a, b], m);
+                } else {
+                    self.regs[r.0 as usize].materialize();
+                    for &t in &m.active {
+                        let t = t as usize;
+                        let pick = if self.get(c, t) != 0 { a } else { b };
+                        let p = self.is_poison(c, t) || self.is_poison(pick, t);
+                        self.regs[r.0 as usize].poison[t] = p;
+                    }
+                    self.normalize(r);
                 }
             }
             Op::Cvt(a) => {
-                let r = r0.unwrap_or(ValueId(0));
-                let (from, to) = (self.k.ty(*a), self.k.ty(r));
-                for &t in &active {
-                    let p = self.is_poison(*a, t);
-                    let v = eval_cvt(from, to, self.get(*a, t));
-                    self.set(r, t, v, p);
-                }
+                let a = *a;
+                let (from, to) = (self.k.ty(a), self.k.ty(r));
+                dispatch_cvt!(self, r, a, m, from, to;
+                    (BF16, F32), (F32, BF16), (F16, F32), (F32, F16), (I32, F32), (F32, I32),
+                    (I32, I64), (I64, I32), (U32, I32), (I32, U32), (Pred, I32), (I32, Pred),
+                    (U32, I64), (I64, U32), (F32, F64), (F64, F32));
+                self.poison_from(r, &[a], m);
             }
-            Op::Load { mem, offset, width, mask: m } => {
-                let w = *width as usize;
-                for &t in &active {
-                    if let Some(m) = m {
-                        if self.defined(inst, *m, t, "mask")? == 0 {
-                            for &r in &inst.results {
-                                self.set(r, t, 0, false);
-                            }
-                            continue;
+            Op::Load { mem, offset, width, mask } => match mem.space {
+                MemSpace::Global(p) => {
+                    let g: &'a Global = self.global(inst, p)?;
+                    match g {
+                        Global::ReadOnly(buf) => self.load_global(
+                            inst,
+                            p,
+                            buf,
+                            *offset,
+                            *width as usize,
+                            *mask,
+                            m,
+                            false,
+                        )?,
+                        Global::Written(lock, _) => {
+                            let buf = lock.read().unwrap_or_else(|e| e.into_inner());
+                            self.load_global(
+                                inst,
+                                p,
+                                &buf,
+                                *offset,
+                                *width as usize,
+                                *mask,
+                                m,
+                                true,
+                            )?
                         }
-                    }
-                    let e = self.element(inst, *offset, w, mem.space, t)?;
-                    for (j, &r) in inst.results.iter().enumerate() {
-                        let (v, init) = match mem.space {
-                            MemSpace::Global(p) => (self.global.read(p, e + j), true),
-                            MemSpace::Shared(s) => {
-                                let rec = self.rec(inst, t);
-                                let res = self.shared[s as usize].read(e + j, rec);
-                                res.map_err(|c| self.race(inst, s, c, t, false))?
-                            }
-                        };
-                        self.set(r, t, v, !init);
-                    }
-                }
-            }
-            Op::Store { mem, offset, values, mask: m } => {
-                let w = values.len();
-                for &t in &active {
-                    if let Some(m) = m {
-                        if self.defined(inst, *m, t, "mask")? == 0 {
-                            continue;
-                        }
-                    }
-                    let e = self.element(inst, *offset, w, mem.space, t)?;
-                    for (j, &v) in values.iter().enumerate() {
-                        match mem.space {
-                            MemSpace::Global(p) => {
-                                let bits = self.defined(inst, v, t, "stored value")?;
-                                self.global.write(p, e + j, bits);
-                            }
-                            MemSpace::Shared(s) => {
-                                let (bits, init) = (self.get(v, t), !self.is_poison(v, t));
-                                let rec = self.rec(inst, t);
-                                let res = self.shared[s as usize].write(e + j, bits, init, rec);
-                                res.map_err(|c| self.race(inst, s, c, t, true))?;
-                            }
-                        }
+                        Global::Scalar => return Err(self.not_a_buffer(p)),
                     }
                 }
-            }
+                MemSpace::Shared(s) => {
+                    self.load_shared(inst, s, *offset, *width as usize, *mask, m)?
+                }
+            },
+            Op::Store { mem, offset, values, mask } => match mem.space {
+                MemSpace::Global(p) => self.store_global(inst, p, *offset, values, *mask, m)?,
+                MemSpace::Shared(s) => self.store_shared(inst, s, *offset, values, *mask, m)?,
+            },
             Op::Note(_) => {}
             Op::Barrier => {
-                if let Some(t) = (0..n).find(|&t| !mask[t]) {
+                if let Some(t) = m.on.iter().position(|&x| !x) {
                     return Err(InterpError::BarrierDivergence {
                         inst: self.text(inst),
                         block: self.block,
                         thread: self.thread(t),
                     });
                 }
-                self.epoch += 1;
+                self.end_epoch()?;
+                self.epoch = self.epoch.saturating_add(1);
             }
             Op::Shfl { mode, value, lane } => {
-                crate::interp::warp::shfl(self, inst, mask, *mode, *value, *lane)?
+                crate::interp::warp::shfl(self, inst, m, *mode, *value, *lane)?
             }
-            Op::Vote(mode, p) => crate::interp::warp::vote(self, inst, mask, *mode, *p)?,
-            Op::Mma { a, b, c, .. } => crate::interp::warp::mma(self, inst, mask, a, b, c)?,
+            Op::Vote(mode, p) => crate::interp::warp::vote(self, inst, m, *mode, *p)?,
+            Op::Mma { a, b, c, .. } => crate::interp::warp::mma(self, inst, m, a, b, c)?,
             Op::For { lo, hi, step, init, body } => {
-                self.run_for(inst, mask, (*lo, *hi, *step), init, body)?
+                self.run_for(inst, m, (*lo, *hi, *step), init, body)?
             }
             Op::If { cond, then, else_ } => {
+                let n = self.n;
                 let mut mt = vec![false; n];
                 let mut me = vec![false; n];
-                for &t in &active {
+                for &t in &m.active {
+                    let t = t as usize;
                     if self.defined(inst, *cond, t, "condition")? != 0 {
                         mt[t] = true;
                     } else {
                         me[t] = true;
                     }
                 }
-                if mt.iter().any(|&x| x) {
-                    self.run_block(then, &mt)?;
+                let (mt, me) = (Mask::from_on(mt), Mask::from_on(me));
+                if mt.any() {
+                    self.run_insts(then, &mt)?;
                 }
-                if me.iter().any(|&x| x) {
-                    self.run_block(else_, &me)?;
+                if me.any() {
+                    self.run_insts(else_, &me)?;
                 }
-                for &t in &active {
-                    let ys = if mt[t] { &then.yields } else { &else_.yields };
-                    for (&r, &y) in inst.results.iter().zip(ys) {
-                        let (v, p) = (self.get(y, t), self.is_poison(y, t));
-                        self.set(r, t, v, p);
+                for ((&r, &yt), &ye) in inst.results.iter().zip(&then.yields).zip(&else_.yields) {
+                    if mt.full {
+                        self.copy_row(r, yt);
+                    } else if me.full {
+                        self.copy_row(r, ye);
+                    } else {
+                        for &t in &m.active {
+                            let t = t as usize;
+                            let y = if mt.on[t] { yt } else { ye };
+                            let (v, p) = (self.get(y, t), self.is_poison(y, t));
+                            self.set(r, t, v, p);
+                        }
                     }
                 }
             }
@@ -290,21 +670,320 @@ impl<'a> BlockExec<'a> {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
+    fn checked_division(
+        &mut self,
+        inst: &Inst,
+        op: BinOp,
+        ty: ScalarType,
+        r: ValueId,
+        a: ValueId,
+        b: ValueId,
+        m: &Mask,
+    ) -> R {
+        for &t in &m.active {
+            let t = t as usize;
+            let p = self.is_poison(a, t) || self.is_poison(b, t);
+            let v = match eval_binary(op, ty, self.get(a, t), self.get(b, t)) {
+                Ok(v) => v,
+                Err(_) if p => 0,
+                Err(_) => {
+                    return Err(InterpError::DivisionByZero {
+                        inst: self.text(inst),
+                        block: self.block,
+                        thread: self.thread(t),
+                    })
+                }
+            };
+            self.regs[r.0 as usize].bits[t] = v;
+        }
+        Ok(())
+    }
+
+    fn global(&self, inst: &Inst, p: u32) -> R<&'a Global> {
+        let globals: &'a [Global] = self.p.globals;
+        globals.get(p as usize).ok_or_else(|| InterpError::InvalidKernel {
+            kernel: self.k.name.clone(),
+            reason: format!("`{}` names parameter {p}, which does not exist", self.text(inst)),
+        })
+    }
+
+    fn not_a_buffer(&self, p: u32) -> InterpError {
+        InterpError::InvalidKernel {
+            kernel: self.k.name.clone(),
+            reason: format!("parameter {p} is accessed as memory but is a scalar"),
+        }
+    }
+
+    /// Results of a load are defined on every lane that ran it (masked-off lanes read 0).
+    fn loaded(&mut self, inst: &Inst, m: &Mask) {
+        for &r in &inst.results {
+            let reg = &mut self.regs[r.0 as usize];
+            if m.full {
+                reg.state = PState::Clean;
+            } else if reg.state != PState::Clean {
+                reg.materialize();
+                for &t in &m.active {
+                    reg.poison[t as usize] = false;
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn load_global(
+        &mut self,
+        inst: &Inst,
+        p: u32,
+        buf: &HostBuffer,
+        offset: ValueId,
+        w: usize,
+        mask: Option<ValueId>,
+        m: &Mask,
+        tracked: bool,
+    ) -> R {
+        let len = buf.len();
+        let probe = self.probe.filter(|(pp, _)| *pp == p);
+        let track = tracked && self.probe.is_none();
+        let id = if track || probe.is_some() { self.p.inst_id(inst) } else { 0 };
+        let seq = self.steps;
+        for &t in &m.active {
+            let t = t as usize;
+            if let Some(mk) = mask {
+                if self.defined(inst, mk, t, "mask")? == 0 {
+                    for &r in &inst.results {
+                        self.regs[r.0 as usize].bits[t] = 0;
+                    }
+                    continue;
+                }
+            }
+            let e = self.element(inst, offset, w, MemSpace::Global(p), len, t)?;
+            for (j, &r) in inst.results.iter().enumerate() {
+                self.regs[r.0 as usize].bits[t] = buf.bits(e + j);
+            }
+            if track {
+                self.record(p, false, e, w, t, id, seq);
+            }
+            if let Some((_, pe)) = probe {
+                if (e as u64..(e + w) as u64).contains(&pe) {
+                    self.hits.push(Hit { thread: t as u32, inst: id, write: false });
+                }
+            }
+        }
+        self.loaded(inst, m);
+        Ok(())
+    }
+
+    fn store_global(
+        &mut self,
+        inst: &Inst,
+        p: u32,
+        offset: ValueId,
+        values: &[ValueId],
+        mask: Option<ValueId>,
+        m: &Mask,
+    ) -> R {
+        let lock = match self.global(inst, p)? {
+            Global::Written(lock, _) => lock,
+            _ => return Err(self.not_a_buffer(p)),
+        };
+        let probe = self.probe.filter(|(pp, _)| *pp == p);
+        let track = self.probe.is_none();
+        let id = self.p.inst_id(inst);
+        let seq = self.steps;
+        let w = values.len();
+        let mut buf = lock.write().unwrap_or_else(|e| e.into_inner());
+        let len = buf.len();
+        for &t in &m.active {
+            let t = t as usize;
+            if let Some(mk) = mask {
+                if self.defined(inst, mk, t, "mask")? == 0 {
+                    continue;
+                }
+            }
+            let e = self.element(inst, offset, w, MemSpace::Global(p), len, t)?;
+            for (j, &v) in values.iter().enumerate() {
+                let bits = self.defined(inst, v, t, "stored value")?;
+                if self.probe.is_none() {
+                    buf.set_bits(e + j, bits);
+                }
+            }
+            if track {
+                self.record(p, true, e, w, t, id, seq);
+            }
+            if let Some((_, pe)) = probe {
+                if (e as u64..(e + w) as u64).contains(&pe) {
+                    self.hits.push(Hit { thread: t as u32, inst: id, write: true });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn load_shared(
+        &mut self,
+        inst: &Inst,
+        s: u32,
+        offset: ValueId,
+        w: usize,
+        mask: Option<ValueId>,
+        m: &Mask,
+    ) -> R {
+        let len = self.shared_len(inst, s)?;
+        let id = self.p.inst_id(inst);
+        for &t in &m.active {
+            let t = t as usize;
+            if let Some(mk) = mask {
+                if self.defined(inst, mk, t, "mask")? == 0 {
+                    for &r in &inst.results {
+                        self.set(r, t, 0, false);
+                    }
+                    continue;
+                }
+            }
+            let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
+            let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
+            for (j, &r) in inst.results.iter().enumerate() {
+                let res = self.shared[s as usize].read(e + j, rec, self.base);
+                let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;
+                self.set(r, t, v, !init);
+            }
+        }
+        if m.full {
+            for &r in &inst.results {
+                self.normalize(r);
+            }
+        }
+        Ok(())
+    }
+
+    fn store_shared(
+        &mut self,
+        inst: &Inst,
+        s: u32,
+        offset: ValueId,
+        values: &[ValueId],
+        mask: Option<ValueId>,
+        m: &Mask,
+    ) -> R {
+        let len = self.shared_len(inst, s)?;
+        let id = self.p.inst_id(inst);
+        let w = values.len();
+        for &t in &m.active {
+            let t = t as usize;
+            if let Some(mk) = mask {
+                if self.defined(inst, mk, t, "mask")? == 0 {
+                    continue;
+                }
+            }
+            let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
+            let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
+            for (j, &v) in values.iter().enumerate() {
+                let (bits, init) = (self.get(v, t), !self.is_poison(v, t));
+                let res = self.shared[s as usize].write(e + j, bits, init, rec);
+                res.map_err(|c| self.race(inst, s, c, t, true))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn shared_len(&self, inst: &Inst, s: u32) -> R<usize> {
+        self.shared.get(s as usize).map(SharedMem::len).ok_or_else(|| InterpError::InvalidKernel {
+            kernel: self.k.name.clone(),
+            reason: format!(
+                "`{}` names shared allocation {s}, which does not exist",
+                self.text(inst)
+            ),
+        })
+    }
+
+    /// Appends a lane's access to a written buffer to the epoch's runs.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        param: u32,
+        write: bool,
+        e: usize,
+        w: usize,
+        t: usize,
+        inst: u32,
+        seq: u64,
+    ) {
+        if let Some(r) = self.runs.last_mut() {
+            if r.seq == seq
+                && r.param == param
+                && r.write == write
+                && r.width == w as u32
+                && (r.thread0 + r.lanes) as usize == t
+                && r.end() == e as u64
+            {
+                r.lanes += 1;
+                return;
+            }
+        }
+        self.runs.push(Run {
+            param,
+            write,
+            start: e as u64,
+            lanes: 1,
+            width: w as u32,
+            thread0: t as u32,
+            inst,
+            seq,
+        });
+    }
+
+    /// The end of a barrier interval: check the interval's global accesses for races between
+    /// threads of the block, then add them to the block's footprint.
+    fn end_epoch(&mut self) -> R {
+        if self.runs.is_empty() {
+            return Ok(());
+        }
+        let mut runs = std::mem::take(&mut self.runs);
+        if let Some(race) = check_epoch(&mut runs) {
+            return Err(self.epoch_race(race));
+        }
+        if self.p.cross_block {
+            self.foot.add(&runs);
+        }
+        runs.clear();
+        self.runs = runs;
+        Ok(())
+    }
+
+    fn epoch_race(&self, race: EpochRace) -> InterpError {
+        let side = |(run, t): (Run, u32)| {
+            Box::new(GlobalAccess {
+                block: self.block,
+                thread: self.thread(t as usize),
+                inst: self.p.insts.get(run.inst as usize).map(|i| self.text(i)).unwrap_or_default(),
+                write: run.write,
+            })
+        };
+        let param = race.first.0.param as usize;
+        InterpError::GlobalRace {
+            mem: self.k.params.get(param).map(|d| d.name.clone()).unwrap_or_default(),
+            element: race.element as usize,
+            first: side(race.first),
+            second: side(race.second),
+        }
+    }
+
     fn run_for(
         &mut self,
         inst: &Inst,
-        mask: &[bool],
+        m: &Mask,
         (lo, hi, step): (ValueId, ValueId, ValueId),
         init: &[ValueId],
         body: &Block,
     ) -> R {
-        let n = self.n;
         let ty = self.k.ty(lo);
         let iv = body.args[0];
         let carried = &body.args[1..];
-        let mut live = mask.to_vec();
-        for t in (0..n).filter(|&t| mask[t]) {
-            let l = self.defined(inst, lo, t, "loop lower bound")?;
+        for &t in &m.active {
+            let t = t as usize;
+            self.defined(inst, lo, t, "loop lower bound")?;
             self.defined(inst, hi, t, "loop upper bound")?;
             let s = self.defined(inst, step, t, "loop step")?;
             if (s as i64) <= 0 {
@@ -315,60 +994,85 @@ impl<'a> BlockExec<'a> {
                     thread: self.thread(t),
                 });
             }
-            self.set(iv, t, l, false);
+        }
+        if m.full {
+            self.copy_row(iv, lo);
+            self.regs[iv.0 as usize].state = PState::Clean;
             for (&c, &i) in carried.iter().zip(init) {
-                let (v, p) = (self.get(i, t), self.is_poison(i, t));
-                self.set(c, t, v, p);
+                self.copy_row(c, i);
+            }
+        } else {
+            for &t in &m.active {
+                let t = t as usize;
+                let l = self.get(lo, t);
+                self.set(iv, t, l, false);
+                for (&c, &i) in carried.iter().zip(init) {
+                    let (v, p) = (self.get(i, t), self.is_poison(i, t));
+                    self.set(c, t, v, p);
+                }
             }
         }
+        let mut live = m.on.clone();
         loop {
             let mut any = false;
             for (t, l) in live.iter_mut().enumerate() {
                 if *l {
-                    let lt = eval_cmp(crate::op::CmpOp::Lt, ty, self.get(iv, t), self.get(hi, t));
-                    *l = lt != 0;
+                    *l = eval_cmp(CmpOp::Lt, ty, self.get(iv, t), self.get(hi, t)) != 0;
                     any |= *l;
                 }
             }
             if !any {
                 break;
             }
-            self.run_block(body, &live)?;
-            for t in (0..n).filter(|&t| live[t]) {
-                let next: Vec<(u64, bool)> =
-                    body.yields.iter().map(|&y| (self.get(y, t), self.is_poison(y, t))).collect();
-                for (&c, (v, p)) in carried.iter().zip(next) {
-                    self.set(c, t, v, p);
+            let lm = Mask::from_on(live.clone());
+            self.run_insts(body, &lm)?;
+            if lm.full {
+                let next: Vec<Reg> =
+                    body.yields.iter().map(|&y| self.regs[y.0 as usize].clone()).collect();
+                for (&c, row) in carried.iter().zip(next) {
+                    self.regs[c.0 as usize] = row;
                 }
-                let v = eval_binary(crate::op::BinOp::Add, ty, self.get(iv, t), self.get(step, t))
-                    .unwrap_or(0);
-                self.set(iv, t, v, false);
+            } else {
+                for &t in &lm.active {
+                    let t = t as usize;
+                    let next: Vec<(u64, bool)> = body
+                        .yields
+                        .iter()
+                        .map(|&y| (self.get(y, t), self.is_poison(y, t)))
+                        .collect();
+                    for (&c, (v, p)) in carried.iter().zip(next) {
+                        self.set(c, t, v, p);
+                    }
+                }
+            }
+            for &t in &lm.active {
+                let t = t as usize;
+                let v =
+                    eval_binary(BinOp::Add, ty, self.get(iv, t), self.get(step, t)).unwrap_or(0);
+                self.regs[iv.0 as usize].bits[t] = v;
             }
         }
-        for t in (0..n).filter(|&t| mask[t]) {
-            for (&r, &c) in inst.results.iter().zip(carried) {
-                let (v, p) = (self.get(c, t), self.is_poison(c, t));
-                self.set(r, t, v, p);
+        for (&r, &c) in inst.results.iter().zip(carried) {
+            if m.full {
+                self.copy_row(r, c);
+            } else {
+                for &t in &m.active {
+                    let t = t as usize;
+                    let (v, p) = (self.get(c, t), self.is_poison(c, t));
+                    self.set(r, t, v, p);
+                }
             }
         }
         Ok(())
     }
 
-    fn rec(&self, inst: &Inst, t: usize) -> Rec {
-        Rec {
-            epoch: self.epoch,
-            thread: t as u32,
-            inst: self.inst_ids.get(&(inst as *const Inst as usize)).copied().unwrap_or(0),
-        }
-    }
-
     fn race(&self, inst: &Inst, s: u32, c: Conflict, t: usize, write: bool) -> InterpError {
         let decl = &self.k.shared[s as usize];
-        let first_inst = self.insts.get(c.first.inst as usize).map(|i| self.text(i));
+        let first_inst = self.p.insts.get(c.first.inst as usize).map(|i| self.text(i));
         InterpError::SharedRace {
             mem: decl.name.clone(),
-            byte: c.byte,
-            element: c.byte / decl.elem.size_bytes(),
+            byte: c.element * decl.elem.size_bytes(),
+            element: c.element,
             block: self.block,
             first: Box::new(Access {
                 thread: self.thread(c.first.thread as usize),
@@ -380,42 +1084,59 @@ impl<'a> BlockExec<'a> {
     }
 
     /// The first element of a vector access, bounds- and alignment-checked.
+    #[inline(always)]
     fn element(
         &self,
         inst: &Inst,
         offset: ValueId,
         w: usize,
         space: MemSpace,
+        len: usize,
         t: usize,
     ) -> R<usize> {
         let e = self.defined(inst, offset, t, "address")? as i64;
         let e = if self.k.ty(offset) == ScalarType::U32 { e & 0xffff_ffff } else { e };
-        let (len, name) = match space {
-            MemSpace::Global(p) => (self.global.len(p), &self.k.params[p as usize].name),
-            MemSpace::Shared(s) => (self.shared[s as usize].len(), &self.k.shared[s as usize].name),
+        if e < 0 || e.saturating_add(w as i64) > len as i64 || e % w as i64 != 0 {
+            return Err(self.access_error(inst, e, w, space, len, t));
+        }
+        Ok(e as usize)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn access_error(
+        &self,
+        inst: &Inst,
+        e: i64,
+        w: usize,
+        space: MemSpace,
+        len: usize,
+        t: usize,
+    ) -> InterpError {
+        let name = match space {
+            MemSpace::Global(p) => self.k.params.get(p as usize).map(|d| d.name.clone()),
+            MemSpace::Shared(s) => self.k.shared.get(s as usize).map(|d| d.name.clone()),
         };
-        if e < 0 || e + w as i64 > len as i64 {
-            return Err(InterpError::OutOfBounds {
+        if e < 0 || e.saturating_add(w as i64) > len as i64 {
+            InterpError::OutOfBounds {
                 inst: self.text(inst),
                 space: space.name().into(),
-                mem: name.clone(),
+                mem: name.unwrap_or_default(),
                 element: e,
-                end: e + w as i64,
+                end: e.saturating_add(w as i64),
                 len,
                 block: self.block,
                 thread: self.thread(t),
-            });
-        }
-        if e % w as i64 != 0 {
-            return Err(InterpError::Misaligned {
+            }
+        } else {
+            InterpError::Misaligned {
                 inst: self.text(inst),
-                mem: name.clone(),
+                mem: name.unwrap_or_default(),
                 element: e,
                 width: w,
                 block: self.block,
                 thread: self.thread(t),
-            });
+            }
         }
-        Ok(e as usize)
     }
 }

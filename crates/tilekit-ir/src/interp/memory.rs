@@ -1,21 +1,17 @@
-//! Host buffers, per-block shared memory with race detection, and the per-block view of global
-//! memory.
+//! Host buffers, and per-block shared memory with race detection (global memory during a run:
+//! [`crate::interp::global`]).
 //!
 //! ```text
-//!   global:  HostBuffer (read-only during the run) ◄── reads ──┐
-//!            per block: overlay of its own writes ◄────────────┤ a block sees its own writes
-//!                       + write log ──► applied after all blocks, in block order;
-//!                                       two blocks writing one element = GlobalWriteConflict
-//!
-//!   shared:  bytes + per byte { initialised, last write (epoch, thread, inst),
-//!                               last reads of this epoch (two distinct threads) }
+//!   shared:  bytes + per element { initialised, last write (epoch, thread, inst),
+//!                                  last reads of this epoch (two distinct threads) }
 //!            epoch += 1 at every barrier; same epoch + another thread + a write = SharedRace
+//!            epochs keep counting across the blocks a worker runs, so a record from an earlier
+//!            block is simply old: the memory is allocated once per worker, never cleared
 //! ```
-
-use std::collections::HashMap;
 
 use half::{bf16, f16};
 
+use crate::interp::error::InterpError;
 use crate::types::{canonical, ScalarType};
 
 /// A typed host buffer (little-endian elements), the interpreter's global memory.
@@ -77,6 +73,46 @@ impl HostBuffer {
         HostBuffer { elem, bytes: vec![0; len * elem.size_bytes()] }
     }
 
+    /// `len` zero elements of `elem`, or a typed error when the byte size overflows or the
+    /// host cannot allocate it (instead of [`HostBuffer::zeroed`]'s abort).
+    ///
+    /// ```
+    /// use tilekit_ir::{interp::{HostBuffer, InterpError}, ScalarType};
+    /// assert_eq!(HostBuffer::try_zeroed(ScalarType::F32, 3).unwrap().size_bytes(), 12);
+    /// let e = HostBuffer::try_zeroed(ScalarType::F64, usize::MAX / 4).unwrap_err();
+    /// assert!(matches!(e, InterpError::HostAlloc { .. }));
+    /// assert!(e.to_string().contains("overflows"), "{e}");
+    /// ```
+    pub fn try_zeroed(elem: ScalarType, len: usize) -> Result<HostBuffer, InterpError> {
+        let err = |reason: &str| InterpError::HostAlloc { elem, len, reason: reason.into() };
+        let n = len
+            .checked_mul(elem.size_bytes())
+            .filter(|&n| n <= isize::MAX as usize)
+            .ok_or_else(|| err("the byte size overflows the address space"))?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(n).map_err(|e| err(&format!("allocation failed ({e})")))?;
+        bytes.resize(n, 0);
+        Ok(HostBuffer { elem, bytes })
+    }
+
+    /// `len` copies of `fill`, with [`HostBuffer::try_zeroed`]'s checks.
+    ///
+    /// ```
+    /// use tilekit_ir::{interp::HostBuffer, Lit};
+    /// assert_eq!(HostBuffer::try_filled(Lit::f32(2.0), 2).unwrap().to_f32(), Some(vec![2.0, 2.0]));
+    /// ```
+    pub fn try_filled(fill: crate::types::Lit, len: usize) -> Result<HostBuffer, InterpError> {
+        let mut h = HostBuffer::try_zeroed(fill.ty(), len)?;
+        let s = fill.ty().size_bytes();
+        let pattern = &fill.bits().to_le_bytes()[..s];
+        if pattern.iter().any(|&b| b != 0) {
+            for chunk in h.bytes.chunks_exact_mut(s) {
+                chunk.copy_from_slice(pattern);
+            }
+        }
+        Ok(h)
+    }
+
     /// `len` copies of the constant `fill` (to poison outputs before a run: NaN, sentinels).
     ///
     /// ```
@@ -86,8 +122,10 @@ impl HostBuffer {
     /// ```
     pub fn filled(fill: crate::types::Lit, len: usize) -> HostBuffer {
         let mut h = HostBuffer::zeroed(fill.ty(), len);
-        for i in 0..len {
-            h.set_bits(i, fill.bits());
+        let s = fill.ty().size_bytes();
+        let pattern = &fill.bits().to_le_bytes()[..s];
+        for chunk in h.bytes.chunks_exact_mut(s) {
+            chunk.copy_from_slice(pattern);
         }
         h
     }
@@ -177,11 +215,28 @@ impl HostBuffer {
     /// ```
     /// assert_eq!(tilekit_ir::interp::HostBuffer::from_i32(&[-1]).bits(0), u64::MAX);
     /// ```
+    #[inline]
     pub fn bits(&self, i: usize) -> u64 {
-        let s = self.elem.size_bytes();
-        let mut b = [0u8; 8];
-        b[..s].copy_from_slice(&self.bytes[i * s..(i + 1) * s]);
-        canonical(self.elem, u64::from_le_bytes(b))
+        // fixed-size copies per width: a load, not a memcpy call
+        let v = match self.elem.size_bytes() {
+            1 => self.bytes[i] as u64,
+            2 => {
+                let mut b = [0u8; 2];
+                b.copy_from_slice(&self.bytes[2 * i..2 * i + 2]);
+                u16::from_le_bytes(b) as u64
+            }
+            4 => {
+                let mut b = [0u8; 4];
+                b.copy_from_slice(&self.bytes[4 * i..4 * i + 4]);
+                u32::from_le_bytes(b) as u64
+            }
+            _ => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&self.bytes[8 * i..8 * i + 8]);
+                u64::from_le_bytes(b)
+            }
+        };
+        canonical(self.elem, v)
     }
 
     /// Sets element `i` from canonical bits.
@@ -191,14 +246,30 @@ impl HostBuffer {
     /// b.set_bits(0, 7);
     /// assert_eq!(b.to_u32(), Some(vec![7]));
     /// ```
+    #[inline]
     pub fn set_bits(&mut self, i: usize, bits: u64) {
-        let s = self.elem.size_bytes();
-        self.bytes[i * s..(i + 1) * s].copy_from_slice(&bits.to_le_bytes()[..s]);
+        match self.elem.size_bytes() {
+            1 => self.bytes[i] = bits as u8,
+            2 => self.bytes[2 * i..2 * i + 2].copy_from_slice(&(bits as u16).to_le_bytes()),
+            4 => self.bytes[4 * i..4 * i + 4].copy_from_slice(&(bits as u32).to_le_bytes()),
+            _ => self.bytes[8 * i..8 * i + 8].copy_from_slice(&bits.to_le_bytes()),
+        }
+    }
+
+    /// The raw little-endian bytes, mutable (to fill a buffer in parallel chunks).
+    ///
+    /// ```
+    /// let mut b = tilekit_ir::interp::HostBuffer::from_u32(&[0]);
+    /// b.as_bytes_mut()[0] = 5;
+    /// assert_eq!(b.to_u32(), Some(vec![5]));
+    /// ```
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
     }
 }
 
-/// One recorded shared-memory access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One recorded shared-memory access; epoch 0 = none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Rec {
     pub(crate) epoch: u32,
     pub(crate) thread: u32,
@@ -206,69 +277,68 @@ pub(crate) struct Rec {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-struct ByteMeta {
+struct ElemMeta {
     init: bool,
-    write: Option<Rec>,
-    read: Option<Rec>,
-    read2: Option<Rec>,
+    write: Rec,
+    read: Rec,
+    read2: Rec,
 }
 
 /// A detected conflict: the earlier access and whether it was a write.
 pub(crate) struct Conflict {
     pub(crate) first: Rec,
     pub(crate) first_write: bool,
-    pub(crate) byte: usize,
+    pub(crate) element: usize,
 }
 
-/// One shared allocation of a block.
+/// One shared allocation, reused by every block a worker runs.
 pub(crate) struct SharedMem {
-    pub(crate) elem: ScalarType,
-    bytes: Vec<u8>,
-    meta: Vec<ByteMeta>,
+    data: HostBuffer,
+    meta: Vec<ElemMeta>,
 }
 
 impl SharedMem {
     pub(crate) fn new(elem: ScalarType, len: usize) -> Self {
-        let n = len * elem.size_bytes();
-        SharedMem { elem, bytes: vec![0; n], meta: vec![ByteMeta::default(); n] }
+        SharedMem { data: HostBuffer::zeroed(elem, len), meta: vec![ElemMeta::default(); len] }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.bytes.len() / self.elem.size_bytes()
+        self.meta.len()
     }
 
-    /// Reads element `i`: `(bits, initialised)`, recording the read; a conflict with a write of
-    /// another thread in this epoch is returned.
-    pub(crate) fn read(&mut self, i: usize, rec: Rec) -> Result<(u64, bool), Conflict> {
-        let s = self.elem.size_bytes();
-        let mut init = true;
-        for byte in i * s..(i + 1) * s {
-            let m = &mut self.meta[byte];
-            if let Some(w) = m.write {
-                if w.epoch == rec.epoch && w.thread != rec.thread {
-                    return Err(Conflict { first: w, first_write: true, byte });
-                }
-            }
-            match m.read {
-                Some(r) if r.epoch == rec.epoch => {
-                    if r.thread != rec.thread && m.read2.is_none_or(|r2| r2.epoch != rec.epoch) {
-                        m.read2 = Some(rec);
-                    }
-                }
-                _ => {
-                    m.read = Some(rec);
-                    m.read2 = None;
-                }
-            }
-            init &= m.init;
+    fn data(&self) -> &HostBuffer {
+        &self.data
+    }
+
+    /// Forgets every record (when the epoch counter wraps).
+    pub(crate) fn reset(&mut self) {
+        self.meta.fill(ElemMeta::default());
+    }
+
+    /// Reads element `i`: `(bits, initialised in this block)`, recording the read; a conflict
+    /// with a write of another thread in this epoch is returned. `base` is the block's first
+    /// epoch: older records belong to earlier blocks.
+    #[inline]
+    pub(crate) fn read(&mut self, i: usize, rec: Rec, base: u32) -> Result<(u64, bool), Conflict> {
+        let m = &mut self.meta[i];
+        let w = m.write;
+        if w.epoch == rec.epoch && w.thread != rec.thread {
+            return Err(Conflict { first: w, first_write: true, element: i });
         }
-        let mut b = [0u8; 8];
-        b[..s].copy_from_slice(&self.bytes[i * s..(i + 1) * s]);
-        Ok((canonical(self.elem, u64::from_le_bytes(b)), init))
+        if m.read.epoch == rec.epoch {
+            if m.read.thread != rec.thread && m.read2.epoch != rec.epoch {
+                m.read2 = rec;
+            }
+        } else {
+            m.read = rec;
+        }
+        let init = m.init && w.epoch >= base;
+        Ok((self.data().bits(i), init))
     }
 
     /// Writes element `i` (`init = false` stores an uninitialised value), checking for
     /// conflicts with other threads' accesses in this epoch.
+    #[inline]
     pub(crate) fn write(
         &mut self,
         i: usize,
@@ -276,50 +346,19 @@ impl SharedMem {
         init: bool,
         rec: Rec,
     ) -> Result<(), Conflict> {
-        let s = self.elem.size_bytes();
-        for byte in i * s..(i + 1) * s {
-            let m = &mut self.meta[byte];
-            let same_epoch_other =
-                |r: Option<Rec>| r.filter(|r| r.epoch == rec.epoch && r.thread != rec.thread);
-            if let Some(w) = same_epoch_other(m.write) {
-                return Err(Conflict { first: w, first_write: true, byte });
-            }
-            if let Some(r) = same_epoch_other(m.read).or(same_epoch_other(m.read2)) {
-                return Err(Conflict { first: r, first_write: false, byte });
-            }
-            m.write = Some(rec);
-            m.init = init;
+        let m = &mut self.meta[i];
+        let other = |r: Rec| r.epoch == rec.epoch && r.thread != rec.thread;
+        if other(m.write) {
+            return Err(Conflict { first: m.write, first_write: true, element: i });
         }
-        self.bytes[i * s..(i + 1) * s].copy_from_slice(&bits.to_le_bytes()[..s]);
+        for r in [m.read, m.read2] {
+            if other(r) {
+                return Err(Conflict { first: r, first_write: false, element: i });
+            }
+        }
+        m.write = rec;
+        m.init = init;
+        self.data.set_bits(i, bits);
         Ok(())
-    }
-}
-
-/// A block's view of global memory: the launch buffers plus its own writes.
-pub(crate) struct GlobalView<'a> {
-    pub(crate) buffers: &'a [Option<&'a HostBuffer>],
-    overlay: HashMap<(u32, usize), u64>,
-    pub(crate) log: Vec<(u32, usize, u64)>,
-}
-
-impl<'a> GlobalView<'a> {
-    pub(crate) fn new(buffers: &'a [Option<&'a HostBuffer>]) -> Self {
-        GlobalView { buffers, overlay: HashMap::new(), log: vec![] }
-    }
-
-    pub(crate) fn len(&self, param: u32) -> usize {
-        self.buffers.get(param as usize).copied().flatten().map_or(0, HostBuffer::len)
-    }
-
-    pub(crate) fn read(&self, param: u32, i: usize) -> u64 {
-        if let Some(&v) = self.overlay.get(&(param, i)) {
-            return v;
-        }
-        self.buffers[param as usize].map_or(0, |b| b.bits(i))
-    }
-
-    pub(crate) fn write(&mut self, param: u32, i: usize, bits: u64) {
-        self.overlay.insert((param, i), bits);
-        self.log.push((param, i, bits));
     }
 }

@@ -2,17 +2,28 @@
 //!
 //! ```text
 //!   run(kernel, grid, args)
-//!     check args against params
-//!     blocks in parallel (rayon) ──► each: BlockExec (crate::interp::exec)
+//!     check the kernel's structure and the args against its params
+//!     move the buffers out of args (no copies): stored-to buffers behind a lock + access map
+//!     blocks in parallel (rayon; one executor per worker, reused) ──► each: BlockExec (exec)
 //!        threads of the block in lockstep, warps of 32 for shuffles/votes/mma (warp)
-//!        shared memory + race detection, global reads + own-writes overlay (memory)
-//!     ──► logs of global writes applied in block order (cross-block conflicts reported)
+//!        shared memory + race detection (memory)
+//!        global loads/stores straight on the buffers + race detection (global)
+//!     lowest failing block's error, else the lowest cross-block race (named by a re-run)
+//!     buffers back into args
 //! ```
+//!
+//! Memory: the buffers themselves, plus 2 bits per element of each buffer the kernel stores
+//! to (only when the grid has more than one block), plus per worker one block's registers,
+//! shared memory and access records (see [`global`] for why that bounds race detection).
 //!
 //! Errors are typed ([`InterpError`]) and name the instruction (its dump text), the memory and
 //! address, and the block and thread(s). When several blocks fail, the lowest block's error is
-//! reported, so runs are deterministic. Not modelled: atomics, cross-block reads of another
-//! block's writes (blocks only see their own), memory-ordering subtleties beyond barriers.
+//! reported, so runs are deterministic (blocks above a failed one may be skipped); after an
+//! error the buffers hold what the blocks stored before it. Global-memory races — two threads
+//! of a block in one barrier interval, or two blocks, touching one element with at least one
+//! write — are errors ([`InterpError::GlobalRace`]): so a block never depends on another
+//! block's stores, and the result does not depend on the order blocks ran in. Not modelled:
+//! atomics (the IR has none), memory-ordering subtleties beyond barriers.
 //!
 //! Rayon is used for parallelism over blocks: blocks are independent by the CUDA model, so a
 //! work-stealing `par_iter` is the natural fit, and it keeps large grids usable on a laptop.
@@ -32,25 +43,24 @@
 
 pub mod error;
 mod exec;
+pub mod global;
 pub mod memory;
+mod validate;
 pub mod warp;
 
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use rayon::prelude::*;
 
-pub use error::{Access, InterpError};
+pub use crate::tensor::HostTensor;
+pub use error::{Access, GlobalAccess, InterpError};
 pub use memory::HostBuffer;
 
 use crate::kernel::{Kernel, ParamKind};
-use crate::op::Inst;
 use crate::types::Lit;
-use exec::BlockExec;
-use memory::{GlobalView, SharedMem};
-
-/// What one block leaves behind: its global write log `(param, element, bits)` and its
-/// instruction count.
-type BlockOutcome = (Vec<(u32, usize, u64)>, u64);
+use exec::{BlockExec, Hit, Prog};
+use global::{AccessMap, Global};
 
 /// A launch argument.
 ///
@@ -285,72 +295,163 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
     if grid.contains(&0) {
         return Err(InterpError::Grid { grid });
     }
+    validate::kernel(kernel)?;
     let scalars = check_args(kernel, args)?;
-    let mut insts: Vec<&Inst> = vec![];
-    kernel.body.walk(&mut |i| insts.push(i));
-    let inst_ids: HashMap<usize, u32> =
-        insts.iter().enumerate().map(|(n, i)| (*i as *const Inst as usize, n as u32)).collect();
-    let buffers: Vec<Option<&HostBuffer>> = args
-        .items
+    let stored = validate::stored_params(kernel);
+    let nblocks = grid
         .iter()
-        .map(|a| match a {
-            Arg::Buffer(b) => Some(b),
+        .try_fold(1u64, |n, &g| n.checked_mul(g as u64))
+        .ok_or(InterpError::GridTooLarge { grid })?;
+    // the cross-block maps first: nothing has been moved out of `args` if one cannot be made
+    let mut maps: Vec<Option<AccessMap>> = Vec::with_capacity(args.len());
+    for (i, a) in args.items.iter().enumerate() {
+        let map = match a {
+            Arg::Buffer(b) if stored[i] && nblocks > 1 => {
+                Some(AccessMap::new(b.len()).ok_or_else(|| InterpError::HostAlloc {
+                    elem: b.elem(),
+                    len: b.len(),
+                    reason: format!(
+                        "its race-detection map ({} bytes) cannot be allocated",
+                        AccessMap::bytes_for(b.len())
+                    ),
+                })?)
+            }
             _ => None,
+        };
+        maps.push(map);
+    }
+    let globals: Vec<Global> = args
+        .items
+        .iter_mut()
+        .zip(maps)
+        .enumerate()
+        .map(|(i, (a, map))| match a {
+            Arg::Buffer(b) => {
+                let buf = std::mem::replace(b, HostBuffer::zeroed(b.elem(), 0));
+                if stored[i] {
+                    Global::Written(RwLock::new(buf), map)
+                } else {
+                    Global::ReadOnly(buf)
+                }
+            }
+            _ => Global::Scalar,
         })
         .collect();
+    let result = execute(kernel, grid, scalars, &globals);
+    for (i, g) in globals.into_iter().enumerate() {
+        if let Some(b) = g.into_buffer() {
+            args.items[i] = Arg::Buffer(b);
+        }
+    }
+    result
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn execute(
+    kernel: &Kernel,
+    grid: [u32; 3],
+    scalars: Vec<u64>,
+    globals: &[Global],
+) -> Result<RunStats, InterpError> {
+    let prog = Prog::new(kernel, grid, scalars, globals);
     let [gx, gy, gz] = grid.map(|g| g as u64);
     let nblocks = gx * gy * gz;
-    let n = kernel.threads_per_block();
     let block_of = |b: u64| [(b % gx) as u32, ((b / gx) % gy) as u32, (b / (gx * gy)) as u32];
-    let results: Vec<Result<BlockOutcome, InterpError>> = (0..nblocks)
-        .into_par_iter()
-        .map(|b| {
-            let mut ex = BlockExec {
-                k: kernel,
-                n,
-                block: block_of(b),
-                grid,
-                regs: vec![0; kernel.values.len() * n],
-                poison: vec![true; kernel.values.len() * n],
-                scalars: &scalars,
-                shared: kernel.shared.iter().map(|s| SharedMem::new(s.elem, s.len)).collect(),
-                global: GlobalView::new(&buffers),
-                epoch: 1,
-                inst_ids: &inst_ids,
-                insts: &insts,
-                steps: 0,
-            };
-            ex.run_block(&kernel.body, &vec![true; n])?;
-            Ok((std::mem::take(&mut ex.global.log), ex.steps))
-        })
-        .collect();
-    let mut logs = Vec::with_capacity(results.len());
-    for r in results {
-        logs.push(r?);
-    }
-    // apply in block order; report elements written by two blocks
-    let mut writer: HashMap<(u32, usize), u64> = HashMap::new();
-    let mut stats = RunStats { blocks: nblocks, block_instructions: 0 };
-    let mut updates: Vec<(u32, usize, u64)> = vec![];
-    for (b, (log, steps)) in logs.into_iter().enumerate() {
-        stats.block_instructions += steps;
-        for (p, i, bits) in log {
-            let w = *writer.entry((p, i)).or_insert(b as u64);
-            if w != b as u64 {
-                return Err(InterpError::GlobalWriteConflict {
-                    mem: kernel.params[p as usize].name.clone(),
-                    element: i,
-                    first: block_of(w),
-                    second: block_of(b as u64),
-                });
+    let first_error: Mutex<Option<(u64, InterpError)>> = Mutex::new(None);
+    let min_failed = AtomicU64::new(u64::MAX);
+    let steps = AtomicU64::new(0);
+    let race: Mutex<Option<(u32, u64)>> = Mutex::new(None);
+    (0..nblocks).into_par_iter().for_each_init(
+        || BlockExec::new(&prog),
+        |ex, b| {
+            if b > min_failed.load(Ordering::Relaxed) {
+                return;
             }
-            updates.push((p, i, bits));
-        }
+            match ex.run(block_of(b)) {
+                Ok(found) => {
+                    steps.fetch_add(ex.steps, Ordering::Relaxed);
+                    if let Some(f) = found {
+                        let mut g = lock(&race);
+                        if g.is_none_or(|x| f < x) {
+                            *g = Some(f);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let mut g = lock(&first_error);
+                    if g.as_ref().is_none_or(|(fb, _)| b < *fb) {
+                        *g = Some((b, e));
+                    }
+                    min_failed.fetch_min(b, Ordering::Relaxed);
+                }
+            }
+        },
+    );
+    if let Some((_, e)) = lock(&first_error).take() {
+        return Err(e);
     }
-    for (p, i, bits) in updates {
-        if let Some(Arg::Buffer(buf)) = args.items.get_mut(p as usize) {
-            buf.set_bits(i, bits);
-        }
+    if let Some((param, element)) = lock(&race).take() {
+        return Err(attribute(&prog, nblocks, &block_of, param, element));
     }
-    Ok(stats)
+    Ok(RunStats { blocks: nblocks, block_instructions: steps.load(Ordering::Relaxed) })
+}
+
+/// Names both sides of a cross-block race on `(param, element)`: re-runs every block with
+/// stores suppressed, recording the accesses to that element, and takes the lowest block that
+/// touched it with the next block whose access conflicts with it.
+fn attribute(
+    prog: &Prog,
+    nblocks: u64,
+    block_of: &(dyn Fn(u64) -> [u32; 3] + Sync),
+    param: u32,
+    element: u64,
+) -> InterpError {
+    let k = prog.k;
+    let mem = k.params.get(param as usize).map(|d| d.name.clone()).unwrap_or_default();
+    let hits: Vec<(u64, Vec<Hit>, Vec<[u32; 3]>)> = (0..nblocks)
+        .into_par_iter()
+        .map_init(
+            || {
+                let mut ex = BlockExec::new(prog);
+                ex.probe = Some((param, element));
+                ex
+            },
+            |ex, b| {
+                let _ = ex.run(block_of(b));
+                let threads = ex.hits.iter().map(|h| ex.thread(h.thread as usize)).collect();
+                (b, std::mem::take(&mut ex.hits), threads)
+            },
+        )
+        .filter(|(_, h, _)| !h.is_empty())
+        .collect();
+    let side = |b: u64, h: &Hit, th: [u32; 3]| {
+        Box::new(GlobalAccess {
+            block: block_of(b),
+            thread: th,
+            inst: prog
+                .insts
+                .get(h.inst as usize)
+                .map(|i| crate::dump::inst_text(k, i))
+                .unwrap_or_default(),
+            write: h.write,
+        })
+    };
+    let pick = |(b, h, th): &(u64, Vec<Hit>, Vec<[u32; 3]>), write: bool| {
+        h.iter().position(|x| x.write || !write).map(|i| side(*b, &h[i], th[i]))
+    };
+    let unattributed =
+        InterpError::GlobalRaceUnattributed { mem: mem.clone(), element: element as usize };
+    let Some(first_block) = hits.first() else { return unattributed };
+    let first_wrote = first_block.1.iter().any(|h| h.write);
+    let first = pick(first_block, first_wrote);
+    let second = hits[1..].iter().find_map(|x| pick(x, !first_wrote));
+    match (first, second) {
+        (Some(first), Some(second)) => {
+            InterpError::GlobalRace { mem, element: element as usize, first, second }
+        }
+        _ => unattributed,
+    }
 }

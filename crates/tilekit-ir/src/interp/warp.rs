@@ -26,7 +26,7 @@
 
 use crate::eval::to_f64;
 use crate::interp::error::InterpError;
-use crate::interp::exec::BlockExec;
+use crate::interp::exec::{BlockExec, Mask};
 use crate::op::{Inst, ShflMode, ValueId, VoteMode};
 use crate::types::ScalarType;
 
@@ -65,13 +65,13 @@ pub fn mma_c_coord(lane: usize, i: usize) -> (usize, usize) {
 fn warps(
     ex: &BlockExec,
     inst: &Inst,
-    mask: &[bool],
+    mask: &Mask,
 ) -> Result<Vec<(usize, usize, usize)>, InterpError> {
     let mut out = vec![];
     for w in 0..ex.n.div_ceil(32) {
         let base = w * 32;
         let lanes = (ex.n - base).min(32);
-        let active: u32 = (0..lanes).filter(|&l| mask[base + l]).fold(0, |m, l| m | 1 << l);
+        let active: u32 = (0..lanes).filter(|&l| mask.on[base + l]).fold(0, |m, l| m | 1 << l);
         if active == 0 {
             continue;
         }
@@ -91,7 +91,7 @@ fn warps(
 pub(crate) fn shfl(
     ex: &mut BlockExec,
     inst: &Inst,
-    mask: &[bool],
+    mask: &Mask,
     mode: ShflMode,
     value: ValueId,
     lane: ValueId,
@@ -123,13 +123,16 @@ pub(crate) fn shfl(
             ex.set(r, base + l, v, p);
         }
     }
+    if mask.full {
+        ex.normalize(r);
+    }
     Ok(())
 }
 
 pub(crate) fn vote(
     ex: &mut BlockExec,
     inst: &Inst,
-    mask: &[bool],
+    mask: &Mask,
     mode: VoteMode,
     p: ValueId,
 ) -> Result<(), InterpError> {
@@ -156,7 +159,7 @@ pub(crate) fn vote(
 pub(crate) fn mma(
     ex: &mut BlockExec,
     inst: &Inst,
-    mask: &[bool],
+    mask: &Mask,
     a: &[ValueId],
     b: &[ValueId],
     c: &[ValueId],

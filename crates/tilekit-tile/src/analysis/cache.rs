@@ -279,6 +279,22 @@ impl LocalityStats {
 /// assert!(cache::locality(&offs, 0, 4).is_err());
 /// ```
 pub fn locality(offsets: &[i64], elem_bytes: u32, vector_len: u32) -> Result<LocalityStats> {
+    locality_of(offsets.iter().copied(), elem_bytes, vector_len)
+}
+
+/// [`locality`] of offsets produced one at a time (e.g. by walking a curve), so that a long
+/// sequence is never materialised; memory grows only with the distinct lines touched.
+///
+/// ```
+/// use tilekit_tile::analysis::cache;
+/// let s = cache::locality_of((0..1000).map(|i| 4 * i), 4, 4).unwrap();
+/// assert_eq!((s.steps, s.sequential, s.distinct_lines), (999, 999, 125));
+/// ```
+pub fn locality_of(
+    offsets: impl IntoIterator<Item = i64>,
+    elem_bytes: u32,
+    vector_len: u32,
+) -> Result<LocalityStats> {
     let ctx = "locality";
     if elem_bytes == 0 {
         return Err(TileError::invalid(ctx, "elem_bytes", elem_bytes, "must be >= 1"));
@@ -292,7 +308,7 @@ pub fn locality(offsets: &[i64], elem_bytes: u32, vector_len: u32) -> Result<Loc
     let mut s = LocalityStats::default();
     let mut lines = BTreeSet::new();
     let mut prev: Option<i64> = None;
-    for &o in offsets {
+    for o in offsets {
         let l = line(o);
         lines.insert(l);
         match prev {
@@ -349,12 +365,26 @@ pub struct ManhattanSteps {
 /// assert_eq!((s.sequential, s.cache_line_jumps), (2, 1));
 /// ```
 pub fn manhattan_steps<P: AsRef<[i64]>>(points: &[P]) -> ManhattanSteps {
+    manhattan_steps_of(points)
+}
+
+/// [`manhattan_steps`] of points produced one at a time (nothing is materialised).
+///
+/// ```
+/// use tilekit_tile::analysis::cache::manhattan_steps_of;
+/// let s = manhattan_steps_of((0..5).map(|i| vec![i, 0]));
+/// assert_eq!(s.sequential, 4);
+/// ```
+pub fn manhattan_steps_of<P: AsRef<[i64]>>(points: impl IntoIterator<Item = P>) -> ManhattanSteps {
     let mut s = ManhattanSteps::default();
-    for w in points.windows(2) {
-        let d: u128 = w[0]
+    let mut prev: Option<P> = None;
+    for p in points {
+        let Some(q) = prev.replace(p) else { continue };
+        let p = prev.as_ref().map_or(&[][..], AsRef::as_ref);
+        let d: u128 = q
             .as_ref()
             .iter()
-            .zip(w[1].as_ref())
+            .zip(p)
             .map(|(a, b)| (i128::from(*b) - i128::from(*a)).unsigned_abs())
             .sum();
         if d <= 1 {

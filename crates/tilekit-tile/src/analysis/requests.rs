@@ -25,6 +25,11 @@
 //! block, exactly the offsets [`crate::TileWindow`] would read or write (invalid vectors, e.g. in
 //! a pad, are inactive lanes).
 //!
+//! Both produce at most [`MAX_REQUESTS`] requests (65536: e.g. a 1024×2048 fp32 tile read one
+//! element per lane); a larger walk is refused with a typed error before anything is
+//! allocated, so the analysis of any input takes bounded time and memory (a shared-memory tile
+//! is at most a few hundred KiB, far below the cap).
+//!
 //! ```
 //! use tilekit_tile::analysis::requests::{tile_requests, summarize, SmemLayout, WarpPattern};
 //! // a warp reading a column of 16-byte chunks of a 64×64 fp16 tile
@@ -40,7 +45,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use tilekit_layout::swizzle::{xor_lds, HopperSwizzle, TiledMorton};
-use tilekit_layout::TensorDescriptor;
+use tilekit_layout::{LayoutError, TensorDescriptor};
 
 use super::banks::{self, BankReport, NUM_BANKS};
 use super::{WarpAccess, WARP_SIZE};
@@ -49,6 +54,18 @@ use crate::error::{Result, TileError};
 use crate::traits::{AccessCurve, LoadStoreTraits};
 use crate::window::walk_with_adaptor;
 
+/// The most warp requests [`tile_requests`] and [`window_requests`] produce (a larger walk is
+/// an error naming its size).
+///
+/// ```
+/// use tilekit_tile::analysis::requests::{tile_requests, SmemLayout, WarpPattern, MAX_REQUESTS};
+/// assert_eq!(MAX_REQUESTS, 65536);
+/// let big = SmemLayout::RowMajor.descriptor(4096, 4096, 4).unwrap();   // 2^24 elements
+/// let e = tile_requests(&big, 4, WarpPattern::Row).unwrap_err();
+/// assert!(e.to_string().contains("524288 requests"));
+/// ```
+pub const MAX_REQUESTS: usize = 1 << 16;
+
 /// How a 2-D shared-memory tile (`rows × cols`, top index `(row, col)`) is stored.
 ///
 /// ```
@@ -56,7 +73,7 @@ use crate::window::walk_with_adaptor;
 /// let l: SmemLayout = "padded:4".parse().unwrap();
 /// assert_eq!(l, SmemLayout::Padded(4));
 /// assert_eq!(l.to_string(), "padded:4");
-/// assert_eq!(l.descriptor(8, 8, 4).unwrap().calculate_offset(&[1, 0]), 12);
+/// assert_eq!(l.descriptor(8, 8, 4).unwrap().calculate_offset(&[1, 0]).unwrap(), 12);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SmemLayout {
@@ -153,7 +170,11 @@ impl SmemLayout {
     /// ```
     /// use tilekit_tile::analysis::requests::SmemLayout;
     /// let d = SmemLayout::Morton.descriptor(4, 4, 4).unwrap();
-    /// assert_eq!(d.calculate_offset(&[1, 2]), 6);
+    /// assert_eq!(d.calculate_offset(&[1, 2]).unwrap(), 6);
+    /// // sizes past i64 are typed errors, not wrapped numbers
+    /// let e = SmemLayout::Padded(i64::MAX).descriptor(4, 4, 4).unwrap_err();
+    /// assert_eq!(e.to_string(), "shared-memory layout: the row pitch cols + padding overflows i64: \
+    ///     cols 4, padding 9223372036854775807");
     /// let e = SmemLayout::Swizzle128.descriptor(32, 32, 2).unwrap_err();
     /// assert!(e.to_string().contains("cols · elem_bytes must be one swizzle row of 128 bytes"));
     /// ```
@@ -191,8 +212,15 @@ impl SmemLayout {
                 if p < 0 {
                     return Err(TileError::invalid(ctx, "padding", p, "must be >= 0"));
                 }
-                let v = pow2_divisor(&[cols, cols + p], vmax);
-                TensorDescriptor::naive(vec![rows, cols], vec![cols + p, 1], Some((v, 1)))?
+                let pitch = cols.checked_add(p).ok_or_else(|| {
+                    LayoutError::overflow(
+                        ctx,
+                        "the row pitch cols + padding",
+                        format!("cols {cols}, padding {p}"),
+                    )
+                })?;
+                let v = pow2_divisor(&[cols, pitch], vmax);
+                TensorDescriptor::naive(vec![rows, cols], vec![pitch, 1], Some((v, 1)))?
             }
             SmemLayout::Morton => {
                 let side = rows.min(cols);
@@ -323,8 +351,9 @@ impl WarpPattern {
 
 /// The requests of a warp walking a whole 2-D tile with `pattern` (see the
 /// [module documentation](self)): `ceil(rows · cols / (32 · N))` requests. Errors: a descriptor
-/// that is not 2-D, `cols` not a multiple of the vector, an access larger than 16 bytes, or a
-/// vector the layout does not keep contiguous (the error names the element).
+/// that is not 2-D, `cols` not a multiple of the vector, an access larger than 16 bytes, more
+/// than [`MAX_REQUESTS`] requests, or a vector the layout does not keep contiguous (the error
+/// names the element).
 ///
 /// ```
 /// use tilekit_tile::analysis::requests::{tile_requests, SmemLayout, WarpPattern};
@@ -369,8 +398,11 @@ pub fn tile_requests(
         ));
     }
     let vcols = cols / ni;
-    let total = rows * vcols;
-    let mut out = Vec::new();
+    // rows · cols fits: the descriptor's top index count is checked when it is built
+    let total = rows.saturating_mul(vcols);
+    let requests = total / WARP_SIZE as i64 + i64::from(total % WARP_SIZE as i64 != 0);
+    check_requests(ctx, &format!("{rows}×{cols} tile read as {pattern}"), requests)?;
+    let mut out = Vec::with_capacity(requests as usize);
     let mut start = 0;
     while start < total {
         let mut offs = [None; WARP_SIZE];
@@ -380,9 +412,10 @@ pub fn tile_requests(
                 break;
             }
             let (r, c) = pattern.position(k, rows, vcols);
-            let o = desc.calculate_offset(&[r, c]);
+            // the descriptor is 2-D (checked above)
+            let o = desc.calculate_offset_unchecked(&[r, c]);
             for j in 1..ni {
-                if desc.calculate_offset(&[r, c + j]) != o + j {
+                if desc.calculate_offset_unchecked(&[r, c + j]) != o + j {
                     return Err(TileError::invalid(
                         ctx,
                         "vector",
@@ -397,6 +430,22 @@ pub fn tile_requests(
         start += WARP_SIZE as i64;
     }
     Ok(out)
+}
+
+/// `Err` when a walk would make more than [`MAX_REQUESTS`] requests.
+fn check_requests(ctx: &str, what: &str, requests: i64) -> Result<()> {
+    if requests > MAX_REQUESTS as i64 {
+        return Err(TileError::invalid(
+            ctx,
+            "walk",
+            what,
+            format!(
+                "it makes {requests} requests; the analysis covers up to {MAX_REQUESTS} \
+                 (analyse a smaller tile or window)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// One warp request of a tile window's walk.
@@ -422,7 +471,8 @@ pub struct WindowRequest {
 /// (top = the distribution's X dims) at `origin`: for every warp of the block and every access
 /// of the walk ([`LoadStoreTraits`] with `curve`), the 32 lanes' vectors of
 /// `scalar_per_vector` elements of `elem_bytes` bytes. Ordered by access, then warp. Lanes
-/// beyond the block and invalid vectors are inactive.
+/// beyond the block and invalid vectors are inactive. A walk of more than [`MAX_REQUESTS`]
+/// requests is an error (checked before any thread is walked).
 ///
 /// ```
 /// use tilekit_tile::analysis::requests::{window_requests, SmemLayout};
@@ -446,6 +496,13 @@ pub fn window_requests(
     let adaptor = dist.ps_ys_to_xs();
     let p_lengths = dist.p_lengths();
     let ndim_p = p_lengths.len();
+    let warps = dist.num_threads().max(1) / WARP_SIZE as i64
+        + i64::from(dist.num_threads() % WARP_SIZE as i64 != 0);
+    check_requests(
+        "window requests",
+        &format!("{} threads × {} accesses", dist.num_threads(), traits.num_access()),
+        warps.saturating_mul(traits.num_access()),
+    )?;
     let threads = dist.num_threads().max(1) as usize;
     let mut walks = Vec::with_capacity(threads);
     for t in 0..threads {
@@ -455,7 +512,9 @@ pub fn window_requests(
             p[d] = rest % p_lengths[d];
             rest /= p_lengths[d];
         }
-        walks.push(walk_with_adaptor(adaptor, ndim_p, &traits, desc, origin, &p)?);
+        // keep only what the requests need: each access's offset when valid
+        let walk = walk_with_adaptor(adaptor, ndim_p, &traits, desc, origin, &p)?;
+        walks.push(walk.into_iter().map(|a| a.valid.then_some(a.offset)).collect::<Vec<_>>());
     }
     let spv = u32::try_from(traits.scalar_per_vector()).unwrap_or(u32::MAX);
     let warps = threads.div_ceil(WARP_SIZE);
@@ -463,8 +522,7 @@ pub fn window_requests(
     for access in 0..traits.num_access() {
         for warp in 0..warps {
             let request = WarpAccess::from_offsets(elem_bytes, spv, |lane| {
-                let a = walks.get(warp * WARP_SIZE + lane)?.get(access as usize)?;
-                a.valid.then_some(a.offset)
+                *walks.get(warp * WARP_SIZE + lane)?.get(access as usize)?
             })?;
             out.push(WindowRequest { warp, access, request });
         }

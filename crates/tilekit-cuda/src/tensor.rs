@@ -1,0 +1,511 @@
+//! Device tensors: GPU memory (owned, or borrowed from cudarc) with a
+//! [`TensorLayout`] — dtype, shape, strides and offset in
+//! elements.
+//!
+//! ```text
+//!   DeviceTensor        Arc<CudaSlice<u8>> (owned bytes, shared by views) + TensorLayout + Gpu
+//!   DeviceTensorRef<'a> CudaView<'a, u8>   (borrowed from the caller's CudaSlice<T> /
+//!                                           CudaView<'a, T>, dtype checked against T) + layout
+//!
+//!   views (permute, transpose, narrow, broadcast_to) make a new layout over the same bytes
+//!   to_vec / to_host: download bytes [offset·size, span·size) of the storage, then gather on
+//!   the host with tilekit_ir::tensor::gather_bytes — the code HostTensor uses
+//! ```
+//!
+//! Every check (layout fits the storage, dtypes agree, data length matches the shape) is a
+//! [`CudaError::Tensor`] holding the [`TensorError`]; a missing driver or GPU is the usual
+//! [`CudaError::NoDriver`] / [`CudaError::NoDevice`] from [`Gpu::open`].
+//!
+//! ```
+//! use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+//! if let Ok(gpu) = Gpu::open(0) {
+//!     let t = DeviceTensor::from_slice(&gpu, &[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3]).unwrap();
+//!     let v = t.transpose(0, 1).unwrap();
+//!     assert_eq!(v.to_vec::<f32>().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+//! }
+//! ```
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaView};
+use tilekit_ir::interp::HostBuffer;
+use tilekit_ir::tensor::{check_len, gather_bytes, Element, HostTensor, TensorError, TensorLayout};
+use tilekit_ir::ScalarType;
+
+use crate::device::Gpu;
+use crate::error::{CudaError, Result};
+
+/// Downloads the bytes `layout` addresses in `view` and gathers them into a contiguous host
+/// tensor (row-major, offset 0).
+fn download_gather(
+    gpu: &Gpu,
+    view: &CudaView<'_, u8>,
+    layout: &TensorLayout,
+) -> Result<HostTensor> {
+    let es = layout.dtype().size_bytes();
+    layout.check_fits(view.len() / es)?;
+    let contiguous = TensorLayout::contiguous(layout.dtype(), layout.shape().to_vec())?;
+    if layout.numel() == 0 {
+        return Ok(HostTensor::new(HostBuffer::zeroed(layout.dtype(), 0), contiguous)?);
+    }
+    // strides are non-negative: the lowest addressed element is the offset
+    let lo = layout.offset() as usize * es;
+    let hi = layout.size_bytes() as usize;
+    let bytes = gpu
+        .stream
+        .clone_dtoh(&view.slice(lo..hi))
+        .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?;
+    let gathered = gather_bytes(&layout.with_offset(0)?, &bytes)?;
+    let buf = HostBuffer::from_bytes(layout.dtype(), gathered).expect("whole elements");
+    Ok(HostTensor::new(buf, contiguous)?)
+}
+
+fn check_dtype<T: Element>(layout: &TensorLayout) -> Result<()> {
+    if layout.dtype() != T::DTYPE {
+        return Err(TensorError::DtypeMismatch { layout: layout.dtype(), other: T::DTYPE }.into());
+    }
+    Ok(())
+}
+
+/// A tensor in device memory that tilekit owns: shared bytes (views share them) and a layout
+/// that fits them.
+///
+/// ```
+/// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+/// use tilekit_ir::ScalarType;
+/// if let Ok(gpu) = Gpu::open(0) {
+///     let z = DeviceTensor::zeros(&gpu, ScalarType::BF16, &[2, 2]).unwrap();
+///     assert_eq!(z.storage().len(), 8);
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct DeviceTensor {
+    gpu: Gpu,
+    storage: Arc<CudaSlice<u8>>,
+    layout: TensorLayout,
+}
+
+impl DeviceTensor {
+    /// Uploads `data` (row-major) as a contiguous tensor of `shape`, checked that the length
+    /// matches the shape.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     assert!(DeviceTensor::from_slice(&gpu, &[1i32, 2, 3], &[3]).is_ok());
+    ///     assert!(DeviceTensor::from_slice(&gpu, &[1i32, 2, 3], &[2, 2]).is_err());
+    /// }
+    /// ```
+    pub fn from_slice<T: Element>(gpu: &Gpu, data: &[T], shape: &[i64]) -> Result<DeviceTensor> {
+        let layout = TensorLayout::contiguous(T::DTYPE, shape.to_vec())?;
+        check_len(&layout, data.len())?;
+        DeviceTensor::from_host_bytes(gpu, T::to_buffer(data).as_bytes(), layout)
+    }
+
+    /// Uploads a host tensor's elements as a contiguous device tensor of the same shape.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let h = HostTensor::from_slice(&[1u32, 2, 3, 4], &[2, 2]).unwrap().transpose(0, 1).unwrap();
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let d = DeviceTensor::from_host(&gpu, &h).unwrap();
+    ///     assert_eq!(d.to_vec::<u32>().unwrap(), vec![1, 3, 2, 4]);
+    /// }
+    /// ```
+    pub fn from_host(gpu: &Gpu, host: &HostTensor) -> Result<DeviceTensor> {
+        let c = host.contiguous()?;
+        DeviceTensor::from_host_bytes(gpu, c.buffer().as_bytes(), c.layout().clone())
+    }
+
+    fn from_host_bytes(gpu: &Gpu, bytes: &[u8], layout: TensorLayout) -> Result<DeviceTensor> {
+        // the driver refuses zero-byte allocations: an empty tensor keeps one unused byte
+        let storage = if bytes.is_empty() { gpu.alloc_zeros::<u8>(1)? } else { gpu.upload(bytes)? };
+        Ok(DeviceTensor { gpu: gpu.clone(), storage: Arc::new(storage), layout })
+    }
+
+    /// A contiguous zero tensor.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let z = DeviceTensor::zeros(&gpu, ScalarType::F32, &[3]).unwrap();
+    ///     assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; 3]);
+    /// }
+    /// ```
+    pub fn zeros(gpu: &Gpu, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {
+        let layout = TensorLayout::contiguous(dtype, shape.to_vec())?;
+        let n = (layout.size_bytes() as usize).max(1);
+        let storage = gpu.alloc_zeros::<u8>(n)?;
+        Ok(DeviceTensor { gpu: gpu.clone(), storage: Arc::new(storage), layout })
+    }
+
+    /// A tensor over existing device bytes, checked that the layout fits them.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let bytes = Arc::new(gpu.alloc_zeros::<u8>(16).unwrap());
+    ///     let l = TensorLayout::strided(ScalarType::F32, vec![2], vec![2], 1).unwrap();
+    ///     assert!(DeviceTensor::from_storage(&gpu, bytes.clone(), l).is_ok());
+    ///     let l = TensorLayout::contiguous(ScalarType::F32, vec![5]).unwrap();
+    ///     assert!(DeviceTensor::from_storage(&gpu, bytes, l).is_err());
+    /// }
+    /// ```
+    pub fn from_storage(
+        gpu: &Gpu,
+        storage: Arc<CudaSlice<u8>>,
+        layout: TensorLayout,
+    ) -> Result<DeviceTensor> {
+        layout.check_fits(storage.len() / layout.dtype().size_bytes())?;
+        Ok(DeviceTensor { gpu: gpu.clone(), storage, layout })
+    }
+
+    /// The layout.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[1.0f64; 6], &[2, 3]).unwrap();
+    ///     assert_eq!(t.layout().strides(), &[3, 1]);
+    /// }
+    /// ```
+    pub fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+
+    /// The element type.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     assert_eq!(DeviceTensor::from_slice(&gpu, &[1i64], &[1]).unwrap().dtype(), ScalarType::I64);
+    /// }
+    /// ```
+    pub fn dtype(&self) -> ScalarType {
+        self.layout.dtype()
+    }
+
+    /// The lengths.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     assert_eq!(DeviceTensor::from_slice(&gpu, &[1i64; 4], &[4, 1]).unwrap().shape(), &[4, 1]);
+    /// }
+    /// ```
+    pub fn shape(&self) -> &[i64] {
+        self.layout.shape()
+    }
+
+    /// The device bytes (shared with every view of them).
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[1u32; 4], &[4]).unwrap();
+    ///     let n = t.narrow(0, 1, 2).unwrap();
+    ///     assert!(std::sync::Arc::ptr_eq(t.storage(), n.storage()));
+    /// }
+    /// ```
+    pub fn storage(&self) -> &Arc<CudaSlice<u8>> {
+        &self.storage
+    }
+
+    /// The GPU the tensor lives on.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[1u32], &[1]).unwrap();
+    ///     assert_eq!(t.gpu().props().ordinal, 0);
+    /// }
+    /// ```
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    fn view(&self, layout: TensorLayout) -> DeviceTensor {
+        DeviceTensor { gpu: self.gpu.clone(), storage: Arc::clone(&self.storage), layout }
+    }
+
+    /// A permuted view sharing the storage.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[0i32, 1, 2, 3, 4, 5], &[1, 2, 3]).unwrap();
+    ///     assert_eq!(t.permute(&[2, 0, 1]).unwrap().to_vec::<i32>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
+    /// }
+    /// ```
+    pub fn permute(&self, perm: &[usize]) -> Result<DeviceTensor> {
+        Ok(self.view(self.layout.permute(perm)?))
+    }
+
+    /// A transposed view sharing the storage.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[0i32, 1, 2, 3], &[2, 2]).unwrap();
+    ///     assert_eq!(t.transpose(0, 1).unwrap().to_vec::<i32>().unwrap(), vec![0, 2, 1, 3]);
+    /// }
+    /// ```
+    pub fn transpose(&self, a: usize, b: usize) -> Result<DeviceTensor> {
+        Ok(self.view(self.layout.transpose(a, b)?))
+    }
+
+    /// A narrowed view sharing the storage.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[0i32, 1, 2, 3], &[4]).unwrap();
+    ///     assert_eq!(t.narrow(0, 2, 2).unwrap().to_vec::<i32>().unwrap(), vec![2, 3]);
+    /// }
+    /// ```
+    pub fn narrow(&self, dim: usize, start: i64, len: i64) -> Result<DeviceTensor> {
+        Ok(self.view(self.layout.narrow(dim, start, len)?))
+    }
+
+    /// A broadcast view sharing the storage.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[5i32, 6], &[2, 1]).unwrap();
+    ///     assert_eq!(t.broadcast_to(&[2, 2]).unwrap().to_vec::<i32>().unwrap(), vec![5, 5, 6, 6]);
+    /// }
+    /// ```
+    pub fn broadcast_to(&self, shape: &[i64]) -> Result<DeviceTensor> {
+        Ok(self.view(self.layout.broadcast_to(shape)?))
+    }
+
+    /// A borrowed view of this tensor.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[1.0f32, 2.0], &[2]).unwrap();
+    ///     assert_eq!(t.as_ref().to_vec::<f32>(&gpu).unwrap(), vec![1.0, 2.0]);
+    /// }
+    /// ```
+    pub fn as_ref(&self) -> DeviceTensorRef<'_> {
+        DeviceTensorRef { view: self.storage.as_view(), layout: self.layout.clone() }
+    }
+
+    /// Downloads the elements into a contiguous host tensor (logical row-major order).
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[1u32, 2, 3, 4], &[2, 2]).unwrap();
+    ///     let h = t.transpose(0, 1).unwrap().to_host().unwrap();
+    ///     assert_eq!(h.buffer().to_u32(), Some(vec![1, 3, 2, 4]));
+    /// }
+    /// ```
+    pub fn to_host(&self) -> Result<HostTensor> {
+        download_gather(&self.gpu, &self.storage.as_view(), &self.layout)
+    }
+
+    /// Downloads the elements (logical row-major order), checked that `T` is the dtype.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[half::bf16::ONE], &[1]).unwrap();
+    ///     assert_eq!(t.to_vec::<half::bf16>().unwrap(), vec![half::bf16::ONE]);
+    ///     assert!(t.to_vec::<f32>().is_err());
+    /// }
+    /// ```
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        check_dtype::<T>(&self.layout)?;
+        Ok(self.to_host()?.to_vec::<T>()?)
+    }
+
+    /// A contiguous copy in new device memory (gathered through the host for now).
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[1u32, 2, 3, 4], &[2, 2]).unwrap();
+    ///     let c = t.transpose(0, 1).unwrap().contiguous().unwrap();
+    ///     assert!(c.layout().is_contiguous());
+    ///     assert_eq!(c.to_vec::<u32>().unwrap(), vec![1, 3, 2, 4]);
+    /// }
+    /// ```
+    pub fn contiguous(&self) -> Result<DeviceTensor> {
+        let h = self.to_host()?;
+        DeviceTensor::from_host_bytes(&self.gpu, h.buffer().as_bytes(), h.layout().clone())
+    }
+}
+
+/// A tensor over device memory the caller owns (a cudarc `CudaSlice<T>` or `CudaView<'a, T>`),
+/// checked that the layout fits its length and that its dtype is `T`'s.
+///
+/// ```
+/// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+/// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+/// if let Ok(gpu) = Gpu::open(0) {
+///     let buf = gpu.upload(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+///     let l = TensorLayout::strided(ScalarType::F32, vec![2, 2], vec![1, 3], 1).unwrap();
+///     let t = DeviceTensorRef::from_cuda_slice(&buf, l).unwrap();
+///     assert_eq!(t.to_vec::<f32>(&gpu).unwrap(), vec![1.0, 4.0, 2.0, 5.0]);
+/// }
+/// ```
+#[derive(Debug)]
+pub struct DeviceTensorRef<'a> {
+    view: CudaView<'a, u8>,
+    layout: TensorLayout,
+}
+
+impl<'a> DeviceTensorRef<'a> {
+    /// A tensor over a whole cudarc slice.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[1i32, 2]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::F32, vec![2]).unwrap();
+    ///     assert!(DeviceTensorRef::from_cuda_slice(&buf, l).is_err()); // i32 memory, f32 layout
+    /// }
+    /// ```
+    pub fn from_cuda_slice<T: Element>(
+        slice: &'a CudaSlice<T>,
+        layout: TensorLayout,
+    ) -> Result<DeviceTensorRef<'a>> {
+        check_dtype::<T>(&layout)?;
+        layout.check_fits(slice.len())?;
+        // SAFETY: u8 is valid for any bit pattern, and the byte view covers exactly the slice
+        let view = unsafe { slice.transmute::<u8>(slice.len() * std::mem::size_of::<T>()) };
+        Ok(DeviceTensorRef { view: view.expect("the byte view has the slice's size"), layout })
+    }
+
+    /// A tensor over a cudarc view.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[1i32, 2, 3, 4]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::I32, vec![2]).unwrap();
+    ///     let t = DeviceTensorRef::from_view(buf.slice(2..), l).unwrap();
+    ///     assert_eq!(t.to_vec::<i32>(&gpu).unwrap(), vec![3, 4]);
+    /// }
+    /// ```
+    pub fn from_view<T: Element>(
+        view: CudaView<'a, T>,
+        layout: TensorLayout,
+    ) -> Result<DeviceTensorRef<'a>> {
+        check_dtype::<T>(&layout)?;
+        layout.check_fits(view.len())?;
+        // SAFETY: u8 is valid for any bit pattern, and the byte view covers exactly the view
+        let bytes = unsafe { view.transmute::<u8>(view.len() * std::mem::size_of::<T>()) };
+        Ok(DeviceTensorRef { view: bytes.expect("the byte view has the view's size"), layout })
+    }
+
+    /// The layout.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[1i32, 2]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::I32, vec![2]).unwrap();
+    ///     assert_eq!(DeviceTensorRef::from_cuda_slice(&buf, l.clone()).unwrap().layout(), &l);
+    /// }
+    /// ```
+    pub fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+
+    /// The borrowed bytes.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[1i32, 2]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::I32, vec![1]).unwrap();
+    ///     assert_eq!(DeviceTensorRef::from_cuda_slice(&buf, l).unwrap().bytes().len(), 8);
+    /// }
+    /// ```
+    pub fn bytes(&self) -> &CudaView<'a, u8> {
+        &self.view
+    }
+
+    fn with_layout(&self, layout: TensorLayout) -> DeviceTensorRef<'a> {
+        DeviceTensorRef { view: self.view.slice(..), layout }
+    }
+
+    /// A permuted view of the same memory.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[0i32, 1, 2, 3]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::I32, vec![2, 2]).unwrap();
+    ///     let t = DeviceTensorRef::from_cuda_slice(&buf, l).unwrap().permute(&[1, 0]).unwrap();
+    ///     assert_eq!(t.to_vec::<i32>(&gpu).unwrap(), vec![0, 2, 1, 3]);
+    /// }
+    /// ```
+    pub fn permute(&self, perm: &[usize]) -> Result<DeviceTensorRef<'a>> {
+        Ok(self.with_layout(self.layout.permute(perm)?))
+    }
+
+    /// A narrowed view of the same memory.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[0i32, 1, 2, 3]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::I32, vec![2, 2]).unwrap();
+    ///     let t = DeviceTensorRef::from_cuda_slice(&buf, l).unwrap().narrow(1, 1, 1).unwrap();
+    ///     assert_eq!(t.to_vec::<i32>(&gpu).unwrap(), vec![1, 3]);
+    /// }
+    /// ```
+    pub fn narrow(&self, dim: usize, start: i64, len: i64) -> Result<DeviceTensorRef<'a>> {
+        Ok(self.with_layout(self.layout.narrow(dim, start, len)?))
+    }
+
+    /// Downloads the elements into a contiguous host tensor, on `gpu`'s stream.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[7u32, 8]).unwrap();
+    ///     let l = TensorLayout::strided(ScalarType::U32, vec![3], vec![0], 1).unwrap();
+    ///     let h = DeviceTensorRef::from_cuda_slice(&buf, l).unwrap().to_host(&gpu).unwrap();
+    ///     assert_eq!(h.buffer().to_u32(), Some(vec![8, 8, 8]));
+    /// }
+    /// ```
+    pub fn to_host(&self, gpu: &Gpu) -> Result<HostTensor> {
+        download_gather(gpu, &self.view, &self.layout)
+    }
+
+    /// Downloads the elements (logical row-major order), checked that `T` is the dtype.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[7u32, 8]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::U32, vec![2]).unwrap();
+    ///     let t = DeviceTensorRef::from_cuda_slice(&buf, l).unwrap();
+    ///     assert_eq!(t.to_vec::<u32>(&gpu).unwrap(), vec![7, 8]);
+    ///     assert!(t.to_vec::<i32>(&gpu).is_err());
+    /// }
+    /// ```
+    pub fn to_vec<T: Element>(&self, gpu: &Gpu) -> Result<Vec<T>> {
+        check_dtype::<T>(&self.layout)?;
+        Ok(self.to_host(gpu)?.to_vec::<T>()?)
+    }
+}

@@ -1,0 +1,62 @@
+//! `run::plan` builds exactly the kernel and grid that a launch runs, without data: checked
+//! against what a capturing executor records from the full launch (inputs, reference and all).
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use tilekit_ir::ScalarType;
+use tilekit_ops::exec::{with_executor, Capture};
+use tilekit_ops::run::{launch_outcome, plan, KERNELS, SELFTEST_CASES};
+
+#[test]
+fn plan_is_what_launch_runs() {
+    let cap = Rc::new(Capture::default());
+    let extra: &[(&str, &[i64], ScalarType)] = &[
+        ("copy", &[1, 1], ScalarType::F32),
+        ("permute021", &[5, 6, 7], ScalarType::BF16),
+        ("softmax", &[2, 16384], ScalarType::F32),
+        ("gemm", &[64, 128, 32], ScalarType::BF16),
+    ];
+    for (kernel, shape, dtype) in SELFTEST_CASES.iter().chain(extra) {
+        let _ = with_executor(cap.clone(), || launch_outcome(kernel, shape, *dtype, 1));
+        let launched = cap.take();
+        assert_eq!(launched.len(), 1, "{kernel} {shape:?}");
+        let (k, grid) = plan(kernel, shape, *dtype).unwrap();
+        assert_eq!(grid, launched[0].1, "{kernel} {shape:?} {dtype}");
+        assert!(k == launched[0].0, "{kernel} {shape:?} {dtype}: planned kernel differs");
+    }
+}
+
+#[test]
+fn every_listed_kernel_plans_for_its_dtypes_and_refuses_others() {
+    for info in KERNELS {
+        let shape: &[i64] = if info.name == "gemm" {
+            &[64, 64, 32]
+        } else if info.shape.starts_with("AxBxC") {
+            &[4, 5, 6]
+        } else {
+            &[8, 16]
+        };
+        for t in [ScalarType::F32, ScalarType::F16, ScalarType::BF16] {
+            let r = plan(info.name, shape, t);
+            assert_eq!(r.is_ok(), info.dtypes.contains(&t), "{} {t}: {:?}", info.name, r.err());
+        }
+    }
+}
+
+#[test]
+fn plan_does_not_grow_with_the_shape() {
+    // the examples: 2^31 - 1 elements of copy (24 GB when the host side ran) and a
+    // 16384² transpose (23 s); planning takes what a 4×4 plan takes
+    let t = Instant::now();
+    let (k, grid) = plan("copy", &[2_147_483_647, 1], ScalarType::F32).unwrap();
+    assert_eq!((k.name.as_str(), grid), ("copy", [1, 67_108_864, 1]));
+    let (k, grid) = plan("transpose", &[16384, 16384], ScalarType::F32).unwrap();
+    assert_eq!((k.name.as_str(), grid), ("transpose", [256, 256, 1]));
+    let (_, grid) = plan("softmax", &[2_147_483_647 / 16384, 16384], ScalarType::BF16).unwrap();
+    assert_eq!(grid, [131_071, 1, 1]);
+    assert!(t.elapsed().as_secs_f64() < 20.0, "planning took {:?}", t.elapsed());
+    // the same shape checks as a launch: too many elements is refused by name
+    let e = plan("copy", &[65536, 65536], ScalarType::F32).unwrap_err().to_string();
+    assert!(e.contains("more than 2^31-1"), "{e}");
+}
