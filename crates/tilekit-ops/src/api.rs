@@ -656,34 +656,59 @@ fn binary_into<
     }
     let (xb, zb) = (xl.broadcast_to(&shape)?, zl.broadcast_to(&shape)?);
     let (s, st) = coalesce(&shape, &[xb.strides(), zb.strides(), yl.strides()]);
+    // rank ≤ 2 after merging: one launch; rank r > 2: one launch per index of the r − 2
+    // leading dims (each a 2-D slice at its own offset)
     let (s2, st2): (Vec<i64>, Vec<Vec<i64>>) = match s.len() {
         0 => (vec![1, 1], st.iter().map(|_| vec![0, 1]).collect()),
         1 => (vec![1, s[0]], st.iter().map(|v| vec![0, v[0]]).collect()),
-        2 => (s.clone(), st.clone()),
-        r => {
-            return Err(OpsError::invalid(
-                name,
-                "layout",
-                format!("shape {shape:?}"),
-                format!(
-                    "after merging adjacent dims it has rank {r}; the elementwise kernel takes 2"
-                ),
-            ))
-        }
+        r => (s[r - 2..].to_vec(), st.iter().map(|v| v[r - 2..].to_vec()).collect()),
     };
-    let xv = ReshapedIn { t: x, layout: relayout(&xb, s2.clone(), st2[0].clone())? };
-    let zv = ReshapedIn { t: z, layout: relayout(&zb, s2.clone(), st2[1].clone())? };
-    let mut yv = Reshaped { t: y, layout: relayout(&yl, s2.clone(), st2[2].clone())? };
-    let va = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
-    let vb = vec_in::<B, _>(&zv);
-    let k = cached(KernelKey::new(name, ty, [va, vb, 0, 0]), || {
-        crate::elementwise::build(op, ty, va, vb)
-    })?;
+    let lead: Vec<i64> = if s.len() > 2 { s[..s.len() - 2].to_vec() } else { vec![] };
+    let launches: i64 = lead.iter().product();
+    if launches > MAX_SLICE_LAUNCHES {
+        return Err(OpsError::invalid(
+            name,
+            "layout",
+            format!("shape {shape:?} (merged: {s:?})"),
+            format!(
+                "{launches} 2-D slices; at most {MAX_SLICE_LAUNCHES} (make the operands \
+                 contiguous so their dims merge)"
+            ),
+        ));
+    }
+    let at = |l: &TensorLayout, strides: &[i64], delta: i64| -> Result<TensorLayout> {
+        Ok(TensorLayout::strided(l.dtype(), s2.clone(), strides.to_vec(), l.offset() + delta)?)
+    };
     let (tm, tn) = crate::copy::tile(ty);
     let grid = [host::blocks(s2[1], tn)?, host::blocks(s2[0], tm)?, 1];
-    let args = Bindings::new(&k).input("a", &xv, b)?.input("b", &zv, b)?.output("c", &mut yv, b)?;
-    b.launch(&k, grid, args)
+    for i in 0..launches {
+        // the offset of slice i in each operand
+        let (mut rest, mut d) = (i, [0i64; 3]);
+        for (j, &len) in lead.iter().enumerate().rev() {
+            let idx = rest % len;
+            rest /= len;
+            for (o, v) in d.iter_mut().zip(&st) {
+                *o += idx * v[j];
+            }
+        }
+        let xv = ReshapedIn { t: x, layout: at(&xb, &st2[0], d[0])? };
+        let zv = ReshapedIn { t: z, layout: at(&zb, &st2[1], d[1])? };
+        let mut yv = Reshaped { t: &mut *y, layout: at(&yl, &st2[2], d[2])? };
+        let va = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
+        let vb = vec_in::<B, _>(&zv);
+        let kk = cached(KernelKey::new(name, ty, [va, vb, 0, 0]), || {
+            crate::elementwise::build(op, ty, va, vb)
+        })?;
+        let args =
+            Bindings::new(&kk).input("a", &xv, b)?.input("b", &zv, b)?.output("c", &mut yv, b)?;
+        b.launch(&kk, grid, args)?;
+    }
+    Ok(())
 }
+
+/// The most 2-D slices an elementwise op launches for operands whose dims do not merge into
+/// two (one launch each).
+pub const MAX_SLICE_LAUNCHES: i64 = 65_536;
 
 fn binary<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
     b: &B,

@@ -34,7 +34,7 @@ use tilekit_cuda::module::LaunchDims;
 use tilekit_cuda::tensor::DeviceTensor;
 use tilekit_cuda::{Gpu, KernelArgs, KernelCache};
 use tilekit_ir::interp::{Args, HostBuffer};
-use tilekit_ir::tensor::{HostTensor, TensorLayout};
+use tilekit_ir::tensor::{Element, HostTensor, TensorLayout};
 use tilekit_ir::{ParamKind, ScalarType};
 
 use crate::bind::{Bindings, Slot};
@@ -68,6 +68,7 @@ pub trait Backend {
     /// or all-ones bits, so a kernel that misses an element is caught).
     fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<Self::Tensor>;
     /// A copy of a host tensor on this backend.
+    #[allow(clippy::wrong_self_convention)] // `self` is the backend the tensor is made on
     fn from_host(&self, t: &HostTensor) -> Result<Self::Tensor>;
     /// A contiguous host copy (waits for queued work).
     fn to_host(&self, t: &Self::Tensor) -> Result<HostTensor>;
@@ -80,6 +81,30 @@ pub trait Backend {
     ) -> Result<()>;
     /// Waits for everything queued (a no-op on the interpreter).
     fn synchronize(&self) -> Result<()>;
+
+    /// A contiguous tensor of `shape` holding `data` (row-major), checked against the shape.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// let t = Interp.from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+    /// assert_eq!(Interp.to_vec::<f32>(&t).unwrap(), vec![1.0, 2.0, 3.0]);
+    /// assert!(Interp.from_slice(&[1.0f32, 2.0], &[3]).is_err());
+    /// ```
+    #[allow(clippy::wrong_self_convention)] // `self` is the backend the tensor is made on
+    fn from_slice<T: Element>(&self, data: &[T], shape: &[i64]) -> Result<Self::Tensor> {
+        self.from_host(&HostTensor::from_slice(data, shape)?)
+    }
+
+    /// The elements of `t` in logical row-major order, checked that `T` is its dtype.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// let t = Interp.from_slice(&[1i32, 2, 3, 4], &[2, 2]).unwrap();
+    /// assert!(Interp.to_vec::<f32>(&t).is_err()); // i32 tensor
+    /// ```
+    fn to_vec<T: Element>(&self, t: &Self::Tensor) -> Result<Vec<T>> {
+        Ok(self.to_host(t)?.to_vec::<T>()?)
+    }
 }
 
 /// A tensor a kernel of backend `B` can read.

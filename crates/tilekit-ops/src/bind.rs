@@ -124,7 +124,7 @@ pub fn check_tensor(
         let ok = strides[last] == 1
             && shape[last] % v == 0
             && strides[..last].iter().zip(&shape[..last]).all(|(&s, &l)| l == 1 || s % v == 0)
-            && (address + layout.offset() as u64 * es) % (v as u64 * es) == 0;
+            && (address + layout.offset() as u64 * es).is_multiple_of(v as u64 * es);
         if !ok {
             return Err(bind_error(
                 kernel,
