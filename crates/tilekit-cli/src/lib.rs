@@ -32,6 +32,7 @@ pub mod selftest;
 pub mod sfc;
 pub mod show;
 pub mod svg;
+pub mod tune;
 
 pub use error::CliError;
 
@@ -81,6 +82,8 @@ pub enum Command {
     Morton(morton::Args),
     /// Shared-memory bank conflicts of a tile layout read by a warp walk or a distribution's window.
     Banks(banks::Args),
+    /// Time every candidate launch shape of the tunable kernels on the GPU (per-device tuning).
+    Tune(tune::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message on stderr and an
@@ -102,6 +105,7 @@ pub fn main_entry() -> ExitCode {
         Some(Command::Ptx(a)) => ptx::run(&a),
         Some(Command::Morton(a)) => morton::run(&a),
         Some(Command::Banks(a)) => banks::run(&a),
+        Some(Command::Tune(a)) => tune::run(&a),
     };
     match result.and_then(|code| output::flush_stdout().map(|()| code)) {
         Ok(code) => code,

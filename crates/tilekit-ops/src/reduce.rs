@@ -185,14 +185,28 @@ pub fn softmax_chunks(ty: ScalarType, n: i64) -> Result<i64> {
 /// assert!(k.to_string().contains("ex2.approx"));
 /// ```
 pub fn build_softmax(ty: ScalarType, chunks: i64, vx: i64) -> Result<Kernel> {
+    build_softmax_threads(ty, chunks, vx, THREADS)
+}
+
+/// [`build_softmax`] with `threads` per block (a multiple of 32 up to 1024): rows of at most
+/// `chunks · threads · V` elements.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::reduce::build_softmax_threads(ScalarType::BF16, 2, 8, 1024).unwrap();
+/// assert_eq!(k.block_dim, [1024, 1, 1]);
+/// assert!(tilekit_ops::reduce::build_softmax_threads(ScalarType::BF16, 2, 8, 100).is_err());
+/// ```
+pub fn build_softmax_threads(ty: ScalarType, chunks: i64, vx: i64, threads: u32) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
     let v = 16 / ty.size_bytes() as i64;
-    let len = THREADS as i64 * v * chunks;
-    let b = KernelBuilder::new("softmax", [THREADS, 1, 1])?;
+    let len = threads as i64 * v * chunks;
+    let b = KernelBuilder::new("softmax", [threads, 1, 1])?;
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ty, 2)?;
-    let scratch = b.shared("partial", ScalarType::F32, THREADS as usize / 32)?;
-    let d = dist::row_major(1, len, THREADS as i64, v)?;
+    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let d = dist::row_major(1, len, threads as i64, v)?;
     let origin = [b.block_id(Axis::X), Val::lit(0)];
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
     let yv = View::global(&y, vx)?.pad(&[1, len])?;
@@ -232,14 +246,69 @@ pub fn build_softmax(ty: ScalarType, chunks: i64, vx: i64) -> Result<Kernel> {
 /// assert!(tilekit_ops::reduce::build_softmax_online(ScalarType::F16, 8).is_err());
 /// ```
 pub fn build_softmax_online(ty: ScalarType, vx: i64) -> Result<Kernel> {
+    build_softmax_online_tuned(ty, vx, OnlineTuning::default())
+}
+
+/// The launch shape of the online softmax kernel: threads per block, 16-byte vectors in flight
+/// per thread and pass, and whether pass 2 walks the row backwards (the chunks pass 1 read last
+/// are the likeliest still in L2, so a row larger than its share of L2 is re-read mostly from
+/// L2 rather than DRAM).
+///
+/// ```
+/// let t = tilekit_ops::reduce::OnlineTuning::default();
+/// assert_eq!((t.threads, t.unroll, t.reverse), (256, 4, true));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OnlineTuning {
+    /// Threads per block (a multiple of 32, at most 1024).
+    pub threads: u32,
+    /// 16-byte vectors per thread per chunk (1..=8).
+    pub unroll: i64,
+    /// Pass 2 walks the chunks last to first.
+    pub reverse: bool,
+}
+
+impl Default for OnlineTuning {
+    fn default() -> Self {
+        OnlineTuning { threads: THREADS, unroll: 4, reverse: true }
+    }
+}
+
+fn check_threads(threads: u32) -> Result<()> {
+    if threads == 0 || threads % 32 != 0 || threads > 1024 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "threads per block",
+            threads,
+            "a multiple of 32 in 32..=1024",
+        ));
+    }
+    Ok(())
+}
+
+/// [`build_softmax_online`] with an explicit [`OnlineTuning`].
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{build_softmax_online_tuned, OnlineTuning};
+/// let t = OnlineTuning { threads: 1024, unroll: 2, reverse: false };
+/// assert_eq!(build_softmax_online_tuned(ScalarType::F32, 4, t).unwrap().block_dim, [1024, 1, 1]);
+/// assert!(build_softmax_online_tuned(ScalarType::F32, 4, OnlineTuning { unroll: 0, ..t }).is_err());
+/// ```
+pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
+    let OnlineTuning { threads, unroll, reverse } = tuning;
+    check_threads(threads)?;
+    if !(1..=8).contains(&unroll) {
+        return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
+    }
     let v = 16 / ty.size_bytes() as i64;
-    let chunk = THREADS as i64 * v * 4;
-    let b = KernelBuilder::new("softmax_online", [THREADS, 1, 1])?;
+    let chunk = threads as i64 * v * unroll;
+    let b = KernelBuilder::new("softmax_online", [threads, 1, 1])?;
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ty, 2)?;
-    let scratch = b.shared("partial", ScalarType::F32, THREADS as usize / 32)?;
-    let d = dist::row_major(1, chunk, THREADS as i64, v)?;
+    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let d = dist::row_major(1, chunk, threads as i64, v)?;
     let row = b.block_id(Axis::X);
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
     let yv = View::global(&y, vx)?.pad(&[1, chunk])?;
@@ -275,7 +344,8 @@ pub fn build_softmax_online(ty: ScalarType, vx: i64) -> Result<Kernel> {
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
     b.note("online softmax pass 2: normalise and store");
     crate::tile::for_range(&b, &Val::lit(0), &n_pad, &Val::lit(chunk), &[], |b, c0, _| {
-        let origin = [row.clone(), c0];
+        let c = if reverse { n_pad.clone() - Val::lit(chunk) - c0 } else { c0 };
+        let origin = [row.clone(), c];
         let t = Window::new(b, &xv, &[1, chunk], &origin, &d)?.load(b)?.cast(b, ScalarType::F32)?;
         let out = t
             .map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?

@@ -1,0 +1,240 @@
+//! `tilekit tune`: times every candidate launch shape of the tunable memory-bound kernels in one
+//! process on the GPU, against a device copy measured in the same process, and reports the
+//! best per case — how per-device parameters are chosen (and checked on a new device).
+//!
+//! ```text
+//!   baseline   cuMemcpyDtoD of 1 GiB, CUDA events, median of reps  ──► copy GB/s
+//!   per case   random input (device), output poisoned
+//!     per candidate   build (compiled::CompiledKernel) ─► bind x, y by name ─► warm-up ×3
+//!                     median of reps ─► GB/s = (read + written bytes) / median ─► × copy
+//!                     first rows checked against an f64 reference (a wrong candidate fails)
+//!   report     table (or --json FILE), best candidate per case marked with *
+//! ```
+
+use std::process::ExitCode;
+
+use clap::builder::RangedU64ValueParser;
+use tilekit_cuda::Gpu;
+use tilekit_ir::tensor::{HostTensor, TensorLayout};
+use tilekit_ir::{Kernel, ScalarType};
+use tilekit_ops::backend::{Backend, Cuda};
+use tilekit_ops::bind::Bindings;
+use tilekit_ops::compiled::CompiledKernel;
+use tilekit_ops::reduce::{self, OnlineTuning};
+use tilekit_ops::{host, OpsError};
+
+use crate::{outln, CliError};
+
+/// Arguments of `tilekit tune`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Only cases whose name contains this text (e.g. `softmax bf16`).
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Timed repetitions per candidate (the median is reported).
+    #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    pub reps: usize,
+    /// Also write every measurement as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+}
+
+/// One timed candidate.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Candidate {
+    /// The case (kernel, shape, dtype).
+    pub case: String,
+    /// The launch shape tried.
+    pub config: String,
+    /// Median milliseconds per launch.
+    pub median_ms: f64,
+    /// GB/s (1e9 bytes per second), bytes = input read once + output written once.
+    pub gb_per_s: f64,
+    /// Ratio to the same-process device copy.
+    pub ratio_to_copy: f64,
+    /// Device name.
+    pub device: String,
+}
+
+fn ops(what: &str) -> impl Fn(OpsError) -> CliError + '_ {
+    move |e| CliError::Check { what: what.into(), why: e.to_string() }
+}
+
+fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
+    let n = 1usize << 30;
+    let err = |e: tilekit_cuda::CudaError| CliError::Check {
+        what: "copy baseline".into(),
+        why: e.to_string(),
+    };
+    let src = gpu.alloc_zeros::<u8>(n).map_err(err)?;
+    let mut dst = gpu.alloc_zeros::<u8>(n).map_err(err)?;
+    let t = gpu.time(3, reps, |_| gpu.copy(&src, &mut dst)).map_err(err)?;
+    Ok(2.0 * n as f64 / (t.median_ms() * 1e-3) / 1e9)
+}
+
+/// The softmax candidates of a row length: the register kernel at 256/512/1024 threads when
+/// the row fits, the online kernel over threads × unroll × direction otherwise.
+fn softmax_candidates(ty: ScalarType, n: i64, v: i64) -> Vec<(String, Result<Kernel, OpsError>)> {
+    let mut out = Vec::new();
+    let vw = 16 / ty.size_bytes() as i64;
+    if n <= reduce::MAX_REGISTER_ROW {
+        for threads in [256u32, 512, 1024] {
+            let per = threads as i64 * vw;
+            let chunks = (n + per - 1) / per;
+            if chunks * vw <= 64 {
+                out.push((
+                    format!("register, {threads} threads, {chunks} chunks"),
+                    reduce::build_softmax_threads(ty, chunks, v, threads),
+                ));
+            }
+        }
+    }
+    for threads in [256u32, 512, 1024] {
+        for unroll in [2i64, 4] {
+            for reverse in [false, true] {
+                let t = OnlineTuning { threads, unroll, reverse };
+                out.push((
+                    format!(
+                        "online, {threads} threads, unroll {unroll}, {}",
+                        if reverse { "reverse" } else { "forward" }
+                    ),
+                    reduce::build_softmax_online_tuned(ty, v, t),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn rows_f64(h: &HostTensor, rows: usize, n: usize) -> Vec<f64> {
+    let all = host::to_f64(h.buffer());
+    all[..rows * n].to_vec()
+}
+
+/// Times the candidates of softmax over `m × n` of `ty`.
+fn tune_softmax(
+    cuda: &Cuda,
+    m: i64,
+    n: i64,
+    ty: ScalarType,
+    reps: usize,
+    copy_gbs: f64,
+) -> Result<Vec<Candidate>, CliError> {
+    let case = format!("softmax {m}x{n} {ty}");
+    let layout = TensorLayout::contiguous(ty, vec![m, n])
+        .map_err(|e| CliError::Check { what: case.clone(), why: e.to_string() })?;
+    let xh = HostTensor::new(
+        host::random(ty, (m * n) as usize, 11).map_err(ops(&case))?,
+        layout.clone(),
+    )
+    .map_err(|e| CliError::Check { what: case.clone(), why: e.to_string() })?;
+    let x = cuda.from_host(&xh).map_err(ops(&case))?;
+    let mut y = cuda.empty(ty, &[m, n]).map_err(ops(&case))?;
+    // f64 reference of the first two rows
+    let check_rows = 2usize.min(m as usize);
+    let xs = rows_f64(&xh, check_rows, n as usize);
+    let want = {
+        let b = host::from_f64(ty, &xs);
+        reduce::reference(reduce::Reduction::Softmax, &b, check_rows, n as usize, ty)
+            .map_err(ops(&case))?
+    };
+    let v = tilekit_ops::api::vector_of(&layout, 0);
+    let bytes = 2 * (m * n) as u64 * ty.size_bytes() as u64;
+    let mut out = Vec::new();
+    for (config, kernel) in softmax_candidates(ty, n, v) {
+        let k = CompiledKernel::new(kernel.map_err(ops(&case))?);
+        cuda.prepare(&k).map_err(ops(&case))?;
+        let launch = |y: &mut tilekit_cuda::DeviceTensor| -> Result<(), OpsError> {
+            let args = Bindings::new(&k).input("x", &x, cuda)?.output("y", y, cuda)?;
+            cuda.launch(&k, [m as u32, 1, 1], args)
+        };
+        let mut err = None;
+        let t = cuda
+            .gpu()
+            .time(3, reps, |_| {
+                launch(&mut y).map_err(|e| {
+                    err = Some(e.to_string());
+                    tilekit_cuda::CudaError::Driver { call: "launch", code: "see above".into() }
+                })
+            })
+            .map_err(|e| CliError::Check {
+                what: format!("{case} [{config}]"),
+                why: err.clone().unwrap_or(e.to_string()),
+            })?;
+        let got = cuda.to_host(&y).map_err(ops(&case))?;
+        let g = rows_f64(&got, check_rows, n as usize);
+        let c = host::compare(&g[..], &host::to_f64(&want)[..], 0.0);
+        let tol = if ty == ScalarType::F32 { 1e-5 } else { 1.0 / 256.0 };
+        if c.max_abs > tol || c.max_abs.is_nan() {
+            return Err(CliError::Check {
+                what: format!("{case} [{config}]"),
+                why: format!(
+                    "wrong result: max |Δ| {} over the first {check_rows} rows",
+                    c.max_abs
+                ),
+            });
+        }
+        let gbs = bytes as f64 / (t.median_ms() * 1e-3) / 1e9;
+        out.push(Candidate {
+            case: case.clone(),
+            config,
+            median_ms: t.median_ms(),
+            gb_per_s: gbs,
+            ratio_to_copy: gbs / copy_gbs,
+            device: cuda.gpu().props().name.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// The cases `tilekit tune` sweeps: (rows, row length, dtype), about 512 MiB to 1 GiB each.
+pub const SOFTMAX_CASES: &[(i64, i64, ScalarType)] = &[
+    (16384, 16384, ScalarType::BF16),
+    (8192, 16384, ScalarType::F32),
+    (4096, 65536, ScalarType::BF16),
+    (2048, 65536, ScalarType::F32),
+    (1024, 262144, ScalarType::BF16),
+    (512, 262144, ScalarType::F32),
+];
+
+/// Runs `tilekit tune`.
+pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    let cuda = Cuda::open(a.device)
+        .map_err(|e| CliError::NoGpu { command: "tune".into(), reason: e.to_string() })?;
+    let name = cuda.gpu().props().name.clone();
+    let copy = copy_baseline(cuda.gpu(), a.reps)?;
+    outln!("device {name}; device-to-device copy (cuMemcpyDtoD, 1024 MiB) {copy:.0} GB/s")?;
+    let mut all = Vec::new();
+    for &(m, n, ty) in SOFTMAX_CASES {
+        let case = format!("softmax {m}x{n} {ty}");
+        if a.filter.as_ref().is_some_and(|f| !case.contains(f.as_str())) {
+            continue;
+        }
+        let c = tune_softmax(&cuda, m, n, ty, a.reps, copy)?;
+        let best = c.iter().map(|c| c.ratio_to_copy).fold(0.0, f64::max);
+        outln!("{case}")?;
+        for x in &c {
+            let mark = if x.ratio_to_copy == best { "*" } else { " " };
+            outln!(
+                "  {mark} {:<48} {:>8.3} ms {:>7.0} GB/s {:>6.3} x copy",
+                x.config,
+                x.median_ms,
+                x.gb_per_s,
+                x.ratio_to_copy
+            )?;
+        }
+        all.extend(c);
+    }
+    if let Some(p) = &a.json {
+        let text = serde_json::to_string_pretty(&all)
+            .map_err(|e| CliError::Check { what: "tune --json".into(), why: e.to_string() })?;
+        std::fs::write(p, text).map_err(|e| CliError::Check {
+            what: format!("writing {}", p.display()),
+            why: e.to_string(),
+        })?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
