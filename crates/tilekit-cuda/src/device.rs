@@ -134,6 +134,63 @@ impl Gpu {
         &self.stream
     }
 
+    /// The same device on another stream: work launched through the returned handle is ordered
+    /// on `stream` (tensors, kernel caches and the context are shared).
+    ///
+    /// ```
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     let side = gpu.on_stream(gpu.context().new_stream().unwrap());
+    ///     assert_ne!(side.stream().cu_stream(), gpu.stream().cu_stream());
+    /// }
+    /// ```
+    pub fn on_stream(&self, stream: Arc<CudaStream>) -> Gpu {
+        Gpu { ctx: self.ctx.clone(), stream, props: self.props.clone() }
+    }
+
+    /// The same device on a new non-blocking stream of its context.
+    ///
+    /// ```
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     let side = gpu.new_stream().unwrap();
+    ///     side.synchronize().unwrap();
+    /// }
+    /// ```
+    pub fn new_stream(&self) -> Result<Gpu> {
+        let s = self.ctx.new_stream().map_err(|e| CudaError::driver("cuStreamCreate", e))?;
+        Ok(self.on_stream(s))
+    }
+
+    /// The same device on a stream another library owns (PyTorch's current stream, say).
+    ///
+    /// # Safety
+    /// `raw` must be a live `CUstream` of this device's primary context, kept alive by its owner
+    /// while the returned handle (or anything made from it) launches work; ordering with work the
+    /// owner submits elsewhere is the caller's.
+    pub unsafe fn on_borrowed_stream(&self, raw: cudarc::driver::sys::CUstream) -> Gpu {
+        // SAFETY: forwarded to the caller (see above)
+        let s = unsafe { self.ctx.wrap_borrowed_stream(raw) };
+        self.on_stream(s)
+    }
+
+    /// Records an event of the work queued on this stream so far; another stream can wait
+    /// for it with [`Gpu::wait_event`].
+    ///
+    /// ```
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     let side = gpu.new_stream().unwrap();
+    ///     let done = gpu.record_event().unwrap();
+    ///     side.wait_event(&done).unwrap();
+    /// }
+    /// ```
+    pub fn record_event(&self) -> Result<cudarc::driver::CudaEvent> {
+        self.stream.record_event(None).map_err(|e| CudaError::driver("cuEventRecord", e))
+    }
+
+    /// Makes this stream wait (on the device, the host does not block) for `event`.
+    pub fn wait_event(&self, event: &cudarc::driver::CudaEvent) -> Result<()> {
+        self.stream.wait(event).map_err(|e| CudaError::driver("cuStreamWaitEvent", e))
+    }
+
     /// Copies host data to a new device buffer.
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>> {
         self.stream.clone_htod(data).map_err(|e| CudaError::driver("cuMemcpyHtoDAsync", e))

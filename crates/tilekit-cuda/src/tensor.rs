@@ -35,15 +35,26 @@ use tilekit_ir::ScalarType;
 use crate::device::Gpu;
 use crate::error::{CudaError, Result};
 
-/// Downloads the bytes `layout` addresses in `view` and gathers them into a contiguous host
+/// Where [`download_gather`] reads: a cudarc view, or raw device memory of a known size.
+enum Source<'a, 'b> {
+    View(&'b CudaView<'a, u8>),
+    Raw { ptr: u64, bytes: usize },
+}
+
+impl Source<'_, '_> {
+    fn len(&self) -> usize {
+        match self {
+            Source::View(v) => v.len(),
+            Source::Raw { bytes, .. } => *bytes,
+        }
+    }
+}
+
+/// Downloads the bytes `layout` addresses in `src` and gathers them into a contiguous host
 /// tensor (row-major, offset 0).
-fn download_gather(
-    gpu: &Gpu,
-    view: &CudaView<'_, u8>,
-    layout: &TensorLayout,
-) -> Result<HostTensor> {
+fn download_gather(gpu: &Gpu, src: Source<'_, '_>, layout: &TensorLayout) -> Result<HostTensor> {
     let es = layout.dtype().size_bytes();
-    layout.check_fits(view.len() / es)?;
+    layout.check_fits(src.len() / es)?;
     let contiguous = TensorLayout::contiguous(layout.dtype(), layout.shape().to_vec())?;
     if layout.numel() == 0 {
         return Ok(HostTensor::new(HostBuffer::zeroed(layout.dtype(), 0), contiguous)?);
@@ -51,12 +62,34 @@ fn download_gather(
     // strides are non-negative: the lowest addressed element is the offset
     let lo = layout.offset() as usize * es;
     let hi = layout.size_bytes() as usize;
-    let bytes = gpu
-        .stream
-        .clone_dtoh(&view.slice(lo..hi))
-        .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?;
+    let bytes = match src {
+        Source::View(view) => gpu
+            .stream
+            .clone_dtoh(&view.slice(lo..hi))
+            .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?,
+        Source::Raw { ptr, .. } => {
+            let mut out = vec![0u8; hi - lo];
+            gpu.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
+            // SAFETY: `ptr + lo .. ptr + hi` lies in the storage (checked by check_fits above);
+            // `out` is a live host buffer of that size, synchronised before it is read.
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(
+                    &mut out,
+                    ptr + lo as u64,
+                    gpu.stream.cu_stream(),
+                )
+            }
+            .map_err(|e| CudaError::driver("cuMemcpyDtoHAsync", e))?;
+            gpu.synchronize()?;
+            out
+        }
+    };
     let gathered = gather_bytes(&layout.with_offset(0)?, &bytes)?;
-    let buf = HostBuffer::from_bytes(layout.dtype(), gathered).expect("whole elements");
+    let buf =
+        HostBuffer::from_bytes(layout.dtype(), gathered).ok_or_else(|| CudaError::Driver {
+            call: "download",
+            code: format!("{} bytes are not whole {} elements", bytes.len(), layout.dtype()),
+        })?;
     Ok(HostTensor::new(buf, contiguous)?)
 }
 
@@ -75,14 +108,31 @@ fn check_dtype<T: Element>(layout: &TensorLayout) -> Result<()> {
 /// use tilekit_ir::ScalarType;
 /// if let Ok(gpu) = Gpu::open(0) {
 ///     let z = DeviceTensor::zeros(&gpu, ScalarType::BF16, &[2, 2]).unwrap();
-///     assert_eq!(z.storage().len(), 8);
+///     assert_eq!(z.storage_bytes(), 8);
 /// }
 /// ```
 #[derive(Debug, Clone)]
 pub struct DeviceTensor {
     gpu: Gpu,
-    storage: Arc<CudaSlice<u8>>,
+    storage: Storage,
     layout: TensorLayout,
+}
+
+/// The bytes under a [`DeviceTensor`]: a cudarc allocation tilekit made, or memory another
+/// library owns (a DLPack capsule from PyTorch), kept alive by `owner`.
+#[derive(Clone)]
+enum Storage {
+    Owned(Arc<CudaSlice<u8>>),
+    External { ptr: u64, bytes: usize, owner: Arc<dyn std::any::Any + Send + Sync> },
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Storage::Owned(s) => write!(f, "Owned({} bytes)", s.len()),
+            Storage::External { ptr, bytes, .. } => write!(f, "External({ptr:#x}, {bytes} bytes)"),
+        }
+    }
 }
 
 impl DeviceTensor {
@@ -121,7 +171,7 @@ impl DeviceTensor {
     fn from_host_bytes(gpu: &Gpu, bytes: &[u8], layout: TensorLayout) -> Result<DeviceTensor> {
         // the driver refuses zero-byte allocations: an empty tensor keeps one unused byte
         let storage = if bytes.is_empty() { gpu.alloc_zeros::<u8>(1)? } else { gpu.upload(bytes)? };
-        Ok(DeviceTensor { gpu: gpu.clone(), storage: Arc::new(storage), layout })
+        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(Arc::new(storage)), layout })
     }
 
     /// A contiguous zero tensor.
@@ -138,7 +188,7 @@ impl DeviceTensor {
         let layout = TensorLayout::contiguous(dtype, shape.to_vec())?;
         let n = (layout.size_bytes() as usize).max(1);
         let storage = gpu.alloc_zeros::<u8>(n)?;
-        Ok(DeviceTensor { gpu: gpu.clone(), storage: Arc::new(storage), layout })
+        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(Arc::new(storage)), layout })
     }
 
     /// A tensor over existing device bytes, checked that the layout fits them.
@@ -161,7 +211,136 @@ impl DeviceTensor {
         layout: TensorLayout,
     ) -> Result<DeviceTensor> {
         layout.check_fits(storage.len() / layout.dtype().size_bytes())?;
-        Ok(DeviceTensor { gpu: gpu.clone(), storage, layout })
+        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(storage), layout })
+    }
+
+    /// A contiguous tensor of `shape` whose contents are unspecified (not zeroed: the memory
+    /// is the allocator's) — an output a kernel is about to write.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::uninit(&gpu, ScalarType::F16, &[3, 5]).unwrap();
+    ///     assert_eq!(t.storage_bytes(), 30);
+    /// }
+    /// ```
+    pub fn uninit(gpu: &Gpu, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {
+        let layout = TensorLayout::contiguous(dtype, shape.to_vec())?;
+        let n = (layout.size_bytes() as usize).max(1);
+        // SAFETY: u8 has no invalid bit patterns; the contents are documented as unspecified
+        let storage = unsafe { gpu.stream.alloc::<u8>(n) }
+            .map_err(|e| CudaError::driver("cuMemAllocAsync", e))?;
+        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(Arc::new(storage)), layout })
+    }
+
+    /// A tensor over device memory another library owns (a DLPack capsule, a framework's
+    /// allocation): `bytes` bytes at device address `ptr`, kept alive by `owner` (dropped with
+    /// the last view of the tensor). The layout is checked to fit `bytes`.
+    ///
+    /// # Safety
+    /// `ptr .. ptr + bytes` must be device memory of `gpu`'s context, valid for reads and writes
+    /// while `owner` lives, and work on it must be ordered with `gpu`'s stream by the caller.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let own = DeviceTensor::zeros(&gpu, ScalarType::F32, &[4]).unwrap();
+    ///     let ptr = own.device_ptr();
+    ///     let layout = TensorLayout::contiguous(ScalarType::F32, vec![2, 2]).unwrap();
+    ///     // SAFETY: `own` (the owner) keeps the 16 bytes alive
+    ///     let t = unsafe { DeviceTensor::from_raw_parts(&gpu, ptr, 16, layout, Arc::new(own)) }.unwrap();
+    ///     assert_eq!(t.to_vec::<f32>().unwrap(), vec![0.0; 4]);
+    /// }
+    /// ```
+    pub unsafe fn from_raw_parts(
+        gpu: &Gpu,
+        ptr: u64,
+        bytes: usize,
+        layout: TensorLayout,
+        owner: Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Result<DeviceTensor> {
+        layout.check_fits(bytes / layout.dtype().size_bytes())?;
+        Ok(DeviceTensor {
+            gpu: gpu.clone(),
+            storage: Storage::External { ptr, bytes, owner },
+            layout,
+        })
+    }
+
+    /// The device address of the storage's first byte (not of the tensor's first element: add
+    /// `layout().offset()` elements). Work queued on another stream for a tilekit allocation is
+    /// waited for on this tensor's stream, as cudarc does for its own launches.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::zeros(&gpu, ScalarType::F32, &[64]).unwrap();
+    ///     assert_eq!(t.device_ptr() % 256, 0); // the driver's allocations are 256-byte aligned
+    /// }
+    /// ```
+    pub fn device_ptr(&self) -> u64 {
+        match &self.storage {
+            Storage::Owned(s) => self.gpu.device_ptr(s),
+            Storage::External { ptr, .. } => *ptr,
+        }
+    }
+
+    /// The object keeping external memory alive (see [`DeviceTensor::from_raw_parts`]);
+    /// `None` for tilekit's own allocations.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     assert!(DeviceTensor::zeros(&gpu, ScalarType::F32, &[1]).unwrap().owner().is_none());
+    /// }
+    /// ```
+    pub fn owner(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
+        match &self.storage {
+            Storage::Owned(_) => None,
+            Storage::External { owner, .. } => Some(owner),
+        }
+    }
+
+    /// Bytes of the storage under the tensor (views included).
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::zeros(&gpu, ScalarType::F32, &[4, 4]).unwrap();
+    ///     assert_eq!(t.narrow(0, 1, 2).unwrap().storage_bytes(), 64);
+    /// }
+    /// ```
+    pub fn storage_bytes(&self) -> usize {
+        match &self.storage {
+            Storage::Owned(s) => s.len(),
+            Storage::External { bytes, .. } => *bytes,
+        }
+    }
+
+    /// The same tensor (same storage, same layout) on another stream of the same device: what
+    /// launches through a `Gpu` made by [`Gpu::new_stream`] take.
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let side = gpu.new_stream().unwrap();
+    ///     let t = DeviceTensor::zeros(&gpu, ScalarType::F32, &[4]).unwrap().on(&side);
+    ///     assert_eq!(t.gpu().stream().cu_stream(), side.stream().cu_stream());
+    /// }
+    /// ```
+    pub fn on(&self, gpu: &Gpu) -> DeviceTensor {
+        DeviceTensor {
+            gpu: gpu.clone(),
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+        }
     }
 
     /// The layout.
@@ -209,11 +388,14 @@ impl DeviceTensor {
     /// if let Ok(gpu) = Gpu::open(0) {
     ///     let t = DeviceTensor::from_slice(&gpu, &[1u32; 4], &[4]).unwrap();
     ///     let n = t.narrow(0, 1, 2).unwrap();
-    ///     assert!(std::sync::Arc::ptr_eq(t.storage(), n.storage()));
+    ///     assert!(std::sync::Arc::ptr_eq(t.storage().unwrap(), n.storage().unwrap()));
     /// }
     /// ```
-    pub fn storage(&self) -> &Arc<CudaSlice<u8>> {
-        &self.storage
+    pub fn storage(&self) -> Option<&Arc<CudaSlice<u8>>> {
+        match &self.storage {
+            Storage::Owned(s) => Some(s),
+            Storage::External { .. } => None,
+        }
     }
 
     /// The GPU the tensor lives on.
@@ -230,7 +412,7 @@ impl DeviceTensor {
     }
 
     fn view(&self, layout: TensorLayout) -> DeviceTensor {
-        DeviceTensor { gpu: self.gpu.clone(), storage: Arc::clone(&self.storage), layout }
+        DeviceTensor { gpu: self.gpu.clone(), storage: self.storage.clone(), layout }
     }
 
     /// A permuted view sharing the storage.
@@ -285,17 +467,23 @@ impl DeviceTensor {
         Ok(self.view(self.layout.broadcast_to(shape)?))
     }
 
-    /// A borrowed view of this tensor.
+    /// A borrowed view of this tensor (`None` for memory another library owns, see
+    /// [`DeviceTensor::from_raw_parts`]).
     ///
     /// ```
     /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
     /// if let Ok(gpu) = Gpu::open(0) {
     ///     let t = DeviceTensor::from_slice(&gpu, &[1.0f32, 2.0], &[2]).unwrap();
-    ///     assert_eq!(t.as_ref().to_vec::<f32>(&gpu).unwrap(), vec![1.0, 2.0]);
+    ///     assert_eq!(t.as_ref().unwrap().to_vec::<f32>(&gpu).unwrap(), vec![1.0, 2.0]);
     /// }
     /// ```
-    pub fn as_ref(&self) -> DeviceTensorRef<'_> {
-        DeviceTensorRef { view: self.storage.as_view(), layout: self.layout.clone() }
+    pub fn as_ref(&self) -> Option<DeviceTensorRef<'_>> {
+        match &self.storage {
+            Storage::Owned(s) => {
+                Some(DeviceTensorRef { view: s.as_view(), layout: self.layout.clone() })
+            }
+            Storage::External { .. } => None,
+        }
     }
 
     /// Downloads the elements into a contiguous host tensor (logical row-major order).
@@ -309,7 +497,13 @@ impl DeviceTensor {
     /// }
     /// ```
     pub fn to_host(&self) -> Result<HostTensor> {
-        download_gather(&self.gpu, &self.storage.as_view(), &self.layout)
+        let src = match &self.storage {
+            Storage::Owned(st) => {
+                return download_gather(&self.gpu, Source::View(&st.as_view()), &self.layout)
+            }
+            Storage::External { ptr, bytes, .. } => Source::Raw { ptr: *ptr, bytes: *bytes },
+        };
+        download_gather(&self.gpu, src, &self.layout)
     }
 
     /// Downloads the elements (logical row-major order), checked that `T` is the dtype.
@@ -488,7 +682,7 @@ impl<'a> DeviceTensorRef<'a> {
     /// }
     /// ```
     pub fn to_host(&self, gpu: &Gpu) -> Result<HostTensor> {
-        download_gather(gpu, &self.view, &self.layout)
+        download_gather(gpu, Source::View(&self.view), &self.layout)
     }
 
     /// Downloads the elements (logical row-major order), checked that `T` is the dtype.

@@ -44,7 +44,7 @@ fn owned_tensors_views_and_gathers() {
     let Some(gpu) = gpu() else { return };
     let data: Vec<i32> = (0..24).collect();
     let t = DeviceTensor::from_slice(&gpu, &data, &[2, 3, 4]).unwrap();
-    assert_eq!(t.storage().len(), 96);
+    assert_eq!(t.storage_bytes(), 96);
     assert_eq!(t.to_vec::<i32>().unwrap(), data);
     // permute [2, 0, 1]: out[k][i][j] = 12i + 4j + k
     let mut want = vec![];
@@ -56,7 +56,7 @@ fn owned_tensors_views_and_gathers() {
         }
     }
     let p = t.permute(&[2, 0, 1]).unwrap();
-    assert!(std::sync::Arc::ptr_eq(p.storage(), t.storage()));
+    assert!(std::sync::Arc::ptr_eq(p.storage().unwrap(), t.storage().unwrap()));
     assert_eq!(p.to_vec::<i32>().unwrap(), want);
     let c = p.contiguous().unwrap();
     assert!(c.layout().is_contiguous());
@@ -114,7 +114,7 @@ fn owned_tensor_errors_are_typed() {
     ));
     let l = TensorLayout::contiguous(ScalarType::I32, vec![5]).unwrap();
     assert!(matches!(
-        DeviceTensor::from_storage(&gpu, t.storage().clone(), l),
+        DeviceTensor::from_storage(&gpu, t.storage().unwrap().clone(), l),
         Err(CudaError::Tensor(TensorError::DoesNotFit { span: 5, buffer_len: 4 }))
     ));
 }
@@ -139,7 +139,7 @@ fn borrowed_tensors_over_cudarc_memory() {
     assert_eq!(v.to_vec::<f32>(&gpu).unwrap(), vec![5.0, 6.0, 9.0, 10.0]);
     // an owned tensor borrowed
     let o = DeviceTensor::from_slice(&gpu, &[3u32, 4], &[2]).unwrap();
-    assert_eq!(o.as_ref().to_vec::<u32>(&gpu).unwrap(), vec![3, 4]);
+    assert_eq!(o.as_ref().unwrap().to_vec::<u32>(&gpu).unwrap(), vec![3, 4]);
     // errors: the layout does not fit the slice, the dtype differs
     let big = TensorLayout::contiguous(ScalarType::F32, vec![13]).unwrap();
     assert!(matches!(

@@ -35,12 +35,12 @@
 //! # Ok(()) }
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::error::{IrError, Result};
-use crate::kernel::{Kernel, ParamDecl, ParamKind, SharedDecl, ValueInfo};
+use crate::kernel::{Kernel, ParamDecl, ParamKind, SharedDecl, TensorParamInfo, ValueInfo};
 use crate::op::{
     valid_vector_widths, Axis, BinOp, Block, CmpOp, Inst, MemRef, MemSpace, MmaShape, Op, ShflMode,
     SpecialReg, UnOp, ValueId, VoteMode,
@@ -63,6 +63,9 @@ pub(crate) struct Ctx {
     pub(crate) block_dim: [u32; 3],
     pub(crate) index_ty: ScalarType,
     pub(crate) params: Vec<ParamDecl>,
+    /// Tensor parameters, each with the vector its descriptors promised (shared with the
+    /// [`TensorParam`] handles, which record it when a vectorized descriptor is made).
+    pub(crate) tensors: Vec<(TensorParamInfo, Rc<Cell<i64>>)>,
     pub(crate) shared: Vec<SharedDecl>,
     pub(crate) shared_limit: usize,
     pub(crate) values: Vec<ValueInfo>,
@@ -208,6 +211,9 @@ pub struct TensorParam {
     pub lengths: Vec<Val>,
     /// Runtime strides (in elements).
     pub strides: Vec<Val>,
+    /// The largest last-dim vector any descriptor of this tensor promised (recorded into
+    /// [`Kernel::tensors`] when the kernel is finished).
+    vector: Rc<Cell<i64>>,
 }
 
 impl TensorParam {
@@ -225,6 +231,9 @@ impl TensorParam {
         &self,
         last_dim_vector: Option<(i64, i64)>,
     ) -> Result<tilekit_layout::TensorDescriptor<Val>> {
+        if let Some((v, _)) = last_dim_vector {
+            self.vector.set(self.vector.get().max(v));
+        }
         Ok(tilekit_layout::TensorDescriptor::naive(
             self.lengths.clone(),
             self.strides.clone(),
@@ -252,6 +261,7 @@ impl KernelBuilder {
             block_dim,
             index_ty: ScalarType::I32,
             params: vec![],
+            tensors: vec![],
             shared: vec![],
             shared_limit: SM90_SHARED_LIMIT,
             values: vec![],
@@ -415,6 +425,7 @@ impl KernelBuilder {
     /// ```
     pub fn tensor_param(&self, name: &str, elem: ScalarType, rank: usize) -> Result<TensorParam> {
         let mem = self.ptr_param(name, elem)?;
+        let ptr_param = self.ctx.borrow().params.len() - 1;
         let it = self.ctx.borrow().index_ty;
         let lengths = (0..rank)
             .map(|i| self.scalar_param(&format!("{name}.len{i}"), it))
@@ -422,7 +433,12 @@ impl KernelBuilder {
         let strides = (0..rank)
             .map(|i| self.scalar_param(&format!("{name}.stride{i}"), it))
             .collect::<Result<Vec<_>>>()?;
-        Ok(TensorParam { mem, lengths, strides })
+        let vector = Rc::new(Cell::new(1));
+        self.ctx.borrow_mut().tensors.push((
+            TensorParamInfo { name: name.into(), elem, rank, ptr_param, vector: 1 },
+            vector.clone(),
+        ));
+        Ok(TensorParam { mem, lengths, strides, vector })
     }
 
     /// Allocates `len` elements of shared memory; a typed error when the block's total would
@@ -1251,6 +1267,11 @@ impl KernelBuilder {
             name: c.name.clone(),
             block_dim: c.block_dim,
             params: c.params.clone(),
+            tensors: c
+                .tensors
+                .iter()
+                .map(|(t, v)| TensorParamInfo { vector: v.get(), ..t.clone() })
+                .collect(),
             shared: c.shared.clone(),
             values: c.values.clone(),
             body,

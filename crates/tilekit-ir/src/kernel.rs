@@ -54,6 +54,38 @@ pub struct ParamDecl {
     pub kind: ParamKind,
 }
 
+/// What a kernel assumes of one of its tensor parameters (declared with
+/// [`crate::KernelBuilder::tensor_param`]): the contract a launch's arguments must meet.
+///
+/// `vector` > 1 means the kernel reads or writes the last dim in `vector`-element vectors: the
+/// tensor's last stride is 1, `vector` divides its last length and every other stride, and its
+/// first element is aligned to `vector` elements. Launchers check this before binding an
+/// argument (`tilekit_ops::bind`), so a misaligned view is a named error, not a fault.
+///
+/// ```
+/// use tilekit_ir::{KernelBuilder, ScalarType};
+/// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+/// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
+/// let d = x.descriptor(Some((4, 1))).unwrap(); // the kernel promises 4-vectors
+/// # let _ = d;
+/// let k = b.finish().unwrap();
+/// assert_eq!(k.tensors[0].name, "x");
+/// assert_eq!((k.tensors[0].rank, k.tensors[0].vector, k.tensors[0].ptr_param), (2, 4, 0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorParamInfo {
+    /// The tensor's name (its pointer parameter's name).
+    pub name: String,
+    /// Element type.
+    pub elem: ScalarType,
+    /// Number of dims (one length and one stride parameter each).
+    pub rank: usize,
+    /// Index of the pointer parameter; lengths follow it, then strides.
+    pub ptr_param: usize,
+    /// Elements per vector access the kernel assumes on the last dim (1 = none).
+    pub vector: i64,
+}
+
 /// A static shared-memory allocation of the block.
 ///
 /// ```
@@ -119,6 +151,8 @@ pub struct Kernel {
     pub block_dim: [u32; 3],
     /// Parameters, in launch order.
     pub params: Vec<ParamDecl>,
+    /// The tensor parameters among `params`, with what the kernel assumes of each.
+    pub tensors: Vec<TensorParamInfo>,
     /// Shared allocations.
     pub shared: Vec<SharedDecl>,
     /// Every value, indexed by [`ValueId`].

@@ -48,7 +48,7 @@ pub mod value;
 
 pub use builder::{KernelBuilder, TensorParam};
 pub use error::IrError;
-pub use kernel::{Kernel, ParamDecl, ParamKind, SharedDecl, ValueInfo};
+pub use kernel::{Kernel, ParamDecl, ParamKind, SharedDecl, TensorParamInfo, ValueInfo};
 pub use op::{
     Axis, BinOp, Block, CmpOp, Inst, MemRef, MemSpace, MmaShape, Op, ShflMode, SpecialReg, UnOp,
     ValueId, VoteMode,
