@@ -128,6 +128,7 @@ pub struct Dlpack {
     /// The CUDA device ordinal.
     pub device: usize,
     /// Keeps the producer's memory alive; the deleter runs when the last clone drops.
+    #[allow(dead_code)] // handed to DeviceTensor::from_raw_parts by the op bindings
     pub owner: Arc<DlpackOwner>,
 }
 
@@ -298,8 +299,7 @@ pub fn read(obj: &Bound<'_, PyAny>, what: &str, stream: u64) -> PyResult<Dlpack>
         ShapeError::new_err(format!("{what} has byte_offset {}: too large", t.byte_offset))
     })?;
     let layout = match strides {
-        None => TensorLayout::contiguous(dtype, shape.clone())
-            .and_then(|l| l.with_offset(offset)),
+        None => TensorLayout::contiguous(dtype, shape.clone()).and_then(|l| l.with_offset(offset)),
         Some(s) => TensorLayout::strided(dtype, shape.clone(), s, offset),
     }
     .map_err(|e| ShapeError::new_err(format!("{what} (shape {shape:?}): {e}")))?;

@@ -19,6 +19,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 mod dlpack;
+// the error mapping is used by the op bindings, which bind tilekit_ops::api (landing on main)
+#[allow(dead_code)]
 mod errors;
 mod show;
 
