@@ -128,7 +128,6 @@ pub struct Dlpack {
     /// The CUDA device ordinal.
     pub device: usize,
     /// Keeps the producer's memory alive; the deleter runs when the last clone drops.
-    #[allow(dead_code)] // handed to DeviceTensor::from_raw_parts by the op bindings
     pub owner: Arc<DlpackOwner>,
 }
 

@@ -52,6 +52,8 @@ pub fn ops_err(e: &OpsError) -> PyErr {
         OpsError::Invalid { .. } | OpsError::WindowExceedsView { .. } => {
             ShapeError::new_err(e.to_string())
         }
+        OpsError::Tensor(t) => tensor_err(t),
+        OpsError::Bind { .. } => ShapeError::new_err(e.to_string()),
         OpsError::GpuUnavailable(_) | OpsError::Gpu(_) => GpuError::new_err(e.to_string()),
         _ => Error::new_err(e.to_string()),
     }

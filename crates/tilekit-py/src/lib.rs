@@ -19,9 +19,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 mod dlpack;
-// the error mapping is used by the op bindings, which bind tilekit_ops::api (landing on main)
-#[allow(dead_code)]
 mod errors;
+mod ops;
 mod show;
 
 use errors::{DTypeError, DeviceError, EncodingError, Error, GpuError, ShapeError};
@@ -55,5 +54,6 @@ fn _tilekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EncodingError", py.get_type::<EncodingError>())?;
     m.add_function(wrap_pyfunction!(show::show, m)?)?;
     m.add_function(wrap_pyfunction!(read_dlpack, m)?)?;
+    ops::register(m)?;
     Ok(())
 }

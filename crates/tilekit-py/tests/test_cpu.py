@@ -65,7 +65,7 @@ def test_show_refuses_an_unknown_dtype():
         lambda: tilekit.permute(3, (2, 0, 1)),
         lambda: tilekit.copy("x"),
         lambda: tilekit.morton(None),
-        lambda: tilekit.unmorton(1.5),
+        lambda: tilekit.unmorton(1.5, (8, 8)),
         lambda: tilekit.row_sum(object()),
         lambda: tilekit.row_max([1.0]),
         lambda: tilekit.softmax({}),

@@ -42,6 +42,7 @@ __all__ = [
     "permute",
     "copy",
     "morton",
+    "morton_len",
     "unmorton",
     "row_sum",
     "row_max",
@@ -82,23 +83,31 @@ def _stream(x):
     return torch.cuda.current_stream(x.device).cuda_stream
 
 
-def _output(out, shape, like, what="out"):
-    """``out`` checked against the shape, dtype and device the op produces, or a new tensor."""
+def _output(out, shape, like, dtype=None, what="out"):
+    """``out`` checked against the shape, dtype (``like``'s unless given) and device the op
+    produces, or a new tensor."""
     import torch
 
     shape = tuple(int(s) for s in shape)
+    dtype = like.dtype if dtype is None else dtype
     if out is None:
-        return torch.empty(shape, dtype=like.dtype, device=like.device)
-    out = _check_tensor(out, what)
+        return torch.empty(shape, dtype=dtype, device=like.device)
+    _check_tensor(out, what)
     if tuple(out.shape) != shape:
         raise ShapeError(
             f"{what} has shape {tuple(out.shape)}: the result has shape {shape}"
         )
-    if out.dtype != like.dtype:
-        raise DTypeError(f"{what} has dtype {out.dtype}: the result has dtype {like.dtype}")
+    if out.dtype != dtype:
+        raise DTypeError(f"{what} has dtype {out.dtype}: the result has dtype {dtype}")
     if out.device != like.device:
         raise DeviceError(f"{what} is on {out.device}: the inputs are on {like.device}")
-    return out
+    return out  # the caller's tensor itself: ops return `out`
+
+
+def _d(t):
+    """What is handed to DLPack: the tensor without autograd (it refuses tensors that
+    require grad); same memory."""
+    return t.detach()
 
 
 def _same_device(a, b):
@@ -107,12 +116,16 @@ def _same_device(a, b):
 
 
 def transpose(x, out=None):
-    """The transpose of a 2-D tensor, materialised: ``x.t().contiguous()``."""
+    """The last two dims swapped, materialised: ``x.transpose(-1, -2).contiguous()``."""
     x = _check_tensor(x, "x")
-    if x.dim() != 2:
-        raise ShapeError(f"transpose takes a 2-D tensor; x has shape {tuple(x.shape)}")
-    y = _output(out, (x.shape[1], x.shape[0]), x)
-    _tilekit.transpose_into(x, y, _stream(x))
+    if x.dim() < 2:
+        raise ShapeError(
+            f"transpose swaps the last two dims: x must have rank >= 2, got shape {tuple(x.shape)}"
+        )
+    shape = list(x.shape)
+    shape[-1], shape[-2] = shape[-2], shape[-1]
+    y = _output(out, shape, x)
+    _tilekit.transpose_into(x, _d(y), _stream(x))
     return y
 
 
@@ -125,7 +138,7 @@ def permute(x, dims, out=None):
             f"dims {dims} must name every dimension of x (shape {tuple(x.shape)}) exactly once"
         )
     y = _output(out, [x.shape[d] for d in dims], x)
-    _tilekit.permute_into(x, y, dims, _stream(x))
+    _tilekit.permute_into(x, _d(y), dims, _stream(x))
     return y
 
 
@@ -133,23 +146,36 @@ def copy(x, out=None):
     """A contiguous copy of ``x``."""
     x = _check_tensor(x, "x")
     y = _output(out, x.shape, x)
-    _tilekit.copy_into(x, y, _stream(x))
+    _tilekit.copy_into(x, _d(y), _stream(x))
     return y
 
 
-def morton(x, out=None):
-    """A 2-D tensor stored in Morton (Z-order) order of 8×8 tiles, same shape."""
+def morton_len(h, w, tile=8):
+    """The number of elements of the tiled Morton storage of an ``h × w`` image."""
+    return _tilekit.morton_len(int(h), int(w), int(tile))
+
+
+def morton(x, tile=8, out=None):
+    """An ``H × W`` image in tiled Morton storage: ``tile × tile`` tiles in row-major order,
+    Z order inside a tile (the padding of partial tiles is unspecified), as a 1-D tensor of
+    :func:`morton_len` elements."""
     x = _check_tensor(x, "x")
-    y = _output(out, x.shape, x)
-    _tilekit.morton_into(x, y, _stream(x))
+    if x.dim() != 2:
+        raise ShapeError(f"morton takes an image H × W (rank 2); x has shape {tuple(x.shape)}")
+    y = _output(out, (morton_len(x.shape[0], x.shape[1], tile),), x)
+    _tilekit.morton_into(x, _d(y), int(tile), _stream(x))
     return y
 
 
-def unmorton(x, out=None):
-    """The inverse of :func:`morton`."""
-    x = _check_tensor(x, "x")
-    y = _output(out, x.shape, x)
-    _tilekit.unmorton_into(x, y, _stream(x))
+def unmorton(s, shape, tile=8, out=None):
+    """The ``shape = (H, W)`` image back from its tiled Morton storage ``s`` (the inverse of
+    :func:`morton`)."""
+    s = _check_tensor(s, "s")
+    shape = tuple(int(v) for v in shape)
+    if len(shape) != 2:
+        raise ShapeError(f"unmorton makes an image H × W: shape must have 2 entries, got {shape}")
+    y = _output(out, shape, s)
+    _tilekit.unmorton_into(s, _d(y), int(tile), _stream(s))
     return y
 
 
@@ -157,18 +183,20 @@ def _row_reduce(name, x, out):
     x = _check_tensor(x, "x")
     if x.dim() < 1:
         raise ShapeError(f"{name} takes a tensor of rank >= 1; x has shape {tuple(x.shape)}")
-    y = _output(out, x.shape[:-1], x)
-    getattr(_tilekit, name + "_into")(x, y, _stream(x))
+    import torch
+
+    y = _output(out, x.shape[:-1], x, dtype=torch.float32)
+    getattr(_tilekit, name + "_into")(x, _d(y), _stream(x))
     return y
 
 
 def row_sum(x, out=None):
-    """The sum over the last dimension: ``x.sum(-1)``."""
+    """The sum over the last dimension in float32: ``x.float().sum(-1)``."""
     return _row_reduce("row_sum", x, out)
 
 
 def row_max(x, out=None):
-    """The maximum over the last dimension: ``x.amax(-1)``."""
+    """The maximum over the last dimension as float32: ``x.amax(-1).float()``."""
     return _row_reduce("row_max", x, out)
 
 
@@ -176,7 +204,7 @@ def softmax(x, out=None):
     """Softmax over the last dimension (computed in f32): ``torch.softmax(x, -1)``."""
     x = _check_tensor(x, "x")
     y = _output(out, x.shape, x)
-    _tilekit.softmax_into(x, y, _stream(x))
+    _tilekit.softmax_into(x, _d(y), _stream(x))
     return y
 
 
@@ -193,7 +221,7 @@ def _binary(name, a, b, out):
             f"{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} do not broadcast"
         ) from None
     y = _output(out, shape, a)
-    getattr(_tilekit, name + "_into")(a, b, y, _stream(a))
+    getattr(_tilekit, name + "_into")(a, b, _d(y), _stream(a))
     return y
 
 
@@ -213,7 +241,8 @@ def maximum(a, b, out=None):
 
 
 def gemm(a, b, out=None):
-    """``a @ b`` of 2-D tensors (M×K times K×N)."""
+    """``a @ b`` of float16 or bfloat16 matrices (M×K times K×N) on tensor cores, in float32.
+    M, N and K must be multiples of 64, 64 and 32."""
     a = _check_tensor(a, "a")
     b = _check_tensor(b, "b")
     _same_device(a, b)
@@ -222,6 +251,8 @@ def gemm(a, b, out=None):
             f"gemm takes a of shape (M, K) and b of shape (K, N); got {tuple(a.shape)} and "
             f"{tuple(b.shape)}"
         )
-    y = _output(out, (a.shape[0], b.shape[1]), a)
-    _tilekit.gemm_into(a, b, y, _stream(a))
+    import torch
+
+    y = _output(out, (a.shape[0], b.shape[1]), a, dtype=torch.float32)
+    _tilekit.gemm_into(a, b, _d(y), _stream(a))
     return y
