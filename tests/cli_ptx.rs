@@ -39,6 +39,12 @@ fn huge_shapes_print_at_once_without_data() {
             "// grid [131071, 1, 1]",
             "softmax",
         ),
+        (
+            // rows longer than 16384 take the online softmax (two passes over the row)
+            &["ptx", "softmax", "--shape", "16383x131072", "--ir"],
+            "// grid [16383, 1, 1]",
+            "softmax_online",
+        ),
         (&["ptx", "gemm", "--shape", "32768x32768x32", "--ir"], "// grid [512, 512, 1]", "gemm"),
     ] {
         let (code, out, err) = tilekit(args);

@@ -43,8 +43,8 @@ fn kernel_messages_start_with_the_name_typed() {
     assert_eq!(e.to_string(), "add_row: add: shape = [3] is invalid: 2 lengths");
     // no repetition when the library already says it
     let e =
-        CliError::kernel("softmax", OpsError::invalid("softmax", "row length", 16385, "<= 16384"));
-    assert_eq!(e.to_string(), "softmax: row length = 16385 is invalid: <= 16384");
+        CliError::kernel("softmax", OpsError::invalid("softmax", "row length", 0, "must be >= 1"));
+    assert_eq!(e.to_string(), "softmax: row length = 0 is invalid: must be >= 1");
     // a kernel whose name is a prefix of the library's context is still named
     let e = CliError::kernel("max", OpsError::invalid("max_pool", "x", 1, "y"));
     assert_eq!(e.to_string(), "max: max_pool: x = 1 is invalid: y");

@@ -35,6 +35,8 @@ pub mod timing;
 
 pub use cache::KernelCache;
 pub use compile::CompileReport;
+/// The cudarc version tilekit is built on (streams, events and buffers in its API are cudarc's).
+pub use cudarc;
 pub use device::{driver_present, DeviceProps, Gpu};
 pub use error::{CudaError, Result};
 pub use ir_run::DeviceArgs;

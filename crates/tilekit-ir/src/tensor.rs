@@ -754,6 +754,21 @@ impl HostTensor {
         Ok(HostTensor { buffer, layout })
     }
 
+    /// The buffer, writable. A buffer shared with other tensors is copied first
+    /// (copy-on-write), so writing through one host tensor never changes another.
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let a = HostTensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    /// let mut b = a.clone();
+    /// b.buffer_mut().as_bytes_mut()[..4].copy_from_slice(&5.0f32.to_le_bytes());
+    /// assert_eq!(b.to_vec::<f32>().unwrap(), vec![5.0, 2.0]);
+    /// assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    /// ```
+    pub fn buffer_mut(&mut self) -> &mut HostBuffer {
+        Arc::make_mut(&mut self.buffer)
+    }
+
     /// A contiguous tensor of `shape` holding a copy of `data` (row-major), checked that the
     /// length matches the shape.
     ///

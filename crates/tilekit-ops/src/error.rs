@@ -79,6 +79,27 @@ pub enum OpsError {
         /// Where the limit comes from.
         limit_from: String,
     },
+    /// An argument does not meet what the kernel assumes of its parameter (dtype, rank,
+    /// vector alignment, index range), or a parameter is unknown or unbound.
+    ///
+    /// ```
+    /// let e = tilekit_ops::OpsError::Bind { kernel: "copy".into(), param: "x".into(), value: "i32".into(), rule: "the kernel was built for f32 elements".into() };
+    /// assert_eq!(e.to_string(), "copy: argument `x` = i32 does not fit: the kernel was built for f32 elements");
+    /// ```
+    #[error("{kernel}: argument `{param}` = {value} does not fit: {rule}")]
+    Bind {
+        /// Kernel name.
+        kernel: String,
+        /// Parameter name.
+        param: String,
+        /// What was given.
+        value: String,
+        /// What the kernel needs.
+        rule: String,
+    },
+    /// A tensor's layout or data is inconsistent (see [`tilekit_ir::tensor::TensorError`]).
+    #[error(transparent)]
+    Tensor(#[from] tilekit_ir::tensor::TensorError),
     /// The GPU backend was asked for but there is no usable GPU.
     #[error("the GPU backend is not available: {0}")]
     GpuUnavailable(String),

@@ -21,6 +21,10 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod api;
+pub mod backend;
+pub mod bind;
+pub mod compiled;
 pub mod copy;
 pub mod dist;
 pub mod elementwise;

@@ -8,7 +8,22 @@
 //!   r = block_reduce(acc)                      s  = block_reduce(Σ e)
 //!   thread 0: y[row] = r                       y  = Window(row).store(cast(e · (1/s)))
 //!   (4 vectors of 16 bytes in flight per thread; warps: butterfly shuffles; block: shared memory)
+//!
+//!   online softmax (N > 16384: any length, the row is read twice, chunks of 256·V·4)
+//!   m = lowest f32, s = 0                                     per thread, f32
+//!   pass 1: for c0 in 0..N_pad step 256·V·4:
+//!     x  = Window(row, c0).load_or(−∞) → f32                  padding gives exp2(−∞) = 0
+//!     m' = max(m, max over the thread's x)
+//!     s  = s · exp2((m − m')·log2 e) + Σ exp2((x − m')·log2 e)    rescale, then add the chunk
+//!     m  = m'
+//!   M = block_reduce(max of m)       S = block_reduce(Σ s · exp2((m − M)·log2 e))
+//!   pass 2: for c0 in 0..N_pad step 256·V·4:
+//!     Window(row, c0).store(cast(exp2((x − M)·log2 e) · (1/S)))   masked tail
 //! ```
+//!
+//! [`plan`] picks the register kernel when the row fits ([`softmax_kernel`]): it reads the row
+//! once; the online kernel reads it twice but takes rows of any length in a fixed number of
+//! registers.
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
@@ -127,8 +142,17 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// Row-chunks per thread the softmax kernel needs for rows of `n` (at most 64 elements per
-/// thread: rows up to 16384).
+/// The longest row the register softmax ([`build_softmax`]) takes: 256 threads × 64 elements.
+/// Longer rows go to the online kernel ([`build_softmax_online`]).
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::MAX_REGISTER_ROW, 16384);
+/// ```
+pub const MAX_REGISTER_ROW: i64 = 64 * THREADS as i64;
+
+/// Row-chunks per thread the register softmax kernel needs for rows of `n` (at most 64
+/// elements per thread: rows up to [`MAX_REGISTER_ROW`] = 16384; rows above are refused here
+/// and go to the online kernel, see [`softmax_kernel`]).
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
@@ -143,7 +167,10 @@ pub fn softmax_chunks(ty: ScalarType, n: i64) -> Result<i64> {
             "softmax",
             "row length",
             n,
-            format!("must be 1..={} (the row is held in registers)", 64 * THREADS as i64),
+            format!(
+                "must be 1..={MAX_REGISTER_ROW} (the row is held in registers; \
+                 longer rows take build_softmax_online)"
+            ),
         ));
     }
     Ok(u)
@@ -184,6 +211,98 @@ pub fn build_softmax(ty: ScalarType, chunks: i64, vx: i64) -> Result<Kernel> {
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &inv)?))?.cast(&b, ty)?;
     Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
     Ok(b.finish()?)
+}
+
+/// Row softmax of rows of any length, in two passes over the row in chunks of `256 · V · 4`
+/// elements (V = 16 bytes / element size, 4 vectors in flight per thread): the "online"
+/// softmax. Pass 1 keeps per thread a running max `m` and a running sum `s` of `exp(x − m)` in
+/// f32 (when a chunk raises the max from `m` to `m'`: `s ← s · exp2((m − m')·log2 e) + Σ
+/// exp2((x − m')·log2 e)`), then combines the threads: `M` = block max of `m`, `S` = block sum
+/// of `s · exp2((m − M)·log2 e)`. Pass 2 reads the row again and stores
+/// `cast(exp2((x − M)·log2 e) · (1/S))`. Params `x`, `y` (2-D, same type, runtime
+/// lengths/strides); one block of 256 threads per row. The running max starts at the lowest
+/// finite f32, so a thread whose elements are all padding (−∞) keeps `s = 0` and never forms
+/// `−∞ − (−∞)`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::reduce::build_softmax_online(ScalarType::BF16, 8).unwrap();
+/// assert_eq!(k.name, "softmax_online");
+/// assert!(k.to_string().contains("ld.global.v8.bf16"));
+/// assert!(tilekit_ops::reduce::build_softmax_online(ScalarType::F16, 8).is_err());
+/// ```
+pub fn build_softmax_online(ty: ScalarType, vx: i64) -> Result<Kernel> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    let v = 16 / ty.size_bytes() as i64;
+    let chunk = THREADS as i64 * v * 4;
+    let b = KernelBuilder::new("softmax_online", [THREADS, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let scratch = b.shared("partial", ScalarType::F32, THREADS as usize / 32)?;
+    let d = dist::row_major(1, chunk, THREADS as i64, v)?;
+    let row = b.block_id(Axis::X);
+    let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
+    let yv = View::global(&y, vx)?.pad(&[1, chunk])?;
+    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
+    // exp2((a − b)·log2 e) in f32
+    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
+        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
+        Ok(b.unary(UnOp::Exp2Approx, &z)?)
+    };
+    b.note("online softmax pass 1: running max and rescaled running sum per thread");
+    let ms = crate::tile::for_range(
+        &b,
+        &Val::lit(0),
+        &n_pad,
+        &Val::lit(chunk),
+        &[b.f32(f32::MIN), b.f32(0.0)],
+        |b, c0, ms| {
+            let t = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0], &d)?
+                .load_or(b, &ninf)?
+                .cast(b, ScalarType::F32)?;
+            let (m, s) = (&ms[0], &ms[1]);
+            let m2 = b.binary(BinOp::Max, m, &t.reduce_thread(b, BinOp::Max)?)?;
+            let e = t.map(b, |b, xv| exp_diff(b, xv, &m2))?.reduce_thread(b, BinOp::Add)?;
+            let s2 = b.binary(BinOp::Add, &b.binary(BinOp::Mul, s, &exp_diff(b, m, &m2)?)?, &e)?;
+            Ok(vec![m2, s2])
+        },
+    )?;
+    let big_m = block_reduce(&b, &ms[0], BinOp::Max, scratch)?;
+    let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
+    let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
+    b.note("online softmax pass 2: normalise and store");
+    crate::tile::for_range(&b, &Val::lit(0), &n_pad, &Val::lit(chunk), &[], |b, c0, _| {
+        let origin = [row.clone(), c0];
+        let t = Window::new(b, &xv, &[1, chunk], &origin, &d)?.load(b)?.cast(b, ScalarType::F32)?;
+        let out = t
+            .map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
+            .cast(b, ty)?;
+        Window::new(b, &yv, &[1, chunk], &origin, &d)?.store(b, &out)?;
+        Ok(vec![])
+    })?;
+    Ok(b.finish()?)
+}
+
+/// The softmax kernel for rows of `n` elements: the register kernel ([`build_softmax`] with
+/// [`softmax_chunks`]) when the row fits in registers (`n ≤ 16384`), else the online kernel
+/// ([`build_softmax_online`]). `n < 1` is refused.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::softmax_kernel;
+/// assert_eq!(softmax_kernel(ScalarType::F32, 16384, 4).unwrap().name, "softmax");
+/// assert_eq!(softmax_kernel(ScalarType::F32, 16385, 1).unwrap().name, "softmax_online");
+/// assert!(softmax_kernel(ScalarType::F32, 0, 1).is_err());
+/// ```
+pub fn softmax_kernel(ty: ScalarType, n: i64, vx: i64) -> Result<Kernel> {
+    if n > MAX_REGISTER_ROW {
+        build_softmax_online(ty, vx)
+    } else {
+        build_softmax(ty, softmax_chunks(ty, n)?, vx)
+    }
 }
 
 /// CPU reference in `f64`, read from the input buffer row by row: row sums and maxima as an
@@ -297,14 +416,16 @@ pub fn launch(r: Reduction, shape: &[i64], ty: ScalarType, seed: u64) -> Result<
 /// use tilekit_ops::reduce::{plan, Reduction};
 /// let (k, grid) = plan(Reduction::Softmax, &[4096, 16384], ScalarType::BF16).unwrap();
 /// assert_eq!((k.name.as_str(), grid), ("softmax", [4096, 1, 1]));
-/// assert!(plan(Reduction::Softmax, &[4, 16385], ScalarType::F32).is_err()); // row too long
+/// let (k, _) = plan(Reduction::Softmax, &[4, 16385], ScalarType::F32).unwrap(); // row too long
+/// assert_eq!(k.name, "softmax_online"); // for registers: the online kernel
+/// assert!(plan(Reduction::Softmax, &[4, 0], ScalarType::F32).is_err());
 /// ```
 pub fn plan(r: Reduction, shape: &[i64], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
     host::check_shape(r.name(), shape, 2)?;
     let (m, n) = (shape[0], shape[1]);
     let vx = host::vector_for(ty, &[n]);
     let k = match r {
-        Reduction::Softmax => build_softmax(ty, softmax_chunks(ty, n)?, vx)?,
+        Reduction::Softmax => softmax_kernel(ty, n, vx)?,
         _ => build_reduce(r, ty, vx)?,
     };
     let grid = [

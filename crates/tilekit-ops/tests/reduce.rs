@@ -1,6 +1,10 @@
 //! Row sum, row max and softmax: interpreter vs f64 reference on random shapes.
+use tilekit_ir::interp::{self, Args, HostBuffer};
 use tilekit_ir::ScalarType;
-use tilekit_ops::reduce::{launch, Reduction};
+use tilekit_ops::host;
+use tilekit_ops::reduce::{
+    build_softmax_online, launch, plan, reference, softmax_chunks, softmax_kernel, Reduction, TYPES,
+};
 
 #[test]
 fn reductions_match_on_random_shapes() {
@@ -24,5 +28,110 @@ fn softmax_rows_sum_to_one() {
     let o = launch(Reduction::Softmax, &[4, 777], ScalarType::F32, 9).unwrap();
     for row in tilekit_ops::host::to_f64(&o.got).chunks(777) {
         assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-5);
+    }
+}
+
+/// Element by element against the f64 reference, relative: f32 within 1e-5 of the value, bf16
+/// within one ulp (2⁻⁷ of the value); and every row sums to one.
+fn assert_close_relative(
+    got: &HostBuffer,
+    want: &HostBuffer,
+    n: usize,
+    ty: ScalarType,
+    what: &str,
+) {
+    let (g, w) = (host::to_f64(got), host::to_f64(want));
+    assert_eq!(g.len(), w.len(), "{what}");
+    let rel = if ty == ScalarType::F32 { 1e-5 } else { 1.0 / 128.0 };
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!((a - b).abs() <= rel * b.abs(), "{what}: element {i}: got {a}, want {b}");
+    }
+    for (r, row) in g.chunks(n).enumerate() {
+        let s = row.iter().sum::<f64>();
+        let tol = if ty == ScalarType::F32 { 1e-4 } else { 1.0 / 64.0 };
+        assert!((s - 1.0).abs() < tol, "{what}: row {r} sums to {s}");
+    }
+}
+
+#[test]
+fn softmax_of_long_rows_takes_the_online_kernel_and_matches() {
+    for ty in TYPES {
+        for (i, n) in [16385i64, 20001, 65536].into_iter().enumerate() {
+            let shape = [2, n];
+            assert_eq!(plan(Reduction::Softmax, &shape, ty).unwrap().0.name, "softmax_online");
+            let o = launch(Reduction::Softmax, &shape, ty, 100 + i as u64).unwrap();
+            let c = o.compare();
+            assert!(c.passed, "softmax {ty} {shape:?}: {c:?}");
+            assert_close_relative(&o.got, &o.want, n as usize, ty, &format!("{ty} {shape:?}"));
+        }
+    }
+}
+
+/// Runs the online kernel directly on the interpreter (as `launch` passes arguments).
+fn run_online(x: &HostBuffer, m: i64, n: i64, ty: ScalarType) -> HostBuffer {
+    let k = build_softmax_online(ty, host::vector_for(ty, &[n])).unwrap();
+    assert_eq!(k.name, "softmax_online");
+    let mut args = Args::new();
+    let y = host::poisoned(ty, (m * n) as usize).unwrap();
+    args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+    interp::run(&k, [m as u32, 1, 1], &mut args).unwrap();
+    args.take_buffer(5).unwrap()
+}
+
+#[test]
+fn online_softmax_matches_on_short_rows_too() {
+    // one chunk with most threads all padding (300), exactly one chunk, several chunks with a
+    // tail (f32 chunk 4096, bf16 8192), a single element
+    for ty in TYPES {
+        for (i, (m, n)) in
+            [(3i64, 300i64), (2, 4096), (2, 8192), (2, 9001), (2, 1)].into_iter().enumerate()
+        {
+            let x = host::random(ty, (m * n) as usize, 40 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            let got = run_online(&x, m, n, ty);
+            assert_close_relative(&got, &want, n as usize, ty, &format!("online {ty} {m}x{n}"));
+        }
+    }
+}
+
+#[test]
+fn online_softmax_rescales_when_a_later_chunk_raises_the_max() {
+    // an increasing row: every chunk raises the running max, so a sum that is not rescaled
+    // (or rescaled the wrong way) is off by factors of e^(4096/1000) and more
+    let n = 12_000i64;
+    let x: Vec<f32> = (0..2 * n).map(|j| (j % n) as f32 / 1000.0 - 3.0).collect();
+    let x = HostBuffer::from_f32(&x);
+    let want = reference(Reduction::Softmax, &x, 2, n as usize, ScalarType::F32).unwrap();
+    let got = run_online(&x, 2, n, ScalarType::F32);
+    assert_close_relative(&got, &want, n as usize, ScalarType::F32, "increasing rows");
+    // and a decreasing row: the max is in the first chunk, later chunks add tiny terms
+    let x: Vec<f32> = (0..n).map(|j| 5.0 - j as f32 / 1000.0).collect();
+    let x = HostBuffer::from_f32(&x);
+    let want = reference(Reduction::Softmax, &x, 1, n as usize, ScalarType::F32).unwrap();
+    let got = run_online(&x, 1, n, ScalarType::F32);
+    assert_close_relative(&got, &want, n as usize, ScalarType::F32, "decreasing row");
+}
+
+#[test]
+fn plan_picks_the_register_kernel_up_to_16384_and_the_online_one_above() {
+    for ty in TYPES {
+        let (k, grid) = plan(Reduction::Softmax, &[4, 16384], ty).unwrap();
+        assert_eq!((k.name.as_str(), grid), ("softmax", [4, 1, 1]));
+        let (k, grid) = plan(Reduction::Softmax, &[4, 16385], ty).unwrap();
+        assert_eq!((k.name.as_str(), grid), ("softmax_online", [4, 1, 1]));
+        // the register kernel has no loop; the online one loops over the row twice
+        assert_eq!(
+            plan(Reduction::Softmax, &[4, 16384], ty)
+                .unwrap()
+                .0
+                .to_string()
+                .matches("for %")
+                .count(),
+            0
+        );
+        assert_eq!(k.to_string().matches("for %").count(), 2, "{k}");
+        assert!(plan(Reduction::Softmax, &[4, 0], ty).is_err());
+        assert!(softmax_chunks(ty, 16385).is_err());
+        assert_eq!(softmax_kernel(ty, 1 << 30, 1).unwrap().name, "softmax_online");
     }
 }

@@ -1,0 +1,1056 @@
+//! The library's ops as functions on tensors, for any [`Backend`].
+//!
+//! Every op takes the backend and its inputs, and either returns a new output (allocated on
+//! the backend) or writes a caller's output (`*_into`). Inputs may be views: any strides and
+//! offsets the op can address (permuted, narrowed, broadcast) are read in place, with the
+//! widest vector the layout allows; shapes, dtypes and devices are checked first.
+//!
+//! ```text
+//!   op(b, x)            plan from x's layout ─► kernel key ─► compiled::cached ─► bind ─► launch
+//!   op_into(b, x, y)    the same, into y (its shape and dtype are checked against the op's)
+//!
+//!   copy / permute / transpose   dims that stay adjacent in both x and y are merged; then
+//!                                 x's unit-stride dim last in y ─► vectorized copy kernel
+//!                                 otherwise                    ─► batched transpose kernel
+//!   row_sum / row_max / softmax  rows = all dims but the last (merged), one block per row
+//!   add / mul / maximum          numpy broadcasting (stride-0 views), any strides
+//!   morton / unmorton            tiled Morton order of an H × W image (padded tiles)
+//!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (mma.sync)
+//! ```
+//!
+//! ```
+//! use tilekit_ir::tensor::HostTensor;
+//! use tilekit_ops::{api, backend::Interp};
+//! let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+//! let s = api::row_sum(&Interp, &x).unwrap();
+//! assert_eq!(s.to_vec::<f32>().unwrap(), vec![3.0, 7.0]);
+//! let p = api::softmax(&Interp, &x).unwrap();
+//! assert!((p.to_vec::<f32>().unwrap()[0] - 1.0 / (1.0 + 1f32.exp())).abs() < 1e-6);
+//! ```
+
+use tilekit_ir::tensor::TensorLayout;
+use tilekit_ir::ScalarType;
+
+use crate::backend::{Backend, TensorIn, TensorOut};
+use crate::bind::Bindings;
+use crate::compiled::{cached, CompiledKernel, KernelKey};
+use crate::elementwise::Binary;
+use crate::error::{OpsError, Result};
+use crate::host;
+use crate::reduce::Reduction;
+
+/// The widest vector (elements, a power of two up to 16 bytes) a kernel can use on the last
+/// dim of `layout` whose storage starts at byte `address`: last stride 1, and the vector
+/// divides the last length, every other stride and the first element's address.
+///
+/// ```
+/// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+/// use tilekit_ops::api::vector_of;
+/// let l = TensorLayout::contiguous(ScalarType::F32, vec![4, 8]).unwrap();
+/// assert_eq!(vector_of(&l, 0), 4);
+/// assert_eq!(vector_of(&l.narrow(1, 1, 4).unwrap(), 0), 1);   // first element at offset 1
+/// assert_eq!(vector_of(&l.transpose(0, 1).unwrap(), 0), 1);   // last stride 8
+/// ```
+pub fn vector_of(layout: &TensorLayout, address: u64) -> i64 {
+    let es = layout.dtype().size_bytes() as i64;
+    let rank = layout.rank();
+    if rank == 0 || layout.strides()[rank - 1] != 1 && layout.shape()[rank - 1] > 1 {
+        return 1;
+    }
+    let (shape, strides) = (layout.shape(), layout.strides());
+    let mut v = 16 / es;
+    let start = (address as i64 / es) + layout.offset();
+    if address as i64 % es != 0 {
+        return 1;
+    }
+    while v > 1 {
+        let ok = shape[rank - 1] % v == 0
+            && start % v == 0
+            && (0..rank - 1).all(|d| shape[d] == 1 || strides[d] % v == 0);
+        if ok {
+            break;
+        }
+        v /= 2;
+    }
+    v
+}
+
+fn vec_in<B: Backend, X: TensorIn<B> + ?Sized>(x: &X) -> i64 {
+    vector_of(x.layout(), x.base_address())
+}
+
+fn check_dtype(op: &str, got: ScalarType, allowed: &[ScalarType]) -> Result<()> {
+    host::check_dtype(op, got, allowed)
+}
+
+fn check_same(
+    op: &str,
+    what: &str,
+    got: &TensorLayout,
+    shape: &[i64],
+    dtype: ScalarType,
+) -> Result<()> {
+    if got.dtype() != dtype {
+        return Err(OpsError::DtypeMismatch {
+            context: format!("{op}: {what}"),
+            got: got.dtype(),
+            expected: dtype,
+        });
+    }
+    if got.shape() != shape {
+        return Err(OpsError::invalid(
+            op,
+            format!("{what} shape"),
+            format!("{:?}", got.shape()),
+            format!("must be {shape:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Drops unit dims and merges dims adjacent in every layout (`stride[d] = stride[d+1] ·
+/// len[d+1]` in all): the smallest rank that addresses the same elements in the same order.
+fn coalesce(shape: &[i64], strides: &[&[i64]]) -> (Vec<i64>, Vec<Vec<i64>>) {
+    let keep: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+    let mut out_shape: Vec<i64> = Vec::new();
+    let mut out: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];
+    for &d in &keep {
+        let merge = !out_shape.is_empty()
+            && strides.iter().zip(&out).all(|(s, o)| *o.last().unwrap_or(&0) == s[d] * shape[d]);
+        if merge {
+            let last = out_shape.len() - 1;
+            out_shape[last] *= shape[d];
+            for (o, s) in out.iter_mut().zip(strides) {
+                o[last] = s[d];
+            }
+        } else {
+            out_shape.push(shape[d]);
+            for (o, s) in out.iter_mut().zip(strides) {
+                o.push(s[d]);
+            }
+        }
+    }
+    (out_shape, out)
+}
+
+fn grid_u32(op: &str, what: &str, n: i64) -> Result<u32> {
+    u32::try_from(n).map_err(|_| OpsError::invalid(op, what, n, "must fit in u32"))
+}
+
+// ----------------------------------------------------------------- copy, permute, transpose
+
+/// A strided view with an explicit layout over the same memory as `t` (lengths and strides
+/// rewritten after merging dims).
+struct Reshaped<'t, T: ?Sized> {
+    t: &'t mut T,
+    layout: TensorLayout,
+}
+
+struct ReshapedIn<'t, T: ?Sized> {
+    t: &'t T,
+    layout: TensorLayout,
+}
+
+impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for ReshapedIn<'_, T> {
+    fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+    fn base_address(&self) -> u64 {
+        self.t.base_address()
+    }
+    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    where
+        B: 'a,
+    {
+        self.t.bind_in(b)
+    }
+}
+
+impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for Reshaped<'_, T> {
+    fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+    fn base_address(&self) -> u64 {
+        self.t.base_address()
+    }
+    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    where
+        B: 'a,
+    {
+        self.t.bind_in(b)
+    }
+}
+
+impl<B: Backend, T: TensorOut<B> + ?Sized> TensorOut<B> for Reshaped<'_, T> {
+    fn bind_out<'a>(&'a mut self, b: &B) -> Result<B::Out<'a>>
+    where
+        B: 'a,
+    {
+        self.t.bind_out(b)
+    }
+}
+
+fn relayout(l: &TensorLayout, shape: Vec<i64>, strides: Vec<i64>) -> Result<TensorLayout> {
+    Ok(TensorLayout::strided(l.dtype(), shape, strides, l.offset())?)
+}
+
+/// `y = x` element by element for any two layouts of one shape and dtype (copy, permute and
+/// transpose all end here).
+fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    op: &str,
+    x: &X,
+    y: &mut Y,
+) -> Result<()> {
+    let (xl, yl) = (x.layout().clone(), y.layout().clone());
+    let ty = xl.dtype();
+    check_dtype(op, ty, &host::FLOAT_TYPES)?;
+    check_same(op, "output", &yl, xl.shape(), ty)?;
+    if xl.numel() == 0 {
+        return Ok(());
+    }
+    let (shape, st) = coalesce(xl.shape(), &[xl.strides(), yl.strides()]);
+    let (mut xs, mut ys) = (st[0].clone(), st[1].clone());
+    let mut shape = shape;
+    if shape.is_empty() {
+        shape.push(1);
+        xs.push(1);
+        ys.push(1);
+    }
+    let r = shape.len();
+    let unit_x = (0..r).rev().find(|&d| xs[d] == 1);
+    let last_y_unit = ys[r - 1] == 1;
+    match unit_x {
+        Some(a) if a != r - 1 && last_y_unit && r <= 3 => {
+            // x's contiguous dim is not y's last: a batched transpose of the (last, a) plane
+            let l = r - 1;
+            let bdim = (0..r).find(|&d| d != a && d != l);
+            let batch = bdim.map_or(1, |d| shape[d]);
+            let (m, n) = (shape[l], shape[a]);
+            let xsb = bdim.map_or(m * n, |d| xs[d]);
+            let ysb = bdim.map_or(m * n, |d| ys[d]);
+            let xv =
+                ReshapedIn { t: x, layout: relayout(&xl, vec![batch, m, n], vec![xsb, xs[l], 1])? };
+            let mut yv =
+                Reshaped { t: y, layout: relayout(&yl, vec![batch, n, m], vec![ysb, ys[a], 1])? };
+            let (vx, vy) = (vec_in::<B, _>(&xv), vec_in::<B, _>(&yv));
+            let k = cached(KernelKey::new("transpose", ty, [vx, vy, 0, 0]), || {
+                crate::transpose::build(ty, vx, vy)
+            })?;
+            let (_, t) = crate::transpose::tile(ty);
+            let grid = [host::blocks(n, t)?, host::blocks(m, t)?, grid_u32(op, "batch", batch)?];
+            let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
+            b.launch(&k, grid, args)
+        }
+        _ if r <= 3 => {
+            let pad = 3 - r;
+            let s3: Vec<i64> = std::iter::repeat_n(1, pad).chain(shape.iter().copied()).collect();
+            let x3: Vec<i64> = std::iter::repeat_n(0, pad).chain(xs.iter().copied()).collect();
+            let y3: Vec<i64> = std::iter::repeat_n(0, pad).chain(ys.iter().copied()).collect();
+            let xv = ReshapedIn { t: x, layout: relayout(&xl, s3.clone(), x3)? };
+            let mut yv = Reshaped { t: y, layout: relayout(&yl, s3.clone(), y3)? };
+            let (vx, vy) = (vec_in::<B, _>(&xv), vec_in::<B, _>(&yv));
+            let k = cached(KernelKey::new("copy", ty, [vx, vy, 0, 0]), || {
+                crate::copy::build(ty, vx, vy)
+            })?;
+            let (tm, tn) = crate::copy::tile(ty);
+            let grid =
+                [host::blocks(s3[2], tn)?, host::blocks(s3[1], tm)?, grid_u32(op, "batch", s3[0])?];
+            let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
+            b.launch(&k, grid, args)
+        }
+        _ => Err(OpsError::invalid(
+            op,
+            "layout",
+            format!(
+                "shape {:?}, x strides {:?}, y strides {:?}",
+                xl.shape(),
+                xl.strides(),
+                yl.strides()
+            ),
+            format!(
+                "after merging adjacent dims it has rank {r} ({shape:?}); the copy and transpose \
+                 kernels take at most 3 — make x contiguous in fewer groups of dims first"
+            ),
+        )),
+    }
+}
+
+/// Copies `x` into `y` (same shape and dtype, any strides of either).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32; 4], &[2, 2]).unwrap();
+/// api::copy_into(&Interp, &x.transpose(0, 1).unwrap(), &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 3.0, 2.0, 4.0]);
+/// ```
+pub fn copy_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    y: &mut Y,
+) -> Result<()> {
+    copy_strided(b, "copy", x, y)
+}
+
+/// A contiguous copy of `x` (of any strides).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+/// let y = api::copy(&Interp, &x.narrow(1, 1, 2).unwrap()).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 5.0, 6.0]);
+/// ```
+pub fn copy<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X) -> Result<B::Tensor> {
+    let l = x.layout();
+    let mut y = b.empty(l.dtype(), l.shape())?;
+    copy_into(b, x, &mut y)?;
+    Ok(y)
+}
+
+/// `y = x` permuted: `y.shape[k] = x.shape[perm[k]]`, written into `y`.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0], &[1, 2, 3]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32; 6], &[3, 1, 2]).unwrap();
+/// api::permute_into(&Interp, &x, &[2, 0, 1], &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+/// assert!(api::permute_into(&Interp, &x, &[0, 0, 1], &mut y).is_err());
+/// ```
+pub fn permute_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    perm: &[usize],
+    y: &mut Y,
+) -> Result<()> {
+    let view = x.layout().permute(perm)?;
+    let xv = ReshapedIn { t: x, layout: view };
+    copy_strided(b, "permute", &xv, y)
+}
+
+/// `x` permuted into a new contiguous tensor.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&(0..24).map(|v| v as f32).collect::<Vec<_>>(), &[2, 3, 4]).unwrap();
+/// let y = api::permute(&Interp, &x, &[1, 2, 0]).unwrap();
+/// assert_eq!(y.shape(), &[3, 4, 2]);
+/// assert_eq!(y.to_vec::<f32>().unwrap()[..4], [0.0, 12.0, 1.0, 13.0]);
+/// ```
+pub fn permute<B: Backend, X: TensorIn<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    perm: &[usize],
+) -> Result<B::Tensor> {
+    let view = x.layout().permute(perm)?;
+    let mut y = b.empty(view.dtype(), view.shape())?;
+    permute_into(b, x, perm, &mut y)?;
+    Ok(y)
+}
+
+fn transpose_perm(op: &str, rank: usize) -> Result<Vec<usize>> {
+    match rank {
+        2 => Ok(vec![1, 0]),
+        r if r > 2 => Ok((0..r - 2).chain([r - 1, r - 2]).collect()),
+        r => Err(OpsError::invalid(op, "rank", r, "transpose swaps the last two dims: rank ≥ 2")),
+    }
+}
+
+/// The last two dims of `x` swapped, into a new contiguous tensor (`x.T` for a matrix).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+/// assert_eq!(api::transpose(&Interp, &x).unwrap().to_vec::<f32>().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// assert!(api::transpose(&Interp, &HostTensor::from_slice(&[1.0f32], &[1]).unwrap()).is_err());
+/// ```
+pub fn transpose<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X) -> Result<B::Tensor> {
+    let perm = transpose_perm("transpose", x.layout().rank())?;
+    permute(b, x, &perm)
+}
+
+/// The last two dims of `x` swapped, written into `y`.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0], &[1, 2]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32; 2], &[2, 1]).unwrap();
+/// api::transpose_into(&Interp, &x, &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+/// ```
+pub fn transpose_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    y: &mut Y,
+) -> Result<()> {
+    let perm = transpose_perm("transpose", x.layout().rank())?;
+    permute_into(b, x, &perm, y)
+}
+
+// ---------------------------------------------------------------------- rows: reduce, softmax
+
+/// `x` as (rows, n): every dim but the last merged into rows (they must merge).
+fn as_rows(op: &str, l: &TensorLayout) -> Result<(i64, i64, i64, i64)> {
+    let r = l.rank();
+    if r == 0 {
+        return Err(OpsError::invalid(op, "rank", 0, "the op works along the last dim: rank ≥ 1"));
+    }
+    let n = l.shape()[r - 1];
+    let sn = l.strides()[r - 1];
+    let (lead, st) = coalesce(&l.shape()[..r - 1], &[&l.strides()[..r - 1]]);
+    match lead.len() {
+        0 => Ok((1, n, n * sn.max(1), sn)),
+        1 => Ok((lead[0], n, st[0][0], sn)),
+        _ => Err(OpsError::invalid(
+            op,
+            "leading dims",
+            format!("shape {:?}, strides {:?}", l.shape(), l.strides()),
+            "all dims but the last must merge into one (rows evenly spaced): make x contiguous first",
+        )),
+    }
+}
+
+/// The stride of `l` seen as a vector (all dims merged; rank 0 or a single element: 1).
+fn as_vector(op: &str, l: &TensorLayout) -> Result<i64> {
+    let (s, st) = coalesce(l.shape(), &[l.strides()]);
+    match s.len() {
+        0 => Ok(1),
+        1 => Ok(st[0][0]),
+        _ => Err(OpsError::invalid(
+            op,
+            "output layout",
+            format!("shape {:?}, strides {:?}", l.shape(), l.strides()),
+            "the row results must be evenly spaced (dims that merge into one)",
+        )),
+    }
+}
+
+fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    r: Reduction,
+    x: &X,
+    y: &mut Y,
+) -> Result<()> {
+    let op = r.name();
+    let xl = x.layout().clone();
+    let ty = xl.dtype();
+    check_dtype(op, ty, &crate::reduce::TYPES)?;
+    let (m, n, rs, cs) = as_rows(op, &xl)?;
+    let yl = y.layout().clone();
+    let want_shape = &xl.shape()[..xl.rank() - 1];
+    let want_ty = if r == Reduction::Softmax { ty } else { ScalarType::F32 };
+    let want: Vec<i64> =
+        if r == Reduction::Softmax { xl.shape().to_vec() } else { want_shape.to_vec() };
+    check_same(op, "output", &yl, &want, want_ty)?;
+    if m == 0 {
+        return Ok(());
+    }
+    if n == 0 {
+        return Err(OpsError::invalid(op, "row length", 0, "rows must have at least one element"));
+    }
+    let xv = ReshapedIn { t: x, layout: relayout(&xl, vec![m, n], vec![rs, cs])? };
+    let grid = [grid_u32(op, "rows", m)?, 1, 1];
+    if r == Reduction::Softmax {
+        let (yr, ys) = {
+            let (_, _, a, c) = as_rows(op, &yl)?;
+            (a, c)
+        };
+        let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m, n], vec![yr, ys])? };
+        let v = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
+        // rows up to MAX_REGISTER_ROW stay in registers (chunks per thread), longer rows
+        // stream through the online kernel (chunks = 0 in the key)
+        let chunks = if n > crate::reduce::MAX_REGISTER_ROW {
+            0
+        } else {
+            crate::reduce::softmax_chunks(ty, n)?
+        };
+        let k = cached(KernelKey::new("softmax", ty, [v, chunks, 0, 0]), || {
+            crate::reduce::softmax_kernel(ty, n, v)
+        })?;
+        let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
+        b.launch(&k, grid, args)
+    } else {
+        let ystride = as_vector(op, &yl)?;
+        let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m], vec![ystride])? };
+        let v = vec_in::<B, _>(&xv);
+        let k =
+            cached(KernelKey::new(op, ty, [v, 0, 0, 0]), || crate::reduce::build_reduce(r, ty, v))?;
+        let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
+        b.launch(&k, grid, args)
+    }
+}
+
+fn row_reduce<B: Backend, X: TensorIn<B> + ?Sized>(
+    b: &B,
+    r: Reduction,
+    x: &X,
+) -> Result<B::Tensor> {
+    let l = x.layout();
+    if l.rank() == 0 {
+        return Err(OpsError::invalid(
+            r.name(),
+            "rank",
+            0,
+            "the op works along the last dim: rank ≥ 1",
+        ));
+    }
+    let (ty, shape) = if r == Reduction::Softmax {
+        (l.dtype(), l.shape().to_vec())
+    } else {
+        (ScalarType::F32, l.shape()[..l.rank() - 1].to_vec())
+    };
+    let mut y = b.empty(ty, &shape)?;
+    row_reduce_into(b, r, x, &mut y)?;
+    Ok(y)
+}
+
+/// Sums along the last dim, in f32: `y[r] = Σ_c x[r, c]` (shape: x's without its last dim).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]).unwrap();
+/// assert_eq!(api::row_sum(&Interp, &x).unwrap().to_vec::<f32>().unwrap(), vec![3.0, 7.0, 11.0]);
+/// ```
+pub fn row_sum<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X) -> Result<B::Tensor> {
+    row_reduce(b, Reduction::Sum, x)
+}
+
+/// Maxima along the last dim, in f32.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, -2.0, 3.0, 4.0], &[2, 2]).unwrap();
+/// assert_eq!(api::row_max(&Interp, &x).unwrap().to_vec::<f32>().unwrap(), vec![1.0, 4.0]);
+/// ```
+pub fn row_max<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X) -> Result<B::Tensor> {
+    row_reduce(b, Reduction::Max, x)
+}
+
+/// Softmax along the last dim (f32 math, output in x's dtype).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[0.0f32, 0.0, 0.0, 0.0], &[1, 4]).unwrap();
+/// assert_eq!(api::softmax(&Interp, &x).unwrap().to_vec::<f32>().unwrap(), vec![0.25; 4]);
+/// ```
+pub fn softmax<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X) -> Result<B::Tensor> {
+    row_reduce(b, Reduction::Softmax, x)
+}
+
+/// Row sums into `y` (f32, x's shape without its last dim).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0], &[1, 2]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32], &[1]).unwrap();
+/// api::row_sum_into(&Interp, &x, &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![3.0]);
+/// ```
+pub fn row_sum_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    y: &mut Y,
+) -> Result<()> {
+    row_reduce_into(b, Reduction::Sum, x, y)
+}
+
+/// Row maxima into `y` (f32).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0], &[1, 2]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32], &[1]).unwrap();
+/// api::row_max_into(&Interp, &x, &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0]);
+/// ```
+pub fn row_max_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    y: &mut Y,
+) -> Result<()> {
+    row_reduce_into(b, Reduction::Max, x, y)
+}
+
+/// Softmax along the last dim into `y` (x's shape and dtype).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[5.0f32, 5.0], &[1, 2]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32; 2], &[1, 2]).unwrap();
+/// api::softmax_into(&Interp, &x, &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.5, 0.5]);
+/// ```
+pub fn softmax_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    y: &mut Y,
+) -> Result<()> {
+    row_reduce_into(b, Reduction::Softmax, x, y)
+}
+
+// ------------------------------------------------------------------------------ elementwise
+
+/// The numpy broadcast of two shapes.
+///
+/// ```
+/// assert_eq!(tilekit_ops::api::broadcast_shape(&[3, 1], &[4]).unwrap(), vec![3, 4]);
+/// assert!(tilekit_ops::api::broadcast_shape(&[3], &[4]).is_err());
+/// ```
+pub fn broadcast_shape(a: &[i64], b: &[i64]) -> Result<Vec<i64>> {
+    let r = a.len().max(b.len());
+    let at = |s: &[i64], i: usize| if i + s.len() < r { 1 } else { s[i + s.len() - r] };
+    (0..r)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            (x, y) => Err(OpsError::invalid(
+                "broadcast",
+                "shapes",
+                format!("{a:?} and {b:?}"),
+                format!("dim {i} has lengths {x} and {y}: they must be equal or one of them 1"),
+            )),
+        })
+        .collect()
+}
+
+fn binary_into<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    op: Binary,
+    x: &X,
+    z: &Z,
+    y: &mut Y,
+) -> Result<()> {
+    let name = op.name();
+    let (xl, zl, yl) = (x.layout().clone(), z.layout().clone(), y.layout().clone());
+    let ty = xl.dtype();
+    check_dtype(name, ty, &host::FLOAT_TYPES)?;
+    if zl.dtype() != ty {
+        return Err(OpsError::DtypeMismatch {
+            context: format!("{name}: second operand"),
+            got: zl.dtype(),
+            expected: ty,
+        });
+    }
+    let shape = broadcast_shape(xl.shape(), zl.shape())?;
+    check_same(name, "output", &yl, &shape, ty)?;
+    if yl.numel() == 0 {
+        return Ok(());
+    }
+    let (xb, zb) = (xl.broadcast_to(&shape)?, zl.broadcast_to(&shape)?);
+    let (s, st) = coalesce(&shape, &[xb.strides(), zb.strides(), yl.strides()]);
+    // rank ≤ 2 after merging: one launch; rank r > 2: one launch per index of the r − 2
+    // leading dims (each a 2-D slice at its own offset)
+    let (s2, st2): (Vec<i64>, Vec<Vec<i64>>) = match s.len() {
+        0 => (vec![1, 1], st.iter().map(|_| vec![0, 1]).collect()),
+        1 => (vec![1, s[0]], st.iter().map(|v| vec![0, v[0]]).collect()),
+        r => (s[r - 2..].to_vec(), st.iter().map(|v| v[r - 2..].to_vec()).collect()),
+    };
+    let lead: Vec<i64> = if s.len() > 2 { s[..s.len() - 2].to_vec() } else { vec![] };
+    let launches: i64 = lead.iter().product();
+    if launches > MAX_SLICE_LAUNCHES {
+        return Err(OpsError::invalid(
+            name,
+            "layout",
+            format!("shape {shape:?} (merged: {s:?})"),
+            format!(
+                "{launches} 2-D slices; at most {MAX_SLICE_LAUNCHES} (make the operands \
+                 contiguous so their dims merge)"
+            ),
+        ));
+    }
+    let at = |l: &TensorLayout, strides: &[i64], delta: i64| -> Result<TensorLayout> {
+        Ok(TensorLayout::strided(l.dtype(), s2.clone(), strides.to_vec(), l.offset() + delta)?)
+    };
+    let (tm, tn) = crate::copy::tile(ty);
+    let grid = [host::blocks(s2[1], tn)?, host::blocks(s2[0], tm)?, 1];
+    for i in 0..launches {
+        // the offset of slice i in each operand
+        let (mut rest, mut d) = (i, [0i64; 3]);
+        for (j, &len) in lead.iter().enumerate().rev() {
+            let idx = rest % len;
+            rest /= len;
+            for (o, v) in d.iter_mut().zip(&st) {
+                *o += idx * v[j];
+            }
+        }
+        let xv = ReshapedIn { t: x, layout: at(&xb, &st2[0], d[0])? };
+        let zv = ReshapedIn { t: z, layout: at(&zb, &st2[1], d[1])? };
+        let mut yv = Reshaped { t: &mut *y, layout: at(&yl, &st2[2], d[2])? };
+        let va = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
+        let vb = vec_in::<B, _>(&zv);
+        let kk = cached(KernelKey::new(name, ty, [va, vb, 0, 0]), || {
+            crate::elementwise::build(op, ty, va, vb)
+        })?;
+        let args =
+            Bindings::new(&kk).input("a", &xv, b)?.input("b", &zv, b)?.output("c", &mut yv, b)?;
+        b.launch(&kk, grid, args)?;
+    }
+    Ok(())
+}
+
+/// The most 2-D slices an elementwise op launches for operands whose dims do not merge into
+/// two (one launch each).
+pub const MAX_SLICE_LAUNCHES: i64 = 65_536;
+
+fn binary<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
+    b: &B,
+    op: Binary,
+    x: &X,
+    z: &Z,
+) -> Result<B::Tensor> {
+    let shape = broadcast_shape(x.layout().shape(), z.layout().shape())?;
+    let mut y = b.empty(x.layout().dtype(), &shape)?;
+    binary_into(b, op, x, z, &mut y)?;
+    Ok(y)
+}
+
+/// `a + b` with numpy broadcasting (f32 math, result in the inputs' dtype).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let a = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+/// let row = HostTensor::from_slice(&[10.0f32, 20.0], &[2]).unwrap();
+/// assert_eq!(api::add(&Interp, &a, &row).unwrap().to_vec::<f32>().unwrap(), vec![11.0, 22.0, 13.0, 24.0]);
+/// ```
+pub fn add<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    z: &Z,
+) -> Result<B::Tensor> {
+    binary(b, Binary::Add, x, z)
+}
+
+/// `a · b` with numpy broadcasting.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let a = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+/// let col = HostTensor::from_slice(&[10.0f32, 100.0], &[2, 1]).unwrap();
+/// assert_eq!(api::mul(&Interp, &a, &col).unwrap().to_vec::<f32>().unwrap(), vec![10.0, 20.0, 300.0, 400.0]);
+/// ```
+pub fn mul<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    z: &Z,
+) -> Result<B::Tensor> {
+    binary(b, Binary::Mul, x, z)
+}
+
+/// Elementwise maximum with numpy broadcasting.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let a = HostTensor::from_slice(&[1.0f32, 5.0], &[2]).unwrap();
+/// let b = HostTensor::from_slice(&[3.0f32], &[1]).unwrap();
+/// assert_eq!(api::maximum(&Interp, &a, &b).unwrap().to_vec::<f32>().unwrap(), vec![3.0, 5.0]);
+/// ```
+pub fn maximum<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    z: &Z,
+) -> Result<B::Tensor> {
+    binary(b, Binary::Max, x, z)
+}
+
+/// `y = a ⊕ b` for an [`Binary`] op, with broadcasting, into `y` (the broadcast shape).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp, elementwise::Binary};
+/// let a = HostTensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32; 2], &[2]).unwrap();
+/// api::binary_op_into(&Interp, Binary::Add, &a, &a, &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+/// ```
+pub fn binary_op_into<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    op: Binary,
+    x: &X,
+    z: &Z,
+    y: &mut Y,
+) -> Result<()> {
+    binary_into(b, op, x, z, y)
+}
+
+// ------------------------------------------------------------------------------------ morton
+
+fn morton_geometry(
+    op: &str,
+    h: i64,
+    w: i64,
+    t: i64,
+) -> Result<tilekit_layout::swizzle::TiledMorton> {
+    tilekit_layout::swizzle::TiledMorton::new(h, w, t).map_err(|e| {
+        OpsError::invalid(op, "image / tile", format!("{h}×{w}, tile {t}"), e.to_string())
+    })
+}
+
+fn morton_kernel(ty: ScalarType, h: i64, w: i64, t: i64, inverse: bool) -> Result<CompiledKernel> {
+    let op = if inverse { "unmorton" } else { "morton" };
+    cached(KernelKey::new(op, ty, [h, w, t, 0]), || crate::morton::build(ty, h, w, t, inverse))
+}
+
+/// The number of elements of the Morton storage of an `h × w` image in `t × t` tiles.
+///
+/// ```
+/// assert_eq!(tilekit_ops::api::morton_len(9, 17, 4).unwrap(), 12 * 20);
+/// ```
+pub fn morton_len(h: i64, w: i64, t: i64) -> Result<i64> {
+    Ok(morton_geometry("morton", h, w, t)?.storage_len())
+}
+
+/// An `H × W` image stored in tiled Morton order (`t × t` tiles in Z order, elements of a
+/// tile in Z order too;
+/// the padding of partial tiles is unspecified): a 1-D tensor of [`morton_len`] elements.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&(0..64).map(|v| v as f32).collect::<Vec<_>>(), &[8, 8]).unwrap();
+/// let s = api::morton(&Interp, &x, 4).unwrap();
+/// let back = api::unmorton(&Interp, &s, 8, 8, 4).unwrap();
+/// assert_eq!(back.to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+/// assert_eq!(s.to_vec::<f32>().unwrap()[..5], [0.0, 1.0, 8.0, 9.0, 2.0]); // tile (0,0) in Z order
+/// ```
+pub fn morton<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X, t: i64) -> Result<B::Tensor> {
+    let l = x.layout();
+    if l.rank() != 2 {
+        return Err(OpsError::invalid("morton", "rank", l.rank(), "an image is H × W (rank 2)"));
+    }
+    let (h, w) = (l.shape()[0], l.shape()[1]);
+    let mut y = b.empty(l.dtype(), &[morton_len(h, w, t)?])?;
+    morton_into(b, x, t, &mut y)?;
+    Ok(y)
+}
+
+/// [`morton`] into a caller's contiguous storage of at least [`morton_len`] elements.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let x = HostTensor::from_slice(&[1.0f32; 16], &[4, 4]).unwrap();
+/// let mut s = HostTensor::from_slice(&[0.0f32; 8], &[8]).unwrap();
+/// assert!(api::morton_into(&Interp, &x, 4, &mut s).is_err()); // needs 16
+/// ```
+pub fn morton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    t: i64,
+    y: &mut Y,
+) -> Result<()> {
+    let l = x.layout().clone();
+    let ty = l.dtype();
+    check_dtype("morton", ty, &host::FLOAT_TYPES)?;
+    if l.rank() != 2 {
+        return Err(OpsError::invalid("morton", "rank", l.rank(), "an image is H × W (rank 2)"));
+    }
+    let (h, w) = (l.shape()[0], l.shape()[1]);
+    let geo = morton_geometry("morton", h, w, t)?;
+    if y.layout().dtype() != ty {
+        return Err(OpsError::DtypeMismatch {
+            context: "morton: storage".into(),
+            got: y.layout().dtype(),
+            expected: ty,
+        });
+    }
+    let k = morton_kernel(ty, h, w, t, false)?;
+    let grid = [
+        host::blocks(geo.tiles_w(), crate::morton::tiles_per_block(ty, t))?,
+        grid_u32("morton", "tile rows", geo.tiles_h())?,
+        1,
+    ];
+    let args =
+        Bindings::new(&k).input("image", x, b)?.output_ptr("storage", y, geo.storage_len(), b)?;
+    b.launch(&k, grid, args)
+}
+
+/// The `h × w` image back from its tiled Morton storage.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let s = HostTensor::from_slice(&(0..16).map(|v| v as f32).collect::<Vec<_>>(), &[16]).unwrap();
+/// let img = api::unmorton(&Interp, &s, 4, 4, 2).unwrap();
+/// assert_eq!(img.to_vec::<f32>().unwrap()[..4], [0.0, 1.0, 4.0, 5.0]); // tiles (0,0) and (0,1)
+/// ```
+pub fn unmorton<B: Backend, X: TensorIn<B> + ?Sized>(
+    b: &B,
+    s: &X,
+    h: i64,
+    w: i64,
+    t: i64,
+) -> Result<B::Tensor> {
+    let mut y = b.empty(s.layout().dtype(), &[h, w])?;
+    unmorton_into(b, s, t, &mut y)?;
+    Ok(y)
+}
+
+/// [`unmorton`] into a caller's `H × W` image (`H`, `W` taken from `y`).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// let s = HostTensor::from_slice(&[1.0f32; 4], &[4]).unwrap();
+/// let mut y = HostTensor::from_slice(&[0.0f32; 4], &[2, 2]).unwrap();
+/// api::unmorton_into(&Interp, &s, 2, &mut y).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0; 4]);
+/// ```
+pub fn unmorton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    s: &X,
+    t: i64,
+    y: &mut Y,
+) -> Result<()> {
+    let yl = y.layout().clone();
+    let ty = yl.dtype();
+    check_dtype("unmorton", ty, &host::FLOAT_TYPES)?;
+    if yl.rank() != 2 {
+        return Err(OpsError::invalid(
+            "unmorton",
+            "output rank",
+            yl.rank(),
+            "an image is H × W (rank 2)",
+        ));
+    }
+    if s.layout().dtype() != ty {
+        return Err(OpsError::DtypeMismatch {
+            context: "unmorton: storage".into(),
+            got: s.layout().dtype(),
+            expected: ty,
+        });
+    }
+    let (h, w) = (yl.shape()[0], yl.shape()[1]);
+    let geo = morton_geometry("unmorton", h, w, t)?;
+    let k = morton_kernel(ty, h, w, t, true)?;
+    let (tm, tn) = crate::copy::tile(ty);
+    let grid = [host::blocks(geo.tiles_w() * t, tn)?, host::blocks(geo.tiles_h() * t, tm)?, 1];
+    let args =
+        Bindings::new(&k).output("image", y, b)?.input_ptr("storage", s, geo.storage_len(), b)?;
+    b.launch(&k, grid, args)
+}
+
+// -------------------------------------------------------------------------------------- gemm
+
+/// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores. M, N and K
+/// must be multiples of the block tile (64, 64, 32).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// use half::f16;
+/// let a = HostTensor::from_slice(&vec![f16::from_f32(1.0); 64 * 32], &[64, 32]).unwrap();
+/// let b = HostTensor::from_slice(&vec![f16::from_f32(0.5); 32 * 64], &[32, 64]).unwrap();
+/// let c = api::gemm(&Interp, &a, &b).unwrap();
+/// assert!(c.to_vec::<f32>().unwrap().iter().all(|&v| v == 16.0));
+/// ```
+pub fn gemm<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+) -> Result<B::Tensor> {
+    let (al, bl) = (a.layout(), bm.layout());
+    if al.rank() != 2 || bl.rank() != 2 {
+        return Err(OpsError::invalid(
+            "gemm",
+            "ranks",
+            format!("{} and {}", al.rank(), bl.rank()),
+            "A and B are matrices (rank 2)",
+        ));
+    }
+    let mut c = b.empty(ScalarType::F32, &[al.shape()[0], bl.shape()[1]])?;
+    gemm_into(b, a, bm, &mut c)?;
+    Ok(c)
+}
+
+/// [`gemm`] into a caller's f32 `M × N` output.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// use half::f16;
+/// let a = HostTensor::from_slice(&vec![f16::from_f32(1.0); 64 * 32], &[64, 32]).unwrap();
+/// let mut c = HostTensor::from_slice(&vec![0.0f32; 64 * 64], &[64, 64]).unwrap();
+/// let e = api::gemm_into(&Interp, &a, &a, &mut c).unwrap_err().to_string();
+/// assert!(e.contains("inner dims"), "{e}");
+/// ```
+pub fn gemm_into<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+) -> Result<()> {
+    let (al, bl) = (a.layout().clone(), bm.layout().clone());
+    let ty = al.dtype();
+    check_dtype("gemm", ty, &crate::gemm::TYPES)?;
+    if bl.dtype() != ty {
+        return Err(OpsError::DtypeMismatch {
+            context: "gemm: B".into(),
+            got: bl.dtype(),
+            expected: ty,
+        });
+    }
+    if al.rank() != 2 || bl.rank() != 2 {
+        return Err(OpsError::invalid(
+            "gemm",
+            "ranks",
+            format!("{} and {}", al.rank(), bl.rank()),
+            "A and B are matrices (rank 2)",
+        ));
+    }
+    let (m, k, k2, n) = (al.shape()[0], al.shape()[1], bl.shape()[0], bl.shape()[1]);
+    if k != k2 {
+        return Err(OpsError::invalid(
+            "gemm",
+            "shapes",
+            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
+            "the inner dims must agree (A is M×K, B is K×N)",
+        ));
+    }
+    check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
+    let (bm_, bn_, bk_) = crate::gemm::TILE;
+    for (name, v, t) in [("M", m, bm_), ("N", n, bn_), ("K", k, bk_)] {
+        if v % t != 0 || v == 0 {
+            return Err(OpsError::invalid(
+                "gemm",
+                name,
+                v,
+                format!("must be a positive multiple of {t} (no edge tiles yet)"),
+            ));
+        }
+    }
+    let grid = [host::blocks(n, bn_)?, host::blocks(m, bm_)?, 1];
+    let kc = cached(KernelKey::new("gemm", ty, [0; 4]), || crate::gemm::build(ty))?;
+    let args = Bindings::new(&kc).input("a", a, b)?.input("b", bm, b)?.output("c", c, b)?;
+    b.launch(&kc, grid, args)
+}

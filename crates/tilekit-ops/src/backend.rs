@@ -1,0 +1,493 @@
+//! Where kernels run on tensors: the CPU interpreter on host tensors, or a CUDA stream on
+//! device tensors — one trait, so user code and tests are written once.
+//!
+//! ```text
+//!   api::softmax(&backend, &x)            the same call on both backends
+//!        │ plan: kernel key from x's layout (dtype, vectors the layout allows)
+//!        │ compiled::cached(key) ──► CompiledKernel (IR built once per process)
+//!        │ Bindings: x, y bound by name, checked (dtype, rank, vectors, index range)
+//!        ▼
+//!   Backend::launch(kernel, grid, bindings)
+//!     Interp:  HostTensor (Arc'd bytes)  ─► interpreter (race-checked), outputs written back
+//!     Cuda:    DeviceTensor (device ptr) ─► module cache (id → loaded kernel, per device)
+//!                                           ─► cuLaunchKernel on the backend's stream, async
+//! ```
+//!
+//! A [`Cuda`] backend is a device plus a stream: [`Cuda::new_stream`] gives another stream
+//! sharing the module cache, [`Cuda::record_event`] / [`Cuda::wait_event`] order streams, and
+//! [`Cuda::on_borrowed_stream`] launches on a stream another library owns (PyTorch's current
+//! stream). Nothing is copied to or from the host by a launch.
+//!
+//! ```
+//! use tilekit_ir::tensor::HostTensor;
+//! use tilekit_ops::{api, backend::{Backend, Interp}};
+//! let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+//! let y = api::transpose(&Interp, &x).unwrap();
+//! assert_eq!(y.shape(), &[3, 2]);
+//! assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tilekit_cuda::module::LaunchDims;
+use tilekit_cuda::tensor::DeviceTensor;
+use tilekit_cuda::{Gpu, KernelArgs, KernelCache};
+use tilekit_ir::interp::{Args, HostBuffer};
+use tilekit_ir::tensor::{Element, HostTensor, TensorLayout};
+use tilekit_ir::{ParamKind, ScalarType};
+
+use crate::bind::{Bindings, Slot};
+use crate::compiled::CompiledKernel;
+use crate::error::{OpsError, Result};
+
+/// A place kernels run: allocates tensors, moves them to and from the host, launches.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::backend::{Backend, Interp};
+/// let t = Interp.empty(ScalarType::F32, &[2, 3]).unwrap();
+/// assert_eq!(t.shape(), &[2, 3]);
+/// assert!(Interp.to_host(&t).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan())); // poisoned
+/// ```
+pub trait Backend {
+    /// The tensor type of this backend.
+    type Tensor: TensorIn<Self> + TensorOut<Self> + Clone + std::fmt::Debug;
+    /// How a bound input refers to memory.
+    type In<'a>
+    where
+        Self: 'a;
+    /// How a bound output refers to memory.
+    type Out<'a>
+    where
+        Self: 'a;
+
+    /// `interp` or `cuda`.
+    fn name(&self) -> &'static str;
+    /// A contiguous tensor whose contents are unspecified (the interpreter fills it with NaN
+    /// or all-ones bits, so a kernel that misses an element is caught).
+    fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<Self::Tensor>;
+    /// A copy of a host tensor on this backend.
+    #[allow(clippy::wrong_self_convention)] // `self` is the backend the tensor is made on
+    fn from_host(&self, t: &HostTensor) -> Result<Self::Tensor>;
+    /// A contiguous host copy (waits for queued work).
+    fn to_host(&self, t: &Self::Tensor) -> Result<HostTensor>;
+    /// Runs `kernel` over `grid` with bound arguments (asynchronously on a GPU).
+    fn launch(
+        &self,
+        kernel: &CompiledKernel,
+        grid: [u32; 3],
+        args: Bindings<'_, Self>,
+    ) -> Result<()>;
+    /// Waits for everything queued (a no-op on the interpreter).
+    fn synchronize(&self) -> Result<()>;
+
+    /// A contiguous tensor of `shape` holding `data` (row-major), checked against the shape.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// let t = Interp.from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+    /// assert_eq!(Interp.to_vec::<f32>(&t).unwrap(), vec![1.0, 2.0, 3.0]);
+    /// assert!(Interp.from_slice(&[1.0f32, 2.0], &[3]).is_err());
+    /// ```
+    #[allow(clippy::wrong_self_convention)] // `self` is the backend the tensor is made on
+    fn from_slice<T: Element>(&self, data: &[T], shape: &[i64]) -> Result<Self::Tensor> {
+        self.from_host(&HostTensor::from_slice(data, shape)?)
+    }
+
+    /// The elements of `t` in logical row-major order, checked that `T` is its dtype.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// let t = Interp.from_slice(&[1i32, 2, 3, 4], &[2, 2]).unwrap();
+    /// assert!(Interp.to_vec::<f32>(&t).is_err()); // i32 tensor
+    /// ```
+    fn to_vec<T: Element>(&self, t: &Self::Tensor) -> Result<Vec<T>> {
+        Ok(self.to_host(t)?.to_vec::<T>()?)
+    }
+}
+
+/// A tensor a kernel of backend `B` can read.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::backend::{Interp, TensorIn};
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+/// assert_eq!(TensorIn::<Interp>::layout(&x).shape(), &[2]);
+/// ```
+pub trait TensorIn<B: Backend + ?Sized> {
+    /// Dtype, shape, strides and offset.
+    fn layout(&self) -> &TensorLayout;
+    /// The address of the storage's first byte, for alignment checks (0 on the host, whose
+    /// buffers the interpreter treats as aligned).
+    fn base_address(&self) -> u64;
+    /// The backend's handle of the memory.
+    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    where
+        B: 'a;
+}
+
+/// A tensor a kernel of backend `B` can write.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::backend::{Interp, TensorOut};
+/// let mut y = HostTensor::from_slice(&[0.0f32; 2], &[2]).unwrap();
+/// assert!(TensorOut::<Interp>::bind_out(&mut y, &Interp).is_ok());
+/// ```
+pub trait TensorOut<B: Backend + ?Sized>: TensorIn<B> {
+    /// The backend's writable handle of the memory.
+    fn bind_out<'a>(&'a mut self, b: &B) -> Result<B::Out<'a>>
+    where
+        B: 'a;
+}
+
+// ------------------------------------------------------------------------------- interpreter
+
+/// The CPU interpreter: host tensors, every launch checked for races and out-of-bounds
+/// accesses. Slow, exact, and available everywhere.
+///
+/// ```
+/// use tilekit_ops::backend::{Backend, Interp};
+/// assert_eq!(Interp.name(), "interp");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Interp;
+
+impl TensorIn<Interp> for HostTensor {
+    fn layout(&self) -> &TensorLayout {
+        HostTensor::layout(self)
+    }
+    fn base_address(&self) -> u64 {
+        0
+    }
+    fn bind_in<'a>(&'a self, _: &Interp) -> Result<&'a HostBuffer>
+    where
+        Interp: 'a,
+    {
+        Ok(self.buffer())
+    }
+}
+
+impl TensorOut<Interp> for HostTensor {
+    fn bind_out<'a>(&'a mut self, _: &Interp) -> Result<&'a mut HostBuffer>
+    where
+        Interp: 'a,
+    {
+        Ok(self.buffer_mut())
+    }
+}
+
+fn from_offset(buf: &HostBuffer, offset: i64, elem: ScalarType) -> Result<HostBuffer> {
+    let at = (offset.max(0) as usize) * elem.size_bytes();
+    let bytes = buf.as_bytes().get(at..).unwrap_or(&[]).to_vec();
+    HostBuffer::from_bytes(elem, bytes).ok_or_else(|| {
+        OpsError::invalid("interpreter launch", "buffer", format!("{elem}"), "whole elements")
+    })
+}
+
+impl Backend for Interp {
+    type Tensor = HostTensor;
+    type In<'a> = &'a HostBuffer;
+    type Out<'a> = &'a mut HostBuffer;
+
+    fn name(&self) -> &'static str {
+        "interp"
+    }
+
+    fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<HostTensor> {
+        let layout = TensorLayout::contiguous(dtype, shape.to_vec())?;
+        let buf = crate::host::poisoned(dtype, layout.numel() as usize)?;
+        Ok(HostTensor::new(buf, layout)?)
+    }
+
+    fn from_host(&self, t: &HostTensor) -> Result<HostTensor> {
+        Ok(t.clone())
+    }
+
+    fn to_host(&self, t: &HostTensor) -> Result<HostTensor> {
+        Ok(t.contiguous()?)
+    }
+
+    fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {
+        let slots = b.finish()?;
+        let mut args = Args::new();
+        let mut outs = Vec::new();
+        for (i, s) in slots.into_iter().enumerate() {
+            match s {
+                Slot::In { mem, offset, elem } => {
+                    args.buffer(from_offset(mem, offset, elem)?);
+                }
+                Slot::Out { mem, offset, elem } => {
+                    args.buffer(from_offset(mem, offset, elem)?);
+                    outs.push((i, mem, offset, elem));
+                }
+                Slot::Int(v) => {
+                    args.int(v);
+                }
+                Slot::Scalar(l) => {
+                    args.scalar(l);
+                }
+            }
+        }
+        tilekit_ir::interp::run(kernel.kernel(), grid, &mut args)?;
+        for (i, mem, offset, elem) in outs {
+            let got = args.take_buffer(i).ok_or_else(|| {
+                OpsError::invalid("interpreter launch", "output", i, "must be a buffer")
+            })?;
+            let at = offset.max(0) as usize * elem.size_bytes();
+            let dst = &mut mem.as_bytes_mut()[at..];
+            let n = dst.len().min(got.as_bytes().len());
+            dst[..n].copy_from_slice(&got.as_bytes()[..n]);
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------------------------ CUDA
+
+fn cuda(e: tilekit_cuda::CudaError) -> OpsError {
+    OpsError::Gpu(e.to_string())
+}
+
+/// A loaded kernel and the dynamic shared memory its launches need.
+#[derive(Debug, Clone)]
+struct Loaded {
+    kernel: Arc<tilekit_cuda::Kernel>,
+    dynamic_smem: u32,
+}
+
+/// A device pointer bound to a launch, with the device it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevicePtr {
+    /// Address of the storage's first byte.
+    pub ptr: u64,
+    /// CUDA ordinal of the device.
+    pub ordinal: usize,
+}
+
+/// A CUDA device and one of its streams, with a per-device cache of loaded kernels (shared
+/// by every stream made from it). Launches are asynchronous and stream-ordered.
+///
+/// ```
+/// use tilekit_ops::backend::Cuda;
+/// match Cuda::open(0) {
+///     Ok(cuda) => println!("on {}", cuda.gpu().props().name),
+///     Err(e) => assert!(e.to_string().contains("GPU")), // no driver or device here
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cuda {
+    gpu: Gpu,
+    modules: Arc<Mutex<HashMap<u64, Loaded>>>,
+    disk: Option<Arc<KernelCache>>,
+}
+
+impl Cuda {
+    /// Opens device `ordinal` on its default stream. No driver or device is
+    /// [`OpsError::GpuUnavailable`].
+    ///
+    /// ```
+    /// if let Err(e) = tilekit_ops::backend::Cuda::open(99) {
+    ///     println!("{e}");
+    /// }
+    /// ```
+    pub fn open(ordinal: usize) -> Result<Cuda> {
+        let gpu = Gpu::open(ordinal).map_err(|e| OpsError::GpuUnavailable(e.to_string()))?;
+        Ok(Cuda::new(gpu))
+    }
+
+    /// A backend on an open GPU (and its stream), with the on-disk kernel cache at its default
+    /// place when that can be opened.
+    ///
+    /// ```
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     let cuda = tilekit_ops::backend::Cuda::new(gpu);
+    ///     cuda.synchronize_stream().unwrap();
+    /// }
+    /// ```
+    pub fn new(gpu: Gpu) -> Cuda {
+        let disk = KernelCache::open(KernelCache::default_dir()).ok().map(Arc::new);
+        Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk }
+    }
+
+    /// The device (and the stream launches go to).
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The same device on a new stream, sharing loaded kernels.
+    ///
+    /// ```
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     let side = cuda.new_stream().unwrap();
+    ///     let ev = cuda.record_event().unwrap();
+    ///     side.wait_event(&ev).unwrap();
+    /// }
+    /// ```
+    pub fn new_stream(&self) -> Result<Cuda> {
+        Ok(Cuda { gpu: self.gpu.new_stream().map_err(cuda)?, ..self.clone() })
+    }
+
+    /// The same device on a stream another library owns (a raw `CUstream`, e.g. PyTorch's
+    /// `torch.cuda.current_stream().cuda_stream`), sharing loaded kernels.
+    ///
+    /// # Safety
+    /// `raw` must be a live stream of this device's primary context for as long as the
+    /// returned backend launches on it.
+    pub unsafe fn on_borrowed_stream(&self, raw: u64) -> Cuda {
+        // SAFETY: forwarded to the caller
+        let gpu = unsafe {
+            self.gpu.on_borrowed_stream(raw as tilekit_cuda::cudarc::driver::sys::CUstream)
+        };
+        Cuda { gpu, ..self.clone() }
+    }
+
+    /// Records the work queued so far on this stream.
+    pub fn record_event(&self) -> Result<tilekit_cuda::cudarc::driver::CudaEvent> {
+        self.gpu.record_event().map_err(cuda)
+    }
+
+    /// Makes this stream wait (on the device) for an event of another stream.
+    pub fn wait_event(&self, e: &tilekit_cuda::cudarc::driver::CudaEvent) -> Result<()> {
+        self.gpu.wait_event(e).map_err(cuda)
+    }
+
+    /// Waits on the host for this stream.
+    pub fn synchronize_stream(&self) -> Result<()> {
+        self.gpu.synchronize().map_err(cuda)
+    }
+
+    /// Number of kernels loaded on this device so far.
+    pub fn loaded_count(&self) -> usize {
+        self.modules.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    fn load(&self, k: &CompiledKernel) -> Result<Loaded> {
+        if let Some(l) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&k.id()) {
+            return Ok(l.clone());
+        }
+        let (loaded, _report) = self.gpu.compile(k.kernel(), self.disk.as_deref()).map_err(cuda)?;
+        let smem = tilekit_ptx::emit::shared_layout(k.kernel());
+        let l = Loaded {
+            kernel: Arc::new(loaded),
+            dynamic_smem: if smem.dynamic { smem.total as u32 } else { 0 },
+        };
+        let mut m = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(m.entry(k.id()).or_insert(l).clone())
+    }
+
+    /// Compiles (PTX → cubin, through the disk cache) and loads `k` on this device now, so the
+    /// first launch does not pay for it.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     let k = tilekit_ops::compiled::CompiledKernel::new(tilekit_ops::copy::build(ScalarType::F32, 4, 4).unwrap());
+    ///     cuda.prepare(&k).unwrap();
+    /// }
+    /// ```
+    pub fn prepare(&self, k: &CompiledKernel) -> Result<()> {
+        self.load(k).map(|_| ())
+    }
+
+    fn check_device(&self, t: &DeviceTensor) -> Result<()> {
+        let (mine, theirs) = (self.gpu.props().ordinal, t.gpu().props().ordinal);
+        if mine != theirs {
+            return Err(OpsError::invalid(
+                "cuda launch",
+                "tensor device",
+                format!("cuda:{theirs}"),
+                format!("the backend runs on cuda:{mine}; move the tensor there first"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl TensorIn<Cuda> for DeviceTensor {
+    fn layout(&self) -> &TensorLayout {
+        DeviceTensor::layout(self)
+    }
+    fn base_address(&self) -> u64 {
+        self.device_ptr()
+    }
+    fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
+    where
+        Cuda: 'a,
+    {
+        b.check_device(self)?;
+        Ok(DevicePtr { ptr: self.device_ptr(), ordinal: b.gpu.props().ordinal })
+    }
+}
+
+impl TensorOut<Cuda> for DeviceTensor {
+    fn bind_out<'a>(&'a mut self, b: &Cuda) -> Result<DevicePtr>
+    where
+        Cuda: 'a,
+    {
+        self.bind_in(b)
+    }
+}
+
+impl Backend for Cuda {
+    type Tensor = DeviceTensor;
+    type In<'a> = DevicePtr;
+    type Out<'a> = DevicePtr;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {
+        DeviceTensor::uninit(&self.gpu, dtype, shape).map_err(cuda)
+    }
+
+    fn from_host(&self, t: &HostTensor) -> Result<DeviceTensor> {
+        DeviceTensor::from_host(&self.gpu, t).map_err(cuda)
+    }
+
+    fn to_host(&self, t: &DeviceTensor) -> Result<HostTensor> {
+        t.on(&self.gpu).to_host().map_err(cuda)
+    }
+
+    fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {
+        let loaded = self.load(kernel)?;
+        let ir = kernel.kernel();
+        let slots = b.finish()?;
+        let mut args = KernelArgs::new();
+        for (s, p) in slots.into_iter().zip(&ir.params) {
+            match s {
+                Slot::In { mem, offset, elem } | Slot::Out { mem, offset, elem } => {
+                    args.ptr(mem.ptr + offset as u64 * elem.size_bytes() as u64);
+                }
+                Slot::Int(v) => match p.kind {
+                    ParamKind::Scalar(ScalarType::I64) => {
+                        args.i64(v);
+                    }
+                    _ => {
+                        args.u32(v as u32);
+                    }
+                },
+                Slot::Scalar(l) => {
+                    args.i64(l.bits() as i64);
+                }
+            }
+        }
+        let [x, y, z] = ir.block_dim;
+        let dims = LaunchDims {
+            grid: (grid[0], grid[1], grid[2]),
+            block: (x, y, z),
+            dynamic_smem: loaded.dynamic_smem,
+        };
+        self.gpu.launch(&loaded.kernel, dims, &args).map_err(cuda)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.synchronize_stream()
+    }
+}

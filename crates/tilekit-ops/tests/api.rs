@@ -1,0 +1,378 @@
+//! The tensor API on every backend: each test body is generic over `Backend` and runs on the
+//! interpreter here and on a GPU when one is present (`TILEKIT_REQUIRE_GPU=1` makes a missing
+//! GPU a failure instead of a skip). Inputs are random (seeded), outputs are poisoned (NaN)
+//! before the kernels write them, and every result is compared with an independent CPU
+//! reference: a gather through the host tensor's strides, or an f64 computation.
+
+use tilekit_ir::tensor::HostTensor;
+use tilekit_ir::ScalarType::{self, BF16, F16, F32};
+use tilekit_layout::swizzle::TiledMorton;
+use tilekit_ops::backend::{Backend, Cuda, Interp};
+use tilekit_ops::{api, host, OpsError};
+
+fn cuda() -> Option<Cuda> {
+    match Cuda::open(0) {
+        Ok(c) => Some(c),
+        Err(e) if std::env::var("TILEKIT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("TILEKIT_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping the GPU half: {e}");
+            None
+        }
+    }
+}
+
+/// Runs a generic test body on the interpreter and on the GPU (when present).
+macro_rules! on_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn interp() {
+                super::$name(&tilekit_ops::backend::Interp);
+            }
+            #[test]
+            fn cuda() {
+                if let Some(c) = super::cuda() {
+                    super::$name(&c);
+                }
+            }
+        }
+    )*};
+}
+
+on_backends!(
+    copy_views,
+    permute_every_rank3,
+    transpose_matrices,
+    rows,
+    softmax_long_rows,
+    elementwise_broadcast,
+    morton_roundtrip,
+    gemm_tiles,
+    typed_errors,
+);
+
+fn random(ty: ScalarType, shape: &[i64], seed: u64) -> HostTensor {
+    let n = shape.iter().product::<i64>() as usize;
+    let layout = tilekit_ir::tensor::TensorLayout::contiguous(ty, shape.to_vec()).unwrap();
+    HostTensor::new(host::random(ty, n, seed).unwrap(), layout).unwrap()
+}
+
+/// A NaN-filled tensor on the backend (an output the kernel must overwrite everywhere).
+fn poisoned<B: Backend>(b: &B, ty: ScalarType, shape: &[i64]) -> B::Tensor {
+    let n = shape.iter().product::<i64>() as usize;
+    let layout = tilekit_ir::tensor::TensorLayout::contiguous(ty, shape.to_vec()).unwrap();
+    b.from_host(&HostTensor::new(host::poisoned(ty, n).unwrap(), layout).unwrap()).unwrap()
+}
+
+fn values(t: &HostTensor) -> Vec<f64> {
+    host::to_f64(&t.contiguous().unwrap().buffer().as_ref().clone())
+}
+
+fn bits(t: &HostTensor) -> Vec<u8> {
+    t.contiguous().unwrap().buffer().as_bytes().to_vec()
+}
+
+fn check(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    let c = host::compare(got, want, tol);
+    assert!(c.passed, "{what}: {} mismatches, max |Δ| {} (tol {tol})", c.mismatches, c.max_abs);
+}
+
+fn copy_views<B: TestBackend>(b: &B) {
+    for (i, ty) in [F32, F16, BF16].into_iter().enumerate() {
+        let x = random(ty, &[37, 1001], 10 + i as u64);
+        let xd = b.from_host(&x).unwrap();
+        // contiguous (merged into one dim), narrowed (offset 3, odd), transposed (strided)
+        let views = [x.clone(), x.narrow(1, 3, 990).unwrap(), x.transpose(0, 1).unwrap()];
+        for (k, hv) in views.iter().enumerate() {
+            let dv = match k {
+                0 => xd.clone(),
+                1 => view(b, &xd, |l| l.narrow(1, 3, 990)),
+                _ => view(b, &xd, |l| l.transpose(0, 1)),
+            };
+            let mut y = poisoned(b, ty, hv.shape());
+            api::copy_into(b, &dv, &mut y).unwrap();
+            assert_eq!(bits(&b.to_host(&y).unwrap()), bits(hv), "{ty} view {k}");
+            let y2 = api::copy(b, &dv).unwrap();
+            assert_eq!(bits(&b.to_host(&y2).unwrap()), bits(hv), "{ty} view {k} (allocated)");
+        }
+    }
+}
+
+/// A view of a backend tensor: the same storage under a new layout (via a host round trip of
+/// the layout only — the data stays where it is).
+fn view<B: TestBackend>(
+    _b: &B,
+    t: &B::Tensor,
+    f: impl Fn(
+        &tilekit_ir::tensor::TensorLayout,
+    ) -> tilekit_ir::tensor::Result<tilekit_ir::tensor::TensorLayout>,
+) -> B::Tensor {
+    t.with_layout(f(Viewable::layout_of(t)).unwrap())
+}
+
+/// Backend tensors that can be re-viewed (both tensor types can; the trait keeps the test
+/// bodies generic).
+trait Viewable: Sized {
+    fn layout_of(&self) -> &tilekit_ir::tensor::TensorLayout;
+    fn with_layout(&self, l: tilekit_ir::tensor::TensorLayout) -> Self;
+}
+
+impl Viewable for HostTensor {
+    fn layout_of(&self) -> &tilekit_ir::tensor::TensorLayout {
+        self.layout()
+    }
+    fn with_layout(&self, l: tilekit_ir::tensor::TensorLayout) -> Self {
+        HostTensor::from_shared(self.buffer().clone(), l).unwrap()
+    }
+}
+
+impl Viewable for tilekit_cuda::DeviceTensor {
+    fn layout_of(&self) -> &tilekit_ir::tensor::TensorLayout {
+        self.layout()
+    }
+    fn with_layout(&self, l: tilekit_ir::tensor::TensorLayout) -> Self {
+        tilekit_cuda::DeviceTensor::from_storage(self.gpu(), self.storage().unwrap().clone(), l)
+            .unwrap()
+    }
+}
+
+trait TestBackend: Backend<Tensor: Viewable> {}
+impl<B: Backend<Tensor: Viewable>> TestBackend for B {}
+
+fn permute_every_rank3<B: TestBackend>(b: &B) {
+    let perms = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    for (i, ty) in [F32, BF16].into_iter().enumerate() {
+        let x = random(ty, &[5, 33, 17], 20 + i as u64);
+        let xd = b.from_host(&x).unwrap();
+        for p in perms {
+            let want = x.permute(&p).unwrap();
+            let y = api::permute(b, &xd, &p).unwrap();
+            assert_eq!(b.to_host(&y).unwrap().shape(), want.shape());
+            assert_eq!(bits(&b.to_host(&y).unwrap()), bits(&want), "{ty} perm {p:?}");
+            // into a poisoned output, from a strided (transposed) input
+            let xt = view(b, &xd, |l| l.transpose(0, 2));
+            let want_t = x.transpose(0, 2).unwrap().permute(&p).unwrap();
+            let mut yt = poisoned(b, ty, want_t.shape());
+            api::permute_into(b, &xt, &p, &mut yt).unwrap();
+            assert_eq!(bits(&b.to_host(&yt).unwrap()), bits(&want_t), "{ty} perm {p:?} of x^T");
+        }
+    }
+}
+
+fn transpose_matrices<B: TestBackend>(b: &B) {
+    for (shape, ty) in [([70, 33], F32), ([130, 257], F16), ([64, 64], BF16), ([1, 9], F32)] {
+        let x = random(ty, &shape, 30);
+        let y = api::transpose(b, &b.from_host(&x).unwrap()).unwrap();
+        assert_eq!(bits(&b.to_host(&y).unwrap()), bits(&x.transpose(0, 1).unwrap()), "{shape:?}");
+    }
+    // batched: the last two dims of a rank-3 tensor
+    let x = random(F32, &[3, 40, 50], 31);
+    let y = api::transpose(b, &b.from_host(&x).unwrap()).unwrap();
+    assert_eq!(bits(&b.to_host(&y).unwrap()), bits(&x.permute(&[0, 2, 1]).unwrap()));
+}
+
+fn row_refs(x: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut s, mut mx, mut sm) = (vec![0.0; m], vec![f64::NEG_INFINITY; m], vec![0.0; m * n]);
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        s[r] = row.iter().sum();
+        mx[r] = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = row.iter().map(|v| (v - mx[r]).exp()).sum();
+        for c in 0..n {
+            sm[r * n + c] = (row[c] - mx[r]).exp() / z;
+        }
+    }
+    (s, mx, sm)
+}
+
+fn rows<B: TestBackend>(b: &B) {
+    for (i, ty) in [F32, BF16].into_iter().enumerate() {
+        let x = random(ty, &[7, 1024], 40 + i as u64);
+        let xd = b.from_host(&x).unwrap();
+        // contiguous rows, and a narrowed view (offset 3, 1000 columns: scalar loads)
+        for (hv, dv) in [
+            (x.clone(), xd.clone()),
+            (x.narrow(1, 3, 1000).unwrap(), view(b, &xd, |l| l.narrow(1, 3, 1000))),
+        ] {
+            let (m, n) = (hv.shape()[0] as usize, hv.shape()[1] as usize);
+            let (s, mx, sm) = row_refs(&values(&hv), m, n);
+            let mut ys = poisoned(b, F32, &[m as i64]);
+            api::row_sum_into(b, &dv, &mut ys).unwrap();
+            check("row_sum", &values(&b.to_host(&ys).unwrap()), &s, 1e-4);
+            let ym = api::row_max(b, &dv).unwrap();
+            check("row_max", &values(&b.to_host(&ym).unwrap()), &mx, 0.0);
+            let mut y = poisoned(b, ty, hv.shape());
+            api::softmax_into(b, &dv, &mut y).unwrap();
+            let tol = if ty == F32 { 1e-5 } else { 1.0 / 256.0 };
+            let got = values(&b.to_host(&y).unwrap());
+            let c = host::compare(&got, &sm, 0.0);
+            assert!(c.max_abs <= tol, "softmax {ty}: max |Δ| {}", c.max_abs);
+        }
+    }
+    // rank 3: rows are every dim but the last
+    let x = random(F32, &[2, 3, 100], 45);
+    let s = api::row_sum(b, &b.from_host(&x).unwrap()).unwrap();
+    let h = b.to_host(&s).unwrap();
+    assert_eq!(h.shape(), &[2, 3]);
+    check("row_sum rank 3", &values(&h), &row_refs(&values(&x), 6, 100).0, 1e-4);
+}
+
+fn softmax_long_rows<B: TestBackend>(b: &B) {
+    for (i, ty) in [F32, BF16].into_iter().enumerate() {
+        let x = random(ty, &[2, 20001], 50 + i as u64);
+        let y = api::softmax(b, &b.from_host(&x).unwrap()).unwrap();
+        let want = row_refs(&values(&x), 2, 20001).2;
+        let got = values(&b.to_host(&y).unwrap());
+        let c = host::compare(&got, &want, 0.0);
+        let tol = if ty == F32 { 1e-5 } else { 1.0 / 256.0 };
+        assert!(c.max_abs <= tol, "softmax 2×20001 {ty}: max |Δ| {}", c.max_abs);
+        let row0: f64 = got[..20001].iter().sum();
+        assert!((row0 - 1.0).abs() < 1e-2, "row sums to {row0}");
+    }
+}
+
+fn round(ty: ScalarType, v: f64) -> f64 {
+    let t = HostTensor::new(
+        tilekit_ir::interp::HostBuffer::from_bytes(ty, {
+            let bits = host::round_bits(ty, v);
+            bits.to_le_bytes()[..ty.size_bytes()].to_vec()
+        })
+        .unwrap(),
+        tilekit_ir::tensor::TensorLayout::contiguous(ty, vec![1]).unwrap(),
+    )
+    .unwrap();
+    values(&t)[0]
+}
+
+fn elementwise_broadcast<B: TestBackend>(b: &B) {
+    let cases: [(&[i64], &[i64]); 4] =
+        [(&[33, 70], &[33, 70]), (&[33, 70], &[70]), (&[33, 70], &[33, 1]), (&[4, 5, 6], &[5, 1])];
+    for (i, ty) in [F32, F16, BF16].into_iter().enumerate() {
+        for (sa, sb) in cases {
+            let (a, z) = (random(ty, sa, 60 + i as u64), random(ty, sb, 70 + i as u64));
+            let (ad, zd) = (b.from_host(&a).unwrap(), b.from_host(&z).unwrap());
+            let shape = api::broadcast_shape(sa, sb).unwrap();
+            let (av, zv) = (
+                values(&a.broadcast_to(&shape).unwrap()),
+                values(&z.broadcast_to(&shape).unwrap()),
+            );
+            type F = fn(f64, f64) -> f64;
+            let ops: [(&str, F); 3] =
+                [("add", |p, q| p + q), ("mul", |p, q| p * q), ("max", f64::max)];
+            for (name, f) in ops {
+                let y = match name {
+                    "add" => api::add(b, &ad, &zd),
+                    "mul" => api::mul(b, &ad, &zd),
+                    _ => api::maximum(b, &ad, &zd),
+                }
+                .unwrap();
+                let want: Vec<f64> =
+                    av.iter().zip(&zv).map(|(&p, &q)| round(ty, f(p, q))).collect();
+                let h = b.to_host(&y).unwrap();
+                assert_eq!(h.shape(), &shape[..]);
+                check(&format!("{name} {ty} {sa:?}·{sb:?}"), &values(&h), &want, 0.0);
+            }
+        }
+    }
+    // a strided (transposed) first operand
+    let a = random(F32, &[40, 30], 80);
+    let z = random(F32, &[30, 40], 81);
+    let at = view(b, &b.from_host(&a).unwrap(), |l| l.transpose(0, 1));
+    let y = api::add(b, &at, &b.from_host(&z).unwrap()).unwrap();
+    let want: Vec<f64> = values(&a.transpose(0, 1).unwrap())
+        .iter()
+        .zip(values(&z))
+        .map(|(p, q)| round(F32, p + q))
+        .collect();
+    check("add of a transposed view", &values(&b.to_host(&y).unwrap()), &want, 0.0);
+}
+
+fn morton_roundtrip<B: TestBackend>(b: &B) {
+    for (shape, t, ty) in [([37i64, 61i64], 4, F32), ([64, 64], 8, BF16), ([9, 17], 4, F16)] {
+        let x = random(ty, &shape, 90);
+        let s = api::morton(b, &b.from_host(&x).unwrap(), t).unwrap();
+        let geo = TiledMorton::new(shape[0], shape[1], t).unwrap();
+        let sv = values(&b.to_host(&s).unwrap());
+        let xv = values(&x);
+        for r in 0..shape[0] {
+            for c in 0..shape[1] {
+                let got = sv[geo.offset(r, c) as usize];
+                assert_eq!(got.to_bits(), xv[(r * shape[1] + c) as usize].to_bits(), "({r}, {c})");
+            }
+        }
+        let back = api::unmorton(b, &s, shape[0], shape[1], t).unwrap();
+        assert_eq!(bits(&b.to_host(&back).unwrap()), bits(&x));
+    }
+}
+
+fn gemm_tiles<B: TestBackend>(b: &B) {
+    for ty in [F16, BF16] {
+        let (m, n, k) = (128, 64, 96);
+        let (a, z) = (random(ty, &[m, k], 100), random(ty, &[k, n], 101));
+        let c = api::gemm(b, &b.from_host(&a).unwrap(), &b.from_host(&z).unwrap()).unwrap();
+        let want = tilekit_ops::gemm::reference(
+            &values(&a)[..],
+            &values(&z)[..],
+            m as usize,
+            n as usize,
+            k as usize,
+        )
+        .unwrap();
+        check(
+            &format!("gemm {ty}"),
+            &values(&b.to_host(&c).unwrap()),
+            &want,
+            tilekit_ops::gemm::gemm_tolerance(k),
+        );
+    }
+}
+
+fn typed_errors<B: TestBackend>(b: &B) {
+    let x = b.from_host(&random(F32, &[4, 8], 1)).unwrap();
+    let xi = b.from_host(&HostTensor::from_slice(&[1i32; 32], &[4, 8]).unwrap()).unwrap();
+    let e = api::softmax(b, &xi).unwrap_err().to_string();
+    assert!(e.contains("i32"), "{e}");
+    let mut wrong = poisoned(b, F32, &[8, 4]);
+    let e = api::copy_into(b, &x, &mut wrong).unwrap_err().to_string();
+    assert!(e.contains("[8, 4]") && e.contains("[4, 8]"), "{e}");
+    let mut wrong_ty = poisoned(b, F16, &[4, 8]);
+    assert!(matches!(api::copy_into(b, &x, &mut wrong_ty), Err(OpsError::DtypeMismatch { .. })));
+    let e = api::add(b, &x, &b.from_host(&random(F32, &[3], 2)).unwrap()).unwrap_err().to_string();
+    assert!(e.contains("[4, 8] and [3]"), "{e}");
+    let h = b.from_host(&random(F16, &[64, 32], 3)).unwrap();
+    let e = api::gemm(b, &h, &h).unwrap_err().to_string();
+    assert!(e.contains("inner dims"), "{e}");
+    let e = api::gemm(b, &x, &x).unwrap_err().to_string();
+    assert!(e.contains("f32"), "{e}");
+}
+
+#[test]
+fn bindings_refuse_a_misaligned_view() {
+    use tilekit_ops::{bind::Bindings, compiled::CompiledKernel, copy};
+    // a copy kernel built for 4-vectors cannot read a view starting at element 1
+    let k = CompiledKernel::new(copy::build(F32, 4, 4).unwrap());
+    let x = random(F32, &[1, 4, 16], 5);
+    let xv = x.narrow(2, 1, 12).unwrap();
+    let e = Bindings::<Interp>::new(&k).input("x", &xv, &Interp).unwrap_err().to_string();
+    assert!(e.contains("4-element vectors") && e.contains("offset 1"), "{e}");
+    // and too many elements for the 32-bit index type
+    let big = tilekit_ir::tensor::TensorLayout::strided(F32, vec![1, 2, 4], vec![0, 1 << 31, 1], 0);
+    if let Ok(l) = big {
+        let info = &k.kernel().tensors[0];
+        let e = tilekit_ops::bind::check_tensor("copy", info, ScalarType::I32, &l, 0).unwrap_err();
+        assert!(e.to_string().contains("32-bit"), "{e}");
+    }
+}
+
+#[test]
+fn kernels_are_built_once_per_configuration() {
+    let x = random(F32, &[3, 64], 7);
+    api::row_sum(&Interp, &x).unwrap();
+    let before = tilekit_ops::compiled::cached_count();
+    for _ in 0..3 {
+        api::row_sum(&Interp, &x).unwrap();
+    }
+    assert_eq!(tilekit_ops::compiled::cached_count(), before);
+}
