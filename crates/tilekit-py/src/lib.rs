@@ -15,6 +15,8 @@
 //! The Python layer allocates outputs with PyTorch, so every tensor tilekit touches is
 //! PyTorch's memory on PyTorch's stream; the Rust side only borrows it for one call.
 
+#![deny(missing_docs)]
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
