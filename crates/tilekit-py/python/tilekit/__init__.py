@@ -1,0 +1,258 @@
+"""tilekit: GPU kernels from a tile-programming IR, on PyTorch CUDA tensors.
+
+Every op takes CUDA tensors (anything with ``__dlpack__``; PyTorch's in practice), reads them
+through DLPack without copies, allocates its output with ``torch.empty`` on the input's
+device (or writes into ``out=``), and launches on the input's current PyTorch stream, so it
+orders with the surrounding PyTorch work like any PyTorch op::
+
+    import torch, tilekit
+    x = torch.randn(37, 1001, device="cuda")
+    y = tilekit.softmax(x)                       # rows of the last dimension
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+    svg, words = tilekit.show("H[[2,2],[4,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]")
+
+Errors are ``tilekit.Error`` subclasses naming the problem: ``DeviceError`` (a CPU tensor),
+``DTypeError`` (a dtype the op does not take), ``ShapeError`` (shapes, strides or ``out`` that
+do not fit), ``GpuError`` (driver, JIT or launch), ``EncodingError`` (``show``); a non-tensor
+argument is a ``TypeError``.
+"""
+
+from . import _tilekit
+from ._tilekit import (
+    DeviceError,
+    DTypeError,
+    EncodingError,
+    Error,
+    GpuError,
+    ShapeError,
+    read_dlpack,
+    show,
+)
+
+__all__ = [
+    "Error",
+    "DeviceError",
+    "DTypeError",
+    "ShapeError",
+    "GpuError",
+    "EncodingError",
+    "show",
+    "read_dlpack",
+    "transpose",
+    "permute",
+    "copy",
+    "morton",
+    "morton_len",
+    "unmorton",
+    "row_sum",
+    "row_max",
+    "softmax",
+    "add",
+    "mul",
+    "maximum",
+    "gemm",
+]
+
+
+def _type_name(x):
+    return type(x).__module__ + "." + type(x).__qualname__
+
+
+def _check_tensor(x, what):
+    """The torch tensor ``x`` detached (DLPack refuses tensors that require grad), after the
+    checks that give the typed errors before anything is allocated."""
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(
+            f"{what} must be a CUDA tensor (an object with __dlpack__ and __dlpack_device__, "
+            f"such as a torch.Tensor), got {_type_name(x)}"
+        )
+    device = getattr(x, "device", None)
+    if device is None or not hasattr(x, "detach"):
+        raise TypeError(f"{what} must be a torch.Tensor (outputs are allocated with torch), "
+                        f"got {_type_name(x)}")
+    if device.type != "cuda":
+        raise DeviceError(
+            f"tilekit runs on CUDA tensors; got {what} on {device} — move it with {what}.cuda()"
+        )
+    return x.detach()
+
+
+def _stream(x):
+    import torch
+
+    return torch.cuda.current_stream(x.device).cuda_stream
+
+
+def _output(out, shape, like, dtype=None, what="out"):
+    """``out`` checked against the shape, dtype (``like``'s unless given) and device the op
+    produces, or a new tensor."""
+    import torch
+
+    shape = tuple(int(s) for s in shape)
+    dtype = like.dtype if dtype is None else dtype
+    if out is None:
+        return torch.empty(shape, dtype=dtype, device=like.device)
+    _check_tensor(out, what)
+    if tuple(out.shape) != shape:
+        raise ShapeError(
+            f"{what} has shape {tuple(out.shape)}: the result has shape {shape}"
+        )
+    if out.dtype != dtype:
+        raise DTypeError(f"{what} has dtype {out.dtype}: the result has dtype {dtype}")
+    if out.device != like.device:
+        raise DeviceError(f"{what} is on {out.device}: the inputs are on {like.device}")
+    return out  # the caller's tensor itself: ops return `out`
+
+
+def _d(t):
+    """What is handed to DLPack: the tensor without autograd (it refuses tensors that
+    require grad); same memory."""
+    return t.detach()
+
+
+def _same_device(a, b):
+    if a.device != b.device:
+        raise DeviceError(f"the inputs are on different devices: {a.device} and {b.device}")
+
+
+def transpose(x, out=None):
+    """The last two dims swapped, materialised: ``x.transpose(-1, -2).contiguous()``."""
+    x = _check_tensor(x, "x")
+    if x.dim() < 2:
+        raise ShapeError(
+            f"transpose swaps the last two dims: x must have rank >= 2, got shape {tuple(x.shape)}"
+        )
+    shape = list(x.shape)
+    shape[-1], shape[-2] = shape[-2], shape[-1]
+    y = _output(out, shape, x)
+    _tilekit.transpose_into(x, _d(y), _stream(x))
+    return y
+
+
+def permute(x, dims, out=None):
+    """``x.permute(dims).contiguous()`` of a 3-D tensor (every permutation of 3 dims)."""
+    x = _check_tensor(x, "x")
+    dims = [int(d) for d in dims]
+    if sorted(dims) != list(range(x.dim())):
+        raise ShapeError(
+            f"dims {dims} must name every dimension of x (shape {tuple(x.shape)}) exactly once"
+        )
+    y = _output(out, [x.shape[d] for d in dims], x)
+    _tilekit.permute_into(x, _d(y), dims, _stream(x))
+    return y
+
+
+def copy(x, out=None):
+    """A contiguous copy of ``x``."""
+    x = _check_tensor(x, "x")
+    y = _output(out, x.shape, x)
+    _tilekit.copy_into(x, _d(y), _stream(x))
+    return y
+
+
+def morton_len(h, w, tile=8):
+    """The number of elements of the tiled Morton storage of an ``h × w`` image."""
+    return _tilekit.morton_len(int(h), int(w), int(tile))
+
+
+def morton(x, tile=8, out=None):
+    """An ``H × W`` image in tiled Morton storage: ``tile × tile`` tiles in row-major order,
+    Z order inside a tile (the padding of partial tiles is unspecified), as a 1-D tensor of
+    :func:`morton_len` elements."""
+    x = _check_tensor(x, "x")
+    if x.dim() != 2:
+        raise ShapeError(f"morton takes an image H × W (rank 2); x has shape {tuple(x.shape)}")
+    y = _output(out, (morton_len(x.shape[0], x.shape[1], tile),), x)
+    _tilekit.morton_into(x, _d(y), int(tile), _stream(x))
+    return y
+
+
+def unmorton(s, shape, tile=8, out=None):
+    """The ``shape = (H, W)`` image back from its tiled Morton storage ``s`` (the inverse of
+    :func:`morton`)."""
+    s = _check_tensor(s, "s")
+    shape = tuple(int(v) for v in shape)
+    if len(shape) != 2:
+        raise ShapeError(f"unmorton makes an image H × W: shape must have 2 entries, got {shape}")
+    y = _output(out, shape, s)
+    _tilekit.unmorton_into(s, _d(y), int(tile), _stream(s))
+    return y
+
+
+def _row_reduce(name, x, out):
+    x = _check_tensor(x, "x")
+    if x.dim() < 1:
+        raise ShapeError(f"{name} takes a tensor of rank >= 1; x has shape {tuple(x.shape)}")
+    import torch
+
+    y = _output(out, x.shape[:-1], x, dtype=torch.float32)
+    getattr(_tilekit, name + "_into")(x, _d(y), _stream(x))
+    return y
+
+
+def row_sum(x, out=None):
+    """The sum over the last dimension in float32: ``x.float().sum(-1)``."""
+    return _row_reduce("row_sum", x, out)
+
+
+def row_max(x, out=None):
+    """The maximum over the last dimension as float32: ``x.amax(-1).float()``."""
+    return _row_reduce("row_max", x, out)
+
+
+def softmax(x, out=None):
+    """Softmax over the last dimension (computed in f32): ``torch.softmax(x, -1)``."""
+    x = _check_tensor(x, "x")
+    y = _output(out, x.shape, x)
+    _tilekit.softmax_into(x, _d(y), _stream(x))
+    return y
+
+
+def _binary(name, a, b, out):
+    a = _check_tensor(a, "a")
+    b = _check_tensor(b, "b")
+    _same_device(a, b)
+    import torch
+
+    try:
+        shape = torch.broadcast_shapes(a.shape, b.shape)
+    except RuntimeError:
+        raise ShapeError(
+            f"{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} do not broadcast"
+        ) from None
+    y = _output(out, shape, a)
+    getattr(_tilekit, name + "_into")(a, b, _d(y), _stream(a))
+    return y
+
+
+def add(a, b, out=None):
+    """``a + b`` with broadcasting."""
+    return _binary("add", a, b, out)
+
+
+def mul(a, b, out=None):
+    """``a * b`` with broadcasting."""
+    return _binary("mul", a, b, out)
+
+
+def maximum(a, b, out=None):
+    """``torch.maximum(a, b)`` with broadcasting."""
+    return _binary("maximum", a, b, out)
+
+
+def gemm(a, b, out=None):
+    """``a @ b`` of float16 or bfloat16 matrices (M×K times K×N) on tensor cores, in float32.
+    M, N and K must be multiples of 64, 64 and 32."""
+    a = _check_tensor(a, "a")
+    b = _check_tensor(b, "b")
+    _same_device(a, b)
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ShapeError(
+            f"gemm takes a of shape (M, K) and b of shape (K, N); got {tuple(a.shape)} and "
+            f"{tuple(b.shape)}"
+        )
+    import torch
+
+    y = _output(out, (a.shape[0], b.shape[1]), a, dtype=torch.float32)
+    _tilekit.gemm_into(a, b, _d(y), _stream(a))
+    return y

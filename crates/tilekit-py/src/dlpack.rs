@@ -1,0 +1,307 @@
+//! DLPack input without copies: any object with `__dlpack__` / `__dlpack_device__` (a PyTorch
+//! tensor, a CuPy array, a JAX array) becomes a pointer, a byte extent and a
+//! [`TensorLayout`], with an owner that keeps the producer's memory alive.
+//!
+//! ```text
+//!   x.__dlpack_device__()  ──► (2 = kDLCUDA, ordinal)      anything else: DeviceError
+//!   x.__dlpack__(stream=s) ──► PyCapsule "dltensor" ──► *mut DLManagedTensor
+//!                                                          │
+//!        DLTensor { data, device, ndim, dtype, shape, strides (NULL = row-major), byte_offset }
+//!                                                          │
+//!   capsule renamed "used_dltensor" (we own it now; the producer's capsule destructor
+//!   leaves it alone)                                       ▼
+//!   Dlpack { ptr = data, layout = strided(dtype, shape, strides, byte_offset / size),
+//!            bytes = layout's span in bytes, owner: Arc<DlpackOwner> }
+//!   last clone of the owner dropped ──► managed->deleter(managed)   (once, under the GIL)
+//! ```
+//!
+//! The stream handshake is the protocol's: the consumer passes the raw `CUstream` it will use
+//! (1 for the legacy default stream, since 0 is ambiguous in the protocol), and the producer
+//! makes that stream wait for its pending work on the tensor. tilekit's Python layer passes
+//! the tensor's current PyTorch stream and launches on it, so nothing waits on the host.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Arc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tilekit_ir::tensor::TensorLayout;
+use tilekit_ir::ScalarType;
+
+use crate::errors::{DTypeError, DeviceError, ShapeError};
+
+/// `DLDeviceType::kDLCUDA`.
+pub const KDL_CUDA: i32 = 2;
+
+/// `DLDevice`: where the memory lives.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DLDevice {
+    /// `DLDeviceType` (a C enum: `int32_t`-sized).
+    pub device_type: i32,
+    /// The device ordinal.
+    pub device_id: i32,
+}
+
+/// `DLDataType`: type code, bits per lane, lanes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DLDataType {
+    /// `kDLInt` 0, `kDLUInt` 1, `kDLFloat` 2, `kDLOpaqueHandle` 3, `kDLBfloat` 4,
+    /// `kDLComplex` 5, `kDLBool` 6, float8 variants 7..=13, float6/float4 14..=17.
+    pub code: u8,
+    /// Bits per lane.
+    pub bits: u8,
+    /// Lanes (1 for scalars).
+    pub lanes: u16,
+}
+
+/// `DLTensor`: the borrowed view.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLTensor {
+    /// Device pointer (the start of the allocation the offsets count from).
+    pub data: *mut c_void,
+    /// Where `data` lives.
+    pub device: DLDevice,
+    /// Rank.
+    pub ndim: i32,
+    /// Element type.
+    pub dtype: DLDataType,
+    /// `ndim` lengths.
+    pub shape: *mut i64,
+    /// `ndim` strides in elements, or NULL for a compact row-major tensor.
+    pub strides: *mut i64,
+    /// Bytes from `data` to the first element.
+    pub byte_offset: u64,
+}
+
+/// `DLManagedTensor`: the view plus who frees it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensor {
+    /// The view.
+    pub dl_tensor: DLTensor,
+    /// The producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Called once by the consumer when it is done (may be NULL).
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+/// Owns a consumed `DLManagedTensor`: dropping the last clone calls its deleter once.
+#[derive(Debug)]
+pub struct DlpackOwner {
+    managed: *mut DLManagedTensor,
+}
+
+// SAFETY: the managed tensor is only touched in `drop`, which takes the GIL before calling
+// the producer's deleter (PyTorch's deleter frees a C++ tensor and may drop Python references).
+unsafe impl Send for DlpackOwner {}
+// SAFETY: no method reads the pointer through a shared reference.
+unsafe impl Sync for DlpackOwner {}
+
+impl Drop for DlpackOwner {
+    fn drop(&mut self) {
+        let managed = self.managed;
+        // SAFETY: `managed` came from a "dltensor" capsule that we renamed, so we are its only
+        // consumer and this is the single call of its deleter the protocol asks for.
+        Python::attach(|_| unsafe {
+            if let Some(deleter) = (*managed).deleter {
+                deleter(managed);
+            }
+        });
+    }
+}
+
+/// A tensor read from DLPack: device pointer, the bytes its layout spans from that pointer,
+/// the layout (offset = `byte_offset` in elements), the CUDA ordinal, and the owner.
+#[derive(Debug, Clone)]
+pub struct Dlpack {
+    /// `DLTensor::data`.
+    pub ptr: u64,
+    /// Bytes from `ptr` the layout reaches (offset and span included).
+    pub bytes: usize,
+    /// dtype, shape, strides and offset in elements.
+    pub layout: TensorLayout,
+    /// The CUDA device ordinal.
+    pub device: usize,
+    /// Keeps the producer's memory alive; the deleter runs when the last clone drops.
+    pub owner: Arc<DlpackOwner>,
+}
+
+/// The names tilekit accepts, for DTypeError messages.
+pub const VALID_DTYPES: &str = "float32, float16, bfloat16, float64, int32, uint32, int64";
+
+/// A DLPack dtype as tilekit's scalar type, or `None`.
+pub fn scalar_type(t: DLDataType) -> Option<ScalarType> {
+    if t.lanes != 1 {
+        return None;
+    }
+    Some(match (t.code, t.bits) {
+        (2, 32) => ScalarType::F32,
+        (2, 16) => ScalarType::F16,
+        (2, 64) => ScalarType::F64,
+        (4, 16) => ScalarType::BF16,
+        (0, 32) => ScalarType::I32,
+        (0, 64) => ScalarType::I64,
+        (1, 32) => ScalarType::U32,
+        _ => return None,
+    })
+}
+
+/// A readable name of a DLPack dtype (PyTorch's spelling where there is one).
+pub fn dtype_name(t: DLDataType) -> String {
+    let base = match t.code {
+        0 => format!("int{}", t.bits),
+        1 => format!("uint{}", t.bits),
+        2 => format!("float{}", t.bits),
+        3 => format!("opaque handle ({} bits)", t.bits),
+        4 => format!("bfloat{}", t.bits),
+        5 => format!("complex{}", t.bits),
+        6 => "bool".to_string(),
+        7..=13 => format!("float8 variant (DLPack code {})", t.code),
+        c => format!("DLPack type code {c} ({} bits)", t.bits),
+    };
+    if t.lanes == 1 {
+        base
+    } else {
+        format!("{base}x{}", t.lanes)
+    }
+}
+
+/// The device names of `DLDeviceType`, for DeviceError messages.
+pub fn device_name(device_type: i32) -> String {
+    match device_type {
+        1 => "cpu".into(),
+        2 => "cuda".into(),
+        3 => "cuda pinned host memory (kDLCUDAHost)".into(),
+        4 => "opencl".into(),
+        7 => "vulkan".into(),
+        8 => "metal (mps)".into(),
+        9 => "vpi".into(),
+        10 => "rocm".into(),
+        11 => "rocm pinned host memory".into(),
+        12 => "an extension device".into(),
+        13 => "cuda managed memory (kDLCUDAManaged)".into(),
+        14 => "oneapi (xpu)".into(),
+        15 => "webgpu".into(),
+        16 => "hexagon".into(),
+        17 => "maia".into(),
+        t => format!("DLPack device type {t}"),
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// The CUDA ordinal of a DLPack producer, or the typed error: TypeError when `obj` has no
+/// DLPack methods, DeviceError when it is not on a CUDA device.
+pub fn cuda_device(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    if !obj.hasattr("__dlpack__")? || !obj.hasattr("__dlpack_device__")? {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a CUDA tensor (an object with __dlpack__ and __dlpack_device__, \
+             such as a torch.Tensor), got {}",
+            type_name(obj)
+        )));
+    }
+    let (device_type, device_id): (i32, i64) =
+        obj.call_method0("__dlpack_device__")?.extract().map_err(|e| {
+            PyTypeError::new_err(format!(
+                "{what}.__dlpack_device__() must return (device_type, device_id): {e}"
+            ))
+        })?;
+    if device_type != KDL_CUDA {
+        return Err(DeviceError::new_err(format!(
+            "tilekit runs on CUDA tensors; {what} is a tensor on {} — move it with {what}.cuda()",
+            device_name(device_type)
+        )));
+    }
+    usize::try_from(device_id).map_err(|_| {
+        DeviceError::new_err(format!("{what} is on CUDA device {device_id}: not a valid ordinal"))
+    })
+}
+
+const DLTENSOR: &CStr = c"dltensor";
+const USED_DLTENSOR: &CStr = c"used_dltensor";
+
+/// Reads `obj` through DLPack on `stream` (a raw `CUstream`; 0, the legacy default stream,
+/// is passed to the producer as 1 as the protocol asks). No copy: the result points into
+/// `obj`'s memory and owns the managed tensor.
+pub fn read(obj: &Bound<'_, PyAny>, what: &str, stream: u64) -> PyResult<Dlpack> {
+    let device = cuda_device(obj, what)?;
+    let py = obj.py();
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("stream", if stream == 0 { 1 } else { stream })?;
+    let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
+    let cap = capsule.as_ptr();
+    // SAFETY: plain CPython capsule calls on a live object we hold a reference to
+    let managed = unsafe {
+        if ffi::PyCapsule_IsValid(cap, DLTENSOR.as_ptr()) != 1 {
+            return Err(PyTypeError::new_err(format!(
+                "{what}.__dlpack__() must return a PyCapsule named \"dltensor\" (a consumed \
+                 capsule cannot be read twice), got {}",
+                type_name(&capsule)
+            )));
+        }
+        let p = ffi::PyCapsule_GetPointer(cap, DLTENSOR.as_ptr()).cast::<DLManagedTensor>();
+        if p.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // we are the consumer now: the producer's capsule destructor must not free it
+        if ffi::PyCapsule_SetName(cap, USED_DLTENSOR.as_ptr() as *const c_char) != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        p
+    };
+    // from here on, the owner calls the deleter on every path, errors included
+    let owner = Arc::new(DlpackOwner { managed });
+    // SAFETY: the producer keeps the DLTensor and its shape/strides arrays valid until the
+    // deleter runs, which the owner delays until after this read
+    let t = unsafe { &(*managed).dl_tensor };
+    if t.device.device_type != KDL_CUDA {
+        return Err(DeviceError::new_err(format!(
+            "tilekit runs on CUDA tensors; {what}.__dlpack__() gave a tensor on {} — move it \
+             with {what}.cuda()",
+            device_name(t.device.device_type)
+        )));
+    }
+    let dtype = scalar_type(t.dtype).ok_or_else(|| {
+        DTypeError::new_err(format!(
+            "{what} has dtype {}: tilekit tensors are {VALID_DTYPES}",
+            dtype_name(t.dtype)
+        ))
+    })?;
+    let ndim = usize::try_from(t.ndim)
+        .map_err(|_| ShapeError::new_err(format!("{what} has rank {}: must be >= 0", t.ndim)))?;
+    // SAFETY: `shape` (and `strides` when not NULL) hold `ndim` entries per the DLPack spec
+    let shape: Vec<i64> = if ndim == 0 {
+        Vec::new()
+    } else {
+        unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec()
+    };
+    let strides: Option<Vec<i64>> = if t.strides.is_null() || ndim == 0 {
+        None
+    } else {
+        Some(unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec())
+    };
+    let es = dtype.size_bytes() as u64;
+    if t.byte_offset % es != 0 {
+        return Err(ShapeError::new_err(format!(
+            "{what} has byte_offset {}: not a multiple of its element size {es}",
+            t.byte_offset
+        )));
+    }
+    let offset = i64::try_from(t.byte_offset / es).map_err(|_| {
+        ShapeError::new_err(format!("{what} has byte_offset {}: too large", t.byte_offset))
+    })?;
+    let layout = match strides {
+        None => TensorLayout::contiguous(dtype, shape.clone()).and_then(|l| l.with_offset(offset)),
+        Some(s) => TensorLayout::strided(dtype, shape.clone(), s, offset),
+    }
+    .map_err(|e| ShapeError::new_err(format!("{what} (shape {shape:?}): {e}")))?;
+    let bytes = if layout.numel() == 0 { 0 } else { layout.size_bytes() as usize };
+    Ok(Dlpack { ptr: t.data as u64, bytes, layout, device, owner })
+}

@@ -1,0 +1,295 @@
+"""tilekit's ops on a CUDA device, each against PyTorch: contiguous and non-contiguous inputs,
+odd shapes, f32/f16/bf16 where the kernel takes them, and bad input. Skipped without CUDA."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tilekit  # noqa: E402
+
+DEV = "cuda"
+FLOAT = [torch.float32, torch.float16, torch.bfloat16]  # copy, transpose, permute, morton, elementwise
+REDUCE = [torch.float32, torch.bfloat16]  # row_sum, row_max (f32 out), softmax
+GEMM = [torch.float16, torch.bfloat16]  # f32 out
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    return torch.randn(*shape, generator=g, device=DEV, dtype=torch.float32).to(dtype)
+
+
+def poisoned(shape, dtype):
+    return torch.full(shape, float("nan"), device=DEV, dtype=dtype)
+
+
+def exact(got, want):
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+    assert torch.equal(got, want), (got - want).abs().max()
+
+
+# ---- data movement: exact ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOAT)
+@pytest.mark.parametrize("shape", [(37, 1001), (64, 64), (1, 513), (1000, 777)])
+def test_transpose(dtype, shape):
+    x = rand(*shape, dtype=dtype)
+    exact(tilekit.transpose(x), torch.transpose(x, 0, 1).contiguous())
+
+
+def test_transpose_swaps_the_last_two_dims_of_rank_3():
+    x = rand(3, 37, 101)
+    exact(tilekit.transpose(x), x.transpose(-1, -2).contiguous())
+
+
+@pytest.mark.parametrize("dtype", FLOAT)
+def test_transpose_into_out_and_of_a_strided_view(dtype):
+    x = rand(40, 66, dtype=dtype)
+    out = poisoned((33, 40), dtype)
+    v = x[:, ::2]  # strides (66, 2)
+    y = tilekit.transpose(v, out=out)
+    assert y is out
+    exact(out, v.t().contiguous())
+
+
+@pytest.mark.parametrize("dtype", FLOAT)
+@pytest.mark.parametrize("dims", [(2, 0, 1), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 1, 0), (0, 1, 2)])
+def test_permute_every_order(dtype, dims):
+    x = rand(30, 41, 17, dtype=dtype)
+    exact(tilekit.permute(x, dims), x.permute(*dims).contiguous())
+
+
+@pytest.mark.parametrize("dtype", FLOAT)
+@pytest.mark.parametrize("shape", [(37, 1001), (3, 100, 200)])
+def test_copy_contiguous_and_strided(dtype, shape):
+    x = rand(*shape, dtype=dtype)
+    exact(tilekit.copy(x), x.clone())
+    t = x.transpose(-1, -2)
+    exact(tilekit.copy(t), t.contiguous())
+
+
+def morton_reference(x, t=8):
+    """Tiled Morton storage of an H×W image, built index by index: t×t tiles in row-major
+    tile order, inside a tile the Z order (column bit first: 0 1 4 5 / 2 3 6 7 ...); the
+    padding of partial tiles is left out (None)."""
+    h, w = x.shape
+    th, tw = (h + t - 1) // t, (w + t - 1) // t
+    bits = t.bit_length() - 1
+    src = x.cpu().tolist()
+    out = []
+    for ti in range(th):
+        for tj in range(tw):
+            for z in range(t * t):
+                r = sum(((z >> (2 * k + 1)) & 1) << k for k in range(bits))
+                c = sum(((z >> (2 * k)) & 1) << k for k in range(bits))
+                i, j = ti * t + r, tj * t + c
+                out.append(src[i][j] if i < h and j < w else None)
+    return out
+
+
+@pytest.mark.parametrize("dtype", FLOAT)
+@pytest.mark.parametrize("shape", [(64, 64), (37, 61), (1024, 1000)])
+def test_morton_against_the_index_reference_and_back(dtype, shape):
+    x = rand(*shape, dtype=dtype)
+    n = tilekit.morton_len(*shape)
+    assert n == ((shape[0] + 7) // 8) * ((shape[1] + 7) // 8) * 64
+    out = poisoned((n,), dtype)
+    m = tilekit.morton(x, out=out)
+    assert m is out and m.shape == (n,)
+    if shape[0] * shape[1] <= 64 * 64:
+        want = morton_reference(x)
+        got = m.cpu().tolist()
+        keep = [k for k, v in enumerate(want) if v is not None]
+        assert [got[k] for k in keep] == [want[k] for k in keep]
+    back = poisoned(shape, dtype)
+    exact(tilekit.unmorton(m, shape, out=back), x)
+
+
+def test_morton_of_a_strided_image():
+    # rows 130 apart, even, first element aligned: the kernel's 2-element vectors fit
+    x = rand(40, 130)[:, :128]
+    exact(tilekit.unmorton(tilekit.morton(x), x.shape), x.contiguous())
+
+
+def test_morton_of_a_misaligned_image_names_the_layout():
+    # offset 1 element: the first element is not 8-byte aligned for the 2-element vectors
+    x = rand(40, 130)[:, 1:129]
+    with pytest.raises(tilekit.ShapeError, match=r"strides \[130, 1\].*aligned"):
+        tilekit.morton(x)
+
+
+# ---- reductions and softmax ---------------------------------------------------------------------
+
+
+def close_reduce(got, want, dtype, rtol):
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype)
+    torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype", REDUCE)
+@pytest.mark.parametrize("shape", [(37, 1001), (5, 4097), (300, 1000)])
+def test_row_sum_and_row_max(dtype, shape):
+    x = rand(*shape, dtype=dtype)
+    want_sum = x.double().sum(-1).float()
+    close_reduce(tilekit.row_sum(x), want_sum, torch.float32, 1e-5 * shape[-1] ** 0.5)
+    exact(tilekit.row_max(x), x.amax(-1).float())
+    # a transposed input (rows strided) and rank 3
+    t = rand(shape[1], shape[0], dtype=dtype).t()
+    close_reduce(tilekit.row_sum(t), t.double().sum(-1).float(), torch.float32,
+                 1e-5 * shape[-1] ** 0.5)
+    x3 = rand(3, 5, 77, dtype=dtype)
+    exact(tilekit.row_max(x3), x3.amax(-1).float())
+
+
+@pytest.mark.parametrize("dtype", REDUCE)
+@pytest.mark.parametrize("shape", [(37, 1001), (5, 4097), (300, 1000)])
+def test_row_sum_and_row_max(dtype, shape):
+    x = rand(*shape, dtype=dtype)
+    want_sum = x.double().sum(-1).float()
+    close_reduce(tilekit.row_sum(x), want_sum, torch.float32, 1e-5 * shape[-1] ** 0.5)
+    exact(tilekit.row_max(x), x.amax(-1).float())
+    # a transposed input (rows strided) and rank 3
+    t = rand(shape[1], shape[0], dtype=dtype).t()
+    close_reduce(tilekit.row_sum(t), t.double().sum(-1).float(), torch.float32,
+                 1e-5 * shape[-1] ** 0.5)
+    x3 = rand(3, 5, 77, dtype=dtype)
+    exact(tilekit.row_max(x3), x3.amax(-1).float())
+
+
+LONG_ROWS = pytest.mark.xfail(
+    strict=True, raises=tilekit.ShapeError,
+    reason="rows over 16384 are refused until the online (chunked) softmax lands (issue 11)")
+
+
+@pytest.mark.parametrize("dtype", REDUCE)
+@pytest.mark.parametrize("shape", [(37, 1001), (3, 77), (64, 16384), (4, 65536), (2, 262144)])
+def test_softmax(dtype, shape):
+    x = rand(*shape, dtype=dtype) * 4
+    want = torch.softmax(x.float(), -1)
+    got = tilekit.softmax(x)
+    assert got.dtype == dtype and got.shape == x.shape
+    atol = 1e-5 if dtype == torch.float32 else 2.0**-8
+    torch.testing.assert_close(got.float(), want, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", REDUCE)
+def test_softmax_of_a_strided_view(dtype):
+    x = rand(50, 300, dtype=dtype)
+    v = x[::2, 1:]
+    torch.testing.assert_close(
+        tilekit.softmax(v).float(), torch.softmax(v.float(), -1), rtol=0,
+        atol=1e-5 if dtype == torch.float32 else 2.0**-8)
+
+
+# ---- elementwise with broadcast ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOAT)
+@pytest.mark.parametrize(
+    "sa,sb", [((37, 1001), (37, 1001)), ((37, 1001), (1001,)), ((37, 1001), (37, 1)),
+              ((1, 1001), (37, 1))])
+@pytest.mark.parametrize("op,ref", [(tilekit.add, torch.add), (tilekit.mul, torch.mul),
+                                    (tilekit.maximum, torch.maximum)])
+def test_elementwise(dtype, sa, sb, op, ref):
+    a, b = rand(*sa, dtype=dtype, seed=1), rand(*sb, dtype=dtype, seed=2)
+    exact(op(a, b), ref(a, b))
+
+
+@pytest.mark.parametrize("dtype", FLOAT)
+def test_elementwise_of_transposed_inputs(dtype):
+    a = rand(70, 50, dtype=dtype).t()
+    b = rand(50, 70, dtype=dtype)
+    exact(tilekit.add(a, b), a + b)
+
+
+# ---- gemm --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", GEMM)
+@pytest.mark.parametrize("mnk", [(128, 128, 64), (256, 192, 96), (64, 512, 1024)])
+def test_gemm(dtype, mnk):
+    m, n, k = mnk
+    a, b = rand(m, k, dtype=dtype, seed=3), rand(k, n, dtype=dtype, seed=4)
+    want = a.double() @ b.double()
+    got = tilekit.gemm(a, b, out=poisoned((m, n), torch.float32))
+    assert got.shape == (m, n) and got.dtype == torch.float32
+    err = ((got.double() - want).abs() / (want.abs() + 1)).max()
+    assert err <= 1e-2, err
+
+
+def test_gemm_refuses_shapes_off_the_block_tile():
+    a, b = rand(100, 64, dtype=torch.float16), rand(64, 64, dtype=torch.float16)
+    with pytest.raises(tilekit.ShapeError, match="M = 100.*multiple of 64"):
+        tilekit.gemm(a, b)
+
+
+# ---- bad input ---------------------------------------------------------------------------------
+
+
+def test_wrong_dtypes_name_the_dtype():
+    with pytest.raises(tilekit.DTypeError, match="int8"):
+        tilekit.copy(torch.zeros(4, 4, dtype=torch.int8, device=DEV))
+    with pytest.raises(tilekit.DTypeError, match="float16|f16"):
+        tilekit.softmax(rand(4, 4, dtype=torch.float16))
+    with pytest.raises(tilekit.DTypeError, match="f32"):
+        tilekit.gemm(rand(64, 64), rand(64, 64))
+    with pytest.raises(tilekit.DTypeError, match="f16"):
+        tilekit.add(rand(4, 4), rand(4, 4, dtype=torch.float16))
+
+
+def test_mismatched_shapes_name_the_shapes():
+    with pytest.raises(tilekit.ShapeError, match=r"\(3, 4\).*\(5, 4\)"):
+        tilekit.add(rand(3, 4), rand(5, 4))
+    with pytest.raises(tilekit.ShapeError, match=r"\(64, 32\).*\(64, 64\)"):
+        tilekit.gemm(rand(64, 32, dtype=torch.float16), rand(64, 64, dtype=torch.float16))
+    with pytest.raises(tilekit.ShapeError, match="rank >= 2"):
+        tilekit.transpose(rand(5))
+
+
+def test_out_with_the_wrong_shape_or_dtype():
+    x = rand(8, 16)
+    with pytest.raises(tilekit.ShapeError, match=r"\(8, 16\).*\(16, 8\)"):
+        tilekit.transpose(x, out=poisoned((8, 16), torch.float32))
+    with pytest.raises(tilekit.DTypeError, match="bfloat16"):
+        tilekit.copy(x, out=poisoned((8, 16), torch.bfloat16))
+
+
+def test_cpu_and_mixed_devices():
+    with pytest.raises(tilekit.DeviceError, match=r"cpu.*x\.cuda\(\)"):
+        tilekit.softmax(torch.randn(4, 4))
+    with pytest.raises(tilekit.DeviceError, match=r"b\.cuda\(\)"):
+        tilekit.add(rand(4, 4), torch.randn(4, 4))
+
+
+def test_runs_on_the_current_stream_without_a_host_sync():
+    x = rand(512, 1024)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        y = tilekit.transpose(x)
+    s.synchronize()
+    exact(y, x.t().contiguous())
+
+
+def test_requires_grad_inputs_are_read():
+    x = rand(16, 32).requires_grad_()
+    exact(tilekit.copy(x), x.detach().clone())
+
+
+def test_dlpack_reads_torch_memory_in_place():
+    x = rand(30, 64)
+    v = x.t()[1:, ::2]  # shape (63, 15), strides (1, 128), 1 element into x
+    d = tilekit.read_dlpack(v, stream=torch.cuda.current_stream().cuda_stream)
+    assert d["ptr"] + 4 * d["offset"] == v.data_ptr()
+    assert (d["shape"], d["strides"], d["dtype"], d["device"]) == (
+        [63, 15], [1, 128], "f32", torch.cuda.current_device())
+    assert d["bytes"] == 4 * (d["offset"] + 62 * 1 + 14 * 128 + 1)
+
+
+def test_out_is_written_in_place_and_returned():
+    x = rand(33, 65, dtype=torch.bfloat16)
+    out = poisoned((65, 33), torch.bfloat16)
+    ptr = out.data_ptr()
+    assert tilekit.transpose(x, out=out) is out and out.data_ptr() == ptr
+    exact(out, x.t().contiguous())
