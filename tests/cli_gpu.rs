@@ -24,11 +24,15 @@ fn gpu_info_or_reason() {
 
 #[test]
 fn selftest_and_bench_need_a_gpu() {
-    for cmd in [&["selftest"][..], &["bench", "copy", "--mib", "1", "--reps", "1"][..]] {
+    for (cmd, name) in [
+        (&["selftest"][..], "selftest"),
+        (&["bench", "copy", "--mib", "1", "--reps", "1"][..], "bench"),
+        (&["bench", "launch", "--calls", "1000"][..], "bench launch"),
+    ] {
         let (code, out) = tilekit(cmd);
         if out.contains("no usable GPU") {
             assert_eq!(code, 1, "{out}");
-            assert!(out.contains(&format!("no usable GPU for `{}`", cmd[0])), "{out}");
+            assert!(out.contains(&format!("no usable GPU for `{name}`")), "{out}");
         } else {
             assert_eq!(code, 0, "{cmd:?}: {out}");
         }
@@ -45,4 +49,7 @@ fn bench_rejects_unknown_kernels() {
         assert_eq!(code, 2, "{bad:?}: {out}");
         assert!(out.contains("0 is not in 1.."), "{out}");
     }
+    let (code, out) = tilekit(&["bench", "launch", "--calls", "10"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("10 is not in 100..=10000000"), "{out}");
 }

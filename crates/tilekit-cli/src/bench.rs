@@ -7,12 +7,19 @@
 //!   baseline:         cuMemcpyDtoD of the same byte count, timed the same way
 //!   report:           GB/s = (bytes read + bytes written) / median, ratio = kernel GB/s / copy GB/s
 //! ```
+//!
+//! Library kernels are timed as API calls (`api::softmax_into(&cuda, &x, &mut y)`, …) on device
+//! tensors: what a user of the library gets. `tilekit bench launch` measures the host side of
+//! such a call instead (see [`crate::bench_launch`]).
 
 use std::process::ExitCode;
 
 use tilekit_cuda::{Gpu, KernelCache};
 use tilekit_ir::interp::Args as KArgs;
 use tilekit_ir::{examples, ScalarType};
+use tilekit_ops::backend::{Backend as _, Cuda};
+use tilekit_ops::check::{Op, Problem};
+use tilekit_ops::OpsError;
 
 use clap::builder::{PossibleValuesParser, RangedU64ValueParser};
 
@@ -26,7 +33,8 @@ pub const MAX_MIB: u64 = 16 * 1024;
 /// Arguments of `tilekit bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Kernel to time (the list below), `copy-example`, or `all`.
+    /// Kernel to time (the list below), `copy-example`, `all`, or `launch` (the host cost of
+    /// an API call).
     #[arg(default_value = "all", value_parser = bench_names(), hide_possible_values = true)]
     pub kernel: String,
     /// Size of the data the copy example and the baseline read, in MiB.
@@ -36,6 +44,10 @@ pub struct Args {
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
+    /// `launch` only: API calls to time (in 10 batches, after warm-up).
+    #[arg(long, default_value_t = 10_000,
+          value_parser = RangedU64ValueParser::<usize>::new().range(100..=10_000_000))]
+    pub calls: usize,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -65,6 +77,10 @@ pub struct Measurement {
     pub tflops: Option<f64>,
     /// For matrix products: cuBLAS TFLOP/s on the same problem in the same process.
     pub cublas_tflops: Option<f64>,
+    /// Registers per thread of the kernel (library ops).
+    pub registers: Option<i32>,
+    /// Local memory (spills, stack) per thread in bytes (library ops).
+    pub local_bytes: Option<i32>,
 }
 
 /// The names `bench` takes: the benchmark set's kernels, `copy-example` and `all`.
@@ -74,7 +90,7 @@ pub struct Measurement {
 /// assert!(names.contains(&"softmax") && names.contains(&"copy-example") && names.contains(&"all"));
 /// ```
 pub fn names() -> Vec<&'static str> {
-    let mut known: Vec<&str> = vec!["all", "copy-example"];
+    let mut known: Vec<&str> = vec!["all", "copy-example", "launch"];
     for (k, _, _) in BENCH_SET {
         if !known.contains(k) {
             known.push(k);
@@ -93,7 +109,11 @@ fn bench_names() -> PossibleValuesParser {
 /// assert!(tilekit_cli::bench::kernels_help().contains("transpose 16384x16384 bf16"));
 /// ```
 pub fn kernels_help() -> String {
-    let mut s = String::from("Benchmark set (kernel shape dtype):\n  copy-example (the IR example copy, f32, --mib MiB)\n");
+    let mut s = String::from(
+        "launch: the host cost of one API call on an already-compiled kernel (--calls calls of \
+         api::copy_into on 1x256 f32) beside a raw driver launch and an empty kernel\n\n\
+         Benchmark set (kernel shape dtype):\n  copy-example (the IR example copy, f32, --mib MiB)\n",
+    );
     for (k, shape, t) in BENCH_SET {
         let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
         s += &format!("  {k} {} {t}\n", dims.join("x"));
@@ -158,6 +178,8 @@ fn bench_copy(
         ratio_to_copy: gbs / copy_gbs,
         tflops: None,
         cublas_tflops: None,
+        registers: Some(k.registers),
+        local_bytes: Some(k.local_bytes),
     })
 }
 
@@ -185,23 +207,27 @@ pub const BENCH_SET: &[(&str, &[i64], ScalarType)] = &[
     ("gemm", &[2048, 2048, 1024], ScalarType::F16),
 ];
 
+/// One op of the library through the API on device tensors: `warm-up ×3`, then the median
+/// of `reps` calls of `op_into` (CUDA events around each), then the timed output checked
+/// against the CPU reference.
 fn ops_bench(
-    gpu: &Gpu,
+    cuda: &Cuda,
     kernel: &str,
     shape: &[i64],
     dtype: ScalarType,
     reps: usize,
     copy_gbs: f64,
 ) -> Result<Measurement, CliError> {
-    use std::rc::Rc;
-    use tilekit_ops::exec::{with_executor, GpuExecutor};
-    let ex = Rc::new(GpuExecutor::new(gpu.clone()).timed(3, reps));
     let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
     let name = format!("{kernel} {} {}", dims.join("x"), dtype.name());
-    let o =
-        with_executor(ex.clone(), || tilekit_ops::run::launch_outcome(kernel, shape, dtype, 11))
-            .map_err(|e| CliError::kernel(&name, e))?;
-    let c = o.compare();
+    let err = |e: OpsError| CliError::kernel(&name, e);
+    let op = Op::named(kernel).map_err(err)?;
+    let p = Problem::new(op, shape, dtype, 11).map_err(err)?;
+    let xs = p.upload(cuda).map_err(err)?;
+    let mut y = cuda.empty(p.output_dtype(), &p.output_shape()).map_err(err)?;
+    let t = cuda.time(3, reps, |_| p.call_into(cuda, &xs, &mut y)).map_err(err)?;
+    // the output after warm-up and timed runs: the ops never read their output
+    let c = p.compare(&cuda.to_host(&y).map_err(err)?);
     if !c.passed {
         return Err(CliError::Check {
             what: name,
@@ -211,16 +237,16 @@ fn ops_bench(
             ),
         });
     }
-    let rec = ex.take_records().pop().ok_or_else(|| CliError::Check {
-        what: name.clone(),
-        why: "no GPU launch was recorded".into(),
-    })?;
-    let gbs = rec.bytes as f64 / (rec.median_ms * 1e-3) / 1e9;
+    let (k, _) = tilekit_ops::check::plan(op, shape, dtype).map_err(err)?;
+    let info = cuda.loaded(&k).map_err(err)?;
+    let median_ms = t.median_ms();
+    let bytes = p.bytes();
+    let gbs = bytes as f64 / (median_ms * 1e-3) / 1e9;
     let (tflops, cublas_tflops) = if kernel == "gemm" {
         let (m, n, k) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
         let flops = 2.0 * (m * n * k) as f64;
-        let ours = flops / (rec.median_ms * 1e-3) / 1e12;
-        let theirs = tilekit_cuda::blas::time_gemm_f16(gpu, m, n, k, reps)
+        let ours = flops / (median_ms * 1e-3) / 1e12;
+        let theirs = tilekit_cuda::blas::time_gemm_f16(cuda.gpu(), m, n, k, reps)
             .ok()
             .map(|t| flops / (t.median_ms() * 1e-3) / 1e12);
         (Some(ours), theirs)
@@ -229,14 +255,16 @@ fn ops_bench(
     };
     Ok(Measurement {
         kernel: name,
-        device: gpu.props().name.clone(),
-        bytes: rec.bytes,
-        median_ms: rec.median_ms,
+        device: cuda.gpu().props().name.clone(),
+        bytes,
+        median_ms,
         gb_per_s: gbs,
         copy_gb_per_s: copy_gbs,
         ratio_to_copy: gbs / copy_gbs,
         tflops,
         cublas_tflops,
+        registers: Some(info.registers()),
+        local_bytes: Some(info.local_bytes()),
     })
 }
 
@@ -244,9 +272,13 @@ fn ops_bench(
 /// fails (a GPU error, a wrong result) is reported on stderr as `FAIL …` and makes the exit
 /// code 1; no usable GPU is [`CliError::NoGpu`].
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    if a.kernel == "launch" {
+        return crate::bench_launch::run(a);
+    }
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench".into(), reason: e.to_string() })?;
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
+    let cuda = Cuda::new(gpu.clone());
     let copy_gbs = copy_baseline(&gpu, a.mib << 20, a.reps)?;
     if !a.json {
         outln!(
@@ -254,7 +286,15 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             gpu.props().name,
             a.mib
         )?;
-        outln!("{:<34} {:>10} {:>10} {:>8}", "kernel", "median ms", "GB/s", "x copy")?;
+        outln!(
+            "{:<34} {:>10} {:>10} {:>8} {:>5} {:>7}",
+            "kernel",
+            "median ms",
+            "GB/s",
+            "x copy",
+            "regs",
+            "local B"
+        )?;
     }
     let mut failures = 0;
     let mut emit = |r: Result<Measurement, CliError>| -> Result<(), CliError> {
@@ -274,12 +314,15 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                     (Some(t), None) => format!("  {t:.1} TFLOP/s (cuBLAS not available)"),
                     _ => String::new(),
                 };
+                let opt = |v: Option<i32>| v.map_or("-".to_string(), |v| v.to_string());
                 outln!(
-                    "{:<34} {:>10.3} {:>10.0} {:>8.3}{extra}",
+                    "{:<34} {:>10.3} {:>10.0} {:>8.3} {:>5} {:>7}{extra}",
                     m.kernel,
                     m.median_ms,
                     m.gb_per_s,
-                    m.ratio_to_copy
+                    m.ratio_to_copy,
+                    opt(m.registers),
+                    opt(m.local_bytes)
                 )
             }
             // a stdout that cannot be written ends the command
@@ -296,7 +339,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     }
     for (k, shape, dtype) in BENCH_SET {
         if a.kernel == "all" || a.kernel == *k {
-            emit(ops_bench(&gpu, k, shape, *dtype, a.reps, copy_gbs))?;
+            emit(ops_bench(&cuda, k, shape, *dtype, a.reps, copy_gbs))?;
         }
     }
     Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

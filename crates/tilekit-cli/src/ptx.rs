@@ -46,7 +46,7 @@ pub struct Args {
 /// let a = Args { kernel: "copy".into(), shape: "2147483647x1".into(), dtype: None,
 ///                target: "sm_90a".into(), ir: false };
 /// let text = generate(&a).unwrap(); // 2^31 - 1 elements: nothing is allocated for them
-/// assert!(text.starts_with("// grid [1, 67108864, 1]\n") && text.contains(".visible .entry copy("));
+/// assert!(text.starts_with("// grid [16777216, 1, 1]\n") && text.contains(".visible .entry copy("));
 /// ```
 pub fn generate(a: &Args) -> Result<String, CliError> {
     let shape = parse_shape(&a.shape)?;

@@ -7,6 +7,10 @@
 //!                                                            └──► GPU (PTX→JIT) ─► Args''
 //!   PASS iff every buffer of Args'' equals Args' (floats: same bits, or both NaN)
 //!        and the CPU reference (where given) accepts Args''
+//!
+//!   library ops (run::SELFTEST_CASES): check::Problem ──api call on backend::Interp──► y'
+//!                                                    └─api call on backend::Cuda───► y''
+//!   PASS iff y'' matches the CPU reference and y' (within the op's tolerance)
 //! ```
 
 use std::process::ExitCode;
@@ -15,6 +19,9 @@ use std::time::Instant;
 use tilekit_cuda::{Gpu, KernelCache};
 use tilekit_ir::interp::{self, Args as KArgs, HostBuffer};
 use tilekit_ir::{examples, Kernel, Lit, ScalarType};
+
+use tilekit_ops::backend::{Backend as _, Cuda, Interp};
+use tilekit_ops::check::{Op, Problem};
 
 use crate::rng::Rng;
 use crate::{outln, CliError};
@@ -188,21 +195,20 @@ fn compare(want: &KArgs, got: &KArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// One library op through the API on device tensors: the GPU's result against the CPU
+/// reference and against the interpreter's run of the same call; the kernel's registers,
+/// spills and build, and the median time of the API call (CUDA events).
 fn ops_case(
-    gpu: &Gpu,
+    cuda: &Cuda,
     kernel: &str,
     shape: &[i64],
     dtype: ScalarType,
     seed: u64,
 ) -> Result<String, String> {
-    use std::rc::Rc;
-    use tilekit_ops::exec::{with_executor, GpuExecutor};
-    let interp = tilekit_ops::run::launch_outcome(kernel, shape, dtype, seed)
-        .map_err(|e| format!("interpreter: {e}"))?;
-    let ex = Rc::new(GpuExecutor::new(gpu.clone()));
-    let g =
-        with_executor(ex.clone(), || tilekit_ops::run::launch_outcome(kernel, shape, dtype, seed))
-            .map_err(|e| format!("GPU: {e}"))?;
+    let op = Op::named(kernel).map_err(|e| e.to_string())?;
+    let p = Problem::new(op, shape, dtype, seed).map_err(|e| format!("inputs: {e}"))?;
+    let (interp, _) = p.run(&Interp).map_err(|e| format!("interpreter: {e}"))?;
+    let (g, xs) = p.run(cuda).map_err(|e| format!("GPU: {e}"))?;
     let c = g.compare();
     if !c.passed {
         return Err(format!("reference: {} mismatches, max abs {:.3e}", c.mismatches, c.max_abs));
@@ -214,15 +220,17 @@ fn ops_case(
             vs.mismatches, vs.max_abs
         ));
     }
-    let r = ex.take_records();
-    let rec = r.last().ok_or("no GPU launch was recorded")?;
+    let mut y = cuda.empty(p.output_dtype(), &p.output_shape()).map_err(|e| e.to_string())?;
+    let t = cuda.time(1, 3, |_| p.call_into(cuda, &xs, &mut y)).map_err(|e| format!("GPU: {e}"))?;
+    let (k, _) = tilekit_ops::check::plan(op, shape, dtype).map_err(|e| e.to_string())?;
+    let info = cuda.loaded(&k).map_err(|e| e.to_string())?;
     Ok(format!(
         "{} regs, {} B local; build {:.1} ms (JIT {:.1}); GPU {:.3} ms; max |GPU-interp| {:.1e}",
-        rec.registers,
-        rec.local_bytes,
-        rec.compile.total_ms,
-        rec.compile.jit.jit_ms,
-        rec.median_ms,
+        info.registers(),
+        info.local_bytes(),
+        info.compile.total_ms,
+        info.compile.jit.jit_ms,
+        t.median_ms(),
         vs.max_abs
     ))
 }
@@ -234,6 +242,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::NoGpu { command: "selftest".into(), reason: e.to_string() })?;
     outln!("selftest on {} ({}), seed {}", gpu.props().name, gpu.props().target(), a.seed)?;
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
+    let cuda = Cuda::new(gpu.clone());
     let mut failed = 0;
     let mut total = 0;
     for case in cases(a.seed)? {
@@ -287,7 +296,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         }
         total += 1;
         let started = Instant::now();
-        let result = ops_case(&gpu, kernel, shape, *dtype, a.seed.wrapping_add(i as u64));
+        let result = ops_case(&cuda, kernel, shape, *dtype, a.seed.wrapping_add(i as u64));
         let ms = started.elapsed().as_secs_f64() * 1e3;
         match result {
             Ok(info) => outln!("PASS {name:<28} {ms:8.1} ms  {info}")?,

@@ -133,6 +133,20 @@ fn coalesce(shape: &[i64], strides: &[&[i64]]) -> (Vec<i64>, Vec<Vec<i64>>) {
     (out_shape, out)
 }
 
+/// For a dim of `n` elements merged from whole rows: the row width `w` (a power of two from
+/// `tn` down to `tn / 4` dividing `n`) that views it as `n / w` rows of `w`, so that the
+/// kernels' `TM × tn` block tiles are full instead of one row high; `None` if none divides.
+fn split_rows(n: i64, tn: i64) -> Option<i64> {
+    let mut w = tn;
+    while w >= (tn / 4).max(1) {
+        if n > w && n % w == 0 {
+            return Some(w);
+        }
+        w /= 2;
+    }
+    None
+}
+
 fn grid_u32(op: &str, what: &str, n: i64) -> Result<u32> {
     u32::try_from(n).map_err(|_| OpsError::invalid(op, what, n, "must fit in u32"))
 }
@@ -216,6 +230,14 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
         shape.push(1);
         xs.push(1);
         ys.push(1);
+    }
+    if shape.len() == 1 {
+        // one run of elements: as rows of the tile's width, so blocks fill their tiles
+        if let Some(w) = split_rows(shape[0], crate::copy::tile(ty).1) {
+            shape = vec![shape[0] / w, w];
+            xs = vec![xs[0] * w, xs[0]];
+            ys = vec![ys[0] * w, ys[0]];
+        }
     }
     let r = shape.len();
     let unit_x = (0..r).rev().find(|&d| xs[d] == 1);
@@ -660,7 +682,11 @@ fn binary_into<
     // leading dims (each a 2-D slice at its own offset)
     let (s2, st2): (Vec<i64>, Vec<Vec<i64>>) = match s.len() {
         0 => (vec![1, 1], st.iter().map(|_| vec![0, 1]).collect()),
-        1 => (vec![1, s[0]], st.iter().map(|v| vec![0, v[0]]).collect()),
+        1 => match split_rows(s[0], crate::copy::tile(ty).1) {
+            // one run of elements: as rows of the tile's width, so blocks fill their tiles
+            Some(w) => (vec![s[0] / w, w], st.iter().map(|v| vec![v[0] * w, v[0]]).collect()),
+            None => (vec![1, s[0]], st.iter().map(|v| vec![0, v[0]]).collect()),
+        },
         r => (s[r - 2..].to_vec(), st.iter().map(|v| v[r - 2..].to_vec()).collect()),
     };
     let lead: Vec<i64> = if s.len() > 2 { s[..s.len() - 2].to_vec() } else { vec![] };

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 
 use tilekit_cuda::module::LaunchDims;
 use tilekit_cuda::tensor::DeviceTensor;
-use tilekit_cuda::{Gpu, KernelArgs, KernelCache};
+use tilekit_cuda::{CompileReport, Gpu, KernelArgs, KernelCache, Timing};
 use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::tensor::{Element, HostTensor, TensorLayout};
 use tilekit_ir::{ParamKind, ScalarType};
@@ -248,6 +248,196 @@ impl Backend for Interp {
     }
 }
 
+// ---------------------------------------------------------------------------------- record
+
+/// A tensor of the [`Record`] backend: a layout (and a base address for alignment checks),
+/// no data. Planning with it costs nothing however large the shape.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::backend::LayoutTensor;
+/// let t = LayoutTensor::contiguous(ScalarType::F32, &[1 << 20, 1 << 10]).unwrap(); // 4 GiB, not allocated
+/// assert_eq!(t.layout().numel(), 1 << 30);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayoutTensor {
+    layout: TensorLayout,
+    address: u64,
+}
+
+impl LayoutTensor {
+    /// A tensor of `layout` whose storage starts at byte `address`.
+    ///
+    /// ```
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// let l = TensorLayout::contiguous(ScalarType::F16, vec![4]).unwrap();
+    /// assert_eq!(tilekit_ops::backend::LayoutTensor::new(l, 256).address(), 256);
+    /// ```
+    pub fn new(layout: TensorLayout, address: u64) -> LayoutTensor {
+        LayoutTensor { layout, address }
+    }
+
+    /// A row-major tensor of `shape` at address 0 (aligned, as fresh allocations are).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let t = tilekit_ops::backend::LayoutTensor::contiguous(ScalarType::F32, &[2, 3]).unwrap();
+    /// assert_eq!(t.layout().strides(), &[3, 1]);
+    /// ```
+    pub fn contiguous(dtype: ScalarType, shape: &[i64]) -> Result<LayoutTensor> {
+        Ok(LayoutTensor::new(TensorLayout::contiguous(dtype, shape.to_vec())?, 0))
+    }
+
+    /// The layout.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let t = tilekit_ops::backend::LayoutTensor::contiguous(ScalarType::F32, &[5]).unwrap();
+    /// assert_eq!(t.layout().shape(), &[5]);
+    /// ```
+    pub fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+
+    /// The storage's byte address.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// assert_eq!(tilekit_ops::backend::LayoutTensor::contiguous(ScalarType::F32, &[5]).unwrap().address(), 0);
+    /// ```
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    /// The same storage seen through another layout (a permuted or broadcast view).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::backend::LayoutTensor;
+    /// let t = LayoutTensor::contiguous(ScalarType::F32, &[2, 3]).unwrap();
+    /// let v = t.with_layout(t.layout().transpose(0, 1).unwrap());
+    /// assert_eq!(v.layout().strides(), &[1, 3]);
+    /// ```
+    pub fn with_layout(&self, layout: TensorLayout) -> LayoutTensor {
+        LayoutTensor { layout, address: self.address }
+    }
+}
+
+impl TensorIn<Record> for LayoutTensor {
+    fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+    fn base_address(&self) -> u64 {
+        self.address
+    }
+    fn bind_in<'a>(&'a self, _: &Record) -> Result<()>
+    where
+        Record: 'a,
+    {
+        Ok(())
+    }
+}
+
+impl TensorOut<Record> for LayoutTensor {
+    fn bind_out<'a>(&'a mut self, _: &Record) -> Result<()>
+    where
+        Record: 'a,
+    {
+        Ok(())
+    }
+}
+
+/// One launch a [`Record`] backend saw: the kernel and its grid.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The kernel.
+    pub kernel: CompiledKernel,
+    /// The grid.
+    pub grid: [u32; 3],
+}
+
+/// A backend that runs nothing: every op plans, binds and checks its arguments as on any
+/// backend, and the launch is recorded instead of run. `tilekit ptx` prints what it records
+/// (the kernel and grid an op would launch for a shape, no data made); tests compare it with
+/// real launches; `tilekit bench launch` times the API's host work with it.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::{api, backend::{LayoutTensor, Record}};
+/// let rec = Record::new();
+/// let x = LayoutTensor::contiguous(ScalarType::F32, &[16384, 16384]).unwrap();
+/// let y = api::transpose(&rec, &x).unwrap();
+/// assert_eq!(y.layout().shape(), &[16384, 16384]);
+/// let l = rec.take();
+/// assert_eq!((l[0].kernel.kernel().name.as_str(), l[0].grid), ("transpose", [256, 256, 1]));
+/// ```
+#[derive(Debug, Default)]
+pub struct Record {
+    launches: std::cell::RefCell<Vec<Launch>>,
+}
+
+impl Record {
+    /// A recorder with nothing recorded.
+    ///
+    /// ```
+    /// assert!(tilekit_ops::backend::Record::new().take().is_empty());
+    /// ```
+    pub fn new() -> Record {
+        Record::default()
+    }
+
+    /// The launches recorded so far (drained).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::{api, backend::{LayoutTensor, Record}};
+    /// let rec = Record::new();
+    /// api::row_sum(&rec, &LayoutTensor::contiguous(ScalarType::F32, &[4, 100]).unwrap()).unwrap();
+    /// assert_eq!(rec.take().len(), 1);
+    /// assert!(rec.take().is_empty());
+    /// ```
+    pub fn take(&self) -> Vec<Launch> {
+        std::mem::take(&mut self.launches.borrow_mut())
+    }
+}
+
+impl Backend for Record {
+    type Tensor = LayoutTensor;
+    type In<'a> = ();
+    type Out<'a> = ();
+
+    fn name(&self) -> &'static str {
+        "record"
+    }
+
+    fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<LayoutTensor> {
+        LayoutTensor::contiguous(dtype, shape)
+    }
+
+    fn from_host(&self, t: &HostTensor) -> Result<LayoutTensor> {
+        Ok(LayoutTensor::new(t.layout().clone(), 0))
+    }
+
+    fn to_host(&self, t: &LayoutTensor) -> Result<HostTensor> {
+        Err(OpsError::invalid(
+            "record backend",
+            "to_host",
+            format!("a tensor of shape {:?}", t.layout.shape()),
+            "the record backend holds layouts, not data: run on Interp or Cuda to read results",
+        ))
+    }
+
+    fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {
+        b.finish()?;
+        self.launches.borrow_mut().push(Launch { kernel: kernel.clone(), grid });
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
 // ------------------------------------------------------------------------------------ CUDA
 
 fn cuda(e: tilekit_cuda::CudaError) -> OpsError {
@@ -259,6 +449,43 @@ fn cuda(e: tilekit_cuda::CudaError) -> OpsError {
 struct Loaded {
     kernel: Arc<tilekit_cuda::Kernel>,
     dynamic_smem: u32,
+    report: Arc<CompileReport>,
+}
+
+/// What the driver reports about a kernel loaded on a [`Cuda`] device, and how it was built
+/// (for `tilekit bench` and `selftest`).
+#[derive(Debug, Clone)]
+pub struct LoadedKernel {
+    /// The loaded kernel: launch it with [`Gpu::launch`] (a raw launch, no checks of ours).
+    pub kernel: Arc<tilekit_cuda::Kernel>,
+    /// Dynamic shared memory per block its launches need, in bytes.
+    pub dynamic_smem: u32,
+    /// How it was built the first time this device loaded it (PTX, cache, JIT, load).
+    pub compile: Arc<CompileReport>,
+}
+
+impl LoadedKernel {
+    /// Registers per thread.
+    pub fn registers(&self) -> i32 {
+        self.kernel.registers
+    }
+    /// Local memory per thread in bytes (spills and stack).
+    pub fn local_bytes(&self) -> i32 {
+        self.kernel.local_bytes
+    }
+}
+
+/// A launch made ready once (kernel loaded, arguments converted): [`Cuda::launch_prepared`]
+/// replays it with nothing but the driver call. How `tilekit bench launch` measures the
+/// driver's own cost beside the API's.
+#[derive(Debug, Clone)]
+pub struct PreparedLaunch {
+    /// The loaded kernel.
+    pub kernel: Arc<tilekit_cuda::Kernel>,
+    /// Grid, block and dynamic shared memory.
+    pub dims: LaunchDims,
+    /// The argument slots.
+    pub args: KernelArgs,
 }
 
 /// A device pointer bound to a launch, with the device it belongs to.
@@ -371,11 +598,12 @@ impl Cuda {
         if let Some(l) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&k.id()) {
             return Ok(l.clone());
         }
-        let (loaded, _report) = self.gpu.compile(k.kernel(), self.disk.as_deref()).map_err(cuda)?;
+        let (loaded, report) = self.gpu.compile(k.kernel(), self.disk.as_deref()).map_err(cuda)?;
         let smem = tilekit_ptx::emit::shared_layout(k.kernel());
         let l = Loaded {
             kernel: Arc::new(loaded),
             dynamic_smem: if smem.dynamic { smem.total as u32 } else { 0 },
+            report: Arc::new(report),
         };
         let mut m = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         Ok(m.entry(k.id()).or_insert(l).clone())
@@ -393,6 +621,132 @@ impl Cuda {
     /// ```
     pub fn prepare(&self, k: &CompiledKernel) -> Result<()> {
         self.load(k).map(|_| ())
+    }
+
+    /// The kernel `k` as loaded on this device (compiled and loaded now if it was not yet):
+    /// registers, spills, how it was built.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     let k = tilekit_ops::compiled::CompiledKernel::new(tilekit_ops::copy::build(ScalarType::F32, 4, 4).unwrap());
+    ///     let info = cuda.loaded(&k).unwrap();
+    ///     assert!(info.registers() > 0);
+    /// }
+    /// ```
+    pub fn loaded(&self, k: &CompiledKernel) -> Result<LoadedKernel> {
+        let l = self.load(k)?;
+        Ok(LoadedKernel { kernel: l.kernel, dynamic_smem: l.dynamic_smem, compile: l.report })
+    }
+
+    /// Converts bound arguments into a [`PreparedLaunch`] of `kernel` over `grid` (loading the
+    /// kernel), without launching.
+    ///
+    /// ```
+    /// use tilekit_ir::{tensor::HostTensor, ScalarType};
+    /// use tilekit_ops::{backend::{Backend, Cuda}, bind::Bindings, compiled::CompiledKernel, copy};
+    /// if let Ok(cuda) = Cuda::open(0) {
+    ///     let k = CompiledKernel::new(copy::build(ScalarType::F32, 4, 4).unwrap());
+    ///     let x = cuda.from_host(&HostTensor::from_slice(&[1.0f32; 8], &[1, 2, 4]).unwrap()).unwrap();
+    ///     let mut y = cuda.empty(ScalarType::F32, &[1, 2, 4]).unwrap();
+    ///     let b = Bindings::new(&k).input("x", &x, &cuda).unwrap().output("y", &mut y, &cuda).unwrap();
+    ///     let p = cuda.prepare_launch(&k, [1, 1, 1], b).unwrap();
+    ///     cuda.launch_prepared(&p).unwrap();
+    ///     assert_eq!(cuda.to_host(&y).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 8]);
+    /// }
+    /// ```
+    pub fn prepare_launch(
+        &self,
+        kernel: &CompiledKernel,
+        grid: [u32; 3],
+        b: Bindings<'_, Self>,
+    ) -> Result<PreparedLaunch> {
+        let loaded = self.load(kernel)?;
+        let ir = kernel.kernel();
+        let slots = b.finish()?;
+        let mut args = KernelArgs::new();
+        for (s, p) in slots.into_iter().zip(&ir.params) {
+            match s {
+                Slot::In { mem, offset, elem } | Slot::Out { mem, offset, elem } => {
+                    args.ptr(mem.ptr + offset as u64 * elem.size_bytes() as u64);
+                }
+                Slot::Int(v) => match p.kind {
+                    ParamKind::Scalar(ScalarType::I64) => {
+                        args.i64(v);
+                    }
+                    _ => {
+                        args.u32(v as u32);
+                    }
+                },
+                Slot::Scalar(l) => {
+                    args.i64(l.bits() as i64);
+                }
+            }
+        }
+        let [x, y, z] = ir.block_dim;
+        let dims = LaunchDims {
+            grid: (grid[0], grid[1], grid[2]),
+            block: (x, y, z),
+            dynamic_smem: loaded.dynamic_smem,
+        };
+        Ok(PreparedLaunch { kernel: loaded.kernel, dims, args })
+    }
+
+    /// Launches a [`PreparedLaunch`] on this backend's stream: the driver call alone.
+    pub fn launch_prepared(&self, p: &PreparedLaunch) -> Result<()> {
+        self.gpu.launch(&p.kernel, p.dims, &p.args).map_err(cuda)
+    }
+
+    /// Times `f` on this backend's stream with CUDA events: `warmup` calls, then `reps` calls
+    /// each between two events (one synchronisation at the end); `f` gets the call number.
+    /// How `tilekit bench` and `selftest` time API calls.
+    ///
+    /// ```
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     let t = cuda.time(1, 3, |_| Ok(())).unwrap();
+    ///     assert_eq!(t.runs_ms.len(), 3);
+    /// }
+    /// ```
+    pub fn time(
+        &self,
+        warmup: usize,
+        reps: usize,
+        mut f: impl FnMut(usize) -> Result<()>,
+    ) -> Result<Timing> {
+        use tilekit_cuda::cudarc::driver::sys::CUevent_flags;
+        if reps == 0 {
+            return Err(OpsError::invalid("timing", "reps", 0, "at least one timed repetition"));
+        }
+        for i in 0..warmup {
+            f(i)?;
+        }
+        let ev = |what: &str, e: tilekit_cuda::cudarc::driver::DriverError| {
+            OpsError::Gpu(format!("{what}: {e}"))
+        };
+        let mut events = Vec::with_capacity(2 * reps);
+        for _ in 0..2 * reps {
+            events.push(
+                self.gpu
+                    .context()
+                    .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(|e| ev("cuEventCreate", e))?,
+            );
+        }
+        for i in 0..reps {
+            events[2 * i].record(self.gpu.stream()).map_err(|e| ev("cuEventRecord", e))?;
+            f(warmup + i)?;
+            events[2 * i + 1].record(self.gpu.stream()).map_err(|e| ev("cuEventRecord", e))?;
+        }
+        self.synchronize_stream()?;
+        let mut runs_ms = Vec::with_capacity(reps);
+        for i in 0..reps {
+            runs_ms.push(
+                events[2 * i]
+                    .elapsed_ms(&events[2 * i + 1])
+                    .map_err(|e| ev("cuEventElapsedTime", e))?,
+            );
+        }
+        Ok(Timing { runs_ms })
     }
 
     fn check_device(&self, t: &DeviceTensor) -> Result<()> {
@@ -456,35 +810,8 @@ impl Backend for Cuda {
     }
 
     fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {
-        let loaded = self.load(kernel)?;
-        let ir = kernel.kernel();
-        let slots = b.finish()?;
-        let mut args = KernelArgs::new();
-        for (s, p) in slots.into_iter().zip(&ir.params) {
-            match s {
-                Slot::In { mem, offset, elem } | Slot::Out { mem, offset, elem } => {
-                    args.ptr(mem.ptr + offset as u64 * elem.size_bytes() as u64);
-                }
-                Slot::Int(v) => match p.kind {
-                    ParamKind::Scalar(ScalarType::I64) => {
-                        args.i64(v);
-                    }
-                    _ => {
-                        args.u32(v as u32);
-                    }
-                },
-                Slot::Scalar(l) => {
-                    args.i64(l.bits() as i64);
-                }
-            }
-        }
-        let [x, y, z] = ir.block_dim;
-        let dims = LaunchDims {
-            grid: (grid[0], grid[1], grid[2]),
-            block: (x, y, z),
-            dynamic_smem: loaded.dynamic_smem,
-        };
-        self.gpu.launch(&loaded.kernel, dims, &args).map_err(cuda)
+        let p = self.prepare_launch(kernel, grid, b)?;
+        self.launch_prepared(&p)
     }
 
     fn synchronize(&self) -> Result<()> {

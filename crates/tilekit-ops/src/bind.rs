@@ -188,9 +188,9 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         &self.kernel.kernel().name
     }
 
-    fn tensor_info(&self, name: &str) -> Result<TensorParamInfo> {
+    fn tensor_info(&self, name: &str) -> Result<&'a TensorParamInfo> {
         let k = self.kernel.kernel();
-        k.tensors.iter().find(|t| t.name == name).cloned().ok_or_else(|| {
+        k.tensors.iter().find(|t| t.name == name).ok_or_else(|| {
             let names: Vec<&str> = k.tensors.iter().map(|t| t.name.as_str()).collect();
             bind_error(
                 &k.name,
@@ -229,9 +229,9 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
     pub fn input<T: TensorIn<B> + ?Sized>(mut self, name: &str, t: &'a T, b: &B) -> Result<Self> {
         let info = self.tensor_info(name)?;
         let layout = t.layout();
-        check_tensor(self.name(), &info, self.index_type(&info), layout, t.base_address())?;
+        check_tensor(self.name(), info, self.index_type(info), layout, t.base_address())?;
         let mem = t.bind_in(b)?;
-        self.put_dims(&info, layout);
+        self.put_dims(info, layout);
         self.slots[info.ptr_param] =
             Some(Slot::In { mem, offset: layout.offset(), elem: layout.dtype() });
         Ok(self)
@@ -254,12 +254,13 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         b: &B,
     ) -> Result<Self> {
         let info = self.tensor_info(name)?;
-        let layout = t.layout().clone();
-        check_tensor(self.name(), &info, self.index_type(&info), &layout, t.base_address())?;
+        let layout = t.layout();
+        check_tensor(self.name(), info, self.index_type(info), layout, t.base_address())?;
+        // lengths and strides first: the layout is borrowed from `t`, which binds mutably next
+        self.put_dims(info, layout);
+        let (offset, elem) = (layout.offset(), layout.dtype());
         let mem = t.bind_out(b)?;
-        self.put_dims(&info, &layout);
-        self.slots[info.ptr_param] =
-            Some(Slot::Out { mem, offset: layout.offset(), elem: layout.dtype() });
+        self.slots[info.ptr_param] = Some(Slot::Out { mem, offset, elem });
         Ok(self)
     }
 
@@ -343,10 +344,11 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         min_elems: i64,
         b: &B,
     ) -> Result<Self> {
-        let layout = t.layout().clone();
-        let i = self.ptr_param(name, &layout, min_elems)?;
+        let layout = t.layout();
+        let i = self.ptr_param(name, layout, min_elems)?;
+        let (offset, elem) = (layout.offset(), layout.dtype());
         let mem = t.bind_out(b)?;
-        self.slots[i] = Some(Slot::Out { mem, offset: layout.offset(), elem: layout.dtype() });
+        self.slots[i] = Some(Slot::Out { mem, offset, elem });
         Ok(self)
     }
 

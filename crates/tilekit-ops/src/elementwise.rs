@@ -12,17 +12,17 @@
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
-//! use tilekit_ops::elementwise::{launch, Binary, Broadcast};
-//! assert!(launch(Binary::Add, Broadcast::Row, &[5, 9], ScalarType::F16, 1).unwrap().compare().passed);
+//! use tilekit_ops::{backend::Interp, check::{check, Op}, elementwise::{Binary, Broadcast}};
+//! let o = check(&Interp, Op::Elementwise(Binary::Add, Broadcast::Row), &[5, 9], ScalarType::F16, 1);
+//! assert!(o.unwrap().compare().passed);
 //! ```
 
-use tilekit_ir::interp::Args;
 use tilekit_ir::{Axis, BinOp, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::Idx;
 
 use crate::dist;
-use crate::error::{OpsError, Result};
-use crate::host::{self, Outcome};
+use crate::error::Result;
+use crate::host;
 use crate::tile::{View, Window};
 
 /// The operation.
@@ -62,7 +62,12 @@ impl Binary {
         }
     }
 
-    fn apply(self, a: f64, b: f64) -> f64 {
+    /// The op on two `f64`s: the CPU reference.
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ops::elementwise::Binary::Max.apply(1.0, -2.0), 1.0);
+    /// ```
+    pub fn apply(self, a: f64, b: f64) -> f64 {
         match self {
             Binary::Add => a + b,
             Binary::Mul => a * b,
@@ -102,7 +107,14 @@ impl Broadcast {
         }
     }
 
-    fn len(self, m: i64, n: i64) -> i64 {
+    /// Elements of `b` for an `m × n` problem.
+    ///
+    /// ```
+    /// use tilekit_ops::elementwise::Broadcast;
+    /// assert_eq!((Broadcast::None.len(4, 6), Broadcast::Row.len(4, 6), Broadcast::Col.len(4, 6)), (24, 6, 4));
+    /// ```
+    #[allow(clippy::len_without_is_empty)] // a count for a problem size, not a container
+    pub fn len(self, m: i64, n: i64) -> i64 {
         match self {
             Broadcast::None => m.saturating_mul(n), // shapes are checked before
             Broadcast::Row => n,
@@ -138,80 +150,4 @@ pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
     let z = x.zip_map(&b, &y, |b, p, q| Ok(b.binary(op.op(), p, q)?))?.cast(&b, ty)?;
     win(&c, va)?.store(&b, &z)?;
     Ok(b.finish()?)
-}
-
-/// The kernel and grid of `c = a ∘ b` on `M × N` (b broadcast as asked) — what [`launch`]
-/// runs, built without any data (`tilekit ptx`).
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// use tilekit_ops::elementwise::{plan, Binary, Broadcast};
-/// let (k, grid) = plan(Binary::Add, Broadcast::Row, &[1000, 777], ScalarType::F32).unwrap();
-/// assert_eq!((k.name.as_str(), grid), ("add", [7, 32, 1]));
-/// ```
-pub fn plan(
-    op: Binary,
-    bc: Broadcast,
-    shape: &[i64],
-    ty: ScalarType,
-) -> Result<(Kernel, [u32; 3])> {
-    host::check_shape(op.name(), shape, 2)?;
-    let (m, n) = (shape[0], shape[1]);
-    let va = host::vector_for(ty, &[n]);
-    let vb = if bc == Broadcast::Col { 1 } else { va };
-    let k = build(op, ty, va, vb)?;
-    let (tm, tn) = crate::copy::tile(ty);
-    Ok((k, [host::blocks(n, tn)?, host::blocks(m, tm)?, 1]))
-}
-
-/// Runs `c = a ∘ b` on random `M × N` data (b broadcast as asked) on the interpreter; the
-/// reference is the `f64` result rounded to the type (exact comparison).
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// use tilekit_ops::elementwise::{launch, Binary, Broadcast};
-/// assert!(launch(Binary::Max, Broadcast::Col, &[7, 5], ScalarType::F32, 2).unwrap().compare().passed);
-/// ```
-pub fn launch(
-    op: Binary,
-    bc: Broadcast,
-    shape: &[i64],
-    ty: ScalarType,
-    seed: u64,
-) -> Result<Outcome> {
-    let (k, grid) = plan(op, bc, shape, ty)?;
-    let (m, n) = (shape[0], shape[1]);
-    let len = (m * n) as u64;
-    let c_bytes = host::bytes(ty, len)?;
-    host::check_memory(
-        &host::context(op.name(), shape, ty),
-        &[
-            ("a", c_bytes),
-            ("b", host::bytes(ty, bc.len(m, n) as u64)?),
-            ("c", c_bytes),
-            ("reference", c_bytes),
-            ("race map", host::race_map_bytes(len)),
-        ],
-    )?;
-    let a = host::random(ty, len as usize, seed)?;
-    let b = host::random(ty, bc.len(m, n) as usize, seed.wrapping_add(1))?;
-    let bs = bc.strides(m, n);
-    let want = host::fill_with(ty, len as usize, |i| {
-        let i = i as i64;
-        let bi = ((i / n) * bs[0] + (i % n) * bs[1]) as usize;
-        host::round_bits(ty, op.apply(host::value(&a, i as usize), host::value(&b, bi)))
-    })?;
-    let mut args = Args::new();
-    args.tensor(a, &[m, n], &[n, 1]).tensor(b, &[m, n], &bs);
-    args.tensor(host::poisoned(ty, len as usize)?, &[m, n], &[n, 1]);
-    let (buf, elapsed) = host::launch(&k, grid, args, 10)?;
-    if buf.len() != want.len() {
-        return Err(OpsError::invalid(
-            op.name(),
-            "output",
-            buf.len(),
-            "one element per input element",
-        ));
-    }
-    Ok(Outcome { instructions: k.instruction_count(), got: buf, want, tolerance: 0.0, elapsed })
 }

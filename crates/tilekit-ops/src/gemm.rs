@@ -20,16 +20,16 @@
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
-//! assert!(tilekit_ops::gemm::launch(&[64, 64, 32], ScalarType::F16, 1).unwrap().compare().passed);
+//! use tilekit_ops::{backend::Interp, check::{check, Op}};
+//! assert!(check(&Interp, Op::Gemm, &[64, 64, 32], ScalarType::F16, 1).unwrap().compare().passed);
 //! ```
 
-use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::{Idx, TensorDescriptor};
 
 use crate::dist;
 use crate::error::{OpsError, Result};
-use crate::host::{self, Outcome, Values};
+use crate::host::{self, Values};
 use crate::tile::{DTile, View, Window};
 
 /// Block tile `(BM, BN, BK)`.
@@ -169,77 +169,10 @@ pub fn reference<A: Values + ?Sized, B: Values + ?Sized>(
     Ok(c)
 }
 
-/// Runs the GEMM for `shape = [M, N, K]` on random data on the interpreter, against the `f64`
-/// product. The inputs are exact in f32, so the error is the accumulation's: it grows with K
-/// (tensor cores add in f32 with their own rounding), hence a tolerance of
-/// `max(1e-4, 1e-6·K) · max(|c|, 1)` — 1e-4 up to K = 100, 1e-3 at K = 1000.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// assert!(tilekit_ops::gemm::launch(&[64, 60, 32], ScalarType::F16, 1).is_err()); // N not a multiple of 64
-/// assert!(tilekit_ops::gemm::launch(&[64, 64], ScalarType::F16, 1).is_err()); // not [M, N, K]
-/// ```
-pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
-    let (kernel, grid) = plan(shape, ty)?;
-    let (m, n, k) = (shape[0], shape[1], shape[2]);
-    let (mk, kn, mn) = ((m * k) as u64, (k * n) as u64, (m * n) as u64);
-    host::check_memory(
-        &host::context("gemm", shape, ty),
-        &[
-            ("a", host::bytes(ty, mk)?),
-            ("b", host::bytes(ty, kn)?),
-            ("c", host::bytes(ScalarType::F32, mn)?),
-            ("reference", host::bytes(ScalarType::F64, mn)?.saturating_mul(2)),
-            ("race map", host::race_map_bytes(mn)),
-        ],
-    )?;
-    let a = host::random(ty, mk as usize, seed)?;
-    let b = host::random(ty, kn as usize, seed.wrapping_add(1))?;
-    let want = HostBuffer::from_f64(&reference(&a, &b, m as usize, n as usize, k as usize)?);
-    let mut args = Args::new();
-    args.tensor(a, &[m, k], &[k, 1]).tensor(b, &[k, n], &[n, 1]);
-    args.tensor(host::poisoned(ScalarType::F32, mn as usize)?, &[m, n], &[n, 1]);
-    let (buf, elapsed) = host::launch(&kernel, grid, args, 10)?;
-    Ok(Outcome {
-        instructions: kernel.instruction_count(),
-        got: buf,
-        want,
-        tolerance: gemm_tolerance(k),
-        elapsed,
-    })
-}
-
-/// The kernel and grid of the GEMM for `shape = [M, N, K]` — what [`launch`] runs, built
-/// without any data (`tilekit ptx`): one block per 64 × 64 tile of C.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// let (k, grid) = tilekit_ops::gemm::plan(&[2048, 1024, 512], ScalarType::F16).unwrap();
-/// assert_eq!((k.name.as_str(), grid), ("gemm", [16, 32, 1]));
-/// assert!(tilekit_ops::gemm::plan(&[64, 60, 32], ScalarType::F16).is_err()); // N not a multiple of 64
-/// ```
-pub fn plan(shape: &[i64], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
-    // [M, N, K] is not a tensor: each operand (A: M×K, B: K×N, C: M×N) must fit an index
-    let [m, n, k] = <[i64; 3]>::try_from(shape)
-        .map_err(|_| OpsError::invalid("gemm", "shape", format!("{shape:?}"), "[M, N, K]"))?;
-    host::check_shape("gemm A (M×K)", &[m, k], 2)?;
-    host::check_shape("gemm B (K×N)", &[k, n], 2)?;
-    host::check_shape("gemm C (M×N)", &[m, n], 2)?;
-    let (bm, bn, bk) = TILE;
-    for (name, v, t) in [("M", m, bm), ("N", n, bn), ("K", k, bk)] {
-        if v % t != 0 {
-            return Err(OpsError::invalid(
-                "gemm",
-                name,
-                v,
-                format!("must be a multiple of {t} (no edge tiles yet)"),
-            ));
-        }
-    }
-    Ok((build(ty)?, [host::blocks(n, bn)?, host::blocks(m, bm)?, 1]))
-}
-
-/// The GEMM's check tolerance for depth `k` (see [`launch`]).
+/// The GEMM's check tolerance for depth `k`, against the `f64` product. The random inputs are
+/// exact in f32, so the error is the accumulation's: it grows with K (tensor cores add in f32
+/// with their own rounding), hence `max(1e-4, 1e-6·K) · max(|c|, 1)` — 1e-4 up to K = 100,
+/// 1e-3 at K = 1000.
 ///
 /// ```
 /// assert_eq!(tilekit_ops::gemm::gemm_tolerance(64), 1e-4);

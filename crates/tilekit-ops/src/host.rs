@@ -616,26 +616,6 @@ impl Outcome {
     }
 }
 
-/// Runs `kernel` on the current executor (the interpreter unless a scope chose a GPU, see
-/// [`crate::exec`]), timing it; returns the buffer at argument `out`.
-///
-/// ```
-/// use tilekit_ir::{examples, ScalarType, interp::{Args, HostBuffer}};
-/// let k = examples::copy(ScalarType::F32, 4, 64).unwrap();
-/// let mut args = Args::new();
-/// args.buffer(HostBuffer::from_f32(&[1.0, 2.0])).buffer(HostBuffer::from_f32(&[0.0; 2])).int(2);
-/// let (y, _) = tilekit_ops::host::launch(&k, [1, 1, 1], args, 1).unwrap();
-/// assert_eq!(y.to_f32(), Some(vec![1.0, 2.0]));
-/// ```
-pub fn launch(
-    kernel: &tilekit_ir::Kernel,
-    grid: [u32; 3],
-    args: tilekit_ir::interp::Args,
-    out: usize,
-) -> Result<(HostBuffer, std::time::Duration)> {
-    crate::exec::run_current(kernel, grid, args, out)
-}
-
 /// Row-major strides of `shape`.
 ///
 /// ```

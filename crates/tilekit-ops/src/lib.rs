@@ -10,8 +10,11 @@
 //!   dist     the distributions the kernels use (encodings)
 //!   host     random data, dtypes, vector-width choice, comparison
 //!   copy  transpose (+ permute)  morton  reduce (+ softmax)  elementwise  gemm
-//!            each: config → builder function → Kernel; CPU reference; launch on the interpreter
-//!   run      `tilekit run`: build, run, check, report
+//!            each: config → builder function → Kernel; CPU reference
+//!   compiled  bind  backend  api   kernels built once, arguments bound by name, backends
+//!            (Interp, Cuda, Record), every op as a function on tensors
+//!   check    random problems of the ops through the API, against the CPU references
+//!   run      `tilekit run`: check one op on a backend, report
 //! ```
 //!
 //! ```
@@ -24,12 +27,12 @@
 pub mod api;
 pub mod backend;
 pub mod bind;
+pub mod check;
 pub mod compiled;
 pub mod copy;
 pub mod dist;
 pub mod elementwise;
 pub mod error;
-pub mod exec;
 pub mod gemm;
 pub mod host;
 pub mod morton;

@@ -19,17 +19,18 @@
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
-//! assert!(tilekit_ops::morton::launch(&[10, 13], 8, false, ScalarType::F32, 1).unwrap().compare().passed);
+//! use tilekit_ops::{backend::Interp, check::{check, Op}};
+//! let o = check(&Interp, Op::Morton { tile: 8, inverse: false }, &[10, 13], ScalarType::F32, 1);
+//! assert!(o.unwrap().compare().passed);
 //! ```
 
-use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::swizzle::TiledMorton;
 use tilekit_layout::Idx;
 
 use crate::dist;
 use crate::error::Result;
-use crate::host::{self, Outcome};
+use crate::host;
 use crate::tile::{View, Window};
 
 /// `swizzle` (image → storage, `inverse = false`) or `unswizzle` for an `h × w` image of `ty`
@@ -131,80 +132,4 @@ pub fn build_storage_order(ty: ScalarType, h: i64, w: i64, t: i64) -> Result<Ker
     let regs = Window::new(&b, &iv, &[1, tpb, t2], &origin, &d)?.load(&b)?;
     Window::new(&b, &sv, &[1, tpb, t2], &origin, &d)?.store(&b, &regs)?;
     Ok(b.finish()?)
-}
-
-/// The kernel and grid of the swizzle (or its inverse) of an `H × W` image in `t × t` tiles —
-/// what [`launch`] runs, built without any data (`tilekit ptx`).
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// let (k, grid) = tilekit_ops::morton::plan(&[64, 64], 8, false, ScalarType::F32).unwrap();
-/// assert_eq!((k.name.as_str(), grid), ("morton_swizzle", [1, 8, 1]));
-/// assert!(tilekit_ops::morton::plan(&[64], 8, false, ScalarType::F32).is_err());
-/// ```
-pub fn plan(shape: &[i64], t: i64, inverse: bool, ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
-    host::check_shape("morton", shape, 2)?;
-    let (h, w) = (shape[0], shape[1]);
-    let geo = TiledMorton::new(h, w, t)?;
-    let k = build(ty, h, w, t, inverse)?;
-    let (tm, tn) = crate::copy::tile(ty);
-    let rows = |n: i64| {
-        u32::try_from(n).map_err(|_| {
-            crate::error::OpsError::invalid("morton", "tile rows", n, "must fit in u32")
-        })
-    };
-    let grid = if inverse {
-        [host::blocks(geo.tiles_w() * t, tn)?, host::blocks(geo.tiles_h() * t, tm)?, 1]
-    } else {
-        [host::blocks(geo.tiles_w(), tiles_per_block(ty, t))?, rows(geo.tiles_h())?, 1]
-    };
-    Ok((k, grid))
-}
-
-/// Runs the swizzle (or its inverse) on a random `H × W` image on the interpreter; the
-/// reference moves each element to [`TiledMorton::offset`] (what [`TiledMorton::swizzle`] with
-/// fill 0 does, or [`TiledMorton::unswizzle`]), element bits copied, no `f64` copies.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// assert!(tilekit_ops::morton::launch(&[9, 17], 4, true, ScalarType::BF16, 3).unwrap().compare().passed);
-/// ```
-pub fn launch(shape: &[i64], t: i64, inverse: bool, ty: ScalarType, seed: u64) -> Result<Outcome> {
-    let (k, grid) = plan(shape, t, inverse, ty)?;
-    let (h, w) = (shape[0], shape[1]);
-    let geo = TiledMorton::new(h, w, t)?;
-    let (hw, storage) = (h as u64 * w as u64, geo.storage_len() as u64);
-    let (input, output) = if inverse { (storage, hw) } else { (hw, storage) };
-    host::check_memory(
-        &host::context(if inverse { "unmorton" } else { "morton" }, shape, ty),
-        &[
-            ("input", host::bytes(ty, input)?),
-            ("output", host::bytes(ty, output)?),
-            ("reference", host::bytes(ty, output)?),
-            ("race map", host::race_map_bytes(output)),
-        ],
-    )?;
-    let mut args = Args::new();
-    // the reference moves element bits through TiledMorton::offset (padding stays 0.0)
-    let (want, out) = if inverse {
-        let s = host::random(ty, storage as usize, seed)?;
-        let want = host::fill_with(ty, hw as usize, |i| {
-            let i = i as i64;
-            s.bits(geo.offset(i / w, i % w) as usize)
-        })?;
-        args.tensor(host::poisoned(ty, hw as usize)?, &[h, w], &[w, 1]).buffer(s);
-        (want, 0)
-    } else {
-        let img = host::random(ty, hw as usize, seed)?;
-        let mut want = HostBuffer::try_zeroed(ty, storage as usize)?;
-        for r in 0..h {
-            for c in 0..w {
-                want.set_bits(geo.offset(r, c) as usize, img.bits((r * w + c) as usize));
-            }
-        }
-        args.tensor(img, &[h, w], &[w, 1]).buffer(host::poisoned(ty, storage as usize)?);
-        (want, 5)
-    };
-    let (buf, elapsed) = host::launch(&k, grid, args, out)?;
-    Ok(Outcome { instructions: k.instruction_count(), got: buf, want, tolerance: 0.0, elapsed })
 }

@@ -21,23 +21,24 @@
 //!     Window(row, c0).store(cast(exp2((x − M)·log2 e) · (1/S)))   masked tail
 //! ```
 //!
-//! [`plan`] picks the register kernel when the row fits ([`softmax_kernel`]): it reads the row
+//! [`softmax_kernel`] (which `api::softmax` uses) picks the register kernel when the row fits ([`softmax_kernel`]): it reads the row
 //! once; the online kernel reads it twice but takes rows of any length in a fixed number of
 //! registers.
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
-//! use tilekit_ops::reduce::{launch, Reduction};
-//! assert!(launch(Reduction::Sum, &[3, 1000], ScalarType::F32, 1).unwrap().compare().passed);
+//! use tilekit_ops::{backend::Interp, check::{check, Op}, reduce::Reduction};
+//! let o = check(&Interp, Op::Reduce(Reduction::Sum), &[3, 1000], ScalarType::F32, 1).unwrap();
+//! assert!(o.compare().passed);
 //! ```
 
-use tilekit_ir::interp::{Args, HostBuffer};
+use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Lit, ScalarType, UnOp, Val};
 use tilekit_layout::Idx;
 
 use crate::dist;
 use crate::error::{OpsError, Result};
-use crate::host::{self, Outcome};
+use crate::host;
 use crate::tile::{block_reduce, View, Window};
 
 /// Threads per block.
@@ -422,86 +423,4 @@ pub fn reference(
             }
         }),
     }
-}
-
-/// Runs a reduction or softmax on a random `M × N` input on the interpreter. Tolerance: exact
-/// for max; sums 1e-4 · max(|sum|, 1) (f32 order of summation); softmax 1e-5 for f32, one bf16 ulp
-/// (2⁻⁸) for bf16.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// use tilekit_ops::reduce::{launch, Reduction};
-/// assert!(launch(Reduction::Softmax, &[2, 300], ScalarType::BF16, 4).unwrap().compare().passed);
-/// ```
-pub fn launch(r: Reduction, shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
-    let (k, grid) = plan(r, shape, ty)?;
-    let (m, n) = (shape[0], shape[1]);
-    let len = (m * n) as u64;
-    let x_bytes = host::bytes(ty, len)?;
-    let (out_ty, out_len, want_bytes) = match r {
-        Reduction::Softmax => (ty, len, x_bytes),
-        _ => (ScalarType::F32, m as u64, host::bytes(ScalarType::F64, m as u64)?),
-    };
-    host::check_memory(
-        &host::context(r.name(), shape, ty),
-        &[
-            ("x", x_bytes),
-            ("y", host::bytes(out_ty, out_len)?),
-            ("reference", want_bytes),
-            ("race map", host::race_map_bytes(out_len)),
-        ],
-    )?;
-    let x = host::random(ty, len as usize, seed)?;
-    let want = reference(r, &x, m as usize, n as usize, ty)?;
-    let mut args = Args::new();
-    let tol = match r {
-        Reduction::Softmax => {
-            let y = host::poisoned(ty, len as usize)?;
-            args.tensor(x, &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
-            if ty == ScalarType::F32 {
-                1e-5
-            } else {
-                1.0 / 256.0
-            }
-        }
-        _ => {
-            let y = host::poisoned(ScalarType::F32, m as usize)?;
-            args.tensor(x, &[m, n], &[n, 1]).tensor(y, &[m], &[1]);
-            if r == Reduction::Max {
-                0.0
-            } else {
-                1e-4
-            }
-        }
-    };
-    let (buf, elapsed) = host::launch(&k, grid, args, 5)?;
-    Ok(Outcome { instructions: k.instruction_count(), got: buf, want, tolerance: tol, elapsed })
-}
-
-/// The kernel and grid of a reduction or softmax of an `M × N` input — what [`launch`] runs,
-/// built without any data (`tilekit ptx`): one block per row.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// use tilekit_ops::reduce::{plan, Reduction};
-/// let (k, grid) = plan(Reduction::Softmax, &[4096, 16384], ScalarType::BF16).unwrap();
-/// assert_eq!((k.name.as_str(), grid), ("softmax", [4096, 1, 1]));
-/// let (k, _) = plan(Reduction::Softmax, &[4, 16385], ScalarType::F32).unwrap(); // row too long
-/// assert_eq!(k.name, "softmax_online"); // for registers: the online kernel
-/// assert!(plan(Reduction::Softmax, &[4, 0], ScalarType::F32).is_err());
-/// ```
-pub fn plan(r: Reduction, shape: &[i64], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
-    host::check_shape(r.name(), shape, 2)?;
-    let (m, n) = (shape[0], shape[1]);
-    let vx = host::vector_for(ty, &[n]);
-    let k = match r {
-        Reduction::Softmax => softmax_kernel(ty, n, vx)?,
-        _ => build_reduce(r, ty, vx)?,
-    };
-    let grid = [
-        u32::try_from(m).map_err(|_| OpsError::invalid(r.name(), "rows", m, "must fit in u32"))?,
-        1,
-        1,
-    ];
-    Ok((k, grid))
 }

@@ -2,9 +2,10 @@
 //! backend, check it against its CPU reference and report.
 //!
 //! ```text
-//!   name + shape + dtype ──► kernel module's launch (build → interpreter → reference)
-//!                        ──► RunReport: instructions, elapsed, max |Δ|, max rel, pass/fail
-//!   backend gpu          ──► the same, inside an exec::GpuExecutor scope (PTX → JIT → launch)
+//!   name + shape + dtype ──► check::Problem (random inputs, CPU reference)
+//!                        ──► the API call on backend::Interp ──► RunReport: instructions,
+//!                            elapsed, max |Δ|, max rel, pass/fail
+//!   backend gpu          ──► the same call on backend::Cuda (device tensors; timed with events)
 //!   plan                 ──► the kernel and grid alone, no data (`tilekit ptx`)
 //! ```
 //!
@@ -20,10 +21,10 @@ use std::time::Duration;
 
 use tilekit_ir::{Kernel, ScalarType};
 
-use crate::elementwise::{Binary, Broadcast};
-use crate::error::{OpsError, Result};
+use crate::backend::{Backend as _, Cuda, Interp};
+use crate::check::{Op, Problem};
+use crate::error::Result;
 use crate::host;
-use crate::reduce::Reduction;
 
 /// Where a kernel runs.
 ///
@@ -198,7 +199,9 @@ impl RunReport {
     }
 }
 
-/// Builds `kernel`, runs it on `backend` on random data from `seed` and checks it.
+/// Runs `kernel` through the API ([`crate::check`]) on `backend` on random data from `seed`
+/// and checks it against its CPU reference. On the GPU the time is the median of 5 calls
+/// after a warm-up (CUDA events), on the interpreter the one call's.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
@@ -216,17 +219,22 @@ pub fn run(
     backend: Backend,
     seed: u64,
 ) -> Result<RunReport> {
-    if backend == Backend::Gpu {
-        let gpu =
-            tilekit_cuda::Gpu::open(0).map_err(|e| OpsError::GpuUnavailable(e.to_string()))?;
-        let ex = std::rc::Rc::new(crate::exec::GpuExecutor::new(gpu));
-        return crate::exec::with_executor(ex, || run(kernel, shape, dtype, Backend::Interp, seed))
-            .map(|mut r| {
-                r.backend = Backend::Gpu;
-                r
-            });
-    }
-    let o = launch_outcome(kernel, shape, dtype, seed)?;
+    let op = Op::named(kernel)?;
+    let p = Problem::new(op, shape, dtype, seed)?;
+    let (o, elapsed) = match backend {
+        Backend::Interp => {
+            let (o, _) = p.run(&Interp)?;
+            let t = o.elapsed;
+            (o, t)
+        }
+        Backend::Gpu => {
+            let cuda = Cuda::open(0)?;
+            let (o, xs) = p.run(&cuda)?;
+            let mut y = cuda.empty(p.output_dtype(), &p.output_shape())?;
+            let t = cuda.time(1, 5, |_| p.call_into(&cuda, &xs, &mut y))?;
+            (o, Duration::from_secs_f64(t.median_ms() * 1e-3))
+        }
+    };
     let c = o.compare();
     Ok(RunReport {
         kernel: kernel.to_string(),
@@ -234,7 +242,7 @@ pub fn run(
         dtype,
         backend,
         instructions: o.instructions,
-        elapsed: o.elapsed,
+        elapsed,
         max_abs: c.max_abs,
         max_rel: c.max_rel,
         mismatches: c.mismatches,
@@ -243,99 +251,21 @@ pub fn run(
     })
 }
 
-/// What a kernel name stands for.
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Copy,
-    Transpose,
-    Permute([usize; 3]),
-    Morton { inverse: bool },
-    Reduce(Reduction),
-    Elementwise(Binary, Broadcast),
-    Gemm,
-}
-
-impl Op {
-    fn named(kernel: &str) -> Result<Op> {
-        Ok(match kernel {
-            "copy" => Op::Copy,
-            "transpose" => Op::Transpose,
-            "permute" => Op::Permute([2, 0, 1]),
-            "permute021" => Op::Permute([0, 2, 1]),
-            "morton" => Op::Morton { inverse: false },
-            "unmorton" => Op::Morton { inverse: true },
-            "row_sum" => Op::Reduce(Reduction::Sum),
-            "row_max" => Op::Reduce(Reduction::Max),
-            "softmax" => Op::Reduce(Reduction::Softmax),
-            "add" => Op::Elementwise(Binary::Add, Broadcast::None),
-            "mul" => Op::Elementwise(Binary::Mul, Broadcast::None),
-            "max" => Op::Elementwise(Binary::Max, Broadcast::None),
-            "add_row" => Op::Elementwise(Binary::Add, Broadcast::Row),
-            "mul_col" => Op::Elementwise(Binary::Mul, Broadcast::Col),
-            "gemm" => Op::Gemm,
-            _ => {
-                let names: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
-                return Err(OpsError::invalid(
-                    "run",
-                    "kernel",
-                    kernel,
-                    format!("one of {}", names.join(", ")),
-                ));
-            }
-        })
-    }
-}
-
-/// The Morton kernels' tile side.
-const MORTON_TILE: i64 = 8;
-
-/// Builds and launches `kernel` on the current executor (see [`crate::exec`]) with random data
-/// from `seed`, returning the outcome with its CPU reference.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// let o = tilekit_ops::run::launch_outcome("row_sum", &[3, 50], ScalarType::F32, 2).unwrap();
-/// assert!(o.compare().passed);
-/// ```
-pub fn launch_outcome(
-    kernel: &str,
-    shape: &[i64],
-    dtype: ScalarType,
-    seed: u64,
-) -> Result<crate::host::Outcome> {
-    match Op::named(kernel)? {
-        Op::Copy => crate::copy::launch(shape, dtype, seed),
-        Op::Transpose => crate::transpose::launch(shape, dtype, seed),
-        Op::Permute(perm) => crate::transpose::launch_permute(shape, &perm, dtype, seed),
-        Op::Morton { inverse } => crate::morton::launch(shape, MORTON_TILE, inverse, dtype, seed),
-        Op::Reduce(r) => crate::reduce::launch(r, shape, dtype, seed),
-        Op::Elementwise(op, bc) => crate::elementwise::launch(op, bc, shape, dtype, seed),
-        Op::Gemm => crate::gemm::launch(shape, dtype, seed),
-    }
-}
-
-/// The kernel and grid that [`launch_outcome`] would launch for `kernel`, `shape` and `dtype`,
-/// built without any host-side data (no inputs, no reference, no interpreter): its cost does
-/// not grow with the shape, which the kernels take at run time. `tilekit ptx` prints it.
+/// The kernel and grid that `kernel` launches through the API on contiguous inputs of
+/// `shape` and `dtype` ([`crate::check::plan`]: the API call on the record backend), built
+/// without any host-side data: its cost does not grow with the shape, which the kernels take
+/// at run time. `tilekit ptx` prints it.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::run::plan;
 /// // 2^31 - 1 elements: nothing is allocated
 /// let (k, grid) = plan("copy", &[2_147_483_647, 1], ScalarType::F32).unwrap();
-/// assert_eq!((k.name.as_str(), grid), ("copy", [1, 67_108_864, 1]));
+/// assert_eq!((k.name.as_str(), grid), ("copy", [16_777_216, 1, 1]));
 /// assert_eq!(plan("transpose", &[16384, 16384], ScalarType::F32).unwrap().1, [256, 256, 1]);
 /// assert!(plan("nope", &[4, 4], ScalarType::F32).is_err());
 /// assert!(plan("gemm", &[64, 64, 32], ScalarType::F32).is_err()); // f16 or bf16 only
 /// ```
 pub fn plan(kernel: &str, shape: &[i64], dtype: ScalarType) -> Result<(Kernel, [u32; 3])> {
-    match Op::named(kernel)? {
-        Op::Copy => crate::copy::plan(shape, dtype),
-        Op::Transpose => crate::transpose::plan(shape, dtype),
-        Op::Permute(perm) => crate::transpose::plan_permute(shape, &perm, dtype),
-        Op::Morton { inverse } => crate::morton::plan(shape, MORTON_TILE, inverse, dtype),
-        Op::Reduce(r) => crate::reduce::plan(r, shape, dtype),
-        Op::Elementwise(op, bc) => crate::elementwise::plan(op, bc, shape, dtype),
-        Op::Gemm => crate::gemm::plan(shape, dtype),
-    }
+    crate::check::plan_named(kernel, shape, dtype)
 }

@@ -23,11 +23,12 @@
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
-//! let o = tilekit_ops::transpose::launch(&[70, 33], ScalarType::F32, 1).unwrap();
+//! use tilekit_ops::{backend::Interp, check::{check, Op}};
+//! let o = check(&Interp, Op::Transpose, &[70, 33], ScalarType::F32, 1).unwrap();
 //! assert!(o.compare().passed);
 //! ```
 
-use tilekit_ir::interp::{Args, HostBuffer};
+use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::{Idx, TensorDescriptor, Transform};
 use tilekit_tile::traits::{AccessCurve, LoadStoreTraits};
@@ -36,7 +37,7 @@ use tilekit_tile::TileDistribution;
 
 use crate::dist;
 use crate::error::{OpsError, Result};
-use crate::host::{self, Outcome};
+use crate::host;
 use crate::tile::{View, Window};
 
 /// Threads per block.
@@ -133,37 +134,6 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// The kernel and grid of a batched transpose of (`batch`, `m`, `n`) read with strides `xs` and
-/// written with strides `ys`: the vector guarantees follow from the lengths and strides.
-fn plan_batched(
-    ty: ScalarType,
-    (batch, m, n): (i64, i64, i64),
-    (xs, ys): ([i64; 3], [i64; 3]),
-) -> Result<(Kernel, [u32; 3])> {
-    let vx = host::vector_for(ty, &[n, xs[0], xs[1]]);
-    let vy = host::vector_for(ty, &[m, ys[0], ys[1]]);
-    let k = build(ty, vx, vy)?;
-    let (_, t) = tile(ty);
-    let batches = u32::try_from(batch)
-        .map_err(|_| OpsError::invalid("transpose", "batch", batch, "must fit in u32"))?;
-    Ok((k, [host::blocks(n, t)?, host::blocks(m, t)?, batches]))
-}
-
-fn run_batched(
-    ty: ScalarType,
-    (batch, m, n): (i64, i64, i64),
-    (xs, ys): ([i64; 3], [i64; 3]),
-    x: HostBuffer,
-    want: HostBuffer,
-) -> Result<Outcome> {
-    let (k, grid) = plan_batched(ty, (batch, m, n), (xs, ys))?;
-    let mut args = Args::new();
-    let y = host::poisoned(ty, want.len())?;
-    args.tensor(x, &[batch, m, n], &xs).tensor(y, &[batch, n, m], &ys);
-    let (yb, elapsed) = host::launch(&k, grid, args, 7)?;
-    Ok(Outcome { instructions: k.instruction_count(), got: yb, want, tolerance: 0.0, elapsed })
-}
-
 /// CPU reference of a 3-D permute: `out[o] = in[i]` with `o[k] = i[perm[k]]`, element bits
 /// copied from the row-major input buffer into a new one.
 ///
@@ -206,116 +176,6 @@ fn check_perm(perm: &[usize]) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Checks sizes and the host-memory limit for a permute of `n` elements.
-fn check_run(kernel: &str, shape: &[i64], ty: ScalarType) -> Result<u64> {
-    host::check_dtype(kernel, ty, &host::FLOAT_TYPES)?;
-    let n = host::elements(kernel, shape)? as u64;
-    let b = host::bytes(ty, n)?;
-    host::check_memory(
-        &host::context(kernel, shape, ty),
-        &[("x", b), ("y", b), ("reference", b), ("race map", host::race_map_bytes(n))],
-    )?;
-    Ok(n)
-}
-
-/// The kernel and grid of the transpose of an `M × N` matrix — what [`launch`] runs, built
-/// without any data (`tilekit ptx`).
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// let (k, grid) = tilekit_ops::transpose::plan(&[16384, 16384], ScalarType::F32).unwrap();
-/// assert_eq!((k.name.as_str(), grid), ("transpose", [256, 256, 1]));
-/// ```
-pub fn plan(shape: &[i64], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
-    host::check_shape("transpose", shape, 2)?;
-    let (m, n) = (shape[0], shape[1]);
-    plan_batched(ty, (1, m, n), ([m * n, n, 1], [m * n, m, 1]))
-}
-
-/// Transposes a random `M × N` matrix on the interpreter (reference: the CPU transpose).
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// assert!(tilekit_ops::transpose::launch(&[3], ScalarType::F32, 1).is_err());
-/// ```
-pub fn launch(shape: &[i64], ty: ScalarType, seed: u64) -> Result<Outcome> {
-    host::check_shape("transpose", shape, 2)?;
-    let (m, n) = (shape[0], shape[1]);
-    let len = check_run("transpose", shape, ty)?;
-    let x = host::random(ty, len as usize, seed)?;
-    let want = permute_reference(&x, &[1, m, n], &[0, 2, 1])?;
-    run_batched(ty, (1, m, n), ([m * n, n, 1], [m * n, m, 1]), x, want)
-}
-
-/// How a 3-D permute runs: a copy from a strided view when the last dim stays, otherwise a
-/// batched transpose.
-enum PermuteGeometry {
-    /// Copy of the input seen in output order: (output lengths, input strides in that order).
-    Copy(Vec<i64>, Vec<i64>),
-    /// Batched transpose: (batch, m, n) and (input strides, output strides).
-    Transpose((i64, i64, i64), ([i64; 3], [i64; 3])),
-}
-
-/// Checks `shape` and `perm` and picks the kernel's geometry.
-fn permute_geometry(shape: &[i64], perm: &[usize]) -> Result<PermuteGeometry> {
-    host::check_shape("permute", shape, 3)?;
-    check_perm(perm)?;
-    let is = host::strides(shape);
-    let out_shape: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
-    let os = host::strides(&out_shape);
-    if perm[2] == 2 {
-        // the last dim stays: a copy from the input seen in output order
-        let xs: Vec<i64> = perm.iter().map(|&p| is[p]).collect();
-        return Ok(PermuteGeometry::Copy(out_shape, xs));
-    }
-    let p2 = perm[2];
-    let bi = 3 - 2 - p2; // the dim that is neither the input's last nor the output's last
-    let pos = |d: usize| perm.iter().position(|&p| p == d).unwrap_or(0);
-    Ok(PermuteGeometry::Transpose(
-        (shape[bi], shape[p2], shape[2]),
-        ([is[bi], is[p2], 1], [os[pos(bi)], os[pos(2)], 1]),
-    ))
-}
-
-/// The kernel and grid of a 3-D permute — what [`launch_permute`] runs, built without any
-/// data.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// let (k, _) = tilekit_ops::transpose::plan_permute(&[30, 40, 50], &[2, 0, 1], ScalarType::F32).unwrap();
-/// assert_eq!(k.name, "transpose");
-/// let (k, _) = tilekit_ops::transpose::plan_permute(&[30, 40, 50], &[1, 0, 2], ScalarType::F32).unwrap();
-/// assert_eq!(k.name, "copy"); // the last dim stays
-/// ```
-pub fn plan_permute(shape: &[i64], perm: &[usize], ty: ScalarType) -> Result<(Kernel, [u32; 3])> {
-    match permute_geometry(shape, perm)? {
-        PermuteGeometry::Copy(out_shape, xs) => crate::copy::plan_strided(ty, &out_shape, &xs),
-        PermuteGeometry::Transpose(dims, strides) => plan_batched(ty, dims, strides),
-    }
-}
-
-/// Permutes a random row-major 3-D tensor on the interpreter: `out` has dims
-/// `shape[perm[0]], shape[perm[1]], shape[perm[2]]`.
-///
-/// ```
-/// use tilekit_ir::ScalarType;
-/// let o = tilekit_ops::transpose::launch_permute(&[3, 5, 7], &[2, 0, 1], ScalarType::BF16, 2).unwrap();
-/// assert!(o.compare().passed);
-/// assert!(tilekit_ops::transpose::launch_permute(&[3, 5, 7], &[2, 2, 1], ScalarType::F32, 2).is_err());
-/// ```
-pub fn launch_permute(shape: &[i64], perm: &[usize], ty: ScalarType, seed: u64) -> Result<Outcome> {
-    let geometry = permute_geometry(shape, perm)?;
-    let n = check_run("permute", shape, ty)?;
-    let x = host::random(ty, n as usize, seed)?;
-    let want = permute_reference(&x, shape, perm)?;
-    match geometry {
-        PermuteGeometry::Copy(out_shape, xs) => {
-            crate::copy::launch_strided(ty, &out_shape, &xs, x, want)
-        }
-        PermuteGeometry::Transpose(dims, strides) => run_batched(ty, dims, strides, x, want),
-    }
 }
 
 /// The worst bank conflict of the kernel's shared accesses for `ty`: for every warp and every

@@ -1,5 +1,7 @@
-//! Vectorized copy: interpreter vs reference on random shapes (non-multiples of the 32×(32·V) tile).
+//! Vectorized copy through `api::copy`: interpreter vs reference on random shapes (non-multiples of the 32×(32·V) tile).
 use tilekit_ir::ScalarType;
+use tilekit_ops::backend::Interp;
+use tilekit_ops::check::{check, Op};
 use tilekit_ops::{copy, host::FLOAT_TYPES};
 
 #[test]
@@ -9,7 +11,7 @@ fn copy_matches_on_random_shapes() {
             .iter()
             .enumerate()
         {
-            let o = copy::launch(s, ty, i as u64).unwrap();
+            let o = check(&Interp, Op::Copy, s, ty, i as u64).unwrap();
             let c = o.compare();
             assert!(c.passed && c.max_abs == 0.0, "{ty} {s:?}: {c:?}");
             assert_eq!(o.got.len(), s.iter().product::<i64>() as usize);

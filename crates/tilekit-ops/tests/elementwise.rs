@@ -1,5 +1,7 @@
 //! Elementwise binary ops with broadcast: interpreter vs rounded f64 reference (exact).
-use tilekit_ops::elementwise::{launch, Binary, Broadcast};
+use tilekit_ops::backend::Interp;
+use tilekit_ops::check::{check, Op};
+use tilekit_ops::elementwise::{Binary, Broadcast};
 use tilekit_ops::host::FLOAT_TYPES;
 
 #[test]
@@ -9,7 +11,8 @@ fn binary_ops_with_broadcast_match_on_random_shapes() {
             for bc in [Broadcast::None, Broadcast::Row, Broadcast::Col] {
                 for (i, s) in [[1i64, 1], [5, 9], [32, 128], [33, 130], [70, 7]].iter().enumerate()
                 {
-                    let c = launch(op, bc, s, ty, i as u64).unwrap().compare();
+                    let c =
+                        check(&Interp, Op::Elementwise(op, bc), s, ty, i as u64).unwrap().compare();
                     assert!(c.passed && c.max_abs == 0.0, "{} {bc:?} {ty} {s:?}: {c:?}", op.name());
                 }
             }

@@ -1,6 +1,7 @@
 //! The mma.sync GEMM: interpreter vs f64 product.
 use tilekit_ir::ScalarType;
-use tilekit_ops::gemm;
+use tilekit_ops::backend::Interp;
+use tilekit_ops::check::{check, Op};
 
 #[test]
 fn gemm_matches_the_f64_product() {
@@ -10,7 +11,7 @@ fn gemm_matches_the_f64_product() {
                 .iter()
                 .enumerate()
         {
-            let o = gemm::launch(s, ty, i as u64).unwrap();
+            let o = check(&Interp, Op::Gemm, s, ty, i as u64).unwrap();
             let c = o.compare();
             assert!(c.passed, "{ty} {s:?}: {c:?}");
             assert!(tilekit_ops::host::to_f64(&o.want).iter().any(|v| v.abs() > 1.0));
@@ -21,6 +22,6 @@ fn gemm_matches_the_f64_product() {
 
 #[test]
 fn shapes_off_the_tile_are_refused() {
-    let e = gemm::launch(&[64, 64, 40], ScalarType::F16, 1).unwrap_err();
+    let e = check(&Interp, Op::Gemm, &[64, 64, 40], ScalarType::F16, 1).unwrap_err();
     assert!(e.to_string().contains("K = 40 is invalid: must be a multiple of 32"), "{e}");
 }

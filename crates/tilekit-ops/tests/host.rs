@@ -3,8 +3,10 @@
 use half::bf16;
 use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::ScalarType;
+use tilekit_ops::backend::Interp;
+use tilekit_ops::check::{check, Op};
 use tilekit_ops::host::{self, compare, MEMORY_LIMIT_ENV};
-use tilekit_ops::{copy, reduce, transpose, OpsError};
+use tilekit_ops::{api, reduce, transpose, OpsError};
 
 /// The generator `host::random` had before it became counter-based: sequential splitmix64.
 fn sequential_random_bf16(len: usize, seed: u64) -> Vec<bf16> {
@@ -44,15 +46,15 @@ fn overflowing_shapes_are_named_errors_before_any_allocation() {
     );
     let e = host::check_shape("permute", &[2147483647, 2147483647, 2147483647], 3).unwrap_err();
     assert!(e.to_string().contains("the element count overflows i64"), "{e}");
-    let e = copy::launch(&[65536, 65536], ScalarType::F32, 1).unwrap_err();
+    let e = check(&Interp, Op::Copy, &[65536, 65536], ScalarType::F32, 1).unwrap_err();
     assert_eq!(
         e.to_string(),
         "copy: shape = [1, 65536, 65536] is invalid: 4294967296 elements, more than 2^31-1"
     );
-    // a public entry point given strides of the wrong rank: an error, not an index panic
-    let x = host::random(ScalarType::F32, 6, 1).unwrap();
-    let e = copy::launch_strided(ScalarType::F32, &[1, 2, 3], &[3, 1], x.clone(), x).unwrap_err();
-    assert!(matches!(e, OpsError::Invalid { .. }), "{e}");
+    // a public entry point given a permutation of the wrong rank: an error, not an index panic
+    let x = tilekit_ir::tensor::HostTensor::from_slice(&[1.0f32; 6], &[1, 2, 3]).unwrap();
+    let e = api::permute(&Interp, &x, &[1, 0]).unwrap_err();
+    assert!(matches!(e, OpsError::Tensor(_) | OpsError::Invalid { .. }), "{e}");
     assert!(host::bytes(ScalarType::F64, u64::MAX / 4).is_err());
     let e = HostBuffer::try_zeroed(ScalarType::F32, usize::MAX / 2).unwrap_err();
     assert!(e.to_string().contains("overflows the address space"), "{e}");
@@ -92,7 +94,7 @@ fn references_read_the_buffers_in_place() {
 #[test]
 fn the_memory_limit_refuses_a_run_with_the_figures() {
     std::env::set_var(MEMORY_LIMIT_ENV, "1G");
-    let e = copy::launch(&[1_000_000_000, 2], ScalarType::F32, 1).unwrap_err();
+    let e = check(&Interp, Op::Copy, &[1_000_000_000, 2], ScalarType::F32, 1).unwrap_err();
     assert_eq!(
         e.to_string(),
         "copy 1000000000x2 f32: the run needs 22.8 GiB of host memory (x 7.5 GiB, y 7.5 GiB, \
@@ -100,7 +102,13 @@ fn the_memory_limit_refuses_a_run_with_the_figures() {
          (TILEKIT_HOST_MEMORY_LIMIT=1G); set TILEKIT_HOST_MEMORY_LIMIT to a byte count (e.g. 32G) \
          to change the limit"
     );
-    match reduce::launch(reduce::Reduction::Softmax, &[65536, 16384], ScalarType::BF16, 1) {
+    match check(
+        &Interp,
+        Op::Reduce(reduce::Reduction::Softmax),
+        &[65536, 16384],
+        ScalarType::BF16,
+        1,
+    ) {
         Err(OpsError::HostMemory { needed, limit, .. }) => {
             // x, y and the reference: 2 GiB each, plus 2 bits per output element
             assert_eq!((needed, limit), (3 * (2 << 30) + (1 << 28), 1 << 30));
@@ -108,9 +116,9 @@ fn the_memory_limit_refuses_a_run_with_the_figures() {
         r => panic!("expected HostMemory, got {r:?}"),
     }
     // under the limit the same kernels run
-    assert!(copy::launch(&[100, 200], ScalarType::F32, 1).unwrap().compare().passed);
+    assert!(check(&Interp, Op::Copy, &[100, 200], ScalarType::F32, 1).unwrap().compare().passed);
     std::env::set_var(MEMORY_LIMIT_ENV, "a lot");
-    let e = copy::launch(&[100, 200], ScalarType::F32, 1).unwrap_err();
+    let e = check(&Interp, Op::Copy, &[100, 200], ScalarType::F32, 1).unwrap_err();
     assert_eq!(
         e.to_string(),
         "host memory limit: TILEKIT_HOST_MEMORY_LIMIT = \"a lot\" is invalid: a byte count, \

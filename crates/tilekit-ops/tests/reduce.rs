@@ -1,10 +1,30 @@
 //! Row sum, row max and softmax: interpreter vs f64 reference on random shapes.
 use tilekit_ir::interp::{self, Args, HostBuffer};
 use tilekit_ir::ScalarType;
+use tilekit_ops::backend::Interp;
+use tilekit_ops::check::{self, check, Op};
+use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::host;
 use tilekit_ops::reduce::{
-    build_softmax_online, launch, plan, reference, softmax_chunks, softmax_kernel, Reduction, TYPES,
+    build_softmax_online, reference, softmax_chunks, softmax_kernel, Reduction, TYPES,
 };
+
+fn launch(
+    r: Reduction,
+    shape: &[i64],
+    ty: ScalarType,
+    seed: u64,
+) -> tilekit_ops::Result<tilekit_ops::host::Outcome> {
+    check(&Interp, Op::Reduce(r), shape, ty, seed)
+}
+
+fn plan(
+    r: Reduction,
+    shape: &[i64],
+    ty: ScalarType,
+) -> tilekit_ops::Result<(CompiledKernel, [u32; 3])> {
+    check::plan(Op::Reduce(r), shape, ty)
+}
 
 #[test]
 fn reductions_match_on_random_shapes() {
@@ -58,7 +78,10 @@ fn softmax_of_long_rows_takes_the_online_kernel_and_matches() {
     for ty in TYPES {
         for (i, n) in [16385i64, 20001, 65536].into_iter().enumerate() {
             let shape = [2, n];
-            assert_eq!(plan(Reduction::Softmax, &shape, ty).unwrap().0.name, "softmax_online");
+            assert_eq!(
+                plan(Reduction::Softmax, &shape, ty).unwrap().0.kernel().name,
+                "softmax_online"
+            );
             let o = launch(Reduction::Softmax, &shape, ty, 100 + i as u64).unwrap();
             let c = o.compare();
             assert!(c.passed, "softmax {ty} {shape:?}: {c:?}");
@@ -67,7 +90,7 @@ fn softmax_of_long_rows_takes_the_online_kernel_and_matches() {
     }
 }
 
-/// Runs the online kernel directly on the interpreter (as `launch` passes arguments).
+/// Runs the online kernel directly on the interpreter (contiguous rows, as the API binds them).
 fn run_online(x: &HostBuffer, m: i64, n: i64, ty: ScalarType) -> HostBuffer {
     let k = build_softmax_online(ty, host::vector_for(ty, &[n])).unwrap();
     assert_eq!(k.name, "softmax_online");
@@ -116,20 +139,21 @@ fn online_softmax_rescales_when_a_later_chunk_raises_the_max() {
 fn plan_picks_the_register_kernel_up_to_16384_and_the_online_one_above() {
     for ty in TYPES {
         let (k, grid) = plan(Reduction::Softmax, &[4, 16384], ty).unwrap();
-        assert_eq!((k.name.as_str(), grid), ("softmax", [4, 1, 1]));
+        assert_eq!((k.kernel().name.as_str(), grid), ("softmax", [4, 1, 1]));
         let (k, grid) = plan(Reduction::Softmax, &[4, 16385], ty).unwrap();
-        assert_eq!((k.name.as_str(), grid), ("softmax_online", [4, 1, 1]));
+        assert_eq!((k.kernel().name.as_str(), grid), ("softmax_online", [4, 1, 1]));
         // the register kernel has no loop; the online one loops over the row twice
         assert_eq!(
             plan(Reduction::Softmax, &[4, 16384], ty)
                 .unwrap()
                 .0
+                .kernel()
                 .to_string()
                 .matches("for %")
                 .count(),
             0
         );
-        assert_eq!(k.to_string().matches("for %").count(), 2, "{k}");
+        assert_eq!(k.kernel().to_string().matches("for %").count(), 2, "{}", k.kernel());
         assert!(plan(Reduction::Softmax, &[4, 0], ty).is_err());
         assert!(softmax_chunks(ty, 16385).is_err());
         assert_eq!(softmax_kernel(ty, 1 << 30, 1).unwrap().name, "softmax_online");

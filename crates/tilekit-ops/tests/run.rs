@@ -1,29 +1,44 @@
-//! `run::plan` builds exactly the kernel and grid that a launch runs, without data: checked
-//! against what a capturing executor records from the full launch (inputs, reference and all).
+//! `run::plan` is the kernel and grid the API launches, without data: the same API call on the
+//! record backend, compared here with the same call on tensors uploaded from real host data
+//! (whose layouts and addresses the interpreter sees), and with the kernel the interpreter ran
+//! correctly.
 
-use std::rc::Rc;
 use std::time::Instant;
 
 use tilekit_ir::ScalarType;
-use tilekit_ops::exec::{with_executor, Capture};
-use tilekit_ops::run::{launch_outcome, plan, KERNELS, SELFTEST_CASES};
+use tilekit_ops::backend::{Interp, Record};
+use tilekit_ops::check::{Op, Problem};
+use tilekit_ops::run::{plan, KERNELS, SELFTEST_CASES};
 
 #[test]
-fn plan_is_what_launch_runs() {
-    let cap = Rc::new(Capture::default());
+fn plan_is_what_the_api_launches() {
     let extra: &[(&str, &[i64], ScalarType)] = &[
         ("copy", &[1, 1], ScalarType::F32),
+        ("copy", &[3, 100, 200], ScalarType::F16),
         ("permute021", &[5, 6, 7], ScalarType::BF16),
         ("softmax", &[2, 16384], ScalarType::F32),
+        ("add_row", &[30, 100], ScalarType::F32),
         ("gemm", &[64, 128, 32], ScalarType::BF16),
     ];
     for (kernel, shape, dtype) in SELFTEST_CASES.iter().chain(extra) {
-        let _ = with_executor(cap.clone(), || launch_outcome(kernel, shape, *dtype, 1));
-        let launched = cap.take();
+        let p = Problem::new(Op::named(kernel).unwrap(), shape, *dtype, 1).unwrap();
+        let rec = Record::new();
+        let xs = p.upload(&rec).unwrap();
+        p.call(&rec, &xs).unwrap();
+        let launched = rec.take();
         assert_eq!(launched.len(), 1, "{kernel} {shape:?}");
         let (k, grid) = plan(kernel, shape, *dtype).unwrap();
-        assert_eq!(grid, launched[0].1, "{kernel} {shape:?} {dtype}");
-        assert!(k == launched[0].0, "{kernel} {shape:?} {dtype}: planned kernel differs");
+        assert_eq!(grid, launched[0].grid, "{kernel} {shape:?} {dtype}");
+        assert!(
+            k == *launched[0].kernel.kernel(),
+            "{kernel} {shape:?} {dtype}: planned kernel differs"
+        );
+        // small enough to run: the interpreter's run of the same call is right
+        if shape.iter().product::<i64>() <= 40_000 {
+            let (o, _) = p.run(&Interp).unwrap();
+            assert!(o.compare().passed, "{kernel} {shape:?} {dtype}: {:?}", o.compare());
+            assert_eq!(o.instructions, k.instruction_count());
+        }
     }
 }
 
@@ -49,8 +64,12 @@ fn plan_does_not_grow_with_the_shape() {
     // the examples: 2^31 - 1 elements of copy (24 GB when the host side ran) and a
     // 16384² transpose (23 s); planning takes what a 4×4 plan takes
     let t = Instant::now();
+    // one run of 2^31 - 1 elements (odd: no row split) in tiles of 128
     let (k, grid) = plan("copy", &[2_147_483_647, 1], ScalarType::F32).unwrap();
-    assert_eq!((k.name.as_str(), grid), ("copy", [1, 67_108_864, 1]));
+    assert_eq!((k.name.as_str(), grid), ("copy", [16_777_216, 1, 1]));
+    // a contiguous copy of 2^28 elements: rows of 128, full 32-row tiles
+    let (_, grid) = plan("copy", &[16384, 16384], ScalarType::F32).unwrap();
+    assert_eq!(grid, [1, 65_536, 1]);
     let (k, grid) = plan("transpose", &[16384, 16384], ScalarType::F32).unwrap();
     assert_eq!((k.name.as_str(), grid), ("transpose", [256, 256, 1]));
     let (_, grid) = plan("softmax", &[2_147_483_647 / 16384, 16384], ScalarType::BF16).unwrap();

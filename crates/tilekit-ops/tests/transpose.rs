@@ -1,13 +1,15 @@
 //! Transpose through a swizzled shared tile and 3-D permutes: interpreter vs reference; the
 //! shared accesses are conflict-free.
 use tilekit_ir::ScalarType;
+use tilekit_ops::backend::Interp;
+use tilekit_ops::check::{check, Op};
 use tilekit_ops::{host::FLOAT_TYPES, transpose};
 
 #[test]
 fn transpose_matches_on_random_shapes() {
     for ty in FLOAT_TYPES {
         for (i, s) in [[1i64, 1], [70, 33], [64, 128], [129, 65], [200, 31]].iter().enumerate() {
-            let c = transpose::launch(s, ty, i as u64).unwrap().compare();
+            let c = check(&Interp, Op::Transpose, s, ty, i as u64).unwrap().compare();
             assert!(c.passed && c.max_abs == 0.0, "{ty} {s:?}: {c:?}");
         }
     }
@@ -20,7 +22,7 @@ fn permutes_match_on_random_shapes() {
             for (i, s) in
                 [[3i64, 5, 7], [2, 70, 33], [4, 16, 64], [1, 9, 130], [5, 1, 3]].iter().enumerate()
             {
-                let c = transpose::launch_permute(s, &perm, ty, i as u64).unwrap().compare();
+                let c = check(&Interp, Op::Permute(perm), s, ty, i as u64).unwrap().compare();
                 assert!(c.passed && c.max_abs == 0.0, "{ty} {perm:?} {s:?}: {c:?}");
             }
         }
