@@ -852,7 +852,9 @@ pub fn tree_reduce(b: &KernelBuilder, vals: Vec<Val>, op: BinOp) -> Result<Val> 
         }
         level = next;
     }
-    level.pop().ok_or_else(|| KernelError::invalid("reduce", "values", 0, "needs at least one value"))
+    level
+        .pop()
+        .ok_or_else(|| KernelError::invalid("reduce", "values", 0, "needs at least one value"))
 }
 
 /// [`KernelBuilder::for_range`] for a body written with this crate's errors: the loop stays a

@@ -3,8 +3,8 @@
 
 use tilekit_ir::interp::warp::{mma_a_coord, mma_b_coord, mma_c_coord};
 use tilekit_ir::{Axis, KernelBuilder, ScalarType, Val};
-use tilekit_layout::{Idx, TensorDescriptor};
 use tilekit_kernel::{dist, DTile, KernelError, View, Window};
+use tilekit_layout::{Idx, TensorDescriptor};
 use tilekit_tile::encoding::EncodingSpec;
 use tilekit_tile::TileDistribution;
 
