@@ -40,6 +40,8 @@ use tilekit_ops::OpsError;
 const THREADS: u32 = 256;
 /// The epsilon added to the variance.
 const EPS: f32 = 1e-5;
+/// What [`layernorm`] returns: `(y, mean, rstd)`.
+type Normed<T> = (T, T, T);
 
 /// Builds the LayerNorm kernel for `ty` (f32 or bf16) rows read with `vx`-element vectors and
 /// gamma/beta read with `vp`-element vectors (what the bound tensors' layouts allow).
@@ -140,7 +142,7 @@ fn layernorm<B: Backend>(
     x: &B::Tensor,
     gamma: &B::Tensor,
     beta: &B::Tensor,
-) -> Result<(B::Tensor, B::Tensor, B::Tensor), OpsError> {
+) -> Result<Normed<B::Tensor>, OpsError> {
     let (xl, gl, bl) = (x.layout(), gamma.layout(), beta.layout());
     let ty = xl.dtype();
     if ty != ScalarType::F32 && ty != ScalarType::BF16 {
