@@ -143,7 +143,7 @@ pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
     let d = dist::row_major(tm, tn, crate::copy::THREADS as i64, v)?;
     let origin = [b.block_id(Axis::Y) * Val::lit(tm), b.block_id(Axis::X) * Val::lit(tn)];
     let win = |t: &tilekit_ir::TensorParam, vec: i64| -> Result<Window> {
-        Window::new(&b, &View::global(t, vec)?.pad(&[tm, tn])?, &[tm, tn], &origin, &d)
+        Ok(Window::new(&b, &View::global(t, vec)?.pad(&[tm, tn])?, &[tm, tn], &origin, &d)?)
     };
     let x = win(&a, va)?.load(&b)?.cast(&b, ScalarType::F32)?;
     let y = win(&bb, vb)?.load(&b)?.cast(&b, ScalarType::F32)?;

@@ -46,19 +46,19 @@ pub enum OpsError {
         /// The type required.
         expected: ScalarType,
     },
-    /// A tile window reaches past a view that has no padding along that dimension.
-    #[error(
-        "tile window: length {window} along dim {dim} exceeds the view's length {view}; pad the \
-         view (View::pad) or make the window at most {view} long"
-    )]
-    WindowExceedsView {
-        /// The dimension.
-        dim: usize,
-        /// The window length.
-        window: i64,
-        /// The view length.
-        view: i64,
-    },
+    /// An error of the kernel-author layer that has no counterpart here (a window larger than
+    /// its view, …); the shared kinds (IR, tile, layout, invalid values, element types) convert
+    /// to this enum's own variants.
+    ///
+    /// ```
+    /// use tilekit_kernel::KernelError;
+    /// use tilekit_ops::OpsError;
+    /// let e = OpsError::from(KernelError::WindowExceedsView { dim: 0, window: 8, view: 4 });
+    /// assert!(matches!(e, OpsError::Kernel(KernelError::WindowExceedsView { dim: 0, .. })));
+    /// assert!(matches!(OpsError::from(KernelError::invalid("a", "b", 1, "c")), OpsError::Invalid { .. }));
+    /// ```
+    #[error(transparent)]
+    Kernel(tilekit_kernel::KernelError),
     /// A run would need more host memory than the limit (checked before allocating).
     #[error(
         "{context}: the run needs {} of host memory ({parts}), over the limit of {} ({limit_from}); \
@@ -133,6 +133,49 @@ impl OpsError {
 impl From<tilekit_ir::interp::InterpError> for OpsError {
     fn from(e: tilekit_ir::interp::InterpError) -> Self {
         OpsError::Interp(e.to_string())
+    }
+}
+
+impl From<tilekit_kernel::KernelError> for OpsError {
+    fn from(e: tilekit_kernel::KernelError) -> Self {
+        use tilekit_kernel::KernelError as K;
+        match e {
+            K::Ir(e) => OpsError::Ir(e),
+            K::Tile(e) => OpsError::Tile(e),
+            K::Layout(e) => OpsError::Layout(e),
+            K::Invalid { context, field, value, rule } => {
+                OpsError::Invalid { context, field, value, rule }
+            }
+            K::DtypeMismatch { context, got, expected } => {
+                OpsError::DtypeMismatch { context, got, expected }
+            }
+            K::Other(inner) => match inner.downcast_ref::<OpsError>() {
+                Some(e) => e.clone(),
+                None => OpsError::Kernel(K::Other(inner)),
+            },
+            other => OpsError::Kernel(other),
+        }
+    }
+}
+
+/// An error of this crate returned from a closure of the kernel layer (a loop body of
+/// [`tilekit_kernel::for_range`], a [`tilekit_kernel::DTile::map`]): carried through the
+/// layer unchanged and recovered by `From<KernelError> for OpsError`.
+///
+/// ```
+/// use tilekit_kernel::KernelError;
+/// use tilekit_ops::OpsError;
+/// let e = OpsError::GpuUnavailable("no driver".into());
+/// let back = OpsError::from(KernelError::from(e));
+/// assert!(matches!(back, OpsError::GpuUnavailable(m) if m == "no driver"));
+/// ```
+impl From<OpsError> for tilekit_kernel::KernelError {
+    fn from(e: OpsError) -> Self {
+        match e {
+            OpsError::Kernel(k) => k,
+            OpsError::Ir(e) => tilekit_kernel::KernelError::Ir(e),
+            other => tilekit_kernel::KernelError::other(other),
+        }
     }
 }
 

@@ -94,7 +94,7 @@ pub fn build(ty: ScalarType) -> Result<Kernel> {
                 let frag_a = (0..2)
                     .map(|mi| {
                         let o = [wm.clone() + Val::lit(16 * mi), Val::lit(kk)];
-                        Window::new(b, &sa, &[16, 16], &o, &fa)?.load(b)
+                        Ok(Window::new(b, &sa, &[16, 16], &o, &fa)?.load(b)?)
                     })
                     .collect::<Result<Vec<_>>>()?;
                 for ni in 0..4 {

@@ -424,15 +424,18 @@ pub fn to_f64(buf: &HostBuffer) -> Vec<f64> {
     (0..buf.len()).map(|i| value(buf, i)).collect()
 }
 
-/// `len` NaNs of `ty`: outputs are poisoned before every run.
+/// `len` NaNs of `ty` (all-ones bits for an integer type: −1 signed, the maximum unsigned):
+/// outputs are poisoned before every run.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// let b = tilekit_ops::host::poisoned(ScalarType::BF16, 2).unwrap();
 /// assert!(tilekit_ops::host::to_f64(&b).iter().all(|v| v.is_nan()));
+/// let i = tilekit_ops::host::poisoned(ScalarType::I32, 2).unwrap();
+/// assert_eq!(i.to_i32(), Some(vec![-1, -1]));
 /// ```
 pub fn poisoned(ty: ScalarType, len: usize) -> Result<HostBuffer> {
-    let lit = Lit::float(ty, f64::NAN).unwrap_or(Lit::f32(f32::NAN));
+    let lit = Lit::float(ty, f64::NAN).unwrap_or(Lit::from_bits(ty, u64::MAX));
     Ok(HostBuffer::try_filled(lit, len)?)
 }
 

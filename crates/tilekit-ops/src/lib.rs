@@ -6,8 +6,8 @@
 //! tilekit-tile generic code evaluated over the IR's symbolic values.
 //!
 //! ```text
-//!   tile     views, windows, distributed tensors, warp/block reductions (builder ↔ tile layer)
-//!   dist     the distributions the kernels use (encodings)
+//!   tile     views, windows, distributed tensors, warp/block reductions (re-exported from
+//!   dist     the distributions the kernels use (encodings)          the tilekit-kernel crate)
 //!   host     random data, dtypes, vector-width choice, comparison
 //!   copy  transpose (+ permute)  morton  reduce (+ softmax)  elementwise  gemm
 //!            each: config → builder function → Kernel; CPU reference
@@ -30,7 +30,6 @@ pub mod bind;
 pub mod check;
 pub mod compiled;
 pub mod copy;
-pub mod dist;
 pub mod elementwise;
 pub mod error;
 pub mod gemm;
@@ -38,7 +37,13 @@ pub mod host;
 pub mod morton;
 pub mod reduce;
 pub mod run;
-pub mod tile;
 pub mod transpose;
 
 pub use error::{OpsError, Result};
+
+/// The kernel-author layer (views, windows, distributed tiles, loops, reductions), re-exported
+/// from [`tilekit_kernel`], where it lives and is documented.
+pub use tilekit_kernel::tile;
+
+/// The distributions the kernels use, re-exported from [`tilekit_kernel::dist`].
+pub use tilekit_kernel::dist;

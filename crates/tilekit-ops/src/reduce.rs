@@ -334,7 +334,7 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
                 .cast(b, ScalarType::F32)?;
             let (m, s) = (&ms[0], &ms[1]);
             let m2 = b.binary(BinOp::Max, m, &t.reduce_thread(b, BinOp::Max)?)?;
-            let e = t.map(b, |b, xv| exp_diff(b, xv, &m2))?.reduce_thread(b, BinOp::Add)?;
+            let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m2)?))?.reduce_thread(b, BinOp::Add)?;
             let s2 = b.binary(BinOp::Add, &b.binary(BinOp::Mul, s, &exp_diff(b, m, &m2)?)?, &e)?;
             Ok(vec![m2, s2])
         },

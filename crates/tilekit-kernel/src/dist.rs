@@ -15,14 +15,14 @@
 //! ```
 //!
 //! ```
-//! let d = tilekit_ops::dist::row_major(4, 16, 8, 4).unwrap();
+//! let d = tilekit_kernel::dist::row_major(4, 16, 8, 4).unwrap();
 //! assert_eq!((d.x_lengths(), d.num_threads(), d.thread_buffer_size()), (vec![4, 16], 8, 8));
 //! ```
 
 use tilekit_tile::encoding::EncodingSpec;
 use tilekit_tile::TileDistribution;
 
-use crate::error::{OpsError, Result};
+use crate::error::{KernelError, Result};
 
 fn enc(
     hs: Vec<Vec<i64>>,
@@ -43,7 +43,7 @@ fn enc(
 /// consecutive threads take consecutive segments of a row (coalesced), then rows.
 ///
 /// ```
-/// use tilekit_ops::dist::row_major;
+/// use tilekit_kernel::dist::row_major;
 /// let d = row_major(8, 32, 64, 4).unwrap();
 /// // thread 9: row 1, columns 4..8
 /// assert_eq!(d.calculate_x(&[9i64], &[0, 0, 0]).unwrap(), vec![1, 4]);
@@ -51,7 +51,7 @@ fn enc(
 /// ```
 pub fn row_major(tile_m: i64, tile_n: i64, threads: i64, vector: i64) -> Result<TileDistribution> {
     let bad =
-        |f: &str, v: i64, r: String| Err(OpsError::invalid("row_major distribution", f, v, r));
+        |f: &str, v: i64, r: String| Err(KernelError::invalid("row_major distribution", f, v, r));
     if vector < 1 || tile_n % vector != 0 {
         return bad("tile_n", tile_n, format!("must be a multiple of the vector {vector}"));
     }
@@ -75,7 +75,7 @@ pub fn row_major(tile_m: i64, tile_n: i64, threads: i64, vector: i64) -> Result<
 /// block (`v` rows of `v`-element row segments).
 ///
 /// ```
-/// let d = tilekit_ops::dist::micro_block(4).unwrap();
+/// let d = tilekit_kernel::dist::micro_block(4).unwrap();
 /// assert_eq!((d.x_lengths(), d.num_threads()), (vec![64, 64], 256));
 /// // thread 17 (warp 0, second thread row, column block 1): rows 4..8, columns 4..8
 /// assert_eq!(d.calculate_x(&[17i64], &[2, 3]).unwrap(), vec![6, 7]);
@@ -87,7 +87,7 @@ pub fn micro_block(v: i64) -> Result<TileDistribution> {
 /// The A fragment of `mma.sync.m16n8k16` (16×16, row): element `i` of lane `l` is `a[i]`.
 ///
 /// ```
-/// let d = tilekit_ops::dist::mma_a().unwrap();
+/// let d = tilekit_kernel::dist::mma_a().unwrap();
 /// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(6)).unwrap(), vec![9, 10]); // lane 5: g = 1, q = 1
 /// ```
 pub fn mma_a() -> Result<TileDistribution> {
@@ -97,7 +97,7 @@ pub fn mma_a() -> Result<TileDistribution> {
 /// The B fragment of `mma.sync.m16n8k16` (16×8 as (k, n), col).
 ///
 /// ```
-/// let d = tilekit_ops::dist::mma_b().unwrap();
+/// let d = tilekit_kernel::dist::mma_b().unwrap();
 /// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(3)).unwrap(), vec![11, 1]);
 /// ```
 pub fn mma_b() -> Result<TileDistribution> {
@@ -107,7 +107,7 @@ pub fn mma_b() -> Result<TileDistribution> {
 /// The C/D fragment of `mma.sync.m16n8k16` (16×8 f32).
 ///
 /// ```
-/// let d = tilekit_ops::dist::mma_c().unwrap();
+/// let d = tilekit_kernel::dist::mma_c().unwrap();
 /// assert_eq!(d.calculate_x(&[5i64], &d.d_to_ys(2)).unwrap(), vec![9, 2]);
 /// ```
 pub fn mma_c() -> Result<TileDistribution> {
@@ -124,11 +124,11 @@ pub fn mma_c() -> Result<TileDistribution> {
 /// ```
 ///
 /// ```
-/// let d = tilekit_ops::dist::storage_tiles(16, 64, 256, 4).unwrap();
+/// let d = tilekit_kernel::dist::storage_tiles(16, 64, 256, 4).unwrap();
 /// assert_eq!(d.x_lengths(), vec![1, 16, 64]);
 /// // thread 17: tile 1, elements 4..8
 /// assert_eq!(d.calculate_x(&[17i64], &[0, 0]).unwrap(), vec![0, 1, 4]);
-/// assert!(tilekit_ops::dist::storage_tiles(16, 64, 128, 4).is_err());
+/// assert!(tilekit_kernel::dist::storage_tiles(16, 64, 128, 4).is_err());
 /// ```
 pub fn storage_tiles(
     tiles: i64,
@@ -137,7 +137,7 @@ pub fn storage_tiles(
     vector: i64,
 ) -> Result<TileDistribution> {
     if vector < 1 || tile_elems % vector != 0 {
-        return Err(OpsError::invalid(
+        return Err(KernelError::invalid(
             "storage_tiles distribution",
             "tile_elems",
             tile_elems,
@@ -146,7 +146,7 @@ pub fn storage_tiles(
     }
     let runs = tile_elems / vector;
     if tiles * runs != threads {
-        return Err(OpsError::invalid(
+        return Err(KernelError::invalid(
             "storage_tiles distribution",
             "threads",
             threads,
@@ -154,4 +154,34 @@ pub fn storage_tiles(
         ));
     }
     enc(vec![vec![1], vec![tiles], vec![runs, vector]], &[&[(2, 0), (3, 0)]], &[(1, 0), (3, 1)])
+}
+
+/// A distribution from its text form — the notation `tilekit show` takes and draws, e.g.
+/// `H[[1,1],[4,64,4]] P[[X0.1,X1.1]] Y[X0.0,X1.0,X1.2]` — so an encoding checked in a picture
+/// is the one the kernel uses. A text that does not parse or does not describe a valid
+/// encoding is a [`KernelError`] naming what is wrong.
+///
+/// ```
+/// use tilekit_kernel::dist;
+/// let d = dist::from_text("H[[1,1],[4,64,4]] P[[X0.1,X1.1]] Y[X0.0,X1.0,X1.2]").unwrap();
+/// assert_eq!(d, dist::row_major(1, 1024, 64, 4).unwrap()); // 64 threads, 4 vectors of 4 each
+/// assert_eq!(dist::to_text(&d), "H[[1,1],[4,64,4]] P[[X0.1,X1.1]] Y[X0.0,X1.0,X1.2]");
+/// let e = dist::from_text("H[[2]] P[[X0.0]]").unwrap_err();
+/// assert!(e.to_string().contains("expected the Y section"), "{e}");
+/// ```
+pub fn from_text(text: &str) -> Result<TileDistribution> {
+    let spec = tilekit_tile::encoding_text::parse_encoding(text)
+        .map_err(|e| KernelError::invalid("distribution text", "encoding", text, e.to_string()))?;
+    Ok(TileDistribution::from_spec(spec)?)
+}
+
+/// The text form of a distribution's encoding (what [`from_text`] reads and `tilekit show`
+/// draws).
+///
+/// ```
+/// let d = tilekit_kernel::dist::row_major(4, 16, 8, 4).unwrap();
+/// assert_eq!(tilekit_kernel::dist::to_text(&d), "H[[2,2],[1,4,4]] P[[X0.1,X1.1]] Y[X0.0,X1.0,X1.2]");
+/// ```
+pub fn to_text(d: &TileDistribution) -> String {
+    tilekit_tile::encoding_text::print_encoding(d.encoding().spec())
 }

@@ -3,9 +3,8 @@
 
 use tilekit_ir::interp::warp::{mma_a_coord, mma_b_coord, mma_c_coord};
 use tilekit_ir::{Axis, KernelBuilder, ScalarType, Val};
+use tilekit_kernel::{dist, DTile, KernelError, View, Window};
 use tilekit_layout::{Idx, TensorDescriptor};
-use tilekit_ops::tile::{DTile, View, Window};
-use tilekit_ops::{dist, OpsError};
 use tilekit_tile::encoding::EncodingSpec;
 use tilekit_tile::TileDistribution;
 
@@ -84,7 +83,7 @@ fn misuse_is_a_typed_error() {
     )
     .unwrap();
     let e = Window::new(&b, &s, &[4, 16], &o, &d).unwrap_err();
-    assert!(matches!(e, OpsError::WindowExceedsView { dim: 1, window: 16, view: 8 }));
+    assert!(matches!(e, KernelError::WindowExceedsView { dim: 1, window: 16, view: 8 }));
     // the same view padded is fine
     assert!(Window::new(&b, &s.pad(&[4, 16]).unwrap(), &[4, 16], &o, &d).is_ok());
     // too much shared memory

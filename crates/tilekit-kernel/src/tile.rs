@@ -24,8 +24,8 @@
 //! ```
 //! use tilekit_ir::{KernelBuilder, ScalarType, Axis, Val};
 //! use tilekit_layout::Idx;
-//! use tilekit_ops::{tile::{View, Window}, dist};
-//! # fn main() -> Result<(), tilekit_ops::OpsError> {
+//! use tilekit_kernel::{View, Window, dist};
+//! # fn main() -> Result<(), tilekit_kernel::KernelError> {
 //! let b = KernelBuilder::new("copy_tile", [64, 1, 1])?;
 //! let x = b.tensor_param("x", ScalarType::F32, 2)?;
 //! let y = b.tensor_param("y", ScalarType::F32, 2)?;
@@ -44,13 +44,13 @@ use tilekit_tile::traits::{AccessCurve, LoadStoreTraits, TraitsAccess};
 use tilekit_tile::window::{walk_generic, WindowAccess};
 use tilekit_tile::TileDistribution;
 
-use crate::error::{OpsError, Result};
+use crate::error::{KernelError, Result};
 
 /// A tensor view in a kernel: memory plus a descriptor over the symbolic domain.
 ///
 /// ```
 /// use tilekit_ir::{KernelBuilder, ScalarType};
-/// use tilekit_ops::tile::View;
+/// use tilekit_kernel::View;
 /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
 /// let x = b.tensor_param("x", ScalarType::F16, 2).unwrap();
 /// let v = View::global(&x, 8).unwrap();
@@ -69,11 +69,12 @@ impl View {
     /// The naive view of a tensor parameter, guaranteeing `vector`-element vectors (stride 1)
     /// on the last dim. The caller promises it: the last stride is 1 and `vector` divides the
     /// last length and every other stride (kernels pick it from the shape, see
-    /// [`crate::host::vector_for`]). `vector` = 1 means scalar accesses.
+    /// `tilekit_ops::api::vector_of`, which binding checks again). `vector` = 1 means scalar
+    /// accesses.
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType};
-    /// use tilekit_ops::tile::View;
+    /// use tilekit_kernel::View;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// assert!(View::global(&x, 3).is_err());
@@ -81,7 +82,7 @@ impl View {
     pub fn global(t: &tilekit_ir::TensorParam, vector: i64) -> Result<View> {
         let max = 16 / t.mem.elem.size_bytes() as i64;
         if vector < 1 || vector & (vector - 1) != 0 || vector > max {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "tensor view",
                 "vector",
                 vector,
@@ -98,7 +99,7 @@ impl View {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
     /// use tilekit_layout::{Idx, TensorDescriptor};
-    /// use tilekit_ops::tile::View;
+    /// use tilekit_kernel::View;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let s = b.shared("s", ScalarType::F32, 64).unwrap();
     /// let d = TensorDescriptor::naive(vec![Val::lit(8), Val::lit(8)], vec![Val::lit(8), Val::lit(1)], None).unwrap();
@@ -115,7 +116,7 @@ impl View {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType};
     /// use tilekit_layout::TensorDescriptor;
-    /// use tilekit_ops::tile::View;
+    /// use tilekit_kernel::View;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let d = TensorDescriptor::packed(vec![64i64, 64], Some(4)).unwrap();
     /// let v = View::shared(&b, "tile", ScalarType::F32, &d).unwrap();
@@ -137,7 +138,7 @@ impl View {
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType};
-    /// use tilekit_ops::tile::View;
+    /// use tilekit_kernel::View;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// assert_eq!(View::global(&x, 1).unwrap().lengths_const(), vec![None, None]);
@@ -151,7 +152,7 @@ impl View {
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType};
-    /// use tilekit_ops::tile::View;
+    /// use tilekit_kernel::View;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// assert!(View::global(&x, 4).unwrap().pad(&[8]).is_err()); // one tile length per dim
@@ -159,7 +160,7 @@ impl View {
     pub fn pad(self, tile: &[i64]) -> Result<View> {
         let n = self.desc.ndim();
         if tile.len() != n || tile.iter().any(|&t| t < 1) {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "pad view",
                 "tile",
                 format!("{tile:?}"),
@@ -181,7 +182,7 @@ impl View {
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Axis};
-    /// use tilekit_ops::tile::View;
+    /// use tilekit_kernel::View;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 3).unwrap();
     /// let v = View::global(&x, 4).unwrap().freeze(0, b.block_id(Axis::Z)).unwrap();
@@ -190,7 +191,7 @@ impl View {
     pub fn freeze(self, dim: usize, at: Val) -> Result<View> {
         let n = self.desc.ndim();
         if dim >= n || n < 2 {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "freeze view",
                 "dim",
                 dim,
@@ -217,12 +218,61 @@ impl View {
         Ok(View { mem: self.mem, desc, padded: padded.collect() })
     }
 
+    /// Inserts a dim of length 1 at position `dim` (0..=rank): a vector `[n]` viewed as a row
+    /// `[1, n]`, so it can be read through the same 2-D distribution as the rows of a matrix.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_kernel::View;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let g = b.tensor_param("gamma", ScalarType::F32, 1).unwrap();
+    /// let v = View::global(&g, 4).unwrap().unsqueeze(0).unwrap();
+    /// assert_eq!(v.lengths_const()[0], Some(1));
+    /// assert_eq!(v.desc.top_safe_vector_lengths_strides().0, vec![-1, 4]);
+    /// assert!(View::global(&g, 4).unwrap().unsqueeze(2).is_err());
+    /// ```
+    pub fn unsqueeze(self, dim: usize) -> Result<View> {
+        let n = self.desc.ndim();
+        if dim > n {
+            return Err(KernelError::invalid(
+                "unsqueeze view",
+                "dim",
+                dim,
+                format!("must be at most the view's rank {n}"),
+            ));
+        }
+        let lengths = self.desc.lengths();
+        let mut ts = Vec::with_capacity(n + 1);
+        let mut lower = Vec::with_capacity(n + 1);
+        let mut upper = Vec::with_capacity(n + 1);
+        for (i, len) in lengths.into_iter().enumerate() {
+            if i == dim {
+                ts.push(Transform::insert(Val::lit(1))?);
+                lower.push(vec![]);
+                upper.push(vec![i]);
+            }
+            let up = if i < dim { i } else { i + 1 };
+            ts.push(Transform::pass_through(len)?);
+            lower.push(vec![i]);
+            upper.push(vec![up]);
+        }
+        if dim == n {
+            ts.push(Transform::insert(Val::lit(1))?);
+            lower.push(vec![]);
+            upper.push(vec![n]);
+        }
+        let desc = self.desc.transform(ts, lower, upper)?;
+        let mut padded = self.padded;
+        padded.insert(dim, false);
+        Ok(View { mem: self.mem, desc, padded })
+    }
+
     /// Reorders the dims: new dim `i` is old dim `order[i]` (a transposed view of the same
     /// memory).
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType};
-    /// use tilekit_ops::tile::View;
+    /// use tilekit_kernel::View;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// let v = View::global(&x, 4).unwrap().permute(&[1, 0]).unwrap();
@@ -234,7 +284,7 @@ impl View {
         if order.len() != n
             || order.iter().any(|&o| o >= n || std::mem::replace(&mut seen[o], true))
         {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "permute view",
                 "order",
                 format!("{order:?}"),
@@ -259,7 +309,7 @@ impl View {
 ///
 /// ```
 /// use tilekit_ir::{KernelBuilder, ScalarType};
-/// use tilekit_ops::{tile::DTile, dist};
+/// use tilekit_kernel::{DTile, dist};
 /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
 /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(1.0));
 /// assert_eq!((t.regs.len(), t.elem), (4, ScalarType::F32));
@@ -279,7 +329,7 @@ impl DTile {
     ///
     /// ```
     /// use tilekit_ir::KernelBuilder;
-    /// use tilekit_ops::{tile::DTile, dist};
+    /// use tilekit_kernel::{DTile, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(0.0));
     /// assert!(t.regs.iter().all(|r| r.const_lit().is_some()));
@@ -297,7 +347,7 @@ impl DTile {
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType};
-    /// use tilekit_ops::{tile::DTile, dist};
+    /// use tilekit_kernel::{DTile, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(2.0));
     /// let h = t.map(&b, |b, v| Ok(b.cvt(v, ScalarType::F16)?)).unwrap();
@@ -317,7 +367,7 @@ impl DTile {
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, BinOp};
-    /// use tilekit_ops::{tile::DTile, dist};
+    /// use tilekit_kernel::{DTile, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let d = dist::row_major(8, 32, 64, 4).unwrap();
     /// let (x, y) = (DTile::splat(&d, &b.f32(2.0)), DTile::splat(&d, &b.f32(3.0)));
@@ -333,7 +383,7 @@ impl DTile {
         f: impl Fn(&KernelBuilder, &Val, &Val) -> Result<Val>,
     ) -> Result<DTile> {
         if other.dist != self.dist {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "zip_map",
                 "distribution",
                 format!("{:?}", other.dist.x_lengths()),
@@ -357,7 +407,7 @@ impl DTile {
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType};
-    /// use tilekit_ops::{tile::DTile, dist};
+    /// use tilekit_kernel::{DTile, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(1.5));
     /// assert_eq!(t.cast(&b, ScalarType::BF16).unwrap().elem, ScalarType::BF16);
@@ -376,7 +426,7 @@ impl DTile {
     ///
     /// ```
     /// use tilekit_ir::KernelBuilder;
-    /// use tilekit_ops::{tile::DTile, dist};
+    /// use tilekit_kernel::{DTile, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(1.0));
     /// let mut ys = vec![];
@@ -392,11 +442,35 @@ impl DTile {
         Ok(())
     }
 
+    /// Where every element of the calling thread's buffer sits in the tile: `positions[d]` is
+    /// the X index (one value per tile dim, relative to the window's origin) of `regs[d]`,
+    /// computed from the distribution (`calculate_x` of the thread's P index and the element's
+    /// Y index). Add the window origin for the position in the view, e.g. a column index for an
+    /// argmax or a mask `column < n`.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// use tilekit_kernel::{DTile, dist};
+    /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(0.0));
+    /// let x = t.positions(&b).unwrap();
+    /// assert_eq!((x.len(), x[0].len()), (4, 2)); // 4 elements per thread, (row, column) each
+    /// ```
+    pub fn positions(&self, b: &KernelBuilder) -> Result<Vec<Vec<Val>>> {
+        let p = p_index(b, &self.dist)?;
+        (0..self.regs.len() as i64)
+            .map(|d| {
+                let y: Vec<Val> = self.dist.d_to_ys(d).into_iter().map(Val::lit).collect();
+                Ok(self.dist.calculate_x(&p, &y)?)
+            })
+            .collect()
+    }
+
     /// Folds every element of the thread's buffer with `op` (the in-thread part of a reduction).
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, BinOp};
-    /// use tilekit_ops::{tile::DTile, dist};
+    /// use tilekit_kernel::{DTile, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let t = DTile::splat(&dist::row_major(8, 32, 64, 4).unwrap(), &b.f32(1.5));
     /// assert_eq!(t.reduce_thread(&b, BinOp::Add).unwrap().const_lit().unwrap().as_f64(), Some(6.0));
@@ -412,7 +486,7 @@ impl DTile {
 /// ```
 /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
 /// use tilekit_layout::Idx;
-/// use tilekit_ops::{tile::{View, Window}, dist, OpsError};
+/// use tilekit_kernel::{View, Window, dist, KernelError};
 /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
 /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
 /// let d = dist::row_major(8, 32, 64, 4).unwrap();
@@ -446,7 +520,7 @@ fn block_threads(b: &KernelBuilder) -> i64 {
 ///
 /// ```
 /// use tilekit_ir::KernelBuilder;
-/// use tilekit_ops::{tile::p_index, dist};
+/// use tilekit_kernel::{p_index, dist};
 /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
 /// let p = p_index(&b, &dist::row_major(8, 32, 64, 4).unwrap()).unwrap();
 /// assert_eq!(p.len(), 1);
@@ -457,7 +531,7 @@ pub fn p_index(b: &KernelBuilder, dist: &TileDistribution) -> Result<Vec<Val>> {
     let n = dist.num_threads();
     let threads = block_threads(b);
     if threads % n != 0 {
-        return Err(OpsError::invalid(
+        return Err(KernelError::invalid(
             "tile window",
             "distribution threads",
             n,
@@ -478,11 +552,11 @@ impl Window {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
     /// use tilekit_layout::{Idx, TensorDescriptor};
-    /// use tilekit_ops::{tile::{View, Window}, dist, OpsError};
+    /// use tilekit_kernel::{View, Window, dist, KernelError};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let s = View::shared(&b, "s", ScalarType::F32, &TensorDescriptor::packed(vec![4i64, 32], Some(4)).unwrap()).unwrap();
     /// let e = Window::new(&b, &s, &[8, 32], &[Val::lit(0), Val::lit(0)], &dist::row_major(8, 32, 64, 4).unwrap()).unwrap_err();
-    /// assert!(matches!(e, OpsError::WindowExceedsView { dim: 0, window: 8, view: 4 }));
+    /// assert!(matches!(e, KernelError::WindowExceedsView { dim: 0, window: 8, view: 4 }));
     /// ```
     pub fn new(
         b: &KernelBuilder,
@@ -493,7 +567,7 @@ impl Window {
     ) -> Result<Window> {
         let xl = dist.x_lengths();
         if lengths != xl.as_slice() {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "tile window",
                 "lengths",
                 format!("{lengths:?}"),
@@ -502,7 +576,7 @@ impl Window {
         }
         let n = view.desc.ndim();
         if lengths.len() != n || origin.len() != n {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "tile window",
                 "rank",
                 format!("window {}, origin {}", lengths.len(), origin.len()),
@@ -512,7 +586,7 @@ impl Window {
         for (i, (len, &w)) in view.lengths_const().into_iter().zip(lengths).enumerate() {
             if let Some(l) = len {
                 if !view.padded[i] && w > l {
-                    return Err(OpsError::WindowExceedsView { dim: i, window: w, view: l });
+                    return Err(KernelError::WindowExceedsView { dim: i, window: w, view: l });
                 }
             }
         }
@@ -541,7 +615,7 @@ impl Window {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
     /// use tilekit_layout::Idx;
-    /// use tilekit_ops::{tile::{View, Window}, dist};
+    /// use tilekit_kernel::{View, Window, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// let w = Window::new(&b, &View::global(&x, 2).unwrap().pad(&[8, 32]).unwrap(), &[8, 32],
@@ -557,7 +631,7 @@ impl Window {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
     /// use tilekit_layout::Idx;
-    /// use tilekit_ops::{tile::{View, Window}, dist};
+    /// use tilekit_kernel::{View, Window, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// let w = Window::new(&b, &View::global(&x, 4).unwrap(), &[8, 32],
@@ -584,7 +658,7 @@ impl Window {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
     /// use tilekit_layout::Idx;
-    /// use tilekit_ops::{tile::{View, Window}, dist};
+    /// use tilekit_kernel::{View, Window, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// let w = Window::new(&b, &View::global(&x, 4).unwrap().pad(&[8, 32]).unwrap(), &[8, 32],
@@ -612,7 +686,7 @@ impl Window {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
     /// use tilekit_layout::Idx;
-    /// use tilekit_ops::{tile::{View, Window}, dist};
+    /// use tilekit_kernel::{View, Window, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let x = b.tensor_param("x", ScalarType::F32, 2).unwrap();
     /// let w = Window::new(&b, &View::global(&x, 4).unwrap().pad(&[8, 32]).unwrap(), &[8, 32],
@@ -622,7 +696,7 @@ impl Window {
     /// ```
     pub fn load_or(&self, b: &KernelBuilder, fill: &Val) -> Result<DTile> {
         if fill.ty() != Some(self.mem.elem) {
-            return Err(OpsError::DtypeMismatch {
+            return Err(KernelError::DtypeMismatch {
                 context: "window load fill".into(),
                 got: fill.ty().unwrap_or(ScalarType::I32),
                 expected: self.mem.elem,
@@ -662,19 +736,19 @@ impl Window {
     /// ```
     /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
     /// use tilekit_layout::Idx;
-    /// use tilekit_ops::{tile::{DTile, View, Window}, dist, OpsError};
+    /// use tilekit_kernel::{DTile, View, Window, dist, KernelError};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let y = b.tensor_param("y", ScalarType::F16, 2).unwrap();
     /// let d = dist::row_major(8, 32, 64, 4).unwrap();
     /// let w = Window::new(&b, &View::global(&y, 4).unwrap().pad(&[8, 32]).unwrap(), &[8, 32],
     ///     &[Val::lit(0), Val::lit(0)], &d).unwrap();
     /// let e = w.store(&b, &DTile::splat(&d, &b.f32(1.0))).unwrap_err();
-    /// assert!(matches!(e, OpsError::DtypeMismatch { .. }));
+    /// assert!(matches!(e, KernelError::DtypeMismatch { .. }));
     /// ```
     pub fn store(&self, b: &KernelBuilder, t: &DTile) -> Result<()> {
         self.note(b, "store");
         if t.dist != self.dist {
-            return Err(OpsError::invalid(
+            return Err(KernelError::invalid(
                 "window store",
                 "tile distribution",
                 format!("{:?}", t.dist.x_lengths()),
@@ -682,7 +756,7 @@ impl Window {
             ));
         }
         if t.elem != self.mem.elem {
-            return Err(OpsError::DtypeMismatch {
+            return Err(KernelError::DtypeMismatch {
                 context: "window store".into(),
                 got: t.elem,
                 expected: self.mem.elem,
@@ -707,7 +781,7 @@ impl Window {
 ///
 /// ```
 /// use tilekit_ir::{KernelBuilder, BinOp};
-/// use tilekit_ops::tile::warp_reduce;
+/// use tilekit_kernel::warp_reduce;
 /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
 /// let s = warp_reduce(&b, &b.f32(1.0), BinOp::Add).unwrap();
 /// b.keep(&s);
@@ -730,7 +804,7 @@ pub fn warp_reduce(b: &KernelBuilder, v: &Val, op: BinOp) -> Result<Val> {
 ///
 /// ```
 /// use tilekit_ir::{KernelBuilder, BinOp, ScalarType};
-/// use tilekit_ops::tile::block_reduce;
+/// use tilekit_kernel::block_reduce;
 /// let b = KernelBuilder::new("k", [128, 1, 1]).unwrap();
 /// let s = b.shared("partial", ScalarType::F32, 4).unwrap();
 /// let r = block_reduce(&b, &b.f32(1.0), BinOp::Max, s).unwrap();
@@ -759,7 +833,7 @@ pub fn block_reduce(b: &KernelBuilder, v: &Val, op: BinOp, scratch: MemRef) -> R
 ///
 /// ```
 /// use tilekit_ir::{KernelBuilder, BinOp};
-/// use tilekit_ops::tile::tree_reduce;
+/// use tilekit_kernel::tree_reduce;
 /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
 /// let r = tree_reduce(&b, vec![b.f32(1.0), b.f32(4.0), b.f32(2.0)], BinOp::Max).unwrap();
 /// assert_eq!(r.const_lit().unwrap().as_f64(), Some(4.0));
@@ -778,24 +852,30 @@ pub fn tree_reduce(b: &KernelBuilder, vals: Vec<Val>, op: BinOp) -> Result<Val> 
         }
         level = next;
     }
-    level.pop().ok_or_else(|| OpsError::invalid("reduce", "values", 0, "needs at least one value"))
+    level
+        .pop()
+        .ok_or_else(|| KernelError::invalid("reduce", "values", 0, "needs at least one value"))
 }
 
 /// [`KernelBuilder::for_range`] for a body written with this crate's errors: the loop stays a
-/// loop; an [`OpsError`] from the body comes back as itself.
+/// loop (one body in the IR, run `⌈(hi − lo) / step⌉` times, carrying `init` through as
+/// loop-carried values); a [`KernelError`] from the body comes back as itself, and so does an
+/// error of another layer wrapped in [`KernelError::Other`].
 ///
 /// ```
 /// use tilekit_ir::{KernelBuilder, ScalarType, BinOp, Val};
 /// use tilekit_layout::Idx;
-/// use tilekit_ops::{tile::for_range, OpsError};
+/// use tilekit_kernel::{for_range, KernelError};
 /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
 /// let n = b.scalar_param("n", ScalarType::I32).unwrap();
 /// let r = for_range(&b, &Val::lit(0), &n, &Val::lit(1), &[b.f32(0.0)], |b, _, acc| {
 ///     Ok(vec![b.binary(BinOp::Add, &acc[0], &b.f32(1.0))?])
 /// }).unwrap();
 /// assert_eq!(r.len(), 1);
-/// let e = for_range(&b, &Val::lit(0), &n, &Val::lit(1), &[], |_, _, _| Err(OpsError::Gpu("stop".into()))).unwrap_err();
-/// assert!(matches!(e, OpsError::Gpu(_)));
+/// let e = for_range(&b, &Val::lit(0), &n, &Val::lit(1), &[], |_, _, _| {
+///     Err(KernelError::invalid("body", "x", 1, "stop"))
+/// }).unwrap_err();
+/// assert!(matches!(e, KernelError::Invalid { .. }));
 /// ```
 pub fn for_range(
     b: &KernelBuilder,
@@ -808,7 +888,7 @@ pub fn for_range(
     let slot = std::cell::RefCell::new(None);
     let r = b.for_range(lo, hi, step, init, |b, i, c| {
         body(b, i, c).map_err(|e| match e {
-            OpsError::Ir(e) => e,
+            KernelError::Ir(e) => e,
             other => {
                 let msg = other.to_string();
                 *slot.borrow_mut() = Some(other);
@@ -816,7 +896,7 @@ pub fn for_range(
                     "loop body",
                     "error",
                     msg,
-                    "see the kernel library's error",
+                    "see the kernel layer's error",
                 ))
             }
         })
