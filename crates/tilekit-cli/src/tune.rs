@@ -215,7 +215,18 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         }
         let c = tune_softmax(&cuda, m, n, ty, a.reps, copy)?;
         let best = c.iter().map(|c| c.ratio_to_copy).fold(0.0, f64::max);
-        outln!("{case}")?;
+        let t = cuda.tuning();
+        let threads = t.softmax_threads(ty);
+        let vw = 16 / ty.size_bytes() as i64;
+        let chunks = (n + threads as i64 * vw - 1) / (threads as i64 * vw);
+        let pick = if chunks * vw <= 64 {
+            format!("register, {threads} threads, {chunks} chunks")
+        } else {
+            let o = t.online;
+            let dir = if o.reverse { "reverse" } else { "forward" };
+            format!("online, {} threads, unroll {}, {dir}", o.threads, o.unroll)
+        };
+        outln!("{case}   (this device's table picks: {pick})")?;
         for x in &c {
             let mark = if x.ratio_to_copy == best { "*" } else { " " };
             outln!(

@@ -486,16 +486,23 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         };
         let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m, n], vec![yr, ys])? };
         let v = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
-        // rows up to MAX_REGISTER_ROW stay in registers (chunks per thread), longer rows
-        // stream through the online kernel (chunks = 0 in the key)
-        let chunks = if n > crate::reduce::MAX_REGISTER_ROW {
-            0
+        // rows that fit 64 elements per thread stay in registers, longer rows stream through
+        // the online kernel; threads and the online shape come from the device's tuning
+        let tune = b.tuning();
+        let threads = tune.softmax_threads(ty);
+        let per = threads as i64 * (16 / ty.size_bytes() as i64);
+        let chunks = (n + per - 1) / per;
+        let k = if chunks * (16 / ty.size_bytes() as i64) <= 64 {
+            cached(KernelKey::new("softmax", ty, [v, chunks, threads as i64, 0]), || {
+                crate::reduce::build_softmax_threads(ty, chunks, v, threads)
+            })?
         } else {
-            crate::reduce::softmax_chunks(ty, n)?
+            let o = tune.online;
+            let shape = o.threads as i64 * 100 + o.unroll * 10 + i64::from(o.reverse);
+            cached(KernelKey::new("softmax_online", ty, [v, 0, shape, 0]), || {
+                crate::reduce::build_softmax_online_tuned(ty, v, o)
+            })?
         };
-        let k = cached(KernelKey::new("softmax", ty, [v, chunks, 0, 0]), || {
-            crate::reduce::softmax_kernel(ty, n, v)
-        })?;
         let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
         b.launch(&k, grid, args)
     } else {

@@ -40,6 +40,7 @@ use tilekit_ir::{ParamKind, ScalarType};
 use crate::bind::{Bindings, Slot};
 use crate::compiled::CompiledKernel;
 use crate::error::{OpsError, Result};
+use crate::tuning::Tuning;
 
 /// A place kernels run: allocates tensors, moves them to and from the host, launches.
 ///
@@ -81,6 +82,16 @@ pub trait Backend {
     ) -> Result<()>;
     /// Waits for everything queued (a no-op on the interpreter).
     fn synchronize(&self) -> Result<()>;
+
+    /// The launch shapes the ops use on this backend's device (see [`crate::tuning`]).
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// assert_eq!(Interp.tuning(), tilekit_ops::tuning::Tuning::default());
+    /// ```
+    fn tuning(&self) -> Tuning {
+        Tuning::default()
+    }
 
     /// A contiguous tensor of `shape` holding `data` (row-major), checked against the shape.
     ///
@@ -512,6 +523,7 @@ pub struct Cuda {
     gpu: Gpu,
     modules: Arc<Mutex<HashMap<u64, Loaded>>>,
     disk: Option<Arc<KernelCache>>,
+    tuning: Tuning,
 }
 
 impl Cuda {
@@ -539,7 +551,21 @@ impl Cuda {
     /// ```
     pub fn new(gpu: Gpu) -> Cuda {
         let disk = KernelCache::open(KernelCache::default_dir()).ok().map(Arc::new);
-        Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk }
+        let tuning = Tuning::for_device(&gpu.props().name);
+        Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk, tuning }
+    }
+
+    /// The same backend with other launch shapes (what `tilekit tune` compares).
+    ///
+    /// ```
+    /// use tilekit_ops::{backend::{Backend, Cuda}, tuning::Tuning};
+    /// if let Ok(cuda) = Cuda::open(0) {
+    ///     let t = Tuning { softmax_threads_bf16: 1024, ..cuda.tuning() };
+    ///     assert_eq!(cuda.with_tuning(t).tuning().softmax_threads_bf16, 1024);
+    /// }
+    /// ```
+    pub fn with_tuning(&self, tuning: Tuning) -> Cuda {
+        Cuda { tuning, ..self.clone() }
     }
 
     /// The device (and the stream launches go to).
@@ -795,6 +821,10 @@ impl Backend for Cuda {
 
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn tuning(&self) -> Tuning {
+        self.tuning
     }
 
     fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {

@@ -38,6 +38,7 @@ pub mod morton;
 pub mod reduce;
 pub mod run;
 pub mod transpose;
+pub mod tuning;
 
 pub use error::{OpsError, Result};
 

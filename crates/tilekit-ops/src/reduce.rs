@@ -276,7 +276,7 @@ impl Default for OnlineTuning {
 }
 
 fn check_threads(threads: u32) -> Result<()> {
-    if threads == 0 || threads % 32 != 0 || threads > 1024 {
+    if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
         return Err(OpsError::invalid(
             "softmax",
             "threads per block",

@@ -49,9 +49,7 @@ pub fn ops_err(e: &OpsError) -> PyErr {
     match e {
         OpsError::DtypeMismatch { .. } => DTypeError::new_err(e.to_string()),
         OpsError::Invalid { field, .. } if field == "dtype" => DTypeError::new_err(e.to_string()),
-        OpsError::Invalid { .. } | OpsError::WindowExceedsView { .. } => {
-            ShapeError::new_err(e.to_string())
-        }
+        OpsError::Invalid { .. } | OpsError::Kernel(_) => ShapeError::new_err(e.to_string()),
         OpsError::Tensor(t) => tensor_err(t),
         OpsError::Bind { .. } => ShapeError::new_err(e.to_string()),
         OpsError::GpuUnavailable(_) | OpsError::Gpu(_) => GpuError::new_err(e.to_string()),

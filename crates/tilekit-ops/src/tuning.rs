@@ -1,0 +1,87 @@
+//! Launch shapes chosen per device: what `tilekit tune` measured, as a table the ops consult.
+//!
+//! A kernel's best launch shape depends on the memory system it runs against: the softmax row
+//! kernel that reaches the copy limit on an H100 (256 threads, 8 bf16 chunks per thread) keeps
+//! too few bytes in flight for an H200's faster HBM3e, where 512 threads do (0.818 → 0.937 of
+//! the same-run copy, `tilekit tune` on 2026-11-23). So every backend names a [`Tuning`], and
+//! the ops read their knobs from it:
+//!
+//! ```text
+//!   Cuda::new(gpu) ── device name ──► Tuning::for_device("NVIDIA H200") ─┐
+//!   Interp ─────────────────────────► Tuning::default() ─────────────────┤
+//!                                                                        ▼
+//!   api::softmax: row ≤ 64 · softmax_threads(dtype) → register kernel with those threads
+//!                 longer rows                        → online kernel with `online`
+//! ```
+//!
+//! Every entry is a measured winner of `tilekit tune` (bench/RESULTS.md has the sweeps); a
+//! device not in the table gets the defaults, which are the H100 shapes.
+
+use tilekit_ir::ScalarType;
+
+use crate::reduce::OnlineTuning;
+
+/// Per-device launch shapes of the tunable kernels.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::tuning::Tuning;
+/// assert_eq!(Tuning::default().softmax_threads(ScalarType::BF16), 256);
+/// assert_eq!(Tuning::for_device("NVIDIA H200").softmax_threads(ScalarType::BF16), 512);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tuning {
+    /// Threads per block of the register softmax kernel for bf16 rows.
+    pub softmax_threads_bf16: u32,
+    /// Threads per block of the register softmax kernel for f32 rows.
+    pub softmax_threads_f32: u32,
+    /// The online softmax kernel's launch shape (rows longer than the register kernel holds).
+    pub online: OnlineTuning,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            softmax_threads_bf16: 256,
+            softmax_threads_f32: 256,
+            online: OnlineTuning::default(),
+        }
+    }
+}
+
+impl Tuning {
+    /// The table entry for a device, by the name the driver reports (defaults when unknown).
+    ///
+    /// ```
+    /// use tilekit_ops::tuning::Tuning;
+    /// assert_eq!(Tuning::for_device("Some Future GPU"), Tuning::default());
+    /// assert_eq!(Tuning::for_device("NVIDIA H200").online.threads, 512);
+    /// ```
+    pub fn for_device(name: &str) -> Tuning {
+        if name.contains("H200") {
+            // tilekit tune, H200, 2026-11-23: register bf16 512 threads 0.937 (256: 0.818);
+            // online 512 threads × 4 vectors, pass 2 reversed, best or within 0.06 of best on
+            // rows of 65536 and 262144 in bf16 and f32
+            return Tuning {
+                softmax_threads_bf16: 512,
+                softmax_threads_f32: 256,
+                online: OnlineTuning { threads: 512, unroll: 4, reverse: true },
+            };
+        }
+        Tuning::default()
+    }
+
+    /// Threads per block of the register softmax kernel for `ty`.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// assert_eq!(tilekit_ops::tuning::Tuning::default().softmax_threads(ScalarType::F32), 256);
+    /// ```
+    pub fn softmax_threads(&self, ty: ScalarType) -> u32 {
+        if ty == ScalarType::F32 {
+            self.softmax_threads_f32
+        } else {
+            self.softmax_threads_bf16
+        }
+    }
+}
