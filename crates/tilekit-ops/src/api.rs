@@ -136,10 +136,16 @@ fn coalesce(shape: &[i64], strides: &[&[i64]]) -> (Vec<i64>, Vec<Vec<i64>>) {
 /// For a dim of `n` elements merged from whole rows: the row width `w` (a power of two from
 /// `tn` down to `tn / 4` dividing `n`) that views it as `n / w` rows of `w`, so that the
 /// kernels' `TM × tn` block tiles are full instead of one row high; `None` if none divides.
+/// Rows are widened (doubling `w` while it divides `n`) until their `TM`-row blocks fit the
+/// grid's y limit of 65535: a contiguous 16384² tensor is 2²¹ rows of 128 f32 but 2²⁰ of 256.
 fn split_rows(n: i64, tn: i64) -> Option<i64> {
+    const TM: i64 = 32;
     let mut w = tn;
     while w >= (tn / 4).max(1) {
         if n > w && n % w == 0 {
+            while (n / w + TM - 1) / TM > i64::from(u16::MAX) && n % (2 * w) == 0 && n > 2 * w {
+                w *= 2;
+            }
             return Some(w);
         }
         w /= 2;
