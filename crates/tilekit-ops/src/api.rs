@@ -262,10 +262,16 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
             let mut yv =
                 Reshaped { t: y, layout: relayout(&yl, vec![batch, n, m], vec![ysb, ys[a], 1])? };
             let (vx, vy) = (vec_in::<B, _>(&xv), vec_in::<B, _>(&yv));
-            let k = cached(KernelKey::new("transpose", ty, [vx, vy, 0, 0]), || {
-                crate::transpose::build(ty, vx, vy)
+            let mv = if ty.size_bytes() == 2 {
+                b.tuning().transpose_micro_16bit
+            } else {
+                crate::transpose::tile(ty).0
+            };
+            let (vx, vy) = (vx.min(mv), vy.min(mv));
+            let k = cached(KernelKey::new("transpose", ty, [vx, vy, mv, 0]), || {
+                crate::transpose::build_micro(ty, mv, vx, vy)
             })?;
-            let (_, t) = crate::transpose::tile(ty);
+            let t = 16 * mv;
             let grid = [host::blocks(n, t)?, host::blocks(m, t)?, grid_u32(op, "batch", batch)?];
             let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
             b.launch(&k, grid, args)
@@ -986,9 +992,27 @@ pub fn unmorton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     }
     let (h, w) = (yl.shape()[0], yl.shape()[1]);
     let geo = morton_geometry("unmorton", h, w, t)?;
-    let k = morton_kernel(ty, h, w, t, true)?;
-    let (tm, tn) = crate::copy::tile(ty);
-    let grid = [host::blocks(geo.tiles_w() * t, tn)?, host::blocks(geo.tiles_h() * t, tm)?, 1];
+    let vec = (16 / ty.size_bytes() as i64).min(t * t);
+    let storage_order =
+        b.tuning().unmorton_storage_order && t * t / vec <= crate::copy::THREADS as i64;
+    let (k, grid) = if storage_order {
+        let k = cached(KernelKey::new("unmorton_storage", ty, [h, w, t, 0]), || {
+            crate::morton::build_storage_order_dir(ty, h, w, t, true)
+        })?;
+        let tpb = crate::morton::tiles_per_block(ty, t);
+        (
+            k,
+            [
+                host::blocks(geo.tiles_w(), tpb)?,
+                grid_u32("unmorton", "tile rows", geo.tiles_h())?,
+                1,
+            ],
+        )
+    } else {
+        let (tm, tn) = crate::copy::tile(ty);
+        let k = morton_kernel(ty, h, w, t, true)?;
+        (k, [host::blocks(geo.tiles_w() * t, tn)?, host::blocks(geo.tiles_h() * t, tm)?, 1])
+    };
     let args =
         Bindings::new(&k).output("image", y, b)?.input_ptr("storage", s, geo.storage_len(), b)?;
     b.launch(&k, grid, args)

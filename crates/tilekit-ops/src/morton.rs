@@ -100,6 +100,27 @@ pub fn tiles_per_block(ty: ScalarType, t: i64) -> i64 {
 /// assert!(k.to_string().contains("st.global.v4.f32"));
 /// ```
 pub fn build_storage_order(ty: ScalarType, h: i64, w: i64, t: i64) -> Result<Kernel> {
+    build_storage_order_dir(ty, h, w, t, false)
+}
+
+/// [`build_storage_order`] in either direction: `inverse` reads the storage in order (whole
+/// 16-byte runs, a warp reads whole tiles) and scatters each run's `2 × 2` quads into the image
+/// (8-byte pairs where the image allows) — the unswizzle with the forward kernel's access
+/// pattern, whose contiguous side is the read. Same grid as the forward kernel.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::morton::build_storage_order_dir(ScalarType::F32, 64, 64, 8, true).unwrap();
+/// assert_eq!(k.name, "morton_unswizzle_storage");
+/// assert!(k.to_string().contains("ld.global.v4.f32") && k.to_string().contains("st.global.v2.f32"));
+/// ```
+pub fn build_storage_order_dir(
+    ty: ScalarType,
+    h: i64,
+    w: i64,
+    t: i64,
+    inverse: bool,
+) -> Result<Kernel> {
     let geo = TiledMorton::new(h, w, t)?;
     let (th, tw) = (geo.tiles_h(), geo.tiles_w());
     let t2 = t * t;
@@ -117,7 +138,8 @@ pub fn build_storage_order(ty: ScalarType, h: i64, w: i64, t: i64) -> Result<Ker
     }
     let tpb = tiles_per_block(ty, t);
     let d = dist::storage_tiles(tpb, t2, crate::copy::THREADS as i64, vec)?;
-    let b = KernelBuilder::new("morton_swizzle", [crate::copy::THREADS, 1, 1])?;
+    let name = if inverse { "morton_unswizzle_storage" } else { "morton_swizzle" };
+    let b = KernelBuilder::new(name, [crate::copy::THREADS, 1, 1])?;
     let image = b.tensor_param("image", ty, 2)?;
     let storage = b.ptr_param("storage", ty)?;
     let sdesc =
@@ -129,7 +151,8 @@ pub fn build_storage_order(ty: ScalarType, h: i64, w: i64, t: i64) -> Result<Ker
     let desc = iv.desc.chain(&geo.storage_order_adaptor()?.lift::<Val>())?;
     let iv = View::new(iv.mem, desc).pad(&[1, tpb, t2])?;
     let origin = [b.block_id(Axis::Y), b.block_id(Axis::X) * Val::lit(tpb), Val::lit(0)];
-    let regs = Window::new(&b, &iv, &[1, tpb, t2], &origin, &d)?.load(&b)?;
-    Window::new(&b, &sv, &[1, tpb, t2], &origin, &d)?.store(&b, &regs)?;
+    let (src, dst) = if inverse { (&sv, &iv) } else { (&iv, &sv) };
+    let regs = Window::new(&b, src, &[1, tpb, t2], &origin, &d)?.load(&b)?;
+    Window::new(&b, dst, &[1, tpb, t2], &origin, &d)?.store(&b, &regs)?;
     Ok(b.finish()?)
 }

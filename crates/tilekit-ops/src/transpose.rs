@@ -114,8 +114,32 @@ pub fn shared_tile(ty: ScalarType) -> Result<TensorDescriptor<i64>> {
 /// assert!(text.contains("ld.global.v4.f32") && text.contains("st.shared.v4.f32") && text.contains("bar.sync"));
 /// ```
 pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
+    build_micro(ty, tile(ty).0, vx, vy)
+}
+
+/// [`build`] with a `v × v` micro-block per thread (tile `16·v` square, `v`-element accesses):
+/// `v` is a power of two up to 16 bytes of `ty`. Smaller tiles mean more blocks (less tail on
+/// small tensors) and shorter accesses; `tilekit tune` compares them.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::transpose::build_micro(ScalarType::BF16, 4, 8, 8).unwrap();
+/// assert!(k.to_string().contains("ld.global.v4.bf16"));
+/// assert!(tilekit_ops::transpose::build_micro(ScalarType::BF16, 16, 8, 8).is_err());
+/// ```
+pub fn build_micro(ty: ScalarType, v: i64, vx: i64, vy: i64) -> Result<Kernel> {
     host::check_dtype("transpose", ty, &host::FLOAT_TYPES)?;
-    let (v, t) = tile(ty);
+    let max = 16 / ty.size_bytes() as i64;
+    if v < 1 || v > max || v & (v - 1) != 0 {
+        return Err(OpsError::invalid(
+            "transpose",
+            "micro-block",
+            v,
+            format!("a power of two in 1..={max}"),
+        ));
+    }
+    let t = 16 * v;
+    let (vx, vy) = (vx.min(v), vy.min(v));
     let b = KernelBuilder::new("transpose", [THREADS, 1, 1])?;
     let x = b.tensor_param("x", ty, 3)?;
     let y = b.tensor_param("y", ty, 3)?;
@@ -124,7 +148,7 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
     let (r0, c0) = (b.block_id(Axis::Y) * Val::lit(t), b.block_id(Axis::X) * Val::lit(t));
     let xv = View::global(&x, vx)?.freeze(0, z.clone())?.pad(&[t, t])?;
     let yv = View::global(&y, vy)?.freeze(0, z)?.pad(&[t, t])?;
-    let st = View::shared(&b, "tile", ty, &shared_tile(ty)?)?; // top (c, r)
+    let st = View::shared(&b, "tile", ty, &xor_swizzled(t, t, v, v)?)?; // top (c, r)
     let zero = [Val::lit(0), Val::lit(0)];
     let regs = Window::new(&b, &xv, &[t, t], &[r0.clone(), c0.clone()], &d)?.load(&b)?;
     Window::new(&b, &st.clone().permute(&[1, 0])?, &[t, t], &zero, &d)?.store(&b, &regs)?;

@@ -37,6 +37,12 @@ pub struct Tuning {
     pub softmax_threads_f32: u32,
     /// The online softmax kernel's launch shape (rows longer than the register kernel holds).
     pub online: OnlineTuning,
+    /// Unmorton walks the storage in order (16-byte reads, 8-byte scattered writes) instead of
+    /// the image in tiles (see `morton::build_storage_order_dir`).
+    pub unmorton_storage_order: bool,
+    /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
+    /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
+    pub transpose_micro_16bit: i64,
 }
 
 impl Default for Tuning {
@@ -45,6 +51,8 @@ impl Default for Tuning {
             softmax_threads_bf16: 256,
             softmax_threads_f32: 256,
             online: OnlineTuning::default(),
+            unmorton_storage_order: false,
+            transpose_micro_16bit: 8,
         }
     }
 }
@@ -66,6 +74,8 @@ impl Tuning {
                 softmax_threads_bf16: 512,
                 softmax_threads_f32: 256,
                 online: OnlineTuning { threads: 512, unroll: 4, reverse: true },
+                unmorton_storage_order: false,
+                transpose_micro_16bit: 8,
             };
         }
         Tuning::default()
