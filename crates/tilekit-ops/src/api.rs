@@ -510,7 +510,10 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             })?
         } else {
             let o = tune.online;
-            let shape = o.threads as i64 * 100 + o.unroll * 10 + i64::from(o.reverse);
+            let shape = o.threads as i64 * 1000
+                + i64::from(o.blocks_per_sm) * 100
+                + o.unroll * 10
+                + i64::from(o.reverse);
             cached(KernelKey::new("softmax_online", ty, [v, 0, shape, 0]), || {
                 crate::reduce::build_softmax_online_tuned(ty, v, o)
             })?

@@ -257,7 +257,7 @@ pub fn build_softmax_online(ty: ScalarType, vx: i64) -> Result<Kernel> {
 ///
 /// ```
 /// let t = tilekit_ops::reduce::OnlineTuning::default();
-/// assert_eq!((t.threads, t.unroll, t.reverse), (256, 4, true));
+/// assert_eq!((t.threads, t.unroll, t.reverse, t.blocks_per_sm), (256, 4, true, 0));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OnlineTuning {
@@ -267,11 +267,15 @@ pub struct OnlineTuning {
     pub unroll: i64,
     /// Pass 2 walks the chunks last to first.
     pub reverse: bool,
+    /// At most this many blocks per SM (0 = as many as registers allow), enforced by reserving
+    /// shared memory: fewer rows in flight keep each row's bytes in L2 until pass 2 re-reads
+    /// them.
+    pub blocks_per_sm: u32,
 }
 
 impl Default for OnlineTuning {
     fn default() -> Self {
-        OnlineTuning { threads: THREADS, unroll: 4, reverse: true }
+        OnlineTuning { threads: THREADS, unroll: 4, reverse: true, blocks_per_sm: 0 }
     }
 }
 
@@ -292,13 +296,13 @@ fn check_threads(threads: u32) -> Result<()> {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::{build_softmax_online_tuned, OnlineTuning};
-/// let t = OnlineTuning { threads: 1024, unroll: 2, reverse: false };
+/// let t = OnlineTuning { threads: 1024, unroll: 2, reverse: false, blocks_per_sm: 1 };
 /// assert_eq!(build_softmax_online_tuned(ScalarType::F32, 4, t).unwrap().block_dim, [1024, 1, 1]);
 /// assert!(build_softmax_online_tuned(ScalarType::F32, 4, OnlineTuning { unroll: 0, ..t }).is_err());
 /// ```
 pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
-    let OnlineTuning { threads, unroll, reverse } = tuning;
+    let OnlineTuning { threads, unroll, reverse, blocks_per_sm } = tuning;
     check_threads(threads)?;
     if !(1..=8).contains(&unroll) {
         return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
@@ -309,6 +313,11 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ty, 2)?;
     let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    if blocks_per_sm > 0 {
+        // an SM has 228 KiB of shared memory: N + 1 blocks must not fit
+        let bytes = 228 * 1024 / (blocks_per_sm as usize + 1) + 4096;
+        b.shared("occupancy_limit", ScalarType::F32, bytes / 4)?;
+    }
     let d = dist::row_major(1, chunk, threads as i64, v)?;
     let row = b.block_id(Axis::X);
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;

@@ -73,7 +73,7 @@ impl Tuning {
             return Tuning {
                 softmax_threads_bf16: 512,
                 softmax_threads_f32: 256,
-                online: OnlineTuning { threads: 512, unroll: 4, reverse: true },
+                online: OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 },
                 unmorton_storage_order: false,
                 transpose_micro_16bit: 8,
             };

@@ -159,3 +159,27 @@ fn plan_picks_the_register_kernel_up_to_16384_and_the_online_one_above() {
         assert_eq!(softmax_kernel(ty, 1 << 30, 1).unwrap().name, "softmax_online");
     }
 }
+
+#[test]
+fn every_online_launch_shape_matches() {
+    use tilekit_ops::reduce::{build_softmax_online_tuned, OnlineTuning};
+    // the shapes `tilekit tune` tries: threads, vectors in flight, direction of pass 2, blocks
+    // per SM (reserved shared memory)
+    let (m, n) = (2i64, 9001i64);
+    for ty in TYPES {
+        let x = host::random(ty, (m * n) as usize, 77).unwrap();
+        let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+        for (threads, unroll, reverse, blocks_per_sm) in
+            [(1024u32, 4i64, true, 1u32), (512, 2, false, 0), (256, 4, true, 2), (512, 8, true, 0)]
+        {
+            let t = OnlineTuning { threads, unroll, reverse, blocks_per_sm };
+            let k = build_softmax_online_tuned(ty, host::vector_for(ty, &[n]), t).unwrap();
+            let mut args = Args::new();
+            let y = host::poisoned(ty, (m * n) as usize).unwrap();
+            args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+            interp::run(&k, [m as u32, 1, 1], &mut args).unwrap();
+            let got = args.take_buffer(5).unwrap();
+            assert_close_relative(&got, &want, n as usize, ty, &format!("{t:?} {ty}"));
+        }
+    }
+}
