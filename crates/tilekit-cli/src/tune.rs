@@ -81,7 +81,7 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
 fn softmax_candidates(ty: ScalarType, n: i64, v: i64) -> Vec<(String, Result<Kernel, OpsError>)> {
     let mut out = Vec::new();
     let vw = 16 / ty.size_bytes() as i64;
-    if n <= reduce::MAX_REGISTER_ROW {
+    if n <= 64 * 1024 {
         for threads in [256u32, 512, 1024] {
             let per = threads as i64 * vw;
             let chunks = (n + per - 1) / per;

@@ -76,7 +76,10 @@ fn assert_close_relative(
 #[test]
 fn softmax_of_long_rows_takes_the_online_kernel_and_matches() {
     for ty in TYPES {
-        for (i, n) in [16385i64, 20001, 65536].into_iter().enumerate() {
+        // the longest register row: 64 elements per thread (f32 rows at 256 threads, bf16 at
+        // 512, see tuning::Tuning::default)
+        let max = 64 * tilekit_ops::tuning::Tuning::default().softmax_threads(ty) as i64;
+        for (i, n) in [max + 1, max + 3617, 65536].into_iter().enumerate() {
             let shape = [2, n];
             assert_eq!(
                 plan(Reduction::Softmax, &shape, ty).unwrap().0.kernel().name,
@@ -136,15 +139,17 @@ fn online_softmax_rescales_when_a_later_chunk_raises_the_max() {
 }
 
 #[test]
-fn plan_picks_the_register_kernel_up_to_16384_and_the_online_one_above() {
+fn plan_picks_the_register_kernel_up_to_64_per_thread_and_the_online_one_above() {
     for ty in TYPES {
-        let (k, grid) = plan(Reduction::Softmax, &[4, 16384], ty).unwrap();
+        let max = 64 * tilekit_ops::tuning::Tuning::default().softmax_threads(ty) as i64;
+        assert_eq!(max, if ty == ScalarType::F32 { 16384 } else { 32768 });
+        let (k, grid) = plan(Reduction::Softmax, &[4, max], ty).unwrap();
         assert_eq!((k.kernel().name.as_str(), grid), ("softmax", [4, 1, 1]));
-        let (k, grid) = plan(Reduction::Softmax, &[4, 16385], ty).unwrap();
+        let (k, grid) = plan(Reduction::Softmax, &[4, max + 1], ty).unwrap();
         assert_eq!((k.kernel().name.as_str(), grid), ("softmax_online", [4, 1, 1]));
         // the register kernel has no loop; the online one loops over the row twice
         assert_eq!(
-            plan(Reduction::Softmax, &[4, 16384], ty)
+            plan(Reduction::Softmax, &[4, max], ty)
                 .unwrap()
                 .0
                 .kernel()
