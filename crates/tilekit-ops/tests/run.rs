@@ -67,9 +67,10 @@ fn plan_does_not_grow_with_the_shape() {
     // one run of 2^31 - 1 elements (odd: no row split) in tiles of 128
     let (k, grid) = plan("copy", &[2_147_483_647, 1], ScalarType::F32).unwrap();
     assert_eq!((k.name.as_str(), grid), ("copy", [16_777_216, 1, 1]));
-    // a contiguous copy of 2^28 elements: rows of 128, full 32-row tiles
+    // a contiguous copy of 2^28 elements: rows of 256 (rows of 128 would need 65536 blocks of
+    // 32 rows, one over the grid's y limit), full 32-row tiles
     let (_, grid) = plan("copy", &[16384, 16384], ScalarType::F32).unwrap();
-    assert_eq!(grid, [1, 65_536, 1]);
+    assert_eq!(grid, [2, 32_768, 1]);
     let (k, grid) = plan("transpose", &[16384, 16384], ScalarType::F32).unwrap();
     assert_eq!((k.name.as_str(), grid), ("transpose", [256, 256, 1]));
     let (_, grid) = plan("softmax", &[2_147_483_647 / 16384, 16384], ScalarType::BF16).unwrap();
