@@ -214,6 +214,50 @@ fn relayout(l: &TensorLayout, shape: Vec<i64>, strides: Vec<i64>) -> Result<Tens
     Ok(TensorLayout::strided(l.dtype(), shape, strides, l.offset())?)
 }
 
+/// The most blocks a launch may have along grid y or z.
+pub const MAX_GRID_YZ: i64 = 65_535;
+
+/// `len` items in runs of `per_block` items per block, cut into pieces of at most
+/// `max_blocks` blocks: `(start, length)` of each piece, starts multiples of `per_block`.
+///
+/// ```
+/// use tilekit_ops::api::pieces;
+/// assert_eq!(pieces(100, 8, 5), vec![(0, 40), (40, 40), (80, 20)]);
+/// assert_eq!(pieces(10, 1, 65_535), vec![(0, 10)]);
+/// assert_eq!(pieces(0, 4, 2), vec![]);
+/// ```
+pub fn pieces(len: i64, per_block: i64, max_blocks: i64) -> Vec<(i64, i64)> {
+    let step = per_block.max(1) * max_blocks.max(1);
+    (0..len).step_by(step as usize).map(|s| (s, step.min(len - s))).collect()
+}
+
+/// Launches a (batch, rows, cols) kernel whose grid x covers the columns (`grid_x` blocks), y
+/// the rows in tiles of `tile_rows` and z the batch: dim 0 of both layouts is the batch, dims
+/// `rows.0` of x and `rows.1` of y are the rows. Grids over the hardware's 65535 blocks in y or
+/// z become several launches over narrowed views (offsets move, the kernel is the same).
+fn launch_split<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    k: &CompiledKernel,
+    grid_x: u32,
+    x: &ReshapedIn<'_, X>,
+    y: &mut Reshaped<'_, Y>,
+    rows: (usize, usize),
+    tile_rows: i64,
+) -> Result<()> {
+    let (xl, yl) = (x.layout.clone(), y.layout.clone());
+    for (z0, zl) in pieces(xl.shape()[0], 1, MAX_GRID_YZ) {
+        for (r0, rl) in pieces(xl.shape()[rows.0], tile_rows, MAX_GRID_YZ) {
+            let xv = ReshapedIn { t: x.t, layout: xl.narrow(0, z0, zl)?.narrow(rows.0, r0, rl)? };
+            let yv_layout = yl.narrow(0, z0, zl)?.narrow(rows.1, r0, rl)?;
+            let mut yv = Reshaped { t: &mut *y.t, layout: yv_layout };
+            let grid = [grid_x, host::blocks(rl, tile_rows)?, grid_u32("launch", "batch", zl)?];
+            let args = Bindings::new(k).input("x", &xv, b)?.output("y", &mut yv, b)?;
+            b.launch(k, grid, args)?;
+        }
+    }
+    Ok(())
+}
+
 /// `y = x` element by element for any two layouts of one shape and dtype (copy, permute and
 /// transpose all end here).
 fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
@@ -272,9 +316,8 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
                 crate::transpose::build_micro(ty, mv, vx, vy)
             })?;
             let t = 16 * mv;
-            let grid = [host::blocks(n, t)?, host::blocks(m, t)?, grid_u32(op, "batch", batch)?];
-            let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
-            b.launch(&k, grid, args)
+            // grid y walks x's rows (y's last dim) in tiles of t, grid z the batch
+            launch_split(b, &k, host::blocks(n, t)?, &xv, &mut yv, (1, 2), t)
         }
         _ if r <= 3 => {
             let pad = 3 - r;
@@ -288,10 +331,7 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
                 crate::copy::build(ty, vx, vy)
             })?;
             let (tm, tn) = crate::copy::tile(ty);
-            let grid =
-                [host::blocks(s3[2], tn)?, host::blocks(s3[1], tm)?, grid_u32(op, "batch", s3[0])?];
-            let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
-            b.launch(&k, grid, args)
+            launch_split(b, &k, host::blocks(s3[2], tn)?, &xv, &mut yv, (1, 1), tm)
         }
         _ => Err(OpsError::invalid(
             op,

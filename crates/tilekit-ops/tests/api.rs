@@ -406,3 +406,24 @@ fn large_contiguous_tensors_fit_the_grid_limits() {
         );
     }
 }
+
+#[test]
+fn grids_over_the_y_limit_are_split_into_launches() {
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    // a transpose whose plane has 2^22 + 160 rows (65538 tiles of 64 in grid y) and a strided
+    // copy of 2.1 M rows (65625 tiles of 32): two launches each, every grid within the limits
+    let rec = Record::new();
+    let x = LayoutTensor::contiguous(F32, &[4_194_400, 2]).unwrap();
+    api::transpose(&rec, &x).unwrap();
+    let wide = LayoutTensor::contiguous(F32, &[2_100_000, 4]).unwrap();
+    let narrow = LayoutTensor::new(wide.layout().narrow(1, 0, 3).unwrap(), 0);
+    api::copy(&rec, &narrow).unwrap();
+    let l = rec.take();
+    assert_eq!(l.len(), 4, "{:?}", l.iter().map(|l| l.grid).collect::<Vec<_>>());
+    assert_eq!(l.iter().map(|l| l.grid[1]).sum::<u32>(), 65_538 + 65_625);
+    assert!(l.iter().all(|l| l.grid[1] <= 65_535 && l.grid[2] <= 65_535));
+    // and the split launches compute the right thing (interpreter, the transpose case)
+    let xh = random(F32, &[4_194_400, 2], 3);
+    let y = api::transpose(&Interp, &xh).unwrap();
+    assert_eq!(bits(&y), bits(&xh.transpose(0, 1).unwrap()));
+}
