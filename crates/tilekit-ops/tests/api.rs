@@ -427,3 +427,17 @@ fn grids_over_the_y_limit_are_split_into_launches() {
     let y = api::transpose(&Interp, &xh).unwrap();
     assert_eq!(bits(&y), bits(&xh.transpose(0, 1).unwrap()));
 }
+
+#[test]
+fn without_a_gpu_the_cuda_backend_is_a_typed_error() {
+    // on a machine without a driver or device (CI), opening the backend names why; with a GPU,
+    // an ordinal past the last device does
+    let e = match Cuda::open(0) {
+        Ok(_) => Cuda::open(4096).map(|_| ()).unwrap_err(),
+        Err(e) => e,
+    };
+    assert!(matches!(e, OpsError::GpuUnavailable(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(text.starts_with("the GPU backend is not available: "), "{text}");
+    assert!(text.len() > "the GPU backend is not available: ".len() + 5, "{text}");
+}
