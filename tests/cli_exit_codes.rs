@@ -67,6 +67,7 @@ fn a_missing_gpu_is_1_on_stderr() {
         (&["selftest"], "selftest"),
         (&["bench", "copy", "--mib", "1", "--reps", "1"], "bench"),
         (&["bench", "launch"], "bench launch"),
+        (&["tune"], "tune"),
         (&["run", "copy", "--shape", "4x4", "--backend", "gpu"], "run --backend gpu"),
     ] {
         let (code, out, err) = tilekit(args);

@@ -28,6 +28,7 @@ fn selftest_and_bench_need_a_gpu() {
         (&["selftest"][..], "selftest"),
         (&["bench", "copy", "--mib", "1", "--reps", "1"][..], "bench"),
         (&["bench", "launch", "--calls", "1000"][..], "bench launch"),
+        (&["tune", "--filter", "nothing-matches"][..], "tune"),
     ] {
         let (code, out) = tilekit(cmd);
         if out.contains("no usable GPU") {

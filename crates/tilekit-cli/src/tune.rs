@@ -41,6 +41,10 @@ pub struct Args {
     /// Device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// Store the winners as this device's tuning beside the kernel cache
+    /// (`<cache>/tuning/<device>.json`); later runs of any tilekit program on the device use it.
+    #[arg(long)]
+    pub save: bool,
 }
 
 /// One timed candidate.
@@ -58,6 +62,121 @@ pub struct Candidate {
     pub ratio_to_copy: f64,
     /// Device name.
     pub device: String,
+    /// The knob this candidate sets (what `--save` keeps of the winners).
+    pub knob: Knob,
+}
+
+/// The tuning knob a candidate tries.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub enum Knob {
+    /// The register softmax kernel with this many threads, for rows of this dtype.
+    SoftmaxThreads(#[serde(serialize_with = "dtype_name")] ScalarType, u32),
+    /// The online softmax kernel with this launch shape.
+    Online(OnlineTuning),
+    /// Unmorton in storage order (true) or tile order (false).
+    UnmortonStorageOrder(bool),
+    /// The transpose micro-block for 16-bit types.
+    TransposeMicro16(i64),
+    /// No knob: a case measured for reference (one shape only).
+    Fixed,
+}
+
+fn dtype_name<S: serde::Serializer>(t: &ScalarType, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.to_string())
+}
+
+/// The tuning `--save` keeps: starting from `base`, for each knob the candidate with the best
+/// ratio to copy — register softmax threads per dtype from the row cases the register kernel
+/// holds, one online shape by its mean ratio over the long-row cases, the unmorton order and
+/// the 16-bit micro-block by their mean ratio over their cases.
+///
+/// ```
+/// use tilekit_cli::tune::{winners, Candidate, Knob};
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::tuning::Tuning;
+/// let c = |case: &str, knob, r| Candidate { case: case.into(), config: String::new(), median_ms: 1.0, gb_per_s: 1.0, ratio_to_copy: r, device: "G".into(), knob };
+/// let cands = [
+///     c("softmax bf16", Knob::SoftmaxThreads(ScalarType::BF16, 256), 0.82),
+///     c("softmax bf16", Knob::SoftmaxThreads(ScalarType::BF16, 512), 0.94),
+///     c("unmorton f32", Knob::UnmortonStorageOrder(false), 0.86),
+///     c("unmorton f32", Knob::UnmortonStorageOrder(true), 0.99),
+/// ];
+/// let t = winners(Tuning { softmax_threads_bf16: 256, unmorton_storage_order: false, ..Tuning::default() }, &cands);
+/// assert_eq!((t.softmax_threads_bf16, t.unmorton_storage_order), (512, true));
+/// ```
+pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
+    let mut t = base;
+    // register softmax threads: per dtype, the best candidate over its cases' ratios
+    for ty in [ScalarType::BF16, ScalarType::F32] {
+        let best = cands
+            .iter()
+            .filter_map(|c| match c.knob {
+                Knob::SoftmaxThreads(d, n) if d == ty => Some((n, c.ratio_to_copy)),
+                _ => None,
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((n, _)) = best {
+            if ty == ScalarType::F32 {
+                t.softmax_threads_f32 = n;
+            } else {
+                t.softmax_threads_bf16 = n;
+            }
+        }
+    }
+    // the other knobs: the value with the best mean ratio over the cases that tried it
+    fn mean_best<K: PartialEq + Copy>(vals: Vec<(K, f64)>) -> Option<K> {
+        let mut keys: Vec<K> = Vec::new();
+        for (k, _) in &vals {
+            if !keys.contains(k) {
+                keys.push(*k);
+            }
+        }
+        keys.into_iter()
+            .map(|k| {
+                let r: Vec<f64> = vals.iter().filter(|(j, _)| *j == k).map(|(_, r)| *r).collect();
+                (k, r.iter().sum::<f64>() / r.len() as f64)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(k, _)| k)
+    }
+    let long_rows = |c: &&Candidate| {
+        !cands.iter().any(|d| d.case == c.case && matches!(d.knob, Knob::SoftmaxThreads(..)))
+    };
+    if let Some(o) = mean_best(
+        cands
+            .iter()
+            .filter(long_rows)
+            .filter_map(|c| match c.knob {
+                Knob::Online(o) => Some((o, c.ratio_to_copy)),
+                _ => None,
+            })
+            .collect(),
+    ) {
+        t.online = o;
+    }
+    if let Some(u) = mean_best(
+        cands
+            .iter()
+            .filter_map(|c| match c.knob {
+                Knob::UnmortonStorageOrder(u) => Some((u, c.ratio_to_copy)),
+                _ => None,
+            })
+            .collect(),
+    ) {
+        t.unmorton_storage_order = u;
+    }
+    if let Some(m) = mean_best(
+        cands
+            .iter()
+            .filter_map(|c| match c.knob {
+                Knob::TransposeMicro16(m) => Some((m, c.ratio_to_copy)),
+                _ => None,
+            })
+            .collect(),
+    ) {
+        t.transpose_micro_16bit = m;
+    }
+    t
 }
 
 fn ops(what: &str) -> impl Fn(OpsError) -> CliError + '_ {
@@ -78,7 +197,11 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
 
 /// The softmax candidates of a row length: the register kernel at 256/512/1024 threads when
 /// the row fits, the online kernel over threads × unroll × direction otherwise.
-fn softmax_candidates(ty: ScalarType, n: i64, v: i64) -> Vec<(String, Result<Kernel, OpsError>)> {
+fn softmax_candidates(
+    ty: ScalarType,
+    n: i64,
+    v: i64,
+) -> Vec<(String, Knob, Result<Kernel, OpsError>)> {
     let mut out = Vec::new();
     let vw = 16 / ty.size_bytes() as i64;
     if n <= 64 * 1024 {
@@ -88,6 +211,7 @@ fn softmax_candidates(ty: ScalarType, n: i64, v: i64) -> Vec<(String, Result<Ker
             if chunks * vw <= 64 {
                 out.push((
                     format!("register, {threads} threads, {chunks} chunks"),
+                    Knob::SoftmaxThreads(ty, threads),
                     reduce::build_softmax_threads(ty, chunks, v, threads),
                 ));
             }
@@ -102,6 +226,7 @@ fn softmax_candidates(ty: ScalarType, n: i64, v: i64) -> Vec<(String, Result<Ker
                         "online, {threads} threads, unroll {unroll}, {}",
                         if reverse { "reverse" } else { "forward" }
                     ),
+                    Knob::Online(t),
                     reduce::build_softmax_online_tuned(ty, v, t),
                 ));
             }
@@ -114,6 +239,7 @@ fn softmax_candidates(ty: ScalarType, n: i64, v: i64) -> Vec<(String, Result<Ker
         let t = OnlineTuning { threads, unroll, reverse: true, blocks_per_sm: n_sm };
         out.push((
             format!("online, {threads} threads, unroll {unroll}, reverse, ≤{n_sm} blocks/SM"),
+            Knob::Online(t),
             reduce::build_softmax_online_tuned(ty, v, t),
         ));
     }
@@ -155,7 +281,7 @@ fn tune_softmax(
     let v = tilekit_ops::api::vector_of(&layout, 0);
     let bytes = 2 * (m * n) as u64 * ty.size_bytes() as u64;
     let mut out = Vec::new();
-    for (config, kernel) in softmax_candidates(ty, n, v) {
+    for (config, knob, kernel) in softmax_candidates(ty, n, v) {
         let k = CompiledKernel::new(kernel.map_err(ops(&case))?);
         cuda.prepare(&k).map_err(ops(&case))?;
         let launch = |y: &mut tilekit_cuda::DeviceTensor| -> Result<(), OpsError> {
@@ -200,6 +326,7 @@ fn tune_softmax(
             gb_per_s: gbs,
             ratio_to_copy: gbs / copy_gbs,
             device: cuda.gpu().props().name.clone(),
+            knob,
         });
     }
     Ok(out)
@@ -252,7 +379,7 @@ struct Measure {
 fn tune_movement(
     cuda: &Cuda,
     case: &str,
-    candidates: &[(String, Tuning)],
+    candidates: &[(String, Knob, Tuning)],
     x: &tilekit_cuda::DeviceTensor,
     y: &mut tilekit_cuda::DeviceTensor,
     m: Measure,
@@ -264,7 +391,7 @@ fn tune_movement(
 ) -> Result<Vec<Candidate>, CliError> {
     let mut out = Vec::new();
     let mut first: Option<Vec<u8>> = None;
-    for (config, tuning) in candidates {
+    for (config, knob, tuning) in candidates {
         let c = cuda.with_tuning(*tuning);
         let what = format!("{case} [{config}]");
         let ms = time_api(&c, &what, m.reps, || call(&c, x, y))?;
@@ -287,6 +414,7 @@ fn tune_movement(
             gb_per_s: gbs,
             ratio_to_copy: gbs / m.copy_gbs,
             device: cuda.gpu().props().name.clone(),
+            knob: *knob,
         });
     }
     Ok(out)
@@ -312,10 +440,12 @@ fn movement_cases(
             let cands = vec![
                 (
                     "tile order (copy tiles)".to_string(),
+                    Knob::UnmortonStorageOrder(false),
                     Tuning { unmorton_storage_order: false, ..base },
                 ),
                 (
                     "storage order (16-byte reads)".to_string(),
+                    Knob::UnmortonStorageOrder(true),
                     Tuning { unmorton_storage_order: true, ..base },
                 ),
             ];
@@ -348,18 +478,19 @@ fn movement_cases(
             let x = random_device(cuda, ty, &shape, &case)?;
             let out: Vec<i64> = perm.iter().map(|&p| shape[p]).collect();
             let mut y = cuda.empty(ty, &out).map_err(ops(&case))?;
-            let cands: Vec<(String, Tuning)> = if ty.size_bytes() == 2 {
+            let cands: Vec<(String, Knob, Tuning)> = if ty.size_bytes() == 2 {
                 [8i64, 4, 2]
                     .iter()
                     .map(|&m| {
                         (
                             format!("micro-block {m}×{m} (tile {}²)", 16 * m),
+                            Knob::TransposeMicro16(m),
                             Tuning { transpose_micro_16bit: m, ..base },
                         )
                     })
                     .collect()
             } else {
-                vec![("micro-block 4×4 (tile 64²)".into(), base)]
+                vec![("micro-block 4×4 (tile 64²)".into(), Knob::Fixed, base)]
             };
             let bytes = 2 * shape.iter().product::<i64>() as u64 * ty.size_bytes() as u64;
             let p2 = perm.clone();
@@ -418,6 +549,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let name = cuda.gpu().props().name.clone();
     let copy = copy_baseline(cuda.gpu(), a.reps)?;
     outln!("device {name}; device-to-device copy (cuMemcpyDtoD, 1024 MiB) {copy:.0} GB/s")?;
+    outln!("launch shapes in use: {}", cuda.tuning_source())?;
     let mut all = Vec::new();
     for &(m, n, ty) in SOFTMAX_CASES {
         let case = format!("softmax {m}x{n} {ty}");
@@ -461,6 +593,14 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         }
     }
     all.extend(moves);
+    if a.save {
+        let t = winners(cuda.tuning(), &all);
+        let dir = tilekit_ops::tuning::default_dir();
+        let path = t
+            .save(&dir, &name)
+            .map_err(|e| CliError::Check { what: "tune --save".into(), why: e.to_string() })?;
+        outln!("saved {t:?}\n   to {}", path.display())?;
+    }
     if let Some(p) = &a.json {
         let text = serde_json::to_string_pretty(&all)
             .map_err(|e| CliError::Check { what: "tune --json".into(), why: e.to_string() })?;

@@ -524,6 +524,7 @@ pub struct Cuda {
     modules: Arc<Mutex<HashMap<u64, Loaded>>>,
     disk: Option<Arc<KernelCache>>,
     tuning: Tuning,
+    tuning_source: crate::tuning::TuningSource,
 }
 
 impl Cuda {
@@ -551,8 +552,21 @@ impl Cuda {
     /// ```
     pub fn new(gpu: Gpu) -> Cuda {
         let disk = KernelCache::open(KernelCache::default_dir()).ok().map(Arc::new);
-        let tuning = Tuning::for_device(&gpu.props().name);
-        Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk, tuning }
+        let (tuning, tuning_source) =
+            Tuning::resolve(&crate::tuning::default_dir(), &gpu.props().name);
+        Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk, tuning, tuning_source }
+    }
+
+    /// Where this backend's launch shapes came from: a file `tilekit tune --save` wrote for the
+    /// device, or the built-in table (also when a saved file was unusable: the error is kept).
+    ///
+    /// ```
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     println!("tuning: {}", cuda.tuning_source());
+    /// }
+    /// ```
+    pub fn tuning_source(&self) -> &crate::tuning::TuningSource {
+        &self.tuning_source
     }
 
     /// The same backend with other launch shapes (what `tilekit tune` compares).

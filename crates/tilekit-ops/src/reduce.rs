@@ -259,7 +259,7 @@ pub fn build_softmax_online(ty: ScalarType, vx: i64) -> Result<Kernel> {
 /// let t = tilekit_ops::reduce::OnlineTuning::default();
 /// assert_eq!((t.threads, t.unroll, t.reverse, t.blocks_per_sm), (256, 4, true, 0));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct OnlineTuning {
     /// Threads per block (a multiple of 32, at most 1024).
     pub threads: u32,

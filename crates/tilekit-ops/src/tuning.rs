@@ -17,10 +17,103 @@
 //! Every entry is a measured winner of `tilekit tune` (bench/RESULTS.md has the sweeps, the
 //! JSON files beside it every candidate); a device not in the table gets the defaults, the
 //! shapes that won on both the H100 and the H200.
+//!
+//! `tilekit tune --save` stores a device's winners beside the kernel cache
+//! (`<cache>/tuning/<device>.json`); a saved file wins over the table ([`Tuning::resolve`]). A
+//! file from another tilekit version is ignored (its knobs may mean other kernels); a corrupt one
+//! is a [`TuningError`] naming the file, and the backend falls back to the table and says so in
+//! its [`TuningSource`].
+
+use std::path::{Path, PathBuf};
 
 use tilekit_ir::ScalarType;
 
 use crate::reduce::OnlineTuning;
+
+/// A saved tuning file that cannot be used.
+///
+/// ```
+/// let e = tilekit_ops::tuning::TuningError::Corrupt { path: "t.json".into(), why: "expected value at line 1".into() };
+/// assert_eq!(e.to_string(), "tuning file t.json is corrupt: expected value at line 1 (run `tilekit tune --save` again, or delete it)");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TuningError {
+    /// The file is not a tuning file of this format.
+    #[error(
+        "tuning file {path} is corrupt: {why} (run `tilekit tune --save` again, or delete it)"
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// Reading or writing failed.
+    #[error("tuning file {path}: {why}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        why: String,
+    },
+}
+
+/// Where a backend's [`Tuning`] came from.
+///
+/// ```
+/// use tilekit_ops::tuning::TuningSource;
+/// assert_eq!(TuningSource::Table.to_string(), "built-in table");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TuningSource {
+    /// The built-in table ([`Tuning::for_device`]): no saved file for this device.
+    Table,
+    /// A file saved by `tilekit tune --save`.
+    Saved(PathBuf),
+    /// A saved file was unusable; the table was used instead.
+    TableAfter(TuningError),
+}
+
+impl std::fmt::Display for TuningSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TuningSource::Table => write!(f, "built-in table"),
+            TuningSource::Saved(p) => write!(f, "saved by tilekit tune: {}", p.display()),
+            TuningSource::TableAfter(e) => write!(f, "built-in table ({e})"),
+        }
+    }
+}
+
+/// What a tuning file holds: the device, the tilekit version that measured it, the knobs.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct TuningFile {
+    device: String,
+    tilekit_version: String,
+    tuning: Tuning,
+}
+
+/// The file name of a device's saved tuning: the name with every character other than ASCII
+/// letters and digits replaced by `_`.
+///
+/// ```
+/// assert_eq!(tilekit_ops::tuning::file_name("NVIDIA H100 80GB HBM3"), "NVIDIA_H100_80GB_HBM3.json");
+/// ```
+pub fn file_name(device: &str) -> String {
+    let s: String =
+        device.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    format!("{s}.json")
+}
+
+/// The folder tuning files live in: `tuning/` beside the kernel cache's folder.
+///
+/// ```
+/// let d = tilekit_ops::tuning::default_dir();
+/// assert!(d.ends_with("tuning"));
+/// ```
+pub fn default_dir() -> PathBuf {
+    let k = tilekit_cuda::KernelCache::default_dir();
+    k.parent().map_or_else(|| k.join("tuning"), |p| p.join("tuning"))
+}
 
 /// Per-device launch shapes of the tunable kernels.
 ///
@@ -30,7 +123,7 @@ use crate::reduce::OnlineTuning;
 /// assert_eq!(Tuning::default().softmax_threads(ScalarType::BF16), 512);
 /// assert_eq!(Tuning::for_device("NVIDIA H200").online.threads, 512);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Tuning {
     /// Threads per block of the register softmax kernel for bf16 rows.
     pub softmax_threads_bf16: u32,
@@ -79,6 +172,104 @@ impl Tuning {
             };
         }
         Tuning::default()
+    }
+
+    /// Saves this tuning as `device`'s in `dir` (created if needed); returns the file.
+    ///
+    /// ```
+    /// use tilekit_ops::tuning::Tuning;
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let t = Tuning { softmax_threads_f32: 512, ..Tuning::default() };
+    /// let path = t.save(tmp.path(), "Some GPU").unwrap();
+    /// assert_eq!(Tuning::load(tmp.path(), "Some GPU").unwrap(), Some((t, path)));
+    /// ```
+    pub fn save(&self, dir: &Path, device: &str) -> Result<PathBuf, TuningError> {
+        let path = dir.join(file_name(device));
+        let io = |e: std::io::Error| TuningError::Io { path: path.clone(), why: e.to_string() };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let file = TuningFile {
+            device: device.into(),
+            tilekit_version: env!("CARGO_PKG_VERSION").into(),
+            tuning: *self,
+        };
+        let text = serde_json::to_string_pretty(&file)
+            .map_err(|e| TuningError::Io { path: path.clone(), why: e.to_string() })?;
+        // write then rename: a reader never sees half a file
+        let tmp = dir.join(format!(".{}.tmp", file_name(device)));
+        std::fs::write(&tmp, text).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)?;
+        Ok(path)
+    }
+
+    /// The tuning saved for `device` in `dir`: `None` when there is no file, or when it was
+    /// measured by another tilekit version; an error when it is corrupt or names another device.
+    ///
+    /// ```
+    /// use tilekit_ops::tuning::{Tuning, TuningError};
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// assert_eq!(Tuning::load(tmp.path(), "GPU").unwrap(), None);
+    /// std::fs::write(tmp.path().join("GPU.json"), "{ not json").unwrap();
+    /// assert!(matches!(Tuning::load(tmp.path(), "GPU"), Err(TuningError::Corrupt { .. })));
+    /// ```
+    pub fn load(dir: &Path, device: &str) -> Result<Option<(Tuning, PathBuf)>, TuningError> {
+        let path = dir.join(file_name(device));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(TuningError::Io { path, why: e.to_string() }),
+        };
+        let file: TuningFile = serde_json::from_str(&text)
+            .map_err(|e| TuningError::Corrupt { path: path.clone(), why: e.to_string() })?;
+        if file.device != device {
+            return Err(TuningError::Corrupt {
+                path,
+                why: format!("it is for device `{}`, not `{device}`", file.device),
+            });
+        }
+        if file.tilekit_version != env!("CARGO_PKG_VERSION") {
+            return Ok(None);
+        }
+        let t = file.tuning;
+        let bad = |what: &str, v: i64| TuningError::Corrupt {
+            path: path.clone(),
+            why: format!("{what} = {v} is out of range"),
+        };
+        for (what, v) in [
+            ("softmax_threads_bf16", t.softmax_threads_bf16),
+            ("softmax_threads_f32", t.softmax_threads_f32),
+            ("online.threads", t.online.threads),
+        ] {
+            if v == 0 || v % 32 != 0 || v > 1024 {
+                return Err(bad(what, i64::from(v)));
+            }
+        }
+        if !(1..=8).contains(&t.online.unroll) {
+            return Err(bad("online.unroll", t.online.unroll));
+        }
+        if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {
+            return Err(bad("transpose_micro_16bit", t.transpose_micro_16bit));
+        }
+        Ok(Some((t, path)))
+    }
+
+    /// The tuning a backend on `device` uses: a file saved in `dir` by `tilekit tune --save`
+    /// when there is a usable one, else the built-in table — with where it came from.
+    ///
+    /// ```
+    /// use tilekit_ops::tuning::{Tuning, TuningSource};
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// assert_eq!(Tuning::resolve(tmp.path(), "NVIDIA H200"), (Tuning::for_device("NVIDIA H200"), TuningSource::Table));
+    /// std::fs::write(tmp.path().join("NVIDIA_H200.json"), "[]").unwrap();
+    /// let (t, source) = Tuning::resolve(tmp.path(), "NVIDIA H200");
+    /// assert_eq!(t, Tuning::for_device("NVIDIA H200"));
+    /// assert!(source.to_string().contains("corrupt"), "{source}");
+    /// ```
+    pub fn resolve(dir: &Path, device: &str) -> (Tuning, TuningSource) {
+        match Tuning::load(dir, device) {
+            Ok(Some((t, path))) => (t, TuningSource::Saved(path)),
+            Ok(None) => (Tuning::for_device(device), TuningSource::Table),
+            Err(e) => (Tuning::for_device(device), TuningSource::TableAfter(e)),
+        }
     }
 
     /// Threads per block of the register softmax kernel for `ty`.
