@@ -29,7 +29,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaView};
 use tilekit_ir::interp::HostBuffer;
-use tilekit_ir::tensor::{check_len, gather_bytes, Element, HostTensor, TensorError, TensorLayout};
+use tilekit_ir::tensor::{
+    check_len, gather_bytes, Element, HostTensor, TensorError, TensorLayout, TensorView,
+};
 use tilekit_ir::ScalarType;
 
 use crate::device::Gpu;
@@ -535,6 +537,22 @@ impl DeviceTensor {
     pub fn contiguous(&self) -> Result<DeviceTensor> {
         let h = self.to_host()?;
         DeviceTensor::from_host_bytes(&self.gpu, h.buffer().as_bytes(), h.layout().clone())
+    }
+}
+
+impl TensorView for DeviceTensor {
+    fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+    fn with_layout(&self, layout: TensorLayout) -> Result<Self, TensorError> {
+        if layout.dtype() != self.layout.dtype() {
+            return Err(TensorError::DtypeMismatch {
+                layout: layout.dtype(),
+                other: self.layout.dtype(),
+            });
+        }
+        layout.check_fits(self.storage_bytes() / layout.dtype().size_bytes())?;
+        Ok(self.view(layout))
     }
 }
 

@@ -705,6 +705,52 @@ element!(i64, I64, from_i64, to_i64);
 element!(f16, F16, from_f16, to_f16);
 element!(bf16, BF16, from_bf16, to_bf16);
 
+/// A tensor that is a layout over storage other views may share (host tensors, device tensors):
+/// every view — permute, transpose, narrow, broadcast — is a new layout over the same storage,
+/// so generic code (over `tilekit_ops::backend::Backend::Tensor`, say) can make views of any
+/// backend's tensors.
+///
+/// ```
+/// use tilekit_ir::tensor::{HostTensor, TensorView};
+/// fn last_two_swapped<T: TensorView>(t: &T) -> T {
+///     let r = t.layout().rank();
+///     TensorView::transpose(t, r - 2, r - 1).unwrap()
+/// }
+/// let t = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+/// assert_eq!(last_two_swapped(&t).to_vec::<f32>().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// ```
+pub trait TensorView: Sized {
+    /// Dtype, shape, strides and offset.
+    fn layout(&self) -> &TensorLayout;
+    /// The same storage under another layout, checked to fit the storage and to keep the dtype.
+    fn with_layout(&self, layout: TensorLayout) -> Result<Self>;
+    /// The dims reordered: dim `k` of the view is dim `perm[k]` of `self`.
+    fn permute(&self, perm: &[usize]) -> Result<Self> {
+        self.with_layout(self.layout().permute(perm)?)
+    }
+    /// Dims `a` and `b` swapped.
+    fn transpose(&self, a: usize, b: usize) -> Result<Self> {
+        self.with_layout(self.layout().transpose(a, b)?)
+    }
+    /// `len` indices of dim `dim` from `start`.
+    fn narrow(&self, dim: usize, start: i64, len: i64) -> Result<Self> {
+        self.with_layout(self.layout().narrow(dim, start, len)?)
+    }
+    /// Broadcast to `shape` (numpy rules: stride-0 dims).
+    fn broadcast_to(&self, shape: &[i64]) -> Result<Self> {
+        self.with_layout(self.layout().broadcast_to(shape)?)
+    }
+}
+
+impl TensorView for HostTensor {
+    fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+    fn with_layout(&self, layout: TensorLayout) -> Result<Self> {
+        HostTensor::from_shared(Arc::clone(&self.buffer), layout)
+    }
+}
+
 /// A tensor on the host: a shared [`HostBuffer`] and a [`TensorLayout`] that fits it, of the
 /// same dtype. Views share the buffer.
 ///

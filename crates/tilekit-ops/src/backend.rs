@@ -34,7 +34,7 @@ use tilekit_cuda::module::LaunchDims;
 use tilekit_cuda::tensor::DeviceTensor;
 use tilekit_cuda::{CompileReport, Gpu, KernelArgs, KernelCache, Timing};
 use tilekit_ir::interp::{Args, HostBuffer};
-use tilekit_ir::tensor::{Element, HostTensor, TensorLayout};
+use tilekit_ir::tensor::{Element, HostTensor, TensorError, TensorLayout, TensorView};
 use tilekit_ir::{ParamKind, ScalarType};
 
 use crate::bind::{Bindings, Slot};
@@ -53,7 +53,7 @@ use crate::tuning::Tuning;
 /// ```
 pub trait Backend {
     /// The tensor type of this backend.
-    type Tensor: TensorIn<Self> + TensorOut<Self> + Clone + std::fmt::Debug;
+    type Tensor: TensorIn<Self> + TensorOut<Self> + TensorView + Clone + std::fmt::Debug;
     /// How a bound input refers to memory.
     type In<'a>
     where
@@ -409,6 +409,15 @@ impl Record {
     /// ```
     pub fn take(&self) -> Vec<Launch> {
         std::mem::take(&mut self.launches.borrow_mut())
+    }
+}
+
+impl TensorView for LayoutTensor {
+    fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+    fn with_layout(&self, layout: TensorLayout) -> std::result::Result<Self, TensorError> {
+        Ok(LayoutTensor { layout, address: self.address })
     }
 }
 

@@ -4,7 +4,7 @@
 //! before the kernels write them, and every result is compared with an independent CPU
 //! reference: a gather through the host tensor's strides, or an f64 computation.
 
-use tilekit_ir::tensor::HostTensor;
+use tilekit_ir::tensor::{HostTensor, TensorView};
 use tilekit_ir::ScalarType::{self, BF16, F16, F32};
 use tilekit_layout::swizzle::TiledMorton;
 use tilekit_ops::backend::{Backend, Cuda, Interp};
@@ -79,7 +79,7 @@ fn check(what: &str, got: &[f64], want: &[f64], tol: f64) {
     assert!(c.passed, "{what}: {} mismatches, max |Δ| {} (tol {tol})", c.mismatches, c.max_abs);
 }
 
-fn copy_views<B: TestBackend>(b: &B) {
+fn copy_views<B: Backend>(b: &B) {
     for (i, ty) in [F32, F16, BF16].into_iter().enumerate() {
         let x = random(ty, &[37, 1001], 10 + i as u64);
         let xd = b.from_host(&x).unwrap();
@@ -100,48 +100,19 @@ fn copy_views<B: TestBackend>(b: &B) {
     }
 }
 
-/// A view of a backend tensor: the same storage under a new layout (via a host round trip of
-/// the layout only — the data stays where it is).
-fn view<B: TestBackend>(
+/// A view of a backend tensor: the same storage under a new layout (the data stays where it
+/// is), through the backend-agnostic `TensorView`.
+fn view<B: Backend>(
     _b: &B,
     t: &B::Tensor,
     f: impl Fn(
         &tilekit_ir::tensor::TensorLayout,
     ) -> tilekit_ir::tensor::Result<tilekit_ir::tensor::TensorLayout>,
 ) -> B::Tensor {
-    t.with_layout(f(Viewable::layout_of(t)).unwrap())
+    t.with_layout(f(TensorView::layout(t)).unwrap()).unwrap()
 }
 
-/// Backend tensors that can be re-viewed (both tensor types can; the trait keeps the test
-/// bodies generic).
-trait Viewable: Sized {
-    fn layout_of(&self) -> &tilekit_ir::tensor::TensorLayout;
-    fn with_layout(&self, l: tilekit_ir::tensor::TensorLayout) -> Self;
-}
-
-impl Viewable for HostTensor {
-    fn layout_of(&self) -> &tilekit_ir::tensor::TensorLayout {
-        self.layout()
-    }
-    fn with_layout(&self, l: tilekit_ir::tensor::TensorLayout) -> Self {
-        HostTensor::from_shared(self.buffer().clone(), l).unwrap()
-    }
-}
-
-impl Viewable for tilekit_cuda::DeviceTensor {
-    fn layout_of(&self) -> &tilekit_ir::tensor::TensorLayout {
-        self.layout()
-    }
-    fn with_layout(&self, l: tilekit_ir::tensor::TensorLayout) -> Self {
-        tilekit_cuda::DeviceTensor::from_storage(self.gpu(), self.storage().unwrap().clone(), l)
-            .unwrap()
-    }
-}
-
-trait TestBackend: Backend<Tensor: Viewable> {}
-impl<B: Backend<Tensor: Viewable>> TestBackend for B {}
-
-fn permute_every_rank3<B: TestBackend>(b: &B) {
+fn permute_every_rank3<B: Backend>(b: &B) {
     let perms = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
     for (i, ty) in [F32, BF16].into_iter().enumerate() {
         let x = random(ty, &[5, 33, 17], 20 + i as u64);
@@ -161,7 +132,7 @@ fn permute_every_rank3<B: TestBackend>(b: &B) {
     }
 }
 
-fn transpose_matrices<B: TestBackend>(b: &B) {
+fn transpose_matrices<B: Backend>(b: &B) {
     for (shape, ty) in [([70, 33], F32), ([130, 257], F16), ([64, 64], BF16), ([1, 9], F32)] {
         let x = random(ty, &shape, 30);
         let y = api::transpose(b, &b.from_host(&x).unwrap()).unwrap();
@@ -187,7 +158,7 @@ fn row_refs(x: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     (s, mx, sm)
 }
 
-fn rows<B: TestBackend>(b: &B) {
+fn rows<B: Backend>(b: &B) {
     for (i, ty) in [F32, BF16].into_iter().enumerate() {
         let x = random(ty, &[7, 1024], 40 + i as u64);
         let xd = b.from_host(&x).unwrap();
@@ -219,7 +190,7 @@ fn rows<B: TestBackend>(b: &B) {
     check("row_sum rank 3", &values(&h), &row_refs(&values(&x), 6, 100).0, 1e-4);
 }
 
-fn softmax_long_rows<B: TestBackend>(b: &B) {
+fn softmax_long_rows<B: Backend>(b: &B) {
     for (i, ty) in [F32, BF16].into_iter().enumerate() {
         let x = random(ty, &[2, 20001], 50 + i as u64);
         let y = api::softmax(b, &b.from_host(&x).unwrap()).unwrap();
@@ -246,7 +217,7 @@ fn round(ty: ScalarType, v: f64) -> f64 {
     values(&t)[0]
 }
 
-fn elementwise_broadcast<B: TestBackend>(b: &B) {
+fn elementwise_broadcast<B: Backend>(b: &B) {
     let cases: [(&[i64], &[i64]); 4] =
         [(&[33, 70], &[33, 70]), (&[33, 70], &[70]), (&[33, 70], &[33, 1]), (&[4, 5, 6], &[5, 1])];
     for (i, ty) in [F32, F16, BF16].into_iter().enumerate() {
@@ -289,7 +260,7 @@ fn elementwise_broadcast<B: TestBackend>(b: &B) {
     check("add of a transposed view", &values(&b.to_host(&y).unwrap()), &want, 0.0);
 }
 
-fn morton_roundtrip<B: TestBackend>(b: &B) {
+fn morton_roundtrip<B: Backend>(b: &B) {
     for (shape, t, ty) in [([37i64, 61i64], 4, F32), ([64, 64], 8, BF16), ([9, 17], 4, F16)] {
         let x = random(ty, &shape, 90);
         let s = api::morton(b, &b.from_host(&x).unwrap(), t).unwrap();
@@ -307,7 +278,7 @@ fn morton_roundtrip<B: TestBackend>(b: &B) {
     }
 }
 
-fn gemm_tiles<B: TestBackend>(b: &B) {
+fn gemm_tiles<B: Backend>(b: &B) {
     for ty in [F16, BF16] {
         let (m, n, k) = (128, 64, 96);
         let (a, z) = (random(ty, &[m, k], 100), random(ty, &[k, n], 101));
@@ -329,7 +300,7 @@ fn gemm_tiles<B: TestBackend>(b: &B) {
     }
 }
 
-fn typed_errors<B: TestBackend>(b: &B) {
+fn typed_errors<B: Backend>(b: &B) {
     let x = b.from_host(&random(F32, &[4, 8], 1)).unwrap();
     let xi = b.from_host(&HostTensor::from_slice(&[1i32; 32], &[4, 8]).unwrap()).unwrap();
     let e = api::softmax(b, &xi).unwrap_err().to_string();
