@@ -77,6 +77,8 @@ pub enum Knob {
     UnmortonStorageOrder(bool),
     /// The transpose micro-block for 16-bit types.
     TransposeMicro16(i64),
+    /// The shared-memory staged softmax with (threads, vectors per chunk).
+    Staged(u32, i64),
     /// No knob: a case measured for reference (one shape only).
     Fixed,
 }
@@ -154,6 +156,33 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
     ) {
         t.online = o;
     }
+    // the staged kernel, where it ran, if it beats the chosen online shape on the same cases
+    let staged: Vec<(&str, (u32, i64), f64)> = cands
+        .iter()
+        .filter_map(|c| match c.knob {
+            Knob::Staged(th, un) => Some((c.case.as_str(), (th, un), c.ratio_to_copy)),
+            _ => None,
+        })
+        .collect();
+    if let Some(k) = mean_best(staged.iter().map(|(_, k, r)| (*k, *r)).collect()) {
+        let cases: Vec<&str> =
+            staged.iter().filter(|(_, j, _)| *j == k).map(|(c, _, _)| *c).collect();
+        let mean = |f: &dyn Fn(&Candidate) -> bool| {
+            let r: Vec<f64> = cands
+                .iter()
+                .filter(|c| cases.contains(&c.case.as_str()) && f(c))
+                .map(|c| c.ratio_to_copy)
+                .collect();
+            if r.is_empty() {
+                0.0
+            } else {
+                r.iter().sum::<f64>() / r.len() as f64
+            }
+        };
+        let s_mean = mean(&|c| c.knob == Knob::Staged(k.0, k.1));
+        let o_mean = mean(&|c| c.knob == Knob::Online(t.online));
+        t.softmax_staged = (s_mean > o_mean).then_some(k);
+    }
     if let Some(u) = mean_best(
         cands
             .iter()
@@ -230,6 +259,18 @@ fn softmax_candidates(
                     reduce::build_softmax_online_tuned(ty, v, t),
                 ));
             }
+        }
+    }
+    // the row kept in shared memory (one read, one write of global memory per element)
+    for (threads, unroll) in [(512u32, 4i64), (1024, 2), (1024, 4), (256, 4)] {
+        let chunk = threads as i64 * vw * unroll;
+        let cap = (n + chunk - 1) / chunk * chunk;
+        if n > 64 * 256 && cap * ty.size_bytes() as i64 <= tilekit_ops::tuning::STAGED_MAX_BYTES {
+            out.push((
+                format!("staged in shared memory, {threads} threads, unroll {unroll}"),
+                Knob::Staged(threads, unroll),
+                reduce::build_softmax_staged(ty, v, cap, threads, unroll),
+            ));
         }
     }
     // fewer rows in flight (their bytes stay in L2 for pass 2)

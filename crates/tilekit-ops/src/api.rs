@@ -548,6 +548,16 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             cached(KernelKey::new("softmax", ty, [v, chunks, threads as i64, 0]), || {
                 crate::reduce::build_softmax_threads(ty, chunks, v, threads)
             })?
+        } else if let Some((st, su, cap)) = tune.softmax_staged.and_then(|(st, su)| {
+            // the row, rounded up to whole chunks, must fit the staged kernel's shared buffer
+            let chunk = st as i64 * (16 / ty.size_bytes() as i64) * su;
+            let cap = (n + chunk - 1) / chunk * chunk;
+            (cap * ty.size_bytes() as i64 <= crate::tuning::STAGED_MAX_BYTES)
+                .then_some((st, su, cap))
+        }) {
+            cached(KernelKey::new("softmax_staged", ty, [v, cap, st as i64, su]), || {
+                crate::reduce::build_softmax_staged(ty, v, cap, st, su)
+            })?
         } else {
             let o = tune.online;
             let shape = o.threads as i64 * 1000

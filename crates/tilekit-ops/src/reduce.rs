@@ -366,6 +366,90 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
     Ok(b.finish()?)
 }
 
+/// Row softmax for rows of up to `cap` elements kept in **shared memory**: pass 1 streams the
+/// row from global memory in chunks (online max and sum, as [`build_softmax_online_tuned`])
+/// and leaves each chunk in a shared row buffer; pass 2 reads the row back from shared memory,
+/// so global memory sees one read and one write per element, as with the register kernel, for
+/// rows too long for registers (a bf16 row of 65536 is 128 KiB of the SM's 227). One block per
+/// row, `threads` threads, `unroll` 16-byte vectors per thread per chunk; `cap` is rounded up
+/// to whole chunks and must fit the shared memory (named error otherwise).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::reduce::build_softmax_staged(ScalarType::BF16, 8, 65536, 512, 4).unwrap();
+/// assert_eq!(k.name, "softmax_staged");
+/// assert!(k.to_string().contains("st.shared.v8.bf16"));
+/// assert!(tilekit_ops::reduce::build_softmax_staged(ScalarType::F32, 4, 65536, 512, 4).is_err()); // 256 KiB
+/// ```
+pub fn build_softmax_staged(
+    ty: ScalarType,
+    vx: i64,
+    cap: i64,
+    threads: u32,
+    unroll: i64,
+) -> Result<Kernel> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
+    if !(1..=8).contains(&unroll) {
+        return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
+    }
+    let v = 16 / ty.size_bytes() as i64;
+    let chunk = threads as i64 * v * unroll;
+    let cap = (cap.max(1) + chunk - 1) / chunk * chunk;
+    let b = KernelBuilder::new("softmax_staged", [threads, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let row_desc = tilekit_layout::TensorDescriptor::packed(vec![1, cap], Some(v))?;
+    let stash = View::shared(&b, "row", ty, &row_desc)?;
+    let d = dist::row_major(1, chunk, threads as i64, v)?;
+    let row = b.block_id(Axis::X);
+    let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
+    let yv = View::global(&y, vx)?.pad(&[1, chunk])?;
+    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
+    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
+        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
+        Ok(b.unary(UnOp::Exp2Approx, &z)?)
+    };
+    b.note("staged softmax pass 1: stream the row into shared memory, online max and sum");
+    let ms = crate::tile::for_range(
+        &b,
+        &Val::lit(0),
+        &n_pad,
+        &Val::lit(chunk),
+        &[b.f32(f32::MIN), b.f32(0.0)],
+        |b, c0, ms| {
+            let raw = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0.clone()], &d)?
+                .load_or(b, &ninf)?;
+            Window::new(b, &stash, &[1, chunk], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
+            let t = raw.cast(b, ScalarType::F32)?;
+            let (m, s) = (&ms[0], &ms[1]);
+            let m2 = b.binary(BinOp::Max, m, &t.reduce_thread(b, BinOp::Max)?)?;
+            let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m2)?))?.reduce_thread(b, BinOp::Add)?;
+            let s2 = b.binary(BinOp::Add, &b.binary(BinOp::Mul, s, &exp_diff(b, m, &m2)?)?, &e)?;
+            Ok(vec![m2, s2])
+        },
+    )?;
+    let big_m = block_reduce(&b, &ms[0], BinOp::Max, scratch)?;
+    let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
+    let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
+    b.note("staged softmax pass 2: the row from shared memory, normalise, store");
+    crate::tile::for_range(&b, &Val::lit(0), &n_pad, &Val::lit(chunk), &[], |b, c0, _| {
+        let t = Window::new(b, &stash, &[1, chunk], &[Val::lit(0), c0.clone()], &d)?
+            .load(b)?
+            .cast(b, ScalarType::F32)?;
+        let out = t
+            .map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
+            .cast(b, ty)?;
+        Window::new(b, &yv, &[1, chunk], &[row.clone(), c0], &d)?.store(b, &out)?;
+        Ok(vec![])
+    })?;
+    Ok(b.finish()?)
+}
+
 /// The softmax kernel for rows of `n` elements: the register kernel ([`build_softmax`] with
 /// [`softmax_chunks`]) when the row fits in registers (`n ≤ 16384`), else the online kernel
 /// ([`build_softmax_online`]). `n < 1` is refused.

@@ -115,6 +115,14 @@ pub fn default_dir() -> PathBuf {
     k.parent().map_or_else(|| k.join("tuning"), |p| p.join("tuning"))
 }
 
+/// The longest row (in bytes) the staged softmax keeps in shared memory: 200 KiB of the 227 an
+/// H100 or H200 block may have.
+///
+/// ```
+/// assert_eq!(tilekit_ops::tuning::STAGED_MAX_BYTES, 204_800);
+/// ```
+pub const STAGED_MAX_BYTES: i64 = 200 * 1024;
+
 /// Per-device launch shapes of the tunable kernels.
 ///
 /// ```
@@ -134,6 +142,10 @@ pub struct Tuning {
     /// Unmorton walks the storage in order (16-byte reads, 8-byte scattered writes) instead of
     /// the image in tiles (see `morton::build_storage_order_dir`).
     pub unmorton_storage_order: bool,
+    /// Rows too long for registers but within [`STAGED_MAX_BYTES`] take the shared-memory
+    /// staged softmax kernel with these (threads, 16-byte vectors per chunk) when set
+    /// (`reduce::build_softmax_staged`); otherwise the online kernel.
+    pub softmax_staged: Option<(u32, i64)>,
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
     /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
     pub transpose_micro_16bit: i64,
@@ -149,6 +161,7 @@ impl Default for Tuning {
             softmax_threads_f32: 256,
             online: OnlineTuning::default(),
             unmorton_storage_order: true,
+            softmax_staged: None,
             transpose_micro_16bit: 8,
         }
     }
@@ -245,6 +258,14 @@ impl Tuning {
         }
         if !(1..=8).contains(&t.online.unroll) {
             return Err(bad("online.unroll", t.online.unroll));
+        }
+        if let Some((threads, unroll)) = t.softmax_staged {
+            if threads == 0 || threads % 32 != 0 || threads > 1024 {
+                return Err(bad("softmax_staged.threads", i64::from(threads)));
+            }
+            if !(1..=8).contains(&unroll) {
+                return Err(bad("softmax_staged.unroll", unroll));
+            }
         }
         if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {
             return Err(bad("transpose_micro_16bit", t.transpose_micro_16bit));

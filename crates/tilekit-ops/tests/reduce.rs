@@ -188,3 +188,33 @@ fn every_online_launch_shape_matches() {
         }
     }
 }
+
+#[test]
+fn the_staged_kernel_matches_and_refuses_rows_beyond_shared_memory() {
+    use tilekit_ops::reduce::build_softmax_staged;
+    for ty in TYPES {
+        for (i, (m, n)) in [(3i64, 300i64), (2, 9001), (2, 20001)].into_iter().enumerate() {
+            let x = host::random(ty, (m * n) as usize, 90 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            for (threads, unroll) in [(512u32, 4i64), (256, 2)] {
+                let k = build_softmax_staged(ty, host::vector_for(ty, &[n]), n, threads, unroll)
+                    .unwrap();
+                let mut args = Args::new();
+                let y = host::poisoned(ty, (m * n) as usize).unwrap();
+                args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+                interp::run(&k, [m as u32, 1, 1], &mut args).unwrap();
+                let got = args.take_buffer(5).unwrap();
+                assert_close_relative(
+                    &got,
+                    &want,
+                    n as usize,
+                    ty,
+                    &format!("staged {threads}x{unroll} {ty} {m}x{n}"),
+                );
+            }
+        }
+    }
+    // 65536 f32 is 256 KiB: more shared memory than a block has
+    let e = build_softmax_staged(ScalarType::F32, 4, 65536, 512, 4).unwrap_err().to_string();
+    assert!(e.contains("shared"), "{e}");
+}

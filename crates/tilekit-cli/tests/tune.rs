@@ -1,0 +1,65 @@
+//! What `tilekit tune --save` keeps of a sweep (the selection, without a GPU).
+
+use tilekit_cli::tune::{winners, Candidate, Knob};
+use tilekit_ops::reduce::OnlineTuning;
+use tilekit_ops::tuning::Tuning;
+
+fn cand(case: &str, knob: Knob, ratio: f64) -> Candidate {
+    Candidate {
+        case: case.into(),
+        config: format!("{knob:?}"),
+        median_ms: 1.0,
+        gb_per_s: ratio * 3000.0,
+        ratio_to_copy: ratio,
+        device: "G".into(),
+        knob,
+    }
+}
+
+const O512: OnlineTuning =
+    OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 };
+const O256: OnlineTuning =
+    OnlineTuning { threads: 256, unroll: 4, reverse: true, blocks_per_sm: 0 };
+
+#[test]
+fn the_online_shape_is_the_best_on_average_over_the_long_rows() {
+    let c = [
+        cand("softmax 65536 bf16", Knob::Online(O256), 0.70),
+        cand("softmax 65536 bf16", Knob::Online(O512), 0.76),
+        cand("softmax 262144 bf16", Knob::Online(O256), 0.66),
+        cand("softmax 262144 bf16", Knob::Online(O512), 0.65),
+    ];
+    let t = winners(Tuning::default(), &c);
+    assert_eq!(t.online, O512); // mean 0.705 against 0.68
+    assert_eq!(t.softmax_staged, None);
+}
+
+#[test]
+fn the_staged_kernel_is_kept_only_where_it_beats_the_online_one() {
+    let mut c = vec![
+        cand("softmax 65536 bf16", Knob::Online(O512), 0.76),
+        cand("softmax 65536 bf16", Knob::Staged(512, 4), 0.93),
+        cand("softmax 65536 bf16", Knob::Staged(1024, 2), 0.90),
+        cand("softmax 262144 bf16", Knob::Online(O512), 0.65),
+    ];
+    assert_eq!(winners(Tuning::default(), &c).softmax_staged, Some((512, 4)));
+    c[1].ratio_to_copy = 0.70;
+    c[2].ratio_to_copy = 0.71;
+    assert_eq!(winners(Tuning::default(), &c).softmax_staged, None);
+}
+
+#[test]
+fn register_threads_only_come_from_register_candidates() {
+    use tilekit_ir::ScalarType::{BF16, F32};
+    let c = [
+        cand("softmax 16384 bf16", Knob::SoftmaxThreads(BF16, 256), 0.82),
+        cand("softmax 16384 bf16", Knob::SoftmaxThreads(BF16, 512), 0.94),
+        cand("softmax 16384 bf16", Knob::Online(O256), 0.97),
+        cand("softmax 16384 f32", Knob::SoftmaxThreads(F32, 256), 0.91),
+        cand("softmax 16384 f32", Knob::SoftmaxThreads(F32, 1024), 0.78),
+    ];
+    let t = winners(Tuning { softmax_threads_bf16: 256, ..Tuning::default() }, &c);
+    assert_eq!((t.softmax_threads_bf16, t.softmax_threads_f32), (512, 256));
+    // an online candidate in a register-sized case does not move the long-row shape
+    assert_eq!(t.online, Tuning::default().online);
+}
