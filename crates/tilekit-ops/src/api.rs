@@ -778,7 +778,7 @@ fn binary_into<
         Ok(TensorLayout::strided(l.dtype(), s2.clone(), strides.to_vec(), l.offset() + delta)?)
     };
     let (tm, tn) = crate::copy::tile(ty);
-    let grid = [host::blocks(s2[1], tn)?, host::blocks(s2[0], tm)?, 1];
+    let gx = host::blocks(s2[1], tn)?;
     for i in 0..launches {
         // the offset of slice i in each operand
         let (mut rest, mut d) = (i, [0i64; 3]);
@@ -789,17 +789,24 @@ fn binary_into<
                 *o += idx * v[j];
             }
         }
-        let xv = ReshapedIn { t: x, layout: at(&xb, &st2[0], d[0])? };
-        let zv = ReshapedIn { t: z, layout: at(&zb, &st2[1], d[1])? };
-        let mut yv = Reshaped { t: &mut *y, layout: at(&yl, &st2[2], d[2])? };
-        let va = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
-        let vb = vec_in::<B, _>(&zv);
+        let (xs, zs, ys) =
+            (at(&xb, &st2[0], d[0])?, at(&zb, &st2[1], d[1])?, at(&yl, &st2[2], d[2])?);
+        let va = vector_of(&xs, x.base_address()).min(vector_of(&ys, y.base_address()));
+        let vb = vector_of(&zs, z.base_address());
         let kk = cached(KernelKey::new(name, ty, [va, vb, 0, 0]), || {
             crate::elementwise::build(op, ty, va, vb)
         })?;
-        let args =
-            Bindings::new(&kk).input("a", &xv, b)?.input("b", &zv, b)?.output("c", &mut yv, b)?;
-        b.launch(&kk, grid, args)?;
+        // rows past the grid's y limit: several launches over narrowed rows
+        for (r0, rl) in pieces(s2[0], tm, MAX_GRID_YZ) {
+            let xv = ReshapedIn { t: x, layout: xs.narrow(0, r0, rl)? };
+            let zv = ReshapedIn { t: z, layout: zs.narrow(0, r0, rl)? };
+            let mut yv = Reshaped { t: &mut *y, layout: ys.narrow(0, r0, rl)? };
+            let args = Bindings::new(&kk)
+                .input("a", &xv, b)?
+                .input("b", &zv, b)?
+                .output("c", &mut yv, b)?;
+            b.launch(&kk, [gx, host::blocks(rl, tm)?, 1], args)?;
+        }
     }
     Ok(())
 }

@@ -389,9 +389,12 @@ fn grids_over_the_y_limit_are_split_into_launches() {
     let wide = LayoutTensor::contiguous(F32, &[2_100_000, 4]).unwrap();
     let narrow = LayoutTensor::new(wide.layout().narrow(1, 0, 3).unwrap(), 0);
     api::copy(&rec, &narrow).unwrap();
+    // an elementwise op whose operands do not merge (one strided): 2.1 M rows, two launches
+    let dense = LayoutTensor::contiguous(F32, &[2_100_000, 3]).unwrap();
+    api::add(&rec, &narrow, &dense).unwrap();
     let l = rec.take();
-    assert_eq!(l.len(), 4, "{:?}", l.iter().map(|l| l.grid).collect::<Vec<_>>());
-    assert_eq!(l.iter().map(|l| l.grid[1]).sum::<u32>(), 65_538 + 65_625);
+    assert_eq!(l.len(), 6, "{:?}", l.iter().map(|l| l.grid).collect::<Vec<_>>());
+    assert_eq!(l.iter().map(|l| l.grid[1]).sum::<u32>(), 65_538 + 2 * 65_625);
     assert!(l.iter().all(|l| l.grid[1] <= 65_535 && l.grid[2] <= 65_535));
     // and the split launches compute the right thing (interpreter, the transpose case)
     let xh = random(F32, &[4_194_400, 2], 3);
