@@ -41,5 +41,5 @@ pub use device::{driver_present, DeviceProps, Gpu};
 pub use error::{CudaError, Result};
 pub use ir_run::DeviceArgs;
 pub use module::{jit_ptx_to_cubin, load_kernel, JitReport, Kernel, KernelArgs, LaunchDims};
-pub use tensor::{DeviceTensor, DeviceTensorRef};
+pub use tensor::{DeviceTensor, DeviceTensorMut, DeviceTensorRef};
 pub use timing::Timing;

@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaView};
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr, DevicePtrMut};
 use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::tensor::{
     check_len, gather_bytes, Element, HostTensor, TensorError, TensorLayout, TensorView,
@@ -481,9 +481,12 @@ impl DeviceTensor {
     /// ```
     pub fn as_ref(&self) -> Option<DeviceTensorRef<'_>> {
         match &self.storage {
-            Storage::Owned(s) => {
-                Some(DeviceTensorRef { view: s.as_view(), layout: self.layout.clone() })
-            }
+            Storage::Owned(s) => Some(DeviceTensorRef {
+                view: s.as_view(),
+                layout: self.layout.clone(),
+                ptr: self.device_ptr(),
+                ordinal: self.gpu.props().ordinal,
+            }),
             Storage::External { .. } => None,
         }
     }
@@ -573,6 +576,9 @@ impl TensorView for DeviceTensor {
 pub struct DeviceTensorRef<'a> {
     view: CudaView<'a, u8>,
     layout: TensorLayout,
+    /// The view's first byte (ordered on the stream that was given when it was made).
+    ptr: u64,
+    ordinal: usize,
 }
 
 impl<'a> DeviceTensorRef<'a> {
@@ -595,7 +601,13 @@ impl<'a> DeviceTensorRef<'a> {
         layout.check_fits(slice.len())?;
         // SAFETY: u8 is valid for any bit pattern, and the byte view covers exactly the slice
         let view = unsafe { slice.transmute::<u8>(slice.len() * std::mem::size_of::<T>()) };
-        Ok(DeviceTensorRef { view: view.expect("the byte view has the slice's size"), layout })
+        let (ptr, _sync) = slice.device_ptr(slice.stream());
+        Ok(DeviceTensorRef {
+            view: view.expect("the byte view has the slice's size"),
+            layout,
+            ptr,
+            ordinal: slice.ordinal(),
+        })
     }
 
     /// A tensor over a cudarc view.
@@ -606,11 +618,12 @@ impl<'a> DeviceTensorRef<'a> {
     /// if let Ok(gpu) = Gpu::open(0) {
     ///     let buf = gpu.upload(&[1i32, 2, 3, 4]).unwrap();
     ///     let l = TensorLayout::contiguous(ScalarType::I32, vec![2]).unwrap();
-    ///     let t = DeviceTensorRef::from_view(buf.slice(2..), l).unwrap();
+    ///     let t = DeviceTensorRef::from_view(&gpu, buf.slice(2..), l).unwrap();
     ///     assert_eq!(t.to_vec::<i32>(&gpu).unwrap(), vec![3, 4]);
     /// }
     /// ```
     pub fn from_view<T: Element>(
+        gpu: &Gpu,
         view: CudaView<'a, T>,
         layout: TensorLayout,
     ) -> Result<DeviceTensorRef<'a>> {
@@ -618,7 +631,36 @@ impl<'a> DeviceTensorRef<'a> {
         layout.check_fits(view.len())?;
         // SAFETY: u8 is valid for any bit pattern, and the byte view covers exactly the view
         let bytes = unsafe { view.transmute::<u8>(view.len() * std::mem::size_of::<T>()) };
-        Ok(DeviceTensorRef { view: bytes.expect("the byte view has the view's size"), layout })
+        // the view's last write (on its own stream) is waited for on the GPU's stream
+        let (ptr, _sync) = view.device_ptr(gpu.stream());
+        Ok(DeviceTensorRef {
+            view: bytes.expect("the byte view has the view's size"),
+            layout,
+            ptr,
+            ordinal: gpu.props().ordinal,
+        })
+    }
+
+    /// The device address of the memory's first byte (add `layout().offset()` elements for the
+    /// tensor's first element).
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensorRef, Gpu};
+    /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let buf = gpu.upload(&[0.0f32; 8]).unwrap();
+    ///     let l = TensorLayout::contiguous(ScalarType::F32, vec![8]).unwrap();
+    ///     let t = DeviceTensorRef::from_cuda_slice(&buf, l).unwrap();
+    ///     assert_eq!(t.device_ptr(), gpu.device_ptr(&buf));
+    /// }
+    /// ```
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The CUDA ordinal of the device the memory is on.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
     }
 
     /// The layout.
@@ -652,7 +694,7 @@ impl<'a> DeviceTensorRef<'a> {
     }
 
     fn with_layout(&self, layout: TensorLayout) -> DeviceTensorRef<'a> {
-        DeviceTensorRef { view: self.view.slice(..), layout }
+        DeviceTensorRef { view: self.view.slice(..), layout, ptr: self.ptr, ordinal: self.ordinal }
     }
 
     /// A permuted view of the same memory.
@@ -719,5 +761,60 @@ impl<'a> DeviceTensorRef<'a> {
     pub fn to_vec<T: Element>(&self, gpu: &Gpu) -> Result<Vec<T>> {
         check_dtype::<T>(&self.layout)?;
         Ok(self.to_host(gpu)?.to_vec::<T>()?)
+    }
+}
+
+/// A tensor over memory a cudarc program owns and lends **mutably** (its `CudaSlice<T>`), so a
+/// kernel can write it: the output side of [`DeviceTensorRef`]. The borrow lasts as long as the
+/// tensor, so the slice cannot be read or freed while a launch may still write it through here
+/// (launches are stream-ordered: synchronise, or read the slice on the same stream).
+///
+/// ```
+/// use tilekit_cuda::{tensor::DeviceTensorMut, Gpu};
+/// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+/// if let Ok(gpu) = Gpu::open(0) {
+///     let mut buf = gpu.alloc_zeros::<f32>(6).unwrap();
+///     let l = TensorLayout::contiguous(ScalarType::F32, vec![2, 3]).unwrap();
+///     let t = DeviceTensorMut::from_cuda_slice(&mut buf, l).unwrap();
+///     assert_eq!(t.layout().shape(), &[2, 3]);
+///     assert!(DeviceTensorMut::from_cuda_slice(&mut buf, TensorLayout::contiguous(ScalarType::F32, vec![7]).unwrap()).is_err());
+/// }
+/// ```
+#[derive(Debug)]
+pub struct DeviceTensorMut<'a> {
+    layout: TensorLayout,
+    ptr: u64,
+    ordinal: usize,
+    _borrow: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> DeviceTensorMut<'a> {
+    /// A tensor of `layout` over a cudarc slice of `T` (checked: `T` is the dtype, the layout
+    /// fits the slice).
+    pub fn from_cuda_slice<T: Element>(
+        slice: &'a mut CudaSlice<T>,
+        layout: TensorLayout,
+    ) -> Result<DeviceTensorMut<'a>> {
+        check_dtype::<T>(&layout)?;
+        layout.check_fits(slice.len())?;
+        let ordinal = slice.ordinal();
+        let stream = slice.stream().clone();
+        let (ptr, _sync) = slice.device_ptr_mut(&stream);
+        Ok(DeviceTensorMut { layout, ptr, ordinal, _borrow: std::marker::PhantomData })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &TensorLayout {
+        &self.layout
+    }
+
+    /// The device address of the memory's first byte.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The CUDA ordinal of the device the memory is on.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
     }
 }

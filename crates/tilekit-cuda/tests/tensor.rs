@@ -134,7 +134,7 @@ fn borrowed_tensors_over_cudarc_memory() {
     assert_eq!(t.narrow(0, 2, 1).unwrap().to_vec::<f32>(&gpu).unwrap(), vec![9.0, 10.0]);
     // from a cudarc view: element 0 of the view is element 4 of the buffer
     let l2 = TensorLayout::strided(ScalarType::F32, vec![2, 2], vec![4, 1], 1).unwrap();
-    let v = DeviceTensorRef::from_view(buf.slice(4..), l2).unwrap();
+    let v = DeviceTensorRef::from_view(&gpu, buf.slice(4..), l2).unwrap();
     assert_eq!(v.bytes().len(), 32);
     assert_eq!(v.to_vec::<f32>(&gpu).unwrap(), vec![5.0, 6.0, 9.0, 10.0]);
     // an owned tensor borrowed
@@ -147,7 +147,7 @@ fn borrowed_tensors_over_cudarc_memory() {
         Err(CudaError::Tensor(TensorError::DoesNotFit { span: 13, buffer_len: 12 }))
     ));
     assert!(matches!(
-        DeviceTensorRef::from_view(buf.slice(4..), l),
+        DeviceTensorRef::from_view(&gpu, buf.slice(4..), l),
         Err(CudaError::Tensor(TensorError::DoesNotFit { span: 11, buffer_len: 8 }))
     ));
     let wrong = TensorLayout::contiguous(ScalarType::I32, vec![2]).unwrap();

@@ -828,6 +828,62 @@ impl TensorIn<Cuda> for DeviceTensor {
     }
 }
 
+fn check_ordinal(b: &Cuda, theirs: usize) -> Result<()> {
+    let mine = b.gpu.props().ordinal;
+    if mine != theirs {
+        return Err(OpsError::invalid(
+            "cuda launch",
+            "tensor device",
+            format!("cuda:{theirs}"),
+            format!("the backend runs on cuda:{mine}; move the tensor there first"),
+        ));
+    }
+    Ok(())
+}
+
+/// A cudarc program's `CudaSlice`/`CudaView`, borrowed, as an op's input.
+impl TensorIn<Cuda> for tilekit_cuda::DeviceTensorRef<'_> {
+    fn layout(&self) -> &TensorLayout {
+        tilekit_cuda::DeviceTensorRef::layout(self)
+    }
+    fn base_address(&self) -> u64 {
+        self.device_ptr()
+    }
+    fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
+    where
+        Cuda: 'a,
+    {
+        check_ordinal(b, self.ordinal())?;
+        Ok(DevicePtr { ptr: self.device_ptr(), ordinal: self.ordinal() })
+    }
+}
+
+/// A cudarc program's `CudaSlice`, borrowed mutably, as an op's input or output.
+impl TensorIn<Cuda> for tilekit_cuda::DeviceTensorMut<'_> {
+    fn layout(&self) -> &TensorLayout {
+        tilekit_cuda::DeviceTensorMut::layout(self)
+    }
+    fn base_address(&self) -> u64 {
+        self.device_ptr()
+    }
+    fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
+    where
+        Cuda: 'a,
+    {
+        check_ordinal(b, self.ordinal())?;
+        Ok(DevicePtr { ptr: self.device_ptr(), ordinal: self.ordinal() })
+    }
+}
+
+impl TensorOut<Cuda> for tilekit_cuda::DeviceTensorMut<'_> {
+    fn bind_out<'a>(&'a mut self, b: &Cuda) -> Result<DevicePtr>
+    where
+        Cuda: 'a,
+    {
+        self.bind_in(b)
+    }
+}
+
 impl TensorOut<Cuda> for DeviceTensor {
     fn bind_out<'a>(&'a mut self, b: &Cuda) -> Result<DevicePtr>
     where

@@ -415,3 +415,30 @@ fn without_a_gpu_the_cuda_backend_is_a_typed_error() {
     assert!(text.starts_with("the GPU backend is not available: "), "{text}");
     assert!(text.len() > "the GPU backend is not available: ".len() + 5, "{text}");
 }
+
+#[test]
+fn cudarc_buffers_are_inputs_and_outputs() {
+    // a cudarc program's own buffers: a borrowed CudaSlice (read through a strided view) in, a
+    // mutably borrowed CudaSlice out (poisoned first)
+    use tilekit_cuda::{DeviceTensorMut, DeviceTensorRef};
+    use tilekit_ir::tensor::TensorLayout;
+    let Some(cuda) = cuda() else { return };
+    let gpu = cuda.gpu();
+    let x = random(F32, &[37, 130], 4);
+    let buf = gpu.upload(&x.to_vec::<f32>().unwrap()).unwrap();
+    let xr = DeviceTensorRef::from_cuda_slice(&buf, x.layout().clone()).unwrap();
+    let mut out = gpu.upload(&vec![f32::NAN; 37 * 130]).unwrap();
+    {
+        let l = TensorLayout::contiguous(F32, vec![130, 37]).unwrap();
+        let mut y = DeviceTensorMut::from_cuda_slice(&mut out, l).unwrap();
+        api::transpose_into(&cuda, &xr, &mut y).unwrap();
+    }
+    cuda.synchronize().unwrap();
+    let got = gpu.download(&out).unwrap();
+    assert_eq!(got, x.transpose(0, 1).unwrap().to_vec::<f32>().unwrap());
+    // a view of the borrowed input (narrowed columns) into a tilekit tensor
+    let xn = xr.narrow(1, 5, 100).unwrap();
+    let s = api::row_sum(&cuda, &xn).unwrap();
+    let want = row_refs(&values(&x.narrow(1, 5, 100).unwrap()), 37, 100).0;
+    check("row_sum of a borrowed view", &values(&cuda.to_host(&s).unwrap()), &want, 1e-4);
+}
