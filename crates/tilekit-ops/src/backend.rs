@@ -799,16 +799,7 @@ impl Cuda {
     }
 
     fn check_device(&self, t: &DeviceTensor) -> Result<()> {
-        let (mine, theirs) = (self.gpu.props().ordinal, t.gpu().props().ordinal);
-        if mine != theirs {
-            return Err(OpsError::invalid(
-                "cuda launch",
-                "tensor device",
-                format!("cuda:{theirs}"),
-                format!("the backend runs on cuda:{mine}; move the tensor there first"),
-            ));
-        }
-        Ok(())
+        check_ordinal(self, t.gpu().props().ordinal)
     }
 }
 
@@ -841,39 +832,31 @@ fn check_ordinal(b: &Cuda, theirs: usize) -> Result<()> {
     Ok(())
 }
 
-/// A cudarc program's `CudaSlice`/`CudaView`, borrowed, as an op's input.
-impl TensorIn<Cuda> for tilekit_cuda::DeviceTensorRef<'_> {
-    fn layout(&self) -> &TensorLayout {
-        tilekit_cuda::DeviceTensorRef::layout(self)
-    }
-    fn base_address(&self) -> u64 {
-        self.device_ptr()
-    }
-    fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
-    where
-        Cuda: 'a,
-    {
-        check_ordinal(b, self.ordinal())?;
-        Ok(DevicePtr { ptr: self.device_ptr(), ordinal: self.ordinal() })
-    }
+/// Borrowed cudarc memory as an op's input: the tensor knows its address and device.
+macro_rules! borrowed_input {
+    ($t:ty) => {
+        impl TensorIn<Cuda> for $t {
+            fn layout(&self) -> &TensorLayout {
+                <$t>::layout(self)
+            }
+            fn base_address(&self) -> u64 {
+                self.device_ptr()
+            }
+            fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
+            where
+                Cuda: 'a,
+            {
+                check_ordinal(b, self.ordinal())?;
+                Ok(DevicePtr { ptr: self.device_ptr(), ordinal: self.ordinal() })
+            }
+        }
+    };
 }
 
-/// A cudarc program's `CudaSlice`, borrowed mutably, as an op's input or output.
-impl TensorIn<Cuda> for tilekit_cuda::DeviceTensorMut<'_> {
-    fn layout(&self) -> &TensorLayout {
-        tilekit_cuda::DeviceTensorMut::layout(self)
-    }
-    fn base_address(&self) -> u64 {
-        self.device_ptr()
-    }
-    fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
-    where
-        Cuda: 'a,
-    {
-        check_ordinal(b, self.ordinal())?;
-        Ok(DevicePtr { ptr: self.device_ptr(), ordinal: self.ordinal() })
-    }
-}
+// a cudarc program's `CudaSlice`/`CudaView` borrowed (input), or a `CudaSlice` borrowed
+// mutably (input or output)
+borrowed_input!(tilekit_cuda::DeviceTensorRef<'_>);
+borrowed_input!(tilekit_cuda::DeviceTensorMut<'_>);
 
 impl TensorOut<Cuda> for tilekit_cuda::DeviceTensorMut<'_> {
     fn bind_out<'a>(&'a mut self, b: &Cuda) -> Result<DevicePtr>

@@ -301,6 +301,21 @@ fn check_threads(threads: u32) -> Result<()> {
 /// assert!(build_softmax_online_tuned(ScalarType::F32, 4, OnlineTuning { unroll: 0, ..t }).is_err());
 /// ```
 pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning) -> Result<Kernel> {
+    build_streaming(ty, vx, tuning, None)
+}
+
+/// The two-pass streaming softmax both [`build_softmax_online_tuned`] and
+/// [`build_softmax_staged`] are: pass 1 walks the row in chunks keeping a running max and
+/// rescaled sum per thread (and, with `stash = Some(cap)`, leaves each chunk in a shared row
+/// buffer of `cap` elements); the block combines them; pass 2 walks the row again — from the
+/// stash when there is one, else from global memory, backwards when `tuning.reverse` — and
+/// stores the normalised values.
+fn build_streaming(
+    ty: ScalarType,
+    vx: i64,
+    tuning: OnlineTuning,
+    stash: Option<i64>,
+) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
     let OnlineTuning { threads, unroll, reverse, blocks_per_sm } = tuning;
     check_threads(threads)?;
@@ -309,10 +324,19 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
     }
     let v = 16 / ty.size_bytes() as i64;
     let chunk = threads as i64 * v * unroll;
-    let b = KernelBuilder::new("softmax_online", [threads, 1, 1])?;
+    let name = if stash.is_some() { "softmax_staged" } else { "softmax_online" };
+    let b = KernelBuilder::new(name, [threads, 1, 1])?;
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ty, 2)?;
     let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let stash = match stash {
+        Some(cap) => {
+            let cap = (cap.max(1) + chunk - 1) / chunk * chunk;
+            let desc = tilekit_layout::TensorDescriptor::packed(vec![1, cap], Some(v))?;
+            Some(View::shared(&b, "row", ty, &desc)?)
+        }
+        None => None,
+    };
     if blocks_per_sm > 0 {
         // an SM has 228 KiB of shared memory: N + 1 blocks must not fit
         let bytes = 228 * 1024 / (blocks_per_sm as usize + 1) + 4096;
@@ -330,7 +354,7 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
         let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
         Ok(b.unary(UnOp::Exp2Approx, &z)?)
     };
-    b.note("online softmax pass 1: running max and rescaled running sum per thread");
+    b.note(format!("{name} pass 1: running max and rescaled running sum per thread"));
     let ms = crate::tile::for_range(
         &b,
         &Val::lit(0),
@@ -338,9 +362,12 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
         &Val::lit(chunk),
         &[b.f32(f32::MIN), b.f32(0.0)],
         |b, c0, ms| {
-            let t = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0], &d)?
-                .load_or(b, &ninf)?
-                .cast(b, ScalarType::F32)?;
+            let raw = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0.clone()], &d)?
+                .load_or(b, &ninf)?;
+            if let Some(st) = &stash {
+                Window::new(b, st, &[1, chunk], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
+            }
+            let t = raw.cast(b, ScalarType::F32)?;
             let (m, s) = (&ms[0], &ms[1]);
             let m2 = b.binary(BinOp::Max, m, &t.reduce_thread(b, BinOp::Max)?)?;
             let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m2)?))?.reduce_thread(b, BinOp::Add)?;
@@ -352,15 +379,18 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
     let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
     let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
-    b.note("online softmax pass 2: normalise and store");
+    b.note(format!("{name} pass 2: normalise and store"));
     crate::tile::for_range(&b, &Val::lit(0), &n_pad, &Val::lit(chunk), &[], |b, c0, _| {
         let c = if reverse { n_pad.clone() - Val::lit(chunk) - c0 } else { c0 };
-        let origin = [row.clone(), c];
-        let t = Window::new(b, &xv, &[1, chunk], &origin, &d)?.load(b)?.cast(b, ScalarType::F32)?;
-        let out = t
+        let raw = match &stash {
+            Some(st) => Window::new(b, st, &[1, chunk], &[Val::lit(0), c.clone()], &d)?.load(b)?,
+            None => Window::new(b, &xv, &[1, chunk], &[row.clone(), c.clone()], &d)?.load(b)?,
+        };
+        let out = raw
+            .cast(b, ScalarType::F32)?
             .map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
             .cast(b, ty)?;
-        Window::new(b, &yv, &[1, chunk], &origin, &d)?.store(b, &out)?;
+        Window::new(b, &yv, &[1, chunk], &[row.clone(), c], &d)?.store(b, &out)?;
         Ok(vec![])
     })?;
     Ok(b.finish()?)
@@ -388,66 +418,8 @@ pub fn build_softmax_staged(
     threads: u32,
     unroll: i64,
 ) -> Result<Kernel> {
-    host::check_dtype("softmax", ty, &TYPES)?;
-    check_threads(threads)?;
-    if !(1..=8).contains(&unroll) {
-        return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
-    }
-    let v = 16 / ty.size_bytes() as i64;
-    let chunk = threads as i64 * v * unroll;
-    let cap = (cap.max(1) + chunk - 1) / chunk * chunk;
-    let b = KernelBuilder::new("softmax_staged", [threads, 1, 1])?;
-    let x = b.tensor_param("x", ty, 2)?;
-    let y = b.tensor_param("y", ty, 2)?;
-    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
-    let row_desc = tilekit_layout::TensorDescriptor::packed(vec![1, cap], Some(v))?;
-    let stash = View::shared(&b, "row", ty, &row_desc)?;
-    let d = dist::row_major(1, chunk, threads as i64, v)?;
-    let row = b.block_id(Axis::X);
-    let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
-    let yv = View::global(&y, vx)?.pad(&[1, chunk])?;
-    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
-    let log2e = b.f32(std::f32::consts::LOG2_E);
-    let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
-    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
-        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
-        Ok(b.unary(UnOp::Exp2Approx, &z)?)
-    };
-    b.note("staged softmax pass 1: stream the row into shared memory, online max and sum");
-    let ms = crate::tile::for_range(
-        &b,
-        &Val::lit(0),
-        &n_pad,
-        &Val::lit(chunk),
-        &[b.f32(f32::MIN), b.f32(0.0)],
-        |b, c0, ms| {
-            let raw = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0.clone()], &d)?
-                .load_or(b, &ninf)?;
-            Window::new(b, &stash, &[1, chunk], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
-            let t = raw.cast(b, ScalarType::F32)?;
-            let (m, s) = (&ms[0], &ms[1]);
-            let m2 = b.binary(BinOp::Max, m, &t.reduce_thread(b, BinOp::Max)?)?;
-            let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m2)?))?.reduce_thread(b, BinOp::Add)?;
-            let s2 = b.binary(BinOp::Add, &b.binary(BinOp::Mul, s, &exp_diff(b, m, &m2)?)?, &e)?;
-            Ok(vec![m2, s2])
-        },
-    )?;
-    let big_m = block_reduce(&b, &ms[0], BinOp::Max, scratch)?;
-    let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
-    let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
-    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
-    b.note("staged softmax pass 2: the row from shared memory, normalise, store");
-    crate::tile::for_range(&b, &Val::lit(0), &n_pad, &Val::lit(chunk), &[], |b, c0, _| {
-        let t = Window::new(b, &stash, &[1, chunk], &[Val::lit(0), c0.clone()], &d)?
-            .load(b)?
-            .cast(b, ScalarType::F32)?;
-        let out = t
-            .map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
-            .cast(b, ty)?;
-        Window::new(b, &yv, &[1, chunk], &[row.clone(), c0], &d)?.store(b, &out)?;
-        Ok(vec![])
-    })?;
-    Ok(b.finish()?)
+    let tuning = OnlineTuning { threads, unroll, reverse: false, blocks_per_sm: 0 };
+    build_streaming(ty, vx, tuning, Some(cap))
 }
 
 /// The softmax kernel for rows of `n` elements: the register kernel ([`build_softmax`] with
