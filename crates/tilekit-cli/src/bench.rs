@@ -196,6 +196,11 @@ pub const BENCH_SET: &[(&str, &[i64], ScalarType)] = &[
     ("row_sum", &[16384, 16384], ScalarType::BF16),
     ("softmax", &[16384, 16384], ScalarType::F32),
     ("softmax", &[16384, 16384], ScalarType::BF16),
+    // rows too long for one block's registers (issue 11: ≥ 0.90 of copy)
+    ("softmax", &[4096, 65536], ScalarType::BF16),
+    ("softmax", &[2048, 65536], ScalarType::F32),
+    ("softmax", &[1024, 262144], ScalarType::BF16),
+    ("softmax", &[512, 262144], ScalarType::F32),
     // the rest of the library (no issue-7 target)
     ("permute021", &[512, 512, 256], ScalarType::F32),
     ("row_max", &[16384, 16384], ScalarType::F32),

@@ -20,7 +20,7 @@ use tilekit_ir::{Kernel, ScalarType};
 use tilekit_ops::backend::{Backend, Cuda};
 use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
-use tilekit_ops::reduce::{self, OnlineTuning};
+use tilekit_ops::reduce::{self, ClusterTuning, OnlineTuning};
 use tilekit_ops::tuning::Tuning;
 use tilekit_ops::{host, OpsError};
 
@@ -79,6 +79,8 @@ pub enum Knob {
     TransposeMicro16(i64),
     /// The shared-memory staged softmax with (threads, vectors per chunk).
     Staged(u32, i64),
+    /// The cluster softmax (rows split over a thread-block cluster) with this shape.
+    Cluster(ClusterTuning),
     /// No knob: a case measured for reference (one shape only).
     Fixed,
 }
@@ -183,6 +185,40 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
         let o_mean = mean(&|c| c.knob == Knob::Online(t.online));
         t.softmax_staged = (s_mean > o_mean).then_some(k);
     }
+    // the cluster kernel: its best shape over the long-row cases, kept when it beats the
+    // online (or staged) kernel chosen above on the cases where it ran
+    let cluster: Vec<(&str, ClusterTuning, f64)> = cands
+        .iter()
+        .filter_map(|c| match c.knob {
+            Knob::Cluster(k) => Some((c.case.as_str(), k, c.ratio_to_copy)),
+            _ => None,
+        })
+        .collect();
+    if let Some(k) = mean_best(cluster.iter().map(|(_, k, r)| (*k, *r)).collect()) {
+        let cases: Vec<&str> =
+            cluster.iter().filter(|(_, j, _)| *j == k).map(|(c, _, _)| *c).collect();
+        let best_other = |case: &str| {
+            cands
+                .iter()
+                .filter(|c| c.case == case)
+                .filter(|c| match c.knob {
+                    Knob::Online(o) => o == t.online,
+                    Knob::Staged(a, b) => t.softmax_staged == Some((a, b)),
+                    _ => false,
+                })
+                .map(|c| c.ratio_to_copy)
+                .fold(0.0, f64::max)
+        };
+        let mine = |case: &str| {
+            cluster.iter().find(|(c, j, _)| *c == case && *j == k).map_or(0.0, |x| x.2)
+        };
+        let n = cases.len().max(1) as f64;
+        let (c_mean, o_mean) = (
+            cases.iter().map(|c| mine(c)).sum::<f64>() / n,
+            cases.iter().map(|c| best_other(c)).sum::<f64>() / n,
+        );
+        t.softmax_cluster = (c_mean > o_mean).then_some(k);
+    }
     if let Some(u) = mean_best(
         cands
             .iter()
@@ -230,7 +266,7 @@ fn softmax_candidates(
     ty: ScalarType,
     n: i64,
     v: i64,
-) -> Vec<(String, Knob, Result<Kernel, OpsError>)> {
+) -> Vec<(String, Knob, Result<Kernel, OpsError>, u32)> {
     let mut out = Vec::new();
     let vw = 16 / ty.size_bytes() as i64;
     if n <= 64 * 1024 {
@@ -242,6 +278,7 @@ fn softmax_candidates(
                     format!("register, {threads} threads, {chunks} chunks"),
                     Knob::SoftmaxThreads(ty, threads),
                     reduce::build_softmax_threads(ty, chunks, v, threads),
+                    1,
                 ));
             }
         }
@@ -257,6 +294,7 @@ fn softmax_candidates(
                     ),
                     Knob::Online(t),
                     reduce::build_softmax_online_tuned(ty, v, t),
+                    1,
                 ));
             }
         }
@@ -270,7 +308,29 @@ fn softmax_candidates(
                 format!("staged in shared memory, {threads} threads, unroll {unroll}"),
                 Knob::Staged(threads, unroll),
                 reduce::build_softmax_staged(ty, v, cap, threads, unroll),
+                1,
             ));
+        }
+    }
+    // the row split over a cluster of blocks (one read, one write; sm_90)
+    for threads in [256u32, 512, 1024] {
+        for per_thread in [32i64, 64] {
+            for max_cluster in [8u32, 16] {
+                if threads == 1024 && per_thread > 32 {
+                    continue; // 1024 threads get at most 64 registers each
+                }
+                let c = ClusterTuning { threads, per_thread, max_cluster };
+                let Some((size, chunks)) = c.plan(ty, n) else { continue };
+                if max_cluster == 16 && size <= 8 {
+                    continue; // the same kernel as the portable shape
+                }
+                out.push((
+                    format!("cluster of {size}, {threads} threads, {chunks} chunks"),
+                    Knob::Cluster(c),
+                    reduce::build_softmax_cluster(ty, v, size, threads, chunks),
+                    size,
+                ));
+            }
         }
     }
     // fewer rows in flight (their bytes stay in L2 for pass 2)
@@ -282,6 +342,7 @@ fn softmax_candidates(
             format!("online, {threads} threads, unroll {unroll}, reverse, ≤{n_sm} blocks/SM"),
             Knob::Online(t),
             reduce::build_softmax_online_tuned(ty, v, t),
+            1,
         ));
     }
     out
@@ -322,12 +383,12 @@ fn tune_softmax(
     let v = tilekit_ops::api::vector_of(&layout, 0);
     let bytes = 2 * (m * n) as u64 * ty.size_bytes() as u64;
     let mut out = Vec::new();
-    for (config, knob, kernel) in softmax_candidates(ty, n, v) {
+    for (config, knob, kernel, per_row) in softmax_candidates(ty, n, v) {
         let k = CompiledKernel::new(kernel.map_err(ops(&case))?);
         cuda.prepare(&k).map_err(ops(&case))?;
         let launch = |y: &mut tilekit_cuda::DeviceTensor| -> Result<(), OpsError> {
             let args = Bindings::new(&k).input("x", &x, cuda)?.output("y", y, cuda)?;
-            cuda.launch(&k, [m as u32, 1, 1], args)
+            cuda.launch(&k, [m as u32 * per_row, 1, 1], args)
         };
         let mut err = None;
         let t = cuda
@@ -605,6 +666,10 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         let chunks = (n + threads as i64 * vw - 1) / (threads as i64 * vw);
         let pick = if chunks * vw <= 64 {
             format!("register, {threads} threads, {chunks} chunks")
+        } else if let Some((c, (size, chunks))) =
+            t.softmax_cluster.and_then(|c| Some((c, c.plan(ty, n)?)))
+        {
+            format!("cluster of {size}, {} threads, {chunks} chunks", c.threads)
         } else {
             let o = t.online;
             let dir = if o.reverse { "reverse" } else { "forward" };

@@ -149,6 +149,9 @@ pub struct Kernel {
     pub static_smem: i32,
     /// Largest block size the kernel can be launched with.
     pub max_threads_per_block: i32,
+    /// Blocks per cluster the kernel requires (`.reqnctapercluster`; `(1, 1, 1)` without
+    /// clusters). Launches group the grid into clusters of this shape.
+    pub cluster: (u32, u32, u32),
 }
 
 // SAFETY: see Module; a CUfunction is an immutable handle into its module.
@@ -214,6 +217,11 @@ pub fn load_kernel(gpu: &Gpu, image: &[u8], name: &str) -> Result<Kernel> {
         local_bytes: attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
         static_smem: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
         max_threads_per_block: attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        cluster: (
+            attr(F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?.max(1) as u32,
+            attr(F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?.max(1) as u32,
+            attr(F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?.max(1) as u32,
+        ),
         module,
     })
 }
@@ -361,6 +369,9 @@ impl Gpu {
         let mut params: Vec<*mut c_void> =
             slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
         let _keep = &kernel.module;
+        if kernel.cluster != (1, 1, 1) {
+            self.prepare_cluster(kernel, dims)?;
+        }
         // SAFETY: `params` points into `slots`, alive for the whole call; the kernel's parameter
         // list is the one the builder generated with these arguments.
         unsafe {
@@ -374,5 +385,34 @@ impl Gpu {
             )
         }
         .map_err(|e| CudaError::driver("cuLaunchKernel", e))
+    }
+
+    /// Before launching a cluster kernel (its cluster shape is compiled in, so the plain launch
+    /// groups the grid): the grid must be a multiple of the cluster, and above 8 blocks per
+    /// cluster the kernel is allowed a non-portable size.
+    fn prepare_cluster(&self, kernel: &Kernel, dims: LaunchDims) -> Result<()> {
+        let (cx, cy, cz) = kernel.cluster;
+        let (gx, gy, gz) = dims.grid;
+        if gx % cx != 0 || gy % cy != 0 || gz % cz != 0 {
+            return Err(CudaError::BadLaunch {
+                kernel: kernel.name.clone(),
+                field: "grid",
+                value: format!("{:?}", dims.grid),
+                rule: format!("a multiple of the kernel's cluster dims {:?}", kernel.cluster),
+            });
+        }
+        if cx * cy * cz > 8 {
+            // SAFETY: valid function handle; 1 is a valid value of this attribute.
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    kernel.function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    1,
+                )
+            }
+            .result()
+            .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
+        }
+        Ok(())
     }
 }

@@ -61,6 +61,7 @@ pub(crate) type CseKey = (Op, ScalarType);
 pub(crate) struct Ctx {
     pub(crate) name: String,
     pub(crate) block_dim: [u32; 3],
+    pub(crate) cluster_dim: [u32; 3],
     pub(crate) index_ty: ScalarType,
     pub(crate) params: Vec<ParamDecl>,
     /// Tensor parameters, each with the vector its descriptors promised (shared with the
@@ -259,6 +260,7 @@ impl KernelBuilder {
         let ctx = Ctx {
             name: name.into(),
             block_dim,
+            cluster_dim: [1, 1, 1],
             index_ty: ScalarType::I32,
             params: vec![],
             tensors: vec![],
@@ -296,6 +298,41 @@ impl KernelBuilder {
             });
         }
         self.ctx.borrow_mut().index_ty = ty;
+        Ok(())
+    }
+
+    /// Makes the kernel a **cluster** kernel (sm_90): blocks are launched in groups of
+    /// `dims` (x, y, z) that run at the same time on neighbouring SMs, synchronise with
+    /// [`cluster_barrier`](Self::cluster_barrier) and read each other's shared memory with
+    /// [`load_cluster`](Self::load_cluster). Call it before anything else is built (the
+    /// cluster size folds into values). Each dim ≥ 1, product ≤ 16; above 8 the launch asks
+    /// the driver for a non-portable cluster size.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [128, 1, 1]).unwrap();
+    /// b.set_cluster_dim([2, 1, 1]).unwrap();
+    /// assert_eq!(b.cluster_size().const_int(), Some(2));
+    /// assert_eq!(b.cluster_cta_rank().range(), Some((0, 1)));
+    /// let e = b.set_cluster_dim([32, 1, 1]).unwrap_err();
+    /// assert!(e.to_string().contains("at most 16"));
+    /// ```
+    pub fn set_cluster_dim(&self, dims: [u32; 3]) -> Result<()> {
+        let size: u64 = dims.iter().map(|&d| d as u64).product();
+        let bad = |rule: &str| IrError::ClusterDims { dims, rule: rule.into() };
+        if dims.contains(&0) {
+            return Err(bad("each dim must be at least 1"));
+        }
+        if size > 16 {
+            return Err(bad(&format!(
+                "the product ({size}) must be at most 16 blocks (8 is portable)"
+            )));
+        }
+        let mut c = self.ctx.borrow_mut();
+        if c.values.iter().any(|v| v.konst.is_none()) {
+            return Err(bad("set the cluster before building any instruction"));
+        }
+        c.cluster_dim = dims;
         Ok(())
     }
 
@@ -654,6 +691,7 @@ impl KernelBuilder {
             let mut c = self.ctx.borrow_mut();
             let dims = c.block_dim;
             let threads = dims.iter().map(|&d| d as i64).product::<i64>();
+            let cluster = c.cluster_dim.iter().map(|&d| d as i64).product::<i64>();
             let range = match reg {
                 SpecialReg::ThreadId(a) => (0, dims[a.index()] as i64 - 1),
                 SpecialReg::BlockDim(a) => {
@@ -664,6 +702,8 @@ impl KernelBuilder {
                 SpecialReg::GridDim(_) => (1, i32::MAX as i64),
                 SpecialReg::LaneId => (0, threads.min(32) - 1),
                 SpecialReg::WarpId => (0, (threads + 31) / 32 - 1),
+                SpecialReg::ClusterCtaRank => (0, cluster - 1),
+                SpecialReg::ClusterSize => (cluster, cluster),
             };
             if range.0 == range.1 {
                 c.konst(Lit::int(ScalarType::I32, range.0).unwrap_or(Lit::pred(false)))
@@ -738,6 +778,104 @@ impl KernelBuilder {
     /// ```
     pub fn warp_id(&self) -> Val {
         self.special(SpecialReg::WarpId)
+    }
+
+    /// The block's rank in its cluster (`%cluster_ctarank`, `0..cluster size`; the constant 0
+    /// without clusters).
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// assert_eq!(b.cluster_cta_rank().const_int(), Some(0));
+    /// ```
+    pub fn cluster_cta_rank(&self) -> Val {
+        self.special(SpecialReg::ClusterCtaRank)
+    }
+
+    /// Blocks per cluster (a constant; 1 without clusters).
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.set_cluster_dim([2, 2, 1]).unwrap();
+    /// assert_eq!(b.cluster_size().const_int(), Some(4));
+    /// ```
+    pub fn cluster_size(&self) -> Val {
+        self.special(SpecialReg::ClusterSize)
+    }
+
+    /// `barrier.cluster.arrive` + `wait`: every thread of every block of the cluster waits;
+    /// shared-memory writes before it are visible to every block's
+    /// [`load_cluster`](Self::load_cluster) after it. Only in cluster kernels.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// assert!(b.cluster_barrier().is_err()); // no cluster
+    /// b.set_cluster_dim([2, 1, 1]).unwrap();
+    /// b.cluster_barrier().unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("barrier.cluster"));
+    /// ```
+    pub fn cluster_barrier(&self) -> Result<()> {
+        self.need_cluster("barrier.cluster")?;
+        self.ctx.borrow_mut().push(Op::ClusterBarrier, &[]);
+        Ok(())
+    }
+
+    fn need_cluster(&self, op: &str) -> Result<()> {
+        let dims = self.ctx.borrow().cluster_dim;
+        if dims == [1, 1, 1] {
+            return Err(IrError::ClusterDims {
+                dims,
+                rule: format!("{op} needs a cluster kernel (call set_cluster_dim first)"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Loads `width` consecutive elements at element offset `offset` of the shared allocation
+    /// `mem` **of the block with rank `cta` in this block's cluster** (distributed shared
+    /// memory). The owner's writes must come before a [`cluster_barrier`](Self::cluster_barrier)
+    /// that precedes the read, and the owner must not exit (nor overwrite the element) before
+    /// another cluster barrier — the interpreter checks both.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType, Val};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.set_cluster_dim([2, 1, 1]).unwrap();
+    /// let s = b.shared("partial", ScalarType::F32, 4).unwrap();
+    /// let peer = Val::lit(1) - b.cluster_cta_rank();
+    /// let v = b.load_cluster(s, &peer, &Val::lit(0), 4).unwrap();
+    /// assert_eq!(v.len(), 4);
+    /// let g = b.ptr_param("y", ScalarType::F32).unwrap();
+    /// assert!(b.load_cluster(g, &peer, &Val::lit(0), 1).is_err()); // global memory
+    /// ```
+    pub fn load_cluster(
+        &self,
+        mem: MemRef,
+        cta: &Val,
+        offset: &Val,
+        width: usize,
+    ) -> Result<Vec<Val>> {
+        let op = "ld.shared::cluster";
+        self.need_cluster(op)?;
+        if !matches!(mem.space, MemSpace::Shared(_)) {
+            return Err(IrError::WrongType {
+                op: format!("{op} of {}", mem.space.name()),
+                ty: mem.elem,
+                valid: "a shared allocation".into(),
+            });
+        }
+        self.check_mem(mem, op)?;
+        self.check_width(op, mem, width)?;
+        let off = self.offset_operand(offset, op)?;
+        let cta = self.offset_operand(cta, op)?;
+        let ids = self.ctx.borrow_mut().push(
+            Op::LoadCluster { mem, cta, offset: off, width: width as u8 },
+            &vec![mem.elem; width],
+        );
+        Ok(ids.into_iter().map(|i| self.wrap(i)).collect())
     }
 
     /// A typed constant.
@@ -1266,6 +1404,7 @@ impl KernelBuilder {
         let mut k = Kernel {
             name: c.name.clone(),
             block_dim: c.block_dim,
+            cluster_dim: c.cluster_dim,
             params: c.params.clone(),
             tensors: c
                 .tensors

@@ -62,6 +62,8 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Load { mem, width, .. } => format!("ld.{}{}", mem.space.name(), v(*width as usize)),
         Op::Store { mem, values, .. } => format!("st.{}{}", mem.space.name(), v(values.len())),
         Op::Barrier => "bar.sync".into(),
+        Op::ClusterBarrier => "barrier.cluster".into(),
+        Op::LoadCluster { width, .. } => format!("ld.shared::cluster{}", v(*width as usize)),
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
         Op::Vote(m, _) => format!("vote.sync.{}", m.name()),
@@ -113,7 +115,10 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Store { mem: m, offset, values, mask: p } => {
             format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))
         }
-        Op::Barrier => mn,
+        Op::Barrier | Op::ClusterBarrier => mn,
+        Op::LoadCluster { mem: m, cta, offset, .. } => {
+            format!("{mn}.{} {} of cta {cta}", m.elem, mem(k, *m, *offset))
+        }
         Op::Note(t) => format!("// {t}"),
         Op::Shfl { value, lane, .. } => format!("{mn}.{rty} {value}, {lane}"),
         Op::Vote(_, p) => format!("{mn} {p}"),

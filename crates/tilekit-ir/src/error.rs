@@ -81,6 +81,14 @@ pub enum IrError {
         /// Their product.
         threads: u64,
     },
+    /// Invalid cluster dimensions (see [`crate::KernelBuilder::set_cluster_dim`]).
+    #[error("cluster dims {dims:?} are invalid: {rule}")]
+    ClusterDims {
+        /// The dims.
+        dims: [u32; 3],
+        /// What was violated.
+        rule: String,
+    },
     /// A loop body or if branch yields the wrong number of values.
     #[error("{what} yields {got} values, expected {expected}")]
     YieldCount {

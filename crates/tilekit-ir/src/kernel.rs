@@ -149,6 +149,9 @@ pub struct Kernel {
     pub name: String,
     /// Threads per block along x, y, z (fixed at build time).
     pub block_dim: [u32; 3],
+    /// Blocks per cluster along x, y, z (`[1, 1, 1]`: no clusters). The grid must be a
+    /// multiple of it; its product is at most 16 (8 is the portable limit).
+    pub cluster_dim: [u32; 3],
     /// Parameters, in launch order.
     pub params: Vec<ParamDecl>,
     /// The tensor parameters among `params`, with what the kernel assumes of each.
@@ -184,6 +187,18 @@ impl Kernel {
     /// ```
     pub fn threads_per_block(&self) -> usize {
         self.block_dim.iter().map(|&d| d as usize).product()
+    }
+
+    /// Blocks per cluster (1 without clusters).
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// b.set_cluster_dim([4, 1, 1]).unwrap();
+    /// assert_eq!(b.finish().unwrap().cluster_size(), 4);
+    /// ```
+    pub fn cluster_size(&self) -> usize {
+        self.cluster_dim.iter().map(|&d| d as usize).product()
     }
 
     /// Total shared-memory bytes.

@@ -103,6 +103,11 @@ pub enum SpecialReg {
     LaneId,
     /// Warp of the thread in its block.
     WarpId,
+    /// `%cluster_ctarank`: the block's rank in its cluster (`0..cluster size`; 0 without a
+    /// cluster).
+    ClusterCtaRank,
+    /// `%cluster_nctarank`: blocks per cluster (known at build time, so it folds to a constant).
+    ClusterSize,
 }
 
 impl std::fmt::Display for SpecialReg {
@@ -114,6 +119,8 @@ impl std::fmt::Display for SpecialReg {
             SpecialReg::GridDim(a) => write!(f, "nctaid.{}", a.name()),
             SpecialReg::LaneId => f.write_str("laneid"),
             SpecialReg::WarpId => f.write_str("warpid"),
+            SpecialReg::ClusterCtaRank => f.write_str("cluster_ctarank"),
+            SpecialReg::ClusterSize => f.write_str("cluster_nctarank"),
         }
     }
 }
@@ -465,6 +472,25 @@ pub enum Op {
     /// `bar.sync 0`: every thread of the block waits here; shared-memory writes before it are
     /// visible after it.
     Barrier,
+    /// `barrier.cluster.arrive` + `barrier.cluster.wait`: every thread of every block of the
+    /// cluster waits here; shared-memory writes before it (in any block of the cluster) are
+    /// visible after it to [`Op::LoadCluster`] of the other blocks. A block must not exit while
+    /// another block may still read its shared memory, so a kernel that reads other blocks'
+    /// shared memory ends with one.
+    ClusterBarrier,
+    /// A vector load of `width` consecutive elements at element offset `offset` of the shared
+    /// allocation `mem` **of the cluster's block with rank `cta`** (distributed shared memory:
+    /// `mapa.shared::cluster` + `ld.shared::cluster`); one result per element.
+    LoadCluster {
+        /// The shared allocation (its offset in every block of the cluster).
+        mem: MemRef,
+        /// The rank of the block whose shared memory is read (`u32`/`i32`, `0..cluster size`).
+        cta: ValueId,
+        /// Element offset (an integer value).
+        offset: ValueId,
+        /// Elements (1, 2, 4 or 8, at most 16 bytes).
+        width: u8,
+    },
     /// A note naming the tile operation the following instructions come from: no effect on
     /// execution; printed as a comment in the dump and in the PTX.
     Note(String),
@@ -548,7 +574,13 @@ impl Op {
     /// ```
     pub fn operands(&self) -> Vec<ValueId> {
         match self {
-            Op::Const(_) | Op::Param(_) | Op::Special(_) | Op::Barrier | Op::Note(_) => vec![],
+            Op::Const(_)
+            | Op::Param(_)
+            | Op::Special(_)
+            | Op::Barrier
+            | Op::ClusterBarrier
+            | Op::Note(_) => vec![],
+            Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],

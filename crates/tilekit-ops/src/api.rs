@@ -538,16 +538,26 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         };
         let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m, n], vec![yr, ys])? };
         let v = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
-        // rows that fit 64 elements per thread stay in registers, longer rows stream through
-        // the online kernel; threads and the online shape come from the device's tuning
+        // rows that fit 64 elements per thread stay in registers; longer rows are split over a
+        // cluster's registers when they fit one, else staged in shared memory (when tuned so)
+        // or streamed twice by the online kernel; every shape comes from the device's tuning
         let tune = b.tuning();
         let threads = tune.softmax_threads(ty);
         let per = threads as i64 * (16 / ty.size_bytes() as i64);
         let chunks = (n + per - 1) / per;
+        let cluster = tune.softmax_cluster.and_then(|c| Some((c, c.plan(ty, n)?)));
+        let mut grid = grid;
         let k = if chunks * (16 / ty.size_bytes() as i64) <= 64 {
             cached(KernelKey::new("softmax", ty, [v, chunks, threads as i64, 0]), || {
                 crate::reduce::build_softmax_threads(ty, chunks, v, threads)
             })?
+        } else if let Some((c, (size, chunks))) = cluster {
+            // the row split over a cluster of `size` blocks, each holding `chunks` per thread
+            grid[0] = grid_u32(op, "rows × cluster size", m * size as i64)?;
+            cached(
+                KernelKey::new("softmax_cluster", ty, [v, chunks, c.threads as i64, size as i64]),
+                || crate::reduce::build_softmax_cluster(ty, v, size, c.threads, chunks),
+            )?
         } else if let Some((st, su, cap)) = tune.softmax_staged.and_then(|(st, su)| {
             // the row, rounded up to whole chunks, must fit the staged kernel's shared buffer
             let chunk = st as i64 * (16 / ty.size_bytes() as i64) * su;

@@ -561,8 +561,11 @@ impl Cuda {
     /// ```
     pub fn new(gpu: Gpu) -> Cuda {
         let disk = KernelCache::open(KernelCache::default_dir()).ok().map(Arc::new);
-        let (tuning, tuning_source) =
+        let (mut tuning, tuning_source) =
             Tuning::resolve(&crate::tuning::default_dir(), &gpu.props().name);
+        if gpu.props().compute_capability.0 < 9 {
+            tuning.softmax_cluster = None; // thread-block clusters are sm_90 and later
+        }
         Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk, tuning, tuning_source }
     }
 

@@ -19,11 +19,22 @@
 //!   M = block_reduce(max of m)       S = block_reduce(Σ s · exp2((m − M)·log2 e))
 //!   pass 2: for c0 in 0..N_pad step 256·V·4:
 //!     Window(row, c0).store(cast(exp2((x − M)·log2 e) · (1/S)))   masked tail
+//!
+//!   cluster softmax (rows too long for one block's registers: the row split over a cluster)
+//!   cluster of C blocks (sm_90), block r holds columns [r·L, (r+1)·L) in registers
+//!   ┌ block 0 ┐┌ block 1 ┐ … ┌ block C−1 ┐   each: m_r = max, s_r = Σ exp2((x − m_r)·log2 e)
+//!   │ stats   ││ stats   │   │ stats     │   → its own shared (m_r, s_r)
+//!   └────┬────┘└────┬────┘   └─────┬─────┘   barrier.cluster
+//!        └── every thread reads all C (m, s) through distributed shared memory ──┐
+//!   M = max m_j, S = Σ s_j·exp2((m_j − M)·log2 e); y = cast(e · exp2((m_r − M)·log2 e) / S)
+//!   barrier.cluster (no block exits while another may still read its stats)
+//!   one read and one write of the row, as the register kernel, for rows up to C·L
 //! ```
 //!
-//! [`softmax_kernel`] (which `api::softmax` uses) picks the register kernel when the row fits ([`softmax_kernel`]): it reads the row
-//! once; the online kernel reads it twice but takes rows of any length in a fixed number of
-//! registers.
+//! [`softmax_kernel`] picks the register kernel when the row fits: it reads the row once; the
+//! online kernel reads it twice but takes rows of any length in a fixed number of registers.
+//! `api::softmax` also uses the cluster kernel ([`build_softmax_cluster`]) for rows that fit a
+//! cluster's registers when the device has clusters (see `tuning::ClusterTuning`).
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
@@ -279,6 +290,56 @@ impl Default for OnlineTuning {
     }
 }
 
+/// How `api::softmax` splits rows too long for one block's registers over a cluster
+/// ([`build_softmax_cluster`]): `threads` per block, at most `per_thread` elements per thread
+/// (a multiple of the 16-byte vector, ≤ 64), at most `max_cluster` blocks per cluster (≤ 8 is
+/// portable, up to 16 on an H100/H200). The smallest cluster that holds the row is used; rows
+/// longer than `max_cluster · threads · per_thread` take the online kernel.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let t = tilekit_ops::reduce::ClusterTuning::default();
+/// assert_eq!((t.threads, t.per_thread, t.max_cluster), (512, 64, 8));
+/// assert_eq!(t.plan(ScalarType::F32, 65536), Some((2, 16)));   // 2 blocks × 512 × (16 · 4)
+/// assert_eq!(t.plan(ScalarType::BF16, 262144), Some((8, 8)));
+/// assert_eq!(t.plan(ScalarType::F32, 262145), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ClusterTuning {
+    /// Threads per block (a multiple of 32, at most 1024).
+    pub threads: u32,
+    /// Most elements a thread holds (a multiple of 16 bytes' worth, at most 64).
+    pub per_thread: i64,
+    /// Most blocks per cluster (2..=16).
+    pub max_cluster: u32,
+}
+
+impl Default for ClusterTuning {
+    fn default() -> Self {
+        ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8 }
+    }
+}
+
+impl ClusterTuning {
+    /// `(cluster size, chunks per thread)` for rows of `n` elements of `ty`, or `None` when
+    /// the row does not fit `max_cluster` blocks.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16 };
+    /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((8, 4)));
+    /// ```
+    pub fn plan(&self, ty: ScalarType, n: i64) -> Option<(u32, i64)> {
+        let v = 16 / ty.size_bytes() as i64;
+        let max_chunks = (self.per_thread.min(64) / v).max(1);
+        let per_chunk = self.threads as i64 * v;
+        (2..=self.max_cluster.min(16)).find_map(|c| {
+            let chunks = (n + c as i64 * per_chunk - 1) / (c as i64 * per_chunk);
+            (chunks <= max_chunks).then_some((c, chunks.max(1)))
+        })
+    }
+}
+
 fn check_threads(threads: u32) -> Result<()> {
     if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
         return Err(OpsError::invalid(
@@ -420,6 +481,90 @@ pub fn build_softmax_staged(
 ) -> Result<Kernel> {
     let tuning = OnlineTuning { threads, unroll, reverse: false, blocks_per_sm: 0 };
     build_streaming(ty, vx, tuning, Some(cap))
+}
+
+/// Row softmax with each row split over a **cluster** of `cluster` blocks (sm_90; see the
+/// module essay): block `r` of the cluster holds columns `[r·L, (r+1)·L)` of its row in
+/// registers (`L = threads · V · chunks`, V = 16 bytes / element size), reduces its max and
+/// sum, and the blocks exchange them through distributed shared memory, so the row is read
+/// once — rows up to `cluster · L` (e.g. 8 · 512 · 64 = 262144). Launch on a grid of
+/// `cluster · rows` blocks along x; params `x`, `y` (2-D, same type). A block whose columns are
+/// all past the row's end contributes nothing (its max starts at the lowest finite f32).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::reduce::build_softmax_cluster(ScalarType::BF16, 8, 4, 512, 8).unwrap();
+/// assert_eq!((k.name.as_str(), k.cluster_dim), ("softmax_cluster", [4, 1, 1]));
+/// assert!(k.to_string().contains("ld.shared::cluster.v2.f32"));
+/// assert!(tilekit_ops::reduce::build_softmax_cluster(ScalarType::F32, 4, 32, 512, 8).is_err());
+/// ```
+pub fn build_softmax_cluster(
+    ty: ScalarType,
+    vx: i64,
+    cluster: u32,
+    threads: u32,
+    chunks: i64,
+) -> Result<Kernel> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
+    let v = 16 / ty.size_bytes() as i64;
+    if !(1..=16).contains(&cluster) {
+        return Err(OpsError::invalid("softmax", "cluster size", cluster, "1..=16 blocks"));
+    }
+    if chunks < 1 || chunks * v > 64 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks",
+            chunks,
+            format!("1..={} (at most 64 elements per thread)", 64 / v),
+        ));
+    }
+    let len = threads as i64 * v * chunks;
+    let b = KernelBuilder::new("softmax_cluster", [threads, 1, 1])?;
+    b.set_cluster_dim([cluster, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let stats = b.shared("stats", ScalarType::F32, 2)?;
+    let d = dist::row_major(1, len, threads as i64, v)?;
+    let rank = b.cluster_cta_rank();
+    let origin = [b.block_id(Axis::X) / Val::lit(cluster as i64), rank * Val::lit(len)];
+    let xv = View::global(&x, vx)?.pad(&[1, len])?;
+    let yv = View::global(&y, vx)?.pad(&[1, len])?;
+    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
+        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
+        Ok(b.unary(UnOp::Exp2Approx, &z)?)
+    };
+    b.note("softmax_cluster: this block's columns, max and sum");
+    let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
+        .load_or(&b, &ninf)?
+        .cast(&b, ScalarType::F32)?;
+    let mx = block_reduce(&b, &t.reduce_thread(&b, BinOp::Max)?, BinOp::Max, scratch)?;
+    let m = b.binary(BinOp::Max, &mx, &b.f32(f32::MIN))?;
+    let e = t.map(&b, |b, xv| Ok(exp_diff(b, xv, &m)?))?;
+    let s = block_reduce(&b, &e.reduce_thread(&b, BinOp::Add)?, BinOp::Add, scratch)?;
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
+    b.if_then(&first, |b| b.store(stats, &Val::lit(0), &[m.clone(), s.clone()], None))?;
+    b.cluster_barrier()?;
+    b.note("softmax_cluster: every block's (max, sum) through distributed shared memory");
+    let parts = (0..cluster as i64)
+        .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), &Val::lit(0), 2)?))
+        .collect::<Result<Vec<_>>>()?;
+    let big_m =
+        crate::tile::tree_reduce(&b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
+    let scaled = parts
+        .iter()
+        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(&b, &p[0], &big_m)?)?))
+        .collect::<Result<Vec<_>>>()?;
+    let big_s = crate::tile::tree_reduce(&b, scaled, BinOp::Add)?;
+    let f = b.binary(BinOp::Div, &exp_diff(&b, &m, &big_m)?, &big_s)?;
+    let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(&b, ty)?;
+    Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
+    b.note("softmax_cluster: no block exits while another may still read its stats");
+    b.cluster_barrier()?;
+    Ok(b.finish()?)
 }
 
 /// The softmax kernel for rows of `n` elements: the register kernel ([`build_softmax`] with

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use tilekit_ir::ScalarType;
 
-use crate::reduce::OnlineTuning;
+use crate::reduce::{ClusterTuning, OnlineTuning};
 
 /// A saved tuning file that cannot be used.
 ///
@@ -146,6 +146,11 @@ pub struct Tuning {
     /// staged softmax kernel with these (threads, 16-byte vectors per chunk) when set
     /// (`reduce::build_softmax_staged`); otherwise the online kernel.
     pub softmax_staged: Option<(u32, i64)>,
+    /// Rows too long for one block's registers are split over a thread-block cluster with this
+    /// shape (`reduce::build_softmax_cluster`: the row is read once) when set and the device
+    /// has clusters (sm_90); otherwise the staged or online kernel.
+    #[serde(default = "default_cluster")]
+    pub softmax_cluster: Option<ClusterTuning>,
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
     /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
     pub transpose_micro_16bit: i64,
@@ -162,9 +167,14 @@ impl Default for Tuning {
             online: OnlineTuning::default(),
             unmorton_storage_order: true,
             softmax_staged: None,
+            softmax_cluster: default_cluster(),
             transpose_micro_16bit: 8,
         }
     }
+}
+
+fn default_cluster() -> Option<ClusterTuning> {
+    Some(ClusterTuning::default())
 }
 
 impl Tuning {
@@ -265,6 +275,17 @@ impl Tuning {
             }
             if !(1..=8).contains(&unroll) {
                 return Err(bad("softmax_staged.unroll", unroll));
+            }
+        }
+        if let Some(c) = t.softmax_cluster {
+            if c.threads == 0 || c.threads % 32 != 0 || c.threads > 1024 {
+                return Err(bad("softmax_cluster.threads", i64::from(c.threads)));
+            }
+            if !(1..=64).contains(&c.per_thread) {
+                return Err(bad("softmax_cluster.per_thread", c.per_thread));
+            }
+            if !(2..=16).contains(&c.max_cluster) {
+                return Err(bad("softmax_cluster.max_cluster", i64::from(c.max_cluster)));
             }
         }
         if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {

@@ -6,7 +6,8 @@ use tilekit_ops::check::{self, check, Op};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::host;
 use tilekit_ops::reduce::{
-    build_softmax_online, reference, softmax_chunks, softmax_kernel, Reduction, TYPES,
+    build_softmax_cluster, build_softmax_online, reference, softmax_chunks, softmax_kernel,
+    Reduction, TYPES,
 };
 
 fn launch(
@@ -74,22 +75,92 @@ fn assert_close_relative(
 }
 
 #[test]
-fn softmax_of_long_rows_takes_the_online_kernel_and_matches() {
+fn softmax_of_long_rows_takes_the_cluster_kernel_and_matches() {
     for ty in TYPES {
         // the longest register row: 64 elements per thread (f32 rows at 256 threads, bf16 at
-        // 512, see tuning::Tuning::default)
+        // 512, see tuning::Tuning::default); above it the row is split over a cluster
         let max = 64 * tilekit_ops::tuning::Tuning::default().softmax_threads(ty) as i64;
         for (i, n) in [max + 1, max + 3617, 65536].into_iter().enumerate() {
             let shape = [2, n];
             assert_eq!(
                 plan(Reduction::Softmax, &shape, ty).unwrap().0.kernel().name,
-                "softmax_online"
+                "softmax_cluster"
             );
             let o = launch(Reduction::Softmax, &shape, ty, 100 + i as u64).unwrap();
             let c = o.compare();
             assert!(c.passed, "softmax {ty} {shape:?}: {c:?}");
             assert_close_relative(&o.got, &o.want, n as usize, ty, &format!("{ty} {shape:?}"));
         }
+    }
+}
+
+#[test]
+fn softmax_of_rows_longer_than_a_cluster_takes_the_online_kernel_and_matches() {
+    // 8 blocks × 512 threads × 64 elements = 262144 is the default cluster's longest row
+    let shape = [2, 262_145];
+    let ty = ScalarType::F32;
+    assert_eq!(plan(Reduction::Softmax, &shape, ty).unwrap().0.kernel().name, "softmax_online");
+    let o = launch(Reduction::Softmax, &shape, ty, 7).unwrap();
+    assert!(o.compare().passed, "{:?}", o.compare());
+    assert_close_relative(&o.got, &o.want, 262_145, ty, "online 2x262145");
+}
+
+/// Runs the cluster kernel directly on the interpreter (contiguous rows).
+fn run_cluster(
+    x: &HostBuffer,
+    (m, n): (i64, i64),
+    ty: ScalarType,
+    (cluster, threads, chunks): (u32, u32, i64),
+) -> HostBuffer {
+    let k =
+        build_softmax_cluster(ty, host::vector_for(ty, &[n]), cluster, threads, chunks).unwrap();
+    let mut args = Args::new();
+    let y = host::poisoned(ty, (m * n) as usize).unwrap();
+    args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+    interp::run(&k, [cluster * m as u32, 1, 1], &mut args).unwrap();
+    args.take_buffer(5).unwrap()
+}
+
+#[test]
+fn cluster_softmax_matches_for_every_split() {
+    // (rows, n) × (cluster, threads, chunks): rows spread over every block, a tail in the last
+    // block, blocks entirely past the row's end (n = 5 over 4 blocks), one element, odd sizes
+    let cases = [
+        ((3i64, 1000i64), (2u32, 64u32, 2i64)),
+        ((2, 4096), (4, 32, 8)),
+        ((2, 5), (4, 32, 1)),
+        ((1, 1), (2, 32, 1)),
+        ((2, 3001), (3, 64, 4)),
+        ((1, 2048), (16, 32, 1)),
+    ];
+    for ty in TYPES {
+        for (i, ((m, n), shape)) in cases.into_iter().enumerate() {
+            let x = host::random(ty, (m * n) as usize, 60 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            let got = run_cluster(&x, (m, n), ty, shape);
+            let what = format!("cluster {ty} {m}x{n} {shape:?}");
+            assert_close_relative(&got, &want, n as usize, ty, &what);
+        }
+    }
+}
+
+#[test]
+fn cluster_softmax_combines_blocks_with_different_maxima() {
+    // an increasing row: each block's max is higher than the previous block's, so a sum that
+    // is not rescaled to the cluster's max is off by factors of e^(512/100)
+    let n = 2048i64;
+    let x: Vec<f32> = (0..n).map(|j| j as f32 / 100.0 - 8.0).collect();
+    let x = HostBuffer::from_f32(&x);
+    let want = reference(Reduction::Softmax, &x, 1, n as usize, ScalarType::F32).unwrap();
+    let got = run_cluster(&x, (1, n), ScalarType::F32, (4, 32, 4));
+    assert_close_relative(&got, &want, n as usize, ScalarType::F32, "increasing row");
+}
+
+#[test]
+fn cluster_softmax_refuses_bad_shapes() {
+    for (c, t, ch) in [(0u32, 64u32, 1i64), (17, 64, 1), (2, 100, 1), (2, 64, 0), (2, 64, 17)] {
+        let e = build_softmax_cluster(ScalarType::F32, 4, c, t, ch).unwrap_err().to_string();
+        assert!(e.contains("softmax"), "{e}");
     }
 }
 
@@ -139,25 +210,24 @@ fn online_softmax_rescales_when_a_later_chunk_raises_the_max() {
 }
 
 #[test]
-fn plan_picks_the_register_kernel_up_to_64_per_thread_and_the_online_one_above() {
+fn plan_picks_the_register_kernel_then_a_cluster_then_the_online_one() {
     for ty in TYPES {
         let max = 64 * tilekit_ops::tuning::Tuning::default().softmax_threads(ty) as i64;
         assert_eq!(max, if ty == ScalarType::F32 { 16384 } else { 32768 });
         let (k, grid) = plan(Reduction::Softmax, &[4, max], ty).unwrap();
         assert_eq!((k.kernel().name.as_str(), grid), ("softmax", [4, 1, 1]));
+        // the register kernel has no loop and no cluster
+        assert_eq!(k.kernel().to_string().matches("for %").count(), 0);
+        // one more element: 2 blocks per row (512 threads × 5 chunks of 16 bytes each)
         let (k, grid) = plan(Reduction::Softmax, &[4, max + 1], ty).unwrap();
+        assert_eq!((k.kernel().name.as_str(), grid), ("softmax_cluster", [8, 1, 1]));
+        assert_eq!((k.kernel().cluster_dim, k.kernel().block_dim), ([2, 1, 1], [512, 1, 1]));
+        assert_eq!(k.kernel().to_string().matches("barrier.cluster").count(), 2);
+        // the longest row of the default cluster (8 × 512 × 64), then the online kernel
+        let (k, grid) = plan(Reduction::Softmax, &[4, 262_144], ty).unwrap();
+        assert_eq!((k.kernel().name.as_str(), grid), ("softmax_cluster", [32, 1, 1]));
+        let (k, grid) = plan(Reduction::Softmax, &[4, 262_145], ty).unwrap();
         assert_eq!((k.kernel().name.as_str(), grid), ("softmax_online", [4, 1, 1]));
-        // the register kernel has no loop; the online one loops over the row twice
-        assert_eq!(
-            plan(Reduction::Softmax, &[4, max], ty)
-                .unwrap()
-                .0
-                .kernel()
-                .to_string()
-                .matches("for %")
-                .count(),
-            0
-        );
         assert_eq!(k.kernel().to_string().matches("for %").count(), 2, "{}", k.kernel());
         assert!(plan(Reduction::Softmax, &[4, 0], ty).is_err());
         assert!(softmax_chunks(ty, 16385).is_err());

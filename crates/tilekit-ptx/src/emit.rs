@@ -124,6 +124,13 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
             why: "PTX entry names are [A-Za-z_][A-Za-z0-9_$]*".into(),
         });
     }
+    if k.cluster_size() > 1 && target == Target::Sm80 {
+        return Err(PtxError::Unsupported {
+            kernel: k.name.clone(),
+            what: format!("cluster dims {:?}", k.cluster_dim),
+            why: "thread-block clusters need sm_90 or sm_90a".into(),
+        });
+    }
     e.body()?;
     let mut head = String::new();
     let _ = writeln!(head, "//");
@@ -162,7 +169,12 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
     }
     let _ = writeln!(head, "\n)");
     let [x, y, z] = k.block_dim;
-    let _ = writeln!(head, ".reqntid {x}, {y}, {z}\n{{");
+    let _ = writeln!(head, ".reqntid {x}, {y}, {z}");
+    if k.cluster_size() > 1 {
+        let [cx, cy, cz] = k.cluster_dim;
+        let _ = writeln!(head, ".reqnctapercluster {cx}, {cy}, {cz}");
+    }
+    let _ = writeln!(head, "{{");
     let layout = shared_layout(k);
     if layout.dynamic {
         for (i, s) in k.shared.iter().enumerate() {
@@ -475,7 +487,15 @@ impl<'k> Emitter<'k> {
             }
             Op::Cvt(a) => self.cvt(res(0), *a)?,
             Op::Load { mem, offset, width, mask } => {
-                self.load(inst, *mem, *offset, *width as usize, *mask)?
+                self.load(inst, *mem, *offset, *width as usize, *mask, None)?
+            }
+            Op::LoadCluster { mem, cta, offset, width } => {
+                self.load(inst, *mem, *offset, *width as usize, None, Some(*cta))?
+            }
+            Op::ClusterBarrier => {
+                // arrive has release semantics and wait acquire by default
+                self.line("barrier.cluster.arrive.aligned;");
+                self.line("barrier.cluster.wait.aligned;");
             }
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
@@ -513,6 +533,8 @@ impl<'k> Emitter<'k> {
             SpecialReg::BlockDim(a) => self.line(format!("mov.u32 {d}, %ntid.{};", ax(a))),
             SpecialReg::BlockId(a) => self.line(format!("mov.u32 {d}, %ctaid.{};", ax(a))),
             SpecialReg::GridDim(a) => self.line(format!("mov.u32 {d}, %nctaid.{};", ax(a))),
+            SpecialReg::ClusterCtaRank => self.line(format!("mov.u32 {d}, %cluster_ctarank;")),
+            SpecialReg::ClusterSize => self.line(format!("mov.u32 {d}, %cluster_nctarank;")),
             SpecialReg::LaneId | SpecialReg::WarpId => {
                 // linear thread index of the block, then lane = linear % 32, warp = linear / 32
                 let [nx, ny, _] = self.k.block_dim;
@@ -817,8 +839,24 @@ impl<'k> Emitter<'k> {
         offset: ValueId,
         width: usize,
         mask: Option<ValueId>,
+        cta: Option<ValueId>,
     ) -> Result<()> {
-        let (addr, space) = self.address(mem, offset)?;
+        let (mut addr, mut space) = self.address(mem, offset)?;
+        if let Some(c) = cta {
+            // the same allocation in the shared memory of the cluster's block of rank `c`
+            let rank = match self.ty(c) {
+                ScalarType::I64 => {
+                    let t = self.tmp(ScalarType::U32);
+                    self.line(format!("cvt.u32.u64 {t}, {};", self.reg(c)));
+                    t
+                }
+                _ => self.reg(c),
+            };
+            let remote = self.tmp(ScalarType::U32);
+            self.line(format!("mapa.shared::cluster.u32 {remote}, {addr}, {rank};"));
+            addr = remote;
+            space = "shared::cluster";
+        }
         let t = mem.elem;
         let pred = mask.map(|m| format!("@{} ", self.reg(m))).unwrap_or_default();
         let dsts: Vec<String> = inst.results.iter().map(|&r| self.reg(r)).collect();

@@ -31,6 +31,11 @@ fn check(k: &Kernel) -> String {
     let dir = tmp.path();
     let mut sm90a = String::new();
     for t in Target::ALL {
+        if t == Target::Sm80 && k.cluster_size() > 1 {
+            let e = emit_kernel(k, t).unwrap_err().to_string();
+            assert!(e.contains("clusters need sm_90"), "{}: {e}", k.name);
+            continue;
+        }
         let ptx = emit_kernel(k, t).unwrap_or_else(|e| panic!("{}: {e}", k.name));
         assert!(ptx.is_ascii(), "{}: PTX must be ASCII", k.name);
         if let Some(ptxas) = ptxas() {
@@ -137,4 +142,38 @@ fn big_shared_kernel_is_right_on_the_interpreter() {
             assert_eq!(y[blk * n + i], x[blk * n + n - 1 - i]);
         }
     }
+}
+
+#[test]
+fn cluster_kernels_use_distributed_shared_memory_and_cluster_barriers() {
+    // each block of a cluster of 4 reads a 2-vector of the next block's shared memory, by an
+    // i32 rank and by an i64 rank
+    let b = KernelBuilder::new("dsmem", [64, 1, 1]).unwrap();
+    b.set_cluster_dim([4, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let s = b.shared("s", ScalarType::F32, 128).unwrap();
+    let t = b.thread_id(tilekit_ir::Axis::X);
+    b.store(s, &(t.clone() * Idx::lit(2)), &[b.f32(1.0), b.f32(2.0)], None).unwrap();
+    b.cluster_barrier().unwrap();
+    let peer = (b.cluster_cta_rank() + Idx::lit(1)) % Idx::lit(4);
+    let v = b.load_cluster(s, &peer, &(t.clone() * Idx::lit(2)), 2).unwrap();
+    let peer64 = b.cvt(&peer, ScalarType::I64).unwrap();
+    let w = b.load_cluster(s, &peer64, &t, 1).unwrap();
+    let sum = v[0].clone() + v[1].clone() + w[0].clone();
+    b.store(y, &(b.block_id(tilekit_ir::Axis::X) * Idx::lit(64) + t), &[sum], None).unwrap();
+    b.cluster_barrier().unwrap();
+    let k = b.finish().unwrap();
+    let ptx = check(&k);
+    for want in [
+        ".reqnctapercluster 4, 1, 1",
+        "%cluster_ctarank",
+        "mapa.shared::cluster.u32",
+        "ld.shared::cluster.v2.f32",
+        "ld.shared::cluster.f32",
+        "barrier.cluster.arrive.aligned;",
+        "barrier.cluster.wait.aligned;",
+    ] {
+        assert!(ptx.contains(want), "missing {want}:\n{ptx}");
+    }
+    assert_eq!(ptx.matches("barrier.cluster.wait").count(), 2);
 }

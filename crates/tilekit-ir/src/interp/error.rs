@@ -110,6 +110,56 @@ pub enum InterpError {
         /// The grid.
         grid: [u32; 3],
     },
+    /// A cluster kernel launched on a grid that is not a multiple of its cluster dims.
+    #[error("grid {grid:?} is not a multiple of the kernel's cluster dims {cluster:?} (each grid dim must be divisible by the cluster dim)")]
+    ClusterGrid {
+        /// The grid.
+        grid: [u32; 3],
+        /// The kernel's cluster dims.
+        cluster: [u32; 3],
+    },
+    /// `ld.shared::cluster` naming a block rank outside the cluster.
+    #[error("`{inst}` reads the shared memory of cluster rank {rank}, but the cluster has {size} blocks (ranks 0..{size}); block {block:?} thread {thread:?}")]
+    ClusterRank {
+        /// The instruction.
+        inst: String,
+        /// The rank it named.
+        rank: i64,
+        /// Blocks per cluster.
+        size: usize,
+        /// Block index.
+        block: [u32; 3],
+        /// Thread index.
+        thread: [u32; 3],
+    },
+    /// Two blocks of a cluster touch one shared element — the owner's write and another block's
+    /// `ld.shared::cluster` — without a `barrier.cluster` between them.
+    #[error("cluster shared-memory race on \"{mem}\" element {element} of block {owner:?}: {first}, then {second}, with no barrier.cluster between them")]
+    ClusterRace {
+        /// Allocation name.
+        mem: String,
+        /// Element index.
+        element: usize,
+        /// The block owning the memory.
+        owner: [u32; 3],
+        /// The earlier access.
+        first: Box<GlobalAccess>,
+        /// The later access.
+        second: Box<GlobalAccess>,
+    },
+    /// A block of a cluster exits (or the kernel ends) while another block may still be reading
+    /// its shared memory: no `barrier.cluster` after the last `ld.shared::cluster`.
+    #[error("block {owner:?} may exit while {reader} still reads its \"{mem}\" element {element}: end the kernel with a barrier.cluster after the last ld.shared::cluster")]
+    ClusterExit {
+        /// Allocation name.
+        mem: String,
+        /// Element index.
+        element: usize,
+        /// The block owning the memory.
+        owner: [u32; 3],
+        /// The read.
+        reader: Box<GlobalAccess>,
+    },
     /// An access outside its memory.
     #[error("out-of-bounds {space} access to \"{mem}\" by `{inst}`: elements {element}..{end} but it has {len}, block {block:?} thread {thread:?}")]
     OutOfBounds {

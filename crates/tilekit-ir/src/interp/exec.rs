@@ -10,6 +10,19 @@
 //!   warp ops:  every lane of the warp must be active (else WarpDivergence)
 //! ```
 //!
+//! A **cluster** kernel runs one cluster at a time: the threads of all its blocks in lockstep
+//! (lane `t` is thread `t mod n` of the block of rank `t / n`), each block with its own shared
+//! memory. `barrier.cluster` is a barrier over all of them; `ld.shared::cluster` reads another
+//! block's shared memory and is checked against the owner's accesses by *cluster epoch*:
+//!
+//! ```text
+//!   owner writes s[i] ── barrier.cluster ── peer reads s[i] ── barrier.cluster ── owner writes / exits
+//!   └────────── must be separated ───────┘ └──────────── must be separated ─────────────┘
+//! ```
+//!
+//! (Between blocks of one cluster, global-memory accesses are compared by the `bar.sync`
+//! intervals of the lockstep schedule, like threads of one block.)
+//!
 //! Running the whole block in lockstep is a legal schedule for any kernel whose barriers are
 //! uniform (the only kind structured control flow with `bar.sync` permits), and the race
 //! detectors do not depend on the schedule: they compare accesses by barrier epoch, not by the
@@ -49,7 +62,12 @@ type R<T = ()> = Result<T, InterpError>;
 /// What every block of a launch shares: the kernel, its arguments, the instruction table.
 pub(crate) struct Prog<'a> {
     pub(crate) k: &'a Kernel,
+    /// Lanes run together: threads per block × blocks per cluster.
     pub(crate) n: usize,
+    /// Threads per block.
+    pub(crate) cta_threads: usize,
+    /// Blocks per cluster.
+    pub(crate) ctas: usize,
     pub(crate) grid: [u32; 3],
     pub(crate) scalars: Vec<u64>,
     pub(crate) globals: &'a [Global],
@@ -71,7 +89,19 @@ impl<'a> Prog<'a> {
         let inst_ids =
             insts.iter().enumerate().map(|(n, i)| (*i as *const Inst as usize, n as u32)).collect();
         let cross_block = globals.iter().any(|g| matches!(g, Global::Written(_, Some(_))));
-        Prog { k, n: k.threads_per_block(), grid, scalars, globals, insts, inst_ids, cross_block }
+        let (cta_threads, ctas) = (k.threads_per_block(), k.cluster_size());
+        Prog {
+            k,
+            n: cta_threads * ctas,
+            cta_threads,
+            ctas,
+            grid,
+            scalars,
+            globals,
+            insts,
+            inst_ids,
+            cross_block,
+        }
     }
 
     fn inst_id(&self, inst: &Inst) -> u32 {
@@ -156,11 +186,19 @@ pub(crate) struct BlockExec<'a> {
     pub(crate) p: &'a Prog<'a>,
     pub(crate) k: &'a Kernel,
     pub(crate) n: usize,
+    /// The first block of the cluster being run (the block, without clusters).
     pub(crate) block: [u32; 3],
     regs: Vec<Reg>,
-    shared: Vec<SharedMem>,
+    /// Per block of the cluster (by rank), its shared allocations.
+    shared: Vec<Vec<SharedMem>>,
+    /// Per block, allocation and element: the last read by another block of the cluster.
+    remote: Vec<Vec<Vec<Rec>>>,
+    /// The latest remote read (owner rank, allocation, element, the read).
+    last_remote: Option<(usize, u32, usize, Rec)>,
     epoch: u32,
     base: u32,
+    /// The first epoch after the latest `barrier.cluster` (or of the cluster).
+    cluster_start: u32,
     runs: Vec<Run>,
     foot: Footprint,
     pub(crate) steps: u64,
@@ -233,9 +271,20 @@ impl<'a> BlockExec<'a> {
             n,
             block: [0; 3],
             regs: vec![reg; p.k.values.len()],
-            shared: p.k.shared.iter().map(|s| SharedMem::new(s.elem, s.len)).collect(),
+            shared: (0..p.ctas)
+                .map(|_| p.k.shared.iter().map(|s| SharedMem::new(s.elem, s.len)).collect())
+                .collect(),
+            remote: if p.ctas > 1 {
+                (0..p.ctas)
+                    .map(|_| p.k.shared.iter().map(|s| vec![Rec::default(); s.len]).collect())
+                    .collect()
+            } else {
+                vec![]
+            },
+            last_remote: None,
             epoch: 0,
             base: 1,
+            cluster_start: 1,
             runs: vec![],
             foot: Footprint::default(),
             steps: 0,
@@ -244,8 +293,9 @@ impl<'a> BlockExec<'a> {
         }
     }
 
-    /// Runs one block; returns the lowest (param, element) where publishing its global
-    /// footprint found another block's conflicting access.
+    /// Runs one block (the cluster whose first block is `block`, for cluster kernels); returns
+    /// the lowest (param, element) where publishing its global footprint found another block's
+    /// conflicting access.
     pub(crate) fn run(&mut self, block: [u32; 3]) -> R<Option<(u32, u64)>> {
         self.block = block;
         self.steps = 0;
@@ -253,13 +303,18 @@ impl<'a> BlockExec<'a> {
             r.state = PState::All;
         }
         if self.epoch >= u32::MAX / 2 {
-            for s in &mut self.shared {
+            for s in self.shared.iter_mut().flatten() {
                 s.reset();
+            }
+            for r in self.remote.iter_mut().flatten() {
+                r.fill(Rec::default());
             }
             self.epoch = 0;
         }
         self.epoch += 1;
         self.base = self.epoch;
+        self.cluster_start = self.epoch;
+        self.last_remote = None;
         self.runs.clear();
         self.foot.clear();
         self.hits.clear();
@@ -267,6 +322,22 @@ impl<'a> BlockExec<'a> {
         let k = self.k;
         self.run_insts(&k.body, &all)?;
         self.end_epoch()?;
+        if let Some((owner, s, e, rec)) = self.last_remote {
+            if rec.epoch >= self.cluster_start {
+                let inst = self.p.insts.get(rec.inst as usize).map(|i| self.text(i));
+                return Err(InterpError::ClusterExit {
+                    mem: self.k.shared[s as usize].name.clone(),
+                    element: e,
+                    owner: self.cta_block(owner),
+                    reader: Box::new(GlobalAccess {
+                        block: self.block_of(rec.thread as usize),
+                        thread: self.thread(rec.thread as usize),
+                        inst: inst.unwrap_or_default(),
+                        write: false,
+                    }),
+                });
+            }
+        }
         if self.probe.is_some() || !self.p.cross_block {
             return Ok(None);
         }
@@ -282,7 +353,21 @@ impl<'a> BlockExec<'a> {
         Ok(found)
     }
 
+    /// The block of lane `t` (its rank in the cluster is `t / threads per block`).
+    pub(crate) fn block_of(&self, t: usize) -> [u32; 3] {
+        self.cta_block(t / self.p.cta_threads)
+    }
+
+    /// The block of cluster rank `r`.
+    pub(crate) fn cta_block(&self, r: usize) -> [u32; 3] {
+        let [cx, cy, _] = self.k.cluster_dim.map(|d| d as usize);
+        let [bx, by, bz] = self.block;
+        [bx + (r % cx) as u32, by + ((r / cx) % cy) as u32, bz + (r / (cx * cy)) as u32]
+    }
+
+    /// Thread index in its block of lane `t`.
     pub(crate) fn thread(&self, t: usize) -> [u32; 3] {
+        let t = t % self.p.cta_threads;
         let [bx, by, _] = self.k.block_dim;
         let (bx, by) = (bx as usize, by as usize);
         [(t % bx) as u32, ((t / bx) % by) as u32, (t / (bx * by)) as u32]
@@ -361,7 +446,7 @@ impl<'a> BlockExec<'a> {
             inst: self.text(inst),
             value: v.to_string(),
             what: what.into(),
-            block: self.block,
+            block: self.block_of(t),
             thread: self.thread(t),
         }
     }
@@ -379,10 +464,12 @@ impl<'a> BlockExec<'a> {
         let v = match reg {
             SpecialReg::ThreadId(a) => th[a.index()],
             SpecialReg::BlockDim(a) => self.k.block_dim[a.index()],
-            SpecialReg::BlockId(a) => self.block[a.index()],
+            SpecialReg::BlockId(a) => self.block_of(t)[a.index()],
             SpecialReg::GridDim(a) => self.p.grid[a.index()],
-            SpecialReg::LaneId => (t % 32) as u32,
-            SpecialReg::WarpId => (t / 32) as u32,
+            SpecialReg::LaneId => (t % self.p.cta_threads % 32) as u32,
+            SpecialReg::WarpId => (t % self.p.cta_threads / 32) as u32,
+            SpecialReg::ClusterCtaRank => (t / self.p.cta_threads) as u32,
+            SpecialReg::ClusterSize => self.p.ctas as u32,
         };
         v as u64
     }
@@ -613,17 +700,31 @@ impl<'a> BlockExec<'a> {
                 MemSpace::Shared(s) => self.store_shared(inst, s, *offset, values, *mask, m)?,
             },
             Op::Note(_) => {}
-            Op::Barrier => {
+            Op::Barrier | Op::ClusterBarrier => {
                 if let Some(t) = m.on.iter().position(|&x| !x) {
                     return Err(InterpError::BarrierDivergence {
                         inst: self.text(inst),
-                        block: self.block,
+                        block: self.block_of(t),
                         thread: self.thread(t),
                     });
                 }
                 self.end_epoch()?;
                 self.epoch = self.epoch.saturating_add(1);
+                if matches!(inst.op, Op::ClusterBarrier) {
+                    self.cluster_start = self.epoch;
+                }
             }
+            Op::LoadCluster { mem, cta, offset, width } => match mem.space {
+                MemSpace::Shared(s) => {
+                    self.load_cluster(inst, s, *cta, *offset, *width as usize, m)?
+                }
+                MemSpace::Global(_) => {
+                    return Err(InterpError::InvalidKernel {
+                        kernel: self.k.name.clone(),
+                        reason: format!("`{}` reads global memory", self.text(inst)),
+                    })
+                }
+            },
             Op::Shfl { mode, value, lane } => {
                 crate::interp::warp::shfl(self, inst, m, *mode, *value, *lane)?
             }
@@ -690,7 +791,7 @@ impl<'a> BlockExec<'a> {
                 Err(_) => {
                     return Err(InterpError::DivisionByZero {
                         inst: self.text(inst),
-                        block: self.block,
+                        block: self.block_of(t),
                         thread: self.thread(t),
                     })
                 }
@@ -843,8 +944,9 @@ impl<'a> BlockExec<'a> {
             }
             let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
+            let cta = t / self.p.cta_threads;
             for (j, &r) in inst.results.iter().enumerate() {
-                let res = self.shared[s as usize].read(e + j, rec, self.base);
+                let res = self.shared[cta][s as usize].read(e + j, rec, self.base);
                 let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;
                 self.set(r, t, v, !init);
             }
@@ -878,22 +980,117 @@ impl<'a> BlockExec<'a> {
             }
             let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
+            let cta = t / self.p.cta_threads;
             for (j, &v) in values.iter().enumerate() {
+                if let Some(rr) = self.remote.get(cta).map(|r| r[s as usize][e + j]) {
+                    if rr.epoch >= self.cluster_start {
+                        return Err(self.cluster_race(inst, s, e + j, cta, rr, t, true));
+                    }
+                }
                 let (bits, init) = (self.get(v, t), !self.is_poison(v, t));
-                let res = self.shared[s as usize].write(e + j, bits, init, rec);
+                let res = self.shared[cta][s as usize].write(e + j, bits, init, rec);
                 res.map_err(|c| self.race(inst, s, c, t, true))?;
             }
         }
         Ok(())
     }
 
+    /// `ld.shared::cluster`: lane `t` reads allocation `s` of the block with rank `cta`.
+    #[allow(clippy::too_many_arguments)]
+    fn load_cluster(
+        &mut self,
+        inst: &Inst,
+        s: u32,
+        cta: ValueId,
+        offset: ValueId,
+        w: usize,
+        m: &Mask,
+    ) -> R {
+        let len = self.shared_len(inst, s)?;
+        let id = self.p.inst_id(inst);
+        for &t in &m.active {
+            let t = t as usize;
+            let rank = self.defined(inst, cta, t, "cluster rank")? as i64;
+            let rank = if self.k.ty(cta) == ScalarType::U32 { rank & 0xffff_ffff } else { rank };
+            if rank < 0 || rank >= self.p.ctas as i64 {
+                return Err(InterpError::ClusterRank {
+                    inst: self.text(inst),
+                    rank,
+                    size: self.p.ctas,
+                    block: self.block_of(t),
+                    thread: self.thread(t),
+                });
+            }
+            let owner = rank as usize;
+            let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
+            let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
+            let own = t / self.p.cta_threads;
+            for (j, &r) in inst.results.iter().enumerate() {
+                let (v, init) = if owner == own {
+                    let res = self.shared[own][s as usize].read(e + j, rec, self.base);
+                    res.map_err(|c| self.race(inst, s, c, t, false))?
+                } else {
+                    let mem = &self.shared[owner][s as usize];
+                    let wr = mem.last_write(e + j);
+                    if wr.epoch >= self.cluster_start {
+                        return Err(self.cluster_race(inst, s, e + j, owner, wr, t, false));
+                    }
+                    let (bits, init) = mem.peek(e + j);
+                    self.remote[owner][s as usize][e + j] = rec;
+                    self.last_remote = Some((owner, s, e + j, rec));
+                    (bits, init && wr.epoch >= self.base)
+                };
+                self.set(r, t, v, !init);
+            }
+        }
+        if m.full {
+            for &r in &inst.results {
+                self.normalize(r);
+            }
+        }
+        Ok(())
+    }
+
+    /// A conflict between a block's access to its shared element and another block's, not
+    /// separated by a `barrier.cluster`: `first` is the earlier access, by lane `first.thread`.
+    #[allow(clippy::too_many_arguments)]
+    fn cluster_race(
+        &self,
+        inst: &Inst,
+        s: u32,
+        e: usize,
+        owner: usize,
+        first: Rec,
+        t: usize,
+        write: bool,
+    ) -> InterpError {
+        let side = |thread: usize, inst: String, write: bool| {
+            Box::new(GlobalAccess {
+                block: self.block_of(thread),
+                thread: self.thread(thread),
+                inst,
+                write,
+            })
+        };
+        let first_inst = self.p.insts.get(first.inst as usize).map(|i| self.text(i));
+        InterpError::ClusterRace {
+            mem: self.k.shared[s as usize].name.clone(),
+            element: e,
+            owner: self.cta_block(owner),
+            first: side(first.thread as usize, first_inst.unwrap_or_default(), !write),
+            second: side(t, self.text(inst), write),
+        }
+    }
+
     fn shared_len(&self, inst: &Inst, s: u32) -> R<usize> {
-        self.shared.get(s as usize).map(SharedMem::len).ok_or_else(|| InterpError::InvalidKernel {
-            kernel: self.k.name.clone(),
-            reason: format!(
-                "`{}` names shared allocation {s}, which does not exist",
-                self.text(inst)
-            ),
+        self.shared[0].get(s as usize).map(SharedMem::len).ok_or_else(|| {
+            InterpError::InvalidKernel {
+                kernel: self.k.name.clone(),
+                reason: format!(
+                    "`{}` names shared allocation {s}, which does not exist",
+                    self.text(inst)
+                ),
+            }
         })
     }
 
@@ -955,7 +1152,7 @@ impl<'a> BlockExec<'a> {
     fn epoch_race(&self, race: EpochRace) -> InterpError {
         let side = |(run, t): (Run, u32)| {
             Box::new(GlobalAccess {
-                block: self.block,
+                block: self.block_of(t as usize),
                 thread: self.thread(t as usize),
                 inst: self.p.insts.get(run.inst as usize).map(|i| self.text(i)).unwrap_or_default(),
                 write: run.write,
@@ -990,7 +1187,7 @@ impl<'a> BlockExec<'a> {
                 return Err(InterpError::LoopStep {
                     inst: self.text(inst),
                     step: s as i64,
-                    block: self.block,
+                    block: self.block_of(t),
                     thread: self.thread(t),
                 });
             }
@@ -1073,7 +1270,7 @@ impl<'a> BlockExec<'a> {
             mem: decl.name.clone(),
             byte: c.element * decl.elem.size_bytes(),
             element: c.element,
-            block: self.block,
+            block: self.block_of(t),
             first: Box::new(Access {
                 thread: self.thread(c.first.thread as usize),
                 inst: first_inst.unwrap_or_default(),
@@ -1125,7 +1322,7 @@ impl<'a> BlockExec<'a> {
                 element: e,
                 end: e.saturating_add(w as i64),
                 len,
-                block: self.block,
+                block: self.block_of(t),
                 thread: self.thread(t),
             }
         } else {
@@ -1134,7 +1331,7 @@ impl<'a> BlockExec<'a> {
                 mem: name.unwrap_or_default(),
                 element: e,
                 width: w,
-                block: self.block,
+                block: self.block_of(t),
                 thread: self.thread(t),
             }
         }

@@ -336,6 +336,19 @@ impl SharedMem {
         Ok((self.data().bits(i), init))
     }
 
+    /// The last write of element `i` (epoch 0: none).
+    #[inline]
+    pub(crate) fn last_write(&self, i: usize) -> Rec {
+        self.meta[i].write
+    }
+
+    /// Element `i`'s bits and whether it was ever written, without recording a read (reads by
+    /// other blocks of a cluster are recorded by the executor).
+    #[inline]
+    pub(crate) fn peek(&self, i: usize) -> (u64, bool) {
+        (self.data().bits(i), self.meta[i].init)
+    }
+
     /// Writes element `i` (`init = false` stores an uninitialised value), checking for
     /// conflicts with other threads' accesses in this epoch.
     #[inline]

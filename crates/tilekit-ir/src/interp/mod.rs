@@ -296,6 +296,9 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
         return Err(InterpError::Grid { grid });
     }
     validate::kernel(kernel)?;
+    if grid.iter().zip(kernel.cluster_dim).any(|(&g, c)| g % c != 0) {
+        return Err(InterpError::ClusterGrid { grid, cluster: kernel.cluster_dim });
+    }
     let scalars = check_args(kernel, args)?;
     let stored = validate::stored_params(kernel);
     let nblocks = grid
@@ -357,14 +360,19 @@ fn execute(
     globals: &[Global],
 ) -> Result<RunStats, InterpError> {
     let prog = Prog::new(kernel, grid, scalars, globals);
-    let [gx, gy, gz] = grid.map(|g| g as u64);
-    let nblocks = gx * gy * gz;
-    let block_of = |b: u64| [(b % gx) as u32, ((b / gx) % gy) as u32, (b / (gx * gy)) as u32];
+    // the unit of execution is a cluster (one block without clusters), named by its first block
+    let c = kernel.cluster_dim;
+    let [gx, gy, gz] = [0, 1, 2].map(|a| (grid[a] / c[a]) as u64);
+    let nblocks = grid.iter().map(|&g| g as u64).product::<u64>();
+    let nunits = gx * gy * gz;
+    let block_of = |b: u64| {
+        [(b % gx) as u32 * c[0], ((b / gx) % gy) as u32 * c[1], (b / (gx * gy)) as u32 * c[2]]
+    };
     let first_error: Mutex<Option<(u64, InterpError)>> = Mutex::new(None);
     let min_failed = AtomicU64::new(u64::MAX);
     let steps = AtomicU64::new(0);
     let race: Mutex<Option<(u32, u64)>> = Mutex::new(None);
-    (0..nblocks).into_par_iter().for_each_init(
+    (0..nunits).into_par_iter().for_each_init(
         || BlockExec::new(&prog),
         |ex, b| {
             if b > min_failed.load(Ordering::Relaxed) {
@@ -394,12 +402,16 @@ fn execute(
         return Err(e);
     }
     if let Some((param, element)) = lock(&race).take() {
-        return Err(attribute(&prog, nblocks, &block_of, param, element));
+        return Err(attribute(&prog, nunits, &block_of, param, element));
     }
     Ok(RunStats { blocks: nblocks, block_instructions: steps.load(Ordering::Relaxed) })
 }
 
-/// Names both sides of a cross-block race on `(param, element)`: re-runs every block with
+/// One unit's (block's or cluster's) accesses to the probed element: the unit, the hits, and
+/// each hit's (block, thread).
+type UnitHits = (u64, Vec<Hit>, Vec<([u32; 3], [u32; 3])>);
+
+/// Names both sides of a cross-block race on `(param, element)`: re-runs every block (cluster) with
 /// stores suppressed, recording the accesses to that element, and takes the lowest block that
 /// touched it with the next block whose access conflicts with it.
 fn attribute(
@@ -411,7 +423,7 @@ fn attribute(
 ) -> InterpError {
     let k = prog.k;
     let mem = k.params.get(param as usize).map(|d| d.name.clone()).unwrap_or_default();
-    let hits: Vec<(u64, Vec<Hit>, Vec<[u32; 3]>)> = (0..nblocks)
+    let hits: Vec<UnitHits> = (0..nblocks)
         .into_par_iter()
         .map_init(
             || {
@@ -421,16 +433,20 @@ fn attribute(
             },
             |ex, b| {
                 let _ = ex.run(block_of(b));
-                let threads = ex.hits.iter().map(|h| ex.thread(h.thread as usize)).collect();
+                let threads = ex
+                    .hits
+                    .iter()
+                    .map(|h| (ex.block_of(h.thread as usize), ex.thread(h.thread as usize)))
+                    .collect();
                 (b, std::mem::take(&mut ex.hits), threads)
             },
         )
         .filter(|(_, h, _)| !h.is_empty())
         .collect();
-    let side = |b: u64, h: &Hit, th: [u32; 3]| {
+    let side = |h: &Hit, (block, thread): ([u32; 3], [u32; 3])| {
         Box::new(GlobalAccess {
-            block: block_of(b),
-            thread: th,
+            block,
+            thread,
             inst: prog
                 .insts
                 .get(h.inst as usize)
@@ -439,8 +455,8 @@ fn attribute(
             write: h.write,
         })
     };
-    let pick = |(b, h, th): &(u64, Vec<Hit>, Vec<[u32; 3]>), write: bool| {
-        h.iter().position(|x| x.write || !write).map(|i| side(*b, &h[i], th[i]))
+    let pick = |(_, h, th): &UnitHits, write: bool| {
+        h.iter().position(|x| x.write || !write).map(|i| side(&h[i], th[i]))
     };
     let unattributed =
         InterpError::GlobalRaceUnattributed { mem: mem.clone(), element: element as usize };

@@ -143,7 +143,17 @@ fn check_inst(
             }
             count(0)
         }
-        Op::Barrier | Op::Note(_) => count(0),
+        Op::Barrier | Op::ClusterBarrier | Op::Note(_) => count(0),
+        Op::LoadCluster { mem: m, width, .. } => {
+            mem(m)?;
+            if !matches!(m.space, MemSpace::Shared(_)) {
+                return Err(bad("ld.shared::cluster reads a shared allocation".into()));
+            }
+            if *width == 0 {
+                return Err(bad("a load of width 0".into()));
+            }
+            count(*width as usize)
+        }
         Op::Mma { a, b, c, .. } => {
             if (a.len(), b.len(), c.len()) != (8, 4, 4) {
                 return Err(bad("mma.m16n8k16 takes 8 + 4 + 4 fragment registers".into()));

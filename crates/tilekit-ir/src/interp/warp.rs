@@ -1,6 +1,6 @@
 //! Warp-collective ops: shuffles, votes and `mma.sync`, executed for a whole warp at once.
 //!
-//! A warp is 32 consecutive linear thread ids of the block; a block whose size is not a
+//! A warp is 32 consecutive linear thread ids of the block (of each block of a cluster); a block whose size is not a
 //! multiple of 32 has a last, partial warp whose missing lanes read as uninitialised. Every
 //! existing lane of a warp must execute a warp op together (`.sync` with a full member mask),
 //! otherwise the run fails with `WarpDivergence`.
@@ -68,9 +68,11 @@ fn warps(
     mask: &Mask,
 ) -> Result<Vec<(usize, usize, usize)>, InterpError> {
     let mut out = vec![];
-    for w in 0..ex.n.div_ceil(32) {
-        let base = w * 32;
-        let lanes = (ex.n - base).min(32);
+    let per = ex.p.cta_threads;
+    let warps_per_cta = per.div_ceil(32);
+    for w in 0..ex.p.ctas * warps_per_cta {
+        let base = (w / warps_per_cta) * per + (w % warps_per_cta) * 32;
+        let lanes = (per - (w % warps_per_cta) * 32).min(32);
         let active: u32 = (0..lanes).filter(|&l| mask.on[base + l]).fold(0, |m, l| m | 1 << l);
         if active == 0 {
             continue;
@@ -78,12 +80,12 @@ fn warps(
         if active.count_ones() as usize != lanes {
             return Err(InterpError::WarpDivergence {
                 inst: ex.text(inst),
-                block: ex.block,
-                warp: w,
+                block: ex.block_of(base),
+                warp: w % warps_per_cta,
                 active,
             });
         }
-        out.push((w, base, lanes));
+        out.push((w % warps_per_cta, base, lanes));
     }
     Ok(out)
 }
@@ -169,7 +171,7 @@ pub(crate) fn mma(
         if lanes != 32 {
             return Err(InterpError::WarpDivergence {
                 inst: ex.text(inst),
-                block: ex.block,
+                block: ex.block_of(base),
                 warp: w,
                 active: (1u64 << lanes) as u32 - 1,
             });

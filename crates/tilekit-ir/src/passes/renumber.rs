@@ -48,7 +48,16 @@ fn number(b: &Block, map: &mut HashMap<ValueId, ValueId>, order: &mut Vec<ValueI
 fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
     let r = |v: &mut ValueId| *v = f(*v);
     match op {
-        Op::Const(_) | Op::Param(_) | Op::Special(_) | Op::Barrier | Op::Note(_) => {}
+        Op::Const(_)
+        | Op::Param(_)
+        | Op::Special(_)
+        | Op::Barrier
+        | Op::ClusterBarrier
+        | Op::Note(_) => {}
+        Op::LoadCluster { cta, offset, .. } => {
+            r(cta);
+            r(offset)
+        }
         Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => r(a),
         Op::Binary(_, a, b) | Op::Cmp(_, a, b) => {
             r(a);
