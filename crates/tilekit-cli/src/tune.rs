@@ -4,8 +4,8 @@
 //!
 //! ```text
 //!   baseline   cuMemcpyDtoD of 1 GiB, CUDA events, median of reps  ──► copy GB/s
-//!   per case   random input (device), output poisoned
-//!     per candidate   build (compiled::CompiledKernel) ─► bind x, y by name ─► warm-up ×3
+//!   per case   random input (device)
+//!     per candidate   output poisoned, build (compiled::CompiledKernel) ─► bind x, y by name ─► warm-up ×3
 //!                     median of reps ─► GB/s = (read + written bytes) / median ─► × copy
 //!                     first rows checked against an f64 reference (a wrong candidate fails)
 //!   report     table (or --json FILE), best candidate per case marked with *
@@ -21,6 +21,7 @@ use tilekit_ops::backend::{Backend, Cuda};
 use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::reduce::{self, ClusterTuning, OnlineTuning};
+use tilekit_ops::transpose::TransposeLoop;
 use tilekit_ops::tuning::Tuning;
 use tilekit_ops::{host, OpsError};
 
@@ -75,8 +76,10 @@ pub enum Knob {
     Online(OnlineTuning),
     /// Unmorton in storage order (true) or tile order (false).
     UnmortonStorageOrder(bool),
-    /// The transpose micro-block for 16-bit types.
-    TransposeMicro16(i64),
+    /// The transpose micro-block and tile loop for 16-bit types.
+    Transpose16(i64, TransposeLoop),
+    /// The transpose tile loop for f32.
+    TransposeF32(TransposeLoop),
     /// The shared-memory staged softmax with (threads, vectors per chunk).
     Staged(u32, i64),
     /// The cluster softmax (rows split over a thread-block cluster) with this shape.
@@ -230,16 +233,28 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
     ) {
         t.unmorton_storage_order = u;
     }
-    if let Some(m) = mean_best(
+    if let Some((m, lp)) = mean_best(
         cands
             .iter()
             .filter_map(|c| match c.knob {
-                Knob::TransposeMicro16(m) => Some((m, c.ratio_to_copy)),
+                Knob::Transpose16(m, lp) => Some(((m, lp), c.ratio_to_copy)),
                 _ => None,
             })
             .collect(),
     ) {
         t.transpose_micro_16bit = m;
+        t.transpose_loop_16bit = lp;
+    }
+    if let Some(lp) = mean_best(
+        cands
+            .iter()
+            .filter_map(|c| match c.knob {
+                Knob::TransposeF32(lp) => Some((lp, c.ratio_to_copy)),
+                _ => None,
+            })
+            .collect(),
+    ) {
+        t.transpose_loop_f32 = lp;
     }
     t
 }
@@ -493,9 +508,18 @@ fn tune_movement(
 ) -> Result<Vec<Candidate>, CliError> {
     let mut out = Vec::new();
     let mut first: Option<Vec<u8>> = None;
+    // every candidate writes over a poisoned output: one that skips elements cannot pass on
+    // what the previous candidate wrote
+    let yl = y.layout().clone();
+    let poison = host::poisoned(yl.dtype(), yl.numel() as usize)
+        .and_then(|b| {
+            Ok(HostTensor::new(b, TensorLayout::contiguous(yl.dtype(), yl.shape().to_vec())?)?)
+        })
+        .map_err(ops(case))?;
     for (config, knob, tuning) in candidates {
         let c = cuda.with_tuning(*tuning);
         let what = format!("{case} [{config}]");
+        *y = c.from_host(&poison).map_err(ops(&what))?;
         let ms = time_api(&c, &what, m.reps, || call(&c, x, y))?;
         let got = c.to_host(y).map_err(ops(&what))?.buffer().as_bytes().to_vec();
         match &first {
@@ -568,7 +592,8 @@ fn movement_cases(
             )?);
         }
     }
-    // permute (2, 0, 1) of 512×512×256 and transpose of 16384²: micro-blocks for 16-bit types
+    // permute (2, 0, 1) of 512×512×256 and transpose of 16384²: micro-blocks for 16-bit types,
+    // and for both types the tile loop (tiles per block × shared buffers × load order)
     for ty in [ScalarType::BF16, ScalarType::F32] {
         for (case, shape, perm) in [
             (format!("permute 512x512x256 {ty}"), vec![512i64, 512, 256], vec![2usize, 0, 1]),
@@ -583,16 +608,31 @@ fn movement_cases(
             let cands: Vec<(String, Knob, Tuning)> = if ty.size_bytes() == 2 {
                 [8i64, 4, 2]
                     .iter()
-                    .map(|&m| {
-                        (
-                            format!("micro-block {m}×{m} (tile {}²)", 16 * m),
-                            Knob::TransposeMicro16(m),
-                            Tuning { transpose_micro_16bit: m, ..base },
-                        )
+                    .flat_map(|&m| {
+                        transpose_loops().into_iter().map(move |lp| {
+                            (
+                                format!("micro-block {m}×{m} (tile {}²), {lp}", 16 * m),
+                                Knob::Transpose16(m, lp),
+                                Tuning {
+                                    transpose_micro_16bit: m,
+                                    transpose_loop_16bit: lp,
+                                    ..base
+                                },
+                            )
+                        })
                     })
                     .collect()
             } else {
-                vec![("micro-block 4×4 (tile 64²)".into(), Knob::Fixed, base)]
+                transpose_loops()
+                    .into_iter()
+                    .map(|lp| {
+                        (
+                            format!("micro-block 4×4 (tile 64²), {lp}"),
+                            Knob::TransposeF32(lp),
+                            Tuning { transpose_loop_f32: lp, ..base },
+                        )
+                    })
+                    .collect()
             };
             let bytes = 2 * shape.iter().product::<i64>() as u64 * ty.size_bytes() as u64;
             let p2 = perm.clone();
@@ -613,6 +653,27 @@ fn movement_cases(
         }
     }
     Ok(all.into_iter().flatten().collect())
+}
+
+/// The transpose tile loops `tilekit tune` compares: one tile per block (the default kernel),
+/// then 2 to 32 row tiles per block through one or two shared buffers, the next tile's loads
+/// before or after the current tile's stores.
+///
+/// ```
+/// let l = tilekit_cli::tune::transpose_loops();
+/// assert_eq!((l.len(), l[0].tiles_per_block), (21, 1));
+/// assert!(l.iter().all(|lp| lp.check().is_ok()));
+/// ```
+pub fn transpose_loops() -> Vec<TransposeLoop> {
+    let mut v = vec![TransposeLoop::default()];
+    for tiles_per_block in [2, 4, 8, 16, 32] {
+        for buffers in [1, 2] {
+            for prefetch in [true, false] {
+                v.push(TransposeLoop { tiles_per_block, buffers, prefetch });
+            }
+        }
+    }
+    v
 }
 
 fn random_device(

@@ -63,3 +63,30 @@ fn register_threads_only_come_from_register_candidates() {
     // an online candidate in a register-sized case does not move the long-row shape
     assert_eq!(t.online, Tuning::default().online);
 }
+
+#[test]
+fn transpose_loops_are_chosen_by_their_mean_over_the_permute_and_transpose_cases() {
+    use tilekit_ops::transpose::TransposeLoop;
+    let one = TransposeLoop::default();
+    let four = TransposeLoop { tiles_per_block: 4, buffers: 1, prefetch: true };
+    let eight = TransposeLoop { tiles_per_block: 8, buffers: 2, prefetch: false };
+    let c = [
+        cand("permute 512x512x256 bf16", Knob::Transpose16(8, one), 0.89),
+        cand("permute 512x512x256 bf16", Knob::Transpose16(8, four), 0.95),
+        cand("permute 512x512x256 bf16", Knob::Transpose16(4, four), 0.96),
+        cand("transpose 16384x16384 bf16", Knob::Transpose16(8, one), 0.94),
+        cand("transpose 16384x16384 bf16", Knob::Transpose16(8, four), 0.95),
+        cand("transpose 16384x16384 bf16", Knob::Transpose16(4, four), 0.90),
+        cand("permute 512x512x256 f32", Knob::TransposeF32(one), 0.92),
+        cand("permute 512x512x256 f32", Knob::TransposeF32(eight), 0.96),
+        cand("transpose 16384x16384 f32", Knob::TransposeF32(one), 0.95),
+        cand("transpose 16384x16384 f32", Knob::TransposeF32(eight), 0.94),
+    ];
+    let t = winners(Tuning::default(), &c);
+    // bf16: (8, four) means 0.95, (4, four) 0.93, (8, one) 0.915; f32: eight 0.95, one 0.935
+    assert_eq!((t.transpose_micro_16bit, t.transpose_loop_16bit), (8, four));
+    assert_eq!(t.transpose_loop_f32, eight);
+    // without transpose candidates the defaults stay
+    let t = winners(Tuning::default(), &c[..0]);
+    assert_eq!((t.transpose_loop_f32, t.transpose_loop_16bit), (one, one));
+}

@@ -234,7 +234,10 @@ pub fn pieces(len: i64, per_block: i64, max_blocks: i64) -> Vec<(i64, i64)> {
 /// Launches a (batch, rows, cols) kernel whose grid x covers the columns (`grid_x` blocks), y
 /// the rows in tiles of `tile_rows` and z the batch: dim 0 of both layouts is the batch, dims
 /// `rows.0` of x and `rows.1` of y are the rows. Grids over the hardware's 65535 blocks in y or
-/// z become several launches over narrowed views (offsets move, the kernel is the same).
+/// z become several launches over narrowed views (offsets move, the kernel is the same). A
+/// kernel that walks `tiles_per_block` row tiles per block (block-stride over grid y, as
+/// `transpose::build_tiled`) gets grid y = ⌈row tiles / tiles_per_block⌉ per piece.
+#[allow(clippy::too_many_arguments)] // the launch's shape, each part a different quantity
 fn launch_split<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
     b: &B,
     k: &CompiledKernel,
@@ -243,6 +246,7 @@ fn launch_split<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
     y: &mut Reshaped<'_, Y>,
     rows: (usize, usize),
     tile_rows: i64,
+    tiles_per_block: u32,
 ) -> Result<()> {
     let (xl, yl) = (x.layout.clone(), y.layout.clone());
     for (z0, zl) in pieces(xl.shape()[0], 1, MAX_GRID_YZ) {
@@ -250,7 +254,8 @@ fn launch_split<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
             let xv = ReshapedIn { t: x.t, layout: xl.narrow(0, z0, zl)?.narrow(rows.0, r0, rl)? };
             let yv_layout = yl.narrow(0, z0, zl)?.narrow(rows.1, r0, rl)?;
             let mut yv = Reshaped { t: &mut *y.t, layout: yv_layout };
-            let grid = [grid_x, host::blocks(rl, tile_rows)?, grid_u32("launch", "batch", zl)?];
+            let gy = host::blocks(rl, tile_rows)?.div_ceil(tiles_per_block.max(1));
+            let grid = [grid_x, gy, grid_u32("launch", "batch", zl)?];
             let args = Bindings::new(k).input("x", &xv, b)?.output("y", &mut yv, b)?;
             b.launch(k, grid, args)?;
         }
@@ -306,18 +311,29 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
             let mut yv =
                 Reshaped { t: y, layout: relayout(&yl, vec![batch, n, m], vec![ysb, ys[a], 1])? };
             let (vx, vy) = (vec_in::<B, _>(&xv), vec_in::<B, _>(&yv));
-            let mv = if ty.size_bytes() == 2 {
-                b.tuning().transpose_micro_16bit
+            let tuning = b.tuning();
+            let (mv, lp) = if ty.size_bytes() == 2 {
+                (tuning.transpose_micro_16bit, tuning.transpose_loop_16bit)
             } else {
-                crate::transpose::tile(ty).0
+                (crate::transpose::tile(ty).0, tuning.transpose_loop_f32)
             };
+            lp.check()?;
             let (vx, vy) = (vx.min(mv), vy.min(mv));
-            let k = cached(KernelKey::new("transpose", ty, [vx, vy, mv, 0]), || {
-                crate::transpose::build_micro(ty, mv, vx, vy)
-            })?;
+            let k = if lp.tiles_per_block == 1 {
+                cached(KernelKey::new("transpose", ty, [vx, vy, mv, 0]), || {
+                    crate::transpose::build_micro(ty, mv, vx, vy)
+                })?
+            } else {
+                let order = 2 * lp.buffers as i64 + i64::from(lp.prefetch);
+                let key = KernelKey::new("transpose_tiled", ty, [vx, vy, mv, order]);
+                cached(key, || {
+                    crate::transpose::build_tiled(ty, mv, vx, vy, lp.buffers, lp.prefetch)
+                })?
+            };
             let t = 16 * mv;
-            // grid y walks x's rows (y's last dim) in tiles of t, grid z the batch
-            launch_split(b, &k, host::blocks(n, t)?, &xv, &mut yv, (1, 2), t)
+            // grid y walks x's rows (y's last dim) in tiles of t (tiles_per_block tiles per
+            // block), grid z the batch
+            launch_split(b, &k, host::blocks(n, t)?, &xv, &mut yv, (1, 2), t, lp.tiles_per_block)
         }
         _ if r <= 3 => {
             let pad = 3 - r;
@@ -331,7 +347,7 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
                 crate::copy::build(ty, vx, vy)
             })?;
             let (tm, tn) = crate::copy::tile(ty);
-            launch_split(b, &k, host::blocks(s3[2], tn)?, &xv, &mut yv, (1, 1), tm)
+            launch_split(b, &k, host::blocks(s3[2], tn)?, &xv, &mut yv, (1, 1), tm, 1)
         }
         _ => Err(OpsError::invalid(
             op,

@@ -221,41 +221,126 @@ impl Backend for Interp {
     }
 
     fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {
-        let slots = b.finish()?;
-        let mut args = Args::new();
-        let mut outs = Vec::new();
-        for (i, s) in slots.into_iter().enumerate() {
-            match s {
-                Slot::In { mem, offset, elem } => {
-                    args.buffer(from_offset(mem, offset, elem)?);
-                }
-                Slot::Out { mem, offset, elem } => {
-                    args.buffer(from_offset(mem, offset, elem)?);
-                    outs.push((i, mem, offset, elem));
-                }
-                Slot::Int(v) => {
-                    args.int(v);
-                }
-                Slot::Scalar(l) => {
-                    args.scalar(l);
-                }
-            }
-        }
-        tilekit_ir::interp::run(kernel.kernel(), grid, &mut args)?;
-        for (i, mem, offset, elem) in outs {
-            let got = args.take_buffer(i).ok_or_else(|| {
-                OpsError::invalid("interpreter launch", "output", i, "must be a buffer")
-            })?;
-            let at = offset.max(0) as usize * elem.size_bytes();
-            let dst = &mut mem.as_bytes_mut()[at..];
-            let n = dst.len().min(got.as_bytes().len());
-            dst[..n].copy_from_slice(&got.as_bytes()[..n]);
-        }
-        Ok(())
+        interp_launch(kernel, grid, b.finish()?)
     }
 
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// Runs `kernel` on the interpreter over bound host buffers and writes the outputs back.
+fn interp_launch<'a, B>(
+    kernel: &CompiledKernel,
+    grid: [u32; 3],
+    slots: Vec<Slot<'a, B>>,
+) -> Result<()>
+where
+    B: Backend<In<'a> = &'a HostBuffer, Out<'a> = &'a mut HostBuffer> + ?Sized + 'a,
+{
+    let mut args = Args::new();
+    let mut outs = Vec::new();
+    for (i, s) in slots.into_iter().enumerate() {
+        match s {
+            Slot::In { mem, offset, elem } => {
+                args.buffer(from_offset(mem, offset, elem)?);
+            }
+            Slot::Out { mem, offset, elem } => {
+                args.buffer(from_offset(mem, offset, elem)?);
+                outs.push((i, mem, offset, elem));
+            }
+            Slot::Int(v) => {
+                args.int(v);
+            }
+            Slot::Scalar(l) => {
+                args.scalar(l);
+            }
+        }
+    }
+    tilekit_ir::interp::run(kernel.kernel(), grid, &mut args)?;
+    for (i, mem, offset, elem) in outs {
+        let got = args.take_buffer(i).ok_or_else(|| {
+            OpsError::invalid("interpreter launch", "output", i, "must be a buffer")
+        })?;
+        let at = offset.max(0) as usize * elem.size_bytes();
+        let dst = &mut mem.as_bytes_mut()[at..];
+        let n = dst.len().min(got.as_bytes().len());
+        dst[..n].copy_from_slice(&got.as_bytes()[..n]);
+    }
+    Ok(())
+}
+
+/// The interpreter planning with a given [`Tuning`] (host tensors, as [`Interp`]): runs on the
+/// CPU what a device with that tuning would launch, so tuned kernel choices are tested here.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::{Backend, TunedInterp}, transpose::TransposeLoop, tuning::Tuning};
+/// let lp = TransposeLoop { tiles_per_block: 2, buffers: 2, prefetch: true };
+/// let b = TunedInterp(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
+/// assert_eq!(b.tuning().transpose_loop_f32, lp);
+/// let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+/// let y = api::transpose(&b, &x).unwrap();
+/// assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TunedInterp(pub Tuning);
+
+impl TensorIn<TunedInterp> for HostTensor {
+    fn layout(&self) -> &TensorLayout {
+        HostTensor::layout(self)
+    }
+    fn base_address(&self) -> u64 {
+        0
+    }
+    fn bind_in<'a>(&'a self, _: &TunedInterp) -> Result<&'a HostBuffer>
+    where
+        TunedInterp: 'a,
+    {
+        Ok(self.buffer())
+    }
+}
+
+impl TensorOut<TunedInterp> for HostTensor {
+    fn bind_out<'a>(&'a mut self, _: &TunedInterp) -> Result<&'a mut HostBuffer>
+    where
+        TunedInterp: 'a,
+    {
+        Ok(self.buffer_mut())
+    }
+}
+
+impl Backend for TunedInterp {
+    type Tensor = HostTensor;
+    type In<'a> = &'a HostBuffer;
+    type Out<'a> = &'a mut HostBuffer;
+
+    fn name(&self) -> &'static str {
+        "interp (tuned)"
+    }
+
+    fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<HostTensor> {
+        Interp.empty(dtype, shape)
+    }
+
+    fn from_host(&self, t: &HostTensor) -> Result<HostTensor> {
+        Ok(t.clone())
+    }
+
+    fn to_host(&self, t: &HostTensor) -> Result<HostTensor> {
+        Ok(t.contiguous()?)
+    }
+
+    fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {
+        interp_launch(kernel, grid, b.finish()?)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn tuning(&self) -> Tuning {
+        self.0
     }
 }
 
@@ -385,6 +470,7 @@ pub struct Launch {
 #[derive(Debug, Default)]
 pub struct Record {
     launches: std::cell::RefCell<Vec<Launch>>,
+    tuning: Tuning,
 }
 
 impl Record {
@@ -395,6 +481,23 @@ impl Record {
     /// ```
     pub fn new() -> Record {
         Record::default()
+    }
+
+    /// A recorder that plans with `tuning` (what a device with that tuning would launch).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::{api, backend::{LayoutTensor, Record}, transpose::TransposeLoop};
+    /// use tilekit_ops::tuning::Tuning;
+    /// let lp = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false };
+    /// let rec = Record::with_tuning(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
+    /// let x = LayoutTensor::contiguous(ScalarType::F32, &[16384, 16384]).unwrap();
+    /// api::transpose(&rec, &x).unwrap();
+    /// let l = rec.take();
+    /// assert_eq!((l[0].kernel.kernel().name.as_str(), l[0].grid), ("transpose_tiled", [256, 64, 1]));
+    /// ```
+    pub fn with_tuning(tuning: Tuning) -> Record {
+        Record { launches: Default::default(), tuning }
     }
 
     /// The launches recorded so far (drained).
@@ -451,6 +554,10 @@ impl Backend for Record {
         b.finish()?;
         self.launches.borrow_mut().push(Launch { kernel: kernel.clone(), grid });
         Ok(())
+    }
+
+    fn tuning(&self) -> Tuning {
+        self.tuning
     }
 
     fn synchronize(&self) -> Result<()> {

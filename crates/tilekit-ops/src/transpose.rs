@@ -17,6 +17,36 @@
 //!   chunks of one row → a permutation of them: conflict-free.
 //! ```
 //!
+//! One tile per block leaves a block idle between its loads and its stores, and a grid of
+//! large tiles ends in a partial wave (a 262144×256 bf16 matrix is 4096 blocks of 32 KiB of
+//! shared memory: about 4.4 waves of 7 blocks on 132 SMs). [`build_tiled`] walks several row
+//! tiles per block, block-stride over grid y, with the next tile's global loads issued before
+//! the current tile's shared reads and global stores (software pipelining in registers):
+//!
+//! ```text
+//!   block (bx, by, bz), grid y = ⌈R / k⌉ (R row tiles, k = tiles per block): rows by, by + gy, …
+//!
+//!   regs ← x tile by                                      prologue
+//!   for r = by; r < R; r += gy:                           carried: regs (+ buffer parity)
+//!     regs ──► St[buf] (transposed)
+//!     bar.sync                                            St[buf] complete
+//!     prefetch:  next ← x tile r + gy   (masked: past R every vector is invalid, no traffic)
+//!     St[buf] ──► out ──► y tile (c, r)                   stores overlap the loads in flight
+//!     otherwise: next ← x tile r + gy   (after the stores: one tile of registers fewer; the
+//!                                        stores are still in flight while the loads go out)
+//!     1 buffer:  bar.sync       (everyone read St before anyone writes it again)
+//!     2 buffers: buf ← 1 − buf  (the next iteration's bar.sync orders the reuse: St[buf] is
+//!                                written again two iterations on, after every thread passed
+//!                                the barrier that follows its reads)
+//!     regs ← next
+//! ```
+//!
+//! What it costs (ptxas 13.0, sm_90a, 256 threads): the one-tile kernel holds 34 registers for
+//! f32 (micro-block 4) and 56 for bf16 (micro-block 8, so at most 4 blocks per SM by
+//! registers, not the 7 its 32 KiB tile would allow); the loop with prefetch holds two tiles:
+//! 54 (f32) and 80 (bf16 8, 3 blocks per SM, a few bytes spilled), 48 / 80 with the loads after
+//! the stores. Fewer resident blocks against fewer, longer-lived ones: `tilekit tune` decides.
+//!
 //! Permutes of a 3-D tensor: `out[k] = in[perm[k]]`. When `perm[2] = 2` the last dim stays and
 //! the permute is a copy from a strided view; otherwise it is a batched transpose of the
 //! (`perm[2]`, 2) plane over the remaining dim — only strides differ, the kernel is the same.
@@ -38,7 +68,7 @@ use tilekit_tile::TileDistribution;
 use crate::dist;
 use crate::error::{OpsError, Result};
 use crate::host;
-use crate::tile::{View, Window};
+use crate::tile::{for_range, DTile, View, Window};
 
 /// Threads per block.
 ///
@@ -93,6 +123,53 @@ pub fn xor_swizzled(rows: i64, cols: i64, v: i64, group: i64) -> Result<TensorDe
     )?)
 }
 
+/// `buffers` copies of [`xor_swizzled`] one after another: top = (buffer, row, col), each
+/// buffer `rows · cols` elements, swizzled alike.
+///
+/// ```
+/// let d = tilekit_ops::transpose::xor_swizzled_buffers(2, 64, 64, 4, 4).unwrap();
+/// assert_eq!(d.calculate_offset(&[1, 4, 0]).unwrap(), 64 * 64 + 4 * 64 + 4);
+/// assert_eq!(d.element_space_size(), 2 * 64 * 64);
+/// assert!(tilekit_ops::transpose::xor_swizzled_buffers(0, 64, 64, 4, 4).is_err());
+/// ```
+pub fn xor_swizzled_buffers(
+    buffers: i64,
+    rows: i64,
+    cols: i64,
+    v: i64,
+    group: i64,
+) -> Result<TensorDescriptor<i64>> {
+    if buffers < 1 || v < 1 || cols % v != 0 || group < 1 || rows % group != 0 {
+        return Err(OpsError::invalid(
+            "xor swizzled buffers",
+            "buffers/rows/cols/v/group",
+            format!("{buffers}/{rows}/{cols}/{v}/{group}"),
+            "buffers must be >= 1, v must divide cols and group must divide rows",
+        ));
+    }
+    let (hi, chunks) = (rows / group, cols / v);
+    let storage = TensorDescriptor::packed(vec![buffers, hi, group, chunks, v], Some(v))?;
+    let sw = storage.transform(
+        vec![
+            Transform::pass_through(buffers)?,
+            Transform::xor(hi, chunks)?,
+            Transform::pass_through(group)?,
+            Transform::pass_through(v)?,
+        ],
+        vec![vec![0], vec![1, 3], vec![2], vec![4]],
+        vec![vec![0], vec![1, 3], vec![2], vec![4]],
+    )?;
+    Ok(sw.transform(
+        vec![
+            Transform::pass_through(buffers)?,
+            Transform::merge(vec![hi, group])?,
+            Transform::merge(vec![chunks, v])?,
+        ],
+        vec![vec![0], vec![1, 2], vec![3, 4]],
+        vec![vec![0], vec![1], vec![2]],
+    )?)
+}
+
 /// The shared tile descriptor the kernel uses for `ty` (top = (row, col) of `St`).
 ///
 /// ```
@@ -128,16 +205,7 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
 /// assert!(tilekit_ops::transpose::build_micro(ScalarType::BF16, 16, 8, 8).is_err());
 /// ```
 pub fn build_micro(ty: ScalarType, v: i64, vx: i64, vy: i64) -> Result<Kernel> {
-    host::check_dtype("transpose", ty, &host::FLOAT_TYPES)?;
-    let max = 16 / ty.size_bytes() as i64;
-    if v < 1 || v > max || v & (v - 1) != 0 {
-        return Err(OpsError::invalid(
-            "transpose",
-            "micro-block",
-            v,
-            format!("a power of two in 1..={max}"),
-        ));
-    }
+    check_micro(ty, v)?;
     let t = 16 * v;
     let (vx, vy) = (vx.min(v), vy.min(v));
     let b = KernelBuilder::new("transpose", [THREADS, 1, 1])?;
@@ -155,6 +223,197 @@ pub fn build_micro(ty: ScalarType, v: i64, vx: i64, vy: i64) -> Result<Kernel> {
     b.barrier();
     let out = Window::new(&b, &st, &[t, t], &zero, &d)?.load(&b)?;
     Window::new(&b, &yv, &[t, t], &[c0, r0], &d)?.store(&b, &out)?;
+    Ok(b.finish()?)
+}
+
+fn check_micro(ty: ScalarType, v: i64) -> Result<()> {
+    host::check_dtype("transpose", ty, &host::FLOAT_TYPES)?;
+    let max = 16 / ty.size_bytes() as i64;
+    if v < 1 || v > max || v & (v - 1) != 0 {
+        return Err(OpsError::invalid(
+            "transpose",
+            "micro-block",
+            v,
+            format!("a power of two in 1..={max}"),
+        ));
+    }
+    Ok(())
+}
+
+/// How the transpose walks its tiles: `tiles_per_block` row tiles per block (1 = one tile per
+/// block, [`build_micro`]; more = [`build_tiled`], grid y shrunk to `⌈R / tiles_per_block⌉`)
+/// through `buffers` shared tiles (1 or 2), the next tile's loads issued before the current
+/// tile's stores when `prefetch` (buffers and prefetch matter only when `tiles_per_block > 1`).
+///
+/// ```
+/// use tilekit_ops::transpose::TransposeLoop;
+/// let one = TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true };
+/// assert_eq!(TransposeLoop::default(), one);
+/// let l = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false };
+/// assert_eq!(l.to_string(), "4 tiles/block, 2 buffers, loads after stores");
+/// assert_eq!(one.to_string(), "1 tile/block");
+/// assert!(TransposeLoop { tiles_per_block: 0, ..one }.check().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct TransposeLoop {
+    /// Row tiles each block transposes (1..=[`MAX_TILES_PER_BLOCK`]).
+    pub tiles_per_block: u32,
+    /// Shared tiles the loop alternates between (1 or 2).
+    pub buffers: u32,
+    /// The next tile's global loads go out before the current tile's stores (two tiles of
+    /// registers live); otherwise right after them.
+    #[serde(default = "yes")]
+    pub prefetch: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The most row tiles one transpose block walks.
+///
+/// ```
+/// assert_eq!(tilekit_ops::transpose::MAX_TILES_PER_BLOCK, 64);
+/// ```
+pub const MAX_TILES_PER_BLOCK: u32 = 64;
+
+impl Default for TransposeLoop {
+    fn default() -> Self {
+        TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true }
+    }
+}
+
+impl std::fmt::Display for TransposeLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.tiles_per_block == 1 {
+            return write!(f, "1 tile/block");
+        }
+        let s = if self.buffers == 1 { "" } else { "s" };
+        let order = if self.prefetch { "prefetch" } else { "loads after stores" };
+        write!(f, "{} tiles/block, {} buffer{s}, {order}", self.tiles_per_block, self.buffers)
+    }
+}
+
+impl TransposeLoop {
+    /// A typed error naming the value when a field is out of range.
+    ///
+    /// ```
+    /// use tilekit_ops::transpose::TransposeLoop;
+    /// let e = TransposeLoop { tiles_per_block: 2, buffers: 3, prefetch: true }.check().unwrap_err();
+    /// assert!(e.to_string().contains("buffers"), "{e}");
+    /// assert!(TransposeLoop { tiles_per_block: 8, buffers: 2, prefetch: false }.check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        if !(1..=MAX_TILES_PER_BLOCK).contains(&self.tiles_per_block) {
+            return Err(OpsError::invalid(
+                "transpose loop",
+                "tiles_per_block",
+                self.tiles_per_block,
+                format!("1..={MAX_TILES_PER_BLOCK}"),
+            ));
+        }
+        if !(1..=2).contains(&self.buffers) {
+            return Err(OpsError::invalid("transpose loop", "buffers", self.buffers, "1 or 2"));
+        }
+        Ok(())
+    }
+
+    /// Grid y for `row_tiles` tiles of rows: `⌈row_tiles / tiles_per_block⌉` (at least 1).
+    ///
+    /// ```
+    /// use tilekit_ops::transpose::TransposeLoop;
+    /// let l = TransposeLoop { tiles_per_block: 5, ..TransposeLoop::default() };
+    /// assert_eq!((l.grid_rows(2048), l.grid_rows(3), l.grid_rows(0)), (410, 1, 0));
+    /// ```
+    pub fn grid_rows(&self, row_tiles: u32) -> u32 {
+        row_tiles.div_ceil(self.tiles_per_block.max(1))
+    }
+}
+
+/// [`build_micro`] walking several row tiles per block: block (bx, by, bz) transposes row tiles
+/// `by, by + gy, by + 2·gy, …` (gy = grid y, read from `nctaid.y`) of column tile `bx` and batch
+/// `bz`, through `buffers` (1 or 2) shared tiles, the next tile's loads issued before the
+/// current tile's stores when `prefetch`, else right after them (see the module's picture). Launch it with grid y = ⌈R / k⌉ for k tiles per
+/// block ([`TransposeLoop::grid_rows`]); any grid y from 1 to R is correct.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::transpose::build_tiled(ScalarType::BF16, 8, 8, 8, 2, true).unwrap();
+/// let text = k.to_string();
+/// assert!(text.contains("for ") && text.contains("ld.global.v8.bf16"), "{text}");
+/// assert_eq!(k.shared_bytes(), 2 * 128 * 128 * 2);
+/// assert!(tilekit_ops::transpose::build_tiled(ScalarType::F32, 4, 4, 4, 3, true).is_err());
+/// ```
+pub fn build_tiled(
+    ty: ScalarType,
+    v: i64,
+    vx: i64,
+    vy: i64,
+    buffers: u32,
+    prefetch: bool,
+) -> Result<Kernel> {
+    check_micro(ty, v)?;
+    TransposeLoop { tiles_per_block: 2, buffers, prefetch }.check()?;
+    let t = 16 * v;
+    let (vx, vy) = (vx.min(v), vy.min(v));
+    let b = KernelBuilder::new("transpose_tiled", [THREADS, 1, 1])?;
+    let x = b.tensor_param("x", ty, 3)?;
+    let y = b.tensor_param("y", ty, 3)?;
+    let d = dist::micro_block(v)?;
+    let z = b.block_id(Axis::Z);
+    let c0 = b.block_id(Axis::X) * Val::lit(t);
+    let xv = View::global(&x, vx)?.freeze(0, z.clone())?.pad(&[t, t])?;
+    let yv = View::global(&y, vy)?.freeze(0, z)?.pad(&[t, t])?;
+    // top (buffer, c, r)
+    let st = View::shared(&b, "tile", ty, &xor_swizzled_buffers(buffers as i64, t, t, v, v)?)?;
+    let zero = [Val::lit(0), Val::lit(0)];
+    // the two shared windows of one buffer: the transposed store and the load
+    let shared = |b: &KernelBuilder, buf: Val| -> Result<(Window, Window)> {
+        let sb = st.clone().freeze(0, buf)?;
+        let w_in = Window::new(b, &sb.clone().permute(&[1, 0])?, &[t, t], &zero, &d)?;
+        Ok((w_in, Window::new(b, &sb, &[t, t], &zero, &d)?))
+    };
+    let one_buffer = if buffers == 1 { Some(shared(&b, Val::lit(0))?) } else { None };
+    let row_tiles = (x.lengths[1].clone() + Val::lit(t - 1)) / Val::lit(t);
+    let (first, stride) = (b.block_id(Axis::Y), b.grid_dim(Axis::Y));
+    let load = |b: &KernelBuilder, r: &Val| -> Result<DTile> {
+        Ok(Window::new(b, &xv, &[t, t], &[r.clone() * Val::lit(t), c0.clone()], &d)?.load(b)?)
+    };
+    b.note("transpose tiled: prologue loads the block's first tile");
+    let mut init = load(&b, &first)?.regs;
+    let n = init.len();
+    if buffers == 2 {
+        init.push(b.i32(0));
+    }
+    for_range(&b, &first, &row_tiles, &stride, &init, |b, r, carried| {
+        let cur = DTile { dist: d.clone(), elem: ty, regs: carried[..n].to_vec() };
+        let (w_in, w_out) = match &one_buffer {
+            Some(w) => w.clone(),
+            None => shared(b, carried[n].clone())?,
+        };
+        w_in.store(b, &cur)?;
+        b.barrier();
+        let next_row = r.clone() + stride.clone();
+        let early = if prefetch {
+            b.note("transpose tiled: the next tile's loads go out before this tile's stores");
+            Some(load(b, &next_row)?)
+        } else {
+            None
+        };
+        let out = w_out.load(b)?;
+        Window::new(b, &yv, &[t, t], &[c0.clone(), r * Val::lit(t)], &d)?.store(b, &out)?;
+        let next = match early {
+            Some(n) => n,
+            None => load(b, &next_row)?,
+        };
+        let mut carry = next.regs;
+        if buffers == 1 {
+            b.barrier();
+        } else {
+            carry.push(Val::lit(1) - carried[n].clone());
+        }
+        Ok(carry)
+    })?;
     Ok(b.finish()?)
 }
 

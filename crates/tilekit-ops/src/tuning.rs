@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use tilekit_ir::ScalarType;
 
 use crate::reduce::{ClusterTuning, OnlineTuning};
+use crate::transpose::{TransposeLoop, MAX_TILES_PER_BLOCK};
 
 /// A saved tuning file that cannot be used.
 ///
@@ -154,6 +155,13 @@ pub struct Tuning {
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
     /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
     pub transpose_micro_16bit: i64,
+    /// Row tiles per block and shared buffers of the f32 transpose (default one tile per block:
+    /// `transpose::build_micro`; more tiles: the pipelined `transpose::build_tiled`).
+    #[serde(default)]
+    pub transpose_loop_f32: TransposeLoop,
+    /// [`transpose_loop_f32`](Self::transpose_loop_f32) for 2-byte types.
+    #[serde(default)]
+    pub transpose_loop_16bit: TransposeLoop,
 }
 
 impl Default for Tuning {
@@ -169,6 +177,8 @@ impl Default for Tuning {
             softmax_staged: None,
             softmax_cluster: default_cluster(),
             transpose_micro_16bit: 8,
+            transpose_loop_f32: TransposeLoop::default(),
+            transpose_loop_16bit: TransposeLoop::default(),
         }
     }
 }
@@ -290,6 +300,17 @@ impl Tuning {
         }
         if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {
             return Err(bad("transpose_micro_16bit", t.transpose_micro_16bit));
+        }
+        for (what, l) in [
+            ("transpose_loop_f32", t.transpose_loop_f32),
+            ("transpose_loop_16bit", t.transpose_loop_16bit),
+        ] {
+            if !(1..=MAX_TILES_PER_BLOCK).contains(&l.tiles_per_block) {
+                return Err(bad(&format!("{what}.tiles_per_block"), i64::from(l.tiles_per_block)));
+            }
+            if !(1..=2).contains(&l.buffers) {
+                return Err(bad(&format!("{what}.buffers"), i64::from(l.buffers)));
+            }
         }
         Ok(Some((t, path)))
     }

@@ -32,3 +32,38 @@ fn every_library_kernel_assembles() {
         }
     }
 }
+
+#[test]
+fn the_tiled_transpose_assembles_without_spills() {
+    use tilekit_ir::ScalarType;
+    use tilekit_ops::transpose::build_tiled;
+    // the candidates `tilekit tune` sweeps: f32 micro-block 4, bf16 micro-blocks 8, 4 and 2,
+    // one and two shared buffers, loads before or after the stores
+    for (ty, v) in [
+        (ScalarType::F32, 4i64),
+        (ScalarType::BF16, 8),
+        (ScalarType::BF16, 4),
+        (ScalarType::BF16, 2),
+    ] {
+        for (buffers, prefetch) in [(1u32, true), (2, true), (1, false), (2, false)] {
+            let k = build_tiled(ty, v, v, v, buffers, prefetch).unwrap();
+            for t in Target::ALL {
+                let ptx = emit_kernel(&k, t).unwrap();
+                let name = format!("transpose_tiled_{}_{v}_{buffers}_{prefetch}", ty.name());
+                if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
+                    // "N bytes spill stores": ptxas keeps the 16-byte bf16 micro-block (two
+                    // tiles of 64 16-bit values) in 80 registers and spills a few bytes, with or
+                    // without a register cap; every other configuration spills nothing
+                    let spilled: u32 = report
+                        .split(" bytes spill stores")
+                        .next()
+                        .and_then(|h| h.rsplit(' ').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("{name}: no spill line\n{report}"));
+                    let allowed = if ty == ScalarType::BF16 && v == 8 { 32 } else { 0 };
+                    assert!(spilled <= allowed, "{name} {t:?}: {spilled} bytes spilled\n{report}");
+                }
+            }
+        }
+    }
+}

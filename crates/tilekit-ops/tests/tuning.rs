@@ -62,3 +62,58 @@ fn unusable_files_are_named_errors_and_the_table_is_used() {
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), None);
     assert_eq!(Tuning::resolve(tmp.path(), dev).1, TuningSource::Table);
 }
+
+#[test]
+fn transpose_loops_are_saved_validated_and_default_to_one_tile_per_block() {
+    use tilekit_ops::transpose::TransposeLoop;
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = "Some GPU";
+    // the default is today's kernel: one tile per block, for both sizes
+    assert_eq!(Tuning::default().transpose_loop_f32.tiles_per_block, 1);
+    assert_eq!(Tuning::default().transpose_loop_16bit.tiles_per_block, 1);
+    let t = Tuning {
+        transpose_loop_f32: TransposeLoop { tiles_per_block: 16, buffers: 2, prefetch: false },
+        transpose_loop_16bit: TransposeLoop { tiles_per_block: 4, buffers: 1, prefetch: true },
+        ..Tuning::default()
+    };
+    let path = t.save(tmp.path(), dev).unwrap();
+    assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));
+    let text = std::fs::read_to_string(&path).unwrap();
+    // out-of-range loops: typed errors naming the field and the value
+    for (from, to, why) in [
+        (
+            "\"tiles_per_block\": 16",
+            "\"tiles_per_block\": 0",
+            "transpose_loop_f32.tiles_per_block = 0",
+        ),
+        (
+            "\"tiles_per_block\": 4",
+            "\"tiles_per_block\": 65",
+            "transpose_loop_16bit.tiles_per_block = 65",
+        ),
+        ("\"buffers\": 2", "\"buffers\": 3", "transpose_loop_f32.buffers = 3"),
+    ] {
+        assert!(text.contains(from), "{text}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        let e = Tuning::load(tmp.path(), dev).unwrap_err();
+        assert!(
+            matches!(&e, TuningError::Corrupt { why: w, .. } if *w == format!("{why} is out of range")),
+            "{e}"
+        );
+    }
+    // a file of this version written before the loops existed loads with the default loops
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let knobs = v["tuning"].as_object_mut().unwrap();
+    knobs.remove("transpose_loop_f32");
+    knobs.remove("transpose_loop_16bit");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let (got, _) = Tuning::load(tmp.path(), dev).unwrap().unwrap();
+    assert_eq!(
+        got,
+        Tuning {
+            transpose_loop_f32: TransposeLoop::default(),
+            transpose_loop_16bit: TransposeLoop::default(),
+            ..t
+        }
+    );
+}
