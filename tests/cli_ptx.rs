@@ -40,16 +40,10 @@ fn huge_shapes_print_at_once_without_data() {
             "softmax",
         ),
         (
-            // rows longer than one block's registers are split over a cluster (4 blocks here)
+            // rows longer than one block's registers are streamed by a cluster of 8 blocks
             &["ptx", "softmax", "--shape", "16383x131072", "--ir"],
-            "// grid [65532, 1, 1]",
-            "softmax_cluster",
-        ),
-        (
-            // rows longer than a cluster's registers take the online softmax (two passes)
-            &["ptx", "softmax", "--shape", "2000x1000000", "--ir"],
-            "// grid [2000, 1, 1]",
-            "softmax_online",
+            "// grid [131064, 1, 1]",
+            "softmax_stream_cluster",
         ),
         (&["ptx", "gemm", "--shape", "32768x32768x32", "--ir"], "// grid [512, 512, 1]", "gemm"),
     ] {

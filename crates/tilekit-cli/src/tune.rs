@@ -327,26 +327,43 @@ fn softmax_candidates(
             ));
         }
     }
-    // the row split over a cluster of blocks (one read, one write; sm_90)
-    for threads in [256u32, 512, 1024] {
-        for per_thread in [32i64, 64] {
-            for max_cluster in [8u32, 16] {
-                if threads == 1024 && per_thread > 32 {
-                    continue; // 1024 threads get at most 64 registers each
-                }
-                let c = ClusterTuning { threads, per_thread, max_cluster };
-                let Some((size, chunks)) = c.plan(ty, n) else { continue };
-                if max_cluster == 16 && size <= 8 {
-                    continue; // the same kernel as the portable shape
-                }
-                out.push((
-                    format!("cluster of {size}, {threads} threads, {chunks} chunks"),
-                    Knob::Cluster(c),
-                    reduce::build_softmax_cluster(ty, v, size, threads, chunks),
-                    size,
-                ));
+    // the row split over a cluster of blocks (one DRAM read, one write; sm_90): held in
+    // registers, or streamed twice in slices small enough for the second read to hit L1/L2
+    let mut shapes =
+        vec![ClusterTuning { threads: 256, per_thread: 32, max_cluster: 8, stream: false }];
+    for threads in [256u32, 512] {
+        for vectors in [2i64, 4] {
+            for max_cluster in [4u32, 8, 16] {
+                shapes.push(ClusterTuning {
+                    threads,
+                    per_thread: vectors * vw,
+                    max_cluster,
+                    stream: true,
+                });
             }
         }
+    }
+    for c in shapes {
+        let Some((size, chunks)) = c.plan(ty, n) else { continue };
+        let (label, kernel) = if c.stream {
+            let o = c.online(ty);
+            (
+                format!(
+                    "stream cluster of {size}, {} threads × {} vectors, {chunks} chunks/slice",
+                    o.threads, o.unroll
+                ),
+                reduce::build_softmax_stream_cluster(ty, v, o, size, chunks),
+            )
+        } else {
+            (
+                format!("cluster of {size}, {} threads, {chunks} chunks", c.threads),
+                reduce::build_softmax_cluster(ty, v, size, c.threads, chunks),
+            )
+        };
+        if out.iter().any(|(l, ..)| *l == label) {
+            continue; // the same kernel as a smaller max_cluster already gave
+        }
+        out.push((label, Knob::Cluster(c), kernel, size));
     }
     // fewer rows in flight (their bytes stay in L2 for pass 2)
     for (threads, unroll, n_sm) in
@@ -730,7 +747,11 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         } else if let Some((c, (size, chunks))) =
             t.softmax_cluster.and_then(|c| Some((c, c.plan(ty, n)?)))
         {
-            format!("cluster of {size}, {} threads, {chunks} chunks", c.threads)
+            if c.stream {
+                format!("stream cluster of {size}, {} threads, {chunks} chunks/slice", c.threads)
+            } else {
+                format!("cluster of {size}, {} threads, {chunks} chunks", c.threads)
+            }
         } else {
             let o = t.online;
             let dir = if o.reverse { "reverse" } else { "forward" };

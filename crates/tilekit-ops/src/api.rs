@@ -569,11 +569,20 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             })?
         } else if let Some((c, (size, chunks))) = cluster {
             // the row split over a cluster of `size` blocks, each holding `chunks` per thread
+            // in registers, or streaming a slice of `chunks` chunks twice
             grid[0] = grid_u32(op, "rows × cluster size", m * size as i64)?;
-            cached(
-                KernelKey::new("softmax_cluster", ty, [v, chunks, c.threads as i64, size as i64]),
-                || crate::reduce::build_softmax_cluster(ty, v, size, c.threads, chunks),
-            )?
+            if c.stream {
+                let o = c.online(ty);
+                let key = [v, chunks, o.threads as i64 * 100 + o.unroll, size as i64];
+                cached(KernelKey::new("softmax_stream_cluster", ty, key), || {
+                    crate::reduce::build_softmax_stream_cluster(ty, v, o, size, chunks)
+                })?
+            } else {
+                let key = [v, chunks, c.threads as i64, size as i64];
+                cached(KernelKey::new("softmax_cluster", ty, key), || {
+                    crate::reduce::build_softmax_cluster(ty, v, size, c.threads, chunks)
+                })?
+            }
         } else if let Some((st, su, cap)) = tune.softmax_staged.and_then(|(st, su)| {
             // the row, rounded up to whole chunks, must fit the staged kernel's shared buffer
             let chunk = st as i64 * (16 / ty.size_bytes() as i64) * su;

@@ -698,8 +698,8 @@ pub fn check_named<B: Backend>(
 /// let (k, grid) = plan(Op::Transpose, &[16384, 16384], ScalarType::F32).unwrap();
 /// assert_eq!((k.kernel().name.as_str(), grid), ("transpose", [256, 256, 1]));
 /// let (k, grid) = plan(Op::named("softmax").unwrap(), &[4, 16385], ScalarType::F32).unwrap();
-/// // the row does not fit one block's registers: split over clusters of 2 blocks
-/// assert_eq!((k.kernel().name.as_str(), grid), ("softmax_cluster", [8, 1, 1]));
+/// // the row does not fit one block's registers: streamed by clusters of 8 blocks
+/// assert_eq!((k.kernel().name.as_str(), grid), ("softmax_stream_cluster", [32, 1, 1]));
 /// ```
 pub fn plan(op: Op, shape: &[i64], dtype: ScalarType) -> Result<(CompiledKernel, [u32; 3])> {
     validate(op, shape, dtype)?;

@@ -290,19 +290,32 @@ impl Default for OnlineTuning {
     }
 }
 
-/// How `api::softmax` splits rows too long for one block's registers over a cluster
-/// ([`build_softmax_cluster`]): `threads` per block, at most `per_thread` elements per thread
-/// (a multiple of the 16-byte vector, ≤ 64), at most `max_cluster` blocks per cluster (≤ 8 is
-/// portable, up to 16 on an H100/H200). The smallest cluster that holds the row is used; rows
-/// longer than `max_cluster · threads · per_thread` take the online kernel.
+/// How `api::softmax` splits rows too long for one block's registers over a thread-block
+/// cluster, in one of two ways:
+///
+/// * `stream = false` ([`build_softmax_cluster`]): the row is held in the cluster's registers —
+///   `threads` per block, at most `per_thread` elements per thread (≤ 64), the smallest
+///   cluster of at most `max_cluster` blocks that holds the row; longer rows take the online
+///   kernel.
+/// * `stream = true` ([`build_softmax_stream_cluster`]): each block streams a slice of the row
+///   twice (the second read from L1/L2) — `threads` per block, `per_thread` elements per
+///   thread per chunk (16-byte vectors, 1..=8 of them), `max_cluster` blocks per row (fewer
+///   for short rows): rows of any length.
+///
+/// At most 8 blocks per cluster is portable; H100 and H200 allow 16.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
-/// let t = tilekit_ops::reduce::ClusterTuning::default();
-/// assert_eq!((t.threads, t.per_thread, t.max_cluster), (512, 64, 8));
+/// use tilekit_ops::reduce::ClusterTuning;
+/// let t = ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8, stream: false };
 /// assert_eq!(t.plan(ScalarType::F32, 65536), Some((2, 16)));   // 2 blocks × 512 × (16 · 4)
 /// assert_eq!(t.plan(ScalarType::BF16, 262144), Some((8, 8)));
 /// assert_eq!(t.plan(ScalarType::F32, 262145), None);
+/// let s = ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true };
+/// assert_eq!(s.plan(ScalarType::F32, 262144), Some((8, 8)));   // 8 slices of 8 chunks of 4096
+/// assert_eq!(s.plan(ScalarType::F32, 5000), Some((2, 1)));
+/// assert_eq!(s.plan(ScalarType::F32, 16385), Some((8, 1)));     // 5 chunks → 8 blocks
+/// assert_eq!(s.plan(ScalarType::F32, 1 << 24), Some((8, 512)));  // any length
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ClusterTuning {
@@ -312,31 +325,70 @@ pub struct ClusterTuning {
     pub per_thread: i64,
     /// Most blocks per cluster (2..=16).
     pub max_cluster: u32,
+    /// Stream slices twice (true) or hold the row in registers (false).
+    #[serde(default)]
+    pub stream: bool,
 }
 
 impl Default for ClusterTuning {
     fn default() -> Self {
-        ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8 }
+        ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true }
     }
 }
 
 impl ClusterTuning {
-    /// `(cluster size, chunks per thread)` for rows of `n` elements of `ty`, or `None` when
-    /// the row does not fit `max_cluster` blocks.
+    /// `(cluster size, chunks per thread)` (registers) or `(cluster size, chunks per slice)`
+    /// (streaming) for rows of `n` elements of `ty`, or `None` when the row does not fit
+    /// `max_cluster` blocks' registers.
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16 };
+    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16, stream: false };
     /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((8, 4)));
     /// ```
     pub fn plan(&self, ty: ScalarType, n: i64) -> Option<(u32, i64)> {
         let v = 16 / ty.size_bytes() as i64;
+        if self.stream {
+            let chunk = self.threads as i64 * v * self.unroll(ty);
+            // a power of two (clusters are placed on whole groups of SMs) up to max_cluster
+            let blocks = ((n + chunk - 1) / chunk).max(1) as u64;
+            let c =
+                (blocks.next_power_of_two() as i64).clamp(2, self.max_cluster.clamp(2, 16) as i64);
+            return Some((c as u32, (n + c * chunk - 1) / (c * chunk)));
+        }
         let max_chunks = (self.per_thread.min(64) / v).max(1);
         let per_chunk = self.threads as i64 * v;
         (2..=self.max_cluster.min(16)).find_map(|c| {
             let chunks = (n + c as i64 * per_chunk - 1) / (c as i64 * per_chunk);
             (chunks <= max_chunks).then_some((c, chunks.max(1)))
         })
+    }
+
+    /// 16-byte vectors per thread per chunk of the streaming kernel (`per_thread / V`, 1..=8).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// assert_eq!(tilekit_ops::reduce::ClusterTuning::default().unroll(ScalarType::F32), 4);
+    /// ```
+    pub fn unroll(&self, ty: ScalarType) -> i64 {
+        (self.per_thread / (16 / ty.size_bytes() as i64)).clamp(1, 8)
+    }
+
+    /// The streaming kernel's [`OnlineTuning`] (pass 2 walks each slice backwards, so it
+    /// starts with the bytes read last).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let o = tilekit_ops::reduce::ClusterTuning::default().online(ScalarType::BF16);
+    /// assert_eq!((o.threads, o.unroll, o.reverse), (256, 2, true));
+    /// ```
+    pub fn online(&self, ty: ScalarType) -> OnlineTuning {
+        OnlineTuning {
+            threads: self.threads,
+            unroll: self.unroll(ty),
+            reverse: true,
+            blocks_per_sm: 0,
+        }
     }
 }
 
@@ -362,7 +414,7 @@ fn check_threads(threads: u32) -> Result<()> {
 /// assert!(build_softmax_online_tuned(ScalarType::F32, 4, OnlineTuning { unroll: 0, ..t }).is_err());
 /// ```
 pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning) -> Result<Kernel> {
-    build_streaming(ty, vx, tuning, None)
+    build_streaming(ty, vx, tuning, None, None)
 }
 
 /// The two-pass streaming softmax both [`build_softmax_online_tuned`] and
@@ -376,6 +428,7 @@ fn build_streaming(
     vx: i64,
     tuning: OnlineTuning,
     stash: Option<i64>,
+    cluster: Option<(u32, i64)>,
 ) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
     let OnlineTuning { threads, unroll, reverse, blocks_per_sm } = tuning;
@@ -385,8 +438,15 @@ fn build_streaming(
     }
     let v = 16 / ty.size_bytes() as i64;
     let chunk = threads as i64 * v * unroll;
-    let name = if stash.is_some() { "softmax_staged" } else { "softmax_online" };
+    let name = match (stash, cluster) {
+        (Some(_), _) => "softmax_staged",
+        (None, Some(_)) => "softmax_stream_cluster",
+        (None, None) => "softmax_online",
+    };
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
+    if let Some((c, _)) = cluster {
+        b.set_cluster_dim([c, 1, 1])?;
+    }
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ty, 2)?;
     let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
@@ -404,12 +464,32 @@ fn build_streaming(
         b.shared("occupancy_limit", ScalarType::F32, bytes / 4)?;
     }
     let d = dist::row_major(1, chunk, threads as i64, v)?;
-    let row = b.block_id(Axis::X);
+    let stats = match cluster {
+        Some(_) => Some(b.shared("stats", ScalarType::F32, 2)?),
+        None => None,
+    };
+    let row = match cluster {
+        Some((c, _)) => b.block_id(Axis::X) / Val::lit(c as i64),
+        None => b.block_id(Axis::X),
+    };
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
     let yv = View::global(&y, vx)?.pad(&[1, chunk])?;
     let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
     let log2e = b.f32(std::f32::consts::LOG2_E);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
+    // the columns this block walks: the whole row, or its cluster rank's slice of it (the
+    // last rank also takes whatever lies past the slices, so every row length is covered)
+    let (lo, hi) = match cluster {
+        Some((c, slice)) => {
+            let rank = b.cluster_cta_rank();
+            let lo = rank.clone() * Val::lit(slice * chunk);
+            let end = b.binary(BinOp::Min, &(lo.clone() + Val::lit(slice * chunk)), &n_pad)?;
+            let last = b.cmp(CmpOp::Eq, &rank, &Val::lit(c as i64 - 1))?;
+            let hi = b.select(&last, &n_pad, &end)?;
+            (lo, hi)
+        }
+        None => (Val::lit(0), n_pad.clone()),
+    };
     // exp2((a − b)·log2 e) in f32
     let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
         let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
@@ -418,8 +498,8 @@ fn build_streaming(
     b.note(format!("{name} pass 1: running max and rescaled running sum per thread"));
     let ms = crate::tile::for_range(
         &b,
-        &Val::lit(0),
-        &n_pad,
+        &lo,
+        &hi,
         &Val::lit(chunk),
         &[b.f32(f32::MIN), b.f32(0.0)],
         |b, c0, ms| {
@@ -439,10 +519,34 @@ fn build_streaming(
     let big_m = block_reduce(&b, &ms[0], BinOp::Max, scratch)?;
     let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
     let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
+    let (big_m, big_s) = match (cluster, stats) {
+        (Some((c, _)), Some(stats)) => {
+            b.note(format!("{name}: every block's (max, sum) through distributed shared memory"));
+            let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
+            b.if_then(&first, |b| {
+                b.store(stats, &Val::lit(0), &[big_m.clone(), big_s.clone()], None)
+            })?;
+            b.cluster_barrier()?;
+            let parts = (0..c as i64)
+                .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), &Val::lit(0), 2)?))
+                .collect::<Result<Vec<_>>>()?;
+            let m = crate::tile::tree_reduce(
+                &b,
+                parts.iter().map(|p| p[0].clone()).collect(),
+                BinOp::Max,
+            )?;
+            let scaled = parts
+                .iter()
+                .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(&b, &p[0], &m)?)?))
+                .collect::<Result<Vec<_>>>()?;
+            (m, crate::tile::tree_reduce(&b, scaled, BinOp::Add)?)
+        }
+        _ => (big_m, big_s),
+    };
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
     b.note(format!("{name} pass 2: normalise and store"));
-    crate::tile::for_range(&b, &Val::lit(0), &n_pad, &Val::lit(chunk), &[], |b, c0, _| {
-        let c = if reverse { n_pad.clone() - Val::lit(chunk) - c0 } else { c0 };
+    crate::tile::for_range(&b, &lo, &hi, &Val::lit(chunk), &[], |b, c0, _| {
+        let c = if reverse { lo.clone() + hi.clone() - Val::lit(chunk) - c0 } else { c0 };
         let raw = match &stash {
             Some(st) => Window::new(b, st, &[1, chunk], &[Val::lit(0), c.clone()], &d)?.load(b)?,
             None => Window::new(b, &xv, &[1, chunk], &[row.clone(), c.clone()], &d)?.load(b)?,
@@ -454,6 +558,10 @@ fn build_streaming(
         Window::new(b, &yv, &[1, chunk], &[row.clone(), c], &d)?.store(b, &out)?;
         Ok(vec![])
     })?;
+    if cluster.is_some() {
+        b.note(format!("{name}: no block exits while another may still read its stats"));
+        b.cluster_barrier()?;
+    }
     Ok(b.finish()?)
 }
 
@@ -480,14 +588,48 @@ pub fn build_softmax_staged(
     unroll: i64,
 ) -> Result<Kernel> {
     let tuning = OnlineTuning { threads, unroll, reverse: false, blocks_per_sm: 0 };
-    build_streaming(ty, vx, tuning, Some(cap))
+    build_streaming(ty, vx, tuning, Some(cap), None)
+}
+
+/// Row softmax **streamed by a cluster**: each of the `cluster` blocks of a row's cluster runs
+/// the online kernel ([`build_softmax_online_tuned`]) over its own slice of the row (`slice`
+/// chunks of `threads · V · unroll` elements; the last block also takes any columns past
+/// `cluster · slice` chunks, so every row length is right, if unbalanced), the blocks combine their (max, sum) through
+/// distributed shared memory, and each re-reads only its own slice — a few tens of KiB read
+/// moments before, so the second read comes from L1/L2, not DRAM: one DRAM read and one write
+/// per element for rows of any length, with the small, light blocks of the online kernel.
+/// Launch on `cluster · rows` blocks along x.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{build_softmax_stream_cluster, OnlineTuning};
+/// let t = OnlineTuning { threads: 256, unroll: 4, reverse: true, blocks_per_sm: 0 };
+/// let k = build_softmax_stream_cluster(ScalarType::F32, 4, t, 8, 2).unwrap();
+/// assert_eq!((k.name.as_str(), k.cluster_dim), ("softmax_stream_cluster", [8, 1, 1]));
+/// assert!(build_softmax_stream_cluster(ScalarType::F32, 4, t, 1, 2).is_err());
+/// ```
+pub fn build_softmax_stream_cluster(
+    ty: ScalarType,
+    vx: i64,
+    tuning: OnlineTuning,
+    cluster: u32,
+    slice: i64,
+) -> Result<Kernel> {
+    if !(2..=16).contains(&cluster) {
+        return Err(OpsError::invalid("softmax", "cluster size", cluster, "2..=16 blocks"));
+    }
+    if slice < 1 {
+        return Err(OpsError::invalid("softmax", "slice", slice, "at least 1 chunk per block"));
+    }
+    build_streaming(ty, vx, tuning, None, Some((cluster, slice)))
 }
 
 /// Row softmax with each row split over a **cluster** of `cluster` blocks (sm_90; see the
 /// module essay): block `r` of the cluster holds columns `[r·L, (r+1)·L)` of its row in
 /// registers (`L = threads · V · chunks`, V = 16 bytes / element size), reduces its max and
 /// sum, and the blocks exchange them through distributed shared memory, so the row is read
-/// once — rows up to `cluster · L` (e.g. 8 · 512 · 64 = 262144). Launch on a grid of
+/// once — rows up to `cluster · L` (e.g. 8 · 512 · 64 = 262144; columns past that are not
+/// written: `api::softmax` picks a shape that holds the row, see [`ClusterTuning::plan`]). Launch on a grid of
 /// `cluster · rows` blocks along x; params `x`, `y` (2-D, same type). A block whose columns are
 /// all past the row's end contributes nothing (its max starts at the lowest finite f32).
 ///

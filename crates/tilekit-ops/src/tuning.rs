@@ -292,6 +292,7 @@ impl Tuning {
                 return Err(bad("softmax_cluster.threads", i64::from(c.threads)));
             }
             if !(1..=64).contains(&c.per_thread) {
+                // (streaming: elements per thread per chunk, also at most 8 vectors = 64)
                 return Err(bad("softmax_cluster.per_thread", c.per_thread));
             }
             if !(2..=16).contains(&c.max_cluster) {

@@ -1,14 +1,17 @@
 //! Row sum, row max and softmax: interpreter vs f64 reference on random shapes.
 use tilekit_ir::interp::{self, Args, HostBuffer};
 use tilekit_ir::ScalarType;
+use tilekit_ops::api;
 use tilekit_ops::backend::Interp;
+use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
 use tilekit_ops::check::{self, check, Op};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::host;
 use tilekit_ops::reduce::{
-    build_softmax_cluster, build_softmax_online, reference, softmax_chunks, softmax_kernel,
-    Reduction, TYPES,
+    build_softmax_cluster, build_softmax_online, build_softmax_stream_cluster, reference,
+    softmax_chunks, softmax_kernel, ClusterTuning, OnlineTuning, Reduction, TYPES,
 };
+use tilekit_ops::tuning::Tuning;
 
 fn launch(
     r: Reduction,
@@ -75,16 +78,16 @@ fn assert_close_relative(
 }
 
 #[test]
-fn softmax_of_long_rows_takes_the_cluster_kernel_and_matches() {
+fn softmax_of_long_rows_takes_the_stream_cluster_kernel_and_matches() {
     for ty in TYPES {
         // the longest register row: 64 elements per thread (f32 rows at 256 threads, bf16 at
-        // 512, see tuning::Tuning::default); above it the row is split over a cluster
+        // 512, see tuning::Tuning::default); above it the row is streamed by a cluster
         let max = 64 * tilekit_ops::tuning::Tuning::default().softmax_threads(ty) as i64;
         for (i, n) in [max + 1, max + 3617, 65536].into_iter().enumerate() {
             let shape = [2, n];
             assert_eq!(
                 plan(Reduction::Softmax, &shape, ty).unwrap().0.kernel().name,
-                "softmax_cluster"
+                "softmax_stream_cluster"
             );
             let o = launch(Reduction::Softmax, &shape, ty, 100 + i as u64).unwrap();
             let c = o.compare();
@@ -95,14 +98,82 @@ fn softmax_of_long_rows_takes_the_cluster_kernel_and_matches() {
 }
 
 #[test]
-fn softmax_of_rows_longer_than_a_cluster_takes_the_online_kernel_and_matches() {
-    // 8 blocks × 512 threads × 64 elements = 262144 is the default cluster's longest row
-    let shape = [2, 262_145];
-    let ty = ScalarType::F32;
-    assert_eq!(plan(Reduction::Softmax, &shape, ty).unwrap().0.kernel().name, "softmax_online");
-    let o = launch(Reduction::Softmax, &shape, ty, 7).unwrap();
-    assert!(o.compare().passed, "{:?}", o.compare());
-    assert_close_relative(&o.got, &o.want, 262_145, ty, "online 2x262145");
+fn without_clusters_long_rows_take_the_online_kernel_and_match() {
+    // an sm_80 device's tuning: no clusters
+    let t = Tuning { softmax_cluster: None, ..Tuning::default() };
+    let shape = [2i64, 40_001];
+    for ty in TYPES {
+        let rec = Record::with_tuning(t);
+        let mut y = LayoutTensor::contiguous(ty, &shape).unwrap();
+        api::softmax_into(&rec, &LayoutTensor::contiguous(ty, &shape).unwrap(), &mut y).unwrap();
+        assert_eq!(rec.take()[0].kernel.kernel().name, "softmax_online");
+        let o = check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &shape, ty, 7).unwrap();
+        assert!(o.compare().passed, "{:?}", o.compare());
+        assert_close_relative(&o.got, &o.want, 40_001, ty, &format!("online {ty}"));
+    }
+}
+
+#[test]
+fn register_cluster_tuning_takes_the_register_cluster_kernel_and_matches() {
+    let c = ClusterTuning { threads: 256, per_thread: 32, max_cluster: 8, stream: false };
+    let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
+    let shape = [2i64, 40_001];
+    for ty in TYPES {
+        let rec = Record::with_tuning(t);
+        let mut y = LayoutTensor::contiguous(ty, &shape).unwrap();
+        api::softmax_into(&rec, &LayoutTensor::contiguous(ty, &shape).unwrap(), &mut y).unwrap();
+        assert_eq!(rec.take().remove(0).kernel.kernel().name, "softmax_cluster");
+        let o = check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &shape, ty, 8).unwrap();
+        assert!(o.compare().passed, "{:?}", o.compare());
+        assert_close_relative(&o.got, &o.want, 40_001, ty, &format!("register cluster {ty}"));
+    }
+}
+
+/// Runs the stream-cluster kernel directly on the interpreter (contiguous rows).
+fn run_stream_cluster(
+    x: &HostBuffer,
+    (m, n): (i64, i64),
+    ty: ScalarType,
+    (cluster, threads, unroll, slice, reverse): (u32, u32, i64, i64, bool),
+) -> HostBuffer {
+    let o = OnlineTuning { threads, unroll, reverse, blocks_per_sm: 0 };
+    let k =
+        build_softmax_stream_cluster(ty, host::vector_for(ty, &[n]), o, cluster, slice).unwrap();
+    let mut args = Args::new();
+    let y = host::poisoned(ty, (m * n) as usize).unwrap();
+    args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+    interp::run(&k, [cluster * m as u32, 1, 1], &mut args).unwrap();
+    args.take_buffer(5).unwrap()
+}
+
+#[test]
+fn stream_cluster_softmax_matches_for_every_split() {
+    // slices of one and several chunks, a tail, blocks past the row's end, both directions,
+    // a row longer than the slices (2x5000 f32: 4 slices of 3 × 256; the last block takes
+    // the rest)
+    let cases = [
+        ((3i64, 1000i64), (2u32, 32u32, 1i64, 4i64, true)),
+        ((2, 5000), (4, 32, 2, 3, false)),
+        ((2, 9), (8, 32, 1, 1, true)),
+        ((1, 1), (2, 32, 1, 1, true)),
+        ((2, 3001), (3, 64, 1, 2, true)),
+    ];
+    for ty in TYPES {
+        for (i, ((m, n), shape)) in cases.into_iter().enumerate() {
+            let x = host::random(ty, (m * n) as usize, 80 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            let got = run_stream_cluster(&x, (m, n), ty, shape);
+            let what = format!("stream cluster {ty} {m}x{n} {shape:?}");
+            assert_close_relative(&got, &want, n as usize, ty, &what);
+        }
+    }
+    // an increasing row: every block's max exceeds the previous block's
+    let n = 4096i64;
+    let x: Vec<f32> = (0..n).map(|j| j as f32 / 200.0 - 8.0).collect();
+    let x = HostBuffer::from_f32(&x);
+    let want = reference(Reduction::Softmax, &x, 1, n as usize, ScalarType::F32).unwrap();
+    let got = run_stream_cluster(&x, (1, n), ScalarType::F32, (4, 32, 2, 4, true));
+    assert_close_relative(&got, &want, n as usize, ScalarType::F32, "increasing row");
 }
 
 /// Runs the cluster kernel directly on the interpreter (contiguous rows).
@@ -210,7 +281,7 @@ fn online_softmax_rescales_when_a_later_chunk_raises_the_max() {
 }
 
 #[test]
-fn plan_picks_the_register_kernel_then_a_cluster_then_the_online_one() {
+fn plan_picks_the_register_kernel_then_a_stream_cluster() {
     for ty in TYPES {
         let max = 64 * tilekit_ops::tuning::Tuning::default().softmax_threads(ty) as i64;
         assert_eq!(max, if ty == ScalarType::F32 { 16384 } else { 32768 });
@@ -218,17 +289,16 @@ fn plan_picks_the_register_kernel_then_a_cluster_then_the_online_one() {
         assert_eq!((k.kernel().name.as_str(), grid), ("softmax", [4, 1, 1]));
         // the register kernel has no loop and no cluster
         assert_eq!(k.kernel().to_string().matches("for %").count(), 0);
-        // one more element: 2 blocks per row (512 threads × 5 chunks of 16 bytes each)
-        let (k, grid) = plan(Reduction::Softmax, &[4, max + 1], ty).unwrap();
-        assert_eq!((k.kernel().name.as_str(), grid), ("softmax_cluster", [8, 1, 1]));
-        assert_eq!((k.kernel().cluster_dim, k.kernel().block_dim), ([2, 1, 1], [512, 1, 1]));
-        assert_eq!(k.kernel().to_string().matches("barrier.cluster").count(), 2);
-        // the longest row of the default cluster (8 × 512 × 64), then the online kernel
-        let (k, grid) = plan(Reduction::Softmax, &[4, 262_144], ty).unwrap();
-        assert_eq!((k.kernel().name.as_str(), grid), ("softmax_cluster", [32, 1, 1]));
-        let (k, grid) = plan(Reduction::Softmax, &[4, 262_145], ty).unwrap();
-        assert_eq!((k.kernel().name.as_str(), grid), ("softmax_online", [4, 1, 1]));
-        assert_eq!(k.kernel().to_string().matches("for %").count(), 2, "{}", k.kernel());
+        // one more element: the row streamed by 8 blocks (chunks of 256 threads × 16 bytes
+        // × 4 vectors (f32) or × 2 (bf16), both 4096 elements: 5 or 9 of them → 8 blocks)
+        for n in [max + 1, 262_144, 1 << 22] {
+            let (k, grid) = plan(Reduction::Softmax, &[4, n], ty).unwrap();
+            assert_eq!((k.kernel().name.as_str(), grid), ("softmax_stream_cluster", [32, 1, 1]));
+            assert_eq!((k.kernel().cluster_dim, k.kernel().block_dim), ([8, 1, 1], [256, 1, 1]));
+            let text = k.kernel().to_string();
+            assert_eq!(text.matches("barrier.cluster").count(), 2);
+            assert_eq!(text.matches("for %").count(), 2, "{text}");
+        }
         assert!(plan(Reduction::Softmax, &[4, 0], ty).is_err());
         assert!(softmax_chunks(ty, 16385).is_err());
         assert_eq!(softmax_kernel(ty, 1 << 30, 1).unwrap().name, "softmax_online");
