@@ -197,7 +197,22 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             _ => None,
         })
         .collect();
-    if let Some(k) = mean_best(cluster.iter().map(|(_, k, r)| (*k, *r)).collect()) {
+    // only shapes that ran on every case a cluster shape ran on compete (a shape that fits
+    // only the shorter rows would otherwise win on easier cases)
+    let cluster_cases: Vec<&str> = {
+        let mut v: Vec<&str> = cluster.iter().map(|(c, _, _)| *c).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let everywhere: Vec<(ClusterTuning, f64)> = cluster
+        .iter()
+        .filter(|(_, k, _)| {
+            cluster_cases.iter().all(|case| cluster.iter().any(|(c, j, _)| c == case && j == k))
+        })
+        .map(|(_, k, r)| (*k, *r))
+        .collect();
+    if let Some(k) = mean_best(everywhere) {
         let cases: Vec<&str> =
             cluster.iter().filter(|(_, j, _)| *j == k).map(|(c, _, _)| *c).collect();
         let best_other = |case: &str| {
@@ -329,16 +344,23 @@ fn softmax_candidates(
     }
     // the row split over a cluster of blocks (one DRAM read, one write; sm_90): held in
     // registers, or streamed twice in slices small enough for the second read to hit L1/L2
-    let mut shapes =
-        vec![ClusterTuning { threads: 256, per_thread: 32, max_cluster: 8, stream: false }];
-    for threads in [256u32, 512] {
-        for vectors in [2i64, 4] {
+    let mut shapes = vec![ClusterTuning {
+        threads: 256,
+        per_thread: 32,
+        max_cluster: 8,
+        stream: false,
+        stash: false,
+    }];
+    for stash in [false, true] {
+        for threads in [256u32, 512] {
             for max_cluster in [4u32, 8, 16] {
+                let per_thread = 4 * vw;
                 shapes.push(ClusterTuning {
                     threads,
-                    per_thread: vectors * vw,
+                    per_thread,
                     max_cluster,
                     stream: true,
+                    stash,
                 });
             }
         }
@@ -349,10 +371,12 @@ fn softmax_candidates(
             let o = c.online(ty);
             (
                 format!(
-                    "stream cluster of {size}, {} threads × {} vectors, {chunks} chunks/slice",
-                    o.threads, o.unroll
+                    "stream cluster of {size}, {} threads × {} vectors, {chunks} chunks/slice{}",
+                    o.threads,
+                    o.unroll,
+                    if c.stash { ", stashed" } else { "" }
                 ),
-                reduce::build_softmax_stream_cluster(ty, v, o, size, chunks),
+                reduce::build_softmax_stream_cluster_stashed(ty, v, o, size, chunks, c.stash),
             )
         } else {
             (
@@ -739,23 +763,20 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         let c = tune_softmax(&cuda, m, n, ty, a.reps, copy)?;
         let best = c.iter().map(|c| c.ratio_to_copy).fold(0.0, f64::max);
         let t = cuda.tuning();
-        let threads = t.softmax_threads(ty);
-        let vw = 16 / ty.size_bytes() as i64;
-        let chunks = (n + threads as i64 * vw - 1) / (threads as i64 * vw);
-        let pick = if chunks * vw <= 64 {
-            format!("register, {threads} threads, {chunks} chunks")
-        } else if let Some((c, (size, chunks))) =
-            t.softmax_cluster.and_then(|c| Some((c, c.plan(ty, n)?)))
-        {
-            if c.stream {
-                format!("stream cluster of {size}, {} threads, {chunks} chunks/slice", c.threads)
-            } else {
-                format!("cluster of {size}, {} threads, {chunks} chunks", c.threads)
-            }
-        } else {
-            let o = t.online;
-            let dir = if o.reverse { "reverse" } else { "forward" };
-            format!("online, {} threads, unroll {}, {dir}", o.threads, o.unroll)
+        // what the API launches with this device's tuning (the Record backend plans it)
+        let pick = {
+            let rec = tilekit_ops::backend::Record::with_tuning(t);
+            let x =
+                tilekit_ops::backend::LayoutTensor::contiguous(ty, &[m, n]).map_err(ops(&case))?;
+            let mut y = x.clone();
+            tilekit_ops::api::softmax_into(&rec, &x, &mut y).map_err(ops(&case))?;
+            rec.take().first().map_or("nothing".into(), |l| {
+                let k = l.kernel.kernel();
+                format!(
+                    "{}, block {:?}, cluster {:?}, grid {:?}",
+                    k.name, k.block_dim, k.cluster_dim, l.grid
+                )
+            })
         };
         outln!("{case}   (this device's table picks: {pick})")?;
         for x in &c {

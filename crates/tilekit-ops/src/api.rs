@@ -554,9 +554,10 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         };
         let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m, n], vec![yr, ys])? };
         let v = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
-        // rows that fit 64 elements per thread stay in registers; longer rows are split over a
-        // cluster's registers when they fit one, else staged in shared memory (when tuned so)
-        // or streamed twice by the online kernel; every shape comes from the device's tuning
+        // rows that fit 64 elements per thread stay in registers; longer rows are staged in one
+        // block's shared memory (when tuned so and they fit), else split over a cluster (when
+        // the device has clusters), else streamed twice by the online kernel; every shape
+        // comes from the device's tuning
         let tune = b.tuning();
         let threads = tune.softmax_threads(ty);
         let per = threads as i64 * (16 / ty.size_bytes() as i64);
@@ -567,22 +568,6 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             cached(KernelKey::new("softmax", ty, [v, chunks, threads as i64, 0]), || {
                 crate::reduce::build_softmax_threads(ty, chunks, v, threads)
             })?
-        } else if let Some((c, (size, chunks))) = cluster {
-            // the row split over a cluster of `size` blocks, each holding `chunks` per thread
-            // in registers, or streaming a slice of `chunks` chunks twice
-            grid[0] = grid_u32(op, "rows × cluster size", m * size as i64)?;
-            if c.stream {
-                let o = c.online(ty);
-                let key = [v, chunks, o.threads as i64 * 100 + o.unroll, size as i64];
-                cached(KernelKey::new("softmax_stream_cluster", ty, key), || {
-                    crate::reduce::build_softmax_stream_cluster(ty, v, o, size, chunks)
-                })?
-            } else {
-                let key = [v, chunks, c.threads as i64, size as i64];
-                cached(KernelKey::new("softmax_cluster", ty, key), || {
-                    crate::reduce::build_softmax_cluster(ty, v, size, c.threads, chunks)
-                })?
-            }
         } else if let Some((st, su, cap)) = tune.softmax_staged.and_then(|(st, su)| {
             // the row, rounded up to whole chunks, must fit the staged kernel's shared buffer
             let chunk = st as i64 * (16 / ty.size_bytes() as i64) * su;
@@ -593,6 +578,25 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             cached(KernelKey::new("softmax_staged", ty, [v, cap, st as i64, su]), || {
                 crate::reduce::build_softmax_staged(ty, v, cap, st, su)
             })?
+        } else if let Some((c, (size, chunks))) = cluster {
+            // the row split over a cluster of `size` blocks, each holding `chunks` per thread
+            // in registers, or streaming a slice of `chunks` chunks twice
+            grid[0] = grid_u32(op, "rows × cluster size", m * size as i64)?;
+            if c.stream {
+                let o = c.online(ty);
+                let shape = o.threads as i64 * 100 + o.unroll * 10 + i64::from(c.stash);
+                let key = [v, chunks, shape, size as i64];
+                cached(KernelKey::new("softmax_stream_cluster", ty, key), || {
+                    crate::reduce::build_softmax_stream_cluster_stashed(
+                        ty, v, o, size, chunks, c.stash,
+                    )
+                })?
+            } else {
+                let key = [v, chunks, c.threads as i64, size as i64];
+                cached(KernelKey::new("softmax_cluster", ty, key), || {
+                    crate::reduce::build_softmax_cluster(ty, v, size, c.threads, chunks)
+                })?
+            }
         } else {
             let o = tune.online;
             let shape = o.threads as i64 * 1000

@@ -307,11 +307,11 @@ impl Default for OnlineTuning {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::ClusterTuning;
-/// let t = ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8, stream: false };
+/// let t = ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8, stream: false, stash: false };
 /// assert_eq!(t.plan(ScalarType::F32, 65536), Some((2, 16)));   // 2 blocks × 512 × (16 · 4)
 /// assert_eq!(t.plan(ScalarType::BF16, 262144), Some((8, 8)));
 /// assert_eq!(t.plan(ScalarType::F32, 262145), None);
-/// let s = ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true };
+/// let s = ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: false };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((8, 8)));   // 8 slices of 8 chunks of 4096
 /// assert_eq!(s.plan(ScalarType::F32, 5000), Some((2, 1)));
 /// assert_eq!(s.plan(ScalarType::F32, 16385), Some((8, 1)));     // 5 chunks → 8 blocks
@@ -328,11 +328,14 @@ pub struct ClusterTuning {
     /// Stream slices twice (true) or hold the row in registers (false).
     #[serde(default)]
     pub stream: bool,
+    /// Streaming only: keep each block's slice in shared memory (no second global read).
+    #[serde(default)]
+    pub stash: bool,
 }
 
 impl Default for ClusterTuning {
     fn default() -> Self {
-        ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true }
+        ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: false }
     }
 }
 
@@ -343,7 +346,7 @@ impl ClusterTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16, stream: false };
+    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16, stream: false, stash: false };
     /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((8, 4)));
     /// ```
     pub fn plan(&self, ty: ScalarType, n: i64) -> Option<(u32, i64)> {
@@ -354,7 +357,12 @@ impl ClusterTuning {
             let blocks = ((n + chunk - 1) / chunk).max(1) as u64;
             let c =
                 (blocks.next_power_of_two() as i64).clamp(2, self.max_cluster.clamp(2, 16) as i64);
-            return Some((c as u32, (n + c * chunk - 1) / (c * chunk)));
+            let slice = (n + c * chunk - 1) / (c * chunk);
+            // a stashed slice must fit the shared memory of a block (with room for another)
+            if self.stash && slice * chunk * ty.size_bytes() as i64 > 100 * 1024 {
+                return None;
+            }
+            return Some((c as u32, slice));
         }
         let max_chunks = (self.per_thread.min(64) / v).max(1);
         let per_chunk = self.threads as i64 * v;
@@ -439,7 +447,8 @@ fn build_streaming(
     let v = 16 / ty.size_bytes() as i64;
     let chunk = threads as i64 * v * unroll;
     let name = match (stash, cluster) {
-        (Some(_), _) => "softmax_staged",
+        (Some(_), Some(_)) => "softmax_stream_cluster_staged",
+        (Some(_), None) => "softmax_staged",
         (None, Some(_)) => "softmax_stream_cluster",
         (None, None) => "softmax_online",
     };
@@ -477,15 +486,20 @@ fn build_streaming(
     let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
     let log2e = b.f32(std::f32::consts::LOG2_E);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
-    // the columns this block walks: the whole row, or its cluster rank's slice of it (the
-    // last rank also takes whatever lies past the slices, so every row length is covered)
+    // the columns this block walks: the whole row, or its cluster rank's slice of it (without
+    // a stash the last rank also takes whatever lies past the slices, so every row length is
+    // covered; a stash holds one slice)
     let (lo, hi) = match cluster {
         Some((c, slice)) => {
             let rank = b.cluster_cta_rank();
             let lo = rank.clone() * Val::lit(slice * chunk);
             let end = b.binary(BinOp::Min, &(lo.clone() + Val::lit(slice * chunk)), &n_pad)?;
-            let last = b.cmp(CmpOp::Eq, &rank, &Val::lit(c as i64 - 1))?;
-            let hi = b.select(&last, &n_pad, &end)?;
+            let hi = if stash.is_some() {
+                end
+            } else {
+                let last = b.cmp(CmpOp::Eq, &rank, &Val::lit(c as i64 - 1))?;
+                b.select(&last, &n_pad, &end)?
+            };
             (lo, hi)
         }
         None => (Val::lit(0), n_pad.clone()),
@@ -506,7 +520,8 @@ fn build_streaming(
             let raw = Window::new(b, &xv, &[1, chunk], &[row.clone(), c0.clone()], &d)?
                 .load_or(b, &ninf)?;
             if let Some(st) = &stash {
-                Window::new(b, st, &[1, chunk], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
+                let at = c0.clone() - lo.clone();
+                Window::new(b, st, &[1, chunk], &[Val::lit(0), at], &d)?.store(b, &raw)?;
             }
             let t = raw.cast(b, ScalarType::F32)?;
             let (m, s) = (&ms[0], &ms[1]);
@@ -548,7 +563,10 @@ fn build_streaming(
     crate::tile::for_range(&b, &lo, &hi, &Val::lit(chunk), &[], |b, c0, _| {
         let c = if reverse { lo.clone() + hi.clone() - Val::lit(chunk) - c0 } else { c0 };
         let raw = match &stash {
-            Some(st) => Window::new(b, st, &[1, chunk], &[Val::lit(0), c.clone()], &d)?.load(b)?,
+            Some(st) => {
+                let at = c.clone() - lo.clone();
+                Window::new(b, st, &[1, chunk], &[Val::lit(0), at], &d)?.load(b)?
+            }
             None => Window::new(b, &xv, &[1, chunk], &[row.clone(), c.clone()], &d)?.load(b)?,
         };
         let out = raw
@@ -615,13 +633,39 @@ pub fn build_softmax_stream_cluster(
     cluster: u32,
     slice: i64,
 ) -> Result<Kernel> {
+    build_softmax_stream_cluster_stashed(ty, vx, tuning, cluster, slice, false)
+}
+
+/// [`build_softmax_stream_cluster`], and with `stash` each block also keeps its slice in shared
+/// memory during pass 1 and normalises from there (no second global read at all; `slice ·
+/// chunk` elements of shared memory per block). With a stash, columns past `cluster · slice`
+/// chunks are not written: `api::softmax` picks a slice that covers the row
+/// ([`ClusterTuning::plan`]).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{build_softmax_stream_cluster_stashed, OnlineTuning};
+/// let t = OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 };
+/// let k = build_softmax_stream_cluster_stashed(ScalarType::F32, 4, t, 16, 2, true).unwrap();
+/// assert_eq!(k.shared_bytes(), 2 * 8192 * 4 + 16 * 4 + 8); // the slice, the warp partials, the stats
+/// ```
+pub fn build_softmax_stream_cluster_stashed(
+    ty: ScalarType,
+    vx: i64,
+    tuning: OnlineTuning,
+    cluster: u32,
+    slice: i64,
+    stash: bool,
+) -> Result<Kernel> {
     if !(2..=16).contains(&cluster) {
         return Err(OpsError::invalid("softmax", "cluster size", cluster, "2..=16 blocks"));
     }
     if slice < 1 {
         return Err(OpsError::invalid("softmax", "slice", slice, "at least 1 chunk per block"));
     }
-    build_streaming(ty, vx, tuning, None, Some((cluster, slice)))
+    let v = 16 / ty.size_bytes() as i64;
+    let cap = stash.then_some(slice * tuning.threads as i64 * v * tuning.unroll);
+    build_streaming(ty, vx, tuning, cap, Some((cluster, slice)))
 }
 
 /// Row softmax with each row split over a **cluster** of `cluster` blocks (sm_90; see the

@@ -115,7 +115,8 @@ fn without_clusters_long_rows_take_the_online_kernel_and_match() {
 
 #[test]
 fn register_cluster_tuning_takes_the_register_cluster_kernel_and_matches() {
-    let c = ClusterTuning { threads: 256, per_thread: 32, max_cluster: 8, stream: false };
+    let c =
+        ClusterTuning { threads: 256, per_thread: 32, max_cluster: 8, stream: false, stash: false };
     let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
     let shape = [2i64, 40_001];
     for ty in TYPES {
@@ -357,4 +358,44 @@ fn the_staged_kernel_matches_and_refuses_rows_beyond_shared_memory() {
     // 65536 f32 is 256 KiB: more shared memory than a block has
     let e = build_softmax_staged(ScalarType::F32, 4, 65536, 512, 4).unwrap_err().to_string();
     assert!(e.contains("shared"), "{e}");
+}
+
+#[test]
+fn stashed_stream_cluster_softmax_matches() {
+    // each block keeps its slice in shared memory: slices of one and several chunks, blocks
+    // past the row's end, both directions
+    let cases = [
+        ((3i64, 1000i64), (2u32, 32u32, 1i64, 4i64, true)),
+        ((2, 5000), (4, 32, 2, 5, false)),
+        ((2, 9), (8, 32, 1, 1, true)),
+    ];
+    for ty in TYPES {
+        for (i, ((m, n), (cluster, threads, unroll, slice, reverse))) in
+            cases.into_iter().enumerate()
+        {
+            let o = OnlineTuning { threads, unroll, reverse, blocks_per_sm: 0 };
+            let v = host::vector_for(ty, &[n]);
+            let k = tilekit_ops::reduce::build_softmax_stream_cluster_stashed(
+                ty, v, o, cluster, slice, true,
+            )
+            .unwrap();
+            assert_eq!(k.name, "softmax_stream_cluster_staged");
+            let x = host::random(ty, (m * n) as usize, 90 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            let mut args = Args::new();
+            let y = host::poisoned(ty, (m * n) as usize).unwrap();
+            args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+            interp::run(&k, [cluster * m as u32, 1, 1], &mut args).unwrap();
+            let got = args.take_buffer(5).unwrap();
+            assert_close_relative(&got, &want, n as usize, ty, &format!("stashed {ty} {m}x{n}"));
+        }
+    }
+    // the API with a stashed tuning, through the plan
+    let c =
+        ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: true };
+    let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
+    let o =
+        check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &[2, 40_001], ScalarType::F32, 9)
+            .unwrap();
+    assert!(o.compare().passed, "{:?}", o.compare());
 }
