@@ -5,14 +5,21 @@ use tilekit_ir::ScalarType;
 use tilekit_ops::tuning::{file_name, Tuning, TuningError, TuningSource};
 
 #[test]
-fn the_table_gives_the_h200_its_online_shape_and_everyone_the_defaults() {
+fn the_table_gives_h100_and_h200_their_shapes_and_everyone_else_the_defaults() {
     let h200 = Tuning::for_device("NVIDIA H200");
     assert_eq!((h200.online.threads, h200.online.unroll, h200.online.reverse), (512, 4, true));
+    assert_eq!(h200.softmax_cluster, Tuning::default().softmax_cluster);
     let h100 = Tuning::for_device("NVIDIA H100 80GB HBM3");
-    assert_eq!(h100, Tuning::default());
+    assert_eq!(h100.softmax_staged, Some((1024, 4)));
+    let c = h100.softmax_cluster.unwrap();
+    assert_eq!((c.threads, c.max_cluster, c.stream), (512, 4, true));
+    // bf16 rows of 65536 are staged on the H100; f32 rows of 65536 (256 KiB) do not fit and
+    // go to clusters of 4
+    assert_eq!(c.plan(ScalarType::F32, 65536), Some((4, 2)));
     assert_eq!(h100.softmax_threads(ScalarType::BF16), 512);
     assert_eq!(h100.softmax_threads(ScalarType::F32), 256);
     assert!(h100.unmorton_storage_order);
+    assert_eq!(Tuning::for_device("NVIDIA A100-SXM4-80GB"), Tuning::default());
 }
 
 #[test]
