@@ -137,6 +137,35 @@ pub fn cases(seed: u64) -> Result<Vec<Case>, CliError> {
             reference: Some(reference),
         });
     }
+    for stages in [1i64, 2, 3] {
+        // bulk copies through a ring of mbarrier-tracked stages (sm_90): y = 2x + 1
+        let kernel = tilekit_ptx::coverage::bulk_pipeline(stages).map_err(ir)?;
+        let (grid, tiles) = (6u32, 7i64);
+        let n = grid as usize * tiles as usize * tilekit_ptx::coverage::BULK_TILE as usize;
+        let mut args = KArgs::new();
+        args.buffer(random_buffer(ScalarType::F32, n, &mut rng))
+            .buffer(poison(ScalarType::F32, n))
+            .int(tiles);
+        let reference: Reference = Box::new(move |input, output| {
+            let (Some(x), Some(y)) = (input.get_buffer(0), output.get_buffer(1)) else {
+                return Err("missing buffers".into());
+            };
+            let (x, y) = (x.to_f32().unwrap_or_default(), y.to_f32().unwrap_or_default());
+            match (0..n).find(|&i| y.get(i) != Some(&(2.0 * x[i] + 1.0))) {
+                Some(i) => {
+                    Err(format!("y[{i}] = {:?}, want 2·x + 1 = {}", y.get(i), 2.0 * x[i] + 1.0))
+                }
+                None => Ok(()),
+            }
+        });
+        out.push(Case {
+            name: format!("bulk pipeline, {stages} stage{}", if stages == 1 { "" } else { "s" }),
+            kernel,
+            grid: [grid, 1, 1],
+            args,
+            reference: Some(reference),
+        });
+    }
     for (t, vec) in [(ScalarType::F32, 4), (ScalarType::F16, 8), (ScalarType::I64, 2)] {
         for n in [1usize, 1000, 65_537] {
             let kernel = examples::copy(t, vec, 256).map_err(ir)?;

@@ -878,6 +878,260 @@ impl KernelBuilder {
         Ok(ids.into_iter().map(|i| self.wrap(i)).collect())
     }
 
+    // ---------------------------------------------------------------- asynchronous ops
+
+    /// Allocates `count` mbarriers (64-bit objects in shared memory, an `i64` allocation) named
+    /// `name`; the barrier ops take it and an index.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let bars = b.mbarrier("full", 4).unwrap();
+    /// assert_eq!(bars.elem, ScalarType::I64);
+    /// assert!(b.mbarrier("none", 0).is_err());
+    /// ```
+    pub fn mbarrier(&self, name: &str, count: usize) -> Result<MemRef> {
+        if count == 0 {
+            return Err(IrError::Invalid {
+                op: "mbarrier".into(),
+                what: "count".into(),
+                value: "0".into(),
+                valid: "at least 1 barrier".into(),
+            });
+        }
+        self.shared(name, ScalarType::I64, count)
+    }
+
+    fn bar_operands(&self, op: &str, bar: MemRef, index: &Val) -> Result<ValueId> {
+        if !matches!(bar.space, MemSpace::Shared(_)) || bar.elem != ScalarType::I64 {
+            return Err(IrError::WrongType {
+                op: format!("{op} on {} {}", bar.space.name(), bar.elem),
+                ty: bar.elem,
+                valid: "an mbarrier allocation (shared i64, see KernelBuilder::mbarrier)".into(),
+            });
+        }
+        self.check_mem(bar, op)?;
+        self.offset_operand(index, op)
+    }
+
+    fn push_async(&self, a: crate::asyncop::AsyncOp) {
+        self.ctx.borrow_mut().push(Op::Async(a), &[]);
+    }
+
+    /// `mbarrier.init`: barrier `index` of `bar` expects `count` arrivals per phase (one thread
+    /// initialises; publish with [`fence_mbarrier_init`](Self::fence_mbarrier_init) and a
+    /// barrier before others use it).
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let bar = b.mbarrier("full", 2).unwrap();
+    /// b.mbarrier_init(bar, &Idx::lit(1), &Idx::lit(1)).unwrap();
+    /// let f = b.shared("f", ScalarType::F32, 4).unwrap();
+    /// assert!(b.mbarrier_init(f, &Idx::lit(0), &Idx::lit(1)).is_err()); // not a barrier
+    /// ```
+    pub fn mbarrier_init(&self, bar: MemRef, index: &Val, count: &Val) -> Result<()> {
+        let op = "mbarrier.init";
+        let index = self.bar_operands(op, bar, index)?;
+        let count = self.offset_operand(count, op)?;
+        self.push_async(crate::asyncop::AsyncOp::MbarrierInit { bar, index, count });
+        Ok(())
+    }
+
+    /// `mbarrier.arrive` on barrier `index` of `bar`; with `tx`, `arrive.expect_tx`: the phase
+    /// also waits for `tx` bytes of bulk copies.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let bar = b.mbarrier("full", 1).unwrap();
+    /// b.mbarrier_arrive(bar, &Idx::lit(0), Some(&Idx::lit(4096))).unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("mbarrier.arrive.expect_tx"));
+    /// ```
+    pub fn mbarrier_arrive(&self, bar: MemRef, index: &Val, tx: Option<&Val>) -> Result<()> {
+        let op = "mbarrier.arrive";
+        let index = self.bar_operands(op, bar, index)?;
+        let tx = tx.map(|t| self.offset_operand(t, op)).transpose()?;
+        self.push_async(crate::asyncop::AsyncOp::MbarrierArrive { bar, index, tx });
+        Ok(())
+    }
+
+    /// Waits until the phase of parity `parity` (0 or 1) of barrier `index` has completed
+    /// (`mbarrier.try_wait.parity` in a loop).
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let bar = b.mbarrier("full", 1).unwrap();
+    /// b.mbarrier_wait(bar, &Idx::lit(0), &Idx::lit(1)).unwrap();
+    /// ```
+    pub fn mbarrier_wait(&self, bar: MemRef, index: &Val, parity: &Val) -> Result<()> {
+        let op = "mbarrier.try_wait.parity";
+        let index = self.bar_operands(op, bar, index)?;
+        let parity = self.offset_operand(parity, op)?;
+        self.push_async(crate::asyncop::AsyncOp::MbarrierWait { bar, index, parity });
+        Ok(())
+    }
+
+    /// `mbarrier.inval`: barrier `index`'s memory may be used as data afterwards.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let bar = b.mbarrier("full", 1).unwrap();
+    /// b.mbarrier_inval(bar, &Idx::lit(0)).unwrap();
+    /// ```
+    pub fn mbarrier_inval(&self, bar: MemRef, index: &Val) -> Result<()> {
+        let index = self.bar_operands("mbarrier.inval", bar, index)?;
+        self.push_async(crate::asyncop::AsyncOp::MbarrierInval { bar, index });
+        Ok(())
+    }
+
+    /// `fence.mbarrier_init.release.cluster`.
+    ///
+    /// ```
+    /// let b = tilekit_ir::KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.fence_mbarrier_init();
+    /// assert!(b.finish().unwrap().to_string().contains("fence.mbarrier_init"));
+    /// ```
+    pub fn fence_mbarrier_init(&self) {
+        self.push_async(crate::asyncop::AsyncOp::FenceMbarrierInit);
+    }
+
+    /// `fence.proxy.async.shared::cta`: this thread's shared-memory writes become visible to
+    /// bulk copies it issues afterwards.
+    ///
+    /// ```
+    /// let b = tilekit_ir::KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.fence_proxy_async();
+    /// assert!(b.finish().unwrap().to_string().contains("fence.proxy.async"));
+    /// ```
+    pub fn fence_proxy_async(&self) {
+        self.push_async(crate::asyncop::AsyncOp::FenceProxyAsync);
+    }
+
+    fn bulk_mems(&self, op: &str, shared: MemRef, global: MemRef) -> Result<()> {
+        self.check_mem(shared, op)?;
+        self.check_mem(global, op)?;
+        if !matches!(shared.space, MemSpace::Shared(_))
+            || !matches!(global.space, MemSpace::Global(_))
+        {
+            return Err(IrError::WrongType {
+                op: format!("{op} between {} and {}", shared.space.name(), global.space.name()),
+                ty: shared.elem,
+                valid: "a shared allocation and a global pointer parameter".into(),
+            });
+        }
+        if shared.elem != global.elem {
+            return Err(IrError::TypeMismatch {
+                op: op.into(),
+                left: shared.elem,
+                right: global.elem,
+            });
+        }
+        Ok(())
+    }
+
+    /// A bulk copy of `elems` elements from global `src[src_off..]` to shared `dst[dst_off..]`
+    /// that completes `elems · size` bytes on barrier `index` of `bar` (16-byte aligned ends, a
+    /// multiple of 16 bytes; the interpreter checks both).
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    /// let s = b.shared("s", ScalarType::F32, 64).unwrap();
+    /// let bar = b.mbarrier("full", 1).unwrap();
+    /// b.bulk_load(s, &Idx::lit(0), x, &Idx::lit(0), &Idx::lit(64), bar, &Idx::lit(0)).unwrap();
+    /// assert!(b.bulk_load(s, &Idx::lit(0), s, &Idx::lit(0), &Idx::lit(4), bar, &Idx::lit(0)).is_err());
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn bulk_load(
+        &self,
+        dst: MemRef,
+        dst_off: &Val,
+        src: MemRef,
+        src_off: &Val,
+        elems: &Val,
+        bar: MemRef,
+        index: &Val,
+    ) -> Result<()> {
+        let op = "cp.async.bulk.shared.global";
+        self.bulk_mems(op, dst, src)?;
+        let index = self.bar_operands(op, bar, index)?;
+        let (dst_off, src_off) =
+            (self.offset_operand(dst_off, op)?, self.offset_operand(src_off, op)?);
+        let elems = self.offset_operand(elems, op)?;
+        self.push_async(crate::asyncop::AsyncOp::BulkLoad {
+            dst,
+            dst_off,
+            src,
+            src_off,
+            elems,
+            bar,
+            index,
+        });
+        Ok(())
+    }
+
+    /// A bulk copy of `elems` elements from shared `src[src_off..]` to global `dst[dst_off..]`
+    /// in the thread's open bulk group (see [`bulk_commit`](Self::bulk_commit)). Shared memory
+    /// written by threads must be fenced ([`fence_proxy_async`](Self::fence_proxy_async)) first.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    /// let s = b.shared("s", ScalarType::F32, 64).unwrap();
+    /// b.bulk_store(y, &Idx::lit(0), s, &Idx::lit(0), &Idx::lit(64)).unwrap();
+    /// b.bulk_commit();
+    /// b.bulk_wait(0, true);
+    /// ```
+    pub fn bulk_store(
+        &self,
+        dst: MemRef,
+        dst_off: &Val,
+        src: MemRef,
+        src_off: &Val,
+        elems: &Val,
+    ) -> Result<()> {
+        let op = "cp.async.bulk.global.shared";
+        self.bulk_mems(op, src, dst)?;
+        let (dst_off, src_off) =
+            (self.offset_operand(dst_off, op)?, self.offset_operand(src_off, op)?);
+        let elems = self.offset_operand(elems, op)?;
+        self.push_async(crate::asyncop::AsyncOp::BulkStore { dst, dst_off, src, src_off, elems });
+        Ok(())
+    }
+
+    /// `cp.async.bulk.commit_group`.
+    ///
+    /// ```
+    /// let b = tilekit_ir::KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.bulk_commit();
+    /// assert!(b.finish().unwrap().to_string().contains("commit_group"));
+    /// ```
+    pub fn bulk_commit(&self) {
+        self.push_async(crate::asyncop::AsyncOp::BulkCommit);
+    }
+
+    /// `cp.async.bulk.wait_group{.read} pending`.
+    ///
+    /// ```
+    /// let b = tilekit_ir::KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.bulk_wait(1, false);
+    /// assert!(b.finish().unwrap().to_string().contains("cp.async.bulk.wait_group 1"));
+    /// ```
+    pub fn bulk_wait(&self, pending: u32, read: bool) {
+        self.push_async(crate::asyncop::AsyncOp::BulkWait { pending, read });
+    }
+
     /// A typed constant.
     ///
     /// ```

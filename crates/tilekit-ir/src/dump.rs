@@ -63,6 +63,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Store { mem, values, .. } => format!("st.{}{}", mem.space.name(), v(values.len())),
         Op::Barrier => "bar.sync".into(),
         Op::ClusterBarrier => "barrier.cluster".into(),
+        Op::Async(a) => a.name().into(),
         Op::LoadCluster { width, .. } => format!("ld.shared::cluster{}", v(*width as usize)),
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
@@ -70,6 +71,34 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Mma { .. } => "mma.sync.m16n8k16.row.col".into(),
         Op::For { .. } => "for".into(),
         Op::If { .. } => "if".into(),
+    }
+}
+
+fn async_text(k: &Kernel, a: &crate::asyncop::AsyncOp, mn: String) -> String {
+    use crate::asyncop::AsyncOp as A;
+    let bar = |m: &MemRef, i: &ValueId| mem(k, *m, *i);
+    match a {
+        A::MbarrierInit { bar: b, index, count } => format!("{mn} {}, {count}", bar(b, index)),
+        A::MbarrierArrive { bar: b, index, tx: Some(t) } => format!("{mn} {}, {t}", bar(b, index)),
+        A::MbarrierArrive { bar: b, index, tx: None } | A::MbarrierInval { bar: b, index } => {
+            format!("{mn} {}", bar(b, index))
+        }
+        A::MbarrierWait { bar: b, index, parity } => format!("{mn} {}, {parity}", bar(b, index)),
+        A::FenceProxyAsync | A::FenceMbarrierInit | A::BulkCommit => mn,
+        A::BulkWait { pending, .. } => format!("{mn} {pending}"),
+        A::BulkLoad { dst, dst_off, src, src_off, elems, bar: b, index } => format!(
+            "{mn} {}, {}, {elems} x {}, complete_tx {}",
+            mem(k, *dst, *dst_off),
+            mem(k, *src, *src_off),
+            dst.elem,
+            bar(b, index)
+        ),
+        A::BulkStore { dst, dst_off, src, src_off, elems } => format!(
+            "{mn} {}, {}, {elems} x {}",
+            mem(k, *dst, *dst_off),
+            mem(k, *src, *src_off),
+            dst.elem
+        ),
     }
 }
 
@@ -116,6 +145,7 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
             format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))
         }
         Op::Barrier | Op::ClusterBarrier => mn,
+        Op::Async(a) => async_text(k, a, mn),
         Op::LoadCluster { mem: m, cta, offset, .. } => {
             format!("{mn}.{} {} of cta {cta}", m.elem, mem(k, *m, *offset))
         }

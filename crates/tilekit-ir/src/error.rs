@@ -81,6 +81,18 @@ pub enum IrError {
         /// Their product.
         threads: u64,
     },
+    /// A value outside what an op accepts.
+    #[error("{op}: {what} = {value} is invalid: {valid}")]
+    Invalid {
+        /// The op.
+        op: String,
+        /// What was given.
+        what: String,
+        /// Its value.
+        value: String,
+        /// What would be valid.
+        valid: String,
+    },
     /// Invalid cluster dimensions (see [`crate::KernelBuilder::set_cluster_dim`]).
     #[error("cluster dims {dims:?} are invalid: {rule}")]
     ClusterDims {

@@ -32,6 +32,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod asyncop;
 pub mod builder;
 pub mod dump;
 pub mod error;
@@ -46,6 +47,7 @@ pub mod tensor;
 pub mod types;
 pub mod value;
 
+pub use asyncop::AsyncOp;
 pub use builder::{KernelBuilder, TensorParam};
 pub use error::IrError;
 pub use kernel::{Kernel, ParamDecl, ParamKind, SharedDecl, TensorParamInfo, ValueInfo};

@@ -491,6 +491,9 @@ pub enum Op {
         /// Elements (1, 2, 4 or 8, at most 16 bytes).
         width: u8,
     },
+    /// An asynchronous operation: mbarriers, bulk copies, proxy fences, bulk groups (see
+    /// [`crate::asyncop`]).
+    Async(crate::asyncop::AsyncOp),
     /// A note naming the tile operation the following instructions come from: no effect on
     /// execution; printed as a comment in the dump and in the PTX.
     Note(String),
@@ -581,6 +584,7 @@ impl Op {
             | Op::ClusterBarrier
             | Op::Note(_) => vec![],
             Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],
+            Op::Async(a) => a.operands(),
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],

@@ -157,3 +157,124 @@ pub fn big_shared() -> Result<Kernel, IrError> {
     })?;
     b.finish()
 }
+
+/// Elements of one tile of [`bulk_pipeline`] (2 KiB of f32).
+pub const BULK_TILE: i64 = 512;
+
+/// A bulk-copy pipeline over a ring of `stages` shared-memory stages: each block walks `tiles`
+/// tiles of [`BULK_TILE`] f32 (its own run of `x`); thread 0 keeps the ring full with bulk loads
+/// that complete on one mbarrier per stage (`arrive.expect_tx`), every thread waits on the
+/// stage's phase, computes `2x + 1` into an output stage, fences the generic writes for the
+/// async proxy, and thread 0 writes the stage back with a bulk store, retiring the store of the
+/// same stage `stages` tiles earlier (`wait_group.read`) before the stage is written again.
+/// Params `x`, `y` (f32), `tiles` (i32); one block per `tiles · 512` elements.
+///
+/// ```
+/// let k = tilekit_ptx::coverage::bulk_pipeline(2).unwrap();
+/// let text = k.to_string();
+/// assert!(text.contains("mbarrier.arrive.expect_tx") && text.contains("cp.async.bulk.wait_group.read 1"));
+/// assert!(tilekit_ptx::coverage::bulk_pipeline(0).is_err());
+/// ```
+pub fn bulk_pipeline(stages: i64) -> Result<Kernel, IrError> {
+    if !(1..=8).contains(&stages) {
+        return Err(IrError::Invalid {
+            op: "bulk_pipeline".into(),
+            what: "stages".into(),
+            value: stages.to_string(),
+            valid: "1..=8".into(),
+        });
+    }
+    let t = BULK_TILE;
+    let lit = |v: i64| <tilekit_ir::Val as Idx>::lit(v);
+    let b = KernelBuilder::new(&format!("bulk_pipeline_{stages}"), [128, 1, 1])?;
+    let x = b.ptr_param("x", ScalarType::F32)?;
+    let y = b.ptr_param("y", ScalarType::F32)?;
+    let tiles = b.scalar_param("tiles", ScalarType::I32)?;
+    let inbuf = b.shared("in", ScalarType::F32, (stages * t) as usize)?;
+    let outbuf = b.shared("out", ScalarType::F32, (stages * t) as usize)?;
+    let full = b.mbarrier("full", stages as usize)?;
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
+    let base = b.block_id(Axis::X) * tiles.clone() * lit(t);
+    b.note("bulk pipeline: thread 0 initialises one mbarrier per stage");
+    b.if_then(&first, |b| {
+        for s in 0..stages {
+            b.mbarrier_init(full, &lit(s), &lit(1))?;
+        }
+        b.fence_mbarrier_init();
+        Ok(())
+    })?;
+    b.barrier();
+    b.note("bulk pipeline: fill the ring");
+    let fill = b.binary(BinOp::Min, &lit(stages), &tiles)?;
+    b.if_then(&first, |b| {
+        b.for_range(&lit(0), &fill, &lit(1), &[], |b, i, _| {
+            b.mbarrier_arrive(full, &i, Some(&lit(t * 4)))?;
+            b.bulk_load(
+                inbuf,
+                &(i.clone() * lit(t)),
+                x,
+                &(base.clone() + i.clone() * lit(t)),
+                &lit(t),
+                full,
+                &i,
+            )?;
+            Ok(vec![])
+        })?;
+        Ok(())
+    })?;
+    b.for_range(&lit(0), &tiles, &lit(1), &[], |b, i, _| {
+        let s = i.clone() % lit(stages);
+        let parity = (i.clone() / lit(stages)) % lit(2);
+        b.note("bulk pipeline: wait for the stage, retire the store that last read its output");
+        b.mbarrier_wait(full, &s, &parity)?;
+        b.if_then(&first, |b| {
+            b.bulk_wait((stages - 1) as u32, true);
+            Ok(())
+        })?;
+        b.barrier();
+        let e = s.clone() * lit(t) + tid.clone() * lit(4);
+        let v = b.load(inbuf, &e, 4, None)?;
+        let w = v
+            .iter()
+            .map(|x| {
+                let two = b.binary(BinOp::Mul, x, &b.f32(2.0))?;
+                b.binary(BinOp::Add, &two, &b.f32(1.0))
+            })
+            .collect::<Result<Vec<_>, IrError>>()?;
+        b.store(outbuf, &e, &w, None)?;
+        b.fence_proxy_async();
+        b.barrier();
+        b.note("bulk pipeline: store the stage, refill it with the tile `stages` ahead");
+        b.if_then(&first, |b| {
+            b.bulk_store(
+                y,
+                &(base.clone() + i.clone() * lit(t)),
+                outbuf,
+                &(s.clone() * lit(t)),
+                &lit(t),
+            )?;
+            b.bulk_commit();
+            let next = i.clone() + lit(stages);
+            let more = b.cmp(CmpOp::Lt, &next, &tiles)?;
+            b.if_then(&more, |b| {
+                b.mbarrier_arrive(full, &s, Some(&lit(t * 4)))?;
+                b.bulk_load(
+                    inbuf,
+                    &(s.clone() * lit(t)),
+                    x,
+                    &(base.clone() + next.clone() * lit(t)),
+                    &lit(t),
+                    full,
+                    &s,
+                )
+            })
+        })?;
+        Ok(vec![])
+    })?;
+    b.if_then(&first, |b| {
+        b.bulk_wait(0, false);
+        Ok(())
+    })?;
+    b.finish()
+}

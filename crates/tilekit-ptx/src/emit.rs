@@ -492,6 +492,7 @@ impl<'k> Emitter<'k> {
             Op::LoadCluster { mem, cta, offset, width } => {
                 self.load(inst, *mem, *offset, *width as usize, None, Some(*cta))?
             }
+            Op::Async(a) => self.async_op(a)?,
             Op::ClusterBarrier => {
                 // arrive has release semantics and wait acquire by default
                 self.line("barrier.cluster.arrive.aligned;");
@@ -522,6 +523,94 @@ impl<'k> Emitter<'k> {
                 self.for_loop(inst, *lo, *hi, *step, init, body)?
             }
             Op::If { cond, then, else_ } => self.if_else(inst, *cond, then, else_)?,
+        }
+        Ok(())
+    }
+
+    /// A 32-bit register holding `v` (integers of 64 bits are truncated).
+    fn u32_of(&mut self, v: ValueId) -> String {
+        if self.ty(v) == ScalarType::I64 {
+            let t = self.tmp(ScalarType::U32);
+            self.line(format!("cvt.u32.u64 {t}, {};", self.reg(v)));
+            t
+        } else {
+            self.reg(v)
+        }
+    }
+
+    /// Bytes of `elems` elements of `t` as a 32-bit register.
+    fn bytes_of(&mut self, elems: ValueId, t: ScalarType) -> String {
+        let n = self.u32_of(elems);
+        let b = self.tmp(ScalarType::U32);
+        self.line(format!("mul.lo.u32 {b}, {n}, {};", t.size_bytes()));
+        b
+    }
+
+    fn async_op(&mut self, a: &tilekit_ir::AsyncOp) -> Result<()> {
+        use tilekit_ir::AsyncOp as A;
+        if self.target == Target::Sm80 {
+            return Err(
+                self.unsupported(a.name(), "mbarrier transactions and bulk copies need sm_90")
+            );
+        }
+        self.line(format!("// {}", a.name()));
+        match a {
+            A::MbarrierInit { bar, index, count } => {
+                let (addr, _) = self.address(*bar, *index)?;
+                let c = self.u32_of(*count);
+                self.line(format!("mbarrier.init.shared::cta.b64 [{addr}], {c};"));
+            }
+            A::MbarrierArrive { bar, index, tx } => {
+                let (addr, _) = self.address(*bar, *index)?;
+                match tx {
+                    Some(tx) => {
+                        let n = self.u32_of(*tx);
+                        self.line(format!(
+                            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{addr}], {n};"
+                        ));
+                    }
+                    None => self.line(format!("mbarrier.arrive.shared::cta.b64 _, [{addr}];")),
+                }
+            }
+            A::MbarrierWait { bar, index, parity } => {
+                let (addr, _) = self.address(*bar, *index)?;
+                let par = self.u32_of(*parity);
+                let p = self.tmp(ScalarType::Pred);
+                let again = self.label();
+                self.out.push_str(&format!("{again}:\n"));
+                self.line(format!(
+                    "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{addr}], {par};"
+                ));
+                self.line(format!("@!{p} bra {again};"));
+            }
+            A::MbarrierInval { bar, index } => {
+                let (addr, _) = self.address(*bar, *index)?;
+                self.line(format!("mbarrier.inval.shared::cta.b64 [{addr}];"));
+            }
+            A::FenceProxyAsync => self.line("fence.proxy.async.shared::cta;"),
+            A::FenceMbarrierInit => self.line("fence.mbarrier_init.release.cluster;"),
+            A::BulkLoad { dst, dst_off, src, src_off, elems, bar, index } => {
+                let (d, _) = self.address(*dst, *dst_off)?;
+                let (g, _) = self.address(*src, *src_off)?;
+                let (b, _) = self.address(*bar, *index)?;
+                let n = self.bytes_of(*elems, dst.elem);
+                self.line(format!(
+                    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{g}], {n}, [{b}];"
+                ));
+            }
+            A::BulkStore { dst, dst_off, src, src_off, elems } => {
+                let (g, _) = self.address(*dst, *dst_off)?;
+                let (sh, _) = self.address(*src, *src_off)?;
+                let n = self.bytes_of(*elems, src.elem);
+                self.line(format!(
+                    "cp.async.bulk.global.shared::cta.bulk_group [{g}], [{sh}], {n};"
+                ));
+            }
+            A::BulkCommit => self.line("cp.async.bulk.commit_group;"),
+            A::BulkWait { pending, read } => {
+                let r = if *read { ".read" } else { "" };
+                self.line(format!("cp.async.bulk.wait_group{r} {pending};"));
+            }
         }
         Ok(())
     }

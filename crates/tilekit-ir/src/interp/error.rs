@@ -73,6 +73,49 @@ fn race_order(first: &GlobalAccess, second: &GlobalAccess) -> &'static str {
     }
 }
 
+/// The asynchronous-operation bugs the interpreter names (see [`crate::asyncop`]).
+///
+/// ```
+/// use tilekit_ir::interp::AsyncBug;
+/// assert_eq!(AsyncBug::ReadBeforeComplete.to_string(), "read of shared memory before its bulk copy completed");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AsyncBug {
+    /// A thread reads shared memory a bulk copy has not finished writing.
+    #[error("read of shared memory before its bulk copy completed")]
+    ReadBeforeComplete,
+    /// A thread writes shared memory a bulk copy is still writing.
+    #[error("write to shared memory while a bulk copy is writing it")]
+    WriteBeforeComplete,
+    /// A thread (or a bulk load) writes shared memory a bulk store may still be reading.
+    #[error("overwrite of shared memory a bulk store may still be reading")]
+    OverwriteWhileStoreReads,
+    /// The bytes that arrived differ from the phase's `expect_tx` count.
+    #[error("mbarrier transaction count mismatch")]
+    TxMismatch,
+    /// A wait on a phase that nothing left can complete.
+    #[error("deadlock: waiting on an mbarrier phase that cannot complete")]
+    Deadlock,
+    /// An mbarrier op on a barrier that was not initialised.
+    #[error("mbarrier used before mbarrier.init")]
+    Uninitialized,
+    /// Loads or stores to an initialised mbarrier's memory.
+    #[error("an mbarrier's memory accessed as data")]
+    BarrierAsData,
+    /// A bulk store of shared memory written by threads without a `fence.proxy.async` between.
+    #[error("bulk store of generic-proxy writes without fence.proxy.async")]
+    MissingProxyFence,
+    /// The block ends while a bulk store may still read its shared memory.
+    #[error("block ends while a bulk store may still read its shared memory (no wait_group.read)")]
+    StoreReadAtExit,
+    /// The block ends with a bulk load still in flight.
+    #[error("block ends with a bulk load in flight (nobody waited on its mbarrier)")]
+    LoadAtExit,
+    /// A bulk copy that is misaligned, ragged or out of bounds.
+    #[error("invalid bulk copy")]
+    BadBulkCopy,
+}
+
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InterpError {
@@ -109,6 +152,25 @@ pub enum InterpError {
     GridTooLarge {
         /// The grid.
         grid: [u32; 3],
+    },
+    /// A bug in the use of asynchronous operations (mbarriers, bulk copies): which bug, the
+    /// instruction, the memory and element, the block and thread, and what happened.
+    #[error("{kind}: `{inst}` on \"{mem}\" element {element}, block {block:?} thread {thread:?}: {detail}")]
+    Async {
+        /// Which bug.
+        kind: AsyncBug,
+        /// The instruction that found it.
+        inst: String,
+        /// The memory (shared allocation or global parameter).
+        mem: String,
+        /// The element.
+        element: usize,
+        /// Block index.
+        block: [u32; 3],
+        /// Thread index.
+        thread: [u32; 3],
+        /// What happened (the other op, counts).
+        detail: String,
     },
     /// A cluster kernel launched on a grid that is not a multiple of its cluster dims.
     #[error("grid {grid:?} is not a multiple of the kernel's cluster dims {cluster:?} (each grid dim must be divisible by the cluster dim)")]

@@ -57,6 +57,8 @@ use crate::kernel::Kernel;
 use crate::op::{BinOp, Block, CmpOp, Inst, MemSpace, Op, SpecialReg, UnOp, ValueId};
 use crate::types::ScalarType;
 
+mod asyncexec;
+
 type R<T = ()> = Result<T, InterpError>;
 
 /// What every block of a launch shares: the kernel, its arguments, the instruction table.
@@ -75,6 +77,9 @@ pub(crate) struct Prog<'a> {
     inst_ids: HashMap<usize, u32>,
     /// Whether any written buffer has a cross-block map (more than one block).
     cross_block: bool,
+    /// Whether the kernel has asynchronous ops (only then are shared accesses checked against
+    /// them).
+    pub(crate) has_async: bool,
 }
 
 impl<'a> Prog<'a> {
@@ -90,6 +95,8 @@ impl<'a> Prog<'a> {
             insts.iter().enumerate().map(|(n, i)| (*i as *const Inst as usize, n as u32)).collect();
         let cross_block = globals.iter().any(|g| matches!(g, Global::Written(_, Some(_))));
         let (cta_threads, ctas) = (k.threads_per_block(), k.cluster_size());
+        let mut has_async = false;
+        k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)));
         Prog {
             k,
             n: cta_threads * ctas,
@@ -101,6 +108,7 @@ impl<'a> Prog<'a> {
             insts,
             inst_ids,
             cross_block,
+            has_async,
         }
     }
 
@@ -199,6 +207,8 @@ pub(crate) struct BlockExec<'a> {
     base: u32,
     /// The first epoch after the latest `barrier.cluster` (or of the cluster).
     cluster_start: u32,
+    /// Asynchronous ops in flight.
+    asy: asyncexec::AsyncState,
     runs: Vec<Run>,
     foot: Footprint,
     pub(crate) steps: u64,
@@ -285,6 +295,7 @@ impl<'a> BlockExec<'a> {
             epoch: 0,
             base: 1,
             cluster_start: 1,
+            asy: asyncexec::AsyncState::default(),
             runs: vec![],
             foot: Footprint::default(),
             steps: 0,
@@ -315,6 +326,7 @@ impl<'a> BlockExec<'a> {
         self.base = self.epoch;
         self.cluster_start = self.epoch;
         self.last_remote = None;
+        self.asy.clear();
         self.runs.clear();
         self.foot.clear();
         self.hits.clear();
@@ -322,6 +334,7 @@ impl<'a> BlockExec<'a> {
         let k = self.k;
         self.run_insts(&k.body, &all)?;
         self.end_epoch()?;
+        self.async_end()?;
         if let Some((owner, s, e, rec)) = self.last_remote {
             if rec.epoch >= self.cluster_start {
                 let inst = self.p.insts.get(rec.inst as usize).map(|i| self.text(i));
@@ -714,6 +727,7 @@ impl<'a> BlockExec<'a> {
                     self.cluster_start = self.epoch;
                 }
             }
+            Op::Async(a) => self.exec_async(inst, a, m)?,
             Op::LoadCluster { mem, cta, offset, width } => match mem.space {
                 MemSpace::Shared(s) => {
                     self.load_cluster(inst, s, *cta, *offset, *width as usize, m)?
@@ -943,6 +957,7 @@ impl<'a> BlockExec<'a> {
                 }
             }
             let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
+            self.async_generic(inst, s, e, w, t, false)?;
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
             let cta = t / self.p.cta_threads;
             for (j, &r) in inst.results.iter().enumerate() {
@@ -979,6 +994,7 @@ impl<'a> BlockExec<'a> {
                 }
             }
             let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
+            self.async_generic(inst, s, e, w, t, true)?;
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
             let cta = t / self.p.cta_threads;
             for (j, &v) in values.iter().enumerate() {

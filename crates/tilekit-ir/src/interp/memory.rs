@@ -268,6 +268,9 @@ impl HostBuffer {
     }
 }
 
+/// The "thread" of writes by the async proxy (bulk copies landing).
+pub(crate) const ASYNC_PROXY: u32 = u32::MAX;
+
 /// One recorded shared-memory access; epoch 0 = none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Rec {
@@ -322,7 +325,7 @@ impl SharedMem {
     pub(crate) fn read(&mut self, i: usize, rec: Rec, base: u32) -> Result<(u64, bool), Conflict> {
         let m = &mut self.meta[i];
         let w = m.write;
-        if w.epoch == rec.epoch && w.thread != rec.thread {
+        if w.epoch == rec.epoch && w.thread != rec.thread && w.thread != ASYNC_PROXY {
             return Err(Conflict { first: w, first_write: true, element: i });
         }
         if m.read.epoch == rec.epoch {
@@ -334,6 +337,16 @@ impl SharedMem {
         }
         let init = m.init && w.epoch >= base;
         Ok((self.data().bits(i), init))
+    }
+
+    /// A bulk copy lands element `i` in `epoch`: written by the async proxy, ordered before
+    /// every read by the mbarrier wait that made it land (no conflict with threads' accesses).
+    #[inline]
+    pub(crate) fn land(&mut self, i: usize, bits: u64, epoch: u32, inst: u32) {
+        let m = &mut self.meta[i];
+        m.write = Rec { epoch, thread: ASYNC_PROXY, inst };
+        m.init = true;
+        self.data.set_bits(i, bits);
     }
 
     /// The last write of element `i` (epoch 0: none).
@@ -360,7 +373,8 @@ impl SharedMem {
         rec: Rec,
     ) -> Result<(), Conflict> {
         let m = &mut self.meta[i];
-        let other = |r: Rec| r.epoch == rec.epoch && r.thread != rec.thread;
+        let other =
+            |r: Rec| r.epoch == rec.epoch && r.thread != rec.thread && r.thread != ASYNC_PROXY;
         if other(m.write) {
             return Err(Conflict { first: m.write, first_write: true, element: i });
         }

@@ -18,10 +18,16 @@ const MAX_SHARED_BYTES: u64 = 16 << 20;
 pub(crate) fn stored_params(k: &Kernel) -> Vec<bool> {
     let mut out = vec![false; k.params.len()];
     k.body.walk(&mut |i| {
-        if let Op::Store { mem: MemRef { space: MemSpace::Global(p), .. }, .. } = i.op {
-            if let Some(x) = out.get_mut(p as usize) {
-                *x = true;
-            }
+        let stored = match &i.op {
+            Op::Store { mem: MemRef { space: MemSpace::Global(p), .. }, .. } => Some(*p),
+            Op::Async(crate::asyncop::AsyncOp::BulkStore {
+                dst: MemRef { space: MemSpace::Global(p), .. },
+                ..
+            }) => Some(*p),
+            _ => None,
+        };
+        if let Some(x) = stored.and_then(|p| out.get_mut(p as usize)) {
+            *x = true;
         }
     });
     out
@@ -144,6 +150,12 @@ fn check_inst(
             count(0)
         }
         Op::Barrier | Op::ClusterBarrier | Op::Note(_) => count(0),
+        Op::Async(a) => {
+            for m in a.mems() {
+                mem(&m)?;
+            }
+            count(0)
+        }
         Op::LoadCluster { mem: m, width, .. } => {
             mem(m)?;
             if !matches!(m.space, MemSpace::Shared(_)) {

@@ -1,0 +1,254 @@
+//! Hopper's asynchronous operations: mbarriers, bulk copies between global and shared memory,
+//! the proxy fences and bulk groups that order them.
+//!
+//! # The model
+//!
+//! A bulk copy (`cp.async.bulk`, the TMA unit's one-dimensional form) is not an instruction whose
+//! result a thread waits for: one thread *issues* it and goes on; the copy engine moves the
+//! bytes later, through the **async proxy** — a different path to memory than the loads and
+//! stores of threads (the **generic proxy**). Completion is reported in two ways:
+//!
+//! * a global→shared copy completes on an **mbarrier**, a 64-bit object in shared memory that
+//!   counts arrivals and transaction bytes. It is initialised with the number of arrivals a
+//!   phase needs; a thread announces the bytes it expects (`arrive.expect_tx`), each copy's bytes
+//!   count down as they land (`complete_tx`), and the phase completes when both counts reach
+//!   zero. Threads wait with `try_wait.parity`: phases alternate parity 0, 1, 0, …, so a ring
+//!   of stages waits on parity `(round) mod 2`.
+//! * a shared→global copy is committed to a **bulk group**; `wait_group.read N` returns when all
+//!   but the newest N groups have finished *reading* shared memory (the buffer may be reused),
+//!   `wait_group N` when they have finished writing global memory.
+//!
+//! Generic-proxy writes to shared memory are not seen by the async proxy until a
+//! `fence.proxy.async`; an mbarrier's initialisation is published with `fence.mbarrier_init`.
+//!
+//! ```text
+//!   one pipeline stage (stage s of a ring, round r):
+//!
+//!   thread 0                       copy engine (async proxy)          all threads
+//!   ────────                       ─────────────────────────          ───────────
+//!   arrive.expect_tx(bar[s], B) ─┐
+//!   cp.async.bulk  x → buf[s] ───┼──► B bytes land in buf[s] ──► tx(bar[s]) −= B
+//!                                └──► arrivals(bar[s]) −= 1      phase r of bar[s] completes
+//!                                                                 wait.parity(bar[s], r mod 2)
+//!                                                                 read buf[s]   ◄─ only now
+//! ```
+//!
+//! # What the interpreter checks
+//!
+//! It runs these ops with the hardware's semantics on a legal schedule (a copy lands when a
+//! thread first waits on its barrier, or when the block ends) and names the bugs that make such
+//! kernels hard, with the block, thread, buffer and op: reading or writing a buffer whose copy
+//! has not completed; overwriting shared memory a bulk store may still be reading; `expect_tx`
+//! byte counts that differ from what arrives; waiting on a phase nothing can complete
+//! (deadlock); using an mbarrier before `init`, or its memory as data; a bulk store of shared
+//! memory written by threads without a `fence.proxy.async` between; a block that ends while a
+//! bulk store may still read its shared memory; misaligned or ragged bulk copies.
+//!
+//! ```
+//! use tilekit_ir::{KernelBuilder, ScalarType, Axis, CmpOp};
+//! use tilekit_layout::Idx;
+//! let b = KernelBuilder::new("stage", [64, 1, 1]).unwrap();
+//! let x = b.ptr_param("x", ScalarType::F32).unwrap();
+//! let buf = b.shared("buf", ScalarType::F32, 256).unwrap();
+//! let bar = b.mbarrier("full", 1).unwrap();
+//! let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Idx::lit(0)).unwrap();
+//! b.if_then(&first, |b| {
+//!     b.mbarrier_init(bar, &Idx::lit(0), &Idx::lit(1))?;
+//!     b.fence_mbarrier_init();
+//!     b.mbarrier_arrive(bar, &Idx::lit(0), Some(&Idx::lit(1024)))?;
+//!     b.bulk_load(buf, &Idx::lit(0), x, &Idx::lit(0), &Idx::lit(256), bar, &Idx::lit(0))
+//! }).unwrap();
+//! b.barrier();
+//! b.mbarrier_wait(bar, &Idx::lit(0), &Idx::lit(0)).unwrap();
+//! let text = b.finish().unwrap().to_string();
+//! assert!(text.contains("cp.async.bulk.shared.global") && text.contains("mbarrier.try_wait.parity"));
+//! ```
+
+use crate::op::{MemRef, ValueId};
+
+/// An asynchronous operation (see the [module docs](self)). None has results.
+///
+/// ```
+/// use tilekit_ir::{AsyncOp, ValueId};
+/// let op = AsyncOp::BulkWait { pending: 0, read: true };
+/// assert_eq!(op.name(), "cp.async.bulk.wait_group.read");
+/// assert!(op.operands().is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AsyncOp {
+    /// `mbarrier.init`: element `index` of the barrier allocation `bar` expects `count`
+    /// arrivals per phase.
+    MbarrierInit {
+        /// The barrier allocation (shared, `i64` elements).
+        bar: MemRef,
+        /// Which barrier of it.
+        index: ValueId,
+        /// Arrivals per phase (1..=2^20 − 1).
+        count: ValueId,
+    },
+    /// `mbarrier.arrive` (with `tx`: `arrive.expect_tx`, which first adds `tx` bytes to the
+    /// phase's expected transaction count).
+    MbarrierArrive {
+        /// The barrier allocation.
+        bar: MemRef,
+        /// Which barrier.
+        index: ValueId,
+        /// Bytes the phase expects from bulk copies.
+        tx: Option<ValueId>,
+    },
+    /// Waits (a `try_wait.parity` loop) until the phase of parity `parity` has completed.
+    MbarrierWait {
+        /// The barrier allocation.
+        bar: MemRef,
+        /// Which barrier.
+        index: ValueId,
+        /// 0 or 1.
+        parity: ValueId,
+    },
+    /// `mbarrier.inval`: the barrier's memory may be reused as data afterwards.
+    MbarrierInval {
+        /// The barrier allocation.
+        bar: MemRef,
+        /// Which barrier.
+        index: ValueId,
+    },
+    /// `fence.proxy.async.shared::cta`: the thread's generic-proxy shared-memory writes become
+    /// visible to the async proxy (bulk copies).
+    FenceProxyAsync,
+    /// `fence.mbarrier_init.release.cluster`: publishes mbarrier initialisations.
+    FenceMbarrierInit,
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`: copies `elems`
+    /// elements from global `src[src_off..]` to shared `dst[dst_off..]` (16-byte aligned, a
+    /// multiple of 16 bytes); completes `elems · size` transaction bytes on barrier `index` of
+    /// `bar`.
+    BulkLoad {
+        /// Shared destination.
+        dst: MemRef,
+        /// Element offset in `dst`.
+        dst_off: ValueId,
+        /// Global source.
+        src: MemRef,
+        /// Element offset in `src`.
+        src_off: ValueId,
+        /// Elements copied.
+        elems: ValueId,
+        /// The barrier allocation.
+        bar: MemRef,
+        /// Which barrier.
+        index: ValueId,
+    },
+    /// `cp.async.bulk.global.shared::cta.bulk_group`: copies `elems` elements from shared
+    /// `src[src_off..]` to global `dst[dst_off..]`, in the bulk group being formed.
+    BulkStore {
+        /// Global destination.
+        dst: MemRef,
+        /// Element offset in `dst`.
+        dst_off: ValueId,
+        /// Shared source.
+        src: MemRef,
+        /// Element offset in `src`.
+        src_off: ValueId,
+        /// Elements copied.
+        elems: ValueId,
+    },
+    /// `cp.async.bulk.commit_group`: closes the bulk group of the thread's bulk stores so far.
+    BulkCommit,
+    /// `cp.async.bulk.wait_group{.read} pending`: waits until at most `pending` of the thread's
+    /// committed groups are unfinished (`read`: have not finished reading shared memory).
+    BulkWait {
+        /// Groups that may stay in flight.
+        pending: u32,
+        /// Wait only for the reads of shared memory.
+        read: bool,
+    },
+}
+
+impl AsyncOp {
+    /// The PTX mnemonic (without state spaces where they vary).
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ir::AsyncOp::FenceProxyAsync.name(), "fence.proxy.async");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            AsyncOp::MbarrierInit { .. } => "mbarrier.init",
+            AsyncOp::MbarrierArrive { tx: None, .. } => "mbarrier.arrive",
+            AsyncOp::MbarrierArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
+            AsyncOp::MbarrierWait { .. } => "mbarrier.try_wait.parity",
+            AsyncOp::MbarrierInval { .. } => "mbarrier.inval",
+            AsyncOp::FenceProxyAsync => "fence.proxy.async",
+            AsyncOp::FenceMbarrierInit => "fence.mbarrier_init",
+            AsyncOp::BulkLoad { .. } => "cp.async.bulk.shared.global",
+            AsyncOp::BulkStore { .. } => "cp.async.bulk.global.shared",
+            AsyncOp::BulkCommit => "cp.async.bulk.commit_group",
+            AsyncOp::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
+            AsyncOp::BulkWait { read: false, .. } => "cp.async.bulk.wait_group",
+        }
+    }
+
+    /// The values it reads.
+    ///
+    /// ```
+    /// use tilekit_ir::{AsyncOp, MemRef, MemSpace, ScalarType, ValueId};
+    /// let bar = MemRef { space: MemSpace::Shared(0), elem: ScalarType::I64 };
+    /// let op = AsyncOp::MbarrierWait { bar, index: ValueId(1), parity: ValueId(2) };
+    /// assert_eq!(op.operands(), vec![ValueId(1), ValueId(2)]);
+    /// ```
+    pub fn operands(&self) -> Vec<ValueId> {
+        match self {
+            AsyncOp::MbarrierInit { index, count, .. } => vec![*index, *count],
+            AsyncOp::MbarrierArrive { index, tx, .. } => {
+                std::iter::once(*index).chain(*tx).collect()
+            }
+            AsyncOp::MbarrierWait { index, parity, .. } => vec![*index, *parity],
+            AsyncOp::MbarrierInval { index, .. } => vec![*index],
+            AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::BulkCommit
+            | AsyncOp::BulkWait { .. } => vec![],
+            AsyncOp::BulkLoad { dst_off, src_off, elems, index, .. } => {
+                vec![*dst_off, *src_off, *elems, *index]
+            }
+            AsyncOp::BulkStore { dst_off, src_off, elems, .. } => vec![*dst_off, *src_off, *elems],
+        }
+    }
+
+    /// Mutable access to the values it reads (for renumbering).
+    pub(crate) fn operands_mut(&mut self) -> Vec<&mut ValueId> {
+        match self {
+            AsyncOp::MbarrierInit { index, count, .. } => vec![index, count],
+            AsyncOp::MbarrierArrive { index, tx, .. } => {
+                let mut v = vec![index];
+                v.extend(tx.as_mut());
+                v
+            }
+            AsyncOp::MbarrierWait { index, parity, .. } => vec![index, parity],
+            AsyncOp::MbarrierInval { index, .. } => vec![index],
+            AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::BulkCommit
+            | AsyncOp::BulkWait { .. } => vec![],
+            AsyncOp::BulkLoad { dst_off, src_off, elems, index, .. } => {
+                vec![dst_off, src_off, elems, index]
+            }
+            AsyncOp::BulkStore { dst_off, src_off, elems, .. } => vec![dst_off, src_off, elems],
+        }
+    }
+
+    /// The memories it names (barrier allocations included).
+    ///
+    /// ```
+    /// assert!(tilekit_ir::AsyncOp::BulkCommit.mems().is_empty());
+    /// ```
+    pub fn mems(&self) -> Vec<MemRef> {
+        match self {
+            AsyncOp::MbarrierInit { bar, .. }
+            | AsyncOp::MbarrierArrive { bar, .. }
+            | AsyncOp::MbarrierWait { bar, .. }
+            | AsyncOp::MbarrierInval { bar, .. } => vec![*bar],
+            AsyncOp::BulkLoad { dst, src, bar, .. } => vec![*dst, *src, *bar],
+            AsyncOp::BulkStore { dst, src, .. } => vec![*dst, *src],
+            _ => vec![],
+        }
+    }
+}

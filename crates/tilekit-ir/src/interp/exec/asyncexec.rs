@@ -1,0 +1,571 @@
+//! The interpreter side of [`crate::asyncop`]: mbarriers, bulk copies and bulk groups, on the
+//! lockstep schedule of the block executor.
+//!
+//! ```text
+//!   state per block (cluster) run
+//!   bars      (block, alloc, index) → { count, arrivals left, tx left, completed phases }
+//!   loads     bulk loads in flight: the bytes read from global at issue, where they go, which
+//!             barrier they complete on; their destination elements are marked in `landing`
+//!   reads     shared elements a bulk store may still read, by (thread, bulk group)
+//!   writes    last generic-proxy write of each shared element (step), fences per thread (step)
+//!
+//!   a load lands when a thread first waits on its barrier (a legal schedule: copies complete
+//!   some time before the phase they count for); a store reads shared memory at issue and its
+//!   source stays marked until the issuing thread's wait_group.read retires its group
+//! ```
+
+use std::collections::HashMap;
+
+use super::{BlockExec, Mask, R};
+use crate::asyncop::AsyncOp;
+use crate::interp::error::{AsyncBug, InterpError};
+use crate::interp::global::Global;
+use crate::interp::memory::Rec;
+use crate::op::{Inst, MemRef, MemSpace, ValueId};
+
+/// One mbarrier.
+#[derive(Debug, Clone, Copy)]
+struct Bar {
+    count: u32,
+    arrivals: u32,
+    tx: i64,
+    phases: u64,
+}
+
+/// A bulk load in flight.
+#[derive(Debug, Clone)]
+struct Load {
+    cta: usize,
+    s: u32,
+    start: usize,
+    bits: Vec<u64>,
+    bar: (usize, u32, usize),
+    thread: usize,
+    inst: u32,
+}
+
+/// What the async ops of one block (cluster) run have in flight.
+#[derive(Debug, Default)]
+pub(crate) struct AsyncState {
+    bars: HashMap<(usize, u32, usize), Bar>,
+    loads: Vec<Load>,
+    /// (block, alloc, element) → index in `loads`
+    landing: HashMap<(usize, u32, usize), usize>,
+    /// (block, alloc, element) → (thread, group) of a bulk store that may read it
+    reads: HashMap<(usize, u32, usize), (usize, u64)>,
+    /// per thread: the bulk group being formed (groups before it are committed)
+    group: HashMap<usize, u64>,
+    /// (block, alloc, element) → step of the last generic-proxy write
+    writes: HashMap<(usize, u32, usize), u64>,
+    /// per thread: step of its last fence.proxy.async
+    fences: HashMap<usize, u64>,
+}
+
+impl AsyncState {
+    pub(crate) fn clear(&mut self) {
+        self.bars.clear();
+        self.loads.clear();
+        self.landing.clear();
+        self.reads.clear();
+        self.group.clear();
+        self.writes.clear();
+        self.fences.clear();
+    }
+}
+
+impl<'a> BlockExec<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn async_error(
+        &self,
+        kind: AsyncBug,
+        inst: &Inst,
+        mem: String,
+        element: usize,
+        t: usize,
+        detail: String,
+    ) -> InterpError {
+        InterpError::Async {
+            kind,
+            inst: self.text(inst),
+            mem,
+            element,
+            block: self.block_of(t),
+            thread: self.thread(t),
+            detail,
+        }
+    }
+
+    fn shared_name(&self, s: u32) -> String {
+        self.k.shared.get(s as usize).map(|d| d.name.clone()).unwrap_or_default()
+    }
+
+    fn inst_text_of(&self, id: u32) -> String {
+        self.p.insts.get(id as usize).map(|i| self.text(i)).unwrap_or_default()
+    }
+
+    /// Checks a generic-proxy access of shared `s` elements `e..e + w` by lane `t` against the
+    /// async state (bulk loads landing there, bulk stores reading there, mbarrier memory), and
+    /// records generic writes for the proxy-fence rule.
+    pub(crate) fn async_generic(
+        &mut self,
+        inst: &Inst,
+        s: u32,
+        e: usize,
+        w: usize,
+        t: usize,
+        write: bool,
+    ) -> R {
+        if !self.p.has_async {
+            return Ok(());
+        }
+        let cta = t / self.p.cta_threads;
+        for x in e..e + w {
+            let key = (cta, s, x);
+            if let Some(&l) = self.asy.landing.get(&key) {
+                let load = &self.asy.loads[l];
+                let kind = if write {
+                    AsyncBug::WriteBeforeComplete
+                } else {
+                    AsyncBug::ReadBeforeComplete
+                };
+                let detail = format!(
+                    "the bulk load `{}` issued by thread {:?} has not completed: wait on its \
+                     mbarrier phase first",
+                    self.inst_text_of(load.inst),
+                    self.thread(load.thread)
+                );
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+            if write {
+                if let Some(&(rt, g)) = self.asy.reads.get(&key) {
+                    let detail = format!(
+                        "thread {:?}'s bulk group {g} may still be reading it: \
+                         cp.async.bulk.wait_group.read first",
+                        self.thread(rt)
+                    );
+                    let kind = AsyncBug::OverwriteWhileStoreReads;
+                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+                }
+                self.asy.writes.insert(key, self.steps);
+            }
+            if self.asy.bars.contains_key(&key) {
+                let detail = "it holds an initialised mbarrier (mbarrier.inval first)".to_string();
+                let kind = AsyncBug::BarrierAsData;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+        }
+        Ok(())
+    }
+
+    /// The block's (cluster's) run ends: nothing may still be in flight.
+    pub(crate) fn async_end(&mut self) -> R {
+        if let Some(l) = self.asy.loads.first() {
+            let (inst, t) = (self.p.insts.get(l.inst as usize).copied(), l.thread);
+            let detail = format!("{} elements never landed", l.bits.len());
+            let name = self.shared_name(l.s);
+            if let Some(inst) = inst {
+                return Err(self.async_error(AsyncBug::LoadAtExit, inst, name, l.start, t, detail));
+            }
+        }
+        if let Some((&(_, s, x), &(t, g))) = self.asy.reads.iter().min_by_key(|(k, _)| **k) {
+            let name = self.shared_name(s);
+            let detail = format!("bulk group {g} of this thread was never waited for");
+            let inst = self
+                .p
+                .insts
+                .iter()
+                .find(|i| matches!(i.op, crate::op::Op::Async(AsyncOp::BulkStore { .. })));
+            if let Some(inst) = inst {
+                return Err(self.async_error(AsyncBug::StoreReadAtExit, inst, name, x, t, detail));
+            }
+        }
+        Ok(())
+    }
+
+    fn bar_key(
+        &self,
+        inst: &Inst,
+        bar: MemRef,
+        index: ValueId,
+        t: usize,
+    ) -> R<(usize, u32, usize)> {
+        let MemSpace::Shared(s) = bar.space else {
+            return Err(InterpError::InvalidKernel {
+                kernel: self.k.name.clone(),
+                reason: format!("`{}` names a global mbarrier", self.text(inst)),
+            });
+        };
+        let len = self.shared_len(inst, s)?;
+        let e = self.element(inst, index, 1, bar.space, len, t)?;
+        Ok((t / self.p.cta_threads, s, e))
+    }
+
+    fn bar_state(&self, inst: &Inst, key: (usize, u32, usize), t: usize) -> R<Bar> {
+        self.asy.bars.get(&key).copied().ok_or_else(|| {
+            let detail = "initialise it with mbarrier.init (and fence.mbarrier_init + a barrier)"
+                .to_string();
+            self.async_error(
+                AsyncBug::Uninitialized,
+                inst,
+                self.shared_name(key.1),
+                key.2,
+                t,
+                detail,
+            )
+        })
+    }
+
+    /// Completes the phase when both counts reached zero.
+    fn bar_settle(&mut self, inst: &Inst, key: (usize, u32, usize), t: usize) -> R {
+        let b = self.asy.bars.get_mut(&key).expect("settled barriers exist");
+        if b.arrivals == 0 && b.tx < 0 {
+            let detail =
+                format!("{} more bytes arrived than the phase's expect_tx announced", -b.tx);
+            let kind = AsyncBug::TxMismatch;
+            return Err(self.async_error(kind, inst, self.shared_name(key.1), key.2, t, detail));
+        }
+        if b.arrivals == 0 && b.tx == 0 {
+            b.phases += 1;
+            b.arrivals = b.count;
+        }
+        Ok(())
+    }
+
+    /// Lands every bulk load that completes on barrier `key`.
+    fn land(&mut self, key: (usize, u32, usize)) {
+        let (mine, rest): (Vec<Load>, Vec<Load>) =
+            std::mem::take(&mut self.asy.loads).into_iter().partition(|l| l.bar == key);
+        self.asy.loads = rest;
+        self.asy.landing.clear();
+        for (i, l) in self.asy.loads.iter().enumerate() {
+            for x in l.start..l.start + l.bits.len() {
+                self.asy.landing.insert((l.cta, l.s, x), i);
+            }
+        }
+        for l in mine {
+            let size = self.k.shared[l.s as usize].elem.size_bytes() as i64;
+            for (j, &bits) in l.bits.iter().enumerate() {
+                self.shared[l.cta][l.s as usize].land(l.start + j, bits, self.epoch, l.inst);
+            }
+            if let Some(b) = self.asy.bars.get_mut(&l.bar) {
+                b.tx -= l.bits.len() as i64 * size;
+            }
+        }
+    }
+
+    /// Executes one async op for the active lanes.
+    pub(crate) fn exec_async(&mut self, inst: &Inst, a: &AsyncOp, m: &Mask) -> R {
+        match a {
+            AsyncOp::FenceMbarrierInit => {}
+            AsyncOp::FenceProxyAsync => {
+                for &t in &m.active {
+                    self.asy.fences.insert(t as usize, self.steps);
+                }
+            }
+            AsyncOp::MbarrierInit { bar, index, count } => {
+                for &t in &m.active {
+                    let t = t as usize;
+                    let key = self.bar_key(inst, *bar, *index, t)?;
+                    let c = self.defined(inst, *count, t, "arrival count")? as i64;
+                    if !(1..(1 << 20)).contains(&c) {
+                        let detail = format!("arrival count {c}; valid: 1..=1048575");
+                        let name = self.shared_name(key.1);
+                        return Err(self.async_error(
+                            AsyncBug::Uninitialized,
+                            inst,
+                            name,
+                            key.2,
+                            t,
+                            detail,
+                        ));
+                    }
+                    let c = c as u32;
+                    self.asy.bars.insert(key, Bar { count: c, arrivals: c, tx: 0, phases: 0 });
+                }
+            }
+            AsyncOp::MbarrierInval { bar, index } => {
+                for &t in &m.active {
+                    let key = self.bar_key(inst, *bar, *index, t as usize)?;
+                    self.bar_state(inst, key, t as usize)?;
+                    self.asy.bars.remove(&key);
+                }
+            }
+            AsyncOp::MbarrierArrive { bar, index, tx } => {
+                for &t in &m.active {
+                    let t = t as usize;
+                    let key = self.bar_key(inst, *bar, *index, t)?;
+                    let mut b = self.bar_state(inst, key, t)?;
+                    if let Some(tx) = tx {
+                        b.tx += self.defined(inst, *tx, t, "transaction bytes")? as i64;
+                    }
+                    if b.arrivals == 0 {
+                        let detail =
+                            format!("more arrivals than the {} the barrier expects", b.count);
+                        let name = self.shared_name(key.1);
+                        return Err(self.async_error(
+                            AsyncBug::TxMismatch,
+                            inst,
+                            name,
+                            key.2,
+                            t,
+                            detail,
+                        ));
+                    }
+                    b.arrivals -= 1;
+                    self.asy.bars.insert(key, b);
+                    self.bar_settle(inst, key, t)?;
+                }
+            }
+            AsyncOp::MbarrierWait { bar, index, parity } => {
+                for &t in &m.active {
+                    let t = t as usize;
+                    let key = self.bar_key(inst, *bar, *index, t)?;
+                    self.bar_state(inst, key, t)?;
+                    let want = self.defined(inst, *parity, t, "parity")? & 1;
+                    // the phase of parity `want` has completed when the current phase's parity
+                    // differs from it
+                    let done = |b: &Bar| b.phases % 2 != want;
+                    if done(&self.asy.bars[&key]) {
+                        continue;
+                    }
+                    self.land(key);
+                    self.bar_settle(inst, key, t)?;
+                    let b = self.asy.bars[&key];
+                    if !done(&b) {
+                        let (kind, detail) = if b.arrivals == 0 {
+                            (
+                                AsyncBug::TxMismatch,
+                                format!(
+                                    "every arrival is in and no bulk copy is in flight, but {} of \
+                                     the bytes announced by expect_tx never arrive",
+                                    b.tx
+                                ),
+                            )
+                        } else {
+                            (
+                                AsyncBug::Deadlock,
+                                format!(
+                                    "phase {} (parity {want}) still needs {} of {} arrivals and \
+                                     {} bytes, and every thread that could arrive is waiting here",
+                                    b.phases, b.arrivals, b.count, b.tx
+                                ),
+                            )
+                        };
+                        let name = self.shared_name(key.1);
+                        return Err(self.async_error(kind, inst, name, key.2, t, detail));
+                    }
+                }
+            }
+            AsyncOp::BulkLoad { dst, dst_off, src, src_off, elems, bar, index } => {
+                for &t in &m.active {
+                    self.bulk_load(
+                        inst,
+                        (*dst, *dst_off),
+                        (*src, *src_off),
+                        *elems,
+                        (*bar, *index),
+                        t as usize,
+                    )?;
+                }
+            }
+            AsyncOp::BulkStore { dst, dst_off, src, src_off, elems } => {
+                for &t in &m.active {
+                    self.bulk_store(inst, (*dst, *dst_off), (*src, *src_off), *elems, t as usize)?;
+                }
+            }
+            AsyncOp::BulkCommit => {
+                for &t in &m.active {
+                    *self.asy.group.entry(t as usize).or_insert(0) += 1;
+                }
+            }
+            AsyncOp::BulkWait { pending, .. } => {
+                // reads finish before writes, so both forms retire the reads of shared memory
+                for &t in &m.active {
+                    let t = t as usize;
+                    let open = self.asy.group.get(&t).copied().unwrap_or(0);
+                    let keep_from = open.saturating_sub(u64::from(*pending));
+                    self.asy.reads.retain(|_, (rt, g)| *rt != t || *g >= keep_from);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a bulk copy's extent: 16-byte aligned ends, a whole number of 16 bytes, inside
+    /// both memories. Returns (shared start, global start, elements).
+    #[allow(clippy::too_many_arguments)]
+    fn bulk_extent(
+        &self,
+        inst: &Inst,
+        (sh, sh_off): (MemRef, ValueId),
+        (_, gl_off): (MemRef, ValueId),
+        elems: ValueId,
+        t: usize,
+        glen: usize,
+    ) -> R<(usize, usize, usize)> {
+        let MemSpace::Shared(s) = sh.space else { unreachable!("validated: shared side") };
+        let size = sh.elem.size_bytes() as i64;
+        let n = self.defined(inst, elems, t, "element count")? as i64;
+        let so = self.defined(inst, sh_off, t, "shared offset")? as i64;
+        let go = self.defined(inst, gl_off, t, "global offset")? as i64;
+        let slen = self.shared_len(inst, s)? as i64;
+        let bad = |why: String| {
+            Err(self.async_error(
+                AsyncBug::BadBulkCopy,
+                inst,
+                self.shared_name(s),
+                so.max(0) as usize,
+                t,
+                why,
+            ))
+        };
+        if n <= 0 || (n * size) % 16 != 0 {
+            return bad(format!(
+                "{n} elements = {} bytes; valid: a positive multiple of 16 bytes",
+                n * size
+            ));
+        }
+        if (so * size) % 16 != 0 || (go * size) % 16 != 0 {
+            return bad(format!(
+                "shared byte offset {} and global byte offset {} must both be multiples of 16",
+                so * size,
+                go * size
+            ));
+        }
+        if so < 0 || so + n > slen || go < 0 || go + n > glen as i64 {
+            return bad(format!(
+                "elements {so}..{} of shared (length {slen}) and {go}..{} of global (length {glen})",
+                so + n,
+                go + n
+            ));
+        }
+        Ok((so as usize, go as usize, n as usize))
+    }
+
+    fn bulk_load(
+        &mut self,
+        inst: &Inst,
+        dst: (MemRef, ValueId),
+        src: (MemRef, ValueId),
+        elems: ValueId,
+        (bar, index): (MemRef, ValueId),
+        t: usize,
+    ) -> R {
+        let MemSpace::Global(p) = src.0.space else { unreachable!("validated: global source") };
+        let MemSpace::Shared(s) = dst.0.space else {
+            unreachable!("validated: shared destination")
+        };
+        let key = self.bar_key(inst, bar, index, t)?;
+        self.bar_state(inst, key, t)?;
+        let g = self.global(inst, p)?;
+        let bits: Vec<u64>;
+        let (so, go, n);
+        match g {
+            Global::ReadOnly(buf) => {
+                (so, go, n) = self.bulk_extent(inst, dst, src, elems, t, buf.len())?;
+                bits = (go..go + n).map(|i| buf.bits(i)).collect();
+            }
+            Global::Written(lock, _) => {
+                let buf = lock.read().unwrap_or_else(|e| e.into_inner());
+                (so, go, n) = self.bulk_extent(inst, dst, src, elems, t, buf.len())?;
+                bits = (go..go + n).map(|i| buf.bits(i)).collect();
+                drop(buf);
+                if self.probe.is_none() {
+                    let id = self.p.inst_id(inst);
+                    self.record(p, false, go, n, t, id, self.steps);
+                }
+            }
+            Global::Scalar => return Err(self.not_a_buffer(p)),
+        }
+        let cta = t / self.p.cta_threads;
+        for x in so..so + n {
+            let k = (cta, s, x);
+            if let Some(&(rt, g)) = self.asy.reads.get(&k) {
+                let detail = format!(
+                    "thread {:?}'s bulk group {g} may still be reading it",
+                    self.thread(rt)
+                );
+                let kind = AsyncBug::OverwriteWhileStoreReads;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+            if self.asy.landing.contains_key(&k) {
+                let detail = "another bulk load in flight writes it too".to_string();
+                let kind = AsyncBug::WriteBeforeComplete;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+        }
+        let i = self.asy.loads.len();
+        for x in so..so + n {
+            self.asy.landing.insert((cta, s, x), i);
+        }
+        let id = self.p.inst_id(inst);
+        self.asy.loads.push(Load { cta, s, start: so, bits, bar: key, thread: t, inst: id });
+        Ok(())
+    }
+
+    fn bulk_store(
+        &mut self,
+        inst: &Inst,
+        dst: (MemRef, ValueId),
+        src: (MemRef, ValueId),
+        elems: ValueId,
+        t: usize,
+    ) -> R {
+        let MemSpace::Global(p) = dst.0.space else {
+            unreachable!("validated: global destination")
+        };
+        let MemSpace::Shared(s) = src.0.space else { unreachable!("validated: shared source") };
+        let lock = match self.global(inst, p)? {
+            Global::Written(lock, _) => lock,
+            _ => return Err(self.not_a_buffer(p)),
+        };
+        let glen = lock.read().unwrap_or_else(|e| e.into_inner()).len();
+        let (so, go, n) = self.bulk_extent(inst, src, dst, elems, t, glen)?;
+        let cta = t / self.p.cta_threads;
+        let fence = self.asy.fences.get(&t).copied();
+        let group = self.asy.group.get(&t).copied().unwrap_or(0);
+        let id = self.p.inst_id(inst);
+        let mut bits = Vec::with_capacity(n);
+        for x in so..so + n {
+            let k = (cta, s, x);
+            if let Some(&l) = self.asy.landing.get(&k) {
+                let detail = format!(
+                    "the bulk load `{}` has not completed",
+                    self.inst_text_of(self.asy.loads[l].inst)
+                );
+                let kind = AsyncBug::ReadBeforeComplete;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+            if let Some(&w) = self.asy.writes.get(&k) {
+                if fence.is_none_or(|f| f < w) {
+                    let detail = format!(
+                        "it was written by threads (step {w}) and this thread's last \
+                         fence.proxy.async {}",
+                        fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
+                    );
+                    let kind = AsyncBug::MissingProxyFence;
+                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+                }
+            }
+            let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
+            let res = self.shared[cta][s as usize].read(x, rec, self.base);
+            let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;
+            if !init {
+                let detail = "it was never written: the bulk store would copy garbage".to_string();
+                let kind = AsyncBug::ReadBeforeComplete;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+            bits.push(v);
+            self.asy.reads.insert(k, (t, group));
+        }
+        if self.probe.is_none() {
+            let mut buf = lock.write().unwrap_or_else(|e| e.into_inner());
+            for (j, &b) in bits.iter().enumerate() {
+                buf.set_bits(go + j, b);
+            }
+            drop(buf);
+            self.record(p, true, go, n, t, id, self.steps);
+        }
+        Ok(())
+    }
+}
