@@ -344,14 +344,17 @@ fn softmax_candidates(
     }
     // the row split over a cluster of blocks (one DRAM read, one write; sm_90): held in
     // registers, or streamed twice in slices small enough for the second read to hit L1/L2
-    let mut shapes = vec![ClusterTuning {
+    let base = ClusterTuning {
         threads: 256,
         per_thread: 32,
         max_cluster: 8,
         stream: false,
         stash: false,
-    }];
-    for stash in [false, true] {
+        bulk: false,
+    };
+    let mut shapes = vec![base];
+    // streamed twice, stashed in shared memory, or brought in by bulk copies
+    for (stash, bulk) in [(false, false), (true, false), (false, true)] {
         for threads in [256u32, 512] {
             for max_cluster in [4u32, 8, 16] {
                 let per_thread = 4 * vw;
@@ -361,13 +364,23 @@ fn softmax_candidates(
                     max_cluster,
                     stream: true,
                     stash,
+                    bulk,
                 });
             }
         }
     }
     for c in shapes {
         let Some((size, chunks)) = c.plan(ty, n) else { continue };
-        let (label, kernel) = if c.stream {
+        let (label, kernel) = if c.bulk {
+            let un = c.unroll(ty);
+            (
+                format!(
+                    "bulk cluster of {size}, {} threads × {un} vectors, {chunks} chunks/slice",
+                    c.threads
+                ),
+                reduce::build_softmax_bulk_cluster(ty, size, c.threads, un, chunks),
+            )
+        } else if c.stream {
             let o = c.online(ty);
             (
                 format!(

@@ -37,7 +37,7 @@ use crate::compiled::{cached, CompiledKernel, KernelKey};
 use crate::elementwise::Binary;
 use crate::error::{OpsError, Result};
 use crate::host;
-use crate::reduce::Reduction;
+use crate::reduce::{ClusterTuning, Reduction};
 
 /// The widest vector (elements, a power of two up to 16 bytes) a kernel can use on the last
 /// dim of `layout` whose storage starts at byte `address`: last stride 1, and the vector
@@ -562,7 +562,13 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         let threads = tune.softmax_threads(ty);
         let per = threads as i64 * (16 / ty.size_bytes() as i64);
         let chunks = (n + per - 1) / per;
-        let cluster = tune.softmax_cluster.and_then(|c| Some((c, c.plan(ty, n)?)));
+        let vw = 16 / ty.size_bytes() as i64;
+        // bulk copies move whole 16-byte units of 16-byte aligned rows
+        let aligned = vec_in::<B, _>(&xv) == vw && vec_in::<B, _>(&yv) == vw && n % vw == 0;
+        let cluster = tune.softmax_cluster.and_then(|c| {
+            let c = if c.bulk && !aligned { ClusterTuning { bulk: false, ..c } } else { c };
+            Some((c, c.plan(ty, n)?))
+        });
         let mut grid = grid;
         let k = if chunks * (16 / ty.size_bytes() as i64) <= 64 {
             cached(KernelKey::new("softmax", ty, [v, chunks, threads as i64, 0]), || {
@@ -582,7 +588,13 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             // the row split over a cluster of `size` blocks, each holding `chunks` per thread
             // in registers, or streaming a slice of `chunks` chunks twice
             grid[0] = grid_u32(op, "rows × cluster size", m * size as i64)?;
-            if c.stream {
+            if c.bulk {
+                let (th, un) = (c.threads, c.unroll(ty));
+                let key = [th as i64, un, chunks, size as i64];
+                cached(KernelKey::new("softmax_bulk_cluster", ty, key), || {
+                    crate::reduce::build_softmax_bulk_cluster(ty, size, th, un, chunks)
+                })?
+            } else if c.stream {
                 let o = c.online(ty);
                 let shape = o.threads as i64 * 100 + o.unroll * 10 + i64::from(c.stash);
                 let key = [v, chunks, shape, size as i64];

@@ -44,7 +44,7 @@
 //! ```
 
 use tilekit_ir::interp::HostBuffer;
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Lit, ScalarType, UnOp, Val};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Lit, Pred, ScalarType, UnOp, Val};
 use tilekit_layout::Idx;
 
 use crate::dist;
@@ -307,11 +307,11 @@ impl Default for OnlineTuning {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::ClusterTuning;
-/// let t = ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8, stream: false, stash: false };
+/// let t = ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8, stream: false, stash: false, bulk: false };
 /// assert_eq!(t.plan(ScalarType::F32, 65536), Some((2, 16)));   // 2 blocks × 512 × (16 · 4)
 /// assert_eq!(t.plan(ScalarType::BF16, 262144), Some((8, 8)));
 /// assert_eq!(t.plan(ScalarType::F32, 262145), None);
-/// let s = ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: false };
+/// let s = ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: false, bulk: false };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((8, 8)));   // 8 slices of 8 chunks of 4096
 /// assert_eq!(s.plan(ScalarType::F32, 5000), Some((2, 1)));
 /// assert_eq!(s.plan(ScalarType::F32, 16385), Some((8, 1)));     // 5 chunks → 8 blocks
@@ -331,11 +331,22 @@ pub struct ClusterTuning {
     /// Streaming only: keep each block's slice in shared memory (no second global read).
     #[serde(default)]
     pub stash: bool,
+    /// Streaming only: bring each block's slice in with bulk copies
+    /// ([`build_softmax_bulk_cluster`]) when the rows are 16-byte aligned whole vectors.
+    #[serde(default)]
+    pub bulk: bool,
 }
 
 impl Default for ClusterTuning {
     fn default() -> Self {
-        ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: false }
+        ClusterTuning {
+            threads: 256,
+            per_thread: 16,
+            max_cluster: 8,
+            stream: true,
+            stash: false,
+            bulk: false,
+        }
     }
 }
 
@@ -346,7 +357,7 @@ impl ClusterTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16, stream: false, stash: false };
+    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16, stream: false, stash: false, bulk: false };
     /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((8, 4)));
     /// ```
     pub fn plan(&self, ty: ScalarType, n: i64) -> Option<(u32, i64)> {
@@ -359,7 +370,7 @@ impl ClusterTuning {
                 (blocks.next_power_of_two() as i64).clamp(2, self.max_cluster.clamp(2, 16) as i64);
             let slice = (n + c * chunk - 1) / (c * chunk);
             // a stashed slice must fit the shared memory of a block (with room for another)
-            if self.stash && slice * chunk * ty.size_bytes() as i64 > 100 * 1024 {
+            if (self.stash || self.bulk) && slice * chunk * ty.size_bytes() as i64 > 100 * 1024 {
                 return None;
             }
             return Some((c as u32, slice));
@@ -819,4 +830,197 @@ pub fn reference(
             }
         }),
     }
+}
+
+/// Row softmax with each block's slice of the row **brought in by bulk copies** (sm_90): the
+/// cluster's `cluster` blocks each own `chunks` chunks of `threads · V · unroll` elements of a
+/// row; thread 0 issues one bulk copy per chunk into shared memory at once (each completing on
+/// its own mbarrier), so a block has its whole slice in flight while its threads reduce the
+/// chunks that have landed (online max and sum); the blocks combine (max, sum) through
+/// distributed shared memory and normalise from shared memory — one global read and one write
+/// per element, with no thread waiting on its own loads.
+///
+/// ```text
+///   thread 0:  arrive.expect_tx(bar[k], bytes of chunk k); cp.async.bulk x[row, lo + k·C ..] → buf[k·C ..]   k = 0..chunks
+///   all:       for k: wait(bar[k], 0); m, s ⊕= chunk k of buf          (pass 1, from shared memory)
+///              block reduce; barrier.cluster; (M, S) from every block's stats
+///              for k: y[row, lo + k·C ..] = exp2((buf − M)·log2 e) / S   (pass 2, from shared memory)
+/// ```
+///
+/// The rows must be 16-byte aligned with a length that is a multiple of 16 bytes (bulk copies
+/// move whole 16-byte units): the kernel promises full 16-byte vectors, so binding checks it.
+/// Columns past `cluster · chunks · C` are not written (`api::softmax` picks a covering shape).
+/// Launch on `cluster · rows` blocks along x.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::reduce::build_softmax_bulk_cluster(ScalarType::F32, 4, 256, 4, 2).unwrap();
+/// assert_eq!((k.name.as_str(), k.cluster_dim), ("softmax_bulk_cluster", [4, 1, 1]));
+/// assert_eq!(k.shared_bytes(), 2 * 4096 * 4 + 8 * 4 + 2 * 4 + 2 * 8);
+/// assert!(k.to_string().contains("cp.async.bulk.shared.global"));
+/// ```
+pub fn build_softmax_bulk_cluster(
+    ty: ScalarType,
+    cluster: u32,
+    threads: u32,
+    unroll: i64,
+    chunks: i64,
+) -> Result<Kernel> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
+    if !(1..=16).contains(&cluster) {
+        return Err(OpsError::invalid("softmax", "cluster size", cluster, "1..=16 blocks"));
+    }
+    if !(1..=8).contains(&unroll) {
+        return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
+    }
+    let size = ty.size_bytes() as i64;
+    let v = 16 / size;
+    let c = threads as i64 * v * unroll;
+    if chunks < 1 || chunks * c * size > 200 * 1024 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks",
+            chunks,
+            format!(
+                "1..={} (the slice must fit 200 KiB of shared memory)",
+                200 * 1024 / (c * size)
+            ),
+        ));
+    }
+    let slice = chunks * c;
+    let b = KernelBuilder::new("softmax_bulk_cluster", [threads, 1, 1])?;
+    if cluster > 1 {
+        b.set_cluster_dim([cluster, 1, 1])?;
+    }
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    // full 16-byte vectors: the binding checks 16-byte aligned rows
+    x.descriptor(Some((v, 1)))?;
+    y.descriptor(Some((v, 1)))?;
+    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let stats = b.shared("stats", ScalarType::F32, 2)?;
+    let buf = b.shared("slice", ty, slice as usize)?;
+    let bars = b.mbarrier("chunk", chunks as usize)?;
+    let lit = |x: i64| Val::lit(x);
+    let rank = b.cluster_cta_rank();
+    let row = b.block_id(Axis::X) / lit(cluster as i64);
+    let n = x.lengths[1].clone();
+    let lo = rank * lit(slice);
+    let (xrow, yrow) = (row.clone() * x.strides[0].clone(), row * y.strides[0].clone());
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
+        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
+        Ok(b.unary(UnOp::Exp2Approx, &z)?)
+    };
+    b.note("softmax_bulk_cluster: one mbarrier per chunk, every chunk's bulk copy in flight");
+    b.if_then(&first, |b| {
+        for k in 0..chunks {
+            b.mbarrier_init(bars, &lit(k), &lit(1))?;
+        }
+        b.fence_mbarrier_init();
+        Ok(())
+    })?;
+    b.barrier();
+    b.if_then(&first, |b| {
+        for k in 0..chunks {
+            let c0 = lo.clone() + lit(k * c);
+            let left = b.binary(BinOp::Sub, &n, &c0)?;
+            let len = b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(c))?, &lit(0))?;
+            b.mbarrier_arrive(bars, &lit(k), Some(&(len.clone() * lit(size))))?;
+            let some = b.cmp(CmpOp::Gt, &len, &lit(0))?;
+            b.if_then(&some, |b| {
+                b.bulk_load(
+                    buf,
+                    &lit(k * c),
+                    x.mem,
+                    &(xrow.clone() + c0.clone()),
+                    &len,
+                    bars,
+                    &lit(k),
+                )
+            })?;
+        }
+        Ok(())
+    })?;
+    // the vectors of chunk k this thread owns: (offset in the slice, in-row mask)
+    let vectors = |b: &KernelBuilder, k: &Val| -> Result<Vec<(Val, Pred)>> {
+        (0..unroll)
+            .map(|u| {
+                let off = k.clone() * lit(c) + (lit(u * threads as i64) + tid.clone()) * lit(v);
+                let inside = b.cmp(CmpOp::Lt, &(lo.clone() + off.clone()), &n)?;
+                Ok((off, inside))
+            })
+            .collect()
+    };
+    let ninf = b.f32(f32::NEG_INFINITY);
+    b.note("softmax_bulk_cluster pass 1: online max and sum over the landed chunks");
+    let ms = crate::tile::for_range(
+        &b,
+        &lit(0),
+        &lit(chunks),
+        &lit(1),
+        &[b.f32(f32::MIN), b.f32(0.0)],
+        |b, k, ms| {
+            b.mbarrier_wait(bars, &k, &lit(0))?;
+            let mut xs = vec![];
+            for (off, inside) in vectors(b, &k)? {
+                for e in b.load(buf, &off, v as usize, Some(&inside))? {
+                    let f = b.cvt(&e, ScalarType::F32)?;
+                    xs.push(b.select(&inside, &f, &ninf)?);
+                }
+            }
+            let (m, s) = (&ms[0], &ms[1]);
+            let mx = crate::tile::tree_reduce(b, xs.clone(), BinOp::Max)?;
+            let m2 = b.binary(BinOp::Max, m, &mx)?;
+            let es = xs.iter().map(|x| exp_diff(b, x, &m2)).collect::<Result<Vec<_>>>()?;
+            let e = crate::tile::tree_reduce(b, es, BinOp::Add)?;
+            let s2 = b.binary(BinOp::Add, &b.binary(BinOp::Mul, s, &exp_diff(b, m, &m2)?)?, &e)?;
+            Ok(vec![m2, s2])
+        },
+    )?;
+    let big_m = block_reduce(&b, &ms[0], BinOp::Max, scratch)?;
+    let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
+    let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
+    let (big_m, big_s) = if cluster > 1 {
+        b.note("softmax_bulk_cluster: every block's (max, sum) through distributed shared memory");
+        b.if_then(&first, |b| b.store(stats, &lit(0), &[big_m.clone(), big_s.clone()], None))?;
+        b.cluster_barrier()?;
+        let parts = (0..cluster as i64)
+            .map(|j| Ok(b.load_cluster(stats, &lit(j), &lit(0), 2)?))
+            .collect::<Result<Vec<_>>>()?;
+        let m =
+            crate::tile::tree_reduce(&b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
+        let scaled = parts
+            .iter()
+            .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(&b, &p[0], &m)?)?))
+            .collect::<Result<Vec<_>>>()?;
+        (m, crate::tile::tree_reduce(&b, scaled, BinOp::Add)?)
+    } else {
+        (big_m, big_s)
+    };
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
+    b.note("softmax_bulk_cluster pass 2: normalise from shared memory and store");
+    crate::tile::for_range(&b, &lit(0), &lit(chunks), &lit(1), &[], |b, k, _| {
+        for (off, inside) in vectors(b, &k)? {
+            let xs = b.load(buf, &off, v as usize, Some(&inside))?;
+            let out = xs
+                .iter()
+                .map(|e| {
+                    let f = b.cvt(e, ScalarType::F32)?;
+                    let p = b.binary(BinOp::Mul, &exp_diff(b, &f, &big_m)?, &inv)?;
+                    Ok(b.cvt(&p, ty)?)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            b.store(y.mem, &(yrow.clone() + lo.clone() + off), &out, Some(&inside))?;
+        }
+        Ok(vec![])
+    })?;
+    if cluster > 1 {
+        b.note("softmax_bulk_cluster: no block exits while another may still read its stats");
+        b.cluster_barrier()?;
+    }
+    Ok(b.finish()?)
 }

@@ -219,6 +219,7 @@ impl Tuning {
                     max_cluster: 4,
                     stream: true,
                     stash: false,
+                    bulk: false,
                 }),
                 ..Tuning::default()
             };

@@ -67,3 +67,36 @@ fn the_tiled_transpose_assembles_without_spills() {
         }
     }
 }
+
+#[test]
+fn the_cluster_softmax_kernels_assemble_for_sm_90() {
+    use tilekit_ir::ScalarType;
+    use tilekit_ops::reduce::{
+        build_softmax_bulk_cluster, build_softmax_cluster, build_softmax_stream_cluster_stashed,
+        OnlineTuning,
+    };
+    let o = OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 };
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        let kernels = [
+            build_softmax_bulk_cluster(ty, 16, 256, 4, 4).unwrap(),
+            build_softmax_cluster(ty, v, 8, 256, 32 / v).unwrap(),
+            build_softmax_stream_cluster_stashed(ty, v, o, 8, 2, true).unwrap(),
+        ];
+        for k in kernels {
+            for t in [Target::Sm90, Target::Sm90a] {
+                let ptx = emit_kernel(&k, t).unwrap();
+                if let Some(report) =
+                    ptxas::assemble(&ptx, t, &format!("{}_{}", k.name, ty.name())).unwrap()
+                {
+                    assert!(
+                        report.contains("0 bytes spill stores"),
+                        "{}: spills\n{report}",
+                        k.name
+                    );
+                }
+            }
+            assert!(emit_kernel(&k, Target::Sm80).is_err(), "{}: sm_80 has no clusters", k.name);
+        }
+    }
+}

@@ -115,8 +115,14 @@ fn without_clusters_long_rows_take_the_online_kernel_and_match() {
 
 #[test]
 fn register_cluster_tuning_takes_the_register_cluster_kernel_and_matches() {
-    let c =
-        ClusterTuning { threads: 256, per_thread: 32, max_cluster: 8, stream: false, stash: false };
+    let c = ClusterTuning {
+        threads: 256,
+        per_thread: 32,
+        max_cluster: 8,
+        stream: false,
+        stash: false,
+        bulk: false,
+    };
     let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
     let shape = [2i64, 40_001];
     for ty in TYPES {
@@ -391,11 +397,87 @@ fn stashed_stream_cluster_softmax_matches() {
         }
     }
     // the API with a stashed tuning, through the plan
-    let c =
-        ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: true };
+    let c = ClusterTuning {
+        threads: 256,
+        per_thread: 16,
+        max_cluster: 8,
+        stream: true,
+        stash: true,
+        bulk: false,
+    };
     let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
     let o =
         check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &[2, 40_001], ScalarType::F32, 9)
             .unwrap();
     assert!(o.compare().passed, "{:?}", o.compare());
+}
+
+#[test]
+fn bulk_cluster_softmax_matches_for_every_split() {
+    // rows of whole 16-byte vectors (bulk copies move 16-byte units): one block, several, a
+    // block past the row's end, chunks partly past it, rising maxima across blocks
+    let cases = [
+        ((3i64, 1024i64), (1u32, 32u32, 2i64, 8i64)),
+        ((2, 4000), (4, 32, 2, 4)),
+        ((2, 504), (4, 32, 1, 1)),
+        ((1, 8), (2, 32, 1, 1)),
+    ];
+    for ty in TYPES {
+        for (i, ((m, n), (cluster, threads, unroll, chunks))) in cases.into_iter().enumerate() {
+            let k = tilekit_ops::reduce::build_softmax_bulk_cluster(
+                ty, cluster, threads, unroll, chunks,
+            )
+            .unwrap();
+            let x = host::random(ty, (m * n) as usize, 120 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            let mut args = Args::new();
+            let y = host::poisoned(ty, (m * n) as usize).unwrap();
+            args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+            interp::run(&k, [cluster * m as u32, 1, 1], &mut args)
+                .unwrap_or_else(|e| panic!("bulk {ty} {m}x{n}: {e}"));
+            let got = args.take_buffer(5).unwrap();
+            assert_close_relative(&got, &want, n as usize, ty, &format!("bulk {ty} {m}x{n}"));
+        }
+    }
+    let n = 2048i64;
+    let x: Vec<f32> = (0..n).map(|j| j as f32 / 100.0 - 8.0).collect();
+    let x = HostBuffer::from_f32(&x);
+    let want = reference(Reduction::Softmax, &x, 1, n as usize, ScalarType::F32).unwrap();
+    let k = tilekit_ops::reduce::build_softmax_bulk_cluster(ScalarType::F32, 4, 32, 2, 2).unwrap();
+    let mut args = Args::new();
+    args.tensor(x, &[1, n], &[n, 1]).tensor(
+        host::poisoned(ScalarType::F32, n as usize).unwrap(),
+        &[1, n],
+        &[n, 1],
+    );
+    interp::run(&k, [4, 1, 1], &mut args).unwrap();
+    let got = args.take_buffer(5).unwrap();
+    assert_close_relative(&got, &want, n as usize, ScalarType::F32, "bulk increasing row");
+}
+
+#[test]
+fn bulk_cluster_tuning_takes_bulk_copies_where_rows_allow_and_streams_otherwise() {
+    let c = ClusterTuning {
+        threads: 256,
+        per_thread: 16,
+        max_cluster: 8,
+        stream: true,
+        stash: false,
+        bulk: true,
+    };
+    let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
+    for ty in TYPES {
+        // 40000 is a multiple of every 16-byte vector: bulk copies; 40001 is not: streamed
+        for (n, name) in [(40_000i64, "softmax_bulk_cluster"), (40_001, "softmax_stream_cluster")] {
+            let shape = [2i64, n];
+            let rec = Record::with_tuning(t);
+            let mut y = LayoutTensor::contiguous(ty, &shape).unwrap();
+            api::softmax_into(&rec, &LayoutTensor::contiguous(ty, &shape).unwrap(), &mut y)
+                .unwrap();
+            assert_eq!(rec.take().remove(0).kernel.kernel().name, name, "{ty} {n}");
+            let o = check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &shape, ty, 11).unwrap();
+            assert!(o.compare().passed, "{ty} {n}: {:?}", o.compare());
+            assert_close_relative(&o.got, &o.want, n as usize, ty, &format!("{name} {ty}"));
+        }
+    }
 }
