@@ -166,6 +166,37 @@ pub fn cases(seed: u64) -> Result<Vec<Case>, CliError> {
             reference: Some(reference),
         });
     }
+    {
+        // one bulk copy multicast to both blocks of a 2-block cluster
+        let kernel = tilekit_ptx::coverage::multicast_pair().map_err(ir)?;
+        let (clusters, t) = (5usize, tilekit_ptx::coverage::BULK_TILE as usize);
+        let mut args = KArgs::new();
+        args.buffer(random_buffer(ScalarType::F32, clusters * t, &mut rng))
+            .buffer(poison(ScalarType::F32, 2 * clusters * t));
+        let reference: Reference = Box::new(move |input, output| {
+            let (Some(x), Some(y)) = (input.get_buffer(0), output.get_buffer(1)) else {
+                return Err("missing buffers".into());
+            };
+            let (x, y) = (x.to_f32().unwrap_or_default(), y.to_f32().unwrap_or_default());
+            for blk in 0..2 * clusters {
+                let scale = (blk % 2 + 1) as f32;
+                for i in 0..t {
+                    let want = scale * x[(blk / 2) * t + i];
+                    if y.get(blk * t + i) != Some(&want) {
+                        return Err(format!("block {blk} element {i}: want {want}"));
+                    }
+                }
+            }
+            Ok(())
+        });
+        out.push(Case {
+            name: "bulk multicast, 2-block cluster".into(),
+            kernel,
+            grid: [2 * clusters as u32, 1, 1],
+            args,
+            reference: Some(reference),
+        });
+    }
     for (t, vec) in [(ScalarType::F32, 4), (ScalarType::F16, 8), (ScalarType::I64, 2)] {
         for n in [1usize, 1000, 65_537] {
             let kernel = examples::copy(t, vec, 256).map_err(ir)?;

@@ -136,6 +136,9 @@ pub enum AsyncOp {
         bar: MemRef,
         /// Which barrier.
         index: ValueId,
+        /// `.multicast::cluster`: the blocks of the cluster (a mask of ranks) that each receive
+        /// the data at `dst_off` and the transaction bytes on their own barrier `index`.
+        multicast: Option<ValueId>,
     },
     /// `cp.async.bulk.global.shared::cta.bulk_group`: copies `elems` elements from shared
     /// `src[src_off..]` to global `dst[dst_off..]`, in the bulk group being formed.
@@ -206,8 +209,8 @@ impl AsyncOp {
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
             | AsyncOp::BulkWait { .. } => vec![],
-            AsyncOp::BulkLoad { dst_off, src_off, elems, index, .. } => {
-                vec![*dst_off, *src_off, *elems, *index]
+            AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
+                [*dst_off, *src_off, *elems, *index].into_iter().chain(*multicast).collect()
             }
             AsyncOp::BulkStore { dst_off, src_off, elems, .. } => vec![*dst_off, *src_off, *elems],
         }
@@ -228,8 +231,10 @@ impl AsyncOp {
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
             | AsyncOp::BulkWait { .. } => vec![],
-            AsyncOp::BulkLoad { dst_off, src_off, elems, index, .. } => {
-                vec![dst_off, src_off, elems, index]
+            AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
+                let mut v = vec![dst_off, src_off, elems, index];
+                v.extend(multicast.as_mut());
+                v
             }
             AsyncOp::BulkStore { dst_off, src_off, elems, .. } => vec![dst_off, src_off, elems],
         }

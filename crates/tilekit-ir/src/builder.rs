@@ -1075,6 +1075,62 @@ impl KernelBuilder {
             elems,
             bar,
             index,
+            multicast: None,
+        });
+        Ok(())
+    }
+
+    /// [`bulk_load`](Self::bulk_load) **multicast** to the blocks of the cluster whose ranks
+    /// are set in `mask` (bit r = rank r): each receives the data at `dst_off` of its own `dst`
+    /// and the bytes on its own barrier `index` (each must `expect_tx` them). Only in cluster
+    /// kernels.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    /// let s = b.shared("s", ScalarType::F32, 64).unwrap();
+    /// let bar = b.mbarrier("full", 1).unwrap();
+    /// let load = |b: &KernelBuilder| b.bulk_load_multicast(s, &Idx::lit(0), x, &Idx::lit(0), &Idx::lit(64), bar, &Idx::lit(0), &Idx::lit(3));
+    /// assert!(load(&b).is_err()); // not a cluster kernel
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.set_cluster_dim([2, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    /// let s = b.shared("s", ScalarType::F32, 64).unwrap();
+    /// let bar = b.mbarrier("full", 1).unwrap();
+    /// b.bulk_load_multicast(s, &Idx::lit(0), x, &Idx::lit(0), &Idx::lit(64), bar, &Idx::lit(0), &Idx::lit(3)).unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("multicast to ctas"));
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn bulk_load_multicast(
+        &self,
+        dst: MemRef,
+        dst_off: &Val,
+        src: MemRef,
+        src_off: &Val,
+        elems: &Val,
+        bar: MemRef,
+        index: &Val,
+        mask: &Val,
+    ) -> Result<()> {
+        let op = "cp.async.bulk.shared.global.multicast";
+        self.need_cluster(op)?;
+        self.bulk_mems(op, dst, src)?;
+        let index = self.bar_operands(op, bar, index)?;
+        let (dst_off, src_off) =
+            (self.offset_operand(dst_off, op)?, self.offset_operand(src_off, op)?);
+        let elems = self.offset_operand(elems, op)?;
+        let mask = self.offset_operand(mask, op)?;
+        self.push_async(crate::asyncop::AsyncOp::BulkLoad {
+            dst,
+            dst_off,
+            src,
+            src_off,
+            elems,
+            bar,
+            index,
+            multicast: Some(mask),
         });
         Ok(())
     }

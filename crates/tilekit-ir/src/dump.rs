@@ -86,12 +86,13 @@ fn async_text(k: &Kernel, a: &crate::asyncop::AsyncOp, mn: String) -> String {
         A::MbarrierWait { bar: b, index, parity } => format!("{mn} {}, {parity}", bar(b, index)),
         A::FenceProxyAsync | A::FenceMbarrierInit | A::BulkCommit => mn,
         A::BulkWait { pending, .. } => format!("{mn} {pending}"),
-        A::BulkLoad { dst, dst_off, src, src_off, elems, bar: b, index } => format!(
-            "{mn} {}, {}, {elems} x {}, complete_tx {}",
+        A::BulkLoad { dst, dst_off, src, src_off, elems, bar: b, index, multicast } => format!(
+            "{mn} {}, {}, {elems} x {}, complete_tx {}{}",
             mem(k, *dst, *dst_off),
             mem(k, *src, *src_off),
             dst.elem,
-            bar(b, index)
+            bar(b, index),
+            multicast.map(|m| format!(", multicast to ctas {m}")).unwrap_or_default()
         ),
         A::BulkStore { dst, dst_off, src, src_off, elems } => format!(
             "{mn} {}, {}, {elems} x {}",

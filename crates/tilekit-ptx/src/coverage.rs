@@ -278,3 +278,49 @@ pub fn bulk_pipeline(stages: i64) -> Result<Kernel, IrError> {
     })?;
     b.finish()
 }
+
+/// A bulk copy **multicast** to both blocks of a 2-block cluster: thread 0 of every block
+/// initialises its mbarrier and expects [`BULK_TILE`] f32 on it; after a cluster barrier (every
+/// barrier is initialised) rank 0 copies the cluster's tile of `x` into both blocks' shared
+/// memory with one multicast bulk copy; every thread waits on its block's barrier and writes
+/// `y[block · 512 + i] = (rank + 1) · tile[i]`. Params `x` (one tile per cluster), `y` (one
+/// tile per block), f32.
+///
+/// ```
+/// let k = tilekit_ptx::coverage::multicast_pair().unwrap();
+/// assert_eq!(k.cluster_dim, [2, 1, 1]);
+/// assert!(k.to_string().contains("multicast to ctas"));
+/// ```
+pub fn multicast_pair() -> Result<Kernel, IrError> {
+    let t = BULK_TILE;
+    let lit = |v: i64| <tilekit_ir::Val as Idx>::lit(v);
+    let b = KernelBuilder::new("multicast_pair", [128, 1, 1])?;
+    b.set_cluster_dim([2, 1, 1])?;
+    let x = b.ptr_param("x", ScalarType::F32)?;
+    let y = b.ptr_param("y", ScalarType::F32)?;
+    let buf = b.shared("tile", ScalarType::F32, t as usize)?;
+    let bar = b.mbarrier("full", 1)?;
+    let tid = b.thread_id(Axis::X);
+    let rank = b.cluster_cta_rank();
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
+    b.if_then(&first, |b| {
+        b.mbarrier_init(bar, &lit(0), &lit(1))?;
+        b.fence_mbarrier_init();
+        b.mbarrier_arrive(bar, &lit(0), Some(&lit(t * 4)))
+    })?;
+    b.note("multicast: every block's barrier is initialised and armed before rank 0 copies");
+    b.cluster_barrier()?;
+    // thread 0 of rank 0
+    let issue = b.cmp(CmpOp::Eq, &(tid.clone() + rank.clone() * lit(128)), &lit(0))?;
+    let cluster = b.block_id(Axis::X) / lit(2);
+    b.if_then(&issue, |b| {
+        b.bulk_load_multicast(buf, &lit(0), x, &(cluster * lit(t)), &lit(t), bar, &lit(0), &lit(3))
+    })?;
+    b.mbarrier_wait(bar, &lit(0), &lit(0))?;
+    let scale = b.cvt(&(rank + lit(1)), ScalarType::F32)?;
+    let e = tid.clone() * lit(4);
+    let v = b.load(buf, &e, 4, None)?;
+    let w = v.iter().map(|x| b.binary(BinOp::Mul, x, &scale)).collect::<Result<Vec<_>, _>>()?;
+    b.store(y, &(b.block_id(Axis::X) * lit(t) + e), &w, None)?;
+    b.finish()
+}

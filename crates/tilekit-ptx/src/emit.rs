@@ -589,14 +589,24 @@ impl<'k> Emitter<'k> {
             }
             A::FenceProxyAsync => self.line("fence.proxy.async.shared::cta;"),
             A::FenceMbarrierInit => self.line("fence.mbarrier_init.release.cluster;"),
-            A::BulkLoad { dst, dst_off, src, src_off, elems, bar, index } => {
+            A::BulkLoad { dst, dst_off, src, src_off, elems, bar, index, multicast } => {
                 let (d, _) = self.address(*dst, *dst_off)?;
                 let (g, _) = self.address(*src, *src_off)?;
                 let (b, _) = self.address(*bar, *index)?;
                 let n = self.bytes_of(*elems, dst.elem);
-                self.line(format!(
-                    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{g}], {n}, [{b}];"
-                ));
+                match multicast {
+                    None => self.line(format!(
+                        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{g}], {n}, [{b}];"
+                    )),
+                    Some(m) => {
+                        let m32 = self.u32_of(*m);
+                        let h = self.tmp(ScalarType::F16);
+                        self.line(format!("cvt.u16.u32 {h}, {m32};"));
+                        self.line(format!(
+                            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{g}], {n}, [{b}], {h};"
+                        ));
+                    }
+                }
             }
             A::BulkStore { dst, dst_off, src, src_off, elems } => {
                 let (g, _) = self.address(*dst, *dst_off)?;

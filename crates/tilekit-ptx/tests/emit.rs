@@ -212,3 +212,26 @@ fn bulk_pipeline_runs_on_the_interpreter_and_assembles_for_sm_90() {
         }
     }
 }
+
+#[test]
+fn a_multicast_bulk_copy_reaches_both_blocks_of_the_cluster() {
+    use tilekit_ir::interp::{run, Args, HostBuffer};
+    use tilekit_ptx::coverage::{multicast_pair, BULK_TILE};
+    let k = multicast_pair().unwrap();
+    let (clusters, t) = (3usize, BULK_TILE as usize);
+    let x: Vec<f32> = (0..clusters * t).map(|i| ((i * 31) % 97) as f32 / 16.0 - 3.0).collect();
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&x))
+        .buffer(HostBuffer::from_f32(&vec![f32::NAN; 2 * clusters * t]));
+    run(&k, [2 * clusters as u32, 1, 1], &mut a).unwrap();
+    let y = a.take_buffer(1).unwrap().to_f32().unwrap();
+    for blk in 0..2 * clusters {
+        let (c, rank) = (blk / 2, (blk % 2) as f32);
+        for i in 0..t {
+            assert_eq!(y[blk * t + i], (rank + 1.0) * x[c * t + i], "block {blk} element {i}");
+        }
+    }
+    let ptx = check(&k);
+    assert!(ptx.contains("complete_tx::bytes.multicast::cluster"), "{ptx}");
+    assert!(ptx.contains(".reqnctapercluster 2, 1, 1"));
+}

@@ -356,16 +356,44 @@ impl<'a> BlockExec<'a> {
                     }
                 }
             }
-            AsyncOp::BulkLoad { dst, dst_off, src, src_off, elems, bar, index } => {
+            AsyncOp::BulkLoad { dst, dst_off, src, src_off, elems, bar, index, multicast } => {
                 for &t in &m.active {
-                    self.bulk_load(
-                        inst,
-                        (*dst, *dst_off),
-                        (*src, *src_off),
-                        *elems,
-                        (*bar, *index),
-                        t as usize,
-                    )?;
+                    let t = t as usize;
+                    let own = t / self.p.cta_threads;
+                    let ranks: Vec<usize> = match multicast {
+                        None => vec![own],
+                        Some(mask) => {
+                            let mask = self.defined(inst, *mask, t, "multicast mask")? & 0xffff;
+                            if mask == 0 || mask >> self.p.ctas != 0 {
+                                let detail = format!(
+                                    "multicast mask {mask:#x}; valid: a non-empty set of the \
+                                     cluster's {} ranks",
+                                    self.p.ctas
+                                );
+                                let MemSpace::Shared(s) = dst.space else { unreachable!() };
+                                let name = self.shared_name(s);
+                                return Err(self.async_error(
+                                    AsyncBug::BadBulkCopy,
+                                    inst,
+                                    name,
+                                    0,
+                                    t,
+                                    detail,
+                                ));
+                            }
+                            (0..self.p.ctas).filter(|r| mask >> r & 1 == 1).collect()
+                        }
+                    };
+                    for r in ranks {
+                        self.bulk_load(
+                            inst,
+                            (*dst, *dst_off),
+                            (*src, *src_off),
+                            *elems,
+                            (*bar, *index),
+                            (t, r),
+                        )?;
+                    }
                 }
             }
             AsyncOp::BulkStore { dst, dst_off, src, src_off, elems } => {
@@ -449,13 +477,15 @@ impl<'a> BlockExec<'a> {
         src: (MemRef, ValueId),
         elems: ValueId,
         (bar, index): (MemRef, ValueId),
-        t: usize,
+        (t, cta): (usize, usize),
     ) -> R {
         let MemSpace::Global(p) = src.0.space else { unreachable!("validated: global source") };
         let MemSpace::Shared(s) = dst.0.space else {
             unreachable!("validated: shared destination")
         };
-        let key = self.bar_key(inst, bar, index, t)?;
+        // the barrier at the same index in the destination block
+        let (_, bs, bi) = self.bar_key(inst, bar, index, t)?;
+        let key = (cta, bs, bi);
         self.bar_state(inst, key, t)?;
         let g = self.global(inst, p)?;
         let bits: Vec<u64>;
@@ -477,7 +507,6 @@ impl<'a> BlockExec<'a> {
             }
             Global::Scalar => return Err(self.not_a_buffer(p)),
         }
-        let cta = t / self.p.cta_threads;
         for x in so..so + n {
             let k = (cta, s, x);
             if let Some(&(rt, g)) = self.asy.reads.get(&k) {
