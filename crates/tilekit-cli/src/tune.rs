@@ -82,6 +82,8 @@ pub enum Knob {
     TransposeF32(TransposeLoop),
     /// The shared-memory staged softmax with (threads, vectors per chunk).
     Staged(u32, i64),
+    /// The staged softmax with the row brought in by bulk copies (threads, vectors per chunk).
+    StagedBulk(u32, i64),
     /// The cluster softmax (rows split over a thread-block cluster) with this shape.
     Cluster(ClusterTuning),
     /// No knob: a case measured for reference (one shape only).
@@ -162,10 +164,11 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
         t.online = o;
     }
     // the staged kernel, where it ran, if it beats the chosen online shape on the same cases
-    let staged: Vec<(&str, (u32, i64), f64)> = cands
+    let staged: Vec<(&str, (u32, i64, bool), f64)> = cands
         .iter()
         .filter_map(|c| match c.knob {
-            Knob::Staged(th, un) => Some((c.case.as_str(), (th, un), c.ratio_to_copy)),
+            Knob::Staged(th, un) => Some((c.case.as_str(), (th, un, false), c.ratio_to_copy)),
+            Knob::StagedBulk(th, un) => Some((c.case.as_str(), (th, un, true), c.ratio_to_copy)),
             _ => None,
         })
         .collect();
@@ -184,9 +187,11 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
                 r.iter().sum::<f64>() / r.len() as f64
             }
         };
-        let s_mean = mean(&|c| c.knob == Knob::Staged(k.0, k.1));
+        let knob = if k.2 { Knob::StagedBulk(k.0, k.1) } else { Knob::Staged(k.0, k.1) };
+        let s_mean = mean(&|c| c.knob == knob);
         let o_mean = mean(&|c| c.knob == Knob::Online(t.online));
-        t.softmax_staged = (s_mean > o_mean).then_some(k);
+        t.softmax_staged = (s_mean > o_mean).then_some((k.0, k.1));
+        t.softmax_staged_bulk = k.2 && s_mean > o_mean;
     }
     // the cluster kernel: its best shape over the long-row cases, kept when it beats the
     // online (or staged) kernel chosen above on the cases where it ran
@@ -221,7 +226,12 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
                 .filter(|c| c.case == case)
                 .filter(|c| match c.knob {
                     Knob::Online(o) => o == t.online,
-                    Knob::Staged(a, b) => t.softmax_staged == Some((a, b)),
+                    Knob::Staged(a, b) => {
+                        t.softmax_staged == Some((a, b)) && !t.softmax_staged_bulk
+                    }
+                    Knob::StagedBulk(a, b) => {
+                        t.softmax_staged == Some((a, b)) && t.softmax_staged_bulk
+                    }
                     _ => false,
                 })
                 .map(|c| c.ratio_to_copy)
@@ -340,6 +350,13 @@ fn softmax_candidates(
                 reduce::build_softmax_staged(ty, v, cap, threads, unroll),
                 1,
             ));
+            // the same, the row brought in by bulk copies (every chunk in flight at once)
+            out.push((
+                format!("staged by bulk copies, {threads} threads, unroll {unroll}"),
+                Knob::StagedBulk(threads, unroll),
+                reduce::build_softmax_bulk_cluster(ty, 1, threads, unroll, cap / chunk),
+                1,
+            ));
         }
     }
     // the row split over a cluster of blocks (one DRAM read, one write; sm_90): held in
@@ -417,6 +434,13 @@ fn softmax_candidates(
     out
 }
 
+/// Whether a kernel uses sm_90 features (clusters, mbarrier transactions, bulk copies).
+fn needs_sm90(k: &Kernel) -> bool {
+    let mut found = k.cluster_size() > 1;
+    k.body.walk(&mut |i| found |= matches!(i.op, tilekit_ir::Op::Async(_)));
+    found
+}
+
 fn rows_f64(h: &HostTensor, rows: usize, n: usize) -> Vec<f64> {
     let all = host::to_f64(h.buffer());
     all[..rows * n].to_vec()
@@ -452,8 +476,13 @@ fn tune_softmax(
     let v = tilekit_ops::api::vector_of(&layout, 0);
     let bytes = 2 * (m * n) as u64 * ty.size_bytes() as u64;
     let mut out = Vec::new();
+    let sm90 = cuda.gpu().props().compute_capability.0 >= 9;
     for (config, knob, kernel, per_row) in softmax_candidates(ty, n, v) {
-        let k = CompiledKernel::new(kernel.map_err(ops(&case))?);
+        let kernel = kernel.map_err(ops(&case))?;
+        if !sm90 && needs_sm90(&kernel) {
+            continue; // clusters and bulk copies: sm_90 and later
+        }
+        let k = CompiledKernel::new(kernel);
         cuda.prepare(&k).map_err(ops(&case))?;
         let launch = |y: &mut tilekit_cuda::DeviceTensor| -> Result<(), OpsError> {
             let args = Bindings::new(&k).input("x", &x, cuda)?.output("y", y, cuda)?;

@@ -581,9 +581,18 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             (cap * ty.size_bytes() as i64 <= crate::tuning::STAGED_MAX_BYTES)
                 .then_some((st, su, cap))
         }) {
-            cached(KernelKey::new("softmax_staged", ty, [v, cap, st as i64, su]), || {
-                crate::reduce::build_softmax_staged(ty, v, cap, st, su)
-            })?
+            if tune.softmax_staged_bulk && aligned {
+                // the row brought in by bulk copies, one block per row
+                let chunks = cap / (st as i64 * vw * su);
+                cached(
+                    KernelKey::new("softmax_bulk_cluster", ty, [st as i64, su, chunks, 1]),
+                    || crate::reduce::build_softmax_bulk_cluster(ty, 1, st, su, chunks),
+                )?
+            } else {
+                cached(KernelKey::new("softmax_staged", ty, [v, cap, st as i64, su]), || {
+                    crate::reduce::build_softmax_staged(ty, v, cap, st, su)
+                })?
+            }
         } else if let Some((c, (size, chunks))) = cluster {
             // the row split over a cluster of `size` blocks, each holding `chunks` per thread
             // in registers, or streaming a slice of `chunks` chunks twice

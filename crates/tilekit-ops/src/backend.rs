@@ -671,7 +671,9 @@ impl Cuda {
         let (mut tuning, tuning_source) =
             Tuning::resolve(&crate::tuning::default_dir(), &gpu.props().name);
         if gpu.props().compute_capability.0 < 9 {
-            tuning.softmax_cluster = None; // thread-block clusters are sm_90 and later
+            // thread-block clusters and bulk copies are sm_90 and later
+            tuning.softmax_cluster = None;
+            tuning.softmax_staged_bulk = false;
         }
         Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk, tuning, tuning_source }
     }

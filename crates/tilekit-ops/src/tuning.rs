@@ -147,6 +147,10 @@ pub struct Tuning {
     /// staged softmax kernel with these (threads, 16-byte vectors per chunk) when set
     /// (`reduce::build_softmax_staged`); otherwise the online kernel.
     pub softmax_staged: Option<(u32, i64)>,
+    /// The staged kernel brings the row in with bulk copies (`reduce::build_softmax_bulk_cluster`
+    /// with one block per row) where rows are 16-byte aligned whole vectors.
+    #[serde(default)]
+    pub softmax_staged_bulk: bool,
     /// Rows too long for one block's registers are split over a thread-block cluster with this
     /// shape (`reduce::build_softmax_cluster`: the row is read once) when set and the device
     /// has clusters (sm_90); otherwise the staged or online kernel.
@@ -175,6 +179,7 @@ impl Default for Tuning {
             online: OnlineTuning::default(),
             unmorton_storage_order: true,
             softmax_staged: None,
+            softmax_staged_bulk: false,
             softmax_cluster: default_cluster(),
             transpose_micro_16bit: 8,
             transpose_loop_f32: TransposeLoop::default(),

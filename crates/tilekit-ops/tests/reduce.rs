@@ -481,3 +481,21 @@ fn bulk_cluster_tuning_takes_bulk_copies_where_rows_allow_and_streams_otherwise(
         }
     }
 }
+
+#[test]
+fn staged_by_bulk_copies_takes_one_block_per_row_and_matches() {
+    let t =
+        Tuning { softmax_staged: Some((256, 4)), softmax_staged_bulk: true, ..Tuning::default() };
+    for ty in TYPES {
+        let shape = [3i64, 40_000];
+        let rec = Record::with_tuning(t);
+        let mut y = LayoutTensor::contiguous(ty, &shape).unwrap();
+        api::softmax_into(&rec, &LayoutTensor::contiguous(ty, &shape).unwrap(), &mut y).unwrap();
+        let l = rec.take().remove(0);
+        assert_eq!((l.kernel.kernel().name.as_str(), l.grid), ("softmax_bulk_cluster", [3, 1, 1]));
+        assert_eq!(l.kernel.kernel().cluster_size(), 1);
+        let o = check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &shape, ty, 12).unwrap();
+        assert!(o.compare().passed, "{ty}: {:?}", o.compare());
+        assert_close_relative(&o.got, &o.want, 40_000, ty, &format!("staged bulk {ty}"));
+    }
+}
