@@ -107,6 +107,8 @@ fn dtype_name<S: serde::Serializer>(t: &ScalarType, s: S) -> Result<S::Ok, S::Er
 /// let cands = [
 ///     c("softmax bf16", Knob::SoftmaxThreads(ScalarType::BF16, 256), 0.82),
 ///     c("softmax bf16", Knob::SoftmaxThreads(ScalarType::BF16, 512), 0.94),
+///     // a row only 1024 threads can hold: no comparison, ignored
+///     c("softmax long bf16", Knob::SoftmaxThreads(ScalarType::BF16, 1024), 0.99),
 ///     c("unmorton f32", Knob::UnmortonStorageOrder(false), 0.86),
 ///     c("unmorton f32", Knob::UnmortonStorageOrder(true), 0.99),
 /// ];
@@ -115,14 +117,20 @@ fn dtype_name<S: serde::Serializer>(t: &ScalarType, s: S) -> Result<S::Ok, S::Er
 /// ```
 pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
     let mut t = base;
-    // register softmax threads: per dtype, the best candidate over its cases' ratios
+    // register softmax threads: per dtype, the best candidate over the cases where thread
+    // counts competed (a long row only one count can hold says nothing about the others)
     for ty in [ScalarType::BF16, ScalarType::F32] {
+        let threads_of = |c: &Candidate| match c.knob {
+            Knob::SoftmaxThreads(d, n) if d == ty => Some(n),
+            _ => None,
+        };
+        let competed = |case: &str| {
+            cands.iter().filter(|c| c.case == case && threads_of(c).is_some()).count() > 1
+        };
         let best = cands
             .iter()
-            .filter_map(|c| match c.knob {
-                Knob::SoftmaxThreads(d, n) if d == ty => Some((n, c.ratio_to_copy)),
-                _ => None,
-            })
+            .filter(|c| competed(&c.case))
+            .filter_map(|c| threads_of(c).map(|n| (n, c.ratio_to_copy)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((n, _)) = best {
             if ty == ScalarType::F32 {
