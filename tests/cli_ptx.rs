@@ -46,6 +46,9 @@ fn huge_shapes_print_at_once_without_data() {
             "softmax_stream_cluster",
         ),
         (&["ptx", "gemm", "--shape", "32768x32768x32", "--ir"], "// grid [512, 512, 1]", "gemm"),
+        // the coverage kernels of the asynchronous machinery
+        (&["ptx", "bulk_pipeline", "--shape", "2"], "// grid [6, 1, 1]", "bulk_pipeline_2"),
+        (&["ptx", "multicast_pair", "--shape", "1"], "// grid [10, 1, 1]", "multicast_pair"),
     ] {
         let (code, out, err) = tilekit(args);
         assert_eq!(code, 0, "{args:?}: {err}");

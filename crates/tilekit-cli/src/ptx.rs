@@ -17,13 +17,29 @@ use tilekit_ptx::{emit_kernel, Target};
 
 use crate::error::CliError;
 use crate::outln;
-use crate::run::{default_dtype, kernel_names, parse_shape};
+use crate::run::{default_dtype, parse_shape};
+
+/// The coverage kernels of the asynchronous machinery `tilekit ptx` also prints (the shape is
+/// the number of pipeline stages for `bulk_pipeline`, and is ignored for `multicast_pair`).
+///
+/// ```
+/// assert!(tilekit_cli::ptx::COVERAGE.contains(&"bulk_pipeline"));
+/// ```
+pub const COVERAGE: &[&str] = &["bulk_pipeline", "multicast_pair"];
+
+fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        tilekit_ops::run::KERNELS.iter().map(|k| k.name).chain(COVERAGE.iter().copied()),
+    )
+}
 
 /// Arguments of `tilekit ptx`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Kernel (as for `tilekit run`; the list below gives each one's shape and dtypes).
-    #[arg(value_parser = kernel_names(), hide_possible_values = true)]
+    /// Kernel (as for `tilekit run`; the list below gives each one's shape and dtypes), or a
+    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` (shape = stages) or
+    /// `multicast_pair`.
+    #[arg(value_parser = ptx_kernel_names(), hide_possible_values = true)]
     pub kernel: String,
     /// Problem shape, e.g. `1000x777`.
     #[arg(long)]
@@ -57,8 +73,17 @@ pub fn generate(a: &Args) -> Result<String, CliError> {
             value: a.target.clone(),
             rule: e.to_string(),
         })?;
-    let (kernel, grid) = tilekit_ops::run::plan(&a.kernel, &shape, dtype)
-        .map_err(|e| CliError::kernel(&a.kernel, e))?;
+    let ir = |e: tilekit_ir::IrError| CliError::Check {
+        what: a.kernel.clone(),
+        why: format!("the coverage kernel could not be built: {e}"),
+    };
+    let (kernel, grid) = match a.kernel.as_str() {
+        // grids as `tilekit selftest` launches them
+        "bulk_pipeline" => (tilekit_ptx::coverage::bulk_pipeline(shape[0]).map_err(ir)?, [6, 1, 1]),
+        "multicast_pair" => (tilekit_ptx::coverage::multicast_pair().map_err(ir)?, [10, 1, 1]),
+        _ => tilekit_ops::run::plan(&a.kernel, &shape, dtype)
+            .map_err(|e| CliError::kernel(&a.kernel, e))?,
+    };
     let code = if a.ir {
         kernel.to_string()
     } else {
