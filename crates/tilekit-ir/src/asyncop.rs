@@ -154,6 +154,14 @@ pub enum AsyncOp {
         /// Elements copied.
         elems: ValueId,
     },
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing warpgroups' threads own
+    /// `regs` registers each from here on (producer warpgroups give registers to consumers).
+    SetMaxNReg {
+        /// Increase (true) or decrease.
+        inc: bool,
+        /// Registers per thread (24..=256, a multiple of 8).
+        regs: u32,
+    },
     /// `cp.async.bulk.commit_group`: closes the bulk group of the thread's bulk stores so far.
     BulkCommit,
     /// `cp.async.bulk.wait_group{.read} pending`: waits until at most `pending` of the thread's
@@ -184,6 +192,8 @@ impl AsyncOp {
             AsyncOp::BulkLoad { .. } => "cp.async.bulk.shared.global",
             AsyncOp::BulkStore { .. } => "cp.async.bulk.global.shared",
             AsyncOp::BulkCommit => "cp.async.bulk.commit_group",
+            AsyncOp::SetMaxNReg { inc: true, .. } => "setmaxnreg.inc",
+            AsyncOp::SetMaxNReg { inc: false, .. } => "setmaxnreg.dec",
             AsyncOp::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
             AsyncOp::BulkWait { read: false, .. } => "cp.async.bulk.wait_group",
         }
@@ -208,6 +218,7 @@ impl AsyncOp {
             AsyncOp::FenceProxyAsync
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
+            | AsyncOp::SetMaxNReg { .. }
             | AsyncOp::BulkWait { .. } => vec![],
             AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
                 [*dst_off, *src_off, *elems, *index].into_iter().chain(*multicast).collect()
@@ -230,6 +241,7 @@ impl AsyncOp {
             AsyncOp::FenceProxyAsync
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
+            | AsyncOp::SetMaxNReg { .. }
             | AsyncOp::BulkWait { .. } => vec![],
             AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
                 let mut v = vec![dst_off, src_off, elems, index];

@@ -1188,6 +1188,42 @@ impl KernelBuilder {
         self.push_async(crate::asyncop::AsyncOp::BulkWait { pending, read });
     }
 
+    /// `elect.sync`: true in one lane of each warp (the lowest), false elsewhere; every lane of
+    /// the warp must execute it (sm_90).
+    ///
+    /// ```
+    /// let b = tilekit_ir::KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// let leader = b.elect();
+    /// b.keep(&leader.0);
+    /// assert!(b.finish().unwrap().to_string().contains("elect.sync"));
+    /// ```
+    pub fn elect(&self) -> Pred {
+        let id = self.ctx.borrow_mut().push(Op::Elect, &[ScalarType::Pred])[0];
+        self.wrap_pred(id)
+    }
+
+    /// `setmaxnreg.inc` (`inc = true`) or `.dec`: the warpgroup's threads own `regs` registers
+    /// each from here on (24..=256, a multiple of 8; sm_90a). Every thread of each warpgroup
+    /// that executes it must execute it together; the block must be whole warpgroups.
+    ///
+    /// ```
+    /// let b = tilekit_ir::KernelBuilder::new("k", [256, 1, 1]).unwrap();
+    /// b.setmaxnreg(true, 240).unwrap();
+    /// assert!(b.setmaxnreg(false, 20).is_err());
+    /// ```
+    pub fn setmaxnreg(&self, inc: bool, regs: u32) -> Result<()> {
+        if !(24..=256).contains(&regs) || !regs.is_multiple_of(8) {
+            return Err(IrError::Invalid {
+                op: "setmaxnreg".into(),
+                what: "registers".into(),
+                value: regs.to_string(),
+                valid: "24..=256, a multiple of 8".into(),
+            });
+        }
+        self.push_async(crate::asyncop::AsyncOp::SetMaxNReg { inc, regs });
+        Ok(())
+    }
+
     /// A typed constant.
     ///
     /// ```

@@ -68,6 +68,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
         Op::Vote(m, _) => format!("vote.sync.{}", m.name()),
+        Op::Elect => "elect.sync".into(),
         Op::Mma { .. } => "mma.sync.m16n8k16.row.col".into(),
         Op::For { .. } => "for".into(),
         Op::If { .. } => "if".into(),
@@ -86,6 +87,7 @@ fn async_text(k: &Kernel, a: &crate::asyncop::AsyncOp, mn: String) -> String {
         A::MbarrierWait { bar: b, index, parity } => format!("{mn} {}, {parity}", bar(b, index)),
         A::FenceProxyAsync | A::FenceMbarrierInit | A::BulkCommit => mn,
         A::BulkWait { pending, .. } => format!("{mn} {pending}"),
+        A::SetMaxNReg { regs, .. } => format!("{mn} {regs}"),
         A::BulkLoad { dst, dst_off, src, src_off, elems, bar: b, index, multicast } => format!(
             "{mn} {}, {}, {elems} x {}, complete_tx {}{}",
             mem(k, *dst, *dst_off),
@@ -145,7 +147,7 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Store { mem: m, offset, values, mask: p } => {
             format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))
         }
-        Op::Barrier | Op::ClusterBarrier => mn,
+        Op::Barrier | Op::ClusterBarrier | Op::Elect => mn,
         Op::Async(a) => async_text(k, a, mn),
         Op::LoadCluster { mem: m, cta, offset, .. } => {
             format!("{mn}.{} {} of cta {cta}", m.elem, mem(k, *m, *offset))

@@ -508,6 +508,8 @@ pub enum Op {
     },
     /// `vote.sync.<mode>` over the full warp.
     Vote(VoteMode, ValueId),
+    /// `elect.sync` over the full warp: true in exactly one lane (the lowest) of each warp.
+    Elect,
     /// `mma.sync.aligned.m16n8k16.row.col.f32.<ab>.<ab>.f32`: `d = a·b + c` for the warp.
     /// Operands are the lane's fragments (A: 8 values, B: 4, C: 4, unpacked), results D (4).
     Mma {
@@ -582,6 +584,7 @@ impl Op {
             | Op::Special(_)
             | Op::Barrier
             | Op::ClusterBarrier
+            | Op::Elect
             | Op::Note(_) => vec![],
             Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],
             Op::Async(a) => a.operands(),

@@ -184,3 +184,48 @@ fn misaligned_bulk_copies_are_named() {
     assert_eq!(kind, AsyncBug::BadBulkCopy);
     assert!(text.contains("multiples of 16"), "{text}");
 }
+
+#[test]
+fn elect_picks_one_lane_per_warp() {
+    let b = KernelBuilder::new("elect", [96, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let leader = b.elect();
+    let v = b.select(&leader, &lit(1), &lit(0)).unwrap();
+    b.store(y, &b.thread_id(Axis::X), &[v], None).unwrap();
+    let k = b.finish().unwrap();
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_i32(&[-1; 96]));
+    run(&k, [1, 1, 1], &mut a).unwrap();
+    let got = a.take_buffer(0).unwrap().to_i32().unwrap();
+    let want: Vec<i32> = (0..96).map(|t| i32::from(t % 32 == 0)).collect();
+    assert_eq!(got, want);
+}
+
+fn setmaxnreg_kernel(threads: u32, active: i64) -> Kernel {
+    let b = KernelBuilder::new("regs", [threads, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    let tid = b.thread_id(Axis::X);
+    let some = b.cmp(CmpOp::Lt, &tid, &lit(active)).unwrap();
+    b.if_then(&some, |b| b.setmaxnreg(false, 40)).unwrap();
+    b.store(y, &tid, &[tid.clone()], None).unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn setmaxnreg_is_executed_by_whole_warpgroups() {
+    let go = |threads: u32, active: i64| {
+        let mut a = Args::new();
+        a.buffer(HostBuffer::from_i32(&vec![-1; threads as usize]));
+        run(&setmaxnreg_kernel(threads, active), [1, 1, 1], &mut a)
+    };
+    go(256, 128).unwrap(); // the first warpgroup
+    go(256, 256).unwrap();
+    for (threads, active) in [(256u32, 64i64), (96, 96)] {
+        match go(threads, active) {
+            Err(InterpError::Async { kind: AsyncBug::WarpgroupDivergence, detail, .. }) => {
+                assert!(detail.contains("setmaxnreg 40"), "{detail}")
+            }
+            other => panic!("{threads} threads, {active} active: {other:?}"),
+        }
+    }
+}

@@ -508,6 +508,13 @@ impl<'k> Emitter<'k> {
                 self.line(format!("// {text}"));
             }
             Op::Shfl { mode, value, lane } => self.shfl(res(0), *mode, *value, *lane)?,
+            Op::Elect => {
+                if self.target == Target::Sm80 {
+                    return Err(self.unsupported("elect.sync", "it needs sm_90"));
+                }
+                let d = self.reg(res(0));
+                self.line(format!("elect.sync _|{d}, 0xffffffff;"));
+            }
             Op::Vote(mode, p) => {
                 let (d, p) = (self.reg(res(0)), self.reg(*p));
                 match mode {
@@ -617,6 +624,13 @@ impl<'k> Emitter<'k> {
                 ));
             }
             A::BulkCommit => self.line("cp.async.bulk.commit_group;"),
+            A::SetMaxNReg { inc, regs } => {
+                if self.target != Target::Sm90a {
+                    return Err(self.unsupported(a.name(), "setmaxnreg needs sm_90a"));
+                }
+                let d = if *inc { "inc" } else { "dec" };
+                self.line(format!("setmaxnreg.{d}.sync.aligned.u32 {regs};"));
+            }
             A::BulkWait { pending, read } => {
                 let r = if *read { ".read" } else { "" };
                 self.line(format!("cp.async.bulk.wait_group{r} {pending};"));

@@ -235,3 +235,31 @@ fn a_multicast_bulk_copy_reaches_both_blocks_of_the_cluster() {
     assert!(ptx.contains("complete_tx::bytes.multicast::cluster"), "{ptx}");
     assert!(ptx.contains(".reqnctapercluster 2, 1, 1"));
 }
+
+#[test]
+fn elect_and_setmaxnreg_need_hopper() {
+    let b = KernelBuilder::new("wg", [256, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I32).unwrap();
+    b.setmaxnreg(true, 232).unwrap();
+    let leader = b.elect();
+    let t = b.thread_id(tilekit_ir::Axis::X);
+    b.if_then(&leader, |b| b.store(y, &t, std::slice::from_ref(&t), None)).unwrap();
+    let k = b.finish().unwrap();
+    let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+    assert!(ptx.contains("setmaxnreg.inc.sync.aligned.u32 232;") && ptx.contains("elect.sync _|"));
+    assert!(emit_kernel(&k, Target::Sm90).unwrap_err().to_string().contains("sm_90a"));
+    assert!(emit_kernel(&k, Target::Sm80).is_err());
+    if let Some(p) = ptxas() {
+        let tmp = tempfile::Builder::new().prefix("tk-wg-").tempdir().unwrap();
+        let path = tmp.path().join("wg.ptx");
+        std::fs::write(&path, &ptx).unwrap();
+        let out = Command::new(p)
+            .arg("-arch=sm_90a")
+            .arg(&path)
+            .arg("-o")
+            .arg(tmp.path().join("wg.cubin"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}

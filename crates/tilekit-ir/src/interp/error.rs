@@ -114,6 +114,9 @@ pub enum AsyncBug {
     /// A bulk copy that is misaligned, ragged or out of bounds.
     #[error("invalid bulk copy")]
     BadBulkCopy,
+    /// A warpgroup-collective op (`setmaxnreg`) executed by part of a warpgroup.
+    #[error("warpgroup op executed by part of a warpgroup")]
+    WarpgroupDivergence,
 }
 
 /// Why a run failed.

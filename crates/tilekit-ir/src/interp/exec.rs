@@ -743,6 +743,7 @@ impl<'a> BlockExec<'a> {
                 crate::interp::warp::shfl(self, inst, m, *mode, *value, *lane)?
             }
             Op::Vote(mode, p) => crate::interp::warp::vote(self, inst, m, *mode, *p)?,
+            Op::Elect => crate::interp::warp::elect(self, inst, m)?,
             Op::Mma { a, b, c, .. } => crate::interp::warp::mma(self, inst, m, a, b, c)?,
             Op::For { lo, hi, step, init, body } => {
                 self.run_for(inst, m, (*lo, *hi, *step), init, body)?

@@ -128,6 +128,7 @@ fn check_inst(
     match &inst.op {
         Op::Const(_) | Op::Special(_) | Op::Unary(..) | Op::Binary(..) | Op::Fma(..) => count(1),
         Op::Cmp(..) | Op::Select(..) | Op::Cvt(_) | Op::Shfl { .. } | Op::Vote(..) => count(1),
+        Op::Elect => count(1),
         Op::Param(i) => {
             count(1)?;
             match k.params.get(*i as usize).map(|d| d.kind) {

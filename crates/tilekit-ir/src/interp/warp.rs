@@ -158,6 +158,17 @@ pub(crate) fn vote(
     Ok(())
 }
 
+/// `elect.sync`: lane 0 of each warp is the leader (the lowest lane of a full warp).
+pub(crate) fn elect(ex: &mut BlockExec, inst: &Inst, mask: &Mask) -> Result<(), InterpError> {
+    let r = inst.results[0];
+    for (_, base, lanes) in warps(ex, inst, mask)? {
+        for l in 0..lanes {
+            ex.set(r, base + l, u64::from(l == 0), false);
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn mma(
     ex: &mut BlockExec,
     inst: &Inst,

@@ -53,6 +53,7 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
         | Op::Special(_)
         | Op::Barrier
         | Op::ClusterBarrier
+        | Op::Elect
         | Op::Note(_) => {}
         Op::LoadCluster { cta, offset, .. } => {
             r(cta);

@@ -401,6 +401,33 @@ impl<'a> BlockExec<'a> {
                     self.bulk_store(inst, (*dst, *dst_off), (*src, *src_off), *elems, t as usize)?;
                 }
             }
+            AsyncOp::SetMaxNReg { regs, .. } => {
+                // whole warpgroups (4 warps of the block) execute it together
+                let per = self.p.cta_threads;
+                let on = |t: usize| m.on[t];
+                for t0 in (0..self.n).step_by(128) {
+                    let group = t0..(t0 + 128).min(self.n);
+                    let active = group.clone().filter(|&t| on(t)).count();
+                    let whole = per.is_multiple_of(128);
+                    if active > 0 && (active != 128 || !whole) {
+                        let t = group.clone().find(|&t| !on(t)).unwrap_or(t0);
+                        let detail = format!(
+                            "{active} of the warpgroup's threads execute setmaxnreg {regs}; a \
+                             warpgroup (128 threads, of a block of whole warpgroups: this one \
+                             has {per}) executes it together"
+                        );
+                        let inst_mem = String::new();
+                        return Err(self.async_error(
+                            AsyncBug::WarpgroupDivergence,
+                            inst,
+                            inst_mem,
+                            0,
+                            t,
+                            detail,
+                        ));
+                    }
+                }
+            }
             AsyncOp::BulkCommit => {
                 for &t in &m.active {
                     *self.asy.group.entry(t as usize).or_insert(0) += 1;
