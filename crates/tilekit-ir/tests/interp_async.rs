@@ -207,7 +207,7 @@ fn setmaxnreg_kernel(threads: u32, active: i64) -> Kernel {
     let tid = b.thread_id(Axis::X);
     let some = b.cmp(CmpOp::Lt, &tid, &lit(active)).unwrap();
     b.if_then(&some, |b| b.setmaxnreg(false, 40)).unwrap();
-    b.store(y, &tid, &[tid.clone()], None).unwrap();
+    b.store(y, &tid, std::slice::from_ref(&tid), None).unwrap();
     b.finish().unwrap()
 }
 
