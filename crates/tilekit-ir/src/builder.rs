@@ -1061,23 +1061,7 @@ impl KernelBuilder {
         bar: MemRef,
         index: &Val,
     ) -> Result<()> {
-        let op = "cp.async.bulk.shared.global";
-        self.bulk_mems(op, dst, src)?;
-        let index = self.bar_operands(op, bar, index)?;
-        let (dst_off, src_off) =
-            (self.offset_operand(dst_off, op)?, self.offset_operand(src_off, op)?);
-        let elems = self.offset_operand(elems, op)?;
-        self.push_async(crate::asyncop::AsyncOp::BulkLoad {
-            dst,
-            dst_off,
-            src,
-            src_off,
-            elems,
-            bar,
-            index,
-            multicast: None,
-        });
-        Ok(())
+        self.bulk_load_to(dst, dst_off, src, src_off, elems, bar, index, None)
     }
 
     /// [`bulk_load`](Self::bulk_load) **multicast** to the blocks of the cluster whose ranks
@@ -1114,14 +1098,35 @@ impl KernelBuilder {
         index: &Val,
         mask: &Val,
     ) -> Result<()> {
-        let op = "cp.async.bulk.shared.global.multicast";
-        self.need_cluster(op)?;
+        self.bulk_load_to(dst, dst_off, src, src_off, elems, bar, index, Some(mask))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bulk_load_to(
+        &self,
+        dst: MemRef,
+        dst_off: &Val,
+        src: MemRef,
+        src_off: &Val,
+        elems: &Val,
+        bar: MemRef,
+        index: &Val,
+        multicast: Option<&Val>,
+    ) -> Result<()> {
+        let op = if multicast.is_some() {
+            "cp.async.bulk.shared.global.multicast"
+        } else {
+            "cp.async.bulk.shared.global"
+        };
+        if multicast.is_some() {
+            self.need_cluster(op)?;
+        }
         self.bulk_mems(op, dst, src)?;
         let index = self.bar_operands(op, bar, index)?;
         let (dst_off, src_off) =
             (self.offset_operand(dst_off, op)?, self.offset_operand(src_off, op)?);
         let elems = self.offset_operand(elems, op)?;
-        let mask = self.offset_operand(mask, op)?;
+        let multicast = multicast.map(|m| self.offset_operand(m, op)).transpose()?;
         self.push_async(crate::asyncop::AsyncOp::BulkLoad {
             dst,
             dst_off,
@@ -1130,7 +1135,7 @@ impl KernelBuilder {
             elems,
             bar,
             index,
-            multicast: Some(mask),
+            multicast,
         });
         Ok(())
     }
@@ -1192,9 +1197,12 @@ impl KernelBuilder {
     /// the warp must execute it (sm_90).
     ///
     /// ```
-    /// let b = tilekit_ir::KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// use tilekit_ir::{KernelBuilder, ScalarType, Axis};
+    /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// let y = b.ptr_param("y", ScalarType::I32).unwrap();
     /// let leader = b.elect();
-    /// b.keep(&leader.0);
+    /// let t = b.thread_id(Axis::X);
+    /// b.if_then(&leader, |b| b.store(y, &t, &[t.clone()], None)).unwrap();
     /// assert!(b.finish().unwrap().to_string().contains("elect.sync"));
     /// ```
     pub fn elect(&self) -> Pred {

@@ -436,6 +436,41 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
     build_streaming(ty, vx, tuning, None, None)
 }
 
+/// `exp2((a − m)·log2 e)` in f32.
+fn exp_diff(b: &KernelBuilder, a: &Val, m: &Val) -> Result<Val> {
+    let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &b.f32(std::f32::consts::LOG2_E))?;
+    Ok(b.unary(UnOp::Exp2Approx, &z)?)
+}
+
+/// The cluster's (max, sum of `exp(x − max)`) from every block's `(m, s)`: thread 0 leaves its
+/// block's pair in `stats` (2 f32 of shared memory), `barrier.cluster`, then every thread reads
+/// the `cluster` pairs through distributed shared memory and combines them, rescaling each
+/// sum to the common max. The caller ends the kernel with another `barrier.cluster` (no block
+/// may exit while another still reads its `stats`).
+fn cluster_combine(
+    b: &KernelBuilder,
+    name: &str,
+    stats: tilekit_ir::MemRef,
+    cluster: u32,
+    m: &Val,
+    s: &Val,
+) -> Result<(Val, Val)> {
+    b.note(format!("{name}: every block's (max, sum) through distributed shared memory"));
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
+    b.if_then(&first, |b| b.store(stats, &Val::lit(0), &[m.clone(), s.clone()], None))?;
+    b.cluster_barrier()?;
+    let parts = (0..cluster as i64)
+        .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), &Val::lit(0), 2)?))
+        .collect::<Result<Vec<_>>>()?;
+    let big_m =
+        crate::tile::tree_reduce(b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
+    let scaled = parts
+        .iter()
+        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(b, &p[0], &big_m)?)?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((big_m.clone(), crate::tile::tree_reduce(b, scaled, BinOp::Add)?))
+}
+
 /// The two-pass streaming softmax both [`build_softmax_online_tuned`] and
 /// [`build_softmax_staged`] are: pass 1 walks the row in chunks keeping a running max and
 /// rescaled sum per thread (and, with `stash = Some(cap)`, leaves each chunk in a shared row
@@ -495,7 +530,6 @@ fn build_streaming(
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
     let yv = View::global(&y, vx)?.pad(&[1, chunk])?;
     let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
-    let log2e = b.f32(std::f32::consts::LOG2_E);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
     // the columns this block walks: the whole row, or its cluster rank's slice of it (without
     // a stash the last rank also takes whatever lies past the slices, so every row length is
@@ -514,11 +548,6 @@ fn build_streaming(
             (lo, hi)
         }
         None => (Val::lit(0), n_pad.clone()),
-    };
-    // exp2((a − b)·log2 e) in f32
-    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
-        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
-        Ok(b.unary(UnOp::Exp2Approx, &z)?)
     };
     b.note(format!("{name} pass 1: running max and rescaled running sum per thread"));
     let ms = crate::tile::for_range(
@@ -546,27 +575,7 @@ fn build_streaming(
     let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
     let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
     let (big_m, big_s) = match (cluster, stats) {
-        (Some((c, _)), Some(stats)) => {
-            b.note(format!("{name}: every block's (max, sum) through distributed shared memory"));
-            let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
-            b.if_then(&first, |b| {
-                b.store(stats, &Val::lit(0), &[big_m.clone(), big_s.clone()], None)
-            })?;
-            b.cluster_barrier()?;
-            let parts = (0..c as i64)
-                .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), &Val::lit(0), 2)?))
-                .collect::<Result<Vec<_>>>()?;
-            let m = crate::tile::tree_reduce(
-                &b,
-                parts.iter().map(|p| p[0].clone()).collect(),
-                BinOp::Max,
-            )?;
-            let scaled = parts
-                .iter()
-                .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(&b, &p[0], &m)?)?))
-                .collect::<Result<Vec<_>>>()?;
-            (m, crate::tile::tree_reduce(&b, scaled, BinOp::Add)?)
-        }
+        (Some((c, _)), Some(stats)) => cluster_combine(&b, name, stats, c, &big_m, &big_s)?,
         _ => (big_m, big_s),
     };
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
@@ -729,11 +738,6 @@ pub fn build_softmax_cluster(
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
     let yv = View::global(&y, vx)?.pad(&[1, len])?;
     let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
-    let log2e = b.f32(std::f32::consts::LOG2_E);
-    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
-        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
-        Ok(b.unary(UnOp::Exp2Approx, &z)?)
-    };
     b.note("softmax_cluster: this block's columns, max and sum");
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
@@ -742,20 +746,7 @@ pub fn build_softmax_cluster(
     let m = b.binary(BinOp::Max, &mx, &b.f32(f32::MIN))?;
     let e = t.map(&b, |b, xv| Ok(exp_diff(b, xv, &m)?))?;
     let s = block_reduce(&b, &e.reduce_thread(&b, BinOp::Add)?, BinOp::Add, scratch)?;
-    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
-    b.if_then(&first, |b| b.store(stats, &Val::lit(0), &[m.clone(), s.clone()], None))?;
-    b.cluster_barrier()?;
-    b.note("softmax_cluster: every block's (max, sum) through distributed shared memory");
-    let parts = (0..cluster as i64)
-        .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), &Val::lit(0), 2)?))
-        .collect::<Result<Vec<_>>>()?;
-    let big_m =
-        crate::tile::tree_reduce(&b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
-    let scaled = parts
-        .iter()
-        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(&b, &p[0], &big_m)?)?))
-        .collect::<Result<Vec<_>>>()?;
-    let big_s = crate::tile::tree_reduce(&b, scaled, BinOp::Add)?;
+    let (big_m, big_s) = cluster_combine(&b, "softmax_cluster", stats, cluster, &m, &s)?;
     let f = b.binary(BinOp::Div, &exp_diff(&b, &m, &big_m)?, &big_s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(&b, ty)?;
     Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
@@ -910,11 +901,6 @@ pub fn build_softmax_bulk_cluster(
     let (xrow, yrow) = (row.clone() * x.strides[0].clone(), row * y.strides[0].clone());
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
-    let log2e = b.f32(std::f32::consts::LOG2_E);
-    let exp_diff = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
-        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
-        Ok(b.unary(UnOp::Exp2Approx, &z)?)
-    };
     b.note("softmax_bulk_cluster: one mbarrier per chunk, every chunk's bulk copy in flight");
     b.if_then(&first, |b| {
         for k in 0..chunks {
@@ -985,19 +971,7 @@ pub fn build_softmax_bulk_cluster(
     let part = b.binary(BinOp::Mul, &ms[1], &exp_diff(&b, &ms[0], &big_m)?)?;
     let big_s = block_reduce(&b, &part, BinOp::Add, scratch)?;
     let (big_m, big_s) = if cluster > 1 {
-        b.note("softmax_bulk_cluster: every block's (max, sum) through distributed shared memory");
-        b.if_then(&first, |b| b.store(stats, &lit(0), &[big_m.clone(), big_s.clone()], None))?;
-        b.cluster_barrier()?;
-        let parts = (0..cluster as i64)
-            .map(|j| Ok(b.load_cluster(stats, &lit(j), &lit(0), 2)?))
-            .collect::<Result<Vec<_>>>()?;
-        let m =
-            crate::tile::tree_reduce(&b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
-        let scaled = parts
-            .iter()
-            .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(&b, &p[0], &m)?)?))
-            .collect::<Result<Vec<_>>>()?;
-        (m, crate::tile::tree_reduce(&b, scaled, BinOp::Add)?)
+        cluster_combine(&b, "softmax_bulk_cluster", stats, cluster, &big_m, &big_s)?
     } else {
         (big_m, big_s)
     };
