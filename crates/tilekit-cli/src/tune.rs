@@ -381,11 +381,26 @@ fn softmax_candidates(
     // streamed twice, stashed in shared memory, or brought in by bulk copies
     for (stash, bulk) in [(false, false), (true, false), (false, true)] {
         for threads in [256u32, 512] {
-            for max_cluster in [4u32, 8, 16] {
+            for max_cluster in [2u32, 4, 8, 16] {
                 let per_thread = 4 * vw;
                 shapes.push(ClusterTuning {
                     threads,
                     per_thread,
+                    max_cluster,
+                    stream: true,
+                    stash,
+                    bulk,
+                });
+            }
+        }
+    }
+    // smaller blocks and more bytes in flight per thread, for the slices kept on chip
+    for (stash, bulk) in [(true, false), (false, true)] {
+        for (threads, vectors) in [(128u32, 4i64), (128, 8), (256, 8)] {
+            for max_cluster in [4u32, 8] {
+                shapes.push(ClusterTuning {
+                    threads,
+                    per_thread: vectors * vw,
                     max_cluster,
                     stream: true,
                     stash,
