@@ -397,7 +397,7 @@ fn softmax_candidates(
     // smaller blocks and more bytes in flight per thread, for the slices kept on chip
     for (stash, bulk) in [(true, false), (false, true)] {
         for (threads, vectors) in [(128u32, 4i64), (128, 8), (256, 8)] {
-            for max_cluster in [4u32, 8] {
+            for max_cluster in [4u32, 8, 16] {
                 shapes.push(ClusterTuning {
                     threads,
                     per_thread: vectors * vw,
