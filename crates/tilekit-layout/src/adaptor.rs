@@ -336,6 +336,9 @@ impl<I: Idx> TensorAdaptor<I> {
         let mut stages = self.stages.clone();
         let mut new_top = vec![0usize; nup];
         let mut next = self.ndim_hidden;
+        // as the reference's sanity check: every old top dim feeds at most one new transform
+        // (two transforms writing one dim would make moves and fresh offsets disagree)
+        let mut fed_by: Vec<Option<usize>> = vec![None; self.top.len()];
         for (t, ((tr, lo), up)) in transforms.into_iter().zip(lower_ids).zip(upper_ids).enumerate()
         {
             let mut low_hidden = Vec::with_capacity(lo.len());
@@ -348,6 +351,17 @@ impl<I: Idx> TensorAdaptor<I> {
                         format!("positions in the old top are 0..{}", self.top.len()),
                     ));
                 };
+                if let Some(first) = fed_by[pos].replace(t) {
+                    return Err(LayoutError::invalid(
+                        ctx,
+                        format!("lower_ids[{t}][{k}]"),
+                        pos,
+                        format!(
+                            "each old top dim feeds one transform; position {pos} already \
+                             feeds transform {first}"
+                        ),
+                    ));
+                }
                 low_hidden.push(h);
             }
             let mut up_hidden = Vec::with_capacity(up.len());

@@ -173,3 +173,37 @@ fn an_indexing_table_must_address_the_dim_below() {
         "{e}"
     );
 }
+
+#[test]
+fn an_old_top_dim_feeds_at_most_one_new_transform() {
+    use tilekit_layout::{TensorAdaptor, Transform};
+    let base = TensorAdaptor::single_stage(
+        vec![Transform::embed(vec![4i64, 8], vec![8, 1]).unwrap()],
+        vec![vec![0]],
+        vec![vec![0, 1]],
+    )
+    .unwrap();
+    // dim 1 padded and passed through at once: two new top dims would write one hidden dim
+    let e = base
+        .transform(
+            vec![
+                Transform::pass_through(4i64).unwrap(),
+                Transform::left_pad(8, 1, false).unwrap(),
+                Transform::pass_through(8).unwrap(),
+            ],
+            vec![vec![0], vec![1], vec![1]],
+            vec![vec![0], vec![1], vec![2]],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("position 1 already feeds transform 1"), "{e}");
+    // each old dim once is fine
+    let ok = base
+        .transform(
+            vec![Transform::pass_through(4i64).unwrap(), Transform::left_pad(8, 1, false).unwrap()],
+            vec![vec![0], vec![1]],
+            vec![vec![0], vec![1]],
+        )
+        .unwrap();
+    assert_eq!(ok.calculate_bottom_index(&[2, 3]).unwrap(), vec![2 * 8 + 2]);
+}
