@@ -339,8 +339,27 @@ impl<I: Idx> TensorAdaptor<I> {
         // as the reference's sanity check: every old top dim feeds at most one new transform
         // (two transforms writing one dim would make moves and fresh offsets disagree)
         let mut fed_by: Vec<Option<usize>> = vec![None; self.top.len()];
+        // a transform may not declare a lower dim longer than the old top dim it reads: in-range
+        // new indices would reach past the old dim (and past the offset range checked when the
+        // descriptor was built)
+        let old_lengths = self.top_lengths();
         for (t, ((tr, lo), up)) in transforms.into_iter().zip(lower_ids).zip(upper_ids).enumerate()
         {
+            if let Some(declared) = tr.declared_lower_lengths() {
+                for (k, (d, &pos)) in declared.iter().zip(&lo).enumerate() {
+                    let old = old_lengths.get(pos).and_then(|l| l.to_const());
+                    if let (Some(d), Some(old)) = (d.to_const(), old) {
+                        if d > old {
+                            return Err(LayoutError::invalid(
+                                ctx,
+                                format!("transform {t} ({}) lower length {k}", tr.name()),
+                                d,
+                                format!("at most the length {old} of old top dim {pos} it reads"),
+                            ));
+                        }
+                    }
+                }
+            }
             let mut low_hidden = Vec::with_capacity(lo.len());
             for (k, &pos) in lo.iter().enumerate() {
                 let Some(&h) = self.top.get(pos) else {

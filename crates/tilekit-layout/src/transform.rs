@@ -635,6 +635,28 @@ impl<I: Idx> Transform<I> {
         }
     }
 
+    /// The lengths of the lower dimensions this transform declares, where its parameters fix
+    /// them (pass-through, pads, merge, unmerge, xor); `None` for the others.
+    ///
+    /// ```
+    /// use tilekit_layout::Transform;
+    /// assert_eq!(Transform::unmerge(vec![2i64, 3]).unwrap().declared_lower_lengths(), Some(vec![6]));
+    /// assert_eq!(Transform::embed(vec![2i64], vec![4]).unwrap().declared_lower_lengths(), None);
+    /// ```
+    pub fn declared_lower_lengths(&self) -> Option<Vec<I>> {
+        use TransformKind as K;
+        match &self.kind {
+            K::PassThrough { length } => Some(vec![length.clone()]),
+            K::Pad { low_length, .. }
+            | K::LeftPad { low_length, .. }
+            | K::RightPad { low_length, .. } => Some(vec![low_length.clone()]),
+            K::Merge { low_lengths, .. } => Some(low_lengths.clone()),
+            K::Unmerge { up_lengths } => Some(vec![product(up_lengths)]),
+            K::Xor { lengths } => Some(lengths.to_vec()),
+            _ => None,
+        }
+    }
+
     fn context(&self) -> String {
         format!("{} transform", self.name())
     }

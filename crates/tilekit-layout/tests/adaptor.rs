@@ -207,3 +207,42 @@ fn an_old_top_dim_feeds_at_most_one_new_transform() {
         .unwrap();
     assert_eq!(ok.calculate_bottom_index(&[2, 3]).unwrap(), vec![2 * 8 + 2]);
 }
+
+#[test]
+fn a_transform_may_not_declare_a_lower_dim_longer_than_the_one_it_reads() {
+    use tilekit_layout::{TensorDescriptor, Transform};
+    let d = TensorDescriptor::packed(vec![4i64, 2, 6], None).unwrap();
+    let e = d
+        .transform(
+            vec![Transform::left_pad(3_688_786_964_232_744_751i64, 8, true).unwrap()],
+            vec![vec![0]],
+            vec![vec![0]],
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at most the length 4 of old top dim 0"), "{e}");
+    // a merge longer than the dims it merges, an unmerge longer than its dim
+    assert!(d
+        .transform(vec![Transform::merge(vec![4i64, 3]).unwrap()], vec![vec![0, 1]], vec![vec![0]])
+        .is_err());
+    assert!(d
+        .transform(
+            vec![Transform::unmerge(vec![2i64, 4]).unwrap()],
+            vec![vec![2]],
+            vec![vec![0, 1]]
+        )
+        .is_err());
+    // equal (or shorter, as a pad over part of a dim) is fine
+    let ok = d
+        .transform(
+            vec![
+                Transform::merge(vec![4i64, 2]).unwrap(),
+                Transform::right_pad(6i64, 2, false).unwrap(),
+            ],
+            vec![vec![0, 1], vec![2]],
+            vec![vec![0], vec![1]],
+        )
+        .unwrap();
+    assert_eq!(ok.lengths(), vec![8, 8]);
+    assert_eq!(ok.calculate_offset(&[5, 3]).unwrap(), 5 * 6 + 3);
+}
