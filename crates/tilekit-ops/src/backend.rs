@@ -155,6 +155,35 @@ pub trait TensorOut<B: Backend + ?Sized>: TensorIn<B> {
 
 // ------------------------------------------------------------------------------- interpreter
 
+/// Host tensors are the tensors of an interpreter backend: bound as their own buffers.
+macro_rules! host_tensors_on {
+    ($b:ty) => {
+        impl TensorIn<$b> for HostTensor {
+            fn layout(&self) -> &TensorLayout {
+                HostTensor::layout(self)
+            }
+            fn base_address(&self) -> u64 {
+                0
+            }
+            fn bind_in<'a>(&'a self, _: &$b) -> Result<&'a HostBuffer>
+            where
+                $b: 'a,
+            {
+                Ok(self.buffer())
+            }
+        }
+
+        impl TensorOut<$b> for HostTensor {
+            fn bind_out<'a>(&'a mut self, _: &$b) -> Result<&'a mut HostBuffer>
+            where
+                $b: 'a,
+            {
+                Ok(self.buffer_mut())
+            }
+        }
+    };
+}
+
 /// The CPU interpreter: host tensors, every launch checked for races and out-of-bounds
 /// accesses. Slow, exact, and available everywhere.
 ///
@@ -165,29 +194,7 @@ pub trait TensorOut<B: Backend + ?Sized>: TensorIn<B> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Interp;
 
-impl TensorIn<Interp> for HostTensor {
-    fn layout(&self) -> &TensorLayout {
-        HostTensor::layout(self)
-    }
-    fn base_address(&self) -> u64 {
-        0
-    }
-    fn bind_in<'a>(&'a self, _: &Interp) -> Result<&'a HostBuffer>
-    where
-        Interp: 'a,
-    {
-        Ok(self.buffer())
-    }
-}
-
-impl TensorOut<Interp> for HostTensor {
-    fn bind_out<'a>(&'a mut self, _: &Interp) -> Result<&'a mut HostBuffer>
-    where
-        Interp: 'a,
-    {
-        Ok(self.buffer_mut())
-    }
-}
+host_tensors_on!(Interp);
 
 fn from_offset(buf: &HostBuffer, offset: i64, elem: ScalarType) -> Result<HostBuffer> {
     let at = (offset.max(0) as usize) * elem.size_bytes();
@@ -286,29 +293,7 @@ where
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TunedInterp(pub Tuning);
 
-impl TensorIn<TunedInterp> for HostTensor {
-    fn layout(&self) -> &TensorLayout {
-        HostTensor::layout(self)
-    }
-    fn base_address(&self) -> u64 {
-        0
-    }
-    fn bind_in<'a>(&'a self, _: &TunedInterp) -> Result<&'a HostBuffer>
-    where
-        TunedInterp: 'a,
-    {
-        Ok(self.buffer())
-    }
-}
-
-impl TensorOut<TunedInterp> for HostTensor {
-    fn bind_out<'a>(&'a mut self, _: &TunedInterp) -> Result<&'a mut HostBuffer>
-    where
-        TunedInterp: 'a,
-    {
-        Ok(self.buffer_mut())
-    }
-}
+host_tensors_on!(TunedInterp);
 
 impl Backend for TunedInterp {
     type Tensor = HostTensor;

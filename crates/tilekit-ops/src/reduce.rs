@@ -411,6 +411,16 @@ impl ClusterTuning {
     }
 }
 
+/// The dtype, threads per block and cluster size of a cluster softmax kernel.
+fn check_cluster_shape(ty: ScalarType, threads: u32, cluster: u32) -> Result<()> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
+    if !(1..=16).contains(&cluster) {
+        return Err(OpsError::invalid("softmax", "cluster size", cluster, "1..=16 blocks"));
+    }
+    Ok(())
+}
+
 fn check_threads(threads: u32) -> Result<()> {
     if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
         return Err(OpsError::invalid(
@@ -711,12 +721,8 @@ pub fn build_softmax_cluster(
     threads: u32,
     chunks: i64,
 ) -> Result<Kernel> {
-    host::check_dtype("softmax", ty, &TYPES)?;
-    check_threads(threads)?;
+    check_cluster_shape(ty, threads, cluster)?;
     let v = 16 / ty.size_bytes() as i64;
-    if !(1..=16).contains(&cluster) {
-        return Err(OpsError::invalid("softmax", "cluster size", cluster, "1..=16 blocks"));
-    }
     if chunks < 1 || chunks * v > 64 {
         return Err(OpsError::invalid(
             "softmax",
@@ -857,11 +863,7 @@ pub fn build_softmax_bulk_cluster(
     unroll: i64,
     chunks: i64,
 ) -> Result<Kernel> {
-    host::check_dtype("softmax", ty, &TYPES)?;
-    check_threads(threads)?;
-    if !(1..=16).contains(&cluster) {
-        return Err(OpsError::invalid("softmax", "cluster size", cluster, "1..=16 blocks"));
-    }
+    check_cluster_shape(ty, threads, cluster)?;
     if !(1..=8).contains(&unroll) {
         return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
     }
