@@ -314,7 +314,7 @@ fn softmax_candidates(
     ty: ScalarType,
     n: i64,
     v: i64,
-) -> Vec<(String, Knob, Result<Kernel, OpsError>, u32)> {
+) -> Vec<(String, Knob, Result<Kernel, OpsError>, Grid)> {
     let mut out = Vec::new();
     let vw = 16 / ty.size_bytes() as i64;
     if n <= 64 * 1024 {
@@ -326,7 +326,7 @@ fn softmax_candidates(
                     format!("register, {threads} threads, {chunks} chunks"),
                     Knob::SoftmaxThreads(ty, threads),
                     reduce::build_softmax_threads(ty, chunks, v, threads),
-                    1,
+                    Grid::PerRow(1),
                 ));
             }
         }
@@ -342,7 +342,7 @@ fn softmax_candidates(
                     ),
                     Knob::Online(t),
                     reduce::build_softmax_online_tuned(ty, v, t),
-                    1,
+                    Grid::PerRow(1),
                 ));
             }
         }
@@ -356,14 +356,14 @@ fn softmax_candidates(
                 format!("staged in shared memory, {threads} threads, unroll {unroll}"),
                 Knob::Staged(threads, unroll),
                 reduce::build_softmax_staged(ty, v, cap, threads, unroll),
-                1,
+                Grid::PerRow(1),
             ));
             // the same, the row brought in by bulk copies (every chunk in flight at once)
             out.push((
                 format!("staged by bulk copies, {threads} threads, unroll {unroll}"),
                 Knob::StagedBulk(threads, unroll),
                 reduce::build_softmax_bulk_cluster(ty, 1, threads, unroll, cap / chunk),
-                1,
+                Grid::PerRow(1),
             ));
         }
     }
@@ -376,6 +376,8 @@ fn softmax_candidates(
         stream: false,
         stash: false,
         bulk: false,
+        ring: 0,
+        held: false,
     };
     let mut shapes = vec![base];
     // streamed twice, stashed in shared memory, or brought in by bulk copies
@@ -390,6 +392,8 @@ fn softmax_candidates(
                     stream: true,
                     stash,
                     bulk,
+                    ring: 0,
+                    held: false,
                 });
             }
         }
@@ -405,13 +409,65 @@ fn softmax_candidates(
                     stream: true,
                     stash,
                     bulk,
+                    ring: 0,
+                    held: false,
                 });
             }
         }
     }
+    // a persistent grid of clusters, each block with a ring of stages of its slice in flight
+    for (threads, vectors) in [(128u32, 4i64), (128, 8), (256, 4), (256, 8), (512, 4)] {
+        for max_cluster in [2u32, 4, 8, 16] {
+            for ring in [2u32, 3] {
+                shapes.push(ClusterTuning {
+                    threads,
+                    per_thread: vectors * vw,
+                    max_cluster,
+                    stream: true,
+                    stash: false,
+                    bulk: true,
+                    ring,
+                    held: false,
+                });
+            }
+        }
+    }
+    // held in registers, one exponential per element
+    for (threads, vectors) in [(128u32, 1i64), (128, 2), (128, 4), (256, 1), (256, 2), (256, 4)] {
+        for max_cluster in [2u32, 4, 8, 16] {
+            shapes.push(ClusterTuning {
+                threads,
+                per_thread: vectors * vw,
+                max_cluster,
+                stream: true,
+                stash: false,
+                bulk: true,
+                ring: 0,
+                held: true,
+            });
+        }
+    }
     for c in shapes {
         let Some((size, chunks)) = c.plan(ty, n) else { continue };
-        let (label, kernel) = if c.bulk {
+        let (label, kernel) = if c.bulk && c.ring >= 2 {
+            let un = c.unroll(ty);
+            (
+                format!(
+                    "persistent cluster of {size}, {} threads × {un} vectors, {chunks} chunks/slice, ring of {}",
+                    c.threads, c.ring
+                ),
+                reduce::build_softmax_persistent(ty, size, c.threads, un, chunks, c.ring as i64),
+            )
+        } else if c.bulk && c.held {
+            let un = c.unroll(ty);
+            (
+                format!(
+                    "held cluster of {size}, {} threads × {un} vectors, {chunks} chunks/slice",
+                    c.threads
+                ),
+                reduce::build_softmax_bulk_held(ty, size, c.threads, un, chunks),
+            )
+        } else if c.bulk {
             let un = c.unroll(ty);
             (
                 format!(
@@ -440,7 +496,12 @@ fn softmax_candidates(
         if out.iter().any(|(l, ..)| *l == label) {
             continue; // the same kernel as a smaller max_cluster already gave
         }
-        out.push((label, Knob::Cluster(c), kernel, size));
+        let grid = if let (true, Ok(k)) = (c.bulk && c.ring >= 2, &kernel) {
+            Grid::Persistent { size, per_sm: reduce::resident_blocks(k) }
+        } else {
+            Grid::PerRow(size)
+        };
+        out.push((label, Knob::Cluster(c), kernel, grid));
     }
     // fewer rows in flight (their bytes stay in L2 for pass 2)
     for (threads, unroll, n_sm) in
@@ -451,10 +512,28 @@ fn softmax_candidates(
             format!("online, {threads} threads, unroll {unroll}, reverse, ≤{n_sm} blocks/SM"),
             Knob::Online(t),
             reduce::build_softmax_online_tuned(ty, v, t),
-            1,
+            Grid::PerRow(1),
         ));
     }
     out
+}
+
+/// The grid a softmax candidate launches on.
+#[derive(Debug, Clone, Copy)]
+enum Grid {
+    /// This many blocks per row (a cluster's worth, or 1).
+    PerRow(u32),
+    /// Clusters of `size` blocks, `per_sm` blocks per SM (all resident), walking the rows.
+    Persistent { size: u32, per_sm: u32 },
+}
+
+impl Grid {
+    fn blocks(self, rows: u32, sms: u32) -> u32 {
+        match self {
+            Grid::PerRow(k) => rows * k,
+            Grid::Persistent { size, per_sm } => (sms * per_sm / size).clamp(1, rows) * size,
+        }
+    }
 }
 
 /// Whether a kernel uses sm_90 features (clusters, mbarrier transactions, bulk copies).
@@ -500,7 +579,8 @@ fn tune_softmax(
     let bytes = 2 * (m * n) as u64 * ty.size_bytes() as u64;
     let mut out = Vec::new();
     let sm90 = cuda.gpu().props().compute_capability.0 >= 9;
-    for (config, knob, kernel, per_row) in softmax_candidates(ty, n, v) {
+    let sms = cuda.gpu().props().sm_count.max(1) as u32;
+    for (config, knob, kernel, grid) in softmax_candidates(ty, n, v) {
         let kernel = kernel.map_err(ops(&case))?;
         if !sm90 && needs_sm90(&kernel) {
             continue; // clusters and bulk copies: sm_90 and later
@@ -509,7 +589,7 @@ fn tune_softmax(
         cuda.prepare(&k).map_err(ops(&case))?;
         let launch = |y: &mut tilekit_cuda::DeviceTensor| -> Result<(), OpsError> {
             let args = Bindings::new(&k).input("x", &x, cuda)?.output("y", y, cuda)?;
-            cuda.launch(&k, [m as u32 * per_row, 1, 1], args)
+            cuda.launch(&k, [grid.blocks(m as u32, sms), 1, 1], args)
         };
         let mut err = None;
         let t = cuda

@@ -597,7 +597,24 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             // the row split over a cluster of `size` blocks, each holding `chunks` per thread
             // in registers, or streaming a slice of `chunks` chunks twice
             grid[0] = grid_u32(op, "rows × cluster size", m * size as i64)?;
-            if c.bulk {
+            if c.bulk && c.ring >= 2 {
+                // a resident grid of clusters walks the rows, `ring − 1` rows in flight
+                let (th, un, ring) = (c.threads, c.unroll(ty), i64::from(c.ring));
+                let key = [th as i64 * 100 + ring, un, chunks, size as i64];
+                let k = cached(KernelKey::new("softmax_persistent", ty, key), || {
+                    crate::reduce::build_softmax_persistent(ty, size, th, un, chunks, ring)
+                })?;
+                let per_sm = crate::reduce::resident_blocks(k.kernel()) as i64;
+                let clusters = (b.multiprocessors() as i64 * per_sm / size as i64).clamp(1, m);
+                grid[0] = grid_u32(op, "clusters × cluster size", clusters * size as i64)?;
+                k
+            } else if c.bulk && c.held {
+                let (th, un) = (c.threads, c.unroll(ty));
+                let key = [th as i64, un, chunks, size as i64];
+                cached(KernelKey::new("softmax_bulk_held", ty, key), || {
+                    crate::reduce::build_softmax_bulk_held(ty, size, th, un, chunks)
+                })?
+            } else if c.bulk {
                 let (th, un) = (c.threads, c.unroll(ty));
                 let key = [th as i64, un, chunks, size as i64];
                 cached(KernelKey::new("softmax_bulk_cluster", ty, key), || {

@@ -93,6 +93,17 @@ pub trait Backend {
         Tuning::default()
     }
 
+    /// The streaming multiprocessors of the device: persistent kernels size their grids by it.
+    /// The interpreter backends say 4, so persistent kernels walk several rows per block there.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// assert_eq!(Interp.multiprocessors(), 4);
+    /// ```
+    fn multiprocessors(&self) -> u32 {
+        4
+    }
+
     /// A contiguous tensor of `shape` holding `data` (row-major), checked against the shape.
     ///
     /// ```
@@ -984,6 +995,10 @@ impl Backend for Cuda {
 
     fn tuning(&self) -> Tuning {
         self.tuning
+    }
+
+    fn multiprocessors(&self) -> u32 {
+        self.gpu.props().sm_count.max(1) as u32
     }
 
     fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {

@@ -52,6 +52,11 @@ use crate::error::{OpsError, Result};
 use crate::host;
 use crate::tile::{block_reduce, View, Window};
 
+mod held;
+mod persistent;
+pub use held::build_softmax_bulk_held;
+pub use persistent::{build_softmax_persistent, resident_blocks};
+
 /// Threads per block.
 ///
 /// ```
@@ -307,11 +312,11 @@ impl Default for OnlineTuning {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::ClusterTuning;
-/// let t = ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8, stream: false, stash: false, bulk: false };
+/// let t = ClusterTuning { threads: 512, per_thread: 64, max_cluster: 8, stream: false, stash: false, bulk: false, ring: 0, held: false };
 /// assert_eq!(t.plan(ScalarType::F32, 65536), Some((2, 16)));   // 2 blocks × 512 × (16 · 4)
 /// assert_eq!(t.plan(ScalarType::BF16, 262144), Some((8, 8)));
 /// assert_eq!(t.plan(ScalarType::F32, 262145), None);
-/// let s = ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: false, bulk: false };
+/// let s = ClusterTuning { threads: 256, per_thread: 16, max_cluster: 8, stream: true, stash: false, bulk: false, ring: 0, held: false };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((8, 8)));   // 8 slices of 8 chunks of 4096
 /// assert_eq!(s.plan(ScalarType::F32, 5000), Some((2, 1)));
 /// assert_eq!(s.plan(ScalarType::F32, 16385), Some((8, 1)));     // 5 chunks → 8 blocks
@@ -335,6 +340,15 @@ pub struct ClusterTuning {
     /// ([`build_softmax_bulk_cluster`]) when the rows are 16-byte aligned whole vectors.
     #[serde(default)]
     pub bulk: bool,
+    /// Bulk copies only: when 2 or more, a **persistent** grid ([`build_softmax_persistent`],
+    /// as many blocks as fit the SMs at once) walks the rows, each block with a ring of this
+    /// many stages of its slice (`ring − 1` rows in flight); 0 launches one cluster per row.
+    #[serde(default)]
+    pub ring: u32,
+    /// Bulk copies only: hold the slice in registers and exponentiate each element once
+    /// ([`build_softmax_bulk_held`]; at most 64 elements per thread).
+    #[serde(default)]
+    pub held: bool,
 }
 
 impl Default for ClusterTuning {
@@ -346,6 +360,8 @@ impl Default for ClusterTuning {
             stream: true,
             stash: false,
             bulk: false,
+            ring: 0,
+            held: false,
         }
     }
 }
@@ -357,7 +373,7 @@ impl ClusterTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16, stream: false, stash: false, bulk: false };
+    /// let t = tilekit_ops::reduce::ClusterTuning { threads: 256, per_thread: 32, max_cluster: 16, stream: false, stash: false, bulk: false, ring: 0, held: false };
     /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((8, 4)));
     /// ```
     pub fn plan(&self, ty: ScalarType, n: i64) -> Option<(u32, i64)> {
@@ -371,6 +387,15 @@ impl ClusterTuning {
             let slice = (n + c * chunk - 1) / (c * chunk);
             // a stashed slice must fit the shared memory of a block (with room for another)
             if (self.stash || self.bulk) && slice * chunk * ty.size_bytes() as i64 > 100 * 1024 {
+                return None;
+            }
+            // a persistent ring's stages must fit together
+            let stages = if self.bulk { i64::from(self.ring) } else { 0 };
+            if stages >= 2 && stages * slice * chunk * ty.size_bytes() as i64 > 200 * 1024 {
+                return None;
+            }
+            // held slices: at most 64 elements a thread
+            if self.bulk && self.held && slice * self.unroll(ty) * v > 64 {
                 return None;
             }
             return Some((c as u32, slice));
@@ -465,12 +490,25 @@ fn cluster_combine(
     m: &Val,
     s: &Val,
 ) -> Result<(Val, Val)> {
+    cluster_combine_at(b, name, stats, &Val::lit(0), cluster, m, s)
+}
+
+/// [`cluster_combine`] with the pair at element `at` of `stats` (double-buffered stats).
+fn cluster_combine_at(
+    b: &KernelBuilder,
+    name: &str,
+    stats: tilekit_ir::MemRef,
+    at: &Val,
+    cluster: u32,
+    m: &Val,
+    s: &Val,
+) -> Result<(Val, Val)> {
     b.note(format!("{name}: every block's (max, sum) through distributed shared memory"));
     let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
-    b.if_then(&first, |b| b.store(stats, &Val::lit(0), &[m.clone(), s.clone()], None))?;
+    b.if_then(&first, |b| b.store(stats, at, &[m.clone(), s.clone()], None))?;
     b.cluster_barrier()?;
     let parts = (0..cluster as i64)
-        .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), &Val::lit(0), 2)?))
+        .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), at, 2)?))
         .collect::<Result<Vec<_>>>()?;
     let big_m =
         crate::tile::tree_reduce(b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;

@@ -225,6 +225,8 @@ impl Tuning {
                     stream: true,
                     stash: false,
                     bulk: false,
+                    ring: 0,
+                    held: false,
                 }),
                 ..Tuning::default()
             };

@@ -80,6 +80,10 @@ fn the_cluster_softmax_kernels_assemble_for_sm_90() {
         let v = 16 / ty.size_bytes() as i64;
         let kernels = [
             build_softmax_bulk_cluster(ty, 16, 256, 4, 4).unwrap(),
+            tilekit_ops::reduce::build_softmax_persistent(ty, 4, 128, 8, 4 / (4 / v).max(1), 3)
+                .unwrap(),
+            tilekit_ops::reduce::build_softmax_persistent(ty, 1, 512, 4, 2, 2).unwrap(),
+            tilekit_ops::reduce::build_softmax_bulk_held(ty, 8, 128, 4, 2).unwrap(),
             build_softmax_cluster(ty, v, 8, 256, 32 / v).unwrap(),
             build_softmax_stream_cluster_stashed(ty, v, o, 8, 2, true).unwrap(),
         ];

@@ -122,6 +122,8 @@ fn register_cluster_tuning_takes_the_register_cluster_kernel_and_matches() {
         stream: false,
         stash: false,
         bulk: false,
+        ring: 0,
+        held: false,
     };
     let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
     let shape = [2i64, 40_001];
@@ -404,6 +406,8 @@ fn stashed_stream_cluster_softmax_matches() {
         stream: true,
         stash: true,
         bulk: false,
+        ring: 0,
+        held: false,
     };
     let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
     let o =
@@ -464,6 +468,8 @@ fn bulk_cluster_tuning_takes_bulk_copies_where_rows_allow_and_streams_otherwise(
         stream: true,
         stash: false,
         bulk: true,
+        ring: 0,
+        held: false,
     };
     let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
     for ty in TYPES {
@@ -497,5 +503,135 @@ fn staged_by_bulk_copies_takes_one_block_per_row_and_matches() {
         let o = check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &shape, ty, 12).unwrap();
         assert!(o.compare().passed, "{ty}: {:?}", o.compare());
         assert_close_relative(&o.got, &o.want, 40_000, ty, &format!("staged bulk {ty}"));
+    }
+}
+
+#[test]
+fn persistent_softmax_walks_rows_over_a_grid_of_clusters_with_two_stages_in_flight() {
+    // (rows, columns), (cluster, threads, unroll, chunks), clusters in the grid: fewer
+    // clusters than rows (each walks several rows, both stages reused, parity flips),
+    // more clusters than rows (some walk none), ragged last slices, one-block clusters
+    let cases = [
+        ((7, 1000), (4, 32, 2, 2, 2), 2),
+        ((5, 2048), (2, 64, 2, 2, 3), 1),
+        ((3, 520), (1, 32, 1, 5, 2), 2),
+        ((2, 96), (4, 32, 1, 1, 4), 5),
+        ((9, 4096), (8, 32, 2, 2, 4), 1),
+        ((13, 256), (2, 32, 1, 1, 5), 2),
+    ];
+    for ty in TYPES {
+        for (i, ((m, n), (cluster, threads, unroll, chunks, stages), clusters)) in
+            cases.into_iter().enumerate()
+        {
+            let v = 16 / ty.size_bytes() as i64;
+            let n = n / v * v; // whole 16-byte vectors
+            let k = tilekit_ops::reduce::build_softmax_persistent(
+                ty, cluster, threads, unroll, chunks, stages,
+            )
+            .unwrap();
+            let x = host::random(ty, (m * n) as usize, 140 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            let mut args = Args::new();
+            let y = host::poisoned(ty, (m * n) as usize).unwrap();
+            args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+            let what =
+                format!("persistent {ty} {m}x{n} cluster {cluster} × {clusters}, {stages} stages");
+            interp::run(&k, [cluster * clusters, 1, 1], &mut args)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = args.take_buffer(5).unwrap();
+            assert_close_relative(&got, &want, n as usize, ty, &what);
+        }
+    }
+}
+
+#[test]
+fn persistent_tuning_sizes_the_grid_by_the_multiprocessors_and_walks_every_row() {
+    let c = ClusterTuning {
+        threads: 64,
+        per_thread: 16,
+        max_cluster: 4,
+        stream: true,
+        stash: false,
+        bulk: true,
+        ring: 2,
+        held: false,
+    };
+    let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
+    for ty in TYPES {
+        // 11 rows of 40000 (past the register kernel): clusters of 4 (plan), slices of 10
+        // chunks of 4 KiB (f32) or 2 KiB (bf16), 2 stages: 80 or 40 KiB a block, 2 or 5 per
+        // SM (shared memory); 4 SMs × 2 / 4 = 2 clusters, 4 × 5 / 4 = 5 clusters
+        let shape = [11i64, 40_000];
+        let rec = Record::with_tuning(t);
+        let mut y = LayoutTensor::contiguous(ty, &shape).unwrap();
+        api::softmax_into(&rec, &LayoutTensor::contiguous(ty, &shape).unwrap(), &mut y).unwrap();
+        let l = rec.take().remove(0);
+        let blocks = if ty == ScalarType::F32 { 8 } else { 20 };
+        assert_eq!(
+            (l.kernel.kernel().name.as_str(), l.grid),
+            ("softmax_persistent", [blocks, 1, 1])
+        );
+        assert_eq!(l.kernel.kernel().cluster_size(), 4);
+        let o = check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &shape, ty, 13).unwrap();
+        assert!(o.compare().passed, "{ty}: {:?}", o.compare());
+        assert_close_relative(&o.got, &o.want, 40_000, ty, &format!("persistent {ty}"));
+    }
+}
+
+#[test]
+fn held_softmax_exponentiates_once_and_matches_for_every_split() {
+    // (rows, columns), (cluster, threads, unroll, chunks): one block, several, blocks past the
+    // row's end, chunks partly past it, rows whose maxima sit in different blocks
+    let cases = [
+        ((3, 1024), (1, 32, 2, 4)),
+        ((2, 4000), (4, 32, 2, 4)),
+        ((2, 504), (4, 32, 1, 1)),
+        ((1, 8), (2, 32, 1, 1)),
+        ((5, 3000), (8, 64, 1, 2)),
+    ];
+    for ty in TYPES {
+        for (i, ((m, n), (cluster, threads, unroll, chunks))) in cases.into_iter().enumerate() {
+            let v = 16 / ty.size_bytes() as i64;
+            let n = (n / v).max(1) * v;
+            let chunks = chunks.min(64 / (unroll * v)).max(1);
+            let k =
+                tilekit_ops::reduce::build_softmax_bulk_held(ty, cluster, threads, unroll, chunks)
+                    .unwrap();
+            let covered = cluster as i64 * chunks * threads as i64 * v * unroll;
+            assert!(covered >= n, "case {i} {ty}: {covered} < {n}");
+            let x = host::random(ty, (m * n) as usize, 160 + i as u64).unwrap();
+            let want = reference(Reduction::Softmax, &x, m as usize, n as usize, ty).unwrap();
+            let mut args = Args::new();
+            let y = host::poisoned(ty, (m * n) as usize).unwrap();
+            args.tensor(x.clone(), &[m, n], &[n, 1]).tensor(y, &[m, n], &[n, 1]);
+            let what = format!("held {ty} {m}x{n} cluster {cluster}");
+            interp::run(&k, [cluster * m as u32, 1, 1], &mut args)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = args.take_buffer(5).unwrap();
+            assert_close_relative(&got, &want, n as usize, ty, &what);
+        }
+    }
+    // through the API with a tuning that asks for it
+    let c = ClusterTuning {
+        threads: 64,
+        per_thread: 16,
+        max_cluster: 16,
+        stream: true,
+        stash: false,
+        bulk: true,
+        ring: 0,
+        held: true,
+    };
+    let t = Tuning { softmax_cluster: Some(c), ..Tuning::default() };
+    for ty in TYPES {
+        let shape = [3i64, 40_000];
+        let rec = Record::with_tuning(t);
+        let mut y = LayoutTensor::contiguous(ty, &shape).unwrap();
+        api::softmax_into(&rec, &LayoutTensor::contiguous(ty, &shape).unwrap(), &mut y).unwrap();
+        let l = rec.take().remove(0);
+        assert_eq!((l.kernel.kernel().name.as_str(), l.grid), ("softmax_bulk_held", [48, 1, 1]));
+        let o = check(&TunedInterp(t), Op::Reduce(Reduction::Softmax), &shape, ty, 14).unwrap();
+        assert!(o.compare().passed, "{ty}: {:?}", o.compare());
+        assert_close_relative(&o.got, &o.want, 40_000, ty, &format!("held {ty}"));
     }
 }
