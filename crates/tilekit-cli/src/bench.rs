@@ -112,6 +112,8 @@ pub fn kernels_help() -> String {
     let mut s = String::from(
         "launch: the host cost of one API call on an already-compiled kernel (--calls calls of \
          api::copy_into on 1x256 f32) beside a raw driver launch and an empty kernel\n\n\
+         gemm: TFLOP/s on issue 13's shapes, tilekit beside cuBLASLt (best of its heuristic's \
+         first 8 algorithms) in the same process\n\n\
          Benchmark set (kernel shape dtype):\n  copy-example (the IR example copy, f32, --mib MiB)\n",
     );
     for (k, shape, t) in BENCH_SET {
@@ -279,6 +281,9 @@ fn ops_bench(
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     if a.kernel == "launch" {
         return crate::bench_launch::run(a);
+    }
+    if a.kernel == "gemm" {
+        return crate::bench_gemm::run(a);
     }
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench".into(), reason: e.to_string() })?;
