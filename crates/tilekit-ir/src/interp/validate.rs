@@ -24,6 +24,10 @@ pub(crate) fn stored_params(k: &Kernel) -> Vec<bool> {
                 dst: MemRef { space: MemSpace::Global(p), .. },
                 ..
             }) => Some(*p),
+            Op::Async(crate::asyncop::AsyncOp::TensorStore {
+                global: MemRef { space: MemSpace::Global(p), .. },
+                ..
+            }) => Some(*p),
             _ => None,
         };
         if let Some(x) = stored.and_then(|p| out.get_mut(p as usize)) {
