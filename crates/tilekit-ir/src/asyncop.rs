@@ -18,6 +18,11 @@
 //!   but the newest N groups have finished *reading* shared memory (the buffer may be reused),
 //!   `wait_group N` when they have finished writing global memory.
 //!
+//! The multi-dimensional form, `cp.async.bulk.tensor` (a box of a 1–5-D tensor described by a
+//! tensor map, swizzled into shared memory, out-of-bounds elements filled), follows the same
+//! model — loads complete on an mbarrier, stores join bulk groups — and is described in
+//! [`crate::tma`].
+//!
 //! Generic-proxy writes to shared memory are not seen by the async proxy until a
 //! `fence.proxy.async`; an mbarrier's initialisation is published with `fence.mbarrier_init`.
 //!

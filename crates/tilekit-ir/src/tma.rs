@@ -22,19 +22,25 @@
 //! * `tensor_prefetch` brings the box into L2 and changes nothing a kernel can observe.
 //!
 //! ```text
-//!   global tensor, f16, dims [12, 5] (12 contiguous), box [8, 4] at coords (8, 2):
+//!   global tensor: f32, dims [10, 3] (x contiguous), box [8, 2] loaded at coords (4, 1)
 //!
-//!          x = 0 … 7   8 9 10 11 │12 13 14 15
-//!   y = 2            ┌ a b  c  d │ ·  ·  ·  ·┐       · = outside the tensor: filled with 0
-//!   y = 3            │ e f  g  h │ ·  ·  ·  ·│           (or NaN) in shared memory, counted
-//!   y = 4            │ i j  k  l │ ·  ·  ·  ·│           in complete_tx, never stored back
-//!   y = 5 (outside)  └ ·  · ·  · │ ·  ·  ·  ·┘
+//!            x:  0  1  2  3 │ 4  5  6  7  8  9 │ 10 11
+//!   y = 0        ·  ·  ·  · │ ·  ·  ·  ·  ·  · │
+//!   y = 1        ·  ·  ·  · │ a  b  c  d  e  f │  ∅  ∅      ∅: past the end of the tensor
+//!   y = 2        ·  ·  ·  · │ g  h  i  j  k  l │  ∅  ∅
 //!
-//!   shared image, one 16-byte row per box row (8 × f16), 16-byte chunks c0 c1 of each row:
-//!     no swizzle           32-byte swizzle (rows of 32 bytes: here two box rows each)
-//!     row 0: c0 c1         byte offset o ↦ o ⊕ (((o >> 7) & 1) << 4):
-//!     row 1: c0 c1         chunk bit 4 flips in every other 128-byte line, so each group of
-//!     …                    four rows trades its chunk order with the next group
+//!   shared image (no swizzle): the box densely, innermost fastest; ∅ filled with 0 (or NaN),
+//!   counted in complete_tx (8·2·4 = 64 bytes), and never written back by a tensor store
+//!     row 0: a b c d e f 0 0
+//!     row 1: g h i j k l 0 0
+//!
+//!   128-byte swizzle, box [32, 8] of f32: each row is 128 bytes = eight 16-byte chunks;
+//!   the hardware stores logical chunk c of row r at chunk position c ⊕ (r mod 8)
+//!     row 0: c0 c1 c2 c3 c4 c5 c6 c7
+//!     row 1: c1 c0 c3 c2 c5 c4 c7 c6
+//!     row 2: c2 c3 c0 c1 c6 c7 c4 c5
+//!     …
+//!     row 7: c7 c6 c5 c4 c3 c2 c1 c0      (32- and 64-byte modes: the same on 1 or 2 bits)
 //! ```
 //!
 //! With a swizzle, the box's innermost dim must be exactly one swizzle row (32, 64 or 128

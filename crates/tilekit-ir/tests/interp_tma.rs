@@ -120,7 +120,7 @@ fn round_trip(c: Case, bug: Bug) -> Kernel {
         let l = k * lit(64) + tid.clone();
         let s = layout.calculate_offset(&[l.clone() / lit(cols), l.clone() % lit(cols)])?;
         let v = b.load(inbuf, &s, 1, None)?.remove(0);
-        b.store(z, &(nblock.clone() * lit(n as i64) + l), &[v.clone()], None)?;
+        b.store(z, &(nblock.clone() * lit(n as i64) + l), std::slice::from_ref(&v), None)?;
         let w = b.fma(&v, &b.f32(2.0), &b.f32(1.0))?;
         b.store(outbuf, &s, &[w], None)?;
         Ok(vec![])

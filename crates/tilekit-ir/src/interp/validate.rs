@@ -159,6 +159,19 @@ fn check_inst(
             for m in a.mems() {
                 mem(&m)?;
             }
+            use crate::asyncop::AsyncOp as A;
+            if let A::TensorLoad { map, global, .. }
+            | A::TensorStore { map, global, .. }
+            | A::TensorPrefetch { map, global, .. } = a
+            {
+                let viewed = crate::tma::map_of(k, *map).map(|(_, g)| g);
+                if viewed.is_none() || Some(global.space) != viewed.map(MemSpace::Global) {
+                    return Err(bad(format!(
+                        "a tensor copy names parameter {map} as a tensor map over {global:?}, \
+                         which it is not"
+                    )));
+                }
+            }
             count(0)
         }
         Op::LoadCluster { mem: m, width, .. } => {

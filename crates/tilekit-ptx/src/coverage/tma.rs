@@ -238,7 +238,7 @@ impl TmaCase {
             b.if_then(&inside, |b| {
                 let s = tile.calculate_offset(&[l.clone() / lit(cols), l.clone() % lit(cols)])?;
                 let v = b.load(inbuf, &s, 1, None)?.remove(0);
-                b.store(z, &(blk.clone() * lit(n) + l.clone()), &[v.clone()], None)?;
+                b.store(z, &(blk.clone() * lit(n) + l.clone()), std::slice::from_ref(&v), None)?;
                 let w = b.fma(&v, &b.f32(2.0), &b.f32(1.0))?;
                 b.store(outbuf, &s, &[w], None)
             })?;
@@ -319,10 +319,10 @@ impl TmaCase {
                 let mut rest = l;
                 let mut inside = true;
                 let mut g = Vec::with_capacity(r);
-                for i in 0..r {
-                    let c = origin[i] + (rest % self.box_dims[i] as usize) as i64;
-                    rest /= self.box_dims[i] as usize;
-                    inside &= c >= 0 && c < self.dims[i] as i64;
+                for ((&o, &bd), &d) in origin.iter().zip(&self.box_dims).zip(&self.dims) {
+                    let c = o + (rest % bd as usize) as i64;
+                    rest /= bd as usize;
+                    inside &= c >= 0 && c < d as i64;
                     g.push(c.max(0) as u64);
                 }
                 z[blk * n + l] = if inside { x[arg.element(&g, 4) as usize].to_bits() } else { 0 };
