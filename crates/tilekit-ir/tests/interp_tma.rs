@@ -19,6 +19,7 @@ enum Bug {
     NoProxyFence,
     OverwriteWhileStoring,
     NoWaitRead,
+    LoadOverStore,
     Misaligned,
 }
 
@@ -135,6 +136,12 @@ fn round_trip(c: Case, bug: Bug) -> Kernel {
         b.bulk_commit();
         if bug == Bug::OverwriteWhileStoring {
             b.store(outbuf, &lit(3), &[b.f32(0.0)], None)?;
+        }
+        if bug == Bug::LoadOverStore {
+            // the next box into the tile the store is still reading
+            b.mbarrier_arrive(bar, &lit(0), Some(&lit(n as i64 * 4)))?;
+            b.tensor_load(outbuf, &lit(0), xm, &coords, bar, &lit(0))?;
+            b.mbarrier_wait(bar, &lit(0), &lit(1))?;
         }
         if bug != Bug::NoWaitRead {
             b.bulk_wait(0, true);
@@ -287,6 +294,9 @@ fn overwriting_what_a_tensor_store_reads_is_named() {
     assert_eq!(kind, AsyncBug::OverwriteWhileStoreReads);
     let (kind, _) = bug_of(launch(Case::new(TmaSwizzle::None), Bug::NoWaitRead).0);
     assert_eq!(kind, AsyncBug::StoreReadAtExit);
+    let (kind, detail) = bug_of(launch(Case::new(TmaSwizzle::B32), Bug::LoadOverStore).0);
+    assert_eq!(kind, AsyncBug::OverwriteWhileStoreReads);
+    assert!(detail.contains("bulk group 0 may still be reading it"), "{detail}");
 }
 
 #[test]
