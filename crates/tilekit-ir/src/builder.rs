@@ -397,6 +397,16 @@ impl KernelBuilder {
         self.ctx.borrow().ty(id)
     }
 
+    /// The integer constant value `id` is, if it is one.
+    pub(crate) fn ctx_int(&self, id: ValueId) -> Option<i64> {
+        self.ctx.borrow().int_of(id)
+    }
+
+    /// Elements of shared allocation `s`.
+    pub(crate) fn shared_len_of(&self, s: u32) -> Option<usize> {
+        self.ctx.borrow().shared.get(s as usize).map(|d| d.len)
+    }
+
     fn wrap(&self, id: ValueId) -> Val {
         let ty = self.ctx.borrow().ty(id);
         Val::sym(&self.ctx, id, ty)

@@ -1057,14 +1057,48 @@ impl KernelBuilder {
             .collect()
     }
 
-    fn tma_shared(&self, op: &str, sh: MemRef, map: &TensorMap) -> Result<()> {
+    /// Checks the shared side of a tensor copy; with a constant offset, that the box image
+    /// fits the allocation and starts aligned (the interpreter checks runtime offsets).
+    fn tma_shared(&self, op: &str, sh: MemRef, off: ValueId, map: &TensorMap) -> Result<()> {
         self.check_mem(sh, op)?;
-        if !matches!(sh.space, MemSpace::Shared(_)) || sh.elem != map.spec.elem() {
+        let MemSpace::Shared(s) = sh.space else {
             return Err(IrError::WrongType {
                 op: format!("{op} with {} {}", sh.space.name(), sh.elem),
                 ty: sh.elem,
                 valid: format!("a shared allocation of {} (the map's type)", map.spec.elem()),
             });
+        };
+        if sh.elem != map.spec.elem() {
+            return Err(IrError::TypeMismatch {
+                op: op.into(),
+                left: sh.elem,
+                right: map.spec.elem(),
+            });
+        }
+        let n = map.spec.box_elems() as i64;
+        let size = sh.elem.size_bytes() as i64;
+        let align = map.spec.swizzle().shared_align() as i64;
+        let len = self.shared_len_of(s).unwrap_or(0) as i64;
+        if let Some(o) = self.ctx_int(off) {
+            if o < 0 || o + n > len {
+                return Err(IrError::Invalid {
+                    op: op.into(),
+                    what: "shared elements".into(),
+                    value: format!("{o}..{} of an allocation of {len}", o + n),
+                    valid: format!("the box image ({n} elements) inside the allocation"),
+                });
+            }
+            if (o * size) % align != 0 {
+                return Err(IrError::Invalid {
+                    op: op.into(),
+                    what: "shared byte offset".into(),
+                    value: (o * size).to_string(),
+                    valid: format!(
+                        "a multiple of {align} bytes (swizzle {})",
+                        map.spec.swizzle().name()
+                    ),
+                });
+            }
         }
         Ok(())
     }
@@ -1085,6 +1119,8 @@ impl KernelBuilder {
     /// let bar = b.mbarrier("full", 1).unwrap();
     /// b.tensor_load(s, &Idx::lit(0), m, &[Idx::lit(-4), Idx::lit(0)], bar, &Idx::lit(0)).unwrap();
     /// assert!(b.tensor_load(s, &Idx::lit(0), m, &[Idx::lit(0)], bar, &Idx::lit(0)).is_err()); // rank 2
+    /// let e = b.tensor_load(s, &Idx::lit(4), m, &[Idx::lit(0), Idx::lit(0)], bar, &Idx::lit(0));
+    /// assert!(e.unwrap_err().to_string().contains("shared elements = 4..20 of an allocation of 16"));
     /// ```
     pub fn tensor_load(
         &self,
@@ -1144,10 +1180,10 @@ impl KernelBuilder {
         if multicast.is_some() {
             self.need_cluster(op)?;
         }
-        self.tma_shared(op, dst, &map)?;
+        let dst_off = self.offset_operand(dst_off, op)?;
+        self.tma_shared(op, dst, dst_off, &map)?;
         let coords = self.tma_coords(op, &map, coords)?;
         let index = self.bar_operands(op, bar, index)?;
-        let dst_off = self.offset_operand(dst_off, op)?;
         let multicast = multicast.map(|m| self.offset_operand(m, op)).transpose()?;
         self.push_async(AsyncOp::TensorLoad {
             dst,
@@ -1187,9 +1223,9 @@ impl KernelBuilder {
         src_off: &Val,
     ) -> Result<()> {
         let op = "cp.async.bulk.tensor.global.shared";
-        self.tma_shared(op, src, &map)?;
-        let coords = self.tma_coords(op, &map, coords)?;
         let src_off = self.offset_operand(src_off, op)?;
+        self.tma_shared(op, src, src_off, &map)?;
+        let coords = self.tma_coords(op, &map, coords)?;
         self.push_async(AsyncOp::TensorStore {
             map: map.param,
             global: map.global,

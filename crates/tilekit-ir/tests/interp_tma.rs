@@ -107,8 +107,9 @@ fn round_trip(c: Case, bug: Bug) -> Kernel {
             _ => bytes,
         };
         b.mbarrier_arrive(bar, &lit(0), Some(&lit(tx)))?;
-        let off = if bug == Bug::Misaligned { 4 } else { 0 };
-        b.tensor_load(inbuf, &lit(off), xm, &coords, bar, &lit(0))
+        // misaligned at run time (thread 0 computes 4), so the builder cannot see it
+        let off = if bug == Bug::Misaligned { tid.clone() + lit(4) } else { lit(0) };
+        b.tensor_load(inbuf, &off, xm, &coords, bar, &lit(0))
     })
     .unwrap();
     if bug != Bug::NoWait {
@@ -304,6 +305,25 @@ fn a_misaligned_shared_tile_is_named() {
     let (kind, detail) = bug_of(launch(Case::new(TmaSwizzle::B128), Bug::Misaligned).0);
     assert_eq!(kind, AsyncBug::BadBulkCopy);
     assert!(detail.contains("multiple of 1024"), "{detail}");
+}
+
+#[test]
+fn a_constant_misaligned_or_oversized_tile_is_refused_by_the_builder() {
+    let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    let spec =
+        TensorMapSpec::new(ScalarType::F32, &[16, 16], TmaSwizzle::B64, OobFill::Zero).unwrap();
+    let m = b.tensor_map_param("xm", x, spec).unwrap();
+    let s = b.shared("s", ScalarType::F32, 512).unwrap();
+    let bar = b.mbarrier("bar", 1).unwrap();
+    let e = b.tensor_load(s, &lit(64), m, &[lit(0), lit(0)], bar, &lit(0)).unwrap_err();
+    assert!(
+        e.to_string().contains("shared byte offset = 256 is invalid: a multiple of 512"),
+        "{e}"
+    );
+    let e = b.tensor_store(m, &[lit(0), lit(0)], s, &lit(384)).unwrap_err();
+    assert!(e.to_string().contains("384..640 of an allocation of 512"), "{e}");
+    b.tensor_load(s, &lit(128), m, &[lit(0), lit(0)], bar, &lit(0)).unwrap();
 }
 
 #[test]
