@@ -20,12 +20,24 @@ use crate::outln;
 use crate::run::{default_dtype, parse_shape};
 
 /// The coverage kernels of the asynchronous machinery `tilekit ptx` also prints (the shape is
-/// the number of pipeline stages for `bulk_pipeline`, and is ignored for `multicast_pair`).
+/// the number of pipeline stages for `bulk_pipeline`, and is ignored for `multicast_pair` and
+/// the TMA round trips `tma_*`, see `tilekit_ptx::coverage::tma`).
 ///
 /// ```
 /// assert!(tilekit_cli::ptx::COVERAGE.contains(&"bulk_pipeline"));
 /// ```
-pub const COVERAGE: &[&str] = &["bulk_pipeline", "multicast_pair"];
+pub const COVERAGE: &[&str] = &[
+    "bulk_pipeline",
+    "multicast_pair",
+    "tma_none",
+    "tma_sw32",
+    "tma_sw64",
+    "tma_sw128",
+    "tma_rank1",
+    "tma_rank3",
+    "tma_rank4",
+    "tma_rank5",
+];
 
 fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
@@ -37,8 +49,9 @@ fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Kernel (as for `tilekit run`; the list below gives each one's shape and dtypes), or a
-    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` (shape = stages) or
-    /// `multicast_pair`.
+    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` (shape = stages),
+    /// `multicast_pair`, or a TMA round trip `tma_none`, `tma_sw32`, `tma_sw64`, `tma_sw128`,
+    /// `tma_rank1`, `tma_rank3`, `tma_rank4`, `tma_rank5`.
     #[arg(value_parser = ptx_kernel_names(), hide_possible_values = true)]
     pub kernel: String,
     /// Problem shape, e.g. `1000x777`.
@@ -81,6 +94,10 @@ pub fn generate(a: &Args) -> Result<String, CliError> {
         // grids as `tilekit selftest` launches them
         "bulk_pipeline" => (tilekit_ptx::coverage::bulk_pipeline(shape[0]).map_err(ir)?, [6, 1, 1]),
         "multicast_pair" => (tilekit_ptx::coverage::multicast_pair().map_err(ir)?, [10, 1, 1]),
+        name if tilekit_ptx::coverage::tma::case(name).is_some() => {
+            let c = tilekit_ptx::coverage::tma::case(name).expect("checked");
+            (c.kernel().map_err(ir)?, c.grid())
+        }
         _ => tilekit_ops::run::plan(&a.kernel, &shape, dtype)
             .map_err(|e| CliError::kernel(&a.kernel, e))?,
     };

@@ -197,6 +197,36 @@ pub fn cases(seed: u64) -> Result<Vec<Case>, CliError> {
             reference: Some(reference),
         });
     }
+    for c in tilekit_ptx::coverage::tma::cases() {
+        // a TMA load → compute → store round trip (sm_90): y = 2x + 1 clipped at the tensor's
+        // edges, z = every box as it landed (zero fill outside)
+        let kernel = c.kernel().map_err(ir)?;
+        let x = random_buffer(ScalarType::F32, c.len(), &mut rng).to_f32().unwrap_or_default();
+        let args = c.args(&x);
+        let (name, grid) = (format!("TMA round trip {}", c.name), c.grid());
+        let reference: Reference = Box::new(move |_, output| {
+            let (want_y, want_z) = c.reference(&x);
+            for (i, want) in [(1usize, want_y), (2, want_z)] {
+                let got: Vec<u32> = output
+                    .get_buffer(i)
+                    .and_then(HostBuffer::to_f32)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect();
+                if let Some(k) = (0..want.len()).find(|&k| got.get(k) != Some(&want[k])) {
+                    let what = if i == 1 { "y" } else { "z" };
+                    return Err(format!(
+                        "{what}[{k}] = {:?}, want {:#x}",
+                        got.get(k).map(|b| format!("{b:#x}")),
+                        want[k]
+                    ));
+                }
+            }
+            Ok(())
+        });
+        out.push(Case { name, grid, kernel, args, reference: Some(reference) });
+    }
     for (t, vec) in [(ScalarType::F32, 4), (ScalarType::F16, 8), (ScalarType::I64, 2)] {
         for n in [1usize, 1000, 65_537] {
             let kernel = examples::copy(t, vec, 256).map_err(ir)?;

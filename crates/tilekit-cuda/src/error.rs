@@ -58,6 +58,14 @@ pub enum CudaError {
         /// What would be valid.
         rule: String,
     },
+    /// A tensor map the driver would refuse (checked on the host before encoding).
+    #[error("tensor map {param}: {source}")]
+    TensorMap {
+        /// The tensor-map parameter.
+        param: String,
+        /// What is wrong.
+        source: tilekit_ir::tma::TensorMapError,
+    },
     /// The kernel cache could not be used.
     #[error("kernel cache {path}: {message}")]
     Cache {

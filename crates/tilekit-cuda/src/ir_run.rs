@@ -86,6 +86,22 @@ impl Gpu {
                 (ParamKind::Scalar(t), other) => {
                     return Err(bad(kernel, i, &format!("{other:?}"), format!("a {t} scalar")))
                 }
+                (ParamKind::TensorMap { spec, global }, Arg::TensorMap(m)) => {
+                    // the viewed buffer is an earlier parameter, already uploaded
+                    let addr = out
+                        .buffers
+                        .iter()
+                        .find(|(j, _, _)| *j == global as usize)
+                        .map(|(_, _, d)| self.device_ptr(d))
+                        .ok_or_else(|| {
+                            bad(kernel, i, "a map", "a map over an uploaded buffer".into())
+                        })?;
+                    let bytes = self.encode_tensor_map(&p.name, &spec, m, addr)?;
+                    out.args.tensor_map(bytes);
+                }
+                (ParamKind::TensorMap { .. }, other) => {
+                    return Err(bad(kernel, i, &format!("{other:?}"), "a tensor map".into()))
+                }
             }
         }
         Ok(out)

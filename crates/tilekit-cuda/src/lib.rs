@@ -13,6 +13,7 @@
 //! | [`cache`] | the on-disk kernel cache |
 //! | [`ir_run`] | running an IR kernel on the GPU with the interpreter's argument list |
 //! | [`compile`] | IR kernel → PTX → cubin (cached) → loaded kernel, with a report |
+//! | [`tma`] | TMA tensor maps: host-side checks and `cuTensorMapEncodeTiled` |
 //! | [`tensor`] | device tensors (owned, or borrowed from cudarc) with dtype, shape, strides, offset |
 //!
 //! ```
@@ -32,6 +33,7 @@ pub mod ir_run;
 pub mod module;
 pub mod tensor;
 pub mod timing;
+pub mod tma;
 
 pub use cache::KernelCache;
 pub use compile::CompileReport;

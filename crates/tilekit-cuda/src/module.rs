@@ -284,7 +284,14 @@ pub struct LaunchDims {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct KernelArgs {
-    slots: Vec<u64>,
+    slots: Vec<Slot>,
+}
+
+/// One kernel argument: an 8-byte slot, or a 128-byte tensor map passed by value.
+#[derive(Debug, Clone)]
+enum Slot {
+    Word(u64),
+    Map(Box<crate::tma::TensorMapBytes>),
 }
 
 impl KernelArgs {
@@ -294,27 +301,32 @@ impl KernelArgs {
     }
     /// A device pointer (see [`Gpu::device_ptr`]).
     pub fn ptr(&mut self, p: u64) -> &mut Self {
-        self.slots.push(p);
+        self.slots.push(Slot::Word(p));
         self
     }
     /// A 32-bit unsigned scalar.
     pub fn u32(&mut self, v: u32) -> &mut Self {
-        self.slots.push(u64::from(v));
+        self.slots.push(Slot::Word(u64::from(v)));
         self
     }
     /// A 32-bit signed scalar.
     pub fn i32(&mut self, v: i32) -> &mut Self {
-        self.slots.push(u64::from(v as u32));
+        self.slots.push(Slot::Word(u64::from(v as u32)));
         self
     }
     /// A 64-bit signed scalar.
     pub fn i64(&mut self, v: i64) -> &mut Self {
-        self.slots.push(v as u64);
+        self.slots.push(Slot::Word(v as u64));
         self
     }
     /// A 32-bit float scalar.
     pub fn f32(&mut self, v: f32) -> &mut Self {
-        self.slots.push(u64::from(v.to_bits()));
+        self.slots.push(Slot::Word(u64::from(v.to_bits())));
+        self
+    }
+    /// An encoded tensor map (128 bytes, passed by value as a grid constant).
+    pub fn tensor_map(&mut self, m: crate::tma::TensorMapBytes) -> &mut Self {
+        self.slots.push(Slot::Map(Box::new(m)));
         self
     }
     /// Number of arguments.
@@ -366,8 +378,13 @@ impl Gpu {
             .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
         }
         let mut slots = args.slots.clone();
-        let mut params: Vec<*mut c_void> =
-            slots.iter_mut().map(|s| (s as *mut u64).cast()).collect();
+        let mut params: Vec<*mut c_void> = slots
+            .iter_mut()
+            .map(|s| match s {
+                Slot::Word(w) => (w as *mut u64).cast(),
+                Slot::Map(m) => m.0.as_mut_ptr().cast(),
+            })
+            .collect();
         let _keep = &kernel.module;
         if kernel.cluster != (1, 1, 1) {
             self.prepare_cluster(kernel, dims)?;

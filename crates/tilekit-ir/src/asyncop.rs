@@ -18,6 +18,11 @@
 //!   but the newest N groups have finished *reading* shared memory (the buffer may be reused),
 //!   `wait_group N` when they have finished writing global memory.
 //!
+//! The multi-dimensional form, `cp.async.bulk.tensor` (a box of a 1–5-D tensor described by a
+//! tensor map, swizzled into shared memory, out-of-bounds elements filled), follows the same
+//! model — loads complete on an mbarrier, stores join bulk groups — and is described in
+//! [`crate::tma`].
+//!
 //! Generic-proxy writes to shared memory are not seen by the async proxy until a
 //! `fence.proxy.async`; an mbarrier's initialisation is published with `fence.mbarrier_init`.
 //!
@@ -154,6 +159,52 @@ pub enum AsyncOp {
         /// Elements copied.
         elems: ValueId,
     },
+    /// `cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`: the box
+    /// of tensor map `map` at `coords` lands (swizzled, out-of-bounds elements filled) in shared
+    /// `dst[dst_off..]` and completes the box's bytes on barrier `index` of `bar` (see
+    /// [`crate::tma`]).
+    TensorLoad {
+        /// Shared destination.
+        dst: MemRef,
+        /// Element offset in `dst`.
+        dst_off: ValueId,
+        /// The tensor-map parameter.
+        map: u32,
+        /// The global memory the map views.
+        global: MemRef,
+        /// Box coordinates, innermost first (`i32`).
+        coords: Vec<ValueId>,
+        /// The barrier allocation.
+        bar: MemRef,
+        /// Which barrier.
+        index: ValueId,
+        /// `.multicast::cluster`: the mask of cluster ranks that each receive the box.
+        multicast: Option<ValueId>,
+    },
+    /// `cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`: the box image at shared
+    /// `src[src_off..]` is stored to the box of `map` at `coords` (elements outside the tensor
+    /// are not written), in the bulk group being formed.
+    TensorStore {
+        /// The tensor-map parameter.
+        map: u32,
+        /// The global memory the map views.
+        global: MemRef,
+        /// Box coordinates, innermost first.
+        coords: Vec<ValueId>,
+        /// Shared source.
+        src: MemRef,
+        /// Element offset in `src`.
+        src_off: ValueId,
+    },
+    /// `cp.async.bulk.prefetch.tensor.Nd.L2.global`: a hint to bring the box into L2.
+    TensorPrefetch {
+        /// The tensor-map parameter.
+        map: u32,
+        /// The global memory the map views.
+        global: MemRef,
+        /// Box coordinates, innermost first.
+        coords: Vec<ValueId>,
+    },
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing warpgroups' threads own
     /// `regs` registers each from here on (producer warpgroups give registers to consumers).
     SetMaxNReg {
@@ -191,6 +242,9 @@ impl AsyncOp {
             AsyncOp::FenceMbarrierInit => "fence.mbarrier_init",
             AsyncOp::BulkLoad { .. } => "cp.async.bulk.shared.global",
             AsyncOp::BulkStore { .. } => "cp.async.bulk.global.shared",
+            AsyncOp::TensorLoad { .. } => "cp.async.bulk.tensor.shared.global",
+            AsyncOp::TensorStore { .. } => "cp.async.bulk.tensor.global.shared",
+            AsyncOp::TensorPrefetch { .. } => "cp.async.bulk.prefetch.tensor",
             AsyncOp::BulkCommit => "cp.async.bulk.commit_group",
             AsyncOp::SetMaxNReg { inc: true, .. } => "setmaxnreg.inc",
             AsyncOp::SetMaxNReg { inc: false, .. } => "setmaxnreg.dec",
@@ -224,6 +278,17 @@ impl AsyncOp {
                 [*dst_off, *src_off, *elems, *index].into_iter().chain(*multicast).collect()
             }
             AsyncOp::BulkStore { dst_off, src_off, elems, .. } => vec![*dst_off, *src_off, *elems],
+            AsyncOp::TensorLoad { dst_off, coords, index, multicast, .. } => {
+                std::iter::once(*dst_off)
+                    .chain(coords.iter().copied())
+                    .chain([*index])
+                    .chain(*multicast)
+                    .collect()
+            }
+            AsyncOp::TensorStore { coords, src_off, .. } => {
+                coords.iter().copied().chain([*src_off]).collect()
+            }
+            AsyncOp::TensorPrefetch { coords, .. } => coords.clone(),
         }
     }
 
@@ -249,6 +314,19 @@ impl AsyncOp {
                 v
             }
             AsyncOp::BulkStore { dst_off, src_off, elems, .. } => vec![dst_off, src_off, elems],
+            AsyncOp::TensorLoad { dst_off, coords, index, multicast, .. } => {
+                let mut v = vec![dst_off];
+                v.extend(coords.iter_mut());
+                v.push(index);
+                v.extend(multicast.as_mut());
+                v
+            }
+            AsyncOp::TensorStore { coords, src_off, .. } => {
+                let mut v: Vec<&mut ValueId> = coords.iter_mut().collect();
+                v.push(src_off);
+                v
+            }
+            AsyncOp::TensorPrefetch { coords, .. } => coords.iter_mut().collect(),
         }
     }
 
@@ -265,6 +343,9 @@ impl AsyncOp {
             | AsyncOp::MbarrierInval { bar, .. } => vec![*bar],
             AsyncOp::BulkLoad { dst, src, bar, .. } => vec![*dst, *src, *bar],
             AsyncOp::BulkStore { dst, src, .. } => vec![*dst, *src],
+            AsyncOp::TensorLoad { dst, global, bar, .. } => vec![*dst, *global, *bar],
+            AsyncOp::TensorStore { global, src, .. } => vec![*global, *src],
+            AsyncOp::TensorPrefetch { global, .. } => vec![*global],
             _ => vec![],
         }
     }

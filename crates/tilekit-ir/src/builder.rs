@@ -350,7 +350,7 @@ impl KernelBuilder {
 
     // ---------------------------------------------------------------- operands
 
-    fn check_val(&self, v: &Val, op: &str) -> Result<()> {
+    pub(crate) fn check_val(&self, v: &Val, op: &str) -> Result<()> {
         match &v.0 {
             Repr::Sym { ctx, id, .. } => {
                 if !Rc::ptr_eq(ctx, &self.ctx) {
@@ -364,7 +364,7 @@ impl KernelBuilder {
     }
 
     /// The value as an operand; literals become constants of `hint` (or the index type).
-    fn operand(&self, v: &Val, hint: Option<ScalarType>, op: &str) -> Result<ValueId> {
+    pub(crate) fn operand(&self, v: &Val, hint: Option<ScalarType>, op: &str) -> Result<ValueId> {
         self.check_val(v, op)?;
         match &v.0 {
             Repr::Sym { id, .. } => Ok(*id),
@@ -392,6 +392,21 @@ impl KernelBuilder {
         Ok((self.operand(a, hint, op)?, self.operand(b, hint, op)?))
     }
 
+    /// The type of value `id` of the kernel under construction.
+    pub(crate) fn ctx_ty(&self, id: ValueId) -> ScalarType {
+        self.ctx.borrow().ty(id)
+    }
+
+    /// The integer constant value `id` is, if it is one.
+    pub(crate) fn ctx_int(&self, id: ValueId) -> Option<i64> {
+        self.ctx.borrow().int_of(id)
+    }
+
+    /// Elements of shared allocation `s`.
+    pub(crate) fn shared_len_of(&self, s: u32) -> Option<usize> {
+        self.ctx.borrow().shared.get(s as usize).map(|d| d.len)
+    }
+
     fn wrap(&self, id: ValueId) -> Val {
         let ty = self.ctx.borrow().ty(id);
         Val::sym(&self.ctx, id, ty)
@@ -403,7 +418,7 @@ impl KernelBuilder {
 
     // ---------------------------------------------------------------- parameters, memory
 
-    fn add_param(&self, name: &str, kind: ParamKind) -> u32 {
+    pub(crate) fn add_param(&self, name: &str, kind: ParamKind) -> u32 {
         let mut c = self.ctx.borrow_mut();
         c.params.push(ParamDecl { name: name.into(), kind });
         (c.params.len() - 1) as u32
@@ -512,7 +527,7 @@ impl KernelBuilder {
         Ok(MemRef { space: MemSpace::Shared((c.shared.len() - 1) as u32), elem })
     }
 
-    fn check_mem(&self, mem: MemRef, op: &str) -> Result<()> {
+    pub(crate) fn check_mem(&self, mem: MemRef, op: &str) -> Result<()> {
         let c = self.ctx.borrow();
         let ok = match mem.space {
             MemSpace::Global(p) => {
@@ -536,7 +551,7 @@ impl KernelBuilder {
         }
     }
 
-    fn offset_operand(&self, off: &Val, op: &str) -> Result<ValueId> {
+    pub(crate) fn offset_operand(&self, off: &Val, op: &str) -> Result<ValueId> {
         let id = self.operand(off, None, op)?;
         let ty = self.ctx.borrow().ty(id);
         if !ty.is_int() {
@@ -822,7 +837,7 @@ impl KernelBuilder {
         Ok(())
     }
 
-    fn need_cluster(&self, op: &str) -> Result<()> {
+    pub(crate) fn need_cluster(&self, op: &str) -> Result<()> {
         let dims = self.ctx.borrow().cluster_dim;
         if dims == [1, 1, 1] {
             return Err(IrError::ClusterDims {
@@ -902,7 +917,7 @@ impl KernelBuilder {
         self.shared(name, ScalarType::I64, count)
     }
 
-    fn bar_operands(&self, op: &str, bar: MemRef, index: &Val) -> Result<ValueId> {
+    pub(crate) fn bar_operands(&self, op: &str, bar: MemRef, index: &Val) -> Result<ValueId> {
         if !matches!(bar.space, MemSpace::Shared(_)) || bar.elem != ScalarType::I64 {
             return Err(IrError::WrongType {
                 op: format!("{op} on {} {}", bar.space.name(), bar.elem),
@@ -914,7 +929,7 @@ impl KernelBuilder {
         self.offset_operand(index, op)
     }
 
-    fn push_async(&self, a: crate::asyncop::AsyncOp) {
+    pub(crate) fn push_async(&self, a: crate::asyncop::AsyncOp) {
         self.ctx.borrow_mut().push(Op::Async(a), &[]);
     }
 

@@ -96,6 +96,32 @@ fn async_text(k: &Kernel, a: &crate::asyncop::AsyncOp, mn: String) -> String {
             bar(b, index),
             multicast.map(|m| format!(", multicast to ctas {m}")).unwrap_or_default()
         ),
+        A::TensorLoad { dst, dst_off, map, coords, bar: b, index, multicast, .. } => format!(
+            "cp.async.bulk.tensor.{}d.shared.global {}, {}[{}], complete_tx {}{}",
+            coords.len(),
+            mem(k, *dst, *dst_off),
+            param_name(k, *map),
+            list(coords),
+            bar(b, index),
+            multicast.map(|m| format!(", multicast to ctas {m}")).unwrap_or_default()
+        ),
+        A::TensorStore { map, coords, src, src_off, .. } => {
+            format!(
+                "cp.async.bulk.tensor.{}d.global.shared {}[{}], {}",
+                coords.len(),
+                param_name(k, *map),
+                list(coords),
+                mem(k, *src, *src_off)
+            )
+        }
+        A::TensorPrefetch { map, coords, .. } => {
+            format!(
+                "cp.async.bulk.prefetch.tensor.{}d {}[{}]",
+                coords.len(),
+                param_name(k, *map),
+                list(coords)
+            )
+        }
         A::BulkStore { dst, dst_off, src, src_off, elems } => format!(
             "{mn} {}, {}, {elems} x {}",
             mem(k, *dst, *dst_off),
@@ -103,6 +129,10 @@ fn async_text(k: &Kernel, a: &crate::asyncop::AsyncOp, mn: String) -> String {
             dst.elem
         ),
     }
+}
+
+fn param_name(k: &Kernel, p: u32) -> &str {
+    k.params.get(p as usize).map_or("?", |d| d.name.as_str())
 }
 
 fn list(v: &[ValueId]) -> String {
@@ -237,6 +267,12 @@ impl fmt::Display for Kernel {
             .iter()
             .map(|p| match p.kind {
                 ParamKind::GlobalPtr(_) | ParamKind::Scalar(_) => format!("{}: {}", p.name, p.kind),
+                ParamKind::TensorMap { global, .. } => format!(
+                    "{}: {} over {}",
+                    p.name,
+                    p.kind,
+                    self.params.get(global as usize).map_or("?", |g| g.name.as_str())
+                ),
             })
             .collect();
         let [x, y, z] = self.block_dim;

@@ -93,6 +93,15 @@ pub enum IrError {
         /// What would be valid.
         valid: String,
     },
+    /// A tensor map that disagrees with the layout of the shared tile it was derived from
+    /// (see [`crate::tma::TensorMapSpec::check_layout`]).
+    #[error("tensor map {map} disagrees with the layout it was derived from: {detail}")]
+    TensorMapLayout {
+        /// The map's name.
+        map: String,
+        /// The first disagreement.
+        detail: String,
+    },
     /// Invalid cluster dimensions (see [`crate::KernelBuilder::set_cluster_dim`]).
     #[error("cluster dims {dims:?} are invalid: {rule}")]
     ClusterDims {

@@ -28,6 +28,14 @@ pub enum ParamKind {
     GlobalPtr(ScalarType),
     /// A scalar of this type.
     Scalar(ScalarType),
+    /// A TMA tensor map (the 128-byte `CUtensorMap`, passed as a grid constant) viewing the
+    /// memory of the global pointer parameter `global` (see [`crate::tma`]).
+    TensorMap {
+        /// Element type, box, swizzle, fill.
+        spec: crate::tma::TensorMapSpec,
+        /// Index of the pointer parameter whose memory it views.
+        global: u32,
+    },
 }
 
 impl std::fmt::Display for ParamKind {
@@ -35,6 +43,7 @@ impl std::fmt::Display for ParamKind {
         match self {
             ParamKind::GlobalPtr(t) => write!(f, "ptr<global {t}>"),
             ParamKind::Scalar(t) => write!(f, "{t}"),
+            ParamKind::TensorMap { spec, .. } => write!(f, "{spec}"),
         }
     }
 }

@@ -44,6 +44,7 @@ pub mod op;
 pub mod passes;
 pub mod symbolic;
 pub mod tensor;
+pub mod tma;
 pub mod types;
 pub mod value;
 
@@ -55,5 +56,6 @@ pub use op::{
     Axis, BinOp, Block, CmpOp, Inst, MemRef, MemSpace, MmaShape, Op, ShflMode, SpecialReg, UnOp,
     ValueId, VoteMode,
 };
+pub use tma::{OobFill, TensorMap, TensorMapArg, TensorMapSpec, TmaSwizzle};
 pub use types::{Lit, ScalarType};
 pub use value::{Pred, Val};

@@ -273,6 +273,9 @@ where
             Slot::Scalar(l) => {
                 args.scalar(l);
             }
+            Slot::TensorMap(m) => {
+                args.tensor_map(m);
+            }
         }
     }
     tilekit_ir::interp::run(kernel.kernel(), grid, &mut args)?;
@@ -821,9 +824,40 @@ impl Cuda {
         let loaded = self.load(kernel)?;
         let ir = kernel.kernel();
         let slots = b.finish()?;
+        // the address of each bound tensor, for the tensor maps that view it
+        let addrs: Vec<Option<u64>> = slots
+            .iter()
+            .map(|s| match s {
+                Slot::In { mem, offset, elem } | Slot::Out { mem, offset, elem } => {
+                    Some(mem.ptr + *offset as u64 * elem.size_bytes() as u64)
+                }
+                _ => None,
+            })
+            .collect();
         let mut args = KernelArgs::new();
         for (s, p) in slots.into_iter().zip(&ir.params) {
             match s {
+                Slot::TensorMap(m) => {
+                    let ParamKind::TensorMap { spec, global } = p.kind else {
+                        return Err(OpsError::invalid(
+                            "launch",
+                            "tensor map",
+                            &p.name,
+                            "bound to a tensor-map parameter",
+                        ));
+                    };
+                    let addr = addrs.get(global as usize).copied().flatten().ok_or_else(|| {
+                        OpsError::invalid(
+                            "launch",
+                            "tensor map",
+                            &p.name,
+                            "a map over a bound tensor",
+                        )
+                    })?;
+                    args.tensor_map(
+                        self.gpu.encode_tensor_map(&p.name, &spec, &m, addr).map_err(cuda)?,
+                    );
+                }
                 Slot::In { mem, offset, elem } | Slot::Out { mem, offset, elem } => {
                     args.ptr(mem.ptr + offset as u64 * elem.size_bytes() as u64);
                 }

@@ -19,6 +19,7 @@
 //! ```
 
 use tilekit_ir::tensor::TensorLayout;
+use tilekit_ir::tma::TensorMapArg;
 use tilekit_ir::{Lit, ParamKind, ScalarType, TensorParamInfo};
 
 use crate::backend::{Backend, TensorIn, TensorOut};
@@ -50,6 +51,9 @@ pub enum Slot<'a, B: Backend + ?Sized + 'a> {
     Int(i64),
     /// A typed scalar (f32, …).
     Scalar(Lit),
+    /// A TMA tensor map over the tensor bound to the pointer parameter it views: that tensor's
+    /// dims and byte strides (the backend encodes it with the tensor's address).
+    TensorMap(TensorMapArg),
 }
 
 /// Arguments for one launch of a kernel, bound by name.
@@ -77,6 +81,33 @@ impl<'a, B: Backend + ?Sized + 'a> std::fmt::Debug for Bindings<'a, B> {
 
 fn bind_error(kernel: &str, param: &str, value: impl std::fmt::Display, rule: String) -> OpsError {
     OpsError::Bind { kernel: kernel.into(), param: param.into(), value: value.to_string(), rule }
+}
+
+/// The tensor-map argument of a strided tensor (dims innermost first, byte strides of dims
+/// 1..); its innermost stride must be 1 (or its innermost length 1).
+///
+/// ```
+/// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+/// let l = TensorLayout::contiguous(ScalarType::F16, vec![3, 5, 8]).unwrap();
+/// let a = tilekit_ops::bind::map_arg(&l).unwrap();
+/// assert_eq!((a.dims(), a.byte_strides()), (&[8u64, 5, 3][..], &[16u64, 80][..]));
+/// ```
+pub fn map_arg(layout: &TensorLayout) -> Result<TensorMapArg> {
+    let (shape, strides) = (layout.shape(), layout.strides());
+    let r = shape.len();
+    let bad = |rule: &str| {
+        OpsError::invalid("tensor map", "layout", format!("{shape:?} / {strides:?}"), rule)
+    };
+    if r == 0 || (shape[r - 1] > 1 && strides[r - 1] != 1) {
+        return Err(bad("at least one dim, the innermost contiguous (stride 1)"));
+    }
+    if shape.iter().chain(strides).any(|&v| v < 0) {
+        return Err(bad("non-negative lengths and strides"));
+    }
+    let size = layout.dtype().size_bytes() as u64;
+    let dims: Vec<u64> = shape.iter().rev().map(|&l| l as u64).collect();
+    let bytes: Vec<u64> = strides.iter().rev().skip(1).map(|&s| s as u64 * size).collect();
+    Ok(TensorMapArg::new(&dims, &bytes))
 }
 
 /// Checks `layout` (with its first element at byte address `address`) against the tensor
@@ -419,6 +450,45 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
             ));
         }
         self.slots[i] = Some(Slot::Scalar(v));
+        Ok(self)
+    }
+
+    /// Binds tensor-map parameter `name` to the dims and byte strides of the tensor it views
+    /// (see [`map_arg`]), checked against the driver's rules first.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType, tensor::TensorLayout, tma::*};
+    /// use tilekit_ops::{backend::Interp, bind::{map_arg, Bindings}, compiled::CompiledKernel};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    /// let spec = TensorMapSpec::new(ScalarType::F32, &[8, 8], TmaSwizzle::None, OobFill::Zero).unwrap();
+    /// b.tensor_map_param("xm", x, spec).unwrap();
+    /// let k = CompiledKernel::new(b.finish().unwrap());
+    /// let l = TensorLayout::contiguous(ScalarType::F32, vec![10, 12]).unwrap();
+    /// assert!(Bindings::<Interp>::new(&k).tensor_map("xm", map_arg(&l).unwrap()).is_ok());
+    /// let odd = TensorLayout::contiguous(ScalarType::F32, vec![10, 7]).unwrap(); // rows of 28 bytes
+    /// let e = Bindings::<Interp>::new(&k).tensor_map("xm", map_arg(&odd).unwrap()).unwrap_err();
+    /// assert!(e.to_string().contains("byte stride of dim 1 = 28"), "{e}");
+    /// ```
+    pub fn tensor_map(mut self, name: &str, arg: TensorMapArg) -> Result<Self> {
+        let k = self.kernel.kernel();
+        let found = k.params.iter().enumerate().find_map(|(i, p)| match p.kind {
+            ParamKind::TensorMap { spec, .. } if p.name == name => Some((i, spec)),
+            _ => None,
+        });
+        let Some((i, spec)) = found else {
+            return Err(bind_error(
+                &k.name,
+                name,
+                "(tensor map)",
+                format!("the kernel has no tensor-map parameter `{name}`"),
+            ));
+        };
+        // the address is checked when the backend encodes the map
+        tilekit_ir::tma::check_encode(&spec, &arg, 0).map_err(|e| {
+            bind_error(&k.name, name, format!("dims {:?}", arg.dims()), e.to_string())
+        })?;
+        self.slots[i] = Some(Slot::TensorMap(arg));
         Ok(self)
     }
 

@@ -1,6 +1,8 @@
 //! A coverage kernel per scalar type: every op the builder accepts, for assembling with ptxas
 //! (CI) and for comparing a GPU with the interpreter bit for bit (`tilekit selftest`).
 
+pub mod tma;
+
 use tilekit_ir::{Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp};
 use tilekit_layout::Idx;
 

@@ -155,17 +155,21 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
     if shared_layout(k).dynamic {
         let _ = writeln!(
             head,
-            ".extern .shared .align 16 .b8 {DYNAMIC_SMEM}[]; // {} bytes, launched as dynamic shared memory\n",
+            ".extern .shared .align {} .b8 {DYNAMIC_SMEM}[]; // {} bytes, launched as dynamic shared memory\n",
+            shared_layout(k).align,
             shared_layout(k).total
         );
     }
     let _ = write!(head, ".visible .entry {}(", k.name);
     for (i, p) in k.params.iter().enumerate() {
-        let ty = match p.kind {
-            ParamKind::GlobalPtr(_) => "u64".to_string(),
-            ParamKind::Scalar(t) => param_type(t).to_string(),
+        let decl = match p.kind {
+            ParamKind::GlobalPtr(_) => format!(".param .u64 param{i}"),
+            ParamKind::Scalar(t) => format!(".param .{} param{i}", param_type(t)),
+            // the 128-byte CUtensorMap, passed by value: a grid constant whose address the
+            // tensor copies take
+            ParamKind::TensorMap { .. } => format!(".param .align 64 .b8 param{i}[128]"),
         };
-        let _ = write!(head, "{}\n\t.param .{} param{}", if i == 0 { "" } else { "," }, ty, i);
+        let _ = write!(head, "{}\n\t{decl}", if i == 0 { "" } else { "," });
     }
     let _ = writeln!(head, "\n)");
     let [x, y, z] = k.block_dim;
@@ -188,7 +192,8 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
         for (i, s) in k.shared.iter().enumerate() {
             let _ = writeln!(
                 head,
-                "\t.shared .align 16 .b8 {}[{}]; // {}: {} x {}",
+                "\t.shared .align {} .b8 {}[{}]; // {}: {} x {}",
+                layout.aligns[i],
                 e.shared_names[i],
                 s.size_bytes().max(1),
                 s.name,
@@ -229,6 +234,11 @@ pub struct SharedLayout {
     /// offsets into one dynamic array and the kernel must be launched with `total` bytes of
     /// dynamic shared memory.
     pub dynamic: bool,
+    /// Alignment of each allocation (16 bytes, more for the tiles of tensor copies: see
+    /// [`tilekit_ir::tma::shared_alignments`]).
+    pub aligns: Vec<usize>,
+    /// Alignment of the whole (dynamic) array: the largest of `aligns`.
+    pub align: usize,
 }
 
 /// The static limit of shared memory per block (48 KiB).
@@ -245,13 +255,16 @@ pub const STATIC_SMEM_LIMIT: usize = 48 * 1024;
 /// assert_eq!((l.offsets.clone(), l.total, l.dynamic), (vec![0, 16], 16 + 64 * 1024, true));
 /// ```
 pub fn shared_layout(k: &Kernel) -> SharedLayout {
+    let aligns = tilekit_ir::tma::shared_alignments(k);
     let mut offsets = Vec::with_capacity(k.shared.len());
     let mut at = 0usize;
-    for s in &k.shared {
+    for (s, &a) in k.shared.iter().zip(&aligns) {
+        at = at.div_ceil(a) * a;
         offsets.push(at);
         at += s.size_bytes().div_ceil(16) * 16;
     }
-    SharedLayout { offsets, total: at, dynamic: at > STATIC_SMEM_LIMIT }
+    let align = aligns.iter().copied().max().unwrap_or(16);
+    SharedLayout { offsets, total: at, dynamic: at > STATIC_SMEM_LIMIT, aligns, align }
 }
 
 fn param_type(t: ScalarType) -> &'static str {
@@ -325,6 +338,15 @@ impl<'k> Emitter<'k> {
                 let g = self.tmp(ScalarType::I64);
                 self.line(format!("ld.param.u64 {r}, [param{i}]; // {}", p.name));
                 self.line(format!("cvta.to.global.u64 {g}, {r};"));
+                self.ptr_regs[i] = Some(g);
+            }
+            if let ParamKind::TensorMap { .. } = p.kind {
+                // the generic address of the grid-constant parameter (as CUTLASS passes
+                // `&params.tma_desc`)
+                let r = self.tmp(ScalarType::I64);
+                let g = self.tmp(ScalarType::I64);
+                self.line(format!("mov.u64 {r}, param{i}; // tensor map {}", p.name));
+                self.line(format!("cvta.param.u64 {g}, {r};"));
                 self.ptr_regs[i] = Some(g);
             }
         }
@@ -623,6 +645,9 @@ impl<'k> Emitter<'k> {
                     "cp.async.bulk.global.shared::cta.bulk_group [{g}], [{sh}], {n};"
                 ));
             }
+            A::TensorLoad { .. } | A::TensorStore { .. } | A::TensorPrefetch { .. } => {
+                self.tensor_op(a)?
+            }
             A::BulkCommit => self.line("cp.async.bulk.commit_group;"),
             A::SetMaxNReg { inc, regs } => {
                 if self.target != Target::Sm90a {
@@ -635,6 +660,61 @@ impl<'k> Emitter<'k> {
                 let r = if *read { ".read" } else { "" };
                 self.line(format!("cp.async.bulk.wait_group{r} {pending};"));
             }
+        }
+        Ok(())
+    }
+
+    /// `[tmap, {c0, ..}]`: the tensor map's generic address and the box coordinates.
+    fn tensor_operand(&self, map: u32, coords: &[ValueId]) -> Result<String> {
+        let m = self.ptr_regs.get(map as usize).cloned().flatten().ok_or_else(|| {
+            self.unsupported(format!("tensor map {map}"), "not a tensor-map parameter")
+        })?;
+        let c: Vec<String> = coords.iter().map(|&v| self.reg(v)).collect();
+        Ok(format!("[{m}, {{{}}}]", c.join(", ")))
+    }
+
+    fn tensor_op(&mut self, a: &tilekit_ir::AsyncOp) -> Result<()> {
+        use tilekit_ir::AsyncOp as A;
+        match a {
+            A::TensorLoad { dst, dst_off, map, coords, bar, index, multicast, .. } => {
+                let n = coords.len();
+                let (d, _) = self.address(*dst, *dst_off)?;
+                let (b, _) = self.address(*bar, *index)?;
+                let t = self.tensor_operand(*map, coords)?;
+                match multicast {
+                    None => self.line(format!(
+                        "cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], {t}, [{b}];"
+                    )),
+                    Some(m) => {
+                        if self.target != Target::Sm90a {
+                            return Err(self.unsupported(
+                                "cp.async.bulk.tensor multicast",
+                                "multicast tensor copies need sm_90a",
+                            ));
+                        }
+                        let m32 = self.u32_of(*m);
+                        let h = self.tmp(ScalarType::F16);
+                        self.line(format!("cvt.u16.u32 {h}, {m32};"));
+                        self.line(format!(
+                            "cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [{d}], {t}, [{b}], {h};"
+                        ));
+                    }
+                }
+            }
+            A::TensorStore { map, coords, src, src_off, .. } => {
+                let n = coords.len();
+                let (sh, _) = self.address(*src, *src_off)?;
+                let t = self.tensor_operand(*map, coords)?;
+                self.line(format!(
+                    "cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group {t}, [{sh}];"
+                ));
+            }
+            A::TensorPrefetch { map, coords, .. } => {
+                let n = coords.len();
+                let t = self.tensor_operand(*map, coords)?;
+                self.line(format!("cp.async.bulk.prefetch.tensor.{n}d.L2.global {t};"));
+            }
+            _ => unreachable!("tensor_op emits tensor copies only"),
         }
         Ok(())
     }

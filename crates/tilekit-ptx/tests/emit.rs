@@ -263,3 +263,80 @@ fn elect_and_setmaxnreg_need_hopper() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+#[test]
+fn tma_round_trips_match_the_cpu_reference_and_assemble_for_sm_90() {
+    use tilekit_ir::interp::run;
+    use tilekit_ptx::coverage::tma::cases;
+    for c in cases() {
+        let k = c.kernel().unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let mut s = 0x2545_f491_4f6c_dd1du64 ^ c.len() as u64;
+        let x: Vec<f32> = (0..c.len())
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 40) as f32 / (1u64 << 22) as f32 - 2.0
+            })
+            .collect();
+        let mut a = c.args(&x);
+        run(&k, c.grid(), &mut a).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let bits = |b: tilekit_ir::interp::HostBuffer| -> Vec<u32> {
+            b.to_f32().unwrap().iter().map(|v| v.to_bits()).collect()
+        };
+        let (ry, rz) = c.reference(&x);
+        assert_eq!(bits(a.take_buffer(1).unwrap()), ry, "{}: y", c.name);
+        let z = bits(a.take_buffer(2).unwrap());
+        assert_eq!(z, rz, "{}: z", c.name);
+        assert!(z.contains(&0), "{}: no box reached outside the tensor", c.name);
+        let ptx = check(&k);
+        let r = c.box_dims.len();
+        for want in [
+            ".param .align 64 .b8 param3[128]".to_string(),
+            "cvta.param.u64".to_string(),
+            format!(
+                "cp.async.bulk.tensor.{r}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            ),
+            format!("cp.async.bulk.tensor.{r}d.global.shared::cta.bulk_group"),
+        ] {
+            assert!(ptx.contains(&want), "{}: missing {want}\n{ptx}", c.name);
+        }
+        let align = c.swizzle.shared_align();
+        assert!(ptx.contains(&format!(".shared .align {align} .b8 smem0_in")), "{}", c.name);
+    }
+}
+
+#[test]
+fn tensor_copies_need_hopper_and_multicast_needs_sm_90a() {
+    use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
+    let b = KernelBuilder::new("mc", [32, 1, 1]).unwrap();
+    b.set_cluster_dim([2, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    let spec = TensorMapSpec::new(ScalarType::F32, &[8], TmaSwizzle::None, OobFill::Zero).unwrap();
+    let m = b.tensor_map_param("xm", x, spec).unwrap();
+    let s = b.shared("s", ScalarType::F32, 8).unwrap();
+    let bar = b.mbarrier("bar", 1).unwrap();
+    b.tensor_load_multicast(s, &Idx::lit(0), m, &[Idx::lit(0)], bar, &Idx::lit(0), &Idx::lit(3))
+        .unwrap();
+    b.tensor_prefetch(m, &[Idx::lit(8)]).unwrap();
+    let k = b.finish().unwrap();
+    let e = emit_kernel(&k, Target::Sm90).unwrap_err().to_string();
+    assert!(e.contains("need sm_90a"), "{e}");
+    let e = emit_kernel(&k, Target::Sm80).unwrap_err().to_string();
+    assert!(e.contains("sm_90"), "{e}");
+    let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+    assert!(ptx.contains("complete_tx::bytes.multicast::cluster"), "{ptx}");
+    assert!(ptx.contains("cp.async.bulk.prefetch.tensor.1d.L2.global"), "{ptx}");
+    if let Some(p) = ptxas() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("mc.ptx");
+        std::fs::write(&f, &ptx).unwrap();
+        let o = Command::new(p)
+            .args(["-arch=sm_90a", "-o"])
+            .arg(dir.path().join("mc.cubin"))
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}\n{ptx}", String::from_utf8_lossy(&o.stderr));
+    }
+}

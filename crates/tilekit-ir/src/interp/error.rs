@@ -144,6 +144,16 @@ pub enum InterpError {
         /// What was passed.
         got: String,
     },
+    /// A tensor-map argument the driver would refuse, or that reaches past its buffer.
+    #[error("argument {index} ({name}): {source}")]
+    TensorMap {
+        /// Position.
+        index: usize,
+        /// Parameter name.
+        name: String,
+        /// What is wrong.
+        source: crate::tma::TensorMapError,
+    },
     /// A grid with a zero dimension.
     #[error("grid {grid:?} is invalid: every dimension must be >= 1")]
     Grid {

@@ -72,6 +72,8 @@ pub(crate) struct Prog<'a> {
     pub(crate) ctas: usize,
     pub(crate) grid: [u32; 3],
     pub(crate) scalars: Vec<u64>,
+    /// Tensor-map arguments, by parameter index.
+    pub(crate) maps: Vec<Option<crate::tma::TensorMapArg>>,
     pub(crate) globals: &'a [Global],
     pub(crate) insts: Vec<&'a Inst>,
     inst_ids: HashMap<usize, u32>,
@@ -104,6 +106,7 @@ impl<'a> Prog<'a> {
             ctas,
             grid,
             scalars,
+            maps: vec![],
             globals,
             insts,
             inst_ids,

@@ -78,6 +78,9 @@ pub enum Arg {
     Scalar(Lit),
     /// An integer for any integer scalar parameter it fits.
     Int(i64),
+    /// The dims and strides of a tensor-map parameter (its memory is the buffer of the
+    /// pointer parameter the map views; see [`crate::tma`]).
+    TensorMap(crate::tma::TensorMapArg),
 }
 
 /// Launch arguments, in parameter order.
@@ -165,6 +168,17 @@ impl Args {
     /// ```
     pub fn scalar(&mut self, v: Lit) -> &mut Self {
         self.items.push(Arg::Scalar(v));
+        self
+    }
+
+    /// Appends a tensor-map argument.
+    ///
+    /// ```
+    /// use tilekit_ir::{interp::Args, tma::TensorMapArg};
+    /// assert_eq!(Args::new().tensor_map(TensorMapArg::packed(&[8, 4], 4)).len(), 1);
+    /// ```
+    pub fn tensor_map(&mut self, m: crate::tma::TensorMapArg) -> &mut Self {
+        self.items.push(Arg::TensorMap(m));
         self
     }
 
@@ -275,6 +289,22 @@ fn check_args(k: &Kernel, args: &Args) -> Result<Vec<u64>, InterpError> {
                 Some(l) => scalars[i] = l.bits(),
                 None => return Err(mismatch(format!("{v}, which does not fit {t}"))),
             },
+            (ParamKind::TensorMap { spec, global }, Arg::TensorMap(m)) => {
+                let len = match args.items.get(global as usize) {
+                    Some(Arg::Buffer(b)) => b.len(),
+                    _ => {
+                        return Err(mismatch("a map over a parameter that is not a buffer".into()))
+                    }
+                };
+                crate::tma::check_fits(&spec, m, len).map_err(|source| InterpError::TensorMap {
+                    index: i,
+                    name: p.name.clone(),
+                    source,
+                })?;
+            }
+            (_, Arg::TensorMap(m)) => {
+                return Err(mismatch(format!("a tensor map of dims {:?}", m.dims())))
+            }
             (_, Arg::Buffer(b)) => return Err(mismatch(format!("a buffer of {}", b.elem()))),
             (_, Arg::Scalar(l)) => return Err(mismatch(format!("a scalar {}", l.ty()))),
             (_, Arg::Int(v)) => return Err(mismatch(format!("the integer {v}"))),
@@ -340,7 +370,15 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
             _ => Global::Scalar,
         })
         .collect();
-    let result = execute(kernel, grid, scalars, &globals);
+    let maps: Vec<Option<crate::tma::TensorMapArg>> = args
+        .items
+        .iter()
+        .map(|a| match a {
+            Arg::TensorMap(m) => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    let result = execute(kernel, grid, scalars, maps, &globals);
     for (i, g) in globals.into_iter().enumerate() {
         if let Some(b) = g.into_buffer() {
             args.items[i] = Arg::Buffer(b);
@@ -357,9 +395,11 @@ fn execute(
     kernel: &Kernel,
     grid: [u32; 3],
     scalars: Vec<u64>,
+    maps: Vec<Option<crate::tma::TensorMapArg>>,
     globals: &[Global],
 ) -> Result<RunStats, InterpError> {
-    let prog = Prog::new(kernel, grid, scalars, globals);
+    let mut prog = Prog::new(kernel, grid, scalars, globals);
+    prog.maps = maps;
     // the unit of execution is a cluster (one block without clusters), named by its first block
     let c = kernel.cluster_dim;
     let [gx, gy, gz] = [0, 1, 2].map(|a| (grid[a] / c[a]) as u64);

@@ -24,6 +24,10 @@ pub(crate) fn stored_params(k: &Kernel) -> Vec<bool> {
                 dst: MemRef { space: MemSpace::Global(p), .. },
                 ..
             }) => Some(*p),
+            Op::Async(crate::asyncop::AsyncOp::TensorStore {
+                global: MemRef { space: MemSpace::Global(p), .. },
+                ..
+            }) => Some(*p),
             _ => None,
         };
         if let Some(x) = stored.and_then(|p| out.get_mut(p as usize)) {
@@ -154,6 +158,19 @@ fn check_inst(
         Op::Async(a) => {
             for m in a.mems() {
                 mem(&m)?;
+            }
+            use crate::asyncop::AsyncOp as A;
+            if let A::TensorLoad { map, global, .. }
+            | A::TensorStore { map, global, .. }
+            | A::TensorPrefetch { map, global, .. } = a
+            {
+                let viewed = crate::tma::map_of(k, *map).map(|(_, g)| g);
+                if viewed.is_none() || Some(global.space) != viewed.map(MemSpace::Global) {
+                    return Err(bad(format!(
+                        "a tensor copy names parameter {map} as a tensor map over {global:?}, \
+                         which it is not"
+                    )));
+                }
             }
             count(0)
         }

@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 
+mod tmaexec;
+
 use super::{BlockExec, Mask, R};
 use crate::asyncop::AsyncOp;
 use crate::interp::error::{AsyncBug, InterpError};
@@ -170,11 +172,12 @@ impl<'a> BlockExec<'a> {
         if let Some((&(_, s, x), &(t, g))) = self.asy.reads.iter().min_by_key(|(k, _)| **k) {
             let name = self.shared_name(s);
             let detail = format!("bulk group {g} of this thread was never waited for");
-            let inst = self
-                .p
-                .insts
-                .iter()
-                .find(|i| matches!(i.op, crate::op::Op::Async(AsyncOp::BulkStore { .. })));
+            let inst = self.p.insts.iter().find(|i| {
+                matches!(
+                    i.op,
+                    crate::op::Op::Async(AsyncOp::BulkStore { .. } | AsyncOp::TensorStore { .. })
+                )
+            });
             if let Some(inst) = inst {
                 return Err(self.async_error(AsyncBug::StoreReadAtExit, inst, name, x, t, detail));
             }
@@ -401,6 +404,9 @@ impl<'a> BlockExec<'a> {
                     self.bulk_store(inst, (*dst, *dst_off), (*src, *src_off), *elems, t as usize)?;
                 }
             }
+            AsyncOp::TensorLoad { .. }
+            | AsyncOp::TensorStore { .. }
+            | AsyncOp::TensorPrefetch { .. } => self.exec_tma(inst, a, m)?,
             AsyncOp::SetMaxNReg { regs, .. } => {
                 // whole warpgroups (4 warps of the block) execute it together
                 let per = self.p.cta_threads;
