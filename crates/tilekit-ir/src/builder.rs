@@ -188,7 +188,7 @@ impl Ctx {
 /// assert!(e.to_string().contains("at most 1024"));
 /// ```
 pub struct KernelBuilder {
-    ctx: Rc<RefCell<Ctx>>,
+    pub(crate) ctx: Rc<RefCell<Ctx>>,
 }
 
 /// A tensor parameter: a global pointer plus runtime lengths and strides (scalar parameters of
@@ -364,7 +364,7 @@ impl KernelBuilder {
     }
 
     /// The value as an operand; literals become constants of `hint` (or the index type).
-    fn operand(&self, v: &Val, hint: Option<ScalarType>, op: &str) -> Result<ValueId> {
+    pub(crate) fn operand(&self, v: &Val, hint: Option<ScalarType>, op: &str) -> Result<ValueId> {
         self.check_val(v, op)?;
         match &v.0 {
             Repr::Sym { id, .. } => Ok(*id),
@@ -377,7 +377,7 @@ impl KernelBuilder {
         }
     }
 
-    fn pred_operand(&self, p: &Pred, op: &str) -> Result<ValueId> {
+    pub(crate) fn pred_operand(&self, p: &Pred, op: &str) -> Result<ValueId> {
         let id = self.operand(&p.0, Some(ScalarType::Pred), op)?;
         let ty = self.ctx.borrow().ty(id);
         if ty != ScalarType::Pred {
@@ -392,7 +392,7 @@ impl KernelBuilder {
         Ok((self.operand(a, hint, op)?, self.operand(b, hint, op)?))
     }
 
-    fn wrap(&self, id: ValueId) -> Val {
+    pub(crate) fn wrap(&self, id: ValueId) -> Val {
         let ty = self.ctx.borrow().ty(id);
         Val::sym(&self.ctx, id, ty)
     }
@@ -512,7 +512,7 @@ impl KernelBuilder {
         Ok(MemRef { space: MemSpace::Shared((c.shared.len() - 1) as u32), elem })
     }
 
-    fn check_mem(&self, mem: MemRef, op: &str) -> Result<()> {
+    pub(crate) fn check_mem(&self, mem: MemRef, op: &str) -> Result<()> {
         let c = self.ctx.borrow();
         let ok = match mem.space {
             MemSpace::Global(p) => {
@@ -536,7 +536,7 @@ impl KernelBuilder {
         }
     }
 
-    fn offset_operand(&self, off: &Val, op: &str) -> Result<ValueId> {
+    pub(crate) fn offset_operand(&self, off: &Val, op: &str) -> Result<ValueId> {
         let id = self.operand(off, None, op)?;
         let ty = self.ctx.borrow().ty(id);
         if !ty.is_int() {

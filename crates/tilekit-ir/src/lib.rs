@@ -46,6 +46,7 @@ pub mod symbolic;
 pub mod tensor;
 pub mod types;
 pub mod value;
+pub mod wgmma;
 
 pub use asyncop::AsyncOp;
 pub use builder::{KernelBuilder, TensorParam};
@@ -57,3 +58,4 @@ pub use op::{
 };
 pub use types::{Lit, ScalarType};
 pub use value::{Pred, Val};
+pub use wgmma::WgmmaOp;

@@ -83,7 +83,13 @@ struct Emitter<'k> {
     /// registers holding each global pointer parameter (generic → global), by param index
     ptr_regs: Vec<Option<String>>,
     shared_names: Vec<String>,
+    /// Values printed as another value's register (a wgmma accumulator in its input's).
+    alias: std::collections::HashMap<ValueId, String>,
+    /// Uses of each value (computed at the first wgmma).
+    uses: Option<std::collections::HashMap<ValueId, usize>>,
 }
+
+mod wgmma;
 
 /// Emits the PTX module of one kernel for a target.
 ///
@@ -116,6 +122,8 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
             .enumerate()
             .map(|(i, s)| format!("smem{i}_{}", sanitize(&s.name)))
             .collect(),
+        alias: std::collections::HashMap::new(),
+        uses: None,
     };
     if !valid_ident(&k.name) {
         return Err(PtxError::Unsupported {
@@ -155,7 +163,8 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
     if shared_layout(k).dynamic {
         let _ = writeln!(
             head,
-            ".extern .shared .align 16 .b8 {DYNAMIC_SMEM}[]; // {} bytes, launched as dynamic shared memory\n",
+            ".extern .shared .align {} .b8 {DYNAMIC_SMEM}[]; // {} bytes, launched as dynamic shared memory\n",
+            tilekit_ir::wgmma::shared_alignments(k).into_iter().max().unwrap_or(16),
             shared_layout(k).total
         );
     }
@@ -185,10 +194,12 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
             );
         }
     } else {
+        let align = tilekit_ir::wgmma::shared_alignments(k);
         for (i, s) in k.shared.iter().enumerate() {
             let _ = writeln!(
                 head,
-                "\t.shared .align 16 .b8 {}[{}]; // {}: {} x {}",
+                "\t.shared .align {} .b8 {}[{}]; // {}: {} x {}",
+                align[i],
                 e.shared_names[i],
                 s.size_bytes().max(1),
                 s.name,
@@ -247,7 +258,8 @@ pub const STATIC_SMEM_LIMIT: usize = 48 * 1024;
 pub fn shared_layout(k: &Kernel) -> SharedLayout {
     let mut offsets = Vec::with_capacity(k.shared.len());
     let mut at = 0usize;
-    for s in &k.shared {
+    for (s, a) in k.shared.iter().zip(tilekit_ir::wgmma::shared_alignments(k)) {
+        at = at.next_multiple_of(a);
         offsets.push(at);
         at += s.size_bytes().div_ceil(16) * 16;
     }
@@ -282,6 +294,9 @@ impl<'k> Emitter<'k> {
     }
 
     fn reg(&self, v: ValueId) -> String {
+        if let Some(a) = self.alias.get(&v) {
+            return a.clone();
+        }
         format!("%{}{}", class(self.ty(v)).0, v.0)
     }
 
@@ -493,6 +508,7 @@ impl<'k> Emitter<'k> {
                 self.load(inst, *mem, *offset, *width as usize, None, Some(*cta))?
             }
             Op::Async(a) => self.async_op(a)?,
+            Op::Wgmma(w) => self.wgmma(inst, w)?,
             Op::ClusterBarrier => {
                 // arrive has release semantics and wait acquire by default
                 self.line("barrier.cluster.arrive.aligned;");
