@@ -66,14 +66,14 @@
 //!
 //! ```
 //! use tilekit_ir::{KernelBuilder, ScalarType};
-//! use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
+//! use tilekit_ir::wgmma::{interleaved, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
 //! use tilekit_layout::{swizzle::HopperSwizzle, Idx};
 //! # fn main() -> Result<(), tilekit_ir::IrError> {
 //! let b = KernelBuilder::new("mm", [128, 1, 1])?;
 //! let sa = b.shared("a", ScalarType::F16, 64 * 16)?;
 //! let sb = b.shared("b", ScalarType::F16, 8 * 16)?;
 //! let la = SmemMatrix::from_layout(&HopperSwizzle::B32.descriptor(64, 16, 2)?, Major::K, ScalarType::F16)?;
-//! let lb = SmemMatrix::from_layout(&HopperSwizzle::B32.descriptor(8, 16, 2)?, Major::K, ScalarType::F16)?;
+//! let lb = SmemMatrix::from_layout(&interleaved(Major::K, 8, 16, 2)?, Major::K, ScalarType::F16)?;
 //! let da = b.wgmma_desc(sa, &Idx::lit(0), &la, 0)?;
 //! let db = b.wgmma_desc(sb, &Idx::lit(0), &lb, 0)?;
 //! b.wgmma_fence()?;
@@ -735,34 +735,82 @@ impl SmemMatrix {
     }
 
     /// K-major or MN-major.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.major(), Major::K);
+    /// ```
     pub fn major(&self) -> Major {
         self.major
     }
     /// The derived layout type.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.layout(), DescLayout::Interleave);
+    /// ```
     pub fn layout(&self) -> DescLayout {
         self.layout
     }
     /// The element type.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.elem(), ScalarType::F16);
+    /// ```
     pub fn elem(&self) -> ScalarType {
         self.elem
     }
     /// The derived leading-dimension byte offset.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.lbo(), 128);   // the next core matrix along K
+    /// ```
     pub fn lbo(&self) -> u32 {
         self.lbo
     }
     /// The derived stride-dimension byte offset.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.sbo(), 512);   // the next 8 rows: 4 core matrices of 128 bytes
+    /// ```
     pub fn sbo(&self) -> u32 {
         self.sbo
     }
     /// MN extent of the tile.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.mn(), 64);
+    /// ```
     pub fn mn(&self) -> usize {
         self.mn
     }
     /// K extent of the tile.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.k(), 32);
+    /// ```
     pub fn k(&self) -> usize {
         self.k
     }
     /// K per wgmma (32 bytes of K).
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.k_step(), 16);
+    /// ```
     pub fn k_step(&self) -> usize {
         32 / self.elem.size_bytes()
     }
@@ -778,18 +826,42 @@ impl SmemMatrix {
         self.k / self.k_step()
     }
     /// The layout's element offset of `(mn, k)` (tile coordinates).
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!((m.offset(1, 0), m.offset(0, 8), m.offset(8, 0)), (8, 64, 256));
+    /// ```
     pub fn offset(&self, mn: usize, k: usize) -> u32 {
         self.offsets[mn * self.k + k]
     }
     /// The element offset where K block `block` starts (its `(0, block · k_step)`).
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.block_offset(1), 128);
+    /// ```
     pub fn block_offset(&self, block: usize) -> u32 {
         self.offset(0, block * self.k_step())
     }
     /// Bytes a tile origin must be aligned to (the swizzle pattern's repeat).
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.align_bytes(), 16);
+    /// ```
     pub fn align_bytes(&self) -> u32 {
         self.layout.align_bytes()
     }
     /// The largest element offset of the tile, plus one.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::{interleaved, DescLayout, Major, SmemMatrix}, ScalarType};
+    /// let m = SmemMatrix::from_layout(&interleaved(Major::K, 64, 32, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
+    /// assert_eq!(m.extent(), 64 * 32);
+    /// ```
     pub fn extent(&self) -> usize {
         self.offsets.iter().max().map_or(0, |&m| m as usize + 1)
     }
@@ -823,8 +895,9 @@ impl SmemMatrix {
     /// use tilekit_layout::swizzle::HopperSwizzle;
     /// let m = SmemMatrix::from_layout(&HopperSwizzle::B128.descriptor(64, 64, 2).unwrap(), Major::K, ScalarType::F16).unwrap();
     /// assert!(m.check(1024, 0).is_ok());
-    /// let d = m.check(512, 0).unwrap_err();   // not 1024-aligned: rows 4..8 swizzle differently
-    /// assert_eq!((d.mn, d.k), (1, 0));
+    /// // not 1024-aligned: the tile's row 0 falls on row 4 of the hardware's pattern
+    /// let d = m.check(512, 0).unwrap_err();
+    /// assert_eq!((d.mn, d.k, d.layout_byte, d.descriptor_byte), (0, 0, 512, 512 + 64));
     /// ```
     pub fn check(&self, origin: u32, block: usize) -> Result<(), Disagreement> {
         let eb = self.elem.size_bytes();
@@ -950,6 +1023,11 @@ pub enum WgmmaA {
 
 impl WgmmaA {
     /// The values it reads.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::WgmmaA, ValueId};
+    /// assert_eq!(WgmmaA::Regs(vec![ValueId(1), ValueId(2)]).values().len(), 2);
+    /// ```
     pub fn values(&self) -> Vec<ValueId> {
         match self {
             WgmmaA::Desc(d) => vec![*d],

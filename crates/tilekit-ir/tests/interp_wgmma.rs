@@ -287,8 +287,9 @@ fn the_builder_refuses_bad_shapes_and_operands() {
     let e = b.wgmma(shape, &WgmmaSrc::Regs(vec![f.clone(); 8]), &desc, Acc::Zero).unwrap_err();
     assert!(e.to_string().contains("A fragment has element type f32; valid: f16"), "{e}");
     // an accumulator of the wrong size
-    let e =
-        b.wgmma(shape, &WgmmaSrc::Smem(desc.clone()), &desc, Acc::Add(&[f.clone()])).unwrap_err();
+    let e = b
+        .wgmma(shape, &WgmmaSrc::Smem(desc.clone()), &desc, Acc::Add(std::slice::from_ref(&f)))
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         "wgmma.mma_async.m64n8k16.f32.f16.f16: the accumulator C has 1 values, expected 4"

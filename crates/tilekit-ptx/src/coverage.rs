@@ -343,6 +343,12 @@ pub struct WgmmaTile {
 
 impl WgmmaTile {
     /// A swizzled tile.
+    ///
+    /// ```
+    /// use tilekit_ptx::coverage::WgmmaTile;
+    /// let t = WgmmaTile::swizzled(tilekit_layout::swizzle::HopperSwizzle::B64, tilekit_ir::wgmma::Major::MN);
+    /// assert!(t.swizzle.is_some());
+    /// ```
     pub fn swizzled(
         s: tilekit_layout::swizzle::HopperSwizzle,
         major: tilekit_ir::wgmma::Major,
@@ -351,6 +357,11 @@ impl WgmmaTile {
     }
 
     /// An interleaved (non-swizzled) tile.
+    ///
+    /// ```
+    /// let t = tilekit_ptx::coverage::WgmmaTile::interleaved(tilekit_ir::wgmma::Major::K);
+    /// assert!(t.swizzle.is_none());
+    /// ```
     pub fn interleaved(major: tilekit_ir::wgmma::Major) -> Self {
         WgmmaTile { swizzle: None, major }
     }
@@ -409,6 +420,11 @@ pub struct WgmmaCase {
 impl WgmmaCase {
     /// The selftest's case: both operands K-major with the 128-byte swizzle, `kt` = one
     /// 128-byte row (64 f16/bf16, 32 tf32: 4 chained wgmmas).
+    ///
+    /// ```
+    /// use tilekit_ptx::coverage::WgmmaCase;
+    /// assert_eq!(WgmmaCase::standard(tilekit_ir::wgmma::WgmmaType::TF32, 8, false).kt, 32);
+    /// ```
     pub fn standard(ty: tilekit_ir::wgmma::WgmmaType, n: u32, a_regs: bool) -> Self {
         use tilekit_ir::wgmma::Major;
         use tilekit_layout::swizzle::HopperSwizzle;
@@ -418,6 +434,11 @@ impl WgmmaCase {
 
     /// The kernel's name, e.g. `wgmma_f16_n128_ss` (`ss`: A and B in shared memory, `rs`: A
     /// in registers).
+    ///
+    /// ```
+    /// use tilekit_ptx::coverage::WgmmaCase;
+    /// assert_eq!(WgmmaCase::standard(tilekit_ir::wgmma::WgmmaType::F16, 8, false).name(), "wgmma_f16_n8_ss");
+    /// ```
     pub fn name(&self) -> String {
         format!("wgmma_{}_n{}_{}", self.ty.name(), self.n, if self.a_regs { "rs" } else { "ss" })
     }
@@ -534,7 +555,7 @@ pub fn wgmma(case: &WgmmaCase) -> Result<Kernel, IrError> {
     for blk in 0..(kt / k) as usize {
         let a = match &a_smem {
             Some((sa, ma)) => WgmmaSrc::Smem(b.wgmma_desc(*sa, &Idx::lit(0), ma, blk)?),
-            None => WgmmaSrc::Regs(frags[blk].clone()),
+            None => WgmmaSrc::Regs(frags.get(blk).cloned().unwrap_or_default()),
         };
         let db = b.wgmma_desc(sb, &Idx::lit(0), &mb, blk)?;
         let c = if blk == 0 { Acc::Zero } else { Acc::Add(&acc) };

@@ -11,6 +11,11 @@ use crate::rng::Rng;
 use crate::CliError;
 
 /// The wgmma cases, with inputs `a` (64×kt), `b` (n×kt) and a poisoned `d` (64×n f32).
+///
+/// ```
+/// let cases = tilekit_cli::selftest::wgmma::cases(1).unwrap();
+/// assert_eq!(cases[0].1.name, "wgmma wgmma_f16_n8_ss");
+/// ```
 pub fn cases(seed: u64) -> Result<Vec<(WgmmaCase, Case)>, CliError> {
     let mut rng = Rng::new(seed ^ 0x9e37_79b9);
     let mut out = vec![];
@@ -67,16 +72,28 @@ fn reference(wc: &WgmmaCase, input: &KArgs) -> Result<(Vec<f64>, Vec<f64>), Stri
     Ok((d, tol))
 }
 
+/// Whether `got` is within `tol` of `want` (NaN never is).
+fn close(got: f64, want: f64, tol: f64) -> bool {
+    (got - want).abs() <= tol
+}
+
 fn output(buf: Option<&tilekit_ir::interp::HostBuffer>) -> Result<Vec<f32>, String> {
     buf.and_then(|b| b.to_f32()).ok_or_else(|| "missing the f32 output d".to_string())
 }
 
 /// The output `d` against the CPU reference.
+///
+/// ```
+/// use tilekit_cli::selftest::wgmma::{cases, within_reference};
+/// let (wc, case) = &cases(2).unwrap()[0];
+/// // the poisoned output (NaN) is not within tolerance
+/// assert!(within_reference(wc, &case.args, &case.args).unwrap_err().starts_with("D[0][0] = NaN"));
+/// ```
 pub fn within_reference(wc: &WgmmaCase, input: &KArgs, got: &KArgs) -> Result<(), String> {
     let (want, tol) = reference(wc, input)?;
     let d = output(got.get_buffer(2))?;
     let n = wc.n as usize;
-    match (0..want.len()).find(|&i| !((d[i] as f64 - want[i]).abs() <= tol[i])) {
+    match (0..want.len()).find(|&i| !close(d[i] as f64, want[i], tol[i])) {
         Some(i) => Err(format!(
             "D[{}][{}] = {}, reference {} (tolerance {:.2e})",
             i / n,
@@ -90,6 +107,14 @@ pub fn within_reference(wc: &WgmmaCase, input: &KArgs, got: &KArgs) -> Result<()
 }
 
 /// The GPU's `d` against the interpreter's, within the reference's tolerance.
+///
+/// ```
+/// use tilekit_cli::selftest::wgmma::{cases, interpreter, within_interpreter};
+/// let (wc, case) = &cases(3).unwrap()[0];
+/// let out = interpreter(wc, case).unwrap();
+/// assert!(within_interpreter(wc, &case.args, &out, &out).is_ok());
+/// assert!(within_interpreter(wc, &case.args, &out, &case.args).is_err()); // NaN
+/// ```
 pub fn within_interpreter(
     wc: &WgmmaCase,
     input: &KArgs,
@@ -98,7 +123,7 @@ pub fn within_interpreter(
 ) -> Result<(), String> {
     let (_, tol) = reference(wc, input)?;
     let (i, g) = (output(interp_out.get_buffer(2))?, output(gpu_out.get_buffer(2))?);
-    match (0..tol.len()).find(|&k| !((i[k] as f64 - g[k] as f64).abs() <= tol[k])) {
+    match (0..tol.len()).find(|&k| !close(i[k] as f64, g[k] as f64, tol[k])) {
         Some(k) => Err(format!("element {k}: interpreter {}, GPU {}", i[k], g[k])),
         None => Ok(()),
     }
@@ -106,6 +131,12 @@ pub fn within_interpreter(
 
 /// Runs one case in the interpreter and checks it against the reference; returns the
 /// interpreter's outputs.
+///
+/// ```
+/// use tilekit_cli::selftest::wgmma::{cases, interpreter};
+/// let (wc, case) = &cases(4).unwrap()[1];
+/// assert!(interpreter(wc, case).is_ok());
+/// ```
 pub fn interpreter(wc: &WgmmaCase, case: &Case) -> Result<KArgs, String> {
     let mut want = case.args.clone();
     interp::run(&case.kernel, case.grid, &mut want).map_err(|e| format!("interpreter: {e}"))?;

@@ -308,7 +308,7 @@ impl<'a> BlockExec<'a> {
         self.k.shared.iter().enumerate().find_map(|(s, d)| {
             let o = self.p.smem_offsets[s];
             let eb = d.elem.size_bytes();
-            (d.elem == elem && addr >= o && addr < o + d.len * eb && (addr - o) % eb == 0)
+            (d.elem == elem && addr >= o && addr < o + d.len * eb && (addr - o).is_multiple_of(eb))
                 .then(|| (s as u32, (addr - o) / eb))
         })
     }
