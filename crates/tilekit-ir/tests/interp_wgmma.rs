@@ -1,11 +1,11 @@
-//! wgmma in the interpreter: a correct kernel gives `A·B` (f16 inputs, f32 accumulation, a
-//! 64-byte-swizzled A and an interleaved B, both derived descriptors), and each bug wgmma makes
-//! possible is planted once and named — touching an accumulator before the wait that retires
-//! it (reading it, or overwriting the register a loop carries it in), writing a tile an
-//! in-flight wgmma reads, a wgmma without `wgmma.fence` (none at all, or register writes after
-//! it), a diverged warpgroup, a descriptor whose tile origin breaks the swizzle its layout
-//! assumed, a block ending with a group in flight, a tile written by threads without
-//! `fence.proxy.async`.
+//! wgmma in the interpreter: a correct kernel gives `A·B + C` (f16 inputs, f32 accumulation,
+//! a 64-byte-swizzled A and an interleaved B, both with derived descriptors), and each bug
+//! wgmma makes possible is planted once and named — touching an accumulator before the wait
+//! that retires it (reading it, or overwriting the register a loop carries it in), writing a
+//! tile an in-flight wgmma reads (by threads, or by a bulk load), a wgmma without `wgmma.fence`
+//! (none at all, or register writes after it), a diverged warpgroup, a descriptor whose tile
+//! origin breaks the swizzle its layout assumed, a block ending with a group in flight, a tile
+//! written by threads without `fence.proxy.async`.
 
 use tilekit_ir::eval::{from_f64, to_f64};
 use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
@@ -22,6 +22,7 @@ enum Bug {
     ReadBeforeWait,
     OverwriteCarried,
     WriteTileInFlight,
+    BulkLoadIntoTileInFlight,
     NoFence,
     RegsAfterFence,
     Diverged,
@@ -137,6 +138,18 @@ fn kernel(bug: Bug) -> Kernel {
             )
             .unwrap();
         }
+        Bug::BulkLoadIntoTileInFlight => {
+            let bar = b.mbarrier("full", 1).unwrap();
+            let first = b.cmp(CmpOp::Eq, &tid, &lit(0)).unwrap();
+            b.if_then(&first, |b| {
+                b.mbarrier_init(bar, &lit(0), &lit(1))?;
+                b.fence_mbarrier_init();
+                b.mbarrier_arrive(bar, &lit(0), Some(&lit(N * KT * 2)))?;
+                b.bulk_load(sb, &lit(0), gb, &lit(0), &lit(N * KT), bar, &lit(0))
+            })
+            .unwrap();
+            b.mbarrier_wait(bar, &lit(0), &lit(0)).unwrap();
+        }
         _ => {}
     }
     if bug != Bug::NoWaitAtExit {
@@ -232,6 +245,19 @@ fn writing_a_tile_an_inflight_wgmma_reads_is_named() {
             assert_eq!(kind, AsyncBug::OverwriteWhileWgmmaReads);
             assert_eq!(mem, "b_tile");
             assert!(detail.contains("wgmma.mma_async.m64n8k16"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_bulk_load_into_a_tile_an_inflight_wgmma_reads_is_named() {
+    let mut x = inputs(7);
+    match run(&kernel(Bug::BulkLoadIntoTileInFlight), [1, 1, 1], &mut x.args) {
+        Err(InterpError::Async { kind, mem, inst, .. }) => {
+            assert_eq!(kind, AsyncBug::OverwriteWhileWgmmaReads);
+            assert_eq!(mem, "b_tile");
+            assert!(inst.contains("cp.async.bulk"), "{inst}");
         }
         other => panic!("{other:?}"),
     }

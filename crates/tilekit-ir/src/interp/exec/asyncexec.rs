@@ -537,6 +537,7 @@ impl<'a> BlockExec<'a> {
         }
         for x in so..so + n {
             let k = (cta, s, x);
+            self.wg_shared_write(inst, cta, s, x, t)?;
             if let Some(&(rt, g)) = self.asy.reads.get(&k) {
                 let detail = format!(
                     "thread {:?}'s bulk group {g} may still be reading it",
