@@ -1303,6 +1303,55 @@ impl KernelBuilder {
         self.ctx.borrow_mut().push(Op::Wgmma(w), results)
     }
 
+    /// When `d` is a descriptor made by [`wgmma_desc`](Self::wgmma_desc) in an open block, its
+    /// tile must have the wgmma's element type, the major-ness its transpose flag says and at
+    /// least `rows` MN rows (descriptors computed otherwise are checked by the interpreter).
+    fn check_desc_operand(
+        &self,
+        op: &str,
+        d: ValueId,
+        what: &str,
+        ty: WgmmaType,
+        trans: bool,
+        rows: usize,
+    ) -> Result<()> {
+        let c = self.ctx.borrow();
+        let found = c.stack.iter().flat_map(|(_, blk)| &blk.insts).find_map(|i| match &i.op {
+            Op::Wgmma(WgmmaOp::Desc { matrix, .. }) if i.results.first() == Some(&d) => {
+                Some(matrix.clone())
+            }
+            _ => None,
+        });
+        let Some(m) = found else { return Ok(()) };
+        if m.elem != ty.elem() {
+            return Err(WgmmaError::Dtype {
+                op: op.into(),
+                what: format!("the {what} tile"),
+                got: m.elem,
+                valid: ty.elem().to_string(),
+            }
+            .into());
+        }
+        let want = if trans { Major::MN } else { Major::K };
+        if m.major != want {
+            return Err(IrError::Invalid {
+                op: op.into(),
+                what: format!("the {what} tile's major-ness"),
+                value: m.major.to_string(),
+                valid: format!("{want} (trans-{} = {trans})", what.to_lowercase()),
+            });
+        }
+        if m.mn < rows {
+            return Err(IrError::Invalid {
+                op: op.into(),
+                what: format!("the {what} tile's MN extent"),
+                value: m.mn.to_string(),
+                valid: format!("at least {rows} rows, what one wgmma reads"),
+            });
+        }
+        Ok(())
+    }
+
     /// `wgmma.fence`: orders the registers written before it (accumulators, A fragments) before
     /// the wgmmas after it. Needed before the first wgmma and after any register write to a
     /// wgmma operand. The block must be whole warpgroups.
@@ -1485,6 +1534,10 @@ impl KernelBuilder {
             }
         };
         let b = typed(b, ScalarType::I64, "B descriptor")?;
+        if let WgmmaA::Desc(d) = &a {
+            self.check_desc_operand(&op, *d, "A", shape.ty, shape.trans_a, 64)?;
+        }
+        self.check_desc_operand(&op, b, "B", shape.ty, shape.trans_b, shape.n as usize)?;
         let (c, p) = match acc {
             Acc::Zero => (&[][..], None),
             Acc::Add(c) => (c, None),

@@ -323,6 +323,42 @@ fn the_builder_refuses_bad_shapes_and_operands() {
     // a descriptor that is not i64
     let e = b.wgmma(shape, &WgmmaSrc::Smem(f.clone()), &desc, Acc::Zero).unwrap_err();
     assert!(e.to_string().contains("A descriptor has element type f32"), "{e}");
+    // descriptors whose tiles disagree with the wgmma: type, major-ness, rows
+    let s16 = b.shared("s16", ScalarType::F16, 64 * 16).unwrap();
+    let s32 = b.shared("s32", ScalarType::F32, 64 * 16).unwrap();
+    let k16 = SmemMatrix::from_layout(
+        &interleaved(Major::K, 64, 16, 2).unwrap(),
+        Major::K,
+        ScalarType::F16,
+    )
+    .unwrap();
+    let mn16 = SmemMatrix::from_layout(
+        &interleaved(Major::MN, 64, 16, 2).unwrap(),
+        Major::MN,
+        ScalarType::F16,
+    )
+    .unwrap();
+    let k32 = SmemMatrix::from_layout(
+        &interleaved(Major::K, 64, 16, 4).unwrap(),
+        Major::K,
+        ScalarType::F32,
+    )
+    .unwrap();
+    let d16 = b.wgmma_desc(s16, &lit(0), &k16, 0).unwrap();
+    let dmn = b.wgmma_desc(s16, &lit(0), &mn16, 0).unwrap();
+    let d32 = b.wgmma_desc(s32, &lit(0), &k32, 0).unwrap();
+    assert!(b.wgmma(shape, &WgmmaSrc::Smem(d16.clone()), &d16, Acc::Zero).is_ok());
+    let e = b.wgmma(shape, &WgmmaSrc::Smem(d32), &d16, Acc::Zero).unwrap_err();
+    assert!(e.to_string().contains("the A tile has element type f32; valid: f16"), "{e}");
+    let e = b.wgmma(shape, &WgmmaSrc::Smem(d16.clone()), &dmn, Acc::Zero).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the B tile's major-ness = MN-major is invalid: K-major (trans-b = false)"),
+        "{e}"
+    );
+    let wide = WgmmaShape::new(WgmmaType::F16, 128).unwrap();
+    let e = b.wgmma(wide, &WgmmaSrc::Smem(d16.clone()), &d16, Acc::Zero).unwrap_err();
+    assert!(e.to_string().contains("at least 128 rows"), "{e}");
     // a tile type wgmma does not take
     let e = SmemMatrix::from_layout(
         &interleaved(Major::K, 64, 16, 4).unwrap(),
