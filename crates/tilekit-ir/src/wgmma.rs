@@ -496,6 +496,10 @@ impl MatrixDescriptor {
     /// use tilekit_ir::wgmma::{DescLayout, MatrixDescriptor};
     /// let d = MatrixDescriptor { start: 0x100, lbo: 128, sbo: 256, base_offset: 0, layout: DescLayout::Interleave };
     /// assert_eq!(d.encode(), 0x10 | (8 << 16) | (16u64 << 32));
+    /// // CUTLASS's descriptor of a 128-byte-swizzled K-major f16 tile at shared byte 0x400
+    /// // (SBO = 1024: 8 rows of 128 bytes; LBO unused, 1)
+    /// let sw = MatrixDescriptor { start: 0x400, lbo: 16, sbo: 1024, base_offset: 0, layout: DescLayout::B128 };
+    /// assert_eq!(sw.encode(), 0x4000_0040_0001_0040);
     /// ```
     pub fn encode(&self) -> u64 {
         let f = |v: u32| ((v as u64) >> 4) & 0x3fff;
@@ -1174,7 +1178,7 @@ impl WgmmaOp {
                     MemSpace::Global(p) => format!("param{p}"),
                 };
                 format!(
-                    "wgmma.desc {} {} {}×{} {} lbo {} sbo {} {name}[{origin}] kblock {block}",
+                    "wgmma.desc {} {} {}x{} {} lbo {} sbo {} {name}[{origin}] kblock {block}",
                     matrix.layout.name(),
                     matrix.major,
                     matrix.mn,
