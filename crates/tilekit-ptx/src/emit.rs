@@ -85,8 +85,8 @@ struct Emitter<'k> {
     shared_names: Vec<String>,
     /// Values printed as another value's register (a wgmma accumulator in its input's).
     alias: std::collections::HashMap<ValueId, String>,
-    /// Uses of each value (computed at the first wgmma).
-    uses: Option<std::collections::HashMap<ValueId, usize>>,
+    /// What the wgmma emitter plans ahead (use counts, A fragments packed before fences).
+    wg: wgmma::WgEmit,
 }
 
 mod wgmma;
@@ -123,7 +123,7 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
             .map(|(i, s)| format!("smem{i}_{}", sanitize(&s.name)))
             .collect(),
         alias: std::collections::HashMap::new(),
-        uses: None,
+        wg: wgmma::WgEmit::default(),
     };
     if !valid_ident(&k.name) {
         return Err(PtxError::Unsupported {
