@@ -21,7 +21,8 @@ use crate::run::{default_dtype, parse_shape};
 
 /// The coverage kernels of the asynchronous machinery `tilekit ptx` also prints (the shape is
 /// the number of pipeline stages for `bulk_pipeline`, and is ignored for `multicast_pair` and
-/// the TMA round trips `tma_*`, see `tilekit_ptx::coverage::tma`).
+/// the TMA round trips `tma_*` (see `tilekit_ptx::coverage::tma`); for `wgmma_ss` / `wgmma_rs`
+/// — A in shared memory / in registers — it is N, and the dtype f16, bf16 or f32 for tf32).
 ///
 /// ```
 /// assert!(tilekit_cli::ptx::COVERAGE.contains(&"bulk_pipeline"));
@@ -37,6 +38,8 @@ pub const COVERAGE: &[&str] = &[
     "tma_rank3",
     "tma_rank4",
     "tma_rank5",
+    "wgmma_ss",
+    "wgmma_rs",
 ];
 
 fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
@@ -94,6 +97,17 @@ pub fn generate(a: &Args) -> Result<String, CliError> {
         // grids as `tilekit selftest` launches them
         "bulk_pipeline" => (tilekit_ptx::coverage::bulk_pipeline(shape[0]).map_err(ir)?, [6, 1, 1]),
         "multicast_pair" => (tilekit_ptx::coverage::multicast_pair().map_err(ir)?, [10, 1, 1]),
+        "wgmma_ss" | "wgmma_rs" => {
+            let ty =
+                tilekit_ir::wgmma::WgmmaType::of(dtype).ok_or_else(|| CliError::BadArgument {
+                    flag: "--dtype".into(),
+                    value: dtype.name().into(),
+                    rule: "wgmma takes f16, bf16 or f32 (tf32)".into(),
+                })?;
+            let n = u32::try_from(shape[0]).unwrap_or(0);
+            let case = tilekit_ptx::coverage::WgmmaCase::standard(ty, n, a.kernel == "wgmma_rs");
+            (tilekit_ptx::coverage::wgmma(&case).map_err(ir)?, [1, 1, 1])
+        }
         name if tilekit_ptx::coverage::tma::case(name).is_some() => {
             let c = tilekit_ptx::coverage::tma::case(name).expect("checked");
             (c.kernel().map_err(ir)?, c.grid())

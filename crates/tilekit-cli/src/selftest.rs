@@ -26,6 +26,8 @@ use tilekit_ops::check::{Op, Problem};
 use crate::rng::Rng;
 use crate::{outln, CliError};
 
+pub mod wgmma;
+
 /// Arguments of `tilekit selftest`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -367,6 +369,35 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                     tilekit_cuda::cache::CacheOutcome::Rebuilt { ref reason } =>
                         format!("rebuilt: {reason}"),
                 }
+            ))
+        })();
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        match result {
+            Ok(info) => outln!("PASS {:<28} {ms:8.1} ms  {info}", case.name)?,
+            Err(why) => {
+                failed += 1;
+                outln!("FAIL {:<28} {ms:8.1} ms  {why}", case.name)?;
+            }
+        }
+    }
+    for (wc, case) in wgmma::cases(a.seed)? {
+        if a.filter.as_ref().is_some_and(|f| !case.name.contains(f.as_str())) {
+            continue;
+        }
+        total += 1;
+        let started = Instant::now();
+        let result = (|| -> Result<String, String> {
+            let want = wgmma::interpreter(&wc, &case)?;
+            let (k, report) =
+                gpu.compile(&case.kernel, cache.as_ref()).map_err(|e| e.to_string())?;
+            let mut got = case.args.clone();
+            gpu.run_ir(&k, &case.kernel, case.grid, &mut got).map_err(|e| e.to_string())?;
+            wgmma::within_interpreter(&wc, &case.args, &want, &got)?;
+            wgmma::within_reference(&wc, &case.args, &got)
+                .map_err(|e| format!("reference: {e}"))?;
+            Ok(format!(
+                "{} regs, {} B local; build {:.1} ms; within f32 accumulation tolerance",
+                k.registers, k.local_bytes, report.total_ms
             ))
         })();
         let ms = started.elapsed().as_secs_f64() * 1e3;

@@ -188,7 +188,7 @@ impl Ctx {
 /// assert!(e.to_string().contains("at most 1024"));
 /// ```
 pub struct KernelBuilder {
-    ctx: Rc<RefCell<Ctx>>,
+    pub(crate) ctx: Rc<RefCell<Ctx>>,
 }
 
 /// A tensor parameter: a global pointer plus runtime lengths and strides (scalar parameters of
@@ -377,7 +377,7 @@ impl KernelBuilder {
         }
     }
 
-    fn pred_operand(&self, p: &Pred, op: &str) -> Result<ValueId> {
+    pub(crate) fn pred_operand(&self, p: &Pred, op: &str) -> Result<ValueId> {
         let id = self.operand(&p.0, Some(ScalarType::Pred), op)?;
         let ty = self.ctx.borrow().ty(id);
         if ty != ScalarType::Pred {
@@ -407,7 +407,7 @@ impl KernelBuilder {
         self.ctx.borrow().shared.get(s as usize).map(|d| d.len)
     }
 
-    fn wrap(&self, id: ValueId) -> Val {
+    pub(crate) fn wrap(&self, id: ValueId) -> Val {
         let ty = self.ctx.borrow().ty(id);
         Val::sym(&self.ctx, id, ty)
     }

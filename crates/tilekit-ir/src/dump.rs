@@ -64,6 +64,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Barrier => "bar.sync".into(),
         Op::ClusterBarrier => "barrier.cluster".into(),
         Op::Async(a) => a.name().into(),
+        Op::Wgmma(w) => w.name().into(),
         Op::LoadCluster { width, .. } => format!("ld.shared::cluster{}", v(*width as usize)),
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
@@ -179,6 +180,7 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         }
         Op::Barrier | Op::ClusterBarrier | Op::Elect => mn,
         Op::Async(a) => async_text(k, a, mn),
+        Op::Wgmma(w) => w.text(k),
         Op::LoadCluster { mem: m, cta, offset, .. } => {
             format!("{mn}.{} {} of cta {cta}", m.elem, mem(k, *m, *offset))
         }

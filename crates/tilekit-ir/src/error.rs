@@ -189,6 +189,9 @@ pub enum IrError {
     /// A layout error from tilekit-layout while building index math.
     #[error("layout: {0}")]
     Layout(#[from] tilekit_layout::LayoutError),
+    /// A misuse of `wgmma` (see [`crate::wgmma`]).
+    #[error("wgmma: {0}")]
+    Wgmma(#[from] crate::wgmma::WgmmaError),
 }
 
 /// Result alias of this crate's build-time operations.

@@ -258,3 +258,23 @@ impl Kernel {
         }
     }
 }
+
+/// The alignment in bytes of each shared allocation of `k`: 16, or more where an asynchronous
+/// unit reads it with a pattern anchored to its address — a TMA tensor copy's swizzle
+/// ([`crate::tma::shared_alignments`]) or a wgmma descriptor's
+/// ([`crate::wgmma::shared_alignments`]), whichever is larger. The PTX backend and the
+/// interpreter place shared memory by it.
+///
+/// ```
+/// use tilekit_ir::{KernelBuilder, ScalarType};
+/// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+/// b.shared("x", ScalarType::F32, 3).unwrap();
+/// assert_eq!(tilekit_ir::kernel::shared_alignments(&b.finish().unwrap()), vec![16]);
+/// ```
+pub fn shared_alignments(k: &Kernel) -> Vec<usize> {
+    crate::tma::shared_alignments(k)
+        .into_iter()
+        .zip(crate::wgmma::shared_alignments(k))
+        .map(|(a, b)| a.max(b))
+        .collect()
+}

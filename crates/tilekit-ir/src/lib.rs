@@ -47,6 +47,7 @@ pub mod tensor;
 pub mod tma;
 pub mod types;
 pub mod value;
+pub mod wgmma;
 
 pub use asyncop::AsyncOp;
 pub use builder::{KernelBuilder, TensorParam};
@@ -59,3 +60,4 @@ pub use op::{
 pub use tma::{OobFill, TensorMap, TensorMapArg, TensorMapSpec, TmaSwizzle};
 pub use types::{Lit, ScalarType};
 pub use value::{Pred, Val};
+pub use wgmma::WgmmaOp;

@@ -494,6 +494,9 @@ pub enum Op {
     /// An asynchronous operation: mbarriers, bulk copies, proxy fences, bulk groups (see
     /// [`crate::asyncop`]).
     Async(crate::asyncop::AsyncOp),
+    /// A warpgroup matrix multiply-accumulate op: descriptors, `wgmma.mma_async`, fences and
+    /// groups (see [`crate::wgmma`]).
+    Wgmma(crate::wgmma::WgmmaOp),
     /// A note naming the tile operation the following instructions come from: no effect on
     /// execution; printed as a comment in the dump and in the PTX.
     Note(String),
@@ -588,6 +591,7 @@ impl Op {
             | Op::Note(_) => vec![],
             Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],
             Op::Async(a) => a.operands(),
+            Op::Wgmma(w) => w.operands(),
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],

@@ -12,6 +12,12 @@
 //!   A 16×16: X0 H = [2, 8], X1 H = [2, 4, 2]   Y = (X1.H0, X0.H0, X1.H2)  → a[i], i = ys_to_d
 //!   B 16×8 : X0 H = [2, 4, 2], X1 H = [8]      Y = (X0.H0, X0.H2)
 //!   C 16×8 : X0 H = [2, 8], X1 H = [4, 2]      Y = (X0.H0, X1.H1)
+//!
+//!   wgmma m64nNk* accumulator D (64×N f32 over a warpgroup of 128 threads), as in the PTX ISA:
+//!   X0 (rows) H = [4, 2, 8]        warp, odd register pair, lane / 4
+//!   X1 (cols) H = [N/8, 4, 2]      column block, lane mod 4, register parity
+//!   P0 = (X0.H0, X0.H2, X1.H1)     thread = 32·warp + 4·(lane/4) + lane mod 4
+//!   Y  = (X1.H0, X0.H1, X1.H2)     register i = 4·block + 2·pair + parity
 //! ```
 //!
 //! ```
@@ -112,6 +118,35 @@ pub fn mma_b() -> Result<TileDistribution> {
 /// ```
 pub fn mma_c() -> Result<TileDistribution> {
     enc(vec![vec![2, 8], vec![4, 2]], &[&[(1, 1), (2, 0)]], &[(1, 0), (2, 1)])
+}
+
+/// The accumulator D of `wgmma.mma_async.m64nNk*` (64×N f32 over the 128 threads of a
+/// warpgroup): register `i` of thread `t` is `d[i]` of [`tilekit_ir::wgmma::acc_coord`] — row
+/// `16·(t/32) + (t mod 32)/4 + 8·(i/2 mod 2)`, column `8·(i/4) + 2·(t mod 4) + i mod 2`. So a
+/// [`crate::Window`] stores the result of [`tilekit_ir::KernelBuilder::wgmma`] as a
+/// [`crate::DTile`] (its registers in order). `n` must be 8..=256, a multiple of 8.
+///
+/// ```
+/// let d = tilekit_kernel::dist::wgmma_acc(64).unwrap();
+/// assert_eq!((d.x_lengths(), d.num_threads(), d.thread_buffer_size()), (vec![64, 64], 128, 32));
+/// // thread 37 (warp 1, lane 5), register 6: row 16 + 1 + 8, column 8 + 2
+/// assert_eq!(d.calculate_x(&[37i64], &d.d_to_ys(6)).unwrap(), vec![25, 10]);
+/// assert!(tilekit_kernel::dist::wgmma_acc(12).is_err());
+/// ```
+pub fn wgmma_acc(n: i64) -> Result<TileDistribution> {
+    if !(8..=256).contains(&n) || n % 8 != 0 {
+        return Err(KernelError::invalid(
+            "wgmma accumulator distribution",
+            "n",
+            n,
+            "must be 8..=256, a multiple of 8",
+        ));
+    }
+    enc(
+        vec![vec![4, 2, 8], vec![n / 8, 4, 2]],
+        &[&[(1, 0), (1, 2), (2, 1)]],
+        &[(2, 0), (1, 1), (2, 2)],
+    )
 }
 
 /// Storage-order tiles: `tiles` tiles of `tile_elems` elements (the last dim, contiguous in

@@ -326,3 +326,251 @@ pub fn multicast_pair() -> Result<Kernel, IrError> {
     b.store(y, &(b.block_id(Axis::X) * lit(t) + e), &w, None)?;
     b.finish()
 }
+
+/// How a wgmma coverage kernel stores one operand tile in shared memory.
+///
+/// ```
+/// use tilekit_ptx::coverage::WgmmaTile;
+/// use tilekit_ir::wgmma::Major;
+/// let t = WgmmaTile::swizzled(tilekit_layout::swizzle::HopperSwizzle::B128, Major::K);
+/// assert_eq!(t.major, Major::K);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WgmmaTile {
+    /// A Hopper swizzle, or `None` for the interleaved core-matrix layout.
+    pub swizzle: Option<tilekit_layout::swizzle::HopperSwizzle>,
+    /// Which axis is contiguous.
+    pub major: tilekit_ir::wgmma::Major,
+}
+
+impl WgmmaTile {
+    /// A swizzled tile.
+    ///
+    /// ```
+    /// use tilekit_ptx::coverage::WgmmaTile;
+    /// let t = WgmmaTile::swizzled(tilekit_layout::swizzle::HopperSwizzle::B64, tilekit_ir::wgmma::Major::MN);
+    /// assert!(t.swizzle.is_some());
+    /// ```
+    pub fn swizzled(
+        s: tilekit_layout::swizzle::HopperSwizzle,
+        major: tilekit_ir::wgmma::Major,
+    ) -> Self {
+        WgmmaTile { swizzle: Some(s), major }
+    }
+
+    /// An interleaved (non-swizzled) tile.
+    ///
+    /// ```
+    /// let t = tilekit_ptx::coverage::WgmmaTile::interleaved(tilekit_ir::wgmma::Major::K);
+    /// assert!(t.swizzle.is_none());
+    /// ```
+    pub fn interleaved(major: tilekit_ir::wgmma::Major) -> Self {
+        WgmmaTile { swizzle: None, major }
+    }
+
+    /// The tilekit-layout descriptor of an `mn × k` tile (top `(mn, k)` K-major, `(k, mn)`
+    /// MN-major).
+    ///
+    /// ```
+    /// use tilekit_ptx::coverage::WgmmaTile;
+    /// use tilekit_ir::wgmma::Major;
+    /// let d = WgmmaTile::interleaved(Major::K).layout(64, 32, 2).unwrap();
+    /// assert_eq!(d.lengths(), vec![64, 32]);
+    /// ```
+    pub fn layout(
+        &self,
+        mn: i64,
+        k: i64,
+        elem_bytes: i64,
+    ) -> Result<tilekit_layout::TensorDescriptor<i64>, IrError> {
+        use tilekit_ir::wgmma::Major;
+        let (rows, cols) = match self.major {
+            Major::K => (mn, k),
+            Major::MN => (k, mn),
+        };
+        Ok(match self.swizzle {
+            Some(s) => s.descriptor(rows, cols, elem_bytes)?,
+            None => tilekit_ir::wgmma::interleaved(self.major, mn, k, elem_bytes)?,
+        })
+    }
+}
+
+/// A wgmma coverage configuration: `D(64×n) = A(64×kt)·B(kt×n)` in `kt / K` chained wgmmas.
+///
+/// ```
+/// use tilekit_ptx::coverage::WgmmaCase;
+/// use tilekit_ir::wgmma::WgmmaType;
+/// let c = WgmmaCase::standard(WgmmaType::BF16, 64, true);
+/// assert_eq!((c.kt, c.name()), (64, "wgmma_bf16_n64_rs".to_string()));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WgmmaCase {
+    /// Input type.
+    pub ty: tilekit_ir::wgmma::WgmmaType,
+    /// N.
+    pub n: u32,
+    /// K of the whole tile (a multiple of the wgmma's K).
+    pub kt: i64,
+    /// A from registers (else from shared memory through `a_tile`).
+    pub a_regs: bool,
+    /// A's shared layout.
+    pub a_tile: WgmmaTile,
+    /// B's shared layout.
+    pub b_tile: WgmmaTile,
+}
+
+impl WgmmaCase {
+    /// The selftest's case: both operands K-major with the 128-byte swizzle, `kt` = one
+    /// 128-byte row (64 f16/bf16, 32 tf32: 4 chained wgmmas).
+    ///
+    /// ```
+    /// use tilekit_ptx::coverage::WgmmaCase;
+    /// assert_eq!(WgmmaCase::standard(tilekit_ir::wgmma::WgmmaType::TF32, 8, false).kt, 32);
+    /// ```
+    pub fn standard(ty: tilekit_ir::wgmma::WgmmaType, n: u32, a_regs: bool) -> Self {
+        use tilekit_ir::wgmma::Major;
+        use tilekit_layout::swizzle::HopperSwizzle;
+        let t = WgmmaTile::swizzled(HopperSwizzle::B128, Major::K);
+        WgmmaCase { ty, n, kt: 128 / ty.elem().size_bytes() as i64, a_regs, a_tile: t, b_tile: t }
+    }
+
+    /// The kernel's name, e.g. `wgmma_f16_n128_ss` (`ss`: A and B in shared memory, `rs`: A
+    /// in registers).
+    ///
+    /// ```
+    /// use tilekit_ptx::coverage::WgmmaCase;
+    /// assert_eq!(WgmmaCase::standard(tilekit_ir::wgmma::WgmmaType::F16, 8, false).name(), "wgmma_f16_n8_ss");
+    /// ```
+    pub fn name(&self) -> String {
+        format!("wgmma_{}_n{}_{}", self.ty.name(), self.n, if self.a_regs { "rs" } else { "ss" })
+    }
+
+    /// The selftest's cases: f16 and bf16 × N ∈ {8, 64, 128, 256} × A in shared memory / in
+    /// registers, and tf32 with N = 64 both ways.
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ptx::coverage::WgmmaCase::all().len(), 18);
+    /// ```
+    pub fn all() -> Vec<WgmmaCase> {
+        use tilekit_ir::wgmma::WgmmaType;
+        let mut out = vec![];
+        for ty in [WgmmaType::F16, WgmmaType::BF16] {
+            for n in [8, 64, 128, 256] {
+                for a_regs in [false, true] {
+                    out.push(WgmmaCase::standard(ty, n, a_regs));
+                }
+            }
+        }
+        out.push(WgmmaCase::standard(WgmmaType::TF32, 64, false));
+        out.push(WgmmaCase::standard(WgmmaType::TF32, 64, true));
+        out
+    }
+}
+
+/// One warpgroup (128 threads) computes `D = A·B` with wgmma: parameters `a` (64×kt row-major),
+/// `b` (n×kt row-major: B's columns), `d` (64×n f32 row-major). The threads copy A and B into
+/// shared memory at the offsets of the tiles' **layouts** (`fence.proxy.async`, `bar.sync`),
+/// descriptors are derived from the same layouts, `kt / K` wgmmas accumulate (the first with a
+/// zero accumulator), one group is committed and waited for, and each thread stores its
+/// accumulator registers at their fragment coordinates. A in registers is loaded from global
+/// memory at its fragment coordinates.
+///
+/// ```
+/// use tilekit_ptx::coverage::{wgmma, WgmmaCase};
+/// use tilekit_ir::wgmma::WgmmaType;
+/// let k = wgmma(&WgmmaCase::standard(WgmmaType::F16, 64, false)).unwrap();
+/// assert!(k.to_string().contains("wgmma.mma_async.m64n64k16.f32.f16.f16"));
+/// ```
+pub fn wgmma(case: &WgmmaCase) -> Result<Kernel, IrError> {
+    use tilekit_ir::wgmma::{a_coord, acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc};
+    use tilekit_ir::Val;
+    let ty = case.ty;
+    let elem = ty.elem();
+    let eb = elem.size_bytes() as i64;
+    let (n, kt) = (case.n as i64, case.kt);
+    let b = KernelBuilder::new(&case.name(), [128, 1, 1])?;
+    let ga = b.ptr_param("a", elem)?;
+    let gb = b.ptr_param("b", elem)?;
+    let gd = b.ptr_param("d", ScalarType::F32)?;
+    let tid = b.thread_id(Axis::X);
+    let warp = tid.clone() / Idx::lit(32);
+    let lane = tid.clone() % Idx::lit(32);
+    let stage = |name: &str,
+                 g,
+                 rows: i64,
+                 tile: &WgmmaTile|
+     -> Result<(tilekit_ir::MemRef, SmemMatrix), IrError> {
+        let layout = tile.layout(rows, kt, eb)?;
+        let matrix = SmemMatrix::from_layout(&layout, tile.major, elem)?;
+        let s = b.shared(name, elem, matrix.extent())?;
+        let lv: tilekit_layout::TensorDescriptor<Val> = layout.lift();
+        b.note(format!(
+            "{name}: {rows}x{kt} tile into shared memory, {:?} {}",
+            matrix.layout(),
+            tile.major
+        ));
+        b.for_range(&Idx::lit(0), &Idx::lit(rows * kt / 128), &Idx::lit(1), &[], |b, i, _| {
+            let idx = i * Idx::lit(128) + tid.clone();
+            let (r, k) = (idx.clone() / Idx::lit(kt), idx.clone() % Idx::lit(kt));
+            let top = match tile.major {
+                Major::K => [r, k],
+                Major::MN => [k, r],
+            };
+            let off = lv.calculate_offset(&top)?;
+            let v = b.load(g, &idx, 1, None)?;
+            b.store(s, &off, &v, None)?;
+            Ok(vec![])
+        })?;
+        Ok((s, matrix))
+    };
+    let a_smem = if case.a_regs { None } else { Some(stage("a_tile", ga, 64, &case.a_tile)?) };
+    let (sb, mb) = stage("b_tile", gb, n, &case.b_tile)?;
+    b.fence_proxy_async();
+    b.barrier();
+    let shape = WgmmaShape::new(ty, case.n)?.transposed(
+        case.a_tile.major == Major::MN && !case.a_regs,
+        case.b_tile.major == Major::MN,
+    )?;
+    // A fragments from global memory (before the fence: register writes the wgmmas read)
+    let k = ty.k() as i64;
+    let mut frags = vec![];
+    if case.a_regs {
+        b.note("A fragments from global memory at their fragment coordinates");
+        for blk in 0..kt / k {
+            let mut f = vec![];
+            for i in 0..ty.a_regs() {
+                // a_coord(ty, thread, i) with thread = 32·warp + lane, written on symbols
+                let (r0, c0) = a_coord(ty, 0, i);
+                let row =
+                    warp.clone() * Idx::lit(16) + lane.clone() / Idx::lit(4) + Idx::lit(r0 as i64);
+                let col = match ty {
+                    tilekit_ir::wgmma::WgmmaType::TF32 => lane.clone() % Idx::lit(4),
+                    _ => lane.clone() % Idx::lit(4) * Idx::lit(2),
+                } + Idx::lit(c0 as i64 + blk * k);
+                f.push(b.load(ga, &(row * Idx::lit(kt) + col), 1, None)?.remove(0));
+            }
+            frags.push(f);
+        }
+    }
+    b.wgmma_fence()?;
+    let mut acc: Vec<Val> = vec![];
+    for blk in 0..(kt / k) as usize {
+        let a = match &a_smem {
+            Some((sa, ma)) => WgmmaSrc::Smem(b.wgmma_desc(*sa, &Idx::lit(0), ma, blk)?),
+            None => WgmmaSrc::Regs(frags.get(blk).cloned().unwrap_or_default()),
+        };
+        let db = b.wgmma_desc(sb, &Idx::lit(0), &mb, blk)?;
+        let c = if blk == 0 { Acc::Zero } else { Acc::Add(&acc) };
+        acc = b.wgmma(shape, &a, &db, c)?;
+    }
+    b.wgmma_commit()?;
+    b.wgmma_wait(0)?;
+    b.note("D from the accumulator fragment");
+    for i in (0..shape.acc_regs()).step_by(2) {
+        let (r0, c0) = acc_coord(0, i);
+        let row = warp.clone() * Idx::lit(16) + lane.clone() / Idx::lit(4) + Idx::lit(r0 as i64);
+        let col = lane.clone() % Idx::lit(4) * Idx::lit(2) + Idx::lit(c0 as i64);
+        b.store(gd, &(row * Idx::lit(n) + col), &[acc[i].clone(), acc[i + 1].clone()], None)?;
+    }
+    b.finish()
+}

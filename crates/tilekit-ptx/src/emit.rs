@@ -83,7 +83,13 @@ struct Emitter<'k> {
     /// registers holding each global pointer parameter (generic → global), by param index
     ptr_regs: Vec<Option<String>>,
     shared_names: Vec<String>,
+    /// Values printed as another value's register (a wgmma accumulator in its input's).
+    alias: std::collections::HashMap<ValueId, String>,
+    /// What the wgmma emitter plans ahead (use counts, A fragments packed before fences).
+    wg: wgmma::WgEmit,
 }
+
+mod wgmma;
 
 /// Emits the PTX module of one kernel for a target.
 ///
@@ -116,6 +122,8 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
             .enumerate()
             .map(|(i, s)| format!("smem{i}_{}", sanitize(&s.name)))
             .collect(),
+        alias: std::collections::HashMap::new(),
+        wg: wgmma::WgEmit::default(),
     };
     if !valid_ident(&k.name) {
         return Err(PtxError::Unsupported {
@@ -255,7 +263,7 @@ pub const STATIC_SMEM_LIMIT: usize = 48 * 1024;
 /// assert_eq!((l.offsets.clone(), l.total, l.dynamic), (vec![0, 16], 16 + 64 * 1024, true));
 /// ```
 pub fn shared_layout(k: &Kernel) -> SharedLayout {
-    let aligns = tilekit_ir::tma::shared_alignments(k);
+    let aligns = tilekit_ir::kernel::shared_alignments(k);
     let mut offsets = Vec::with_capacity(k.shared.len());
     let mut at = 0usize;
     for (s, &a) in k.shared.iter().zip(&aligns) {
@@ -295,6 +303,9 @@ impl<'k> Emitter<'k> {
     }
 
     fn reg(&self, v: ValueId) -> String {
+        if let Some(a) = self.alias.get(&v) {
+            return a.clone();
+        }
         format!("%{}{}", class(self.ty(v)).0, v.0)
     }
 
@@ -515,6 +526,7 @@ impl<'k> Emitter<'k> {
                 self.load(inst, *mem, *offset, *width as usize, None, Some(*cta))?
             }
             Op::Async(a) => self.async_op(a)?,
+            Op::Wgmma(w) => self.wgmma(inst, w)?,
             Op::ClusterBarrier => {
                 // arrive has release semantics and wait acquire by default
                 self.line("barrier.cluster.arrive.aligned;");

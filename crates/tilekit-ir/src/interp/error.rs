@@ -117,6 +117,27 @@ pub enum AsyncBug {
     /// A warpgroup-collective op (`setmaxnreg`) executed by part of a warpgroup.
     #[error("warpgroup op executed by part of a warpgroup")]
     WarpgroupDivergence,
+    /// An accumulator register of a wgmma read or overwritten before the `wgmma.wait_group`
+    /// that retires its group.
+    #[error("accumulator touched between its wgmma and the wait_group retiring it")]
+    AccumulatorInFlight,
+    /// A thread (or a bulk load) writes shared memory an in-flight wgmma still reads.
+    #[error("overwrite of shared memory an in-flight wgmma still reads")]
+    OverwriteWhileWgmmaReads,
+    /// A wgmma issued without a `wgmma.fence` after register writes to its accumulator or A
+    /// fragment (or before the warpgroup's first wgmma).
+    #[error("wgmma without a wgmma.fence after register writes to its operands")]
+    MissingWgmmaFence,
+    /// A wgmma descriptor whose addresses disagree with the layout it was derived from.
+    #[error("wgmma descriptor disagrees with the layout it was derived from")]
+    DescriptorMismatch,
+    /// A wgmma descriptor that reads outside the shared allocations of its type, differs
+    /// between the threads of a warpgroup, or reads shared memory never written.
+    #[error("invalid wgmma descriptor or operand")]
+    BadDescriptor,
+    /// The block ends with a wgmma group never retired by a wait_group.
+    #[error("block ends with a wgmma in flight (no wait_group retired it)")]
+    WgmmaAtExit,
 }
 
 /// Why a run failed.

@@ -58,6 +58,7 @@ use crate::op::{BinOp, Block, CmpOp, Inst, MemSpace, Op, SpecialReg, UnOp, Value
 use crate::types::ScalarType;
 
 mod asyncexec;
+mod wgmmaexec;
 
 type R<T = ()> = Result<T, InterpError>;
 
@@ -82,6 +83,11 @@ pub(crate) struct Prog<'a> {
     /// Whether the kernel has asynchronous ops (only then are shared accesses checked against
     /// them).
     pub(crate) has_async: bool,
+    /// Whether the kernel has wgmma ops (only then are accumulators and operand writes
+    /// tracked).
+    pub(crate) has_wgmma: bool,
+    /// Byte offset of each shared allocation (the layout wgmma descriptors address).
+    pub(crate) smem_offsets: Vec<usize>,
 }
 
 impl<'a> Prog<'a> {
@@ -98,7 +104,9 @@ impl<'a> Prog<'a> {
         let cross_block = globals.iter().any(|g| matches!(g, Global::Written(_, Some(_))));
         let (cta_threads, ctas) = (k.threads_per_block(), k.cluster_size());
         let mut has_async = false;
-        k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)));
+        let mut has_wgmma = false;
+        k.body.walk(&mut |i| has_wgmma |= matches!(i.op, Op::Wgmma(_)));
+        k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)) || has_wgmma);
         Prog {
             k,
             n: cta_threads * ctas,
@@ -112,6 +120,8 @@ impl<'a> Prog<'a> {
             inst_ids,
             cross_block,
             has_async,
+            has_wgmma,
+            smem_offsets: crate::wgmma::shared_offsets(k).0,
         }
     }
 
@@ -212,6 +222,8 @@ pub(crate) struct BlockExec<'a> {
     cluster_start: u32,
     /// Asynchronous ops in flight.
     asy: asyncexec::AsyncState,
+    /// wgmma groups in flight.
+    wg: wgmmaexec::WgState,
     runs: Vec<Run>,
     foot: Footprint,
     pub(crate) steps: u64,
@@ -299,6 +311,7 @@ impl<'a> BlockExec<'a> {
             base: 1,
             cluster_start: 1,
             asy: asyncexec::AsyncState::default(),
+            wg: wgmmaexec::WgState::default(),
             runs: vec![],
             foot: Footprint::default(),
             steps: 0,
@@ -330,6 +343,9 @@ impl<'a> BlockExec<'a> {
         self.cluster_start = self.epoch;
         self.last_remote = None;
         self.asy.clear();
+        if self.p.has_wgmma {
+            self.wg.clear(self.k.values.len());
+        }
         self.runs.clear();
         self.foot.clear();
         self.hits.clear();
@@ -338,6 +354,7 @@ impl<'a> BlockExec<'a> {
         self.run_insts(&k.body, &all)?;
         self.end_epoch()?;
         self.async_end()?;
+        self.wgmma_end()?;
         if let Some((owner, s, e, rec)) = self.last_remote {
             if rec.epoch >= self.cluster_start {
                 let inst = self.p.insts.get(rec.inst as usize).map(|i| self.text(i));
@@ -470,7 +487,13 @@ impl<'a> BlockExec<'a> {
     fn run_insts(&mut self, b: &Block, m: &Mask) -> R {
         for inst in &b.insts {
             self.steps += 1;
+            if self.p.has_wgmma {
+                self.wg_before(inst, m)?;
+            }
             self.exec(inst, m)?;
+            if self.p.has_wgmma {
+                self.wg_after(inst);
+            }
         }
         Ok(())
     }
@@ -731,6 +754,7 @@ impl<'a> BlockExec<'a> {
                 }
             }
             Op::Async(a) => self.exec_async(inst, a, m)?,
+            Op::Wgmma(w) => self.exec_wgmma(inst, w, m)?,
             Op::LoadCluster { mem, cta, offset, width } => match mem.space {
                 MemSpace::Shared(s) => {
                     self.load_cluster(inst, s, *cta, *offset, *width as usize, m)?
@@ -769,6 +793,16 @@ impl<'a> BlockExec<'a> {
                 }
                 if me.any() {
                     self.run_insts(else_, &me)?;
+                }
+                if self.p.has_wgmma {
+                    let pairs: Vec<(ValueId, ValueId)> = inst
+                        .results
+                        .iter()
+                        .zip(&then.yields)
+                        .zip(&else_.yields)
+                        .map(|((&r, &yt), &ye)| (r, if mt.any() { yt } else { ye }))
+                        .collect();
+                    self.wg_rename(inst, &pairs)?;
                 }
                 for ((&r, &yt), &ye) in inst.results.iter().zip(&then.yields).zip(&else_.yields) {
                     if mt.full {
@@ -1212,6 +1246,11 @@ impl<'a> BlockExec<'a> {
                 });
             }
         }
+        if self.p.has_wgmma {
+            let pairs: Vec<(ValueId, ValueId)> =
+                carried.iter().copied().zip(init.iter().copied()).collect();
+            self.wg_rename(inst, &pairs)?;
+        }
         if m.full {
             self.copy_row(iv, lo);
             self.regs[iv.0 as usize].state = PState::Clean;
@@ -1243,6 +1282,11 @@ impl<'a> BlockExec<'a> {
             }
             let lm = Mask::from_on(live.clone());
             self.run_insts(body, &lm)?;
+            if self.p.has_wgmma {
+                let pairs: Vec<(ValueId, ValueId)> =
+                    carried.iter().copied().zip(body.yields.iter().copied()).collect();
+                self.wg_rename(inst, &pairs)?;
+            }
             if lm.full {
                 let next: Vec<Reg> =
                     body.yields.iter().map(|&y| self.regs[y.0 as usize].clone()).collect();
@@ -1268,6 +1312,11 @@ impl<'a> BlockExec<'a> {
                     eval_binary(BinOp::Add, ty, self.get(iv, t), self.get(step, t)).unwrap_or(0);
                 self.regs[iv.0 as usize].bits[t] = v;
             }
+        }
+        if self.p.has_wgmma {
+            let pairs: Vec<(ValueId, ValueId)> =
+                inst.results.iter().copied().zip(carried.iter().copied()).collect();
+            self.wg_rename(inst, &pairs)?;
         }
         for (&r, &c) in inst.results.iter().zip(carried) {
             if m.full {

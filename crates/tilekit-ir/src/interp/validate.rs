@@ -174,6 +174,33 @@ fn check_inst(
             }
             count(0)
         }
+        Op::Wgmma(w) => {
+            for m in w.mems() {
+                mem(&m)?;
+                if !matches!(m.space, MemSpace::Shared(_)) {
+                    return Err(bad("a wgmma descriptor names a shared allocation".into()));
+                }
+            }
+            match w {
+                crate::wgmma::WgmmaOp::Desc { .. } => count(1),
+                crate::wgmma::WgmmaOp::Mma { shape, a, c, .. } => {
+                    let a_ok = match a {
+                        crate::wgmma::WgmmaA::Desc(_) => true,
+                        crate::wgmma::WgmmaA::Regs(r) => r.len() == shape.ty.a_regs(),
+                    };
+                    if !a_ok || !(c.is_empty() || c.len() == shape.acc_regs()) {
+                        return Err(bad(format!(
+                            "wgmma {} takes {} A values and 0 or {} accumulators",
+                            shape.name(),
+                            shape.ty.a_regs(),
+                            shape.acc_regs()
+                        )));
+                    }
+                    count(shape.acc_regs())
+                }
+                _ => count(0),
+            }
+        }
         Op::LoadCluster { mem: m, width, .. } => {
             mem(m)?;
             if !matches!(m.space, MemSpace::Shared(_)) {

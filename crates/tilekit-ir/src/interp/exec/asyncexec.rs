@@ -36,31 +36,31 @@ struct Bar {
 
 /// A bulk load in flight.
 #[derive(Debug, Clone)]
-struct Load {
+pub(crate) struct Load {
     cta: usize,
     s: u32,
     start: usize,
     bits: Vec<u64>,
     bar: (usize, u32, usize),
     thread: usize,
-    inst: u32,
+    pub(crate) inst: u32,
 }
 
 /// What the async ops of one block (cluster) run have in flight.
 #[derive(Debug, Default)]
 pub(crate) struct AsyncState {
     bars: HashMap<(usize, u32, usize), Bar>,
-    loads: Vec<Load>,
+    pub(crate) loads: Vec<Load>,
     /// (block, alloc, element) → index in `loads`
-    landing: HashMap<(usize, u32, usize), usize>,
+    pub(crate) landing: HashMap<(usize, u32, usize), usize>,
     /// (block, alloc, element) → (thread, group) of a bulk store that may read it
     reads: HashMap<(usize, u32, usize), (usize, u64)>,
     /// per thread: the bulk group being formed (groups before it are committed)
     group: HashMap<usize, u64>,
     /// (block, alloc, element) → step of the last generic-proxy write
-    writes: HashMap<(usize, u32, usize), u64>,
+    pub(crate) writes: HashMap<(usize, u32, usize), u64>,
     /// per thread: step of its last fence.proxy.async
-    fences: HashMap<usize, u64>,
+    pub(crate) fences: HashMap<usize, u64>,
 }
 
 impl AsyncState {
@@ -139,6 +139,7 @@ impl<'a> BlockExec<'a> {
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
             if write {
+                self.wg_shared_write(inst, cta, s, x, t)?;
                 if let Some(&(rt, g)) = self.asy.reads.get(&key) {
                     let detail = format!(
                         "thread {:?}'s bulk group {g} may still be reading it: \
@@ -542,6 +543,7 @@ impl<'a> BlockExec<'a> {
         }
         for x in so..so + n {
             let k = (cta, s, x);
+            self.wg_shared_write(inst, cta, s, x, t)?;
             if let Some(&(rt, g)) = self.asy.reads.get(&k) {
                 let detail = format!(
                     "thread {:?}'s bulk group {g} may still be reading it",

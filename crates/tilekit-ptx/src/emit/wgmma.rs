@@ -1,0 +1,202 @@
+//! PTX for [`tilekit_ir::wgmma`]: descriptors (integer math on the shared address plus the
+//! derived constant fields), `wgmma.mma_async`, fences and groups. sm_90a only.
+//!
+//! An accumulator input `c[i]` used by nothing but this wgmma lends its register to the result
+//! `d[i]` (the accumulator stays in place, as the hardware wants); otherwise `c[i]` is copied
+//! into `d[i]` first. A 16-bit A fragment travels in `.b32` pairs: the pairs of the wgmmas that
+//! follow a `wgmma.fence` in its block are packed *before* the fence (so no register is written
+//! between the fence and the wgmma reading it); others are packed at the wgmma.
+
+use std::collections::HashMap;
+
+use tilekit_ir::wgmma::{WgmmaA, WgmmaOp};
+use tilekit_ir::{Block, Inst, Op, ScalarType, ValueId};
+
+use super::{Emitter, Result};
+use crate::target::Target;
+
+/// Plans made on the first wgmma op of a kernel.
+#[derive(Debug, Default)]
+pub(super) struct WgEmit {
+    /// Uses of each value.
+    uses: Option<HashMap<ValueId, usize>>,
+    /// Per `wgmma.fence` (by address): the wgmmas after it (by address) whose A fragments are
+    /// packed first.
+    plan: HashMap<usize, Vec<(usize, Vec<ValueId>)>>,
+    /// A fragments packed before a fence, by the wgmma (address) that reads them.
+    packed: HashMap<usize, Vec<String>>,
+}
+
+/// For each fence of `b` (and nested blocks): the register A fragments of the wgmmas after it
+/// (before the next fence) whose values are all defined before it.
+fn plan_fences(b: &Block, plan: &mut HashMap<usize, Vec<(usize, Vec<ValueId>)>>) {
+    for (f, inst) in b.insts.iter().enumerate() {
+        for blk in inst.op.blocks() {
+            plan_fences(blk, plan);
+        }
+        if !matches!(inst.op, Op::Wgmma(WgmmaOp::Fence)) {
+            continue;
+        }
+        let mut after: Vec<ValueId> = vec![];
+        let mut frags = vec![];
+        for later in &b.insts[f + 1..] {
+            match &later.op {
+                Op::Wgmma(WgmmaOp::Fence) => break,
+                Op::Wgmma(WgmmaOp::Mma { a: WgmmaA::Regs(r), .. })
+                    if !r.iter().any(|v| after.contains(v)) =>
+                {
+                    frags.push((later as *const Inst as usize, r.clone()))
+                }
+                _ => {}
+            }
+            after.extend(&later.results);
+        }
+        plan.insert(inst as *const Inst as usize, frags);
+    }
+}
+
+fn count_uses(b: &Block, uses: &mut HashMap<ValueId, usize>) {
+    for inst in &b.insts {
+        for v in inst.op.operands() {
+            *uses.entry(v).or_insert(0) += 1;
+        }
+        for blk in inst.op.blocks() {
+            count_uses(blk, uses);
+        }
+    }
+    for &y in &b.yields {
+        *uses.entry(y).or_insert(0) += 1;
+    }
+}
+
+impl Emitter<'_> {
+    /// The `.b32` registers of an A fragment: 16-bit values in pairs, tf32 one each.
+    fn pack_a(&mut self, vals: &[ValueId]) -> Vec<String> {
+        if self.ty(vals[0]).size_bytes() == 2 {
+            vals.chunks(2)
+                .map(|pair| {
+                    let w = self.tmp(ScalarType::U32);
+                    let (x, y) = (self.reg(pair[0]), self.reg(pair[1]));
+                    self.line(format!("mov.b32 {w}, {{{x}, {y}}};"));
+                    w
+                })
+                .collect()
+        } else {
+            vals.iter()
+                .map(|&v| {
+                    let w = self.tmp(ScalarType::U32);
+                    let x = self.reg(v);
+                    self.line(format!("mov.b32 {w}, {x};"));
+                    w
+                })
+                .collect()
+        }
+    }
+
+    pub(super) fn wgmma(&mut self, inst: &Inst, w: &WgmmaOp) -> Result<()> {
+        if self.target != Target::Sm90a {
+            return Err(self.unsupported(
+                w.name(),
+                format!("wgmma needs sm_90a (the target is {})", self.target),
+            ));
+        }
+        if self.wg.uses.is_none() {
+            let mut u = HashMap::new();
+            count_uses(&self.k.body, &mut u);
+            self.wg.uses = Some(u);
+            plan_fences(&self.k.body, &mut self.wg.plan);
+        }
+        match w {
+            WgmmaOp::Fence => {
+                let frags = self.wg.plan.get(&(inst as *const Inst as usize)).cloned();
+                for (mma, vals) in frags.unwrap_or_default() {
+                    let words = self.pack_a(&vals);
+                    self.wg.packed.insert(mma, words);
+                }
+                self.line("wgmma.fence.sync.aligned;")
+            }
+            WgmmaOp::Commit => self.line("wgmma.commit_group.sync.aligned;"),
+            WgmmaOp::Wait { pending } => {
+                self.line(format!("wgmma.wait_group.sync.aligned {pending};"))
+            }
+            WgmmaOp::Desc { mem, origin, matrix, block } => {
+                let (addr, _) = self.address(*mem, *origin)?;
+                let off = matrix.block_offset(*block as usize) as usize * mem.elem.size_bytes();
+                let a = self.tmp(ScalarType::U32);
+                if off > 0 {
+                    self.line(format!("add.u32 {a}, {addr}, {off};"));
+                } else {
+                    self.line(format!("mov.u32 {a}, {addr};"));
+                }
+                self.line(format!("shr.u32 {a}, {a}, 4;"));
+                self.line(format!("and.b32 {a}, {a}, 16383;"));
+                let wide = self.tmp(ScalarType::I64);
+                self.line(format!("cvt.u64.u32 {wide}, {a};"));
+                let fields = matrix.descriptor(0, *block as usize).encode();
+                let r = self.reg(inst.results[0]);
+                self.line(format!(
+                    "or.b64 {r}, {wide}, 0x{fields:016X}; // {:?} {} lbo {} sbo {}",
+                    matrix.layout(),
+                    matrix.major(),
+                    matrix.lbo(),
+                    matrix.sbo()
+                ));
+            }
+            WgmmaOp::Mma { shape, a, b, c, scale_d } => {
+                let t = shape.ty.name();
+                let p = match scale_d {
+                    Some(v) => self.reg(*v),
+                    None => {
+                        let p = self.tmp(ScalarType::Pred);
+                        self.pred_const(&p, !c.is_empty());
+                        p
+                    }
+                };
+                let once = |e: &Self, v: ValueId| {
+                    e.wg.uses.as_ref().and_then(|u| u.get(&v)).copied() == Some(1)
+                        && c.iter().filter(|&&x| x == v).count() == 1
+                };
+                let mut d = Vec::with_capacity(inst.results.len());
+                for (i, &r) in inst.results.iter().enumerate() {
+                    match c.get(i) {
+                        Some(&ci) if once(self, ci) => {
+                            let name = self.reg(ci);
+                            self.alias.insert(r, name.clone());
+                            d.push(name);
+                        }
+                        Some(&ci) => {
+                            let (rr, rc) = (self.reg(r), self.reg(ci));
+                            self.mov(&rr, &rc, ScalarType::F32);
+                            d.push(rr);
+                        }
+                        None => d.push(self.reg(r)),
+                    }
+                }
+                let a_text = match a {
+                    WgmmaA::Desc(v) => self.reg(*v),
+                    WgmmaA::Regs(vals) => {
+                        let words = match self.wg.packed.get(&(inst as *const Inst as usize)) {
+                            Some(w) => w.clone(),
+                            None => self.pack_a(vals),
+                        };
+                        format!("{{{}}}", words.join(", "))
+                    }
+                };
+                let b_text = self.reg(*b);
+                let trans = match (shape.ty, a) {
+                    (tilekit_ir::wgmma::WgmmaType::TF32, _) => String::new(),
+                    (_, WgmmaA::Desc(_)) => {
+                        format!(", {}, {}", u8::from(shape.trans_a), u8::from(shape.trans_b))
+                    }
+                    (_, WgmmaA::Regs(_)) => format!(", {}", u8::from(shape.trans_b)),
+                };
+                self.line(format!(
+                    "wgmma.mma_async.sync.aligned.{}.f32.{t}.{t} {{{}}}, {a_text}, {b_text}, {p}, 1, 1{trans};",
+                    shape.name(),
+                    d.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,193 @@
+//! wgmma coverage kernels: run by the interpreter against an f64 CPU reference (random inputs,
+//! poisoned outputs), emitted for sm_90a and — where `ptxas` is available (`TILEKIT_PTXAS`) —
+//! assembled; refused with a clear error on other targets.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use tilekit_ir::eval::{from_f64, to_f64};
+use tilekit_ir::interp::{self, Args, HostBuffer};
+use tilekit_ir::wgmma::{Major, WgmmaType};
+use tilekit_layout::swizzle::HopperSwizzle;
+use tilekit_ptx::coverage::{wgmma, WgmmaCase, WgmmaTile};
+use tilekit_ptx::{emit_kernel, Target};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+/// Runs the case in the interpreter; returns (D, reference, tolerance per element).
+fn run_case(case: &WgmmaCase, seed: u64) -> (Vec<f32>, Vec<f64>, Vec<f64>) {
+    let k = wgmma(case).unwrap_or_else(|e| panic!("{}: {e}", case.name()));
+    let elem = case.ty.elem();
+    let (n, kt) = (case.n as usize, case.kt as usize);
+    let mut rng = Rng(seed);
+    let mut fill = |len: usize| {
+        let mut buf = HostBuffer::zeroed(elem, len);
+        let mut vals = vec![];
+        for i in 0..len {
+            let bits = from_f64(elem, rng.next());
+            buf.set_bits(i, bits);
+            vals.push(case.ty.input(to_f64(elem, bits)));
+        }
+        (buf, vals)
+    };
+    let (ab, av) = fill(64 * kt);
+    let (bb, bv) = fill(n * kt);
+    let mut args = Args::new();
+    args.buffer(ab).buffer(bb).buffer(HostBuffer::from_f32(&vec![f32::NAN; 64 * n]));
+    interp::run(&k, [1, 1, 1], &mut args).unwrap_or_else(|e| panic!("{}: {e}", case.name()));
+    let d = args.take_buffer(2).unwrap().to_f32().unwrap();
+    let mut reference = vec![0f64; 64 * n];
+    let mut tol = vec![0f64; 64 * n];
+    for m in 0..64 {
+        for j in 0..n {
+            let terms = (0..kt).map(|x| av[m * kt + x] * bv[j * kt + x]);
+            reference[m * n + j] = terms.clone().sum();
+            // f32 accumulation of kt products: a few ulps of the sum of magnitudes
+            tol[m * n + j] = terms.map(f64::abs).sum::<f64>() * 4.0 * f32::EPSILON as f64 + 1e-30;
+        }
+    }
+    (d, reference, tol)
+}
+
+fn assert_close(case: &WgmmaCase, seed: u64) {
+    let (d, r, tol) = run_case(case, seed);
+    for (i, ((&x, &y), &t)) in d.iter().zip(&r).zip(&tol).enumerate() {
+        assert!(
+            (x as f64 - y).abs() <= t,
+            "{} ({:?}): D[{}][{}] = {x}, reference {y} (tolerance {t})",
+            case.name(),
+            case,
+            i / case.n as usize,
+            i % case.n as usize
+        );
+    }
+}
+
+#[test]
+fn selftest_cases_match_the_reference_in_the_interpreter() {
+    for (i, case) in WgmmaCase::all().iter().enumerate() {
+        assert_close(case, 17 + i as u64);
+    }
+}
+
+fn extra_cases() -> Vec<WgmmaCase> {
+    let k = |s| WgmmaTile::swizzled(s, Major::K);
+    let mn = |s| WgmmaTile::swizzled(s, Major::MN);
+    vec![
+        // A interleaved, B MN-major (transposed) 128-byte swizzle
+        WgmmaCase {
+            ty: WgmmaType::F16,
+            n: 64,
+            kt: 32,
+            a_regs: false,
+            a_tile: WgmmaTile::interleaved(Major::K),
+            b_tile: mn(HopperSwizzle::B128),
+        },
+        // A MN-major (transposed) 128-byte swizzle, B K-major 32-byte swizzle
+        WgmmaCase {
+            ty: WgmmaType::BF16,
+            n: 32,
+            kt: 16,
+            a_regs: false,
+            a_tile: mn(HopperSwizzle::B128),
+            b_tile: k(HopperSwizzle::B32),
+        },
+        // B MN-major interleaved, A K-major 64-byte swizzle
+        WgmmaCase {
+            ty: WgmmaType::F16,
+            n: 16,
+            kt: 32,
+            a_regs: false,
+            a_tile: k(HopperSwizzle::B64),
+            b_tile: WgmmaTile::interleaved(Major::MN),
+        },
+        // tf32: A interleaved, B 64-byte swizzle
+        WgmmaCase {
+            ty: WgmmaType::TF32,
+            n: 16,
+            kt: 16,
+            a_regs: false,
+            a_tile: WgmmaTile::interleaved(Major::K),
+            b_tile: k(HopperSwizzle::B64),
+        },
+        // tf32 A in registers, B interleaved, N = 256
+        WgmmaCase {
+            ty: WgmmaType::TF32,
+            n: 256,
+            kt: 8,
+            a_regs: true,
+            a_tile: WgmmaTile::interleaved(Major::K),
+            b_tile: WgmmaTile::interleaved(Major::K),
+        },
+    ]
+}
+
+#[test]
+fn other_layouts_and_transposes_match_the_reference() {
+    for (i, case) in extra_cases().iter().enumerate() {
+        assert_close(case, 101 + i as u64);
+    }
+}
+
+fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TILEKIT_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let found = Command::new("ptxas").arg("--version").output().is_ok_and(|o| o.status.success());
+    if found {
+        return Some(PathBuf::from("ptxas"));
+    }
+    assert!(
+        std::env::var_os("TILEKIT_REQUIRE_PTXAS").is_none(),
+        "TILEKIT_REQUIRE_PTXAS is set but no ptxas was found"
+    );
+    None
+}
+
+#[test]
+fn kernels_assemble_for_sm90a_and_are_refused_elsewhere() {
+    let tmp = tempfile::Builder::new().prefix("tk-wgmma-").tempdir().unwrap();
+    for case in WgmmaCase::all().into_iter().chain(extra_cases()) {
+        let k = wgmma(&case).unwrap();
+        let e = emit_kernel(&k, Target::Sm80).unwrap_err().to_string();
+        assert!(e.contains("sm_90"), "{e}");
+        let e = emit_kernel(&k, Target::Sm90).unwrap_err().to_string();
+        assert!(e.contains("wgmma needs sm_90a (the target is sm_90)"), "{e}");
+        let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+        assert!(ptx.is_ascii());
+        let mnemonic = format!(
+            "wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{t}.{t}",
+            case.n,
+            case.ty.k(),
+            t = case.ty.name()
+        );
+        assert_eq!(ptx.matches(&mnemonic).count() as i64, case.kt / case.ty.k() as i64, "{ptx}");
+        assert!(
+            ptx.contains("wgmma.fence.sync.aligned;")
+                && ptx.contains("wgmma.wait_group.sync.aligned 0;")
+        );
+        if let Some(ptxas) = ptxas() {
+            let path = tmp.path().join(format!("{}.ptx", k.name));
+            std::fs::write(&path, &ptx).unwrap();
+            let out = Command::new(&ptxas)
+                .arg("-arch=sm_90a")
+                .arg(&path)
+                .arg("-o")
+                .arg(tmp.path().join(format!("{}.cubin", k.name)))
+                .output()
+                .expect("ptxas runs");
+            assert!(
+                out.status.success(),
+                "ptxas rejected {}:\n{}\n--- PTX ---\n{ptx}",
+                k.name,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
