@@ -20,12 +20,13 @@ use crate::outln;
 use crate::run::{default_dtype, parse_shape};
 
 /// The coverage kernels of the asynchronous machinery `tilekit ptx` also prints (the shape is
-/// the number of pipeline stages for `bulk_pipeline`, and is ignored for `multicast_pair`).
+/// the number of pipeline stages for `bulk_pipeline` and `warp_ring`, and is ignored for
+/// `multicast_pair`).
 ///
 /// ```
 /// assert!(tilekit_cli::ptx::COVERAGE.contains(&"bulk_pipeline"));
 /// ```
-pub const COVERAGE: &[&str] = &["bulk_pipeline", "multicast_pair"];
+pub const COVERAGE: &[&str] = &["bulk_pipeline", "multicast_pair", "warp_ring"];
 
 fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
@@ -37,8 +38,8 @@ fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Kernel (as for `tilekit run`; the list below gives each one's shape and dtypes), or a
-    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` (shape = stages) or
-    /// `multicast_pair`.
+    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` or `warp_ring` (shape =
+    /// stages), or `multicast_pair`.
     #[arg(value_parser = ptx_kernel_names(), hide_possible_values = true)]
     pub kernel: String,
     /// Problem shape, e.g. `1000x777`.
@@ -81,6 +82,7 @@ pub fn generate(a: &Args) -> Result<String, CliError> {
         // grids as `tilekit selftest` launches them
         "bulk_pipeline" => (tilekit_ptx::coverage::bulk_pipeline(shape[0]).map_err(ir)?, [6, 1, 1]),
         "multicast_pair" => (tilekit_ptx::coverage::multicast_pair().map_err(ir)?, [10, 1, 1]),
+        "warp_ring" => (tilekit_ptx::coverage::warp_ring(shape[0]).map_err(ir)?, [4, 1, 1]),
         _ => tilekit_ops::run::plan(&a.kernel, &shape, dtype)
             .map_err(|e| CliError::kernel(&a.kernel, e))?,
     };

@@ -164,6 +164,19 @@ pub enum AsyncOp {
     },
     /// `cp.async.bulk.commit_group`: closes the bulk group of the thread's bulk stores so far.
     BulkCommit,
+    /// A **named barrier** (`bar.sync id, count` or, with `sync = false`, `bar.arrive id,
+    /// count`): barrier `id` (0..16) of the block completes when `count` threads (whole warps:
+    /// every warp counts 32) have arrived; `bar.sync` waits for that, `bar.arrive` does not.
+    /// Synchronises a subset of the warps (two consumer warpgroups of a warp-specialised
+    /// kernel); kernels with one run under the interpreter's independent warp schedule.
+    NamedBarrier {
+        /// Barrier id, 0..16 (0 is also the id `bar.sync` without a count uses).
+        id: u32,
+        /// Threads that complete a generation: a positive multiple of 32.
+        count: u32,
+        /// Wait for the generation to complete (`bar.sync`) or only arrive (`bar.arrive`).
+        sync: bool,
+    },
     /// `cp.async.bulk.wait_group{.read} pending`: waits until at most `pending` of the thread's
     /// committed groups are unfinished (`read`: have not finished reading shared memory).
     BulkWait {
@@ -192,6 +205,8 @@ impl AsyncOp {
             AsyncOp::BulkLoad { .. } => "cp.async.bulk.shared.global",
             AsyncOp::BulkStore { .. } => "cp.async.bulk.global.shared",
             AsyncOp::BulkCommit => "cp.async.bulk.commit_group",
+            AsyncOp::NamedBarrier { sync: true, .. } => "bar.sync",
+            AsyncOp::NamedBarrier { sync: false, .. } => "bar.arrive",
             AsyncOp::SetMaxNReg { inc: true, .. } => "setmaxnreg.inc",
             AsyncOp::SetMaxNReg { inc: false, .. } => "setmaxnreg.dec",
             AsyncOp::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
@@ -219,6 +234,7 @@ impl AsyncOp {
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
             | AsyncOp::SetMaxNReg { .. }
+            | AsyncOp::NamedBarrier { .. }
             | AsyncOp::BulkWait { .. } => vec![],
             AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
                 [*dst_off, *src_off, *elems, *index].into_iter().chain(*multicast).collect()
@@ -242,6 +258,7 @@ impl AsyncOp {
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
             | AsyncOp::SetMaxNReg { .. }
+            | AsyncOp::NamedBarrier { .. }
             | AsyncOp::BulkWait { .. } => vec![],
             AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
                 let mut v = vec![dst_off, src_off, elems, index];

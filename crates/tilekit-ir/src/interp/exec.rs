@@ -58,6 +58,7 @@ use crate::op::{BinOp, Block, CmpOp, Inst, MemSpace, Op, SpecialReg, UnOp, Value
 use crate::types::ScalarType;
 
 mod asyncexec;
+mod warps;
 
 type R<T = ()> = Result<T, InterpError>;
 
@@ -80,6 +81,9 @@ pub(crate) struct Prog<'a> {
     /// Whether the kernel has asynchronous ops (only then are shared accesses checked against
     /// them).
     pub(crate) has_async: bool,
+    /// Whether blocks run under the independent warp schedule ([`warps`]): the kernel has a
+    /// named barrier, or an mbarrier wait inside an `if`.
+    pub(crate) warps: bool,
 }
 
 impl<'a> Prog<'a> {
@@ -97,6 +101,7 @@ impl<'a> Prog<'a> {
         let (cta_threads, ctas) = (k.threads_per_block(), k.cluster_size());
         let mut has_async = false;
         k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)));
+        let warps = warps::needs_warps(&k.body, false);
         Prog {
             k,
             n: cta_threads * ctas,
@@ -109,6 +114,7 @@ impl<'a> Prog<'a> {
             inst_ids,
             cross_block,
             has_async,
+            warps,
         }
     }
 
@@ -330,9 +336,13 @@ impl<'a> BlockExec<'a> {
         self.runs.clear();
         self.foot.clear();
         self.hits.clear();
-        let all = Mask::all(self.n);
-        let k = self.k;
-        self.run_insts(&k.body, &all)?;
+        if self.p.warps {
+            self.run_warps()?;
+        } else {
+            let all = Mask::all(self.n);
+            let k = self.k;
+            self.run_insts(&k.body, &all)?;
+        }
         self.end_epoch()?;
         self.async_end()?;
         if let Some((owner, s, e, rec)) = self.last_remote {
@@ -749,38 +759,14 @@ impl<'a> BlockExec<'a> {
                 self.run_for(inst, m, (*lo, *hi, *step), init, body)?
             }
             Op::If { cond, then, else_ } => {
-                let n = self.n;
-                let mut mt = vec![false; n];
-                let mut me = vec![false; n];
-                for &t in &m.active {
-                    let t = t as usize;
-                    if self.defined(inst, *cond, t, "condition")? != 0 {
-                        mt[t] = true;
-                    } else {
-                        me[t] = true;
-                    }
-                }
-                let (mt, me) = (Mask::from_on(mt), Mask::from_on(me));
+                let (mt, me) = self.if_split(inst, *cond, m)?;
                 if mt.any() {
                     self.run_insts(then, &mt)?;
                 }
                 if me.any() {
                     self.run_insts(else_, &me)?;
                 }
-                for ((&r, &yt), &ye) in inst.results.iter().zip(&then.yields).zip(&else_.yields) {
-                    if mt.full {
-                        self.copy_row(r, yt);
-                    } else if me.full {
-                        self.copy_row(r, ye);
-                    } else {
-                        for &t in &m.active {
-                            let t = t as usize;
-                            let y = if mt.on[t] { yt } else { ye };
-                            let (v, p) = (self.get(y, t), self.is_poison(y, t));
-                            self.set(r, t, v, p);
-                        }
-                    }
-                }
+                self.if_merge(inst, m, (&mt, &me));
             }
         }
         Ok(())
@@ -1150,7 +1136,7 @@ impl<'a> BlockExec<'a> {
 
     /// The end of a barrier interval: check the interval's global accesses for races between
     /// threads of the block, then add them to the block's footprint.
-    fn end_epoch(&mut self) -> R {
+    pub(crate) fn end_epoch(&mut self) -> R {
         if self.runs.is_empty() {
             return Ok(());
         }
@@ -1188,11 +1174,30 @@ impl<'a> BlockExec<'a> {
         &mut self,
         inst: &Inst,
         m: &Mask,
-        (lo, hi, step): (ValueId, ValueId, ValueId),
+        bounds: (ValueId, ValueId, ValueId),
         init: &[ValueId],
         body: &Block,
     ) -> R {
-        let ty = self.k.ty(lo);
+        let mut live = self.for_enter(inst, m, bounds, init, body)?;
+        while self.for_live(&mut live, body.args[0], bounds.1) {
+            let lm = Mask::from_on(live.clone());
+            self.run_insts(body, &lm)?;
+            self.for_next(&lm, body, bounds.2);
+        }
+        self.for_exit(inst, m, body);
+        Ok(())
+    }
+
+    /// A loop starts on the lanes of `m`: checks the bounds and binds the induction variable
+    /// and the carried values; returns the lanes (all of `m`; [`Self::for_live`] narrows them).
+    pub(crate) fn for_enter(
+        &mut self,
+        inst: &Inst,
+        m: &Mask,
+        (lo, hi, step): (ValueId, ValueId, ValueId),
+        init: &[ValueId],
+        body: &Block,
+    ) -> R<Vec<bool>> {
         let iv = body.args[0];
         let carried = &body.args[1..];
         for &t in &m.active {
@@ -1226,46 +1231,54 @@ impl<'a> BlockExec<'a> {
                 }
             }
         }
-        let mut live = m.on.clone();
-        loop {
-            let mut any = false;
-            for (t, l) in live.iter_mut().enumerate() {
-                if *l {
-                    *l = eval_cmp(CmpOp::Lt, ty, self.get(iv, t), self.get(hi, t)) != 0;
-                    any |= *l;
-                }
-            }
-            if !any {
-                break;
-            }
-            let lm = Mask::from_on(live.clone());
-            self.run_insts(body, &lm)?;
-            if lm.full {
-                let next: Vec<Reg> =
-                    body.yields.iter().map(|&y| self.regs[y.0 as usize].clone()).collect();
-                for (&c, row) in carried.iter().zip(next) {
-                    self.regs[c.0 as usize] = row;
-                }
-            } else {
-                for &t in &lm.active {
-                    let t = t as usize;
-                    let next: Vec<(u64, bool)> = body
-                        .yields
-                        .iter()
-                        .map(|&y| (self.get(y, t), self.is_poison(y, t)))
-                        .collect();
-                    for (&c, (v, p)) in carried.iter().zip(next) {
-                        self.set(c, t, v, p);
-                    }
-                }
-            }
-            for &t in &lm.active {
-                let t = t as usize;
-                let v =
-                    eval_binary(BinOp::Add, ty, self.get(iv, t), self.get(step, t)).unwrap_or(0);
-                self.regs[iv.0 as usize].bits[t] = v;
+        Ok(m.on.clone())
+    }
+
+    /// Narrows `live` to the lanes whose induction variable `iv` is below `hi`; any left?
+    pub(crate) fn for_live(&self, live: &mut [bool], iv: ValueId, hi: ValueId) -> bool {
+        let ty = self.k.ty(iv);
+        let mut any = false;
+        for (t, l) in live.iter_mut().enumerate() {
+            if *l {
+                *l = eval_cmp(CmpOp::Lt, ty, self.get(iv, t), self.get(hi, t)) != 0;
+                any |= *l;
             }
         }
+        any
+    }
+
+    /// After an iteration on `lm`: the carried values take the yields, the induction variable
+    /// steps.
+    pub(crate) fn for_next(&mut self, lm: &Mask, body: &Block, step: ValueId) {
+        let iv = body.args[0];
+        let ty = self.k.ty(iv);
+        let carried = &body.args[1..];
+        if lm.full {
+            let next: Vec<Reg> =
+                body.yields.iter().map(|&y| self.regs[y.0 as usize].clone()).collect();
+            for (&c, row) in carried.iter().zip(next) {
+                self.regs[c.0 as usize] = row;
+            }
+        } else {
+            for &t in &lm.active {
+                let t = t as usize;
+                let next: Vec<(u64, bool)> =
+                    body.yields.iter().map(|&y| (self.get(y, t), self.is_poison(y, t))).collect();
+                for (&c, (v, p)) in carried.iter().zip(next) {
+                    self.set(c, t, v, p);
+                }
+            }
+        }
+        for &t in &lm.active {
+            let t = t as usize;
+            let v = eval_binary(BinOp::Add, ty, self.get(iv, t), self.get(step, t)).unwrap_or(0);
+            self.regs[iv.0 as usize].bits[t] = v;
+        }
+    }
+
+    /// The loop ends on the lanes of `m`: its results take the carried values.
+    pub(crate) fn for_exit(&mut self, inst: &Inst, m: &Mask, body: &Block) {
+        let carried = &body.args[1..];
         for (&r, &c) in inst.results.iter().zip(carried) {
             if m.full {
                 self.copy_row(r, c);
@@ -1277,7 +1290,41 @@ impl<'a> BlockExec<'a> {
                 }
             }
         }
-        Ok(())
+    }
+
+    /// Splits the lanes of `m` by the condition: (then, else).
+    pub(crate) fn if_split(&self, inst: &Inst, cond: ValueId, m: &Mask) -> R<(Mask, Mask)> {
+        let n = self.n;
+        let mut mt = vec![false; n];
+        let mut me = vec![false; n];
+        for &t in &m.active {
+            let t = t as usize;
+            if self.defined(inst, cond, t, "condition")? != 0 {
+                mt[t] = true;
+            } else {
+                me[t] = true;
+            }
+        }
+        Ok((Mask::from_on(mt), Mask::from_on(me)))
+    }
+
+    /// After both branches: the if's results take each lane's branch's yields.
+    pub(crate) fn if_merge(&mut self, inst: &Inst, m: &Mask, (mt, me): (&Mask, &Mask)) {
+        let Op::If { then, else_, .. } = &inst.op else { return };
+        for ((&r, &yt), &ye) in inst.results.iter().zip(&then.yields).zip(&else_.yields) {
+            if mt.full {
+                self.copy_row(r, yt);
+            } else if me.full {
+                self.copy_row(r, ye);
+            } else {
+                for &t in &m.active {
+                    let t = t as usize;
+                    let y = if mt.on[t] { yt } else { ye };
+                    let (v, p) = (self.get(y, t), self.is_poison(y, t));
+                    self.set(r, t, v, p);
+                }
+            }
+        }
     }
 
     fn race(&self, inst: &Inst, s: u32, c: Conflict, t: usize, write: bool) -> InterpError {

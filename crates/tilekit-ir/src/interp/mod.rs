@@ -54,7 +54,7 @@ use std::sync::{Mutex, RwLock};
 use rayon::prelude::*;
 
 pub use crate::tensor::HostTensor;
-pub use error::{Access, AsyncBug, GlobalAccess, InterpError};
+pub use error::{Access, AsyncBug, BlockedWarp, GlobalAccess, InterpError};
 pub use memory::HostBuffer;
 
 use crate::kernel::{Kernel, ParamKind};

@@ -44,6 +44,15 @@ struct Load {
     inst: u32,
 }
 
+/// An mbarrier wait that has not returned: the first waiting lane, its barrier (block,
+/// allocation, index) and the parity it waits for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending {
+    pub(crate) t: usize,
+    pub(crate) key: (usize, u32, usize),
+    pub(crate) want: u64,
+}
+
 /// What the async ops of one block (cluster) run have in flight.
 #[derive(Debug, Default)]
 pub(crate) struct AsyncState {
@@ -227,8 +236,72 @@ impl<'a> BlockExec<'a> {
         if b.arrivals == 0 && b.tx == 0 {
             b.phases += 1;
             b.arrivals = b.count;
+            if self.p.warps {
+                // warps run one at a time: a completed phase orders what its arrivals did
+                // before what its waiters do next (see the warps module)
+                self.end_epoch()?;
+                self.epoch = self.epoch.saturating_add(1);
+            }
         }
         Ok(())
+    }
+
+    /// Polls an `mbarrier.try_wait.parity` for the lanes of `m` (landing the copies that
+    /// complete on the barrier): `None` when every lane's phase has completed, else the first
+    /// lane still waiting.
+    pub(crate) fn mbar_poll(
+        &mut self,
+        inst: &Inst,
+        bar: MemRef,
+        index: ValueId,
+        parity: ValueId,
+        m: &Mask,
+    ) -> R<Option<Pending>> {
+        for &t in &m.active {
+            let t = t as usize;
+            let key = self.bar_key(inst, bar, index, t)?;
+            self.bar_state(inst, key, t)?;
+            let want = self.defined(inst, parity, t, "parity")? & 1;
+            // the phase of parity `want` has completed when the current phase's parity
+            // differs from it
+            let done = |b: &Bar| b.phases % 2 != want;
+            if done(&self.asy.bars[&key]) {
+                continue;
+            }
+            self.land(key);
+            self.bar_settle(inst, key, t)?;
+            if !done(&self.asy.bars[&key]) {
+                return Ok(Some(Pending { t, key, want }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// What a pending wait waits for, in words.
+    pub(crate) fn pending_text(&self, p: &Pending) -> String {
+        let name = self.shared_name(p.key.1);
+        let Some(b) = self.asy.bars.get(&p.key) else {
+            return format!("mbarrier \"{name}\"[{}], which was invalidated", p.key.2);
+        };
+        if b.arrivals == 0 {
+            format!(
+                "mbarrier \"{name}\"[{}] parity {}: every arrival is in and no bulk copy is in \
+                 flight, but {} of the bytes announced by expect_tx never arrive",
+                p.key.2, p.want, b.tx
+            )
+        } else {
+            format!(
+                "mbarrier \"{name}\"[{}] parity {}: phase {} (parity {}) still needs {} of {} \
+                 arrivals and {} bytes",
+                p.key.2,
+                p.want,
+                b.phases,
+                b.phases % 2,
+                b.arrivals,
+                b.count,
+                b.tx
+            )
+        }
     }
 
     /// Lands every bulk load that completes on barrier `key`.
@@ -299,8 +372,13 @@ impl<'a> BlockExec<'a> {
                         b.tx += self.defined(inst, *tx, t, "transaction bytes")? as i64;
                     }
                     if b.arrivals == 0 {
-                        let detail =
-                            format!("more arrivals than the {} the barrier expects", b.count);
+                        let detail = format!(
+                            "more arrivals than the {} the barrier expects: phase {} has all \
+                             its arrivals and waits for {} bytes, so this arrival belongs to a \
+                             phase that has not begun (did a producer reuse a stage before its \
+                             consumers released it?)",
+                            b.count, b.phases, b.tx
+                        );
                         let name = self.shared_name(key.1);
                         return Err(self.async_error(
                             AsyncBug::TxMismatch,
@@ -317,44 +395,30 @@ impl<'a> BlockExec<'a> {
                 }
             }
             AsyncOp::MbarrierWait { bar, index, parity } => {
-                for &t in &m.active {
-                    let t = t as usize;
-                    let key = self.bar_key(inst, *bar, *index, t)?;
-                    self.bar_state(inst, key, t)?;
-                    let want = self.defined(inst, *parity, t, "parity")? & 1;
-                    // the phase of parity `want` has completed when the current phase's parity
-                    // differs from it
-                    let done = |b: &Bar| b.phases % 2 != want;
-                    if done(&self.asy.bars[&key]) {
-                        continue;
-                    }
-                    self.land(key);
-                    self.bar_settle(inst, key, t)?;
-                    let b = self.asy.bars[&key];
-                    if !done(&b) {
-                        let (kind, detail) = if b.arrivals == 0 {
-                            (
-                                AsyncBug::TxMismatch,
-                                format!(
-                                    "every arrival is in and no bulk copy is in flight, but {} of \
-                                     the bytes announced by expect_tx never arrive",
-                                    b.tx
-                                ),
-                            )
-                        } else {
-                            (
-                                AsyncBug::Deadlock,
-                                format!(
-                                    "phase {} (parity {want}) still needs {} of {} arrivals and \
-                                     {} bytes, and every thread that could arrive is waiting here",
-                                    b.phases, b.arrivals, b.count, b.tx
-                                ),
-                            )
-                        };
-                        let name = self.shared_name(key.1);
-                        return Err(self.async_error(kind, inst, name, key.2, t, detail));
-                    }
+                if let Some(p) = self.mbar_poll(inst, *bar, *index, *parity, m)? {
+                    // lockstep: every thread that could arrive is here
+                    let b = self.asy.bars[&p.key];
+                    let kind =
+                        if b.arrivals == 0 { AsyncBug::TxMismatch } else { AsyncBug::Deadlock };
+                    let detail = self.pending_text(&p);
+                    let detail = if kind == AsyncBug::Deadlock {
+                        format!("{detail}, and every thread that could arrive is waiting here")
+                    } else {
+                        detail
+                    };
+                    let name = self.shared_name(p.key.1);
+                    return Err(self.async_error(kind, inst, name, p.key.2, p.t, detail));
                 }
+            }
+            AsyncOp::NamedBarrier { .. } => {
+                return Err(InterpError::InvalidKernel {
+                    kernel: self.k.name.clone(),
+                    reason: format!(
+                        "`{}` runs only under the independent warp schedule (internal: the \
+                         kernel was not recognised as needing it)",
+                        self.text(inst)
+                    ),
+                })
             }
             AsyncOp::BulkLoad { dst, dst_off, src, src_off, elems, bar, index, multicast } => {
                 for &t in &m.active {
@@ -399,6 +463,23 @@ impl<'a> BlockExec<'a> {
             AsyncOp::BulkStore { dst, dst_off, src, src_off, elems } => {
                 for &t in &m.active {
                     self.bulk_store(inst, (*dst, *dst_off), (*src, *src_off), *elems, t as usize)?;
+                }
+            }
+            AsyncOp::SetMaxNReg { regs, .. } if self.p.warps => {
+                // warps run one at a time: each warp must run it whole, in whole warpgroups
+                let per = self.p.cta_threads;
+                let t0 = m.active.first().map_or(0, |&t| t as usize);
+                let warp = t0 / 32 * 32..(t0 / 32 * 32 + 32).min(self.n);
+                let active = warp.clone().filter(|&t| m.on[t]).count();
+                if active != warp.len() || !per.is_multiple_of(128) {
+                    let t = warp.clone().find(|&t| !m.on[t]).unwrap_or(t0);
+                    let detail = format!(
+                        "{active} of the warp's threads execute setmaxnreg {regs}; whole warps \
+                         of whole warpgroups (a block of a multiple of 128 threads: this one \
+                         has {per}) execute it"
+                    );
+                    let kind = AsyncBug::WarpgroupDivergence;
+                    return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
                 }
             }
             AsyncOp::SetMaxNReg { regs, .. } => {
