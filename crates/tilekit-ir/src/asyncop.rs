@@ -33,6 +33,10 @@
 //!                                                                 read buf[s]   ◄─ only now
 //! ```
 //!
+//! **Named barriers** (`bar.sync id, count`, `bar.arrive id, count`) synchronise a subset of a
+//! block's warps — the consumer warpgroups of a warp-specialised kernel, whose producer warp
+//! never joins them. A generation completes when `count` threads (whole warps) have arrived.
+//!
 //! # What the interpreter checks
 //!
 //! It runs these ops with the hardware's semantics on a legal schedule (a copy lands when a
@@ -42,7 +46,12 @@
 //! byte counts that differ from what arrives; waiting on a phase nothing can complete
 //! (deadlock); using an mbarrier before `init`, or its memory as data; a bulk store of shared
 //! memory written by threads without a `fence.proxy.async` between; a block that ends while a
-//! bulk store may still read its shared memory; misaligned or ragged bulk copies.
+//! bulk store may still read its shared memory; misaligned or ragged bulk copies. Kernels whose
+//! warps wait on each other (a named barrier, or an mbarrier wait inside an `if`) run one warp at
+//! a time (the interpreter's independent warp schedule); there a deadlock lists every blocked
+//! warp with the barrier, index and parity (or the named barrier's count) it waits on, and
+//! named barriers whose warps disagree on the count, or that one warp arrives at twice in a
+//! generation, are errors.
 //!
 //! ```
 //! use tilekit_ir::{KernelBuilder, ScalarType, Axis, CmpOp};

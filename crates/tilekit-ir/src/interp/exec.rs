@@ -23,6 +23,22 @@
 //! (Between blocks of one cluster, global-memory accesses are compared by the `bar.sync`
 //! intervals of the lockstep schedule, like threads of one block.)
 //!
+//! **Warp-specialised kernels** — a kernel with a named barrier (`bar.sync id, count`), or an
+//! mbarrier wait inside an `if` (a producer warp's loop in one branch waiting on arrivals the
+//! consumer warps' loop in the other branch makes) — cannot run in lockstep: the then branch
+//! would run to its end before the else branch starts. Those run under the **independent warp
+//! schedule** ([`warps`]): each warp keeps its own stack of frames (a resumable program
+//! counter), runs until it blocks on a barrier, and yields to the next warp; a round in which
+//! no warp can move is a deadlock, reported with every blocked warp and what it waits on.
+//!
+//! ```text
+//!   lockstep (every other kernel)            warp schedule (Prog::warps)
+//!   ─────────────────────────────            ───────────────────────────
+//!   all lanes ─ inst k ─ inst k+1 ─ …        warp 0 ─ inst … ─ wait empty (blocks)
+//!                                            warp 1 ─ inst … ─ wait full: lands, reads, arrive
+//!                                            warp 0 ─ (phase done) ─ inst … ─ …
+//! ```
+//!
 //! Running the whole block in lockstep is a legal schedule for any kernel whose barriers are
 //! uniform (the only kind structured control flow with `bar.sync` permits), and the race
 //! detectors do not depend on the schedule: they compare accesses by barrier epoch, not by the

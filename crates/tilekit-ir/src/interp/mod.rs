@@ -6,6 +6,8 @@
 //!     move the buffers out of args (no copies): stored-to buffers behind a lock + access map
 //!     blocks in parallel (rayon; one executor per worker, reused) ──► each: BlockExec (exec)
 //!        threads of the block in lockstep, warps of 32 for shuffles/votes/mma (warp)
+//!        — or, for warp-specialised kernels (named barriers, mbarrier waits inside an `if`),
+//!        one warp at a time until it blocks, deadlocks named (exec/warps)
 //!        shared memory + race detection (memory)
 //!        global loads/stores straight on the buffers + race detection (global)
 //!     lowest failing block's error, else the lowest cross-block race (named by a re-run)
