@@ -289,3 +289,64 @@ fn named_barrier_arguments_are_checked_by_the_builder() {
     assert!(e.contains("at most 96"), "{e}");
     assert!(b.named_barrier(15, 96).is_ok());
 }
+
+/// Warp 1 writes `s[lane] = x[lane]` and arrives on `flag` (32 arrivals); warp 0 waits on it
+/// and copies `s` to `y` — or, with `early`, reads `s` before its wait.
+fn flag_handoff(early: bool) -> Kernel {
+    let b = KernelBuilder::new("flag_handoff", [64, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let s = b.shared("s", ScalarType::F32, 32).unwrap();
+    let flag = b.mbarrier("flag", 1).unwrap();
+    let tid = b.thread_id(Axis::X);
+    let lane = b.lane_id();
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0)).unwrap();
+    b.if_then(&first, |b| {
+        b.mbarrier_init(flag, &lit(0), &lit(32))?;
+        b.fence_mbarrier_init();
+        Ok(())
+    })
+    .unwrap();
+    b.barrier();
+    let writer = b.cmp(CmpOp::Eq, &b.warp_id(), &lit(1)).unwrap();
+    b.if_then_else(
+        &writer,
+        |b| {
+            let v = b.load(x, &lane, 1, None)?;
+            b.store(s, &lane, &v, None)?;
+            b.mbarrier_arrive(flag, &lit(0), None)?;
+            Ok(vec![])
+        },
+        |b| {
+            let v = if early {
+                let v = b.load(s, &lane, 1, None)?;
+                b.mbarrier_wait(flag, &lit(0), &lit(0))?;
+                v
+            } else {
+                b.mbarrier_wait(flag, &lit(0), &lit(0))?;
+                b.load(s, &lane, 1, None)?
+            };
+            b.store(y, &lane, &v, None)?;
+            Ok(vec![])
+        },
+    )
+    .unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_read_before_its_wait_races_with_the_write_the_wait_orders() {
+    let (r, x, y) = launch(&flag_handoff(false), 64, 32);
+    r.unwrap();
+    assert_eq!(y, x[..32]);
+    // warp 1 completes the block barrier and runs on: it writes and completes the phase
+    // before warp 0 runs, so the early read even sees the value — but nothing orders the
+    // write before it (warp 0 acquires the phase only at its wait): the clocks say so
+    let e = launch(&flag_handoff(true), 32, 32).0.unwrap_err();
+    let InterpError::SharedRace { ref first, ref second, .. } = e else {
+        panic!("expected a shared race: {e}")
+    };
+    assert_eq!((first.thread, first.write), ([32, 0, 0], true), "{e}");
+    assert_eq!((second.thread, second.write), ([0, 0, 0], false), "{e}");
+    assert!(e.to_string().contains("ld.shared.f32 s"), "{e}");
+}

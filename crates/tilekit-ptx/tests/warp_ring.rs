@@ -72,11 +72,18 @@ fn a_producer_waiting_on_the_wrong_parity_deadlocks_and_lists_the_warps() {
 }
 
 #[test]
-fn consumers_waiting_on_the_wrong_parity_read_before_the_copy_lands() {
+fn consumers_waiting_on_the_wrong_parity_read_a_stage_the_next_copy_overwrites() {
+    // parity 1 on a fresh barrier returns at once: the consumers read stage 0 before the
+    // producer fills it, and the producer's copy then overwrites what they read, unordered
     let e = launch(2, RingBug::ConsumerWrongParity, 4, 1).0.unwrap_err();
-    let InterpError::Async { kind, ref mem, .. } = e else { panic!("expected an async bug: {e}") };
-    assert_eq!(kind, AsyncBug::ReadBeforeComplete, "{e}");
+    let InterpError::Async { kind, ref mem, ref detail, thread, ref inst, .. } = e else {
+        panic!("expected an async bug: {e}")
+    };
+    assert_eq!(kind, AsyncBug::OverwriteWhileRead, "{e}");
     assert_eq!(mem, "ring");
+    assert_eq!(thread, [0, 0, 0], "{e}"); // the producer issues the copy
+    assert!(inst.contains("cp.async.bulk.shared.global"), "{e}");
+    assert!(detail.contains("read it") && detail.contains("ld.shared.v2.f32 ring"), "{e}");
 }
 
 #[test]

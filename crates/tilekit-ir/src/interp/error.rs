@@ -90,6 +90,10 @@ pub enum AsyncBug {
     /// A thread (or a bulk load) writes shared memory a bulk store may still be reading.
     #[error("overwrite of shared memory a bulk store may still be reading")]
     OverwriteWhileStoreReads,
+    /// A bulk load into shared memory that threads may still be reading or writing (no
+    /// synchronisation orders their access before the copy; independent warp schedule).
+    #[error("bulk load into shared memory threads may still be accessing")]
+    OverwriteWhileRead,
     /// The bytes that arrived differ from the phase's `expect_tx` count.
     #[error("mbarrier transaction count mismatch")]
     TxMismatch,

@@ -73,6 +73,31 @@ use crate::kernel::Kernel;
 use crate::op::{BinOp, Block, CmpOp, Inst, MemSpace, Op, SpecialReg, UnOp, ValueId};
 use crate::types::ScalarType;
 
+/// A shared-memory read by lane `rec.thread`, race-checked by barrier epoch (lockstep) or by
+/// the warps' vector clocks (the warp schedule).
+macro_rules! shared_read {
+    ($s:ident, $cta:expr, $alloc:expr, $i:expr, $rec:expr) => {
+        if $s.p.warps {
+            let hb = crate::interp::exec::warps::Hb::new(&$s.vc, $s.cur_warp, $s.p.cta_threads);
+            $s.shared[$cta][$alloc].read_hb($i, $rec, $s.base, |r| hb.ordered(r))
+        } else {
+            $s.shared[$cta][$alloc].read($i, $rec, $s.base)
+        }
+    };
+}
+
+/// A shared-memory write, race-checked like [`shared_read`].
+macro_rules! shared_write {
+    ($s:ident, $cta:expr, $alloc:expr, $i:expr, $bits:expr, $init:expr, $rec:expr) => {
+        if $s.p.warps {
+            let hb = crate::interp::exec::warps::Hb::new(&$s.vc, $s.cur_warp, $s.p.cta_threads);
+            $s.shared[$cta][$alloc].write_hb($i, $bits, $init, $rec, |r| hb.ordered(r))
+        } else {
+            $s.shared[$cta][$alloc].write($i, $bits, $init, $rec)
+        }
+    };
+}
+
 mod asyncexec;
 mod warps;
 
@@ -234,6 +259,11 @@ pub(crate) struct BlockExec<'a> {
     runs: Vec<Run>,
     foot: Footprint,
     pub(crate) steps: u64,
+    /// Warp schedule: per warp, its vector clock (per warp, the latest epoch of that warp's
+    /// synchronisation known to be ordered before this warp's next access).
+    vc: Vec<Vec<u32>>,
+    /// Warp schedule: the warp running.
+    cur_warp: usize,
     /// Attribution pass: stores are not applied; accesses to (param, element) are recorded.
     pub(crate) probe: Option<(u32, u64)>,
     pub(crate) hits: Vec<Hit>,
@@ -318,6 +348,8 @@ impl<'a> BlockExec<'a> {
             base: 1,
             cluster_start: 1,
             asy: asyncexec::AsyncState::default(),
+            vc: vec![],
+            cur_warp: 0,
             runs: vec![],
             foot: Footprint::default(),
             steps: 0,
@@ -964,7 +996,7 @@ impl<'a> BlockExec<'a> {
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
             let cta = t / self.p.cta_threads;
             for (j, &r) in inst.results.iter().enumerate() {
-                let res = self.shared[cta][s as usize].read(e + j, rec, self.base);
+                let res = shared_read!(self, cta, s as usize, e + j, rec);
                 let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;
                 self.set(r, t, v, !init);
             }
@@ -1007,7 +1039,7 @@ impl<'a> BlockExec<'a> {
                     }
                 }
                 let (bits, init) = (self.get(v, t), !self.is_poison(v, t));
-                let res = self.shared[cta][s as usize].write(e + j, bits, init, rec);
+                let res = shared_write!(self, cta, s as usize, e + j, bits, init, rec);
                 res.map_err(|c| self.race(inst, s, c, t, true))?;
             }
         }
@@ -1046,7 +1078,7 @@ impl<'a> BlockExec<'a> {
             let own = t / self.p.cta_threads;
             for (j, &r) in inst.results.iter().enumerate() {
                 let (v, init) = if owner == own {
-                    let res = self.shared[own][s as usize].read(e + j, rec, self.base);
+                    let res = shared_read!(self, own, s as usize, e + j, rec);
                     res.map_err(|c| self.race(inst, s, c, t, false))?
                 } else {
                     let mem = &self.shared[owner][s as usize];

@@ -68,6 +68,10 @@ pub(crate) struct AsyncState {
     writes: HashMap<(usize, u32, usize), u64>,
     /// per thread: step of its last fence.proxy.async
     fences: HashMap<usize, u64>,
+    /// warp schedule: per barrier, the join of the clocks of the current phase's arrivals
+    rel: HashMap<(usize, u32, usize), Vec<u32>>,
+    /// warp schedule: per barrier, the clock of its last completed phase
+    done: HashMap<(usize, u32, usize), Vec<u32>>,
 }
 
 impl AsyncState {
@@ -79,6 +83,8 @@ impl AsyncState {
         self.group.clear();
         self.writes.clear();
         self.fences.clear();
+        self.rel.clear();
+        self.done.clear();
     }
 }
 
@@ -237,10 +243,9 @@ impl<'a> BlockExec<'a> {
             b.phases += 1;
             b.arrivals = b.count;
             if self.p.warps {
-                // warps run one at a time: a completed phase orders what its arrivals did
-                // before what its waiters do next (see the warps module)
-                self.end_epoch()?;
-                self.epoch = self.epoch.saturating_add(1);
+                // what the phase's arrivals did is ordered before what its waiters do next
+                let rel = self.asy.rel.remove(&key).unwrap_or_default();
+                self.asy.done.insert(key, rel);
             }
         }
         Ok(())
@@ -257,6 +262,7 @@ impl<'a> BlockExec<'a> {
         parity: ValueId,
         m: &Mask,
     ) -> R<Option<Pending>> {
+        let mut keys: Vec<(usize, u32, usize)> = vec![];
         for &t in &m.active {
             let t = t as usize;
             let key = self.bar_key(inst, bar, index, t)?;
@@ -265,13 +271,24 @@ impl<'a> BlockExec<'a> {
             // the phase of parity `want` has completed when the current phase's parity
             // differs from it
             let done = |b: &Bar| b.phases % 2 != want;
-            if done(&self.asy.bars[&key]) {
-                continue;
-            }
-            self.land(key);
-            self.bar_settle(inst, key, t)?;
             if !done(&self.asy.bars[&key]) {
-                return Ok(Some(Pending { t, key, want }));
+                self.land(key);
+                self.bar_settle(inst, key, t)?;
+                if !done(&self.asy.bars[&key]) {
+                    return Ok(Some(Pending { t, key, want }));
+                }
+            }
+            if self.p.warps && !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        if self.p.warps {
+            // the wait returns: acquire what the completed phases' arrivals did
+            self.warp_tick()?;
+            for key in keys {
+                if let Some(d) = self.asy.done.get(&key) {
+                    super::warps::join(&mut self.vc[self.cur_warp], d);
+                }
             }
         }
         Ok(None)
@@ -364,10 +381,17 @@ impl<'a> BlockExec<'a> {
                 }
             }
             AsyncOp::MbarrierArrive { bar, index, tx } => {
+                if self.p.warps {
+                    self.warp_tick()?;
+                }
                 for &t in &m.active {
                     let t = t as usize;
                     let key = self.bar_key(inst, *bar, *index, t)?;
                     let mut b = self.bar_state(inst, key, t)?;
+                    if self.p.warps {
+                        let vc = &self.vc[self.cur_warp];
+                        super::warps::join(self.asy.rel.entry(key).or_default(), vc);
+                    }
                     if let Some(tx) = tx {
                         b.tx += self.defined(inst, *tx, t, "transaction bytes")? as i64;
                     }
@@ -625,6 +649,23 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::OverwriteWhileStoreReads;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
+            if self.p.warps {
+                let hb = super::warps::Hb::new(&self.vc, self.cur_warp, self.p.cta_threads);
+                let mem = &self.shared[cta][s as usize];
+                if let Some((r, w)) = mem.unordered(x, t as u32, |r| hb.ordered(r)) {
+                    let detail = format!(
+                        "thread {:?} of block {:?} {} it (`{}`) and nothing orders that access \
+                         before this copy (the issuer must wait on a barrier phase the accessing \
+                         thread arrived on after it, such as the stage's `empty` mbarrier)",
+                        self.thread(r.thread as usize),
+                        self.block_of(r.thread as usize),
+                        if w { "wrote" } else { "read" },
+                        self.inst_text_of(r.inst)
+                    );
+                    let kind = AsyncBug::OverwriteWhileRead;
+                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+                }
+            }
             if self.asy.landing.contains_key(&k) {
                 let detail = "another bulk load in flight writes it too".to_string();
                 let kind = AsyncBug::WriteBeforeComplete;
@@ -685,7 +726,7 @@ impl<'a> BlockExec<'a> {
                 }
             }
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
-            let res = self.shared[cta][s as usize].read(x, rec, self.base);
+            let res = shared_read!(self, cta, s as usize, x, rec);
             let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;
             if !init {
                 let detail = "it was never written: the bulk store would copy garbage".to_string();

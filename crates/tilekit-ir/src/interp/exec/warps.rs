@@ -34,17 +34,34 @@
 //! ```
 //!
 //! The schedule is deterministic (the same order every run), and it is a legal schedule:
-//! every warp runs until the hardware would stall it too. **Race detection** keeps its
-//! barrier-epoch rule, with one addition: every completed synchronisation — an mbarrier
-//! phase, a named barrier's generation, `bar.sync`, `barrier.cluster` — ends the epoch, since
-//! it may order the accesses before it against those after. Two accesses of one epoch are
-//! therefore never ordered, so every race reported is real; accesses ordered only through an
-//! unrelated synchronisation in between are not compared (a race can be missed). The async
-//! checks (copies landing, `expect_tx` counts, stores still reading, proxy fences) run
-//! unchanged. `bar.sync` is named barrier 0 with the whole block as its count: a block-wide
-//! barrier after some warps ended waits for them forever and is reported as a deadlock.
+//! every warp runs until the hardware would stall it too.
+//!
+//! **Race detection** cannot use one barrier epoch for the whole block here: the producer and
+//! the consumers synchronise pairwise, through mbarrier phases and named barriers, never all
+//! at once. Shared memory is checked by **vector clocks** (happens-before), one per warp:
+//!
+//! ```text
+//!   every sync op of warp w (an arrival, a completed wait, a barrier):  vc[w][w] = epoch;
+//!                                                                       epoch += 1
+//!   release (mbarrier arrive, bar.arrive / bar.sync):  the phase / generation joins vc[w]
+//!   acquire (a wait returns, a barrier completes):     vc[w] joins the completed phase's clock
+//!   an access (epoch e, by a lane of warp u) is ordered before warp w's next access
+//!                                          ⇔  vc[w][u] ≥ e
+//!   conflict = another thread's write (or, for a write, read) of the element not ordered before
+//!   a bulk load issued into elements threads accessed unordered = AsyncBug::OverwriteWhileRead
+//! ```
+//!
+//! (lanes of one warp are ordered only by the warp's own sync ops, as in lockstep by barriers.)
+//! Each element keeps its last write and its two latest unordered reads, so every race reported
+//! is real; a third concurrent reader can hide one. Global memory keeps the epoch rule: a sync
+//! op ends the interval, and two accesses of one interval are unordered. The async checks
+//! (copies landing, `expect_tx` counts, stores still reading, proxy fences) run unchanged.
+//! `bar.sync` is named barrier 0 with the whole block as its count: a block-wide barrier after
+//! some warps ended waits for them forever and is reported as a deadlock.
+//!
 //! Clusters work the same way, with warps of every block of the cluster in one schedule and
-//! `barrier.cluster` as a barrier over all of them.
+//! `barrier.cluster` as a barrier over all of them (reads of another block's shared memory keep
+//! the cluster-epoch rule of the block executor).
 
 use std::collections::HashMap;
 
@@ -52,6 +69,7 @@ use super::asyncexec::Pending;
 use super::{BlockExec, Mask, R};
 use crate::asyncop::AsyncOp;
 use crate::interp::error::{BlockedWarp, InterpError};
+use crate::interp::memory::Rec;
 use crate::op::{Block, Inst, Op};
 
 /// Whether a kernel body needs the warp schedule: a named barrier anywhere, or an mbarrier
@@ -64,6 +82,46 @@ pub(crate) fn needs_warps(b: &Block, in_if: bool) -> bool {
         Op::For { body, .. } => needs_warps(body, in_if),
         _ => false,
     })
+}
+
+/// The happens-before test of the running warp: an access (epoch, lane) is ordered before
+/// the warp's next access when the warp's vector clock has reached that epoch for the
+/// accessing lane's warp.
+#[derive(Clone, Copy)]
+pub(crate) struct Hb<'v> {
+    vc: &'v [u32],
+    per: usize,
+    wpc: usize,
+}
+
+impl<'v> Hb<'v> {
+    /// The test for warp `cur` (`per` threads per block).
+    pub(crate) fn new(vc: &'v [Vec<u32>], cur: usize, per: usize) -> Self {
+        Hb { vc: vc.get(cur).map_or(&[], Vec::as_slice), per, wpc: per.div_ceil(32) }
+    }
+
+    /// The warp (schedule index) of cluster lane `t`.
+    #[inline]
+    pub(crate) fn warp(&self, t: u32) -> usize {
+        let t = t as usize;
+        t / self.per * self.wpc + t % self.per / 32
+    }
+
+    /// Whether access `r` is ordered before the running warp's next access.
+    #[inline]
+    pub(crate) fn ordered(&self, r: Rec) -> bool {
+        self.vc.get(self.warp(r.thread)).is_none_or(|&c| c >= r.epoch)
+    }
+}
+
+/// `a = max(a, b)` element-wise (a vector-clock join).
+pub(crate) fn join(a: &mut Vec<u32>, b: &[u32]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, &y) in a.iter_mut().zip(b) {
+        *x = (*x).max(y);
+    }
 }
 
 /// What ends a frame.
@@ -119,6 +177,10 @@ struct NamedBar {
     /// Warps (schedule indices) arrived in this generation.
     arrived: Vec<usize>,
     gen: u64,
+    /// The join of the arrived warps' clocks.
+    vc: Vec<u32>,
+    /// The clock of the last completed generation (what its waiters acquire).
+    done: Vec<u32>,
 }
 
 struct Sched<'a> {
@@ -151,6 +213,8 @@ impl<'a> BlockExec<'a> {
         }
         let mut s = Sched { warps, bars: HashMap::new() };
         let nw = s.warps.len();
+        // every access before this block's first epoch is ordered before everything in it
+        self.vc = vec![vec![self.base.saturating_sub(1); nw]; nw];
         let (mut w, mut idle) = (0, 0);
         while s.warps.iter().any(|x| !matches!(x.status, Status::Done)) {
             if idle > nw {
@@ -165,6 +229,12 @@ impl<'a> BlockExec<'a> {
             };
             let mut progressed = false;
             if runnable {
+                self.cur_warp = w;
+                if let Status::Blocked(Wait::Bar { scope, id, .. }) = s.warps[w].status {
+                    // released by the generation's last arrival: acquire its clock
+                    let done = &s.bars[&(scope, id)].done;
+                    join(&mut self.vc[w], done);
+                }
                 s.warps[w].status = Status::Ready;
                 loop {
                     match self.warp_step(&mut s, w)? {
@@ -336,11 +406,13 @@ impl<'a> BlockExec<'a> {
             )));
         }
         b.arrived.push(w);
+        self.warp_tick()?;
+        join(&mut b.vc, &self.vc[w]);
         if b.arrived.len() * 32 >= b.count as usize {
             b.arrived.clear();
             b.gen += 1;
-            self.end_epoch()?;
-            self.epoch = self.epoch.saturating_add(1);
+            b.done = std::mem::take(&mut b.vc);
+            join(&mut self.vc[w], &b.done);
             if matches!(inst.op, Op::ClusterBarrier) {
                 self.cluster_start = self.epoch;
             }
@@ -348,6 +420,17 @@ impl<'a> BlockExec<'a> {
         }
         let gen = b.gen;
         Ok(sync.then_some(Wait::Bar { inst: self.p.inst_id(inst), scope, id, gen }))
+    }
+
+    /// A synchronisation op of the running warp (an arrival, a completed wait): the warp's
+    /// accesses so far are ordered before whatever acquires its clock from here on, and its
+    /// accesses from here on are in a later epoch. Ends the global-memory race interval.
+    pub(crate) fn warp_tick(&mut self) -> R {
+        self.end_epoch()?;
+        let w = self.cur_warp;
+        self.vc[w][w] = self.epoch;
+        self.epoch = self.epoch.saturating_add(1);
+        Ok(())
     }
 
     /// The deadlock error: every warp that has not ended, with what it waits on.
