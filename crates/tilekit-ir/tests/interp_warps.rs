@@ -350,3 +350,49 @@ fn a_read_before_its_wait_races_with_the_write_the_wait_orders() {
     assert_eq!((second.thread, second.write), ([0, 0, 0], false), "{e}");
     assert!(e.to_string().contains("ld.shared.f32 s"), "{e}");
 }
+
+#[test]
+fn setmaxnreg_by_part_of_a_warpgroup_is_named_when_the_block_ends() {
+    // warps 0 and 1 of warpgroup 0 give registers away; warps 2 and 3 never do
+    let b = KernelBuilder::new("half_group", [128, 1, 1]).unwrap();
+    let low = b.cmp(CmpOp::Lt, &b.warp_id(), &lit(2)).unwrap();
+    b.if_then(&low, |b| b.setmaxnreg(false, 40)).unwrap();
+    b.named_barrier(0, 128).unwrap();
+    let e = run(&b.finish().unwrap(), [1, 1, 1], &mut Args::new()).unwrap_err();
+    let InterpError::Async { kind, thread, ref detail, .. } = e else {
+        panic!("expected async: {e}")
+    };
+    assert_eq!(kind, AsyncBug::WarpgroupDivergence);
+    assert_eq!(thread, [0, 0, 0]);
+    assert!(detail.contains("only warps [0, 1]"), "{e}");
+}
+
+#[test]
+fn warps_specialised_by_a_loop_bound_fail_in_lockstep_with_advice() {
+    // warp 1 loops once waiting on `flag`, warp 0 loops zero times and arrives after its loop:
+    // no `if`, so the block runs in lockstep, and the wait cannot return
+    let b = KernelBuilder::new("loop_bound", [64, 1, 1]).unwrap();
+    let flag = b.mbarrier("flag", 1).unwrap();
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0)).unwrap();
+    b.if_then(&first, |b| {
+        b.mbarrier_init(flag, &lit(0), &lit(32))?;
+        b.fence_mbarrier_init();
+        Ok(())
+    })
+    .unwrap();
+    b.barrier();
+    let w = b.warp_id();
+    b.for_range(&lit(0), &w, &lit(1), &[], |b, _, _| {
+        b.mbarrier_wait(flag, &lit(0), &lit(0))?;
+        Ok(vec![])
+    })
+    .unwrap();
+    let zero = b.cmp(CmpOp::Eq, &w, &lit(0)).unwrap();
+    b.if_then(&zero, |b| b.mbarrier_arrive(flag, &lit(0), None)).unwrap();
+    let e = run(&b.finish().unwrap(), [1, 1, 1], &mut Args::new()).unwrap_err();
+    let InterpError::Async { kind, ref detail, .. } = e else { panic!("expected async: {e}") };
+    assert_eq!(kind, AsyncBug::Deadlock);
+    assert!(detail.contains("32 of its 64 threads are not at this wait"), "{e}");
+    assert!(detail.contains("put the wait in an `if` on the warp"), "{e}");
+}

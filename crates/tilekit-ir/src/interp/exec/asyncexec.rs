@@ -72,6 +72,9 @@ pub(crate) struct AsyncState {
     rel: HashMap<(usize, u32, usize), Vec<u32>>,
     /// warp schedule: per barrier, the clock of its last completed phase
     done: HashMap<(usize, u32, usize), Vec<u32>>,
+    /// warp schedule: per (warpgroup of the cluster, setmaxnreg instruction), the warps of the
+    /// warpgroup that ran it (bits 0..4) and the first lane that did
+    maxnreg: HashMap<(usize, u32), (u8, usize)>,
 }
 
 impl AsyncState {
@@ -85,6 +88,7 @@ impl AsyncState {
         self.fences.clear();
         self.rel.clear();
         self.done.clear();
+        self.maxnreg.clear();
     }
 }
 
@@ -174,6 +178,19 @@ impl<'a> BlockExec<'a> {
 
     /// The block's (cluster's) run ends: nothing may still be in flight.
     pub(crate) fn async_end(&mut self) -> R {
+        if let Some((&(_, id), &(warps, t))) =
+            self.asy.maxnreg.iter().filter(|(_, (w, _))| *w != 0b1111).min_by_key(|(k, _)| **k)
+        {
+            if let Some(inst) = self.p.insts.get(id as usize).copied() {
+                let ran: Vec<usize> = (0..4).filter(|b| warps >> b & 1 == 1).collect();
+                let detail = format!(
+                    "only warps {ran:?} of this thread's warpgroup (warps 0..4 of it) executed \
+                     it; every warp of a warpgroup executes the same setmaxnreg"
+                );
+                let kind = AsyncBug::WarpgroupDivergence;
+                return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
+            }
+        }
         if let Some(l) = self.asy.loads.first() {
             let (inst, t) = (self.p.insts.get(l.inst as usize).copied(), l.thread);
             let detail = format!("{} elements never landed", l.bits.len());
@@ -425,8 +442,17 @@ impl<'a> BlockExec<'a> {
                     let kind =
                         if b.arrivals == 0 { AsyncBug::TxMismatch } else { AsyncBug::Deadlock };
                     let detail = self.pending_text(&p);
-                    let detail = if kind == AsyncBug::Deadlock {
+                    let detail = if kind == AsyncBug::Deadlock && m.full {
                         format!("{detail}, and every thread that could arrive is waiting here")
+                    } else if kind == AsyncBug::Deadlock {
+                        format!(
+                            "{detail}, and the block runs in lockstep: {} of its {} threads are \
+                             not at this wait and run only after it. If they would arrive — warps \
+                             specialised by a loop bound instead of a branch — put the wait in an \
+                             `if` on the warp (such kernels run one warp at a time)",
+                            self.n - m.active.len(),
+                            self.n
+                        )
                     } else {
                         detail
                     };
@@ -505,6 +531,9 @@ impl<'a> BlockExec<'a> {
                     let kind = AsyncBug::WarpgroupDivergence;
                     return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
                 }
+                // the warpgroup's other warps must run it too (checked when the block ends)
+                let key = (t0 / 128, self.p.inst_id(inst));
+                self.asy.maxnreg.entry(key).or_insert((0, t0)).0 |= 1 << (t0 / 32 % 4);
             }
             AsyncOp::SetMaxNReg { regs, .. } => {
                 // whole warpgroups (4 warps of the block) execute it together
