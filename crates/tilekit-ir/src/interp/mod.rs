@@ -250,7 +250,8 @@ impl Args {
 pub struct RunStats {
     /// Blocks run.
     pub blocks: u64,
-    /// Instructions executed, counted once per block (all threads together).
+    /// Instructions executed, counted once per block (all threads together) — or, for kernels
+    /// under the independent warp schedule, once per warp, polls of a blocked wait included.
     pub block_instructions: u64,
 }
 
