@@ -396,3 +396,54 @@ fn warps_specialised_by_a_loop_bound_fail_in_lockstep_with_advice() {
     assert!(detail.contains("32 of its 64 threads are not at this wait"), "{e}");
     assert!(detail.contains("put the wait in an `if` on the warp"), "{e}");
 }
+
+/// A 2-block cluster under the warp schedule (a named barrier puts it there): each block
+/// stages `x` in shared memory, a cluster barrier publishes it (left out with `bug`), each
+/// thread adds the peer block's element, and a last cluster barrier keeps the blocks alive
+/// while their peers read.
+fn cluster_pairs(bug: bool) -> Kernel {
+    let b = KernelBuilder::new("cluster_pairs", [64, 1, 1]).unwrap();
+    b.set_cluster_dim([2, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let s = b.shared("s", ScalarType::F32, 64).unwrap();
+    let tid = b.thread_id(Axis::X);
+    let g = b.block_id(Axis::X) * lit(64) + tid.clone();
+    let v = b.load(x, &g, 1, None).unwrap();
+    b.store(s, &tid, &v, None).unwrap();
+    b.named_barrier(1, 64).unwrap();
+    if !bug {
+        b.cluster_barrier().unwrap();
+    }
+    let peer = lit(1) - b.cluster_cta_rank();
+    let p = b.load_cluster(s, &peer, &tid, 1).unwrap();
+    let w = b.binary(BinOp::Add, &v[0], &p[0]).unwrap();
+    b.store(y, &g, &[w], None).unwrap();
+    b.cluster_barrier().unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn clusters_run_under_the_warp_schedule_with_their_barriers() {
+    let n = 4 * 64;
+    let x = inputs(n, 99);
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&x)).buffer(HostBuffer::from_f32(&vec![f32::NAN; n]));
+    run(&cluster_pairs(false), [4, 1, 1], &mut a).unwrap();
+    let y = a.take_buffer(1).unwrap().to_f32().unwrap();
+    for i in 0..n {
+        let peer = ((i / 64) ^ 1) * 64 + i % 64;
+        assert_eq!(y[i], x[i] + x[peer], "element {i}");
+    }
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&x)).buffer(HostBuffer::from_f32(&vec![f32::NAN; n]));
+    // without the first cluster barrier, warp 1 of block 0 runs past its named barrier and
+    // reads block 1's elements before block 1's warps have run at all: it gets uninitialised
+    // values, named where they are stored
+    let e = run(&cluster_pairs(true), [4, 1, 1], &mut a).unwrap_err();
+    let InterpError::Poison { ref inst, thread, block, .. } = e else {
+        panic!("expected an uninitialised value: {e}")
+    };
+    assert_eq!((block, thread), ([0, 0, 0], [32, 0, 0]), "{e}");
+    assert!(inst.contains("st.global.f32 y"), "{e}");
+}
