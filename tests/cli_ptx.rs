@@ -49,6 +49,8 @@ fn huge_shapes_print_at_once_without_data() {
         // the coverage kernels of the asynchronous machinery
         (&["ptx", "bulk_pipeline", "--shape", "2"], "// grid [6, 1, 1]", "bulk_pipeline_2"),
         (&["ptx", "multicast_pair", "--shape", "1"], "// grid [10, 1, 1]", "multicast_pair"),
+        (&["ptx", "warp_ring", "--shape", "3"], "// grid [4, 1, 1]", "warp_ring_3"),
+        (&["ptx", "warp_ring", "--shape", "2", "--ir"], "// grid [4, 1, 1]", "warp_ring_2"),
     ] {
         let (code, out, err) = tilekit(args);
         assert_eq!(code, 0, "{args:?}: {err}");

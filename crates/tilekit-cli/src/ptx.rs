@@ -20,9 +20,10 @@ use crate::outln;
 use crate::run::{default_dtype, parse_shape};
 
 /// The coverage kernels of the asynchronous machinery `tilekit ptx` also prints (the shape is
-/// the number of pipeline stages for `bulk_pipeline`, and is ignored for `multicast_pair` and
-/// the TMA round trips `tma_*` (see `tilekit_ptx::coverage::tma`); for `wgmma_ss` / `wgmma_rs`
-/// — A in shared memory / in registers — it is N, and the dtype f16, bf16 or f32 for tf32).
+/// the number of pipeline stages for `bulk_pipeline` and `warp_ring`, and is ignored for
+/// `multicast_pair` and the TMA round trips `tma_*` (see `tilekit_ptx::coverage::tma`); for
+/// `wgmma_ss` / `wgmma_rs` — A in shared memory / in registers — it is N, and the dtype f16,
+/// bf16 or f32 for tf32).
 ///
 /// ```
 /// assert!(tilekit_cli::ptx::COVERAGE.contains(&"bulk_pipeline"));
@@ -40,6 +41,7 @@ pub const COVERAGE: &[&str] = &[
     "tma_rank5",
     "wgmma_ss",
     "wgmma_rs",
+    "warp_ring",
 ];
 
 fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
@@ -52,9 +54,10 @@ fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Kernel (as for `tilekit run`; the list below gives each one's shape and dtypes), or a
-    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` (shape = stages),
-    /// `multicast_pair`, or a TMA round trip `tma_none`, `tma_sw32`, `tma_sw64`, `tma_sw128`,
-    /// `tma_rank1`, `tma_rank3`, `tma_rank4`, `tma_rank5`.
+    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` or `warp_ring` (shape =
+    /// stages), `multicast_pair`, a TMA round trip `tma_none`, `tma_sw32`, `tma_sw64`,
+    /// `tma_sw128`, `tma_rank1`, `tma_rank3`, `tma_rank4`, `tma_rank5`, or a wgmma `wgmma_ss`,
+    /// `wgmma_rs` (shape = N).
     #[arg(value_parser = ptx_kernel_names(), hide_possible_values = true)]
     pub kernel: String,
     /// Problem shape, e.g. `1000x777`.
@@ -97,6 +100,7 @@ pub fn generate(a: &Args) -> Result<String, CliError> {
         // grids as `tilekit selftest` launches them
         "bulk_pipeline" => (tilekit_ptx::coverage::bulk_pipeline(shape[0]).map_err(ir)?, [6, 1, 1]),
         "multicast_pair" => (tilekit_ptx::coverage::multicast_pair().map_err(ir)?, [10, 1, 1]),
+        "warp_ring" => (tilekit_ptx::coverage::warp_ring(shape[0]).map_err(ir)?, [4, 1, 1]),
         "wgmma_ss" | "wgmma_rs" => {
             let ty =
                 tilekit_ir::wgmma::WgmmaType::of(dtype).ok_or_else(|| CliError::BadArgument {

@@ -168,6 +168,35 @@ pub fn cases(seed: u64) -> Result<Vec<Case>, CliError> {
             reference: Some(reference),
         });
     }
+    for stages in [2i64, 3] {
+        // warp-specialised ring: a producer warp's bulk loads, two consumer warpgroups with a
+        // named barrier between them, setmaxnreg (sm_90a; the interpreter's warp schedule)
+        let kernel = tilekit_ptx::coverage::warp_ring(stages).map_err(ir)?;
+        let (grid, tiles) = (4u32, 7i64);
+        let n = grid as usize * tiles as usize * tilekit_ptx::coverage::RING_TILE as usize;
+        let mut args = KArgs::new();
+        args.buffer(random_buffer(ScalarType::F32, n, &mut rng))
+            .buffer(poison(ScalarType::F32, n))
+            .int(tiles);
+        let reference: Reference = Box::new(move |input, output| {
+            let (Some(x), Some(y)) = (input.get_buffer(0), output.get_buffer(1)) else {
+                return Err("missing buffers".into());
+            };
+            let (x, y) = (x.to_f32().unwrap_or_default(), y.to_f32().unwrap_or_default());
+            let want = tilekit_ptx::coverage::warp_ring_reference(&x);
+            match (0..n).find(|&i| y.get(i).map(|v| v.to_bits()) != Some(want[i].to_bits())) {
+                Some(i) => Err(format!("y[{i}] = {:?}, want {}", y.get(i), want[i])),
+                None => Ok(()),
+            }
+        });
+        out.push(Case {
+            name: format!("warp-specialised ring, {stages} stages"),
+            kernel,
+            grid: [grid, 1, 1],
+            args,
+            reference: Some(reference),
+        });
+    }
     {
         // one bulk copy multicast to both blocks of a 2-block cluster
         let kernel = tilekit_ptx::coverage::multicast_pair().map_err(ir)?;

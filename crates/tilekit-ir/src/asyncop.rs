@@ -38,6 +38,10 @@
 //!                                                                 read buf[s]   ◄─ only now
 //! ```
 //!
+//! **Named barriers** (`bar.sync id, count`, `bar.arrive id, count`) synchronise a subset of a
+//! block's warps — the consumer warpgroups of a warp-specialised kernel, whose producer warp
+//! never joins them. A generation completes when `count` threads (whole warps) have arrived.
+//!
 //! # What the interpreter checks
 //!
 //! It runs these ops with the hardware's semantics on a legal schedule (a copy lands when a
@@ -47,7 +51,12 @@
 //! byte counts that differ from what arrives; waiting on a phase nothing can complete
 //! (deadlock); using an mbarrier before `init`, or its memory as data; a bulk store of shared
 //! memory written by threads without a `fence.proxy.async` between; a block that ends while a
-//! bulk store may still read its shared memory; misaligned or ragged bulk copies.
+//! bulk store may still read its shared memory; misaligned or ragged bulk copies. Kernels whose
+//! warps wait on each other (a named barrier, or an mbarrier wait inside an `if`) run one warp at
+//! a time (the interpreter's independent warp schedule); there a deadlock lists every blocked
+//! warp with the barrier, index and parity (or the named barrier's count) it waits on, and
+//! named barriers whose warps disagree on the count, or that one warp arrives at twice in a
+//! generation, are errors.
 //!
 //! ```
 //! use tilekit_ir::{KernelBuilder, ScalarType, Axis, CmpOp};
@@ -215,6 +224,19 @@ pub enum AsyncOp {
     },
     /// `cp.async.bulk.commit_group`: closes the bulk group of the thread's bulk stores so far.
     BulkCommit,
+    /// A **named barrier** (`bar.sync id, count` or, with `sync = false`, `bar.arrive id,
+    /// count`): barrier `id` (0..16) of the block completes when `count` threads (whole warps:
+    /// every warp counts 32) have arrived; `bar.sync` waits for that, `bar.arrive` does not.
+    /// Synchronises a subset of the warps (two consumer warpgroups of a warp-specialised
+    /// kernel); kernels with one run under the interpreter's independent warp schedule.
+    NamedBarrier {
+        /// Barrier id, 0..16 (0 is also the id `bar.sync` without a count uses).
+        id: u32,
+        /// Threads that complete a generation: a positive multiple of 32.
+        count: u32,
+        /// Wait for the generation to complete (`bar.sync`) or only arrive (`bar.arrive`).
+        sync: bool,
+    },
     /// `cp.async.bulk.wait_group{.read} pending`: waits until at most `pending` of the thread's
     /// committed groups are unfinished (`read`: have not finished reading shared memory).
     BulkWait {
@@ -246,6 +268,8 @@ impl AsyncOp {
             AsyncOp::TensorStore { .. } => "cp.async.bulk.tensor.global.shared",
             AsyncOp::TensorPrefetch { .. } => "cp.async.bulk.prefetch.tensor",
             AsyncOp::BulkCommit => "cp.async.bulk.commit_group",
+            AsyncOp::NamedBarrier { sync: true, .. } => "bar.sync",
+            AsyncOp::NamedBarrier { sync: false, .. } => "bar.arrive",
             AsyncOp::SetMaxNReg { inc: true, .. } => "setmaxnreg.inc",
             AsyncOp::SetMaxNReg { inc: false, .. } => "setmaxnreg.dec",
             AsyncOp::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
@@ -273,6 +297,7 @@ impl AsyncOp {
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
             | AsyncOp::SetMaxNReg { .. }
+            | AsyncOp::NamedBarrier { .. }
             | AsyncOp::BulkWait { .. } => vec![],
             AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
                 [*dst_off, *src_off, *elems, *index].into_iter().chain(*multicast).collect()
@@ -307,6 +332,7 @@ impl AsyncOp {
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
             | AsyncOp::SetMaxNReg { .. }
+            | AsyncOp::NamedBarrier { .. }
             | AsyncOp::BulkWait { .. } => vec![],
             AsyncOp::BulkLoad { dst_off, src_off, elems, index, multicast, .. } => {
                 let mut v = vec![dst_off, src_off, elems, index];

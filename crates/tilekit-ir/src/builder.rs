@@ -1225,6 +1225,74 @@ impl KernelBuilder {
         self.wrap_pred(id)
     }
 
+    /// Warpgroup of the thread in its block: `warp_id / 4` (linear thread id / 128), the unit
+    /// that `setmaxnreg` and `wgmma` work on.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [384, 1, 1]).unwrap();
+    /// assert_eq!(b.warpgroup_id().range(), Some((0, 2)));
+    /// ```
+    pub fn warpgroup_id(&self) -> Val {
+        self.warp_id() / <Val as tilekit_layout::Idx>::lit(4)
+    }
+
+    /// `bar.sync id, count`: waits until `count` threads (whole warps; each warp that executes
+    /// it counts 32) have arrived at named barrier `id` — a barrier for a subset of the block's
+    /// warps. Every lane of an executing warp must execute it. `id` is 0..16, `count` a
+    /// positive multiple of 32 no larger than the block (rounded up to whole warps).
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, IrError};
+    /// let b = KernelBuilder::new("k", [384, 1, 1]).unwrap();
+    /// b.named_barrier(1, 256).unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("bar.sync 1, 256"));
+    /// let b = KernelBuilder::new("k", [384, 1, 1]).unwrap();
+    /// assert!(matches!(b.named_barrier(16, 256), Err(IrError::Invalid { .. })));
+    /// assert!(b.named_barrier(1, 100).unwrap_err().to_string().contains("multiple of 32"));
+    /// assert!(b.named_barrier(1, 416).is_err()); // more than the block's 384 threads
+    /// ```
+    pub fn named_barrier(&self, id: u32, count: u32) -> Result<()> {
+        self.push_named_barrier(id, count, true)
+    }
+
+    /// `bar.arrive id, count`: announces this warp's arrival at named barrier `id` without
+    /// waiting (a producer releasing consumers that `bar.sync` on it); same rules as
+    /// [`named_barrier`](Self::named_barrier).
+    ///
+    /// ```
+    /// let b = tilekit_ir::KernelBuilder::new("k", [128, 1, 1]).unwrap();
+    /// b.named_barrier_arrive(2, 128).unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("bar.arrive 2, 128"));
+    /// ```
+    pub fn named_barrier_arrive(&self, id: u32, count: u32) -> Result<()> {
+        self.push_named_barrier(id, count, false)
+    }
+
+    fn push_named_barrier(&self, id: u32, count: u32, sync: bool) -> Result<()> {
+        let op = if sync { "bar.sync" } else { "bar.arrive" };
+        if id >= 16 {
+            return Err(IrError::Invalid {
+                op: op.into(),
+                what: "barrier id".into(),
+                value: id.to_string(),
+                valid: "0..16".into(),
+            });
+        }
+        let threads: u32 = self.ctx.borrow().block_dim.iter().product();
+        let max = threads.div_ceil(32) * 32;
+        if count == 0 || !count.is_multiple_of(32) || count > max {
+            return Err(IrError::Invalid {
+                op: op.into(),
+                what: "thread count".into(),
+                value: count.to_string(),
+                valid: format!("a positive multiple of 32, at most {max} (the block's warps)"),
+            });
+        }
+        self.push_async(crate::asyncop::AsyncOp::NamedBarrier { id, count, sync });
+        Ok(())
+    }
+
     /// `setmaxnreg.inc` (`inc = true`) or `.dec`: the warpgroup's threads own `regs` registers
     /// each from here on (24..=256, a multiple of 8; sm_90a). Every thread of each warpgroup
     /// that executes it must execute it together; the block must be whole warpgroups.

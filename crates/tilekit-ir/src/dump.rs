@@ -89,6 +89,7 @@ fn async_text(k: &Kernel, a: &crate::asyncop::AsyncOp, mn: String) -> String {
         A::FenceProxyAsync | A::FenceMbarrierInit | A::BulkCommit => mn,
         A::BulkWait { pending, .. } => format!("{mn} {pending}"),
         A::SetMaxNReg { regs, .. } => format!("{mn} {regs}"),
+        A::NamedBarrier { id, count, .. } => format!("{mn} {id}, {count}"),
         A::BulkLoad { dst, dst_off, src, src_off, elems, bar: b, index, multicast } => format!(
             "{mn} {}, {}, {elems} x {}, complete_tx {}{}",
             mem(k, *dst, *dst_off),

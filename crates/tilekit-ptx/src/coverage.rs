@@ -574,3 +574,219 @@ pub fn wgmma(case: &WgmmaCase) -> Result<Kernel, IrError> {
     }
     b.finish()
 }
+
+/// Elements of one tile of [`warp_ring`] (2 KiB of f32).
+pub const RING_TILE: i64 = 512;
+
+/// The planted bugs of [`warp_ring_with`] (the interpreter's tests use them; the selftest runs
+/// [`RingBug::None`]).
+///
+/// ```
+/// use tilekit_ptx::coverage::{warp_ring_with, RingBug};
+/// assert!(warp_ring_with(2, RingBug::ProducerWrongParity).is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingBug {
+    /// The correct kernel.
+    None,
+    /// The producer waits on `empty[s]` with parity `round mod 2` instead of `(round + 1) mod
+    /// 2`: its first wait is for a phase only consumers complete, who wait for its copies.
+    ProducerWrongParity,
+    /// The consumers wait on `full[s]` with parity `(round + 1) mod 2`: the wait returns at once
+    /// and they read the stage before its copy lands.
+    ConsumerWrongParity,
+    /// The producer never waits on `empty[s]`: it refills a stage the consumers still read.
+    ProducerSkipsEmpty,
+    /// The consumers' named barrier counts 384 threads, but only their 256 arrive.
+    NamedBarrierTooLarge,
+    /// The second consumer warpgroup gives the named barrier a different count (128).
+    NamedBarrierMismatch,
+}
+
+/// A **warp-specialised producer/consumer ring**: 384 threads, warpgroup 0 the producer
+/// (`setmaxnreg.dec 40`), warpgroups 1 and 2 the consumers (`setmaxnreg.inc 232`; the kernel
+/// starts every thread with 168 registers, so the pool balances: 128·128 = 256·64). Each block
+/// walks `tiles` tiles of [`RING_TILE`] f32 of `x` through a ring of `stages` shared buffers:
+///
+/// ```text
+///   producer (thread 0)                           consumers (threads 128..384, c = tid − 128)
+///   for i: s = i mod S, r = i / S                 for i: s = i mod S, r = i / S
+///     wait empty[s] parity (r + 1) mod 2            wait full[s] parity r mod 2
+///     arrive.expect_tx full[s], 2048 B              v0, v1 = buf[s][2c], buf[s][2c + 1]
+///     bulk load x tile i → buf[s] (on full[s])      arrive empty[s]          (256 per phase)
+///                                                   part[i mod 2][c] = v0 + v1
+///                                                   bar.sync 1, 256          (consumers only)
+///                                                   q = part[i mod 2][(c + 128) mod 256]
+///                                                   y[tile i][2c + k] = 2·v_k + q
+/// ```
+///
+/// Each output pairs a consumer's elements with the sum of the pair the *other* consumer
+/// warpgroup read, so the named barrier is needed. Params `x`, `y` (f32), `tiles` (i32); one
+/// block per `tiles · 512` elements. The producer's loop and the consumers' loop are the two
+/// branches of an `if` on the warpgroup, so the interpreter runs it under its independent warp
+/// schedule.
+///
+/// ```
+/// let k = tilekit_ptx::coverage::warp_ring(2).unwrap();
+/// let text = k.to_string();
+/// assert!(text.contains("setmaxnreg.dec 40") && text.contains("bar.sync 1, 256"));
+/// assert!(tilekit_ptx::coverage::warp_ring(9).is_err());
+/// ```
+pub fn warp_ring(stages: i64) -> Result<Kernel, IrError> {
+    warp_ring_with(stages, RingBug::None)
+}
+
+/// [`warp_ring`] with a planted bug (see [`RingBug`]).
+///
+/// ```
+/// use tilekit_ptx::coverage::{warp_ring_with, RingBug};
+/// let k = warp_ring_with(2, RingBug::NamedBarrierTooLarge).unwrap();
+/// assert!(k.to_string().contains("bar.sync 1, 384"));
+/// ```
+pub fn warp_ring_with(stages: i64, bug: RingBug) -> Result<Kernel, IrError> {
+    if !(1..=8).contains(&stages) {
+        return Err(IrError::Invalid {
+            op: "warp_ring".into(),
+            what: "stages".into(),
+            value: stages.to_string(),
+            valid: "1..=8".into(),
+        });
+    }
+    let t = RING_TILE;
+    let lit = |v: i64| <tilekit_ir::Val as Idx>::lit(v);
+    let name = match bug {
+        RingBug::None => format!("warp_ring_{stages}"),
+        bug => format!("warp_ring_{stages}_{bug:?}").to_lowercase(),
+    };
+    let b = KernelBuilder::new(&name, [384, 1, 1])?;
+    let x = b.ptr_param("x", ScalarType::F32)?;
+    let y = b.ptr_param("y", ScalarType::F32)?;
+    let tiles = b.scalar_param("tiles", ScalarType::I32)?;
+    let buf = b.shared("ring", ScalarType::F32, (stages * t) as usize)?;
+    let part = b.shared("part", ScalarType::F32, 2 * 256)?;
+    let full = b.mbarrier("full", stages as usize)?;
+    let empty = b.mbarrier("empty", stages as usize)?;
+    let tid = b.thread_id(Axis::X);
+    let wg = b.warpgroup_id();
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
+    let base = b.block_id(Axis::X) * tiles.clone() * lit(t);
+    b.note("warp ring: thread 0 initialises full (1 arrival + bytes) and empty (256 consumers)");
+    b.if_then(&first, |b| {
+        for s in 0..stages {
+            b.mbarrier_init(full, &lit(s), &lit(1))?;
+            b.mbarrier_init(empty, &lit(s), &lit(256))?;
+        }
+        b.fence_mbarrier_init();
+        Ok(())
+    })?;
+    b.barrier();
+    let producer = b.cmp(CmpOp::Eq, &wg, &lit(0))?;
+    b.if_then_else(
+        &producer,
+        |b| {
+            b.note("warp ring: producer warpgroup gives registers away; thread 0 issues copies");
+            b.setmaxnreg(false, 40)?;
+            b.if_then(&first, |b| {
+                b.for_range(&lit(0), &tiles, &lit(1), &[], |b, i, _| {
+                    let s = i.clone() % lit(stages);
+                    let round = i.clone() / lit(stages);
+                    if bug != RingBug::ProducerSkipsEmpty {
+                        let parity = if bug == RingBug::ProducerWrongParity {
+                            round % lit(2)
+                        } else {
+                            (round + lit(1)) % lit(2)
+                        };
+                        b.mbarrier_wait(empty, &s, &parity)?;
+                    }
+                    b.mbarrier_arrive(full, &s, Some(&lit(t * 4)))?;
+                    b.bulk_load(
+                        buf,
+                        &(s.clone() * lit(t)),
+                        x,
+                        &(base.clone() + i.clone() * lit(t)),
+                        &lit(t),
+                        full,
+                        &s,
+                    )?;
+                    Ok(vec![])
+                })?;
+                Ok(())
+            })?;
+            Ok(vec![])
+        },
+        |b| {
+            b.note("warp ring: consumer warpgroups take the registers");
+            b.setmaxnreg(true, 232)?;
+            let c = tid.clone() - lit(128);
+            let count = match bug {
+                RingBug::NamedBarrierTooLarge => Some(384),
+                RingBug::NamedBarrierMismatch => None,
+                _ => Some(256),
+            };
+            b.for_range(&lit(0), &tiles, &lit(1), &[], |b, i, _| {
+                let s = i.clone() % lit(stages);
+                let round = i.clone() / lit(stages);
+                let parity = if bug == RingBug::ConsumerWrongParity {
+                    (round + lit(1)) % lit(2)
+                } else {
+                    round % lit(2)
+                };
+                b.mbarrier_wait(full, &s, &parity)?;
+                let v = b.load(buf, &(s.clone() * lit(t) + c.clone() * lit(2)), 2, None)?;
+                b.mbarrier_arrive(empty, &s, None)?;
+                let sum = b.binary(BinOp::Add, &v[0], &v[1])?;
+                let slot = (i.clone() % lit(2)) * lit(256);
+                b.store(part, &(slot.clone() + c.clone()), &[sum], None)?;
+                match count {
+                    Some(n) => b.named_barrier(1, n)?,
+                    None => {
+                        // warpgroup 1 says 256, warpgroup 2 says 128
+                        let second = b.cmp(CmpOp::Eq, &wg, &lit(2))?;
+                        b.if_then_else(
+                            &second,
+                            |b| b.named_barrier(1, 128).map(|_| vec![]),
+                            |b| b.named_barrier(1, 256).map(|_| vec![]),
+                        )?;
+                    }
+                }
+                let other = (c.clone() + lit(128)) % lit(256);
+                let q = b.load(part, &(slot + other), 1, None)?.remove(0);
+                let w = v
+                    .iter()
+                    .map(|x| {
+                        let two = b.binary(BinOp::Mul, x, &b.f32(2.0))?;
+                        b.binary(BinOp::Add, &two, &q)
+                    })
+                    .collect::<Result<Vec<_>, IrError>>()?;
+                b.store(y, &(base.clone() + i * lit(t) + c.clone() * lit(2)), &w, None)?;
+                Ok(vec![])
+            })?;
+            Ok(vec![])
+        },
+    )?;
+    b.finish()
+}
+
+/// The CPU reference of [`warp_ring`] for one block's `tiles` tiles of `x` (f64 sums rounded
+/// to f32 the way the kernel rounds: `v0 + v1` in f32, then `2·v + q` in f32).
+///
+/// ```
+/// let x: Vec<f32> = (0..512).map(|i| i as f32).collect();
+/// let y = tilekit_ptx::coverage::warp_ring_reference(&x);
+/// // element 0: 2·0 + (x[256] + x[257])
+/// assert_eq!(y[0], 256.0 + 257.0);
+/// ```
+pub fn warp_ring_reference(x: &[f32]) -> Vec<f32> {
+    let t = RING_TILE as usize;
+    let mut y = vec![0.0; x.len()];
+    for (tile, out) in x.chunks(t).zip(y.chunks_mut(t)) {
+        for c in 0..256 {
+            let o = (c + 128) % 256;
+            let q = tile[2 * o] + tile[2 * o + 1];
+            for k in 0..2 {
+                out[2 * c + k] = 2.0 * tile[2 * c + k] + q;
+            }
+        }
+    }
+    y
+}

@@ -182,6 +182,12 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
     let _ = writeln!(head, "\n)");
     let [x, y, z] = k.block_dim;
     let _ = writeln!(head, ".reqntid {x}, {y}, {z}");
+    if let Some(regs) = entry_registers(k) {
+        let _ = writeln!(
+            head,
+            ".maxnreg {regs} // setmaxnreg: every thread starts with {regs} registers"
+        );
+    }
     if k.cluster_size() > 1 {
         let [cx, cy, cz] = k.cluster_dim;
         let _ = writeln!(head, ".reqnctapercluster {cx}, {cy}, {cz}");
@@ -589,7 +595,7 @@ impl<'k> Emitter<'k> {
 
     fn async_op(&mut self, a: &tilekit_ir::AsyncOp) -> Result<()> {
         use tilekit_ir::AsyncOp as A;
-        if self.target == Target::Sm80 {
+        if self.target == Target::Sm80 && !matches!(a, A::NamedBarrier { .. }) {
             return Err(
                 self.unsupported(a.name(), "mbarrier transactions and bulk copies need sm_90")
             );
@@ -661,6 +667,10 @@ impl<'k> Emitter<'k> {
                 self.tensor_op(a)?
             }
             A::BulkCommit => self.line("cp.async.bulk.commit_group;"),
+            A::NamedBarrier { id, count, sync } => {
+                let op = if *sync { "sync" } else { "arrive" };
+                self.line(format!("bar.{op} {id}, {count};"));
+            }
             A::SetMaxNReg { inc, regs } => {
                 if self.target != Target::Sm90a {
                     return Err(self.unsupported(a.name(), "setmaxnreg needs sm_90a"));
@@ -1312,4 +1322,28 @@ impl<'k> Emitter<'k> {
         self.out.push_str(&format!("{lend}:\n"));
         Ok(())
     }
+}
+
+/// The registers per thread a kernel that uses `setmaxnreg` declares at entry (`.maxnreg`):
+/// ptxas needs a known count at entry to honour `setmaxnreg`, and the warpgroups' increases and
+/// decreases move registers within the block's pool of `threads · count`. The count fills the
+/// 64 Ki-register file with one block: `65536 / threads`, rounded down to a multiple of 8, at
+/// most 248. `None` for kernels without `setmaxnreg`.
+///
+/// ```
+/// use tilekit_ir::KernelBuilder;
+/// let b = KernelBuilder::new("k", [384, 1, 1]).unwrap();
+/// b.setmaxnreg(false, 40).unwrap();
+/// let k = b.finish().unwrap();
+/// assert_eq!(tilekit_ptx::emit::entry_registers(&k), Some(168));
+/// let b = KernelBuilder::new("k", [128, 1, 1]).unwrap();
+/// assert_eq!(tilekit_ptx::emit::entry_registers(&b.finish().unwrap()), None);
+/// ```
+pub fn entry_registers(k: &Kernel) -> Option<u32> {
+    let mut uses = false;
+    k.body.walk(&mut |i| {
+        uses |= matches!(i.op, Op::Async(tilekit_ir::AsyncOp::SetMaxNReg { .. }));
+    });
+    let threads = k.threads_per_block().max(1) as u32;
+    uses.then(|| (65536 / threads / 8 * 8).min(248))
 }

@@ -90,6 +90,10 @@ pub enum AsyncBug {
     /// A thread (or a bulk load) writes shared memory a bulk store may still be reading.
     #[error("overwrite of shared memory a bulk store may still be reading")]
     OverwriteWhileStoreReads,
+    /// A bulk load into shared memory that threads may still be reading or writing (no
+    /// synchronisation orders their access before the copy; independent warp schedule).
+    #[error("bulk load into shared memory threads may still be accessing")]
+    OverwriteWhileRead,
     /// The bytes that arrived differ from the phase's `expect_tx` count.
     #[error("mbarrier transaction count mismatch")]
     TxMismatch,
@@ -413,4 +417,72 @@ pub enum InterpError {
         /// Thread index.
         thread: [u32; 3],
     },
+    /// Independent warp schedule: no warp can run and some are blocked — each waits on a
+    /// barrier (an mbarrier phase, a named barrier, `bar.sync`, `barrier.cluster`) that
+    /// nothing left can complete. Lists every blocked warp, what it waits on and where.
+    #[error("deadlock in block {block:?}: every live warp is blocked\n{}", blocked_list(.warps))]
+    WarpDeadlock {
+        /// The block (the cluster's first block, for cluster kernels).
+        block: [u32; 3],
+        /// The blocked warps, by warp index (warps that finished are not listed).
+        warps: Vec<BlockedWarp>,
+    },
+    /// A named barrier used wrongly (independent warp schedule): warps of one generation
+    /// disagreeing on its thread count, or one warp arriving twice before it completes.
+    #[error("named barrier {id} misused by `{inst}`, block {block:?} warp {warp}: {detail}")]
+    NamedBarrier {
+        /// The instruction.
+        inst: String,
+        /// Barrier id.
+        id: u32,
+        /// Block index.
+        block: [u32; 3],
+        /// Warp in the block.
+        warp: usize,
+        /// What went wrong.
+        detail: String,
+    },
+}
+
+/// One warp in a [`InterpError::WarpDeadlock`]: where it is blocked and on what.
+///
+/// ```
+/// use tilekit_ir::interp::BlockedWarp;
+/// let w = BlockedWarp {
+///     block: [0, 0, 0],
+///     warp: 4,
+///     inst: "mbarrier.try_wait.parity full[%7], %9".into(),
+///     waits: "mbarrier \"full\"[0] parity 0: phase 0 needs 1 of 1 arrivals".into(),
+/// };
+/// assert!(w.to_string().starts_with("warp 4 of block [0, 0, 0] (threads 128..160)"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedWarp {
+    /// Its block.
+    pub block: [u32; 3],
+    /// Warp index in the block (linear thread id / 32).
+    pub warp: usize,
+    /// The instruction it waits in (dump text).
+    pub inst: String,
+    /// What it waits for: the barrier, its index, the parity or thread count, and its state.
+    pub waits: String,
+}
+
+impl std::fmt::Display for BlockedWarp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "warp {} of block {:?} (threads {}..{}) waits in `{}` on {}",
+            self.warp,
+            self.block,
+            self.warp * 32,
+            self.warp * 32 + 32,
+            self.inst,
+            self.waits
+        )
+    }
+}
+
+fn blocked_list(warps: &[BlockedWarp]) -> String {
+    warps.iter().map(|w| format!("  {w}")).collect::<Vec<_>>().join("\n")
 }

@@ -23,6 +23,22 @@
 //! (Between blocks of one cluster, global-memory accesses are compared by the `bar.sync`
 //! intervals of the lockstep schedule, like threads of one block.)
 //!
+//! **Warp-specialised kernels** — a kernel with a named barrier (`bar.sync id, count`), or an
+//! mbarrier wait inside an `if` (a producer warp's loop in one branch waiting on arrivals the
+//! consumer warps' loop in the other branch makes) — cannot run in lockstep: the then branch
+//! would run to its end before the else branch starts. Those run under the **independent warp
+//! schedule** ([`warps`]): each warp keeps its own stack of frames (a resumable program
+//! counter), runs until it blocks on a barrier, and yields to the next warp; a round in which
+//! no warp can move is a deadlock, reported with every blocked warp and what it waits on.
+//!
+//! ```text
+//!   lockstep (every other kernel)            warp schedule (Prog::warps)
+//!   ─────────────────────────────            ───────────────────────────
+//!   all lanes ─ inst k ─ inst k+1 ─ …        warp 0 ─ inst … ─ wait empty (blocks)
+//!                                            warp 1 ─ inst … ─ wait full: lands, reads, arrive
+//!                                            warp 0 ─ (phase done) ─ inst … ─ …
+//! ```
+//!
 //! Running the whole block in lockstep is a legal schedule for any kernel whose barriers are
 //! uniform (the only kind structured control flow with `bar.sync` permits), and the race
 //! detectors do not depend on the schedule: they compare accesses by barrier epoch, not by the
@@ -57,8 +73,34 @@ use crate::kernel::Kernel;
 use crate::op::{BinOp, Block, CmpOp, Inst, MemSpace, Op, SpecialReg, UnOp, ValueId};
 use crate::types::ScalarType;
 
+/// A shared-memory read by lane `rec.thread`, race-checked by barrier epoch (lockstep) or by
+/// the warps' vector clocks (the warp schedule).
+macro_rules! shared_read {
+    ($s:ident, $cta:expr, $alloc:expr, $i:expr, $rec:expr) => {
+        if $s.p.warps {
+            let hb = crate::interp::exec::warps::Hb::new(&$s.vc, $s.cur_warp, $s.p.cta_threads);
+            $s.shared[$cta][$alloc].read_hb($i, $rec, $s.base, |r| hb.ordered(r))
+        } else {
+            $s.shared[$cta][$alloc].read($i, $rec, $s.base)
+        }
+    };
+}
+
+/// A shared-memory write, race-checked like [`shared_read`].
+macro_rules! shared_write {
+    ($s:ident, $cta:expr, $alloc:expr, $i:expr, $bits:expr, $init:expr, $rec:expr) => {
+        if $s.p.warps {
+            let hb = crate::interp::exec::warps::Hb::new(&$s.vc, $s.cur_warp, $s.p.cta_threads);
+            $s.shared[$cta][$alloc].write_hb($i, $bits, $init, $rec, |r| hb.ordered(r))
+        } else {
+            $s.shared[$cta][$alloc].write($i, $bits, $init, $rec)
+        }
+    };
+}
+
 mod asyncexec;
 mod wgmmaexec;
+mod warps;
 
 type R<T = ()> = Result<T, InterpError>;
 
@@ -88,6 +130,9 @@ pub(crate) struct Prog<'a> {
     pub(crate) has_wgmma: bool,
     /// Byte offset of each shared allocation (the layout wgmma descriptors address).
     pub(crate) smem_offsets: Vec<usize>,
+    /// Whether blocks run under the independent warp schedule ([`warps`]): the kernel has a
+    /// named barrier, or an mbarrier wait inside an `if`.
+    pub(crate) warps: bool,
 }
 
 impl<'a> Prog<'a> {
@@ -107,6 +152,7 @@ impl<'a> Prog<'a> {
         let mut has_wgmma = false;
         k.body.walk(&mut |i| has_wgmma |= matches!(i.op, Op::Wgmma(_)));
         k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)) || has_wgmma);
+        let warps = warps::needs_warps(&k.body, false);
         Prog {
             k,
             n: cta_threads * ctas,
@@ -122,6 +168,7 @@ impl<'a> Prog<'a> {
             has_async,
             has_wgmma,
             smem_offsets: crate::wgmma::shared_offsets(k).0,
+            warps,
         }
     }
 
@@ -227,6 +274,11 @@ pub(crate) struct BlockExec<'a> {
     runs: Vec<Run>,
     foot: Footprint,
     pub(crate) steps: u64,
+    /// Warp schedule: per warp, its vector clock (per warp, the latest epoch of that warp's
+    /// synchronisation known to be ordered before this warp's next access).
+    vc: Vec<Vec<u32>>,
+    /// Warp schedule: the warp running.
+    cur_warp: usize,
     /// Attribution pass: stores are not applied; accesses to (param, element) are recorded.
     pub(crate) probe: Option<(u32, u64)>,
     pub(crate) hits: Vec<Hit>,
@@ -312,6 +364,8 @@ impl<'a> BlockExec<'a> {
             cluster_start: 1,
             asy: asyncexec::AsyncState::default(),
             wg: wgmmaexec::WgState::default(),
+            vc: vec![],
+            cur_warp: 0,
             runs: vec![],
             foot: Footprint::default(),
             steps: 0,
@@ -349,9 +403,13 @@ impl<'a> BlockExec<'a> {
         self.runs.clear();
         self.foot.clear();
         self.hits.clear();
-        let all = Mask::all(self.n);
-        let k = self.k;
-        self.run_insts(&k.body, &all)?;
+        if self.p.warps {
+            self.run_warps()?;
+        } else {
+            let all = Mask::all(self.n);
+            let k = self.k;
+            self.run_insts(&k.body, &all)?;
+        }
         self.end_epoch()?;
         self.async_end()?;
         self.wgmma_end()?;
@@ -776,48 +834,14 @@ impl<'a> BlockExec<'a> {
                 self.run_for(inst, m, (*lo, *hi, *step), init, body)?
             }
             Op::If { cond, then, else_ } => {
-                let n = self.n;
-                let mut mt = vec![false; n];
-                let mut me = vec![false; n];
-                for &t in &m.active {
-                    let t = t as usize;
-                    if self.defined(inst, *cond, t, "condition")? != 0 {
-                        mt[t] = true;
-                    } else {
-                        me[t] = true;
-                    }
-                }
-                let (mt, me) = (Mask::from_on(mt), Mask::from_on(me));
+                let (mt, me) = self.if_split(inst, *cond, m)?;
                 if mt.any() {
                     self.run_insts(then, &mt)?;
                 }
                 if me.any() {
                     self.run_insts(else_, &me)?;
                 }
-                if self.p.has_wgmma {
-                    let pairs: Vec<(ValueId, ValueId)> = inst
-                        .results
-                        .iter()
-                        .zip(&then.yields)
-                        .zip(&else_.yields)
-                        .map(|((&r, &yt), &ye)| (r, if mt.any() { yt } else { ye }))
-                        .collect();
-                    self.wg_rename(inst, &pairs)?;
-                }
-                for ((&r, &yt), &ye) in inst.results.iter().zip(&then.yields).zip(&else_.yields) {
-                    if mt.full {
-                        self.copy_row(r, yt);
-                    } else if me.full {
-                        self.copy_row(r, ye);
-                    } else {
-                        for &t in &m.active {
-                            let t = t as usize;
-                            let y = if mt.on[t] { yt } else { ye };
-                            let (v, p) = (self.get(y, t), self.is_poison(y, t));
-                            self.set(r, t, v, p);
-                        }
-                    }
-                }
+                self.if_merge(inst, m, (&mt, &me))?;
             }
         }
         Ok(())
@@ -999,7 +1023,7 @@ impl<'a> BlockExec<'a> {
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
             let cta = t / self.p.cta_threads;
             for (j, &r) in inst.results.iter().enumerate() {
-                let res = self.shared[cta][s as usize].read(e + j, rec, self.base);
+                let res = shared_read!(self, cta, s as usize, e + j, rec);
                 let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;
                 self.set(r, t, v, !init);
             }
@@ -1042,7 +1066,7 @@ impl<'a> BlockExec<'a> {
                     }
                 }
                 let (bits, init) = (self.get(v, t), !self.is_poison(v, t));
-                let res = self.shared[cta][s as usize].write(e + j, bits, init, rec);
+                let res = shared_write!(self, cta, s as usize, e + j, bits, init, rec);
                 res.map_err(|c| self.race(inst, s, c, t, true))?;
             }
         }
@@ -1081,7 +1105,7 @@ impl<'a> BlockExec<'a> {
             let own = t / self.p.cta_threads;
             for (j, &r) in inst.results.iter().enumerate() {
                 let (v, init) = if owner == own {
-                    let res = self.shared[own][s as usize].read(e + j, rec, self.base);
+                    let res = shared_read!(self, own, s as usize, e + j, rec);
                     res.map_err(|c| self.race(inst, s, c, t, false))?
                 } else {
                     let mem = &self.shared[owner][s as usize];
@@ -1187,7 +1211,7 @@ impl<'a> BlockExec<'a> {
 
     /// The end of a barrier interval: check the interval's global accesses for races between
     /// threads of the block, then add them to the block's footprint.
-    fn end_epoch(&mut self) -> R {
+    pub(crate) fn end_epoch(&mut self) -> R {
         if self.runs.is_empty() {
             return Ok(());
         }
@@ -1225,11 +1249,29 @@ impl<'a> BlockExec<'a> {
         &mut self,
         inst: &Inst,
         m: &Mask,
-        (lo, hi, step): (ValueId, ValueId, ValueId),
+        bounds: (ValueId, ValueId, ValueId),
         init: &[ValueId],
         body: &Block,
     ) -> R {
-        let ty = self.k.ty(lo);
+        let mut live = self.for_enter(inst, m, bounds, init, body)?;
+        while self.for_live(&mut live, body.args[0], bounds.1) {
+            let lm = Mask::from_on(live.clone());
+            self.run_insts(body, &lm)?;
+            self.for_next(inst, &lm, body, bounds.2)?;
+        }
+        self.for_exit(inst, m, body)
+    }
+
+    /// A loop starts on the lanes of `m`: checks the bounds and binds the induction variable
+    /// and the carried values; returns the lanes (all of `m`; [`Self::for_live`] narrows them).
+    pub(crate) fn for_enter(
+        &mut self,
+        inst: &Inst,
+        m: &Mask,
+        (lo, hi, step): (ValueId, ValueId, ValueId),
+        init: &[ValueId],
+        body: &Block,
+    ) -> R<Vec<bool>> {
         let iv = body.args[0];
         let carried = &body.args[1..];
         for &t in &m.active {
@@ -1268,51 +1310,60 @@ impl<'a> BlockExec<'a> {
                 }
             }
         }
-        let mut live = m.on.clone();
-        loop {
-            let mut any = false;
-            for (t, l) in live.iter_mut().enumerate() {
-                if *l {
-                    *l = eval_cmp(CmpOp::Lt, ty, self.get(iv, t), self.get(hi, t)) != 0;
-                    any |= *l;
-                }
-            }
-            if !any {
-                break;
-            }
-            let lm = Mask::from_on(live.clone());
-            self.run_insts(body, &lm)?;
-            if self.p.has_wgmma {
-                let pairs: Vec<(ValueId, ValueId)> =
-                    carried.iter().copied().zip(body.yields.iter().copied()).collect();
-                self.wg_rename(inst, &pairs)?;
-            }
-            if lm.full {
-                let next: Vec<Reg> =
-                    body.yields.iter().map(|&y| self.regs[y.0 as usize].clone()).collect();
-                for (&c, row) in carried.iter().zip(next) {
-                    self.regs[c.0 as usize] = row;
-                }
-            } else {
-                for &t in &lm.active {
-                    let t = t as usize;
-                    let next: Vec<(u64, bool)> = body
-                        .yields
-                        .iter()
-                        .map(|&y| (self.get(y, t), self.is_poison(y, t)))
-                        .collect();
-                    for (&c, (v, p)) in carried.iter().zip(next) {
-                        self.set(c, t, v, p);
-                    }
-                }
-            }
-            for &t in &lm.active {
-                let t = t as usize;
-                let v =
-                    eval_binary(BinOp::Add, ty, self.get(iv, t), self.get(step, t)).unwrap_or(0);
-                self.regs[iv.0 as usize].bits[t] = v;
+        Ok(m.on.clone())
+    }
+
+    /// Narrows `live` to the lanes whose induction variable `iv` is below `hi`; any left?
+    pub(crate) fn for_live(&self, live: &mut [bool], iv: ValueId, hi: ValueId) -> bool {
+        let ty = self.k.ty(iv);
+        let mut any = false;
+        for (t, l) in live.iter_mut().enumerate() {
+            if *l {
+                *l = eval_cmp(CmpOp::Lt, ty, self.get(iv, t), self.get(hi, t)) != 0;
+                any |= *l;
             }
         }
+        any
+    }
+
+    /// After an iteration on `lm`: the carried values take the yields, the induction variable
+    /// steps.
+    pub(crate) fn for_next(&mut self, inst: &Inst, lm: &Mask, body: &Block, step: ValueId) -> R {
+        if self.p.has_wgmma {
+            let pairs: Vec<(ValueId, ValueId)> =
+                body.args[1..].iter().copied().zip(body.yields.iter().copied()).collect();
+            self.wg_rename(inst, &pairs)?;
+        }
+        let iv = body.args[0];
+        let ty = self.k.ty(iv);
+        let carried = &body.args[1..];
+        if lm.full {
+            let next: Vec<Reg> =
+                body.yields.iter().map(|&y| self.regs[y.0 as usize].clone()).collect();
+            for (&c, row) in carried.iter().zip(next) {
+                self.regs[c.0 as usize] = row;
+            }
+        } else {
+            for &t in &lm.active {
+                let t = t as usize;
+                let next: Vec<(u64, bool)> =
+                    body.yields.iter().map(|&y| (self.get(y, t), self.is_poison(y, t))).collect();
+                for (&c, (v, p)) in carried.iter().zip(next) {
+                    self.set(c, t, v, p);
+                }
+            }
+        }
+        for &t in &lm.active {
+            let t = t as usize;
+            let v = eval_binary(BinOp::Add, ty, self.get(iv, t), self.get(step, t)).unwrap_or(0);
+            self.regs[iv.0 as usize].bits[t] = v;
+        }
+        Ok(())
+    }
+
+    /// The loop ends on the lanes of `m`: its results take the carried values.
+    pub(crate) fn for_exit(&mut self, inst: &Inst, m: &Mask, body: &Block) -> R {
+        let carried = &body.args[1..];
         if self.p.has_wgmma {
             let pairs: Vec<(ValueId, ValueId)> =
                 inst.results.iter().copied().zip(carried.iter().copied()).collect();
@@ -1325,6 +1376,52 @@ impl<'a> BlockExec<'a> {
                 for &t in &m.active {
                     let t = t as usize;
                     let (v, p) = (self.get(c, t), self.is_poison(c, t));
+                    self.set(r, t, v, p);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits the lanes of `m` by the condition: (then, else).
+    pub(crate) fn if_split(&self, inst: &Inst, cond: ValueId, m: &Mask) -> R<(Mask, Mask)> {
+        let n = self.n;
+        let mut mt = vec![false; n];
+        let mut me = vec![false; n];
+        for &t in &m.active {
+            let t = t as usize;
+            if self.defined(inst, cond, t, "condition")? != 0 {
+                mt[t] = true;
+            } else {
+                me[t] = true;
+            }
+        }
+        Ok((Mask::from_on(mt), Mask::from_on(me)))
+    }
+
+    /// After both branches: the if's results take each lane's branch's yields.
+    pub(crate) fn if_merge(&mut self, inst: &Inst, m: &Mask, (mt, me): (&Mask, &Mask)) -> R {
+        let Op::If { then, else_, .. } = &inst.op else { return Ok(()) };
+        if self.p.has_wgmma {
+            let pairs: Vec<(ValueId, ValueId)> = inst
+                .results
+                .iter()
+                .zip(&then.yields)
+                .zip(&else_.yields)
+                .map(|((&r, &yt), &ye)| (r, if mt.any() { yt } else { ye }))
+                .collect();
+            self.wg_rename(inst, &pairs)?;
+        }
+        for ((&r, &yt), &ye) in inst.results.iter().zip(&then.yields).zip(&else_.yields) {
+            if mt.full {
+                self.copy_row(r, yt);
+            } else if me.full {
+                self.copy_row(r, ye);
+            } else {
+                for &t in &m.active {
+                    let t = t as usize;
+                    let y = if mt.on[t] { yt } else { ye };
+                    let (v, p) = (self.get(y, t), self.is_poison(y, t));
                     self.set(r, t, v, p);
                 }
             }

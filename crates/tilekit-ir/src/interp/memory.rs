@@ -339,6 +339,71 @@ impl SharedMem {
         Ok((self.data().bits(i), init))
     }
 
+    /// [`SharedMem::read`] under the independent warp schedule: a conflict is a write by
+    /// another thread that `ordered` does not place before this read (happens-before by the
+    /// warps' vector clocks instead of one epoch for all). Keeps the two latest reads that are
+    /// not ordered before each other (a read ordered before a newer one is implied by it).
+    #[inline]
+    pub(crate) fn read_hb(
+        &mut self,
+        i: usize,
+        rec: Rec,
+        base: u32,
+        ordered: impl Fn(Rec) -> bool,
+    ) -> Result<(u64, bool), Conflict> {
+        let m = &mut self.meta[i];
+        let w = m.write;
+        if w.thread != rec.thread && w.thread != ASYNC_PROXY && !ordered(w) {
+            return Err(Conflict { first: w, first_write: true, element: i });
+        }
+        if m.read.thread == rec.thread || ordered(m.read) {
+            m.read = rec;
+        } else {
+            m.read2 = rec;
+        }
+        let init = m.init && w.epoch >= base;
+        Ok((self.data().bits(i), init))
+    }
+
+    /// [`SharedMem::write`] under the independent warp schedule (see [`SharedMem::read_hb`]).
+    /// A write ordered after every earlier access replaces them all.
+    #[inline]
+    pub(crate) fn write_hb(
+        &mut self,
+        i: usize,
+        bits: u64,
+        init: bool,
+        rec: Rec,
+        ordered: impl Fn(Rec) -> bool,
+    ) -> Result<(), Conflict> {
+        if let Some((first, first_write)) = self.unordered(i, rec.thread, ordered) {
+            return Err(Conflict { first, first_write, element: i });
+        }
+        let m = &mut self.meta[i];
+        m.write = rec;
+        m.read = Rec::default();
+        m.read2 = Rec::default();
+        m.init = init;
+        self.data.set_bits(i, bits);
+        Ok(())
+    }
+
+    /// The access of element `i` (and whether it wrote) by a thread other than `thread` (and
+    /// not the async proxy) that `ordered` does not place before now, if any.
+    pub(crate) fn unordered(
+        &self,
+        i: usize,
+        thread: u32,
+        ordered: impl Fn(Rec) -> bool,
+    ) -> Option<(Rec, bool)> {
+        let m = &self.meta[i];
+        let other = |r: Rec| r.thread != thread && r.thread != ASYNC_PROXY && !ordered(r);
+        if other(m.write) {
+            return Some((m.write, true));
+        }
+        [m.read, m.read2].into_iter().find(|&r| other(r)).map(|r| (r, false))
+    }
+
     /// A bulk copy lands element `i` in `epoch`: written by the async proxy, ordered before
     /// every read by the mbarrier wait that made it land (no conflict with threads' accesses).
     #[inline]

@@ -6,6 +6,8 @@
 //!     move the buffers out of args (no copies): stored-to buffers behind a lock + access map
 //!     blocks in parallel (rayon; one executor per worker, reused) ──► each: BlockExec (exec)
 //!        threads of the block in lockstep, warps of 32 for shuffles/votes/mma (warp)
+//!        — or, for warp-specialised kernels (named barriers, mbarrier waits inside an `if`),
+//!        one warp at a time until it blocks, deadlocks named (exec/warps)
 //!        shared memory + race detection (memory)
 //!        global loads/stores straight on the buffers + race detection (global)
 //!     lowest failing block's error, else the lowest cross-block race (named by a re-run)
@@ -54,7 +56,7 @@ use std::sync::{Mutex, RwLock};
 use rayon::prelude::*;
 
 pub use crate::tensor::HostTensor;
-pub use error::{Access, AsyncBug, GlobalAccess, InterpError};
+pub use error::{Access, AsyncBug, BlockedWarp, GlobalAccess, InterpError};
 pub use memory::HostBuffer;
 
 use crate::kernel::{Kernel, ParamKind};
@@ -262,7 +264,8 @@ impl Args {
 pub struct RunStats {
     /// Blocks run.
     pub blocks: u64,
-    /// Instructions executed, counted once per block (all threads together).
+    /// Instructions executed, counted once per block (all threads together) — or, for kernels
+    /// under the independent warp schedule, once per warp, polls of a blocked wait included.
     pub block_instructions: u64,
 }
 

@@ -46,6 +46,15 @@ pub(crate) struct Load {
     pub(crate) inst: u32,
 }
 
+/// An mbarrier wait that has not returned: the first waiting lane, its barrier (block,
+/// allocation, index) and the parity it waits for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending {
+    pub(crate) t: usize,
+    pub(crate) key: (usize, u32, usize),
+    pub(crate) want: u64,
+}
+
 /// What the async ops of one block (cluster) run have in flight.
 #[derive(Debug, Default)]
 pub(crate) struct AsyncState {
@@ -61,6 +70,13 @@ pub(crate) struct AsyncState {
     pub(crate) writes: HashMap<(usize, u32, usize), u64>,
     /// per thread: step of its last fence.proxy.async
     pub(crate) fences: HashMap<usize, u64>,
+    /// warp schedule: per barrier, the join of the clocks of the current phase's arrivals
+    rel: HashMap<(usize, u32, usize), Vec<u32>>,
+    /// warp schedule: per barrier, the clock of its last completed phase
+    done: HashMap<(usize, u32, usize), Vec<u32>>,
+    /// warp schedule: per (warpgroup of the cluster, setmaxnreg instruction), the warps of the
+    /// warpgroup that ran it (bits 0..4) and the first lane that did
+    maxnreg: HashMap<(usize, u32), (u8, usize)>,
 }
 
 impl AsyncState {
@@ -72,6 +88,9 @@ impl AsyncState {
         self.group.clear();
         self.writes.clear();
         self.fences.clear();
+        self.rel.clear();
+        self.done.clear();
+        self.maxnreg.clear();
     }
 }
 
@@ -162,6 +181,19 @@ impl<'a> BlockExec<'a> {
 
     /// The block's (cluster's) run ends: nothing may still be in flight.
     pub(crate) fn async_end(&mut self) -> R {
+        if let Some((&(_, id), &(warps, t))) =
+            self.asy.maxnreg.iter().filter(|(_, (w, _))| *w != 0b1111).min_by_key(|(k, _)| **k)
+        {
+            if let Some(inst) = self.p.insts.get(id as usize).copied() {
+                let ran: Vec<usize> = (0..4).filter(|b| warps >> b & 1 == 1).collect();
+                let detail = format!(
+                    "only warps {ran:?} of this thread's warpgroup (warps 0..4 of it) executed \
+                     it; every warp of a warpgroup executes the same setmaxnreg"
+                );
+                let kind = AsyncBug::WarpgroupDivergence;
+                return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
+            }
+        }
         if let Some(l) = self.asy.loads.first() {
             let (inst, t) = (self.p.insts.get(l.inst as usize).copied(), l.thread);
             let detail = format!("{} elements never landed", l.bits.len());
@@ -231,8 +263,83 @@ impl<'a> BlockExec<'a> {
         if b.arrivals == 0 && b.tx == 0 {
             b.phases += 1;
             b.arrivals = b.count;
+            if self.p.warps {
+                // what the phase's arrivals did is ordered before what its waiters do next
+                let rel = self.asy.rel.remove(&key).unwrap_or_default();
+                self.asy.done.insert(key, rel);
+            }
         }
         Ok(())
+    }
+
+    /// Polls an `mbarrier.try_wait.parity` for the lanes of `m` (landing the copies that
+    /// complete on the barrier): `None` when every lane's phase has completed, else the first
+    /// lane still waiting.
+    pub(crate) fn mbar_poll(
+        &mut self,
+        inst: &Inst,
+        bar: MemRef,
+        index: ValueId,
+        parity: ValueId,
+        m: &Mask,
+    ) -> R<Option<Pending>> {
+        let mut keys: Vec<(usize, u32, usize)> = vec![];
+        for &t in &m.active {
+            let t = t as usize;
+            let key = self.bar_key(inst, bar, index, t)?;
+            self.bar_state(inst, key, t)?;
+            let want = self.defined(inst, parity, t, "parity")? & 1;
+            // the phase of parity `want` has completed when the current phase's parity
+            // differs from it
+            let done = |b: &Bar| b.phases % 2 != want;
+            if !done(&self.asy.bars[&key]) {
+                self.land(key);
+                self.bar_settle(inst, key, t)?;
+                if !done(&self.asy.bars[&key]) {
+                    return Ok(Some(Pending { t, key, want }));
+                }
+            }
+            if self.p.warps && !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        if self.p.warps {
+            // the wait returns: acquire what the completed phases' arrivals did
+            self.warp_tick()?;
+            for key in keys {
+                if let Some(d) = self.asy.done.get(&key) {
+                    super::warps::join(&mut self.vc[self.cur_warp], d);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// What a pending wait waits for, in words.
+    pub(crate) fn pending_text(&self, p: &Pending) -> String {
+        let name = self.shared_name(p.key.1);
+        let Some(b) = self.asy.bars.get(&p.key) else {
+            return format!("mbarrier \"{name}\"[{}], which was invalidated", p.key.2);
+        };
+        if b.arrivals == 0 {
+            format!(
+                "mbarrier \"{name}\"[{}] parity {}: every arrival is in and no bulk copy is in \
+                 flight, but {} of the bytes announced by expect_tx never arrive",
+                p.key.2, p.want, b.tx
+            )
+        } else {
+            format!(
+                "mbarrier \"{name}\"[{}] parity {}: phase {} (parity {}) still needs {} of {} \
+                 arrivals and {} bytes",
+                p.key.2,
+                p.want,
+                b.phases,
+                b.phases % 2,
+                b.arrivals,
+                b.count,
+                b.tx
+            )
+        }
     }
 
     /// Lands every bulk load that completes on barrier `key`.
@@ -295,16 +402,28 @@ impl<'a> BlockExec<'a> {
                 }
             }
             AsyncOp::MbarrierArrive { bar, index, tx } => {
+                if self.p.warps {
+                    self.warp_tick()?;
+                }
                 for &t in &m.active {
                     let t = t as usize;
                     let key = self.bar_key(inst, *bar, *index, t)?;
                     let mut b = self.bar_state(inst, key, t)?;
+                    if self.p.warps {
+                        let vc = &self.vc[self.cur_warp];
+                        super::warps::join(self.asy.rel.entry(key).or_default(), vc);
+                    }
                     if let Some(tx) = tx {
                         b.tx += self.defined(inst, *tx, t, "transaction bytes")? as i64;
                     }
                     if b.arrivals == 0 {
-                        let detail =
-                            format!("more arrivals than the {} the barrier expects", b.count);
+                        let detail = format!(
+                            "more arrivals than the {} the barrier expects: phase {} has all \
+                             its arrivals and waits for {} bytes, so this arrival belongs to a \
+                             phase that has not begun (did a producer reuse a stage before its \
+                             consumers released it?)",
+                            b.count, b.phases, b.tx
+                        );
                         let name = self.shared_name(key.1);
                         return Err(self.async_error(
                             AsyncBug::TxMismatch,
@@ -321,44 +440,39 @@ impl<'a> BlockExec<'a> {
                 }
             }
             AsyncOp::MbarrierWait { bar, index, parity } => {
-                for &t in &m.active {
-                    let t = t as usize;
-                    let key = self.bar_key(inst, *bar, *index, t)?;
-                    self.bar_state(inst, key, t)?;
-                    let want = self.defined(inst, *parity, t, "parity")? & 1;
-                    // the phase of parity `want` has completed when the current phase's parity
-                    // differs from it
-                    let done = |b: &Bar| b.phases % 2 != want;
-                    if done(&self.asy.bars[&key]) {
-                        continue;
-                    }
-                    self.land(key);
-                    self.bar_settle(inst, key, t)?;
-                    let b = self.asy.bars[&key];
-                    if !done(&b) {
-                        let (kind, detail) = if b.arrivals == 0 {
-                            (
-                                AsyncBug::TxMismatch,
-                                format!(
-                                    "every arrival is in and no bulk copy is in flight, but {} of \
-                                     the bytes announced by expect_tx never arrive",
-                                    b.tx
-                                ),
-                            )
-                        } else {
-                            (
-                                AsyncBug::Deadlock,
-                                format!(
-                                    "phase {} (parity {want}) still needs {} of {} arrivals and \
-                                     {} bytes, and every thread that could arrive is waiting here",
-                                    b.phases, b.arrivals, b.count, b.tx
-                                ),
-                            )
-                        };
-                        let name = self.shared_name(key.1);
-                        return Err(self.async_error(kind, inst, name, key.2, t, detail));
-                    }
+                if let Some(p) = self.mbar_poll(inst, *bar, *index, *parity, m)? {
+                    // lockstep: every thread that could arrive is here
+                    let b = self.asy.bars[&p.key];
+                    let kind =
+                        if b.arrivals == 0 { AsyncBug::TxMismatch } else { AsyncBug::Deadlock };
+                    let detail = self.pending_text(&p);
+                    let detail = if kind == AsyncBug::Deadlock && m.full {
+                        format!("{detail}, and every thread that could arrive is waiting here")
+                    } else if kind == AsyncBug::Deadlock {
+                        format!(
+                            "{detail}, and the block runs in lockstep: {} of its {} threads are \
+                             not at this wait and run only after it. If they would arrive — warps \
+                             specialised by a loop bound instead of a branch — put the wait in an \
+                             `if` on the warp (such kernels run one warp at a time)",
+                            self.n - m.active.len(),
+                            self.n
+                        )
+                    } else {
+                        detail
+                    };
+                    let name = self.shared_name(p.key.1);
+                    return Err(self.async_error(kind, inst, name, p.key.2, p.t, detail));
                 }
+            }
+            AsyncOp::NamedBarrier { .. } => {
+                return Err(InterpError::InvalidKernel {
+                    kernel: self.k.name.clone(),
+                    reason: format!(
+                        "`{}` runs only under the independent warp schedule (internal: the \
+                         kernel was not recognised as needing it)",
+                        self.text(inst)
+                    ),
+                })
             }
             AsyncOp::BulkLoad { dst, dst_off, src, src_off, elems, bar, index, multicast } => {
                 for &t in &m.active {
@@ -408,6 +522,26 @@ impl<'a> BlockExec<'a> {
             AsyncOp::TensorLoad { .. }
             | AsyncOp::TensorStore { .. }
             | AsyncOp::TensorPrefetch { .. } => self.exec_tma(inst, a, m)?,
+            AsyncOp::SetMaxNReg { regs, .. } if self.p.warps => {
+                // warps run one at a time: each warp must run it whole, in whole warpgroups
+                let per = self.p.cta_threads;
+                let t0 = m.active.first().map_or(0, |&t| t as usize);
+                let warp = t0 / 32 * 32..(t0 / 32 * 32 + 32).min(self.n);
+                let active = warp.clone().filter(|&t| m.on[t]).count();
+                if active != warp.len() || !per.is_multiple_of(128) {
+                    let t = warp.clone().find(|&t| !m.on[t]).unwrap_or(t0);
+                    let detail = format!(
+                        "{active} of the warp's threads execute setmaxnreg {regs}; whole warps \
+                         of whole warpgroups (a block of a multiple of 128 threads: this one \
+                         has {per}) execute it"
+                    );
+                    let kind = AsyncBug::WarpgroupDivergence;
+                    return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
+                }
+                // the warpgroup's other warps must run it too (checked when the block ends)
+                let key = (t0 / 128, self.p.inst_id(inst));
+                self.asy.maxnreg.entry(key).or_insert((0, t0)).0 |= 1 << (t0 / 32 % 4);
+            }
             AsyncOp::SetMaxNReg { regs, .. } => {
                 // whole warpgroups (4 warps of the block) execute it together
                 let per = self.p.cta_threads;
@@ -552,6 +686,23 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::OverwriteWhileStoreReads;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
+            if self.p.warps {
+                let hb = super::warps::Hb::new(&self.vc, self.cur_warp, self.p.cta_threads);
+                let mem = &self.shared[cta][s as usize];
+                if let Some((r, w)) = mem.unordered(x, t as u32, |r| hb.ordered(r)) {
+                    let detail = format!(
+                        "thread {:?} of block {:?} {} it (`{}`) and nothing orders that access \
+                         before this copy (the issuer must wait on a barrier phase the accessing \
+                         thread arrived on after it, such as the stage's `empty` mbarrier)",
+                        self.thread(r.thread as usize),
+                        self.block_of(r.thread as usize),
+                        if w { "wrote" } else { "read" },
+                        self.inst_text_of(r.inst)
+                    );
+                    let kind = AsyncBug::OverwriteWhileRead;
+                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+                }
+            }
             if self.asy.landing.contains_key(&k) {
                 let detail = "another bulk load in flight writes it too".to_string();
                 let kind = AsyncBug::WriteBeforeComplete;
@@ -612,7 +763,7 @@ impl<'a> BlockExec<'a> {
                 }
             }
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
-            let res = self.shared[cta][s as usize].read(x, rec, self.base);
+            let res = shared_read!(self, cta, s as usize, x, rec);
             let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;
             if !init {
                 let detail = "it was never written: the bulk store would copy garbage".to_string();
