@@ -33,6 +33,7 @@ fn a_tma_reference_rejects_a_wrong_box() {
         let r = case.reference.as_ref().unwrap();
         assert!(r(&case.args, &bad).is_err(), "buffer {i}");
     }
+}
 
 #[test]
 fn the_async_coverage_cases_pass_on_the_interpreter() {

@@ -151,6 +151,10 @@ enum Wait {
     Mbar(u32, Pending),
     /// Arrived at barrier `id` of `scope` (a block rank, or the cluster) in generation `gen`.
     Bar { inst: u32, scope: usize, id: u32, gen: u64 },
+    /// Reached warpgroup-collective `inst` (a wgmma op) as warpgroup `group` (its first
+    /// cluster lane / 128) in rendezvous generation `gen`: it runs once all the warpgroup's
+    /// warps are there.
+    Group { inst: u32, group: usize, gen: u64 },
 }
 
 enum Status {
@@ -183,9 +187,19 @@ struct NamedBar {
     done: Vec<u32>,
 }
 
+/// A warpgroup's rendezvous at a collective op (wgmma): who is there, with which lanes.
+#[derive(Default)]
+struct Rendezvous {
+    inst: u32,
+    arrived: Vec<usize>,
+    mask: Vec<bool>,
+    gen: u64,
+}
+
 struct Sched<'a> {
     warps: Vec<Warp<'a>>,
     bars: HashMap<(usize, u32), NamedBar>,
+    groups: HashMap<usize, Rendezvous>,
 }
 
 enum Step {
@@ -211,7 +225,7 @@ impl<'a> BlockExec<'a> {
                 warps.push(Warp { cta, index, lanes, frames: vec![frame], status: Status::Ready });
             }
         }
-        let mut s = Sched { warps, bars: HashMap::new() };
+        let mut s = Sched { warps, bars: HashMap::new(), groups: HashMap::new() };
         let nw = s.warps.len();
         // every access before this block's first epoch is ordered before everything in it
         self.vc = vec![vec![self.base.saturating_sub(1); nw]; nw];
@@ -225,6 +239,9 @@ impl<'a> BlockExec<'a> {
                 Status::Ready | Status::Blocked(Wait::Mbar(..)) => true,
                 Status::Blocked(Wait::Bar { scope, id, gen, .. }) => {
                     s.bars.get(&(scope, id)).is_some_and(|b| b.gen > gen)
+                }
+                Status::Blocked(Wait::Group { group, gen, .. }) => {
+                    s.groups.get(&group).is_some_and(|g| g.gen > gen)
                 }
             };
             let mut progressed = false;
@@ -349,6 +366,12 @@ impl<'a> BlockExec<'a> {
                     return Ok(Step::Blocked(wait));
                 }
             }
+            Op::Wgmma(op) if !matches!(op, crate::wgmma::WgmmaOp::Desc { .. }) => {
+                top.pc += 1;
+                if let Some(wait) = self.group_arrive(s, w, inst)? {
+                    return Ok(Step::Blocked(wait));
+                }
+            }
             _ => {
                 self.exec(inst, &top.mask)?;
                 top.pc += 1;
@@ -422,6 +445,60 @@ impl<'a> BlockExec<'a> {
         Ok(sync.then_some(Wait::Bar { inst: self.p.inst_id(inst), scope, id, gen }))
     }
 
+    /// Warp `w` reaches a warpgroup-collective op (`.sync.aligned` across the warpgroup: the
+    /// wgmma ops): the warpgroup's last warp to get there runs it once for all the warps'
+    /// lanes, as the hardware does; the others wait. Warps of one warpgroup at different
+    /// collective ops is [`AsyncBug::WarpgroupDivergence`](crate::interp::AsyncBug).
+    fn group_arrive(&mut self, s: &mut Sched<'a>, w: usize, inst: &Inst) -> R<Option<Wait>> {
+        let per = self.p.cta_threads;
+        let warp = &s.warps[w];
+        let first = warp.lanes.start;
+        let group = first / 128;
+        // warps of this warpgroup in the block (a block of fewer than 128 threads has one)
+        let lo = (first / 128 * 128).max(warp.cta * per);
+        let hi = (lo + 128).min((warp.cta + 1) * per);
+        let members = (hi - lo).div_ceil(32);
+        let id = self.p.inst_id(inst);
+        let mask = warp.frames.last().expect("a running warp has frames").mask.on.clone();
+        let n = self.n;
+        let g = s.groups.entry(group).or_default();
+        if g.arrived.is_empty() {
+            g.inst = id;
+            g.mask = vec![false; n];
+        } else if g.inst != id {
+            let other = self.p.insts.get(g.inst as usize).map(|i| self.text(i));
+            let detail = format!(
+                "warp {} reaches this wgmma op while warps {:?} of its warpgroup wait at `{}`: \
+                 the warps of a warpgroup execute its wgmma ops together, in the same order",
+                warp.index,
+                g.arrived.iter().map(|&x| s.warps[x].index).collect::<Vec<_>>(),
+                other.unwrap_or_default()
+            );
+            let kind = crate::interp::error::AsyncBug::WarpgroupDivergence;
+            return Err(self.wg_error(kind, inst, String::new(), 0, first, detail));
+        }
+        g.arrived.push(w);
+        for (a, &b) in g.mask.iter_mut().zip(&mask) {
+            *a |= b;
+        }
+        if g.arrived.len() < members {
+            return Ok(Some(Wait::Group { inst: id, group, gen: g.gen }));
+        }
+        let arrived = std::mem::take(&mut g.arrived);
+        let all = Mask::from_on(std::mem::take(&mut g.mask));
+        g.gen += 1;
+        // the warpgroup's warps synchronise here: each acquires the others' clocks
+        let mut clock = vec![];
+        for &x in &arrived {
+            join(&mut clock, &self.vc[x]);
+        }
+        for &x in &arrived {
+            join(&mut self.vc[x], &clock);
+        }
+        self.exec(inst, &all)?;
+        Ok(None)
+    }
+
     /// A synchronisation op of the running warp (an arrival, a completed wait): the warp's
     /// accesses so far are ordered before whatever acquires its clock from here on, and its
     /// accesses from here on are in a later epoch. Ends the global-memory race interval.
@@ -443,6 +520,13 @@ impl<'a> BlockExec<'a> {
                 let Status::Blocked(wait) = x.status else { return None };
                 let (inst, waits) = match wait {
                     Wait::Mbar(inst, p) => (inst, self.pending_text(&p)),
+                    Wait::Group { inst, group, .. } => {
+                        let g = s.groups.get(&group);
+                        let arrived: Vec<usize> = g.map_or(vec![], |g| {
+                            g.arrived.iter().map(|&a| s.warps[a].index).collect()
+                        });
+                        (inst, format!("its warpgroup's other warps (here: {arrived:?})"))
+                    }
                     Wait::Bar { inst, scope, id, .. } => {
                         let b = s.bars.get(&(scope, id));
                         let (count, arrived) = b.map_or((0, vec![]), |b| {

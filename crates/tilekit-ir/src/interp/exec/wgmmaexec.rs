@@ -49,7 +49,7 @@ impl WgState {
 
 impl<'a> BlockExec<'a> {
     #[allow(clippy::too_many_arguments)]
-    fn wg_error(
+    pub(crate) fn wg_error(
         &self,
         kind: AsyncBug,
         inst: &Inst,
