@@ -210,7 +210,7 @@ fn operand_registers_are_written_before_the_fence() {
     .unwrap();
     let tid = b.thread_id(tilekit_ir::Axis::X);
     let h = b.cvt(&tid, ScalarType::F16).unwrap();
-    b.store(s, &tid, &[h.clone()], None).unwrap();
+    b.store(s, &tid, std::slice::from_ref(&h), None).unwrap();
     b.fence_proxy_async();
     b.barrier();
     let frag = vec![h.clone(); 8];
