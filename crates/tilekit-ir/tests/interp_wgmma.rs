@@ -368,3 +368,121 @@ fn the_builder_refuses_bad_shapes_and_operands() {
     .unwrap_err();
     assert!(e.to_string().contains("valid: f16, bf16, f32 (tf32)"), "{e}");
 }
+
+/// Two warpgroups: each has its own fence, groups and accumulators; warpgroup 1 multiplies
+/// by B's second half. A plain kernel passes; warpgroup 1 skipping its wait is named for it.
+fn two_warpgroups(wg1_waits: bool) -> Kernel {
+    let b = KernelBuilder::new("wg2", [256, 1, 1]).unwrap();
+    let ga = b.ptr_param("a", ScalarType::F16).unwrap();
+    let gb = b.ptr_param("b", ScalarType::F16).unwrap();
+    let gd = b.ptr_param("d", ScalarType::F32).unwrap();
+    let tid = b.thread_id(Axis::X);
+    let (wg, t) = (tid.clone() / lit(128), tid.clone() % lit(128));
+    let (warp, lane) = (t.clone() / lit(32), t.clone() % lit(32));
+    let la = interleaved(Major::K, 64, 16, 2).unwrap();
+    let lb = interleaved(Major::K, 2 * N, 16, 2).unwrap();
+    let ma = SmemMatrix::from_layout(&la, Major::K, ScalarType::F16).unwrap();
+    let mb = SmemMatrix::from_layout(&lb, Major::K, ScalarType::F16).unwrap();
+    // B's second half (rows N..2N) as its own tile: the same layout from row N on
+    let lb_half = interleaved(Major::K, N, 16, 2).unwrap();
+    let mh = SmemMatrix::from_layout(&lb_half, Major::K, ScalarType::F16).unwrap();
+    let sa = b.shared("a_tile", ScalarType::F16, ma.extent()).unwrap();
+    let sb = b.shared("b_tile", ScalarType::F16, mb.extent()).unwrap();
+    for (s, g, rows, layout) in [(sa, ga, 64, &la), (sb, gb, 2 * N, &lb)] {
+        let lv: TensorDescriptor<Val> = layout.lift();
+        b.for_range(&lit(0), &lit(rows * 16 / 256), &lit(1), &[], |b, i, _| {
+            let idx = i * lit(256) + tid.clone();
+            let off = lv.calculate_offset(&[idx.clone() / lit(16), idx.clone() % lit(16)])?;
+            let v = b.load(g, &idx, 1, None)?;
+            b.store(s, &off, &v, None)?;
+            Ok(vec![])
+        })
+        .unwrap();
+    }
+    b.fence_proxy_async();
+    b.barrier();
+    // warpgroup w reads B rows w·N.. : the interleaved layout puts row N at element N·16
+    let origin = wg.clone() * lit(N * 16);
+    b.wgmma_fence().unwrap();
+    let da = b.wgmma_desc(sa, &lit(0), &ma, 0).unwrap();
+    let db = b.wgmma_desc(sb, &origin, &mh, 0).unwrap();
+    let shape = WgmmaShape::new(WgmmaType::F16, N as u32).unwrap();
+    let d = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Zero).unwrap();
+    b.wgmma_commit().unwrap();
+    if wg1_waits {
+        b.wgmma_wait(0).unwrap();
+    } else {
+        let first = b.cmp(CmpOp::Eq, &wg, &lit(0)).unwrap();
+        b.if_then(&first, |b| b.wgmma_wait(0)).unwrap();
+    }
+    for (i, v) in d.iter().enumerate() {
+        let (r0, c0) = acc_coord(0, i);
+        let row = warp.clone() * lit(16) + lane.clone() / lit(4) + lit(r0 as i64);
+        let col = lane.clone() % lit(4) * lit(2) + lit(c0 as i64);
+        let at = wg.clone() * lit(64 * N) + row * lit(N) + col;
+        b.store(gd, &at, std::slice::from_ref(v), None).unwrap();
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn two_warpgroups_run_independently() {
+    let x = inputs(9);
+    // inputs() made B with N rows; this kernel reads 2N: a fresh B and D
+    let mut s = 77u64;
+    let mut next = || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    };
+    let mut bbuf = HostBuffer::zeroed(ScalarType::F16, (2 * N * 16) as usize);
+    let mut bm = vec![];
+    for i in 0..(2 * N * 16) as usize {
+        let bits = from_f64(ScalarType::F16, next());
+        bbuf.set_bits(i, bits);
+        bm.push(to_f64(ScalarType::F16, bits));
+    }
+    // a: the first 64×16 of inputs()'s A, row-major with 16 columns
+    let mut abuf = HostBuffer::zeroed(ScalarType::F16, 64 * 16);
+    let mut a = vec![];
+    for m in 0..64 {
+        for k in 0..16 {
+            let v = x.a[m * KT as usize + k];
+            abuf.set_bits(m * 16 + k, from_f64(ScalarType::F16, v));
+            a.push(v);
+        }
+    }
+    let mut args = Args::new();
+    args.buffer(abuf.clone()).buffer(bbuf.clone()).buffer(HostBuffer::from_f32(&vec![
+        f32::NAN;
+        (2 * 64 * N)
+            as usize
+    ]));
+    run(&two_warpgroups(true), [1, 1, 1], &mut args).unwrap();
+    let d = args.take_buffer(2).unwrap().to_f32().unwrap();
+    for w in 0..2usize {
+        for m in 0..64 {
+            for n in 0..N as usize {
+                let want: f64 =
+                    (0..16).map(|k| a[m * 16 + k] * bm[(w * N as usize + n) * 16 + k]).sum();
+                let got = d[w * 64 * N as usize + m * N as usize + n] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5,
+                    "warpgroup {w} D[{m}][{n}] = {got}, want {want}"
+                );
+            }
+        }
+    }
+    // warpgroup 1 reads its accumulator without waiting: named, with warpgroup 1's thread
+    let mut args = Args::new();
+    args.buffer(abuf)
+        .buffer(bbuf)
+        .buffer(HostBuffer::from_f32(&vec![f32::NAN; (2 * 64 * N) as usize]));
+    match run(&two_warpgroups(false), [1, 1, 1], &mut args) {
+        Err(InterpError::Async { kind, thread, detail, .. }) => {
+            assert_eq!(kind, AsyncBug::AccumulatorInFlight);
+            assert_eq!(thread, [128, 0, 0]);
+            assert!(detail.contains("warpgroup 1"), "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -191,3 +191,68 @@ fn kernels_assemble_for_sm90a_and_are_refused_elsewhere() {
         }
     }
 }
+
+/// Register writes a wgmma reads (packed A fragments, copies of a shared accumulator input)
+/// are emitted before its `wgmma.fence`, so ptxas has no `warpgroup.arrive` to inject.
+#[test]
+fn operand_registers_are_written_before_the_fence() {
+    use tilekit_ir::wgmma::{interleaved, Acc, SmemMatrix, WgmmaShape, WgmmaSrc};
+    use tilekit_ir::{KernelBuilder, Lit, ScalarType};
+    use tilekit_layout::Idx;
+    let b = KernelBuilder::new("before_fence", [128, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let s = b.shared("b_tile", ScalarType::F16, 8 * 16).unwrap();
+    let m = SmemMatrix::from_layout(
+        &interleaved(Major::K, 8, 16, 2).unwrap(),
+        Major::K,
+        ScalarType::F16,
+    )
+    .unwrap();
+    let tid = b.thread_id(tilekit_ir::Axis::X);
+    let h = b.cvt(&tid, ScalarType::F16).unwrap();
+    b.store(s, &tid, std::slice::from_ref(&h), None).unwrap();
+    b.fence_proxy_async();
+    b.barrier();
+    let frag = vec![h.clone(); 8];
+    let half = b.konst(Lit::f32(0.5));
+    let c = vec![half; 4]; // one value four times: copied, not lent
+    b.wgmma_fence().unwrap();
+    let db = b.wgmma_desc(s, &Idx::lit(0), &m, 0).unwrap();
+    let shape = WgmmaShape::new(WgmmaType::F16, 8).unwrap();
+    let d = b.wgmma(shape, &WgmmaSrc::Regs(frag), &db, Acc::Add(&c)).unwrap();
+    b.wgmma_commit().unwrap();
+    b.wgmma_wait(0).unwrap();
+    b.store(y, &(tid * Idx::lit(4)), &d, None).unwrap();
+    let k = b.finish().unwrap();
+    let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+    let fence = ptx.find("wgmma.fence").unwrap();
+    let mma = ptx.find("wgmma.mma_async").unwrap();
+    let between = &ptx[fence..mma];
+    // (descriptor arithmetic and the scale-d predicate may sit there: the fence orders
+    // accumulator and A-fragment registers)
+    assert!(
+        !between.contains("mov.f32") && !between.contains(", {%h"),
+        "accumulator or fragment writes between fence and wgmma:\n{between}"
+    );
+    // each accumulator register received its copy of the input before the fence
+    let regs = &ptx[mma..];
+    let regs = &regs[regs.find('{').unwrap() + 1..regs.find('}').unwrap()];
+    for r in regs.split(", ") {
+        assert!(ptx[..fence].contains(&format!("mov.f32 {r}, ")), "{r}:\n{ptx}");
+    }
+    if let Some(ptxas) = ptxas() {
+        let tmp = tempfile::Builder::new().prefix("tk-wgmma-").tempdir().unwrap();
+        let path = tmp.path().join("before_fence.ptx");
+        std::fs::write(&path, &ptx).unwrap();
+        let out = Command::new(&ptxas)
+            .args(["-arch=sm_90a", "-v"])
+            .arg(&path)
+            .arg("-o")
+            .arg(tmp.path().join("before_fence.cubin"))
+            .output()
+            .expect("ptxas runs");
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+        assert!(!log.contains("warpgroup.arrive is injected"), "{log}");
+    }
+}

@@ -3,7 +3,8 @@
 //!
 //! An accumulator input `c[i]` used by nothing but this wgmma lends its register to the result
 //! `d[i]` (the accumulator stays in place, as the hardware wants); otherwise `c[i]` is copied
-//! into `d[i]` first. A 16-bit A fragment travels in `.b32` pairs: the pairs of the wgmmas that
+//! into `d[i]` first — before the `wgmma.fence` when the wgmma follows one in its block. A
+//! 16-bit A fragment travels in `.b32` pairs: the pairs of the wgmmas that
 //! follow a `wgmma.fence` in its block are packed *before* the fence (so no register is written
 //! between the fence and the wgmma reading it); others are packed at the wgmma.
 
@@ -20,19 +21,38 @@ use crate::target::Target;
 pub(super) struct WgEmit {
     /// Uses of each value.
     uses: Option<HashMap<ValueId, usize>>,
-    /// Per `wgmma.fence` (by address): the wgmmas after it (by address) whose A fragments are
-    /// packed first.
-    plan: HashMap<usize, Vec<(usize, Vec<ValueId>)>>,
+    /// Per `wgmma.fence` (by address): what the wgmmas after it need done first.
+    plan: HashMap<usize, Vec<Planned>>,
     /// A fragments packed before a fence, by the wgmma (address) that reads them.
     packed: HashMap<usize, Vec<String>>,
+    /// wgmmas (by address) whose accumulator inputs were copied into their results before the
+    /// fence.
+    premoved: std::collections::HashSet<usize>,
 }
 
-/// For each fence of `b` (and nested blocks): the register A fragments of the wgmmas after it
-/// (before the next fence) whose values are all defined before it.
-fn plan_fences(b: &Block, plan: &mut HashMap<usize, Vec<(usize, Vec<ValueId>)>>) {
+/// Work done at a fence for one wgmma after it (in its block, before the next fence).
+#[derive(Debug, Clone)]
+struct Planned {
+    /// The wgmma's address.
+    mma: usize,
+    /// Its register A fragment, when every value is defined before the fence.
+    frag: Option<Vec<ValueId>>,
+    /// (result, input) accumulator copies, when the inputs are defined before the fence and
+    /// cannot lend their registers.
+    moves: Vec<(ValueId, ValueId)>,
+}
+
+/// Whether accumulator input `v` lends its register to the result (used once, here once).
+fn lends(uses: &HashMap<ValueId, usize>, c: &[ValueId], v: ValueId) -> bool {
+    uses.get(&v).copied() == Some(1) && c.iter().filter(|&&x| x == v).count() == 1
+}
+
+/// For each fence of `b` (and nested blocks): the register A fragments and accumulator copies
+/// of the wgmmas after it (before the next fence) whose values are all defined before it.
+fn plan_fences(b: &Block, uses: &HashMap<ValueId, usize>, plan: &mut HashMap<usize, Vec<Planned>>) {
     for (f, inst) in b.insts.iter().enumerate() {
         for blk in inst.op.blocks() {
-            plan_fences(blk, plan);
+            plan_fences(blk, uses, plan);
         }
         if !matches!(inst.op, Op::Wgmma(WgmmaOp::Fence)) {
             continue;
@@ -42,10 +62,25 @@ fn plan_fences(b: &Block, plan: &mut HashMap<usize, Vec<(usize, Vec<ValueId>)>>)
         for later in &b.insts[f + 1..] {
             match &later.op {
                 Op::Wgmma(WgmmaOp::Fence) => break,
-                Op::Wgmma(WgmmaOp::Mma { a: WgmmaA::Regs(r), .. })
-                    if !r.iter().any(|v| after.contains(v)) =>
-                {
-                    frags.push((later as *const Inst as usize, r.clone()))
+                Op::Wgmma(WgmmaOp::Mma { a, c, .. }) => {
+                    let frag = match a {
+                        WgmmaA::Regs(r) if !r.iter().any(|v| after.contains(v)) => Some(r.clone()),
+                        _ => None,
+                    };
+                    let moves: Vec<(ValueId, ValueId)> = if c.iter().any(|v| after.contains(v)) {
+                        vec![]
+                    } else {
+                        later
+                            .results
+                            .iter()
+                            .zip(c)
+                            .filter(|(_, &ci)| !lends(uses, c, ci))
+                            .map(|(&r, &ci)| (r, ci))
+                            .collect()
+                    };
+                    if frag.is_some() || !moves.is_empty() {
+                        frags.push(Planned { mma: later as *const Inst as usize, frag, moves });
+                    }
                 }
                 _ => {}
             }
@@ -104,14 +139,24 @@ impl Emitter<'_> {
             let mut u = HashMap::new();
             count_uses(&self.k.body, &mut u);
             self.wg.uses = Some(u);
-            plan_fences(&self.k.body, &mut self.wg.plan);
+            let uses = self.wg.uses.clone().unwrap_or_default();
+            plan_fences(&self.k.body, &uses, &mut self.wg.plan);
         }
         match w {
             WgmmaOp::Fence => {
                 let frags = self.wg.plan.get(&(inst as *const Inst as usize)).cloned();
-                for (mma, vals) in frags.unwrap_or_default() {
-                    let words = self.pack_a(&vals);
-                    self.wg.packed.insert(mma, words);
+                for p in frags.unwrap_or_default() {
+                    if let Some(vals) = &p.frag {
+                        let words = self.pack_a(vals);
+                        self.wg.packed.insert(p.mma, words);
+                    }
+                    if !p.moves.is_empty() {
+                        for &(r, ci) in &p.moves {
+                            let (rr, rc) = (self.reg(r), self.reg(ci));
+                            self.mov(&rr, &rc, ScalarType::F32);
+                        }
+                        self.wg.premoved.insert(p.mma);
+                    }
                 }
                 self.line("wgmma.fence.sync.aligned;")
             }
@@ -152,10 +197,9 @@ impl Emitter<'_> {
                         p
                     }
                 };
-                let once = |e: &Self, v: ValueId| {
-                    e.wg.uses.as_ref().and_then(|u| u.get(&v)).copied() == Some(1)
-                        && c.iter().filter(|&&x| x == v).count() == 1
-                };
+                let once =
+                    |e: &Self, v: ValueId| e.wg.uses.as_ref().is_some_and(|u| lends(u, c, v));
+                let premoved = self.wg.premoved.contains(&(inst as *const Inst as usize));
                 let mut d = Vec::with_capacity(inst.results.len());
                 for (i, &r) in inst.results.iter().enumerate() {
                     match c.get(i) {
@@ -164,6 +208,7 @@ impl Emitter<'_> {
                             self.alias.insert(r, name.clone());
                             d.push(name);
                         }
+                        Some(_) if premoved => d.push(self.reg(r)),
                         Some(&ci) => {
                             let (rr, rc) = (self.reg(r), self.reg(ci));
                             self.mov(&rr, &rc, ScalarType::F32);
