@@ -99,8 +99,8 @@ macro_rules! shared_write {
 }
 
 mod asyncexec;
-mod wgmmaexec;
 mod warps;
+mod wgmmaexec;
 
 type R<T = ()> = Result<T, InterpError>;
 

@@ -66,8 +66,8 @@ pub(crate) struct AsyncState {
     reads: HashMap<(usize, u32, usize), (usize, u64)>,
     /// per thread: the bulk group being formed (groups before it are committed)
     group: HashMap<usize, u64>,
-    /// (block, alloc, element) → step of the last generic-proxy write
-    pub(crate) writes: HashMap<(usize, u32, usize), u64>,
+    /// (block, alloc, element) → (step, thread) of the last generic-proxy write
+    pub(crate) writes: HashMap<(usize, u32, usize), (u64, usize)>,
     /// per thread: step of its last fence.proxy.async
     pub(crate) fences: HashMap<usize, u64>,
     /// warp schedule: per barrier, the join of the clocks of the current phase's arrivals
@@ -95,6 +95,24 @@ impl AsyncState {
 }
 
 impl<'a> BlockExec<'a> {
+    /// Whether the generic-proxy write of shared element `key` (if any) is fenced for an async
+    /// op issued by lane `t`: the writer ran `fence.proxy.async` after it (then synchronised
+    /// with `t`), or `t` did after it (having synchronised with the writer). `Err((write step,
+    /// t's last fence))` when neither did.
+    pub(crate) fn proxy_fenced(
+        &self,
+        key: (usize, u32, usize),
+        t: usize,
+    ) -> Result<(), (u64, Option<u64>)> {
+        let Some(&(w, writer)) = self.asy.writes.get(&key) else { return Ok(()) };
+        let after = |u: usize| self.asy.fences.get(&u).is_some_and(|&f| f >= w);
+        if after(writer) || after(t) {
+            Ok(())
+        } else {
+            Err((w, self.asy.fences.get(&t).copied()))
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn async_error(
         &self,
@@ -168,7 +186,7 @@ impl<'a> BlockExec<'a> {
                     let kind = AsyncBug::OverwriteWhileStoreReads;
                     return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
                 }
-                self.asy.writes.insert(key, self.steps);
+                self.asy.writes.insert(key, (self.steps, t));
             }
             if self.asy.bars.contains_key(&key) {
                 let detail = "it holds an initialised mbarrier (mbarrier.inval first)".to_string();
@@ -737,7 +755,6 @@ impl<'a> BlockExec<'a> {
         let glen = lock.read().unwrap_or_else(|e| e.into_inner()).len();
         let (so, go, n) = self.bulk_extent(inst, src, dst, elems, t, glen)?;
         let cta = t / self.p.cta_threads;
-        let fence = self.asy.fences.get(&t).copied();
         let group = self.asy.group.get(&t).copied().unwrap_or(0);
         let id = self.p.inst_id(inst);
         let mut bits = Vec::with_capacity(n);
@@ -751,16 +768,14 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::ReadBeforeComplete;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
-            if let Some(&w) = self.asy.writes.get(&k) {
-                if fence.is_none_or(|f| f < w) {
-                    let detail = format!(
-                        "it was written by threads (step {w}) and this thread's last \
-                         fence.proxy.async {}",
-                        fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
-                    );
-                    let kind = AsyncBug::MissingProxyFence;
-                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-                }
+            if let Err((w, fence)) = self.proxy_fenced(k, t) {
+                let detail = format!(
+                    "it was written by threads (step {w}), and neither the writer nor this thread \
+                     ran fence.proxy.async since: this thread's last fence.proxy.async {}",
+                    fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
+                );
+                let kind = AsyncBug::MissingProxyFence;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
             let res = shared_read!(self, cta, s as usize, x, rec);

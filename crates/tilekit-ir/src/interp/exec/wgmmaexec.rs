@@ -344,7 +344,6 @@ impl<'a> BlockExec<'a> {
                 detail,
             ));
         }
-        let fence = self.asy.fences.get(&base).copied();
         let mut out = vec![0f64; rows * kk];
         for i in 0..rows {
             for j in 0..kk {
@@ -372,16 +371,15 @@ impl<'a> BlockExec<'a> {
                     let kind = AsyncBug::ReadBeforeComplete;
                     return Err(self.wg_error(kind, inst, self.wg_name(s), e, base, detail));
                 }
-                if let Some(&w) = self.asy.writes.get(&key) {
-                    if fence.is_none_or(|f| f < w) {
-                        let detail = format!(
-                            "{what} element ({i}, {j}) was written by threads (step {w}) and the \
-                             warpgroup's last fence.proxy.async {}: wgmma reads through the async proxy",
-                            fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
-                        );
-                        let kind = AsyncBug::MissingProxyFence;
-                        return Err(self.wg_error(kind, inst, self.wg_name(s), e, base, detail));
-                    }
+                if let Err((w, fence)) = self.proxy_fenced(key, base) {
+                    let detail = format!(
+                        "{what} element ({i}, {j}) was written by threads (step {w}) and neither \
+                         the writer nor the warpgroup ran fence.proxy.async since (its last \
+                         fence.proxy.async {}): wgmma reads through the async proxy",
+                        fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
+                    );
+                    let kind = AsyncBug::MissingProxyFence;
+                    return Err(self.wg_error(kind, inst, self.wg_name(s), e, base, detail));
                 }
                 let rec = Rec { epoch: self.epoch, thread: base as u32, inst: id };
                 let res = self.shared[cta][s as usize].read(e, rec, self.base);

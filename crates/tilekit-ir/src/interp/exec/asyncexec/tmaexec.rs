@@ -242,7 +242,6 @@ impl<'a> BlockExec<'a> {
             _ => return Err(self.not_a_buffer(c.param)),
         };
         let cta = t / self.p.cta_threads;
-        let fence = self.asy.fences.get(&t).copied();
         let group = self.asy.group.get(&t).copied().unwrap_or(0);
         let id = self.p.inst_id(inst);
         let n = c.spec.box_elems();
@@ -258,16 +257,14 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::ReadBeforeComplete;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
-            if let Some(&w) = self.asy.writes.get(&k) {
-                if fence.is_none_or(|f| f < w) {
-                    let detail = format!(
-                        "it was written by threads (step {w}) and this thread's last \
-                         fence.proxy.async {}",
-                        fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
-                    );
-                    let kind = AsyncBug::MissingProxyFence;
-                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-                }
+            if let Err((w, fence)) = self.proxy_fenced(k, t) {
+                let detail = format!(
+                    "it was written by threads (step {w}), and neither the writer nor this thread \
+                     ran fence.proxy.async since: this thread's last fence.proxy.async {}",
+                    fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
+                );
+                let kind = AsyncBug::MissingProxyFence;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
             if let Some(e) = Self::tma_global_element(&c, l) {
                 let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
