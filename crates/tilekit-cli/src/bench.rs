@@ -48,6 +48,9 @@ pub struct Args {
     #[arg(long, default_value_t = 10_000,
           value_parser = RangedU64ValueParser::<usize>::new().range(100..=10_000_000))]
     pub calls: usize,
+    /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
+    #[arg(long)]
+    pub gemm_shape: Option<String>,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -16,11 +16,14 @@
 
 use std::process::ExitCode;
 
-use tilekit_cuda::blas::{time_gemm_lt, LtSpec};
+use tilekit_cuda::blas::{time_gemm_lt, LtSpec, Order};
 use tilekit_cuda::Gpu;
 use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend as _, Cuda};
-use tilekit_ops::check::{Op, Problem};
+use tilekit_ops::bind::{map_arg, Bindings};
+use tilekit_ops::compiled::CompiledKernel;
+use tilekit_ops::gemm_sm90::{build_gemm_sm90, GemmConfig, BM};
+use tilekit_ops::host;
 
 use crate::bench::Args;
 use crate::{outln, CliError};
@@ -65,13 +68,24 @@ pub struct GemmRow {
     pub tilekit_tflops: Option<f64>,
     /// `tilekit_tflops / cublaslt_f32_out_tflops`.
     pub ratio: Option<f64>,
+    /// cuBLASLt with B column-major ("TN", both operands K-contiguous), output of the input
+    /// type: the Hopper kernel's layout.
+    pub cublaslt_tn_tflops: Option<f64>,
+    /// tilekit's Hopper kernel (TMA + wgmma), TN, output of the input type: the best config.
+    pub sm90_tflops: Option<f64>,
+    /// Its configuration (`bn`, stages).
+    pub sm90_config: Option<String>,
+    /// `sm90_tflops / cublaslt_tn_tflops`.
+    pub sm90_ratio: Option<f64>,
 }
 
 fn tflops(flops: f64, ms: f64) -> f64 {
     flops / (ms * 1e-3) / 1e12
 }
 
-/// tilekit's GEMM on device tensors: median ms, or `None` where the kernel refuses the shape.
+/// tilekit's `mma.sync` GEMM through `api::gemm_into` on random device tensors (A M×K, B K×N
+/// row-major, C f32): median ms, or `None` where the kernel refuses the shape. (Its results
+/// are checked by the API tests and `tilekit selftest`; no host reference is computed here.)
 fn tilekit_ms(
     cuda: &Cuda,
     m: usize,
@@ -80,11 +94,128 @@ fn tilekit_ms(
     ty: ScalarType,
     reps: usize,
 ) -> Option<f64> {
-    let p = Problem::new(Op::Gemm, &[m as i64, n as i64, k as i64], ty, 5).ok()?;
-    let xs = p.upload(cuda).ok()?;
-    let mut y = cuda.empty(p.output_dtype(), &p.output_shape()).ok()?;
-    let t = cuda.time(3, reps, |_| p.call_into(cuda, &xs, &mut y)).ok()?;
+    let (mi, ni, ki) = (m as i64, n as i64, k as i64);
+    let t = |len: usize, shape: Vec<i64>, seed| {
+        let buf = host::random(ty, len, seed).ok()?;
+        let h = tilekit_ir::tensor::HostTensor::new(
+            buf,
+            tilekit_ir::tensor::TensorLayout::contiguous(ty, shape).ok()?,
+        )
+        .ok()?;
+        cuda.from_host(&h).ok()
+    };
+    let a = t(m * k, vec![mi, ki], 31)?;
+    let b = t(k * n, vec![ki, ni], 32)?;
+    let mut c = cuda.empty(ScalarType::F32, &[mi, ni]).ok()?;
+    tilekit_ops::api::gemm_into(cuda, &a, &b, &mut c).ok()?;
+    let t = cuda.time(3, reps, |_| tilekit_ops::api::gemm_into(cuda, &a, &b, &mut c)).ok()?;
     Some(t.median_ms())
+}
+
+/// The Hopper kernel's configurations timed per problem.
+pub const SM90_CONFIGS: &[(i64, i64)] = &[(128, 4), (128, 6), (192, 4), (256, 3), (256, 4)];
+
+/// tilekit's Hopper GEMM on device tensors (A M×K, B N×K, C M×N, row-major): the best of
+/// [`SM90_CONFIGS`] as (median ms, config), each checked on 64 sampled elements of C against
+/// an f64 reference; `Err` names a wrong result or a failed launch.
+fn sm90_best(
+    cuda: &Cuda,
+    m: usize,
+    n: usize,
+    k: usize,
+    ty: ScalarType,
+    reps: usize,
+) -> Result<Option<(f64, String)>, String> {
+    if cuda.gpu().props().compute_capability.0 < 9 || !k.is_multiple_of(8) || !n.is_multiple_of(2) {
+        return Ok(None);
+    }
+    let e = |e: tilekit_ops::OpsError| e.to_string();
+    let (mi, ni, ki) = (m as i64, n as i64, k as i64);
+    let layout = |r, c| {
+        tilekit_ir::tensor::TensorLayout::contiguous(ty, vec![r, c]).map_err(|e| e.to_string())
+    };
+    let ah = tilekit_ir::tensor::HostTensor::new(
+        host::random(ty, m * k, 21).map_err(e)?,
+        layout(mi, ki)?,
+    )
+    .map_err(|e| e.to_string())?;
+    let bh = tilekit_ir::tensor::HostTensor::new(
+        host::random(ty, n * k, 22).map_err(e)?,
+        layout(ni, ki)?,
+    )
+    .map_err(|e| e.to_string())?;
+    let a = cuda.from_host(&ah).map_err(e)?;
+    let b = cuda.from_host(&bh).map_err(e)?;
+    let mut c = cuda.empty(ty, &[mi, ni]).map_err(e)?;
+    let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let mut best: Option<(f64, String)> = None;
+    for &(bn, stages) in SM90_CONFIGS {
+        let cfg = GemmConfig { input: ty, output: ty, bn, stages };
+        let Ok(kernel) = build_gemm_sm90(cfg) else { continue };
+        let kernel = CompiledKernel::new(kernel);
+        let grid = [n.div_ceil(bn as usize) as u32, m.div_ceil(BM as usize) as u32, 1];
+        let launch = |c: &mut tilekit_cuda::DeviceTensor| -> tilekit_ops::Result<()> {
+            let bind = Bindings::new(&kernel)
+                .input_ptr("a", &a, mi * ki, cuda)?
+                .input_ptr("b", &b, ni * ki, cuda)?
+                .tensor_map("am", map_arg(a.layout())?)?
+                .tensor_map("bm", map_arg(b.layout())?)?
+                .output("c", c, cuda)?
+                .int("k", ki)?;
+            cuda.launch(&kernel, grid, bind)
+        };
+        eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, bn {bn}, {stages} stages …");
+        let t = cuda
+            .time(3, reps, |_| launch(&mut c))
+            .map_err(|x| format!("bn {bn} stages {stages}: {x}"))?;
+        let got = host::to_f64(cuda.to_host(&c).map_err(e)?.buffer());
+        let mut s = 0x9e37_79b9_u64;
+        for _ in 0..64 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let (i, j) = ((s >> 3) as usize % m, (s >> 33) as usize % n);
+            let terms = (0..k).map(|x| av[i * k + x] * bv[j * k + x]);
+            let want: f64 = terms.clone().sum();
+            let tol = terms.map(f64::abs).sum::<f64>() * 8.0 * f32::EPSILON as f64
+                + want.abs() / 128.0
+                + 1e-6;
+            let g = got[i * n + j];
+            if (g - want).abs() > tol || g.is_nan() {
+                return Err(format!(
+                    "bn {bn} stages {stages}: C[{i}][{j}] = {g}, reference {want}"
+                ));
+            }
+        }
+        let config = format!("bn {bn}, {stages} stages");
+        if best.as_ref().is_none_or(|(ms, _)| t.median_ms() < *ms) {
+            best = Some((t.median_ms(), config));
+        }
+    }
+    Ok(best)
+}
+
+/// `MxNxK` → (M, N, K), each at least 1.
+///
+/// ```
+/// assert_eq!(tilekit_cli::bench_gemm::parse_shape("64x128x32").unwrap(), (64, 128, 32));
+/// assert!(tilekit_cli::bench_gemm::parse_shape("64x0x32").is_err());
+/// ```
+pub fn parse_shape(text: &str) -> Result<(usize, usize, usize), CliError> {
+    let bad = || CliError::BadArgument {
+        flag: "--gemm-shape".into(),
+        value: text.into(),
+        rule: "MxNxK with M, N, K ≥ 1 (e.g. 4096x4096x4096)".into(),
+    };
+    let v: Vec<usize> = text
+        .split('x')
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    match v[..] {
+        [m, n, k] if m > 0 && n > 0 && k > 0 => Ok((m, n, k)),
+        _ => Err(bad()),
+    }
 }
 
 /// Runs `tilekit bench gemm`: the table (or JSON lines) on stdout; a cuBLASLt failure is
@@ -97,28 +228,38 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     if !a.json {
         outln!("device {device}; cuBLASLt: best of the heuristic's first {ALGOS} algorithms, row-major A and B")?;
         outln!(
-            "{:<18} {:>5} {:>12} {:>12} {:>14} {:>10} {:>7}",
+            "{:<18} {:>5} {:>12} {:>12} {:>14} {:>10} {:>7} {:>10} {:>10} {:>7}",
             "M×N×K",
             "dtype",
             "cuBLASLt",
             "(1st algo)",
             "cuBLASLt f32→",
             "tilekit",
+            "ratio",
+            "cuBLASLt TN",
+            "sm90 TN",
             "ratio"
         )?;
     }
     let mut failed = false;
     let mut cases: Vec<(usize, usize, usize, ScalarType)> = vec![];
-    for &(m, n, k) in SHAPES {
+    let shapes: Vec<(usize, usize, usize)> = match &a.gemm_shape {
+        Some(text) => vec![parse_shape(text)?],
+        None => SHAPES.to_vec(),
+    };
+    for &(m, n, k) in &shapes {
         for ty in [ScalarType::BF16, ScalarType::F16] {
             cases.push((m, n, k, ty));
         }
     }
-    cases.push((8192, 8192, 8192, ScalarType::F32));
+    if a.gemm_shape.is_none() {
+        cases.push((8192, 8192, 8192, ScalarType::F32));
+    }
     for (m, n, k, ty) in cases {
         let shape = format!("{m}x{n}x{k}");
         let spec = LtSpec::new(m, n, k, ty);
         let flops = spec.flops();
+        eprintln!("  {shape} {ty}: cuBLASLt …");
         let lt = match time_gemm_lt(&gpu, spec, ALGOS, a.reps) {
             Ok(t) => t,
             Err(e) => {
@@ -134,8 +275,26 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                 time_gemm_lt(&gpu, LtSpec { output: ScalarType::F32, ..spec }, ALGOS, a.reps)
                     .ok()
                     .map(|t| tflops(flops, t.best.median_ms()));
+            eprintln!("  {shape} {ty}: tilekit mma.sync …");
             (lt32, tilekit_ms(&cuda, m, n, k, ty, a.reps).map(|ms| tflops(flops, ms)))
         };
+        let (tn, sm90) = if ty == ScalarType::F32 {
+            (None, None)
+        } else {
+            let tn = time_gemm_lt(&gpu, LtSpec { b: Order::ColMajor, ..spec }, ALGOS, a.reps)
+                .ok()
+                .map(|t| tflops(flops, t.best.median_ms()));
+            let sm90 = match sm90_best(&cuda, m, n, k, ty, a.reps) {
+                Ok(v) => v,
+                Err(why) => {
+                    eprintln!("FAIL tilekit gemm_sm90 {shape} {ty}: {why}");
+                    failed = true;
+                    None
+                }
+            };
+            (tn, sm90)
+        };
+        let sm90_tflops = sm90.as_ref().map(|(ms, _)| tflops(flops, *ms));
         let row = GemmRow {
             shape,
             dtype: ty.name().into(),
@@ -145,6 +304,10 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             cublaslt_f32_out_tflops: lt32,
             tilekit_tflops: ours,
             ratio: ours.zip(lt32).map(|(o, t)| o / t),
+            cublaslt_tn_tflops: tn,
+            sm90_tflops,
+            sm90_config: sm90.map(|(_, c)| c),
+            sm90_ratio: sm90_tflops.zip(tn).map(|(o, t)| o / t),
         };
         if a.json {
             let line = serde_json::to_string(&row)
@@ -154,14 +317,18 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             let opt =
                 |v: Option<f64>, p: usize| v.map_or("—".to_string(), |x| format!("{x:.p$}"));
             outln!(
-                "{:<18} {:>5} {:>12.1} {:>12.1} {:>14} {:>10} {:>7}",
+                "{:<18} {:>5} {:>12.1} {:>12.1} {:>14} {:>10} {:>7} {:>10} {:>10} {:>7}  {}",
                 row.shape,
                 row.dtype,
                 row.cublaslt_tflops,
                 row.cublaslt_first_tflops,
                 opt(row.cublaslt_f32_out_tflops, 1),
                 opt(row.tilekit_tflops, 1),
-                opt(row.ratio, 3)
+                opt(row.ratio, 3),
+                opt(row.cublaslt_tn_tflops, 1),
+                opt(row.sm90_tflops, 1),
+                opt(row.sm90_ratio, 3),
+                row.sm90_config.clone().unwrap_or_default()
             )?;
         }
     }

@@ -33,6 +33,7 @@ pub mod copy;
 pub mod elementwise;
 pub mod error;
 pub mod gemm;
+pub mod gemm_sm90;
 pub mod host;
 pub mod morton;
 pub mod reduce;
