@@ -1,6 +1,7 @@
 //! The asynchronous coverage cases of `tilekit selftest` on the interpreter alone (no GPU): each
-//! runs on its seeded random inputs with poisoned outputs, and its CPU reference accepts what
-//! the interpreter wrote — so a case the selftest compares a GPU against is itself right.
+//! runs on its seeded random inputs with poisoned outputs, under the schedule the interpreter
+//! picks and under the independent warp schedule, and its CPU reference accepts what the
+//! interpreter wrote — so a case the selftest compares a GPU against is itself right.
 
 use tilekit_cli::selftest::cases;
 use tilekit_ir::interp;
@@ -12,11 +13,15 @@ fn the_async_coverage_cases_pass_on_the_interpreter() {
         if !(case.name.starts_with("warp-specialised ring") || case.name.starts_with("bulk")) {
             continue;
         }
-        let mut out = case.args.clone();
-        interp::run(&case.kernel, case.grid, &mut out)
-            .unwrap_or_else(|e| panic!("{}: interpreter: {e}", case.name));
         let reference = case.reference.as_ref().expect("async cases have a CPU reference");
-        reference(&case.args, &out).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        // the schedule the interpreter picks, and every case one warp at a time as well
+        for schedule in [interp::Schedule::Auto, interp::Schedule::Warps] {
+            let mut out = case.args.clone();
+            interp::run_scheduled(&case.kernel, case.grid, &mut out, schedule)
+                .unwrap_or_else(|e| panic!("{} ({schedule:?}): interpreter: {e}", case.name));
+            reference(&case.args, &out)
+                .unwrap_or_else(|e| panic!("{} ({schedule:?}): {e}", case.name));
+        }
         // the poisoned output was overwritten: the reference rejects the untouched inputs
         assert!(reference(&case.args, &case.args).is_err(), "{}", case.name);
         ran.push(case.name);

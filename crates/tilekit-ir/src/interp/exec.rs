@@ -133,6 +133,7 @@ impl<'a> Prog<'a> {
         grid: [u32; 3],
         scalars: Vec<u64>,
         globals: &'a [Global],
+        schedule: crate::interp::Schedule,
     ) -> Self {
         let mut insts: Vec<&'a Inst> = vec![];
         k.body.walk(&mut |i| insts.push(i));
@@ -142,7 +143,11 @@ impl<'a> Prog<'a> {
         let (cta_threads, ctas) = (k.threads_per_block(), k.cluster_size());
         let mut has_async = false;
         k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)));
-        let warps = warps::needs_warps(&k.body, false);
+        let warps = match schedule {
+            crate::interp::Schedule::Auto => warps::needs_warps(&k.body, false),
+            crate::interp::Schedule::Lockstep => false,
+            crate::interp::Schedule::Warps => true,
+        };
         Prog {
             k,
             n: cta_threads * ctas,

@@ -7,7 +7,8 @@
 //!   loads     bulk loads in flight: the bytes read from global at issue, where they go, which
 //!             barrier they complete on; their destination elements are marked in `landing`
 //!   reads     shared elements a bulk store may still read, by (thread, bulk group)
-//!   writes    last generic-proxy write of each shared element (step), fences per thread (step)
+//!   writes    last generic-proxy write of each shared element (step, thread), fences per
+//!             thread (step): a bulk store's source must be fenced by the threads that wrote it
 //!
 //!   a load lands when a thread first waits on its barrier (a legal schedule: copies complete
 //!   some time before the phase they count for); a store reads shared memory at issue and its
@@ -65,7 +66,7 @@ pub(crate) struct AsyncState {
     /// per thread: the bulk group being formed (groups before it are committed)
     group: HashMap<usize, u64>,
     /// (block, alloc, element) → step of the last generic-proxy write
-    writes: HashMap<(usize, u32, usize), u64>,
+    writes: HashMap<(usize, u32, usize), (u64, usize)>,
     /// per thread: step of its last fence.proxy.async
     fences: HashMap<usize, u64>,
     /// warp schedule: per barrier, the join of the clocks of the current phase's arrivals
@@ -165,7 +166,7 @@ impl<'a> BlockExec<'a> {
                     let kind = AsyncBug::OverwriteWhileStoreReads;
                     return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
                 }
-                self.asy.writes.insert(key, self.steps);
+                self.asy.writes.insert(key, (self.steps, t));
             }
             if self.asy.bars.contains_key(&key) {
                 let detail = "it holds an initialised mbarrier (mbarrier.inval first)".to_string();
@@ -464,8 +465,8 @@ impl<'a> BlockExec<'a> {
                 return Err(InterpError::InvalidKernel {
                     kernel: self.k.name.clone(),
                     reason: format!(
-                        "`{}` runs only under the independent warp schedule (internal: the \
-                         kernel was not recognised as needing it)",
+                        "`{}` is a named barrier, which needs the independent warp schedule \
+                         (Schedule::Auto or Schedule::Warps), not lockstep",
                         self.text(inst)
                     ),
                 })
@@ -729,7 +730,6 @@ impl<'a> BlockExec<'a> {
         let glen = lock.read().unwrap_or_else(|e| e.into_inner()).len();
         let (so, go, n) = self.bulk_extent(inst, src, dst, elems, t, glen)?;
         let cta = t / self.p.cta_threads;
-        let fence = self.asy.fences.get(&t).copied();
         let group = self.asy.group.get(&t).copied().unwrap_or(0);
         let id = self.p.inst_id(inst);
         let mut bits = Vec::with_capacity(n);
@@ -743,11 +743,16 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::ReadBeforeComplete;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
-            if let Some(&w) = self.asy.writes.get(&k) {
+            if let Some(&(w, writer)) = self.asy.writes.get(&k) {
+                // the writer fences its own generic writes (then a barrier orders them before
+                // this store: the race check below)
+                let fence = self.asy.fences.get(&writer).copied();
                 if fence.is_none_or(|f| f < w) {
                     let detail = format!(
-                        "it was written by threads (step {w}) and this thread's last \
-                         fence.proxy.async {}",
+                        "thread {:?} wrote it (step {w}) and that thread's last \
+                         fence.proxy.async {}: every thread that wrote the data fences it for \
+                         the async proxy",
+                        self.thread(writer),
                         fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
                     );
                     let kind = AsyncBug::MissingProxyFence;
