@@ -1,6 +1,6 @@
 //! The kernels of `tilekit selftest` on the interpreter: every case runs and its CPU reference
 //! accepts what the interpreter computed (the GPU side is compared with the same references on
-//! a lent GPU).
+//! a lent GPU); the asynchronous coverage cases also under the independent warp schedule.
 
 use tilekit_ir::interp;
 
@@ -42,11 +42,15 @@ fn the_async_coverage_cases_pass_on_the_interpreter() {
         if !(case.name.starts_with("warp-specialised ring") || case.name.starts_with("bulk")) {
             continue;
         }
-        let mut out = case.args.clone();
-        interp::run(&case.kernel, case.grid, &mut out)
-            .unwrap_or_else(|e| panic!("{}: interpreter: {e}", case.name));
         let reference = case.reference.as_ref().expect("async cases have a CPU reference");
-        reference(&case.args, &out).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        // the schedule the interpreter picks, and every case one warp at a time as well
+        for schedule in [interp::Schedule::Auto, interp::Schedule::Warps] {
+            let mut out = case.args.clone();
+            interp::run_scheduled(&case.kernel, case.grid, &mut out, schedule)
+                .unwrap_or_else(|e| panic!("{} ({schedule:?}): interpreter: {e}", case.name));
+            reference(&case.args, &out)
+                .unwrap_or_else(|e| panic!("{} ({schedule:?}): {e}", case.name));
+        }
         // the poisoned output was overwritten: the reference rejects the untouched inputs
         assert!(reference(&case.args, &case.args).is_err(), "{}", case.name);
         ran.push(case.name);

@@ -1199,8 +1199,10 @@ impl KernelBuilder {
     }
 
     /// `cp.async.bulk.tensor.Nd` shared→global: the box image at `src[src_off..]` (swizzled as
-    /// the map says) is stored to the box of `map` at `coords`; elements outside the tensor are
-    /// not written. Joins the thread's bulk group ([`bulk_commit`](Self::bulk_commit),
+    /// the map says) is stored to the box of `map` at `coords`; elements past the tensor's far
+    /// edges are not written. The box must start at coordinates ≥ 0: the GPU traps on a store
+    /// starting below zero (measured on an H100; the interpreter names it
+    /// `AsyncBug::NegativeStoreCoordinate`). Joins the thread's bulk group ([`bulk_commit`](Self::bulk_commit),
     /// [`bulk_wait`](Self::bulk_wait)); shared memory written by threads needs a
     /// [`fence_proxy_async`](Self::fence_proxy_async) first.
     ///

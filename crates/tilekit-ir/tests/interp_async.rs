@@ -5,7 +5,7 @@
 //! bulk store may still read, ending with a store unretired, an uninitialised barrier, a
 //! barrier's memory used as data, a misaligned copy.
 
-use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
+use tilekit_ir::interp::{run, run_scheduled, Args, AsyncBug, HostBuffer, InterpError, Schedule};
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::Idx;
 
@@ -100,12 +100,16 @@ fn stage(bug: Bug) -> Kernel {
 }
 
 fn launch(bug: Bug) -> (Result<(), InterpError>, Vec<f32>, Vec<f32>) {
+    launch_scheduled(bug, Schedule::Auto)
+}
+
+fn launch_scheduled(bug: Bug, schedule: Schedule) -> (Result<(), InterpError>, Vec<f32>, Vec<f32>) {
     let blocks = 3usize;
     let x: Vec<f32> =
         (0..blocks * N as usize).map(|i| ((i * 37) % 101) as f32 / 8.0 - 6.0).collect();
     let mut a = Args::new();
     a.buffer(HostBuffer::from_f32(&x)).buffer(HostBuffer::from_f32(&vec![f32::NAN; x.len()]));
-    let r = run(&stage(bug), [blocks as u32, 1, 1], &mut a).map(|_| ());
+    let r = run_scheduled(&stage(bug), [blocks as u32, 1, 1], &mut a, schedule).map(|_| ());
     let y = a.take_buffer(1).unwrap().to_f32().unwrap();
     (r, x, y)
 }
@@ -227,5 +231,46 @@ fn setmaxnreg_is_executed_by_whole_warpgroups() {
             }
             other => panic!("{threads} threads, {active} active: {other:?}"),
         }
+    }
+}
+
+#[test]
+fn the_stage_under_the_warp_schedule_gives_the_same_values_and_errors() {
+    let (r, x, y) = launch_scheduled(Bug::None, Schedule::Warps);
+    r.unwrap();
+    for (i, (a, b)) in x.iter().zip(&y).enumerate() {
+        assert_eq!(*b, 3.0 * a, "element {i}");
+    }
+    for bug in [
+        Bug::NoWait,
+        Bug::TxTooSmall,
+        Bug::NoProxyFence,
+        Bug::OverwriteBeforeWaitRead,
+        Bug::NoWaitRead,
+        Bug::NoInit,
+        Bug::BarrierAsData,
+        Bug::Misaligned,
+    ] {
+        let want = match bug {
+            // warp 1 runs on past the block barrier and reads the buffer before warp 0 has
+            // issued the copy: the copy then overwrites an unordered read
+            Bug::NoWait => AsyncBug::OverwriteWhileRead,
+            // warp 1 overwrites its part of `out` before warp 0's store copies it: the store
+            // would copy data written after the last fence
+            Bug::OverwriteBeforeWaitRead => AsyncBug::MissingProxyFence,
+            _ => bug_of(bug).0,
+        };
+        match launch_scheduled(bug, Schedule::Warps).0 {
+            Err(InterpError::Async { kind, .. }) => assert_eq!(kind, want, "{bug:?}"),
+            other => panic!("{bug:?}: expected {want:?}, got {other:?}"),
+        }
+    }
+    // a phase nothing can complete: every warp waits, listed
+    match launch_scheduled(Bug::TwoArrivalsExpected, Schedule::Warps).0 {
+        Err(InterpError::WarpDeadlock { warps, .. }) => {
+            assert_eq!(warps.iter().map(|w| w.warp).collect::<Vec<_>>(), vec![0, 1]);
+            assert!(warps[1].waits.contains("still needs 1 of 2 arrivals"), "{warps:?}");
+        }
+        other => panic!("expected a deadlock, got {other:?}"),
     }
 }

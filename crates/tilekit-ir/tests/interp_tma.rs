@@ -20,15 +20,21 @@ enum Bug {
     OverwriteWhileStoring,
     NoWaitRead,
     LoadOverStore,
+    NegativeStore,
     Misaligned,
 }
+
+/// How far below zero the boxes start (0: a tensor store's box may not start below zero —
+/// the GPU traps; `a_tensor_store_below_zero_is_named` plants it).
+const SX: i64 = 0;
+const SY: i64 = 0;
 
 fn lit(v: i64) -> Val {
     <Val as Idx>::lit(v)
 }
 
 /// The test's tensor: `w × h` f32, rows padded to `pitch` elements; boxes start at
-/// `(-4, -1)` so they hang over all four edges.
+/// `(0, 0)` and run past the far edges.
 #[derive(Clone, Copy)]
 struct Case {
     swizzle: TmaSwizzle,
@@ -54,7 +60,7 @@ impl Case {
     }
     fn grid(&self) -> [u32; 3] {
         let nb = |len: u64, shift: u64, b: u32| (len + shift).div_ceil(b as u64) as u32;
-        [nb(self.w, 4, self.boxd[0]), nb(self.h, 1, self.boxd[1]), 1]
+        [nb(self.w, SX as u64, self.boxd[0]), nb(self.h, SY as u64, self.boxd[1]), 1]
     }
     fn box_elems(&self) -> usize {
         (self.boxd[0] * self.boxd[1]) as usize
@@ -90,8 +96,10 @@ fn round_trip(c: Case, bug: Bug) -> Kernel {
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0)).unwrap();
     let (bx, by) = (b.block_id(Axis::X), b.block_id(Axis::Y));
-    let coords =
-        [bx.clone() * lit(c.boxd[0] as i64) - lit(4), by.clone() * lit(c.boxd[1] as i64) - lit(1)];
+    let coords = [
+        bx.clone() * lit(c.boxd[0] as i64) - lit(SX),
+        by.clone() * lit(c.boxd[1] as i64) - lit(SY),
+    ];
     b.if_then(&first, |b| {
         b.mbarrier_init(bar, &lit(0), &lit(1))?;
         b.fence_mbarrier_init();
@@ -133,7 +141,13 @@ fn round_trip(c: Case, bug: Bug) -> Kernel {
     }
     b.barrier();
     b.if_then(&first, |b| {
-        b.tensor_store(ym, &coords, outbuf, &lit(0))?;
+        if bug == Bug::NegativeStore {
+            // the box one column to the left: block 0's starts at column −1
+            let left = [coords[0].clone() - lit(1), coords[1].clone()];
+            b.tensor_store(ym, &left, outbuf, &lit(0))?;
+        } else {
+            b.tensor_store(ym, &coords, outbuf, &lit(0))?;
+        }
         b.bulk_commit();
         if bug == Bug::OverwriteWhileStoring {
             b.store(outbuf, &lit(3), &[b.f32(0.0)], None)?;
@@ -182,8 +196,8 @@ fn reference(c: &Case, x: &[f32]) -> (Vec<u32>, Vec<u32>) {
     for by in 0..gy as i64 {
         for bx in 0..gx as i64 {
             for l in 0..n as i64 {
-                let col = bx * c.boxd[0] as i64 - 4 + l % c.boxd[0] as i64;
-                let row = by * c.boxd[1] as i64 - 1 + l / c.boxd[0] as i64;
+                let col = bx * c.boxd[0] as i64 - SX + l % c.boxd[0] as i64;
+                let row = by * c.boxd[1] as i64 - SY + l / c.boxd[0] as i64;
                 let inside = (0..c.w as i64).contains(&col) && (0..c.h as i64).contains(&row);
                 let v =
                     if inside { x[(row * c.pitch as i64 + col) as usize].to_bits() } else { fill };
@@ -451,4 +465,13 @@ fn multicast_tensor_loads_reach_every_block_of_the_mask() {
             assert_eq!(y[blk * 32 + l], want, "block {blk} element {l}");
         }
     }
+}
+
+#[test]
+fn a_tensor_store_below_zero_is_named() {
+    // the GPU traps (CUDA_ERROR_ILLEGAL_INSTRUCTION, H100) on a tensor store whose box starts
+    // below zero; the interpreter names it before anything is written
+    let (kind, detail) = bug_of(launch(Case::new(TmaSwizzle::None), Bug::NegativeStore).0);
+    assert_eq!(kind, AsyncBug::NegativeStoreCoordinate, "{detail}");
+    assert!(detail.contains("coordinate 0 of the box is -1"), "{detail}");
 }

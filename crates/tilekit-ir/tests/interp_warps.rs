@@ -5,7 +5,7 @@
 //! barrier, a warp arriving twice at a named barrier, a named barrier reached by part of a
 //! warp, setmaxnreg by part of a warp — while races between warps are still found.
 
-use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
+use tilekit_ir::interp::{run, run_scheduled, Args, AsyncBug, HostBuffer, InterpError, Schedule};
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::Idx;
 
@@ -446,4 +446,22 @@ fn clusters_run_under_the_warp_schedule_with_their_barriers() {
     };
     assert_eq!((block, thread), ([0, 0, 0], [32, 0, 0]), "{e}");
     assert!(inst.contains("st.global.f32 y"), "{e}");
+}
+
+#[test]
+fn kernels_that_need_the_warp_schedule_fail_in_lockstep_with_a_reason() {
+    let n = ROUNDS as usize * 32;
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&inputs(n, 3))).buffer(HostBuffer::from_f32(&vec![f32::NAN; n]));
+    let e = run_scheduled(&ping_pong(false), [1, 1, 1], &mut a, Schedule::Lockstep).unwrap_err();
+    let InterpError::Async { kind, ref detail, .. } = e else { panic!("expected async: {e}") };
+    // warp 0's loop runs to its first wait before warp 1's loop starts
+    assert_eq!(kind, AsyncBug::Deadlock, "{e}");
+    assert!(detail.contains("32 of its 64 threads are not at this wait"), "{e}");
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&inputs(64, 3))).buffer(HostBuffer::from_f32(&[f32::NAN; 32]));
+    let k = arrive_then_sync(false, false);
+    let e = run_scheduled(&k, [1, 1, 1], &mut a, Schedule::Lockstep).unwrap_err();
+    assert!(matches!(e, InterpError::InvalidKernel { .. }), "{e}");
+    assert!(e.to_string().contains("needs the independent warp schedule"), "{e}");
 }

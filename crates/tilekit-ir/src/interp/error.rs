@@ -81,6 +81,10 @@ fn race_order(first: &GlobalAccess, second: &GlobalAccess) -> &'static str {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AsyncBug {
+    /// A TMA tensor store whose box starts at a negative coordinate: the GPU traps with an
+    /// illegal instruction (measured on an H100); loads may start below zero.
+    #[error("tensor store of a box starting below zero")]
+    NegativeStoreCoordinate,
     /// A thread reads shared memory a bulk copy has not finished writing.
     #[error("read of shared memory before its bulk copy completed")]
     ReadBeforeComplete,

@@ -141,6 +141,7 @@ impl<'a> Prog<'a> {
         grid: [u32; 3],
         scalars: Vec<u64>,
         globals: &'a [Global],
+        schedule: crate::interp::Schedule,
     ) -> Self {
         let mut insts: Vec<&'a Inst> = vec![];
         k.body.walk(&mut |i| insts.push(i));
@@ -152,7 +153,11 @@ impl<'a> Prog<'a> {
         let mut has_wgmma = false;
         k.body.walk(&mut |i| has_wgmma |= matches!(i.op, Op::Wgmma(_)));
         k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)) || has_wgmma);
-        let warps = warps::needs_warps(&k.body, false);
+        let warps = match schedule {
+            crate::interp::Schedule::Auto => warps::needs_warps(&k.body, false),
+            crate::interp::Schedule::Lockstep => false,
+            crate::interp::Schedule::Warps => true,
+        };
         Prog {
             k,
             n: cta_threads * ctas,

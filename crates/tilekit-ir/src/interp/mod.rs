@@ -325,6 +325,50 @@ fn check_args(k: &Kernel, args: &Args) -> Result<Vec<u64>, InterpError> {
 /// assert_eq!(e.to_string(), "kernel k takes 0 arguments, got 1");
 /// ```
 pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats, InterpError> {
+    run_scheduled(kernel, grid, args, Schedule::Auto)
+}
+
+/// How the threads of a block are scheduled (see the `exec` module's essay).
+///
+/// ```
+/// use tilekit_ir::interp::Schedule;
+/// assert_eq!(Schedule::default(), Schedule::Auto);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// The independent warp schedule for kernels that need it (a named barrier, or an
+    /// mbarrier wait inside an `if`), lockstep for the others: what [`run`] does.
+    #[default]
+    Auto,
+    /// Every thread of a block in lockstep (fast). A kernel with a named barrier cannot run
+    /// so ([`InterpError::InvalidKernel`]); one whose warps wait on each other deadlocks with
+    /// advice ([`AsyncBug::Deadlock`]).
+    Lockstep,
+    /// One warp at a time, each until it blocks: any kernel, also to check that a kernel
+    /// written for lockstep-looking code does not depend on warps running together.
+    Warps,
+}
+
+/// [`run`] with a chosen [`Schedule`].
+///
+/// ```
+/// use tilekit_ir::{KernelBuilder, ScalarType, Axis, interp::{run_scheduled, Args, HostBuffer, Schedule}};
+/// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+/// let y = b.ptr_param("y", ScalarType::I32).unwrap();
+/// let t = b.thread_id(Axis::X);
+/// b.store(y, &t, &[t.clone()], None).unwrap();
+/// let k = b.finish().unwrap();
+/// let mut a = Args::new();
+/// a.buffer(HostBuffer::from_i32(&[-1; 64]));
+/// run_scheduled(&k, [1, 1, 1], &mut a, Schedule::Warps).unwrap();
+/// assert_eq!(a.take_buffer(0).unwrap().to_i32().unwrap()[63], 63);
+/// ```
+pub fn run_scheduled(
+    kernel: &Kernel,
+    grid: [u32; 3],
+    args: &mut Args,
+    schedule: Schedule,
+) -> Result<RunStats, InterpError> {
     if grid.contains(&0) {
         return Err(InterpError::Grid { grid });
     }
@@ -381,7 +425,7 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &mut Args) -> Result<RunStats,
             _ => None,
         })
         .collect();
-    let result = execute(kernel, grid, scalars, maps, &globals);
+    let result = execute(kernel, grid, scalars, maps, &globals, schedule);
     for (i, g) in globals.into_iter().enumerate() {
         if let Some(b) = g.into_buffer() {
             args.items[i] = Arg::Buffer(b);
@@ -400,8 +444,9 @@ fn execute(
     scalars: Vec<u64>,
     maps: Vec<Option<crate::tma::TensorMapArg>>,
     globals: &[Global],
+    schedule: Schedule,
 ) -> Result<RunStats, InterpError> {
-    let mut prog = Prog::new(kernel, grid, scalars, globals);
+    let mut prog = Prog::new(kernel, grid, scalars, globals, schedule);
     prog.maps = maps;
     // the unit of execution is a cluster (one block without clusters), named by its first block
     let c = kernel.cluster_dim;

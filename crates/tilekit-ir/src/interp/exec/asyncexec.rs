@@ -7,7 +7,8 @@
 //!   loads     bulk loads in flight: the bytes read from global at issue, where they go, which
 //!             barrier they complete on; their destination elements are marked in `landing`
 //!   reads     shared elements a bulk store may still read, by (thread, bulk group)
-//!   writes    last generic-proxy write of each shared element (step), fences per thread (step)
+//!   writes    last generic-proxy write of each shared element (step, thread), fences per
+//!             thread (step): a bulk store's source must be fenced by the threads that wrote it
 //!
 //!   a load lands when a thread first waits on its barrier (a legal schedule: copies complete
 //!   some time before the phase they count for); a store reads shared memory at issue and its
@@ -95,22 +96,31 @@ impl AsyncState {
 }
 
 impl<'a> BlockExec<'a> {
-    /// Whether the generic-proxy write of shared element `key` (if any) is fenced for an async
-    /// op issued by lane `t`: the writer ran `fence.proxy.async` after it (then synchronised
-    /// with `t`), or `t` did after it (having synchronised with the writer). `Err((write step,
-    /// t's last fence))` when neither did.
+    /// Whether the generic-proxy write of shared element `key` (if any) is fenced for the async
+    /// proxy: the thread that wrote it ran `fence.proxy.async` after it (a barrier then orders
+    /// it before the async op — the race check). `Err((write step, writer, the writer's last
+    /// fence))` otherwise.
     pub(crate) fn proxy_fenced(
         &self,
         key: (usize, u32, usize),
-        t: usize,
-    ) -> Result<(), (u64, Option<u64>)> {
+    ) -> Result<(), (u64, usize, Option<u64>)> {
         let Some(&(w, writer)) = self.asy.writes.get(&key) else { return Ok(()) };
-        let after = |u: usize| self.asy.fences.get(&u).is_some_and(|&f| f >= w);
-        if after(writer) || after(t) {
+        let fence = self.asy.fences.get(&writer).copied();
+        if fence.is_some_and(|f| f >= w) {
             Ok(())
         } else {
-            Err((w, self.asy.fences.get(&t).copied()))
+            Err((w, writer, fence))
         }
+    }
+
+    /// The detail of a [`AsyncBug::MissingProxyFence`] from [`Self::proxy_fenced`].
+    pub(crate) fn proxy_detail(&self, (w, writer, fence): (u64, usize, Option<u64>)) -> String {
+        format!(
+            "thread {:?} wrote it (step {w}) and that thread's last fence.proxy.async {}: every \
+             thread that wrote the data fences it for the async proxy",
+            self.thread(writer),
+            fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -486,8 +496,8 @@ impl<'a> BlockExec<'a> {
                 return Err(InterpError::InvalidKernel {
                     kernel: self.k.name.clone(),
                     reason: format!(
-                        "`{}` runs only under the independent warp schedule (internal: the \
-                         kernel was not recognised as needing it)",
+                        "`{}` is a named barrier, which needs the independent warp schedule \
+                         (Schedule::Auto or Schedule::Warps), not lockstep",
                         self.text(inst)
                     ),
                 })
@@ -768,12 +778,8 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::ReadBeforeComplete;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
-            if let Err((w, fence)) = self.proxy_fenced(k, t) {
-                let detail = format!(
-                    "it was written by threads (step {w}), and neither the writer nor this thread \
-                     ran fence.proxy.async since: this thread's last fence.proxy.async {}",
-                    fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
-                );
+            if let Err(e) = self.proxy_fenced(k) {
+                let detail = self.proxy_detail(e);
                 let kind = AsyncBug::MissingProxyFence;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }

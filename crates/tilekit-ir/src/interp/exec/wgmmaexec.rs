@@ -371,12 +371,10 @@ impl<'a> BlockExec<'a> {
                     let kind = AsyncBug::ReadBeforeComplete;
                     return Err(self.wg_error(kind, inst, self.wg_name(s), e, base, detail));
                 }
-                if let Err((w, fence)) = self.proxy_fenced(key, base) {
+                if let Err(unfenced) = self.proxy_fenced(key) {
                     let detail = format!(
-                        "{what} element ({i}, {j}) was written by threads (step {w}) and neither \
-                         the writer nor the warpgroup ran fence.proxy.async since (its last \
-                         fence.proxy.async {}): wgmma reads through the async proxy",
-                        fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
+                        "{what} element ({i}, {j}): {}; wgmma reads through the async proxy",
+                        self.proxy_detail(unfenced)
                     );
                     let kind = AsyncBug::MissingProxyFence;
                     return Err(self.wg_error(kind, inst, self.wg_name(s), e, base, detail));

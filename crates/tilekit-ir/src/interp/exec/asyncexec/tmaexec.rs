@@ -236,6 +236,18 @@ impl<'a> BlockExec<'a> {
         t: usize,
     ) -> R {
         let c = self.tma_operands(inst, map, coords, t)?;
+        if let Some((dim, &o)) = c.origin.iter().enumerate().find(|(_, &o)| o < 0) {
+            // measured on an H100 (2026-11-23): a tensor store whose box starts below zero
+            // traps with an illegal instruction; loads may (the elements are filled)
+            let detail = format!(
+                "coordinate {dim} of the box is {o}: a tensor store's box must start at \
+                 coordinates ≥ 0 (the elements past the far edges are clipped, but a box starting \
+                 below zero makes the GPU trap with CUDA_ERROR_ILLEGAL_INSTRUCTION); store the part \
+                 inside the tensor, or load-only boxes may start below zero"
+            );
+            let kind = AsyncBug::NegativeStoreCoordinate;
+            return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
+        }
         let (s, so) = self.tma_shared_start(inst, src, src_off, &c.spec, t)?;
         let lock = match self.global(inst, c.param)? {
             Global::Written(lock, _) => lock,
@@ -257,12 +269,8 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::ReadBeforeComplete;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
-            if let Err((w, fence)) = self.proxy_fenced(k, t) {
-                let detail = format!(
-                    "it was written by threads (step {w}), and neither the writer nor this thread \
-                     ran fence.proxy.async since: this thread's last fence.proxy.async {}",
-                    fence.map_or("never ran".to_string(), |f| format!("was at step {f}"))
-                );
+            if let Err(e) = self.proxy_fenced(k) {
+                let detail = self.proxy_detail(e);
                 let kind = AsyncBug::MissingProxyFence;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
