@@ -113,7 +113,14 @@ fn tilekit_ms(
 }
 
 /// The Hopper kernel's configurations timed per problem.
-pub const SM90_CONFIGS: &[(i64, i64)] = &[(128, 4), (128, 6), (192, 4), (256, 3), (256, 4)];
+pub const SM90_CONFIGS: &[(i64, i64, bool)] = &[
+    (128, 4, false),
+    (128, 6, true),
+    (192, 4, true),
+    (256, 3, false),
+    (256, 3, true),
+    (256, 4, true),
+];
 
 /// tilekit's Hopper GEMM on device tensors (A M×K, B N×K, C M×N, row-major): the best of
 /// [`SM90_CONFIGS`] as (median ms, config), each checked on 64 sampled elements of C against
@@ -149,8 +156,8 @@ fn sm90_best(
     let mut c = cuda.empty(ty, &[mi, ni]).map_err(e)?;
     let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
     let mut best: Option<(f64, String)> = None;
-    for &(bn, stages) in SM90_CONFIGS {
-        let cfg = GemmConfig { input: ty, output: ty, bn, stages };
+    for &(bn, stages, overlap) in SM90_CONFIGS {
+        let cfg = GemmConfig { input: ty, output: ty, bn, stages, overlap };
         let Ok(kernel) = build_gemm_sm90(cfg) else { continue };
         let kernel = CompiledKernel::new(kernel);
         let grid = [n.div_ceil(bn as usize) as u32, m.div_ceil(BM as usize) as u32, 1];
@@ -164,7 +171,9 @@ fn sm90_best(
                 .int("k", ki)?;
             cuda.launch(&kernel, grid, bind)
         };
-        eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, bn {bn}, {stages} stages …");
+        eprintln!(
+            "  {m}x{n}x{k} {ty}: tilekit sm90, bn {bn}, {stages} stages, overlap {overlap} …"
+        );
         let t = cuda
             .time(3, reps, |_| launch(&mut c))
             .map_err(|x| format!("bn {bn} stages {stages}: {x}"))?;
@@ -187,7 +196,7 @@ fn sm90_best(
                 ));
             }
         }
-        let config = format!("bn {bn}, {stages} stages");
+        let config = format!("bn {bn}, {stages} stages{}", if overlap { ", overlap" } else { "" });
         if best.as_ref().is_none_or(|(ms, _)| t.median_ms() < *ms) {
             best = Some((t.median_ms(), config));
         }

@@ -55,11 +55,20 @@ pub struct GemmConfig {
     pub bn: i64,
     /// Stages of the shared-memory ring (2..=8, and they must fit 227 KiB).
     pub stages: i64,
+    /// Keep one wgmma group in flight: each consumer waits with `wait_group 1` and releases the
+    /// previous stage, so the next stage's wgmmas are issued while the last ones still run.
+    pub overlap: bool,
 }
 
 impl Default for GemmConfig {
     fn default() -> Self {
-        GemmConfig { input: ScalarType::BF16, output: ScalarType::BF16, bn: 128, stages: 4 }
+        GemmConfig {
+            input: ScalarType::BF16,
+            output: ScalarType::BF16,
+            bn: 128,
+            stages: 4,
+            overlap: false,
+        }
     }
 }
 
@@ -218,10 +227,23 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
                 }
                 b.wgmma_commit()?;
-                b.wgmma_wait(0)?;
-                b.mbarrier_arrive(empty, &s, None)?;
+                if cfg.overlap {
+                    // this stage's group may still run: the previous one has finished reading
+                    b.wgmma_wait(1)?;
+                    let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
+                    b.if_then(&has_prev, |b| {
+                        let prev = (kt.clone() + lit(stages - 1)) % lit(stages);
+                        b.mbarrier_arrive(empty, &prev, None)
+                    })?;
+                } else {
+                    b.wgmma_wait(0)?;
+                    b.mbarrier_arrive(empty, &s, None)?;
+                }
                 Ok(acc)
             })?;
+            if cfg.overlap {
+                b.wgmma_wait(0)?;
+            }
             b.note("gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges");
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
             let (warp, lane) = (t.clone() / lit(32), t % lit(32));

@@ -62,6 +62,13 @@ fn run(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64) {
 }
 
 #[test]
+fn the_hopper_gemm_with_one_group_in_flight_matches_the_reference() {
+    let cfg = GemmConfig { bn: 64, stages: 3, overlap: true, ..GemmConfig::default() };
+    run(cfg, 200, 100, 328, 11);
+    run(GemmConfig { stages: 2, ..cfg }, 128, 64, 512, 13);
+}
+
+#[test]
 fn the_hopper_gemm_matches_the_reference_with_edge_tiles() {
     // one block with K a multiple of 64; several blocks with M, N and K all ragged (K = 8·17:
     // the last stage half zero-filled by TMA), more K tiles than stages (the ring wraps)
@@ -74,7 +81,13 @@ fn the_hopper_gemm_matches_the_reference_with_edge_tiles() {
         5,
     );
     run(
-        GemmConfig { input: ScalarType::F16, output: ScalarType::F16, bn: 128, stages: 3 },
+        GemmConfig {
+            input: ScalarType::F16,
+            output: ScalarType::F16,
+            bn: 128,
+            stages: 3,
+            overlap: false,
+        },
         130,
         130,
         328,
