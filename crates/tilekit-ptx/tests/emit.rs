@@ -340,3 +340,22 @@ fn tensor_copies_need_hopper_and_multicast_needs_sm_90a() {
         assert!(o.status.success(), "{}\n{ptx}", String::from_utf8_lossy(&o.stderr));
     }
 }
+
+#[test]
+fn a_tensor_store_whose_last_chunk_runs_past_its_buffer_is_named() {
+    // rank 1, 150 f32: the store writes the 16-byte chunk holding elements 148..152 whole (the
+    // GPU's clipping granularity), so a y of exactly 150 elements is too short
+    use tilekit_ir::interp::{self, AsyncBug, HostBuffer, InterpError};
+    let c = tilekit_ptx::coverage::tma::case("tma_rank1").unwrap();
+    let k = c.kernel().unwrap();
+    let x: Vec<f32> = (0..c.len()).map(|i| i as f32 * 0.5 + 1.0).collect();
+    let mut args = c.args(&x);
+    args.set_buffer(1, HostBuffer::from_f32(&vec![f32::NAN; 150]));
+    match interp::run(&k, c.grid(), &mut args) {
+        Err(InterpError::Async { kind, detail, .. }) => {
+            assert_eq!(kind, AsyncBug::StorePastBuffer, "{detail}");
+            assert!(detail.contains("element 150 of a buffer of 150"), "{detail}");
+        }
+        other => panic!("expected StorePastBuffer, got {other:?}"),
+    }
+}

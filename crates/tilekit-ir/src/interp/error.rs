@@ -85,6 +85,10 @@ pub enum AsyncBug {
     /// illegal instruction (measured on an H100); loads may start below zero.
     #[error("tensor store of a box starting below zero")]
     NegativeStoreCoordinate,
+    /// A TMA tensor store writes the 16-byte chunk that ends the tensor's dim 0 whole (the
+    /// GPU's clipping granularity), and that chunk runs past the buffer.
+    #[error("tensor store past the end of its buffer")]
+    StorePastBuffer,
     /// A thread reads shared memory a bulk copy has not finished writing.
     #[error("read of shared memory before its bulk copy completed")]
     ReadBeforeComplete,

@@ -158,13 +158,25 @@ impl TmaCase {
         TensorMapArg::new(&self.dims, &self.strides)
     }
 
-    /// Elements of `x` and `y` (the tensor's extent, padding included).
+    /// Elements of `x` and `y`: the tensor's extent, padding included, and the rest of the
+    /// 16-byte chunk that ends its last row (a tensor store writes that chunk whole).
     ///
     /// ```
-    /// assert_eq!(tilekit_ptx::coverage::tma::case("tma_rank1").unwrap().len(), 150);
+    /// assert_eq!(tilekit_ptx::coverage::tma::case("tma_rank1").unwrap().len(), 152);
+    /// assert_eq!(tilekit_ptx::coverage::tma::case("tma_rank5").unwrap().len(), 864);
     /// ```
     pub fn len(&self) -> usize {
-        self.map_arg().extent(4) as usize
+        self.map_arg().extent(4) as usize + (self.dim0_written() - self.dims[0]) as usize
+    }
+
+    /// Columns (dim 0) a tensor store writes: the tensor's, rounded up to whole 16-byte chunks
+    /// (the GPU's clipping granularity; the interpreter models it).
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ptx::coverage::tma::case("tma_rank5").unwrap().dim0_written(), 8);
+    /// ```
+    pub fn dim0_written(&self) -> u64 {
+        (self.dims[0] * 4).div_ceil(16) * 16 / 4
     }
 
     /// Never: every case has elements.
@@ -292,11 +304,15 @@ impl TmaCase {
         let arg = self.map_arg();
         let r = self.dims.len();
         let mut y = vec![POISON; x.len()];
-        let total: u64 = self.dims.iter().product();
+        let boxes = self.boxes();
+        // dim 0 as the stores write it: whole 16-byte chunks, as far as the boxes reach; the
+        // columns past the tensor hold the loads' zero fill, so 2·0 + 1
+        let mut written = self.dims.clone();
+        written[0] = self.dim0_written().min(boxes[0] * self.box_dims[0] as u64);
+        let total: u64 = written.iter().product();
         for lin in 0..total {
             let mut rest = lin;
-            let c: Vec<u64> = self
-                .dims
+            let c: Vec<u64> = written
                 .iter()
                 .map(|&d| {
                     let v = rest % d;
@@ -305,9 +321,9 @@ impl TmaCase {
                 })
                 .collect();
             let e = arg.element(&c, 4) as usize;
-            y[e] = (x[e] * 2.0 + 1.0).to_bits();
+            let v = if c[0] < self.dims[0] { x[e] } else { 0.0 };
+            y[e] = (v * 2.0 + 1.0).to_bits();
         }
-        let boxes = self.boxes();
         let n = self.box_elems();
         let mut z = vec![POISON; self.grid()[0] as usize * n];
         for blk in 0..self.grid()[0] as usize {

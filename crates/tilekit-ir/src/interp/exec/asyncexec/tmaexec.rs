@@ -67,6 +67,26 @@ impl<'a> BlockExec<'a> {
         Some(c.arg.element(&g, c.spec.elem().size_bytes()) as usize)
     }
 
+    /// The global element a tensor **store** writes for box element `l`, or none when it is
+    /// clipped. The GPU clips dim 0 at 16-byte granularity: it writes the whole 16-byte chunk
+    /// holding the tensor's last dim-0 element (measured on an H100: a rank-5 f32 tensor of 6
+    /// columns with a pitch of 8 got columns 6 and 7 written), so dim 0 ends at
+    /// `⌈dims[0] · size / 16⌉ · 16 / size` here; the other dims clip exactly.
+    fn tma_store_element(c: &Copy, l: usize) -> Option<usize> {
+        let size = c.spec.elem().size_bytes() as u64;
+        let b = c.spec.box_coord(l);
+        let mut g = Vec::with_capacity(b.len());
+        for (i, ((&o, &bi), &d)) in c.origin.iter().zip(&b).zip(c.arg.dims()).enumerate() {
+            let x = o + bi as i64;
+            let end = if i == 0 { (d * size).div_ceil(16) * 16 / size } else { d };
+            if x < 0 || x >= end as i64 {
+                return None;
+            }
+            g.push(x as u64);
+        }
+        Some(c.arg.element(&g, size as usize) as usize)
+    }
+
     /// Checks the shared side: aligned for the swizzle, the whole image inside the allocation.
     fn tma_shared_start(
         &self,
@@ -257,6 +277,7 @@ impl<'a> BlockExec<'a> {
         let group = self.asy.group.get(&t).copied().unwrap_or(0);
         let id = self.p.inst_id(inst);
         let n = c.spec.box_elems();
+        let len = lock.read().unwrap_or_else(|e| e.into_inner()).len();
         let mut writes: Vec<(usize, u64)> = Vec::with_capacity(n);
         for l in 0..n {
             let x = so + c.spec.smem_element(l);
@@ -274,7 +295,17 @@ impl<'a> BlockExec<'a> {
                 let kind = AsyncBug::MissingProxyFence;
                 return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
             }
-            if let Some(e) = Self::tma_global_element(&c, l) {
+            if let Some(e) = Self::tma_store_element(&c, l) {
+                if e >= len {
+                    let detail = format!(
+                        "box element {:?} lies in the 16-byte chunk that ends the tensor's dim 0, \
+                         which the GPU writes whole: element {e} of a buffer of {len}; pad the \
+                         buffer to whole 16-byte chunks",
+                        c.spec.box_coord(l)
+                    );
+                    let kind = AsyncBug::StorePastBuffer;
+                    return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
+                }
                 let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
                 let res = self.shared[cta][s as usize].read(x, rec, self.base);
                 let (v, init) = res.map_err(|cf| self.race(inst, s, cf, t, false))?;
