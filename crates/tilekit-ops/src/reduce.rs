@@ -52,8 +52,8 @@ use crate::error::{OpsError, Result};
 use crate::host;
 use crate::tile::{block_reduce, View, Window};
 
-mod held;
-mod persistent;
+pub mod held;
+pub mod persistent;
 pub use held::build_softmax_bulk_held;
 pub use persistent::{build_softmax_persistent, resident_blocks};
 
@@ -475,6 +475,57 @@ pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning)
 fn exp_diff(b: &KernelBuilder, a: &Val, m: &Val) -> Result<Val> {
     let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &b.f32(std::f32::consts::LOG2_E))?;
     Ok(b.unary(UnOp::Exp2Approx, &z)?)
+}
+
+/// Thread `first` initialises mbarriers `0..count` of `bars` for one arrival each and
+/// publishes them (`fence.mbarrier_init`); then the block synchronises.
+fn init_chunk_barriers(
+    b: &KernelBuilder,
+    first: &Pred,
+    bars: tilekit_ir::MemRef,
+    count: i64,
+) -> Result<()> {
+    b.if_then(first, |b| {
+        for k in 0..count {
+            b.mbarrier_init(bars, &Val::lit(k), &Val::lit(1))?;
+        }
+        b.fence_mbarrier_init();
+        Ok(())
+    })?;
+    b.barrier();
+    Ok(())
+}
+
+/// One thread's bulk copies of a row's slice for the bulk-copy softmax kernels: chunk `k`
+/// (`c` elements of `x` from column `lo + k·c` of the row starting at element `xrow`, clipped
+/// at the row length `n`) lands at `buf[dst + k·c]` and completes on mbarrier `bar0 + k`,
+/// which expects exactly its bytes (0 for a chunk past the row's end, which copies nothing).
+#[allow(clippy::too_many_arguments)]
+fn issue_slice(
+    b: &KernelBuilder,
+    x: &tilekit_ir::TensorParam,
+    buf: tilekit_ir::MemRef,
+    bars: tilekit_ir::MemRef,
+    (xrow, lo, n): (&Val, &Val, &Val),
+    (c, chunks): (i64, i64),
+    dst: &Val,
+    bar0: &Val,
+) -> std::result::Result<(), tilekit_ir::IrError> {
+    let lit = Val::lit;
+    let size = x.mem.elem.size_bytes() as i64;
+    for k in 0..chunks {
+        let c0 = lo.clone() + lit(k * c);
+        let left = b.binary(BinOp::Sub, n, &c0)?;
+        let len = b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(c))?, &lit(0))?;
+        let bar = bar0.clone() + lit(k);
+        b.mbarrier_arrive(bars, &bar, Some(&(len.clone() * lit(size))))?;
+        let some = b.cmp(CmpOp::Gt, &len, &lit(0))?;
+        b.if_then(&some, |b| {
+            let at = dst.clone() + lit(k * c);
+            b.bulk_load(buf, &at, x.mem, &(xrow.clone() + c0.clone()), &len, bars, &bar)
+        })?;
+    }
+    Ok(())
 }
 
 /// The cluster's (max, sum of `exp(x − max)`) from every block's `(m, s)`: thread 0 leaves its
@@ -942,34 +993,10 @@ pub fn build_softmax_bulk_cluster(
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
     b.note("softmax_bulk_cluster: one mbarrier per chunk, every chunk's bulk copy in flight");
+    init_chunk_barriers(&b, &first, bars, chunks)?;
     b.if_then(&first, |b| {
-        for k in 0..chunks {
-            b.mbarrier_init(bars, &lit(k), &lit(1))?;
-        }
-        b.fence_mbarrier_init();
-        Ok(())
-    })?;
-    b.barrier();
-    b.if_then(&first, |b| {
-        for k in 0..chunks {
-            let c0 = lo.clone() + lit(k * c);
-            let left = b.binary(BinOp::Sub, &n, &c0)?;
-            let len = b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(c))?, &lit(0))?;
-            b.mbarrier_arrive(bars, &lit(k), Some(&(len.clone() * lit(size))))?;
-            let some = b.cmp(CmpOp::Gt, &len, &lit(0))?;
-            b.if_then(&some, |b| {
-                b.bulk_load(
-                    buf,
-                    &lit(k * c),
-                    x.mem,
-                    &(xrow.clone() + c0.clone()),
-                    &len,
-                    bars,
-                    &lit(k),
-                )
-            })?;
-        }
-        Ok(())
+        let lit0 = lit(0);
+        issue_slice(b, &x, buf, bars, (&xrow, &lo, &n), (c, chunks), &lit0, &lit0)
     })?;
     // the vectors of chunk k this thread owns: (offset in the slice, in-row mask)
     let vectors = |b: &KernelBuilder, k: &Val| -> Result<Vec<(Val, Pred)>> {

@@ -88,26 +88,10 @@ pub fn build_softmax_bulk_held(
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
     b.note(format!("{name}: one mbarrier per chunk, every chunk's bulk copy in flight"));
+    super::init_chunk_barriers(&b, &first, bars, chunks)?;
     b.if_then(&first, |b| {
-        for k in 0..chunks {
-            b.mbarrier_init(bars, &lit(k), &lit(1))?;
-        }
-        b.fence_mbarrier_init();
-        Ok(())
-    })?;
-    b.barrier();
-    b.if_then(&first, |b| {
-        for k in 0..chunks {
-            let c0 = lo.clone() + lit(k * c);
-            let left = b.binary(BinOp::Sub, &n, &c0)?;
-            let len = b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(c))?, &lit(0))?;
-            b.mbarrier_arrive(bars, &lit(k), Some(&(len.clone() * lit(size))))?;
-            let some = b.cmp(CmpOp::Gt, &len, &lit(0))?;
-            b.if_then(&some, |b| {
-                b.bulk_load(buf, &lit(k * c), x.mem, &(xrow.clone() + c0), &len, bars, &lit(k))
-            })?;
-        }
-        Ok(())
+        let zero = lit(0);
+        super::issue_slice(b, &x, buf, bars, (&xrow, &lo, &n), (c, chunks), &zero, &zero)
     })?;
     let ninf = b.f32(f32::NEG_INFINITY);
     b.note(format!("{name} pass 1: each chunk into registers as it lands, its max"));

@@ -111,19 +111,8 @@ pub fn build_softmax_persistent(
         let real = b.cmp(CmpOp::Lt, row, &rows)?;
         b.if_then(&real, |b| {
             let xrow = row.clone() * x.strides[0].clone();
-            for k in 0..chunks {
-                let c0 = lo.clone() + lit(k * c);
-                let left = b.binary(BinOp::Sub, &n, &c0)?;
-                let len = b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(c))?, &lit(0))?;
-                let bar = s.clone() * lit(chunks) + lit(k);
-                b.mbarrier_arrive(bars, &bar, Some(&(len.clone() * lit(size))))?;
-                let some = b.cmp(CmpOp::Gt, &len, &lit(0))?;
-                b.if_then(&some, |b| {
-                    let dst = s.clone() * lit(slice) + lit(k * c);
-                    b.bulk_load(buf, &dst, x.mem, &(xrow.clone() + c0.clone()), &len, bars, &bar)
-                })?;
-            }
-            Ok(())
+            let (dst, bar0) = (s.clone() * lit(slice), s.clone() * lit(chunks));
+            super::issue_slice(b, &x, buf, bars, (&xrow, &lo, &n), (c, chunks), &dst, &bar0)
         })?;
         Ok(())
     };
