@@ -113,6 +113,27 @@ impl<'a> BlockExec<'a> {
         }
     }
 
+    /// Shared element `key` as the source of a bulk or tensor store issued by lane `t`: no bulk
+    /// load may still be landing there, and the threads' writes to it must be fenced for the
+    /// async proxy.
+    pub(crate) fn async_source(&self, inst: &Inst, key: (usize, u32, usize), t: usize) -> R {
+        let (_, s, x) = key;
+        if let Some(&l) = self.asy.landing.get(&key) {
+            let detail = format!(
+                "the bulk load `{}` has not completed",
+                self.inst_text_of(self.asy.loads[l].inst)
+            );
+            let kind = AsyncBug::ReadBeforeComplete;
+            return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+        }
+        if let Err(e) = self.proxy_fenced(key) {
+            let detail = self.proxy_detail(e);
+            let kind = AsyncBug::MissingProxyFence;
+            return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+        }
+        Ok(())
+    }
+
     /// The detail of a [`AsyncBug::MissingProxyFence`] from [`Self::proxy_fenced`].
     pub(crate) fn proxy_detail(&self, (w, writer, fence): (u64, usize, Option<u64>)) -> String {
         format!(
@@ -770,19 +791,7 @@ impl<'a> BlockExec<'a> {
         let mut bits = Vec::with_capacity(n);
         for x in so..so + n {
             let k = (cta, s, x);
-            if let Some(&l) = self.asy.landing.get(&k) {
-                let detail = format!(
-                    "the bulk load `{}` has not completed",
-                    self.inst_text_of(self.asy.loads[l].inst)
-                );
-                let kind = AsyncBug::ReadBeforeComplete;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
-            if let Err(e) = self.proxy_fenced(k) {
-                let detail = self.proxy_detail(e);
-                let kind = AsyncBug::MissingProxyFence;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
+            self.async_source(inst, k, t)?;
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
             let res = shared_read!(self, cta, s as usize, x, rec);
             let (v, init) = res.map_err(|c| self.race(inst, s, c, t, false))?;

@@ -282,19 +282,7 @@ impl<'a> BlockExec<'a> {
         for l in 0..n {
             let x = so + c.spec.smem_element(l);
             let k = (cta, s, x);
-            if let Some(&ld) = self.asy.landing.get(&k) {
-                let detail = format!(
-                    "the bulk load `{}` has not completed",
-                    self.inst_text_of(self.asy.loads[ld].inst)
-                );
-                let kind = AsyncBug::ReadBeforeComplete;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
-            if let Err(e) = self.proxy_fenced(k) {
-                let detail = self.proxy_detail(e);
-                let kind = AsyncBug::MissingProxyFence;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
+            self.async_source(inst, k, t)?;
             if let Some(e) = Self::tma_store_element(&c, l) {
                 if e >= len {
                     let detail = format!(
