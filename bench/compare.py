@@ -5,6 +5,7 @@ Run it on the device machine in the same call as `tilekit bench` (PyTorch is ins
 
     python3 bench/compare.py            # table
     python3 bench/compare.py --json     # one JSON object per op
+    python3 bench/compare.py --gemm     # torch.matmul on issue 13's GEMM shapes (TFLOP/s)
 
 Every op is timed with CUDA events: 3 warm-ups, then the median of `--reps` runs. Bytes are the
 fewest the op must move (each input read once, each output written once). The ratio is to a
@@ -49,11 +50,57 @@ def morton_perm(h, w, t):
     return ((tr * tiles_w + tc) * t * t + z).flatten()
 
 
+# Issue 13's GEMM shapes (M, N, K), the same list as `tilekit bench gemm` (tilekit_cli::bench_gemm::SHAPES).
+GEMM_SHAPES = [
+    (8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (8192, 8192, 1024),
+    (4096, 14336, 4096), (14336, 4096, 4096), (16384, 1024, 4096), (8191, 8191, 8191),
+    (1000, 1000, 1000), (64, 8192, 8192),
+]
+
+
+def gemm(args):
+    """torch.matmul in tilekit's TN layout: A (M×K) and B stored N×K, both row-major, C = A·Bᵀ.
+
+    bf16 and f16 with the output in the input type (torch's default), and fp32 with TF32 off for
+    the SIMT row of issue 13. FLOPs = 2·M·N·K; the median of `--reps` CUDA-event timings.
+    """
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.cuda.get_device_name(0)
+    rows = []
+    for (m, n, k) in GEMM_SHAPES:
+        for dt, name in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
+            if name == "f16" and (m, n, k) not in [(8192, 8192, 8192), (4096, 14336, 4096), (14336, 4096, 4096)]:
+                continue
+            a = (torch.rand(m, k, device="cuda") - 0.5).to(dt)
+            b = (torch.rand(n, k, device="cuda") - 0.5).to(dt)
+            ms = timed(lambda: torch.matmul(a, b.t()), args.reps)
+            rows.append(dict(op="gemm", shape=f"{m}x{n}x{k}", dtype=name, device=dev, median_ms=ms,
+                             torch_tflops=2 * m * n * k / (ms * 1e-3) / 1e12, torch=torch.__version__))
+            del a, b
+    a = torch.rand(8192, 8192, device="cuda") - 0.5
+    b = torch.rand(8192, 8192, device="cuda") - 0.5
+    ms = timed(lambda: torch.matmul(a, b.t()), args.reps)
+    rows.append(dict(op="gemm", shape="8192x8192x8192", dtype="f32 (no tf32)", device=dev, median_ms=ms,
+                     torch_tflops=2 * 8192 ** 3 / (ms * 1e-3) / 1e12, torch=torch.__version__))
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+    else:
+        print(f"PyTorch {torch.__version__} on {dev}: torch.matmul, C = A·Bᵀ (B stored N×K)")
+        print(f"{'shape':<18} {'dtype':<14} {'median ms':>10} {'TFLOP/s':>8}")
+        for r in rows:
+            print(f"{r['shape']:<18} {r['dtype']:<14} {r['median_ms']:>10.3f} {r['torch_tflops']:>8.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--gemm", action="store_true", help="torch.matmul on issue 13's GEMM shapes")
     args = ap.parse_args()
+    if args.gemm:
+        gemm(args)
+        return
     dev = torch.cuda.get_device_name(0)
     gib = 1 << 30
     src = torch.rand(gib // 4, device="cuda") + 0.5
