@@ -248,6 +248,46 @@ pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3
     })
 }
 
+/// Element of the shared C tile (column blocks of `BM × cw`, `cw` = 128 bytes of the output
+/// type, each with the 128-byte swizzle) where consumer thread `t` (0..256) puts accumulator
+/// pair `i` (registers `i`, `i + 1`): the arithmetic the epilogue emits, on the host.
+fn c_tile_offset(ob: i64, t: i64, i: usize) -> i64 {
+    let (cw, ce) = (128 / ob, 16 / ob);
+    let (half, warp, lane) = (t / 128, t % 128 / 32, t % 32);
+    let (pair_col, x) = (lane % 4 * 2, lane / 4);
+    let y = (pair_col / ce) ^ x;
+    let base = (half * 64 + warp * 16 + x) * cw + pair_col % ce;
+    let (r0, c0) = acc_coord(0, i);
+    let (r0, c0) = (r0 as i64, c0 as i64);
+    base + c0 / cw * BM * cw + r0 * cw + (y ^ (c0 % cw / ce)) * ce
+}
+
+/// The epilogue's offsets agree with the tile's layout descriptor (the one C's tensor map is
+/// derived from) for every thread and accumulator pair; a named error otherwise.
+fn check_c_tile(layout: &tilekit_layout::TensorDescriptor<i64>, out: ScalarType, bn: i64) -> Result<()> {
+    let ob = out.size_bytes() as i64;
+    let cw = 128 / ob;
+    let regs = (bn / 2) as usize; // m64nBN: BN / 2 f32 registers a thread
+    for t in 0..256 {
+        for i in (0..regs).step_by(2) {
+            let (r0, c0) = acc_coord((t % 128) as usize, i);
+            let (row, col) = (t / 128 * 64 + r0 as i64, c0 as i64);
+            let want = col / cw * BM * cw
+                + layout.calculate_offset(&[row, col % cw]).map_err(tilekit_ir::IrError::from)?;
+            let got = c_tile_offset(ob, t, i);
+            if got != want {
+                return Err(OpsError::invalid(
+                    "gemm_sm90 C tile",
+                    format!("offset of thread {t}, accumulator {i}"),
+                    got,
+                    format!("{want} (the swizzled layout's)"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn lit(v: i64) -> Val {
     <Val as Idx>::lit(v)
 }
@@ -291,6 +331,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let ob = cfg.output.size_bytes() as i64;
     let cw = 128 / ob;
     let c_layout = HopperSwizzle::B128.descriptor(BM, cw, ob)?;
+    if cfg.epilogue == Epilogue::Tma {
+        check_c_tile(&c_layout, cfg.output, bn)?;
+    }
     let cmap = match cfg.epilogue {
         Epilogue::Registers => None,
         Epilogue::Tma => Some(b.tensor_map_for_layout(
@@ -457,7 +500,14 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 };
                 if let (Some(cmap), Some(sc)) = (cmap, sc) {
                     b.note("gemm_sm90 epilogue: the fragment into the swizzled C tile, TMA stores");
-                    let cl = c_layout.lift::<Val>();
+                    // per thread: its rows' swizzle phase x = row mod 8 = lane / 4 and the
+                    // 16-byte chunk of its column pair; per register pair a constant chunk
+                    let ce = 16 / ob;
+                    let pair_col = lane.clone() % lit(4) * lit(2);
+                    let x = lane.clone() / lit(4);
+                    let y = b.binary(BinOp::Xor, &(pair_col.clone() / lit(ce)), &x)?;
+                    let row_t = half.clone() * lit(64) + warp.clone() * lit(16) + x;
+                    let base = row_t * lit(cw) + pair_col % lit(ce);
                     // the last tile's stores have finished reading the C tile
                     b.if_then(&storer, |b| {
                         b.bulk_wait(0, true);
@@ -465,11 +515,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     })?;
                     b.named_barrier(1, 256)?;
                     for i in (0..acc.len()).step_by(2) {
-                        let (row, col) = frag(i);
-                        let blk = col.clone() / lit(cw);
-                        let at = blk * lit(BM * cw)
-                            + cl.calculate_offset(&[row, col % lit(cw)])
-                                .map_err(tilekit_ir::IrError::from)?;
+                        let (r0, c0) = acc_coord(0, i);
+                        let (r0, c0) = (r0 as i64, c0 as i64);
+                        let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
+                        let at = base.clone()
+                            + lit(c0 / cw * BM * cw + r0 * cw)
+                            + chunk * lit(ce);
                         let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
                         b.store(sc, &at, &vals, None)?;
                     }
