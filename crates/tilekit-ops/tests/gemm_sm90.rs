@@ -191,6 +191,10 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
     for cfg in [
         GemmConfig::default(),
         GemmConfig { bn: 192, stages: 4, ..GemmConfig::default() },
+        // bn 256: 128 accumulator registers of the 168 every thread gets (.maxnreg binds;
+        // ptxas does not allocate past it after setmaxnreg.inc)
+        GemmConfig { bn: 256, stages: 4, overlap: true, ..GemmConfig::default() },
+        GemmConfig { bn: 256, stages: 3, output: ScalarType::F32, ..GemmConfig::default() },
         GemmConfig { output: ScalarType::F32, ..GemmConfig::default() },
         GemmConfig {
             persistent: true,
