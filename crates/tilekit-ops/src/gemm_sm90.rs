@@ -147,6 +147,31 @@ impl Default for GemmConfig {
 }
 
 impl GemmConfig {
+    /// A short name of the configuration (for benchmark tables).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
+    /// assert_eq!(GemmConfig::default().label(), "bn 128, 4 stages");
+    /// let p = GemmConfig { overlap: true, persistent: true, raster: Raster::Grouped(8), epilogue: Epilogue::Tma, ..GemmConfig::default() };
+    /// assert_eq!(p.label(), "bn 128, 4 stages, overlap, persistent, grouped 8, tma store");
+    /// ```
+    pub fn label(&self) -> String {
+        let mut s = format!("bn {}, {} stages", self.bn, self.stages);
+        if self.overlap {
+            s += ", overlap";
+        }
+        if self.persistent {
+            s += ", persistent";
+        }
+        if let Raster::Grouped(g) = self.raster {
+            s += &format!(", grouped {g}");
+        }
+        if self.epilogue == Epilogue::Tma {
+            s += ", tma store";
+        }
+        s
+    }
+
     /// Bytes of shared memory: the ring's tiles, and with [`Epilogue::Tma`] the C tile
     /// (`BM × bn` of the output type).
     ///
