@@ -190,11 +190,9 @@ fn sm90_best(
     let b = cuda.from_host(&bh).map_err(e)?;
     // C is poisoned (NaN) before each config, so a config that leaves elements unwritten
     // cannot pass on the last one's results
-    let ch = tilekit_ir::tensor::HostTensor::new(
-        host::poisoned(ty, m * n).map_err(e)?,
-        layout(mi, ni)?,
-    )
-    .map_err(|e| e.to_string())?;
+    let ch =
+        tilekit_ir::tensor::HostTensor::new(host::poisoned(ty, m * n).map_err(e)?, layout(mi, ni)?)
+            .map_err(|e| e.to_string())?;
     let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
     let mut best: Option<(f64, String)> = None;
     for base in SM90_CONFIGS {

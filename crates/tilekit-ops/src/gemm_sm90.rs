@@ -1,29 +1,65 @@
 //! GEMM on Hopper's asynchronous machinery: TMA tiles into a shared-memory ring, wgmma from
 //! descriptors derived from the swizzled tile layouts, a producer warpgroup and two consumer
-//! warpgroups (warp specialisation with `setmaxnreg`).
+//! warpgroups (warp specialisation with `setmaxnreg`), optionally persistent with a grouped
+//! tile order and an epilogue through shared memory and TMA stores.
 //!
 //! ```text
 //!   C (M×N, row-major) = A (M×K, row-major) · Bᵀ   with B stored N×K, row-major ("TN": both
 //!   operands K-contiguous, the layout wgmma reads without transposing)
 //!
-//!   block (BM = 128) × (BN) of C, 384 threads:
+//!   block: tiles of (BM = 128) × (BN) of C, 384 threads; `it` = k-slices the block has streamed
 //!   warpgroup 0 (producer, setmaxnreg.dec 40)     warpgroups 1, 2 (consumers, setmaxnreg.inc 232)
-//!   one thread, for kt = 0 .. ⌈K/64⌉:             for kt:  s = kt mod S, round r = ⌊kt/S⌋
-//!     s = kt mod S, round r = ⌊kt/S⌋                wait full[s] parity r mod 2
-//!     wait empty[s] parity (r+1) mod 2              wgmma.fence
-//!     arrive.expect_tx(full[s], A + B tile bytes)   4 × wgmma m64nBNk16 (A rows 64·(wg−1).., B)
-//!     TMA A[m0.., k0..] (64 × 128 box, 128B swz)    commit; wait_group 0
-//!     TMA B[n0.., k0..] (64 × BN box, 128B swz)     arrive empty[s]              (256 arrivals)
-//!                                                 C[m0 + 64·(wg−1) + row, n0 + col] = acc (masked)
+//!   one thread,                                   for each tile t of the block (same walk):
+//!   for each tile t of the block:                   for kt: g = it + kt, s = g mod S, r = ⌊g/S⌋
+//!     for kt = 0 .. ⌈K/64⌉:                           wait full[s] parity r mod 2
+//!       g = it + kt, s = g mod S, r = ⌊g/S⌋           wgmma.fence; 4 × wgmma m64nBNk16
+//!       wait empty[s] parity (r+1) mod 2              commit; wait_group 0 (overlap: 1)
+//!       arrive.expect_tx(full[s], A + B bytes)        arrive empty[s] (overlap: s − 1)  (256)
+//!       TMA A[m0.., k0..] (64 × 128 box, 128B swz)  (overlap: wait_group 0, release the last s)
+//!       TMA B[n0.., k0..] (64 × BN box, 128B swz)   epilogue (below)
+//!     it += ⌈K/64⌉                                  it += ⌈K/64⌉
+//!
+//!   the ring's stage and phase run on across tiles (no drain): while the consumers store a
+//!   tile, the producer already streams the next tile's first slices into the freed stages
+//!
+//!   persistent (grid = min(tiles, SMs), launch_grid):      one block per tile:
+//!     block b walks t = b, b + grid, b + 2·grid, …           t = blockIdx.y · gridDim.x + x
+//!     SM0 │ t0 ld+mma │ t4 ld+mma │ t8 … (grid 4)          (the same walk, one step)
+//!         │           │▒ st t0   │▒ st t4     ▒ = epilogue overlapping the next loads
+//!
+//!   tile order, t → (M-tile, N-tile) on tiles_m × tiles_n:
+//!     Linear        (t / tiles_n, t mod tiles_n)
+//!     Grouped(g)    groups of g M-tiles walked column by column (CUTLASS / Triton swizzle):
+//!                   the blocks in flight share a few A row tiles and B column tiles in L2
+//!                   g = 2:  t:  0 2 4 6      M-tile 0
+//!                               1 3 5 7      M-tile 1
+//!                               8 9 10 11    M-tile 2 (the last group, one row)
+//!
+//!   epilogue, Registers: C[m0 + row, n0 + col] = acc, masked global stores of column pairs
+//!   epilogue, Tma:
+//!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
+//!     bar.sync 1, 256 (the consumers) ◄──────────────────────────────────────┘
+//!     each consumer: acc → output type → shared C tile (BN/cw blocks of 128 rows × 128 bytes,
+//!       128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no conflicts)
+//!     fence.proxy.async; bar.sync 1, 256
+//!     the storing thread: BN/cw TMA stores (box cw × 128 at (n0 + j·cw, m0)); commit
+//!     (the stores drain while the next tile's mainloop runs; waited at the next epilogue)
 //!
 //!   shared: S stages of { A tile 128×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
-//!   tensor map and the wgmma descriptors are derived
+//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, 128 × BN outputs
 //! ```
 //!
 //! Edges: TMA fills the parts of a box outside A or B with zeros (so K need not be a multiple
-//! of 64, nor M, N of the tile), and the stores of C are masked. TMA needs 16-byte aligned rows:
-//! K a multiple of 8 elements.
+//! of 64, nor M, N of the tile); the register stores of C are masked, the TMA stores clipped at
+//! C's far edges (dim 0 at 16-byte granularity, so the TMA epilogue needs C's row pitch a
+//! multiple of 16 bytes — its tensor map refuses others at binding). TMA needs 16-byte aligned
+//! rows of A and B: K a multiple of 8 elements.
+//!
+//! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
+//! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
+//! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
+//! plus constants, and are computed after the mainloop inside the tile walk).
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
@@ -289,7 +325,11 @@ fn c_tile_offset(ob: i64, t: i64, i: usize) -> i64 {
 
 /// The epilogue's offsets agree with the tile's layout descriptor (the one C's tensor map is
 /// derived from) for every thread and accumulator pair; a named error otherwise.
-fn check_c_tile(layout: &tilekit_layout::TensorDescriptor<i64>, out: ScalarType, bn: i64) -> Result<()> {
+fn check_c_tile(
+    layout: &tilekit_layout::TensorDescriptor<i64>,
+    out: ScalarType,
+    bn: i64,
+) -> Result<()> {
     let ob = out.size_bytes() as i64;
     let cw = 128 / ob;
     let regs = (bn / 2) as usize; // m64nBN: BN / 2 f32 registers a thread
@@ -455,8 +495,22 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
                         let k0 = i32v(b, &(kt.clone() * lit(BK)))?;
-                        b.tensor_load(sa, &(s.clone() * lit(a_elems)), am, &[k0.clone(), m0.clone()], full, &s)?;
-                        b.tensor_load(sb, &(s.clone() * lit(b_elems)), bmap, &[k0, n0.clone()], full, &s)?;
+                        b.tensor_load(
+                            sa,
+                            &(s.clone() * lit(a_elems)),
+                            am,
+                            &[k0.clone(), m0.clone()],
+                            full,
+                            &s,
+                        )?;
+                        b.tensor_load(
+                            sb,
+                            &(s.clone() * lit(b_elems)),
+                            bmap,
+                            &[k0, n0.clone()],
+                            full,
+                            &s,
+                        )?;
                         Ok(vec![])
                     })?;
                     Ok(())
@@ -542,9 +596,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let (r0, c0) = acc_coord(0, i);
                         let (r0, c0) = (r0 as i64, c0 as i64);
                         let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
-                        let at = base.clone()
-                            + lit(c0 / cw * BM * cw + r0 * cw)
-                            + chunk * lit(ce);
+                        let at = base.clone() + lit(c0 / cw * BM * cw + r0 * cw) + chunk * lit(ce);
                         let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
                         b.store(sc, &at, &vals, None)?;
                     }
@@ -559,7 +611,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         Ok(())
                     })?;
                 } else {
-                    b.note("gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges");
+                    b.note(
+                        "gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges",
+                    );
                     let (m, n) = (c.lengths[0].clone(), c.lengths[1].clone());
                     for i in (0..acc.len()).step_by(2) {
                         let (r, cc) = frag(i);

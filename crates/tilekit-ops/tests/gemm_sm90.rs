@@ -146,7 +146,14 @@ fn the_tma_store_epilogue_matches_the_reference() {
         ..GemmConfig::default()
     };
     run(base, 200, 136, 200, 31);
-    run_on(GemmConfig { persistent: true, raster: Raster::Grouped(2), ..base }, 200, 136, 200, 33, 2);
+    run_on(
+        GemmConfig { persistent: true, raster: Raster::Grouped(2), ..base },
+        200,
+        136,
+        200,
+        33,
+        2,
+    );
     run_on(
         GemmConfig { persistent: true, output: ScalarType::F32, bn: 128, ..base },
         130,

@@ -9,7 +9,18 @@ fn dump() {
         ("a_pov", GemmConfig { persistent: true, overlap: true, ..b }),
         ("a_povg", GemmConfig { persistent: true, overlap: true, raster: Raster::Grouped(8), ..b }),
         ("a_f32", GemmConfig { output: tilekit_ir::ScalarType::F32, ..b }),
-        ("t_f32", GemmConfig { output: tilekit_ir::ScalarType::F32, bn: 128, stages: 4, epilogue: Epilogue::Tma, persistent: true, overlap: true, ..b }),
+        (
+            "t_f32",
+            GemmConfig {
+                output: tilekit_ir::ScalarType::F32,
+                bn: 128,
+                stages: 4,
+                epilogue: Epilogue::Tma,
+                persistent: true,
+                overlap: true,
+                ..b
+            },
+        ),
         ("t", GemmConfig { epilogue: Epilogue::Tma, ..b }),
     ] {
         let k = build_gemm_sm90(cfg).unwrap();

@@ -164,7 +164,9 @@ impl<'a> BlockExec<'a> {
             .collect();
         let mine = |groups: Option<&HashMap<usize, (u64, u32)>>| -> HashMap<usize, (u64, u32)> {
             groups
-                .map(|g| g.iter().filter(|(b, _)| bases.contains(b)).map(|(b, x)| (*b, *x)).collect())
+                .map(|g| {
+                    g.iter().filter(|(b, _)| bases.contains(b)).map(|(b, x)| (*b, *x)).collect()
+                })
                 .unwrap_or_default()
         };
         let snap: Vec<_> = pairs
@@ -176,10 +178,8 @@ impl<'a> BlockExec<'a> {
                 continue;
             }
             let held = mine(self.wg.inflight.get(&d));
-            if let Some((&base, &(g, id))) = held
-                .iter()
-                .filter(|(b, _)| !st.contains_key(b))
-                .min_by_key(|(b, _)| **b)
+            if let Some((&base, &(g, id))) =
+                held.iter().filter(|(b, _)| !st.contains_key(b)).min_by_key(|(b, _)| **b)
             {
                 let detail = format!(
                     "{d} holds an accumulator of `{}` (group {g}) still in flight, and this \
