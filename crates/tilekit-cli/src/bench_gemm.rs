@@ -22,7 +22,7 @@ use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend as _, Cuda};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
-use tilekit_ops::gemm_sm90::{build_gemm_sm90, GemmConfig, BM};
+use tilekit_ops::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
 use tilekit_ops::host;
 
 use crate::bench::Args;
@@ -73,7 +73,7 @@ pub struct GemmRow {
     pub cublaslt_tn_tflops: Option<f64>,
     /// tilekit's Hopper kernel (TMA + wgmma), TN, output of the input type: the best config.
     pub sm90_tflops: Option<f64>,
-    /// Its configuration (`bn`, stages).
+    /// Its configuration ([`GemmConfig::label`]).
     pub sm90_config: Option<String>,
     /// `sm90_tflops / cublaslt_tn_tflops`.
     pub sm90_ratio: Option<f64>,
@@ -112,19 +112,54 @@ fn tilekit_ms(
     Some(t.median_ms())
 }
 
-/// The Hopper kernel's configurations timed per problem.
-pub const SM90_CONFIGS: &[(i64, i64, bool)] = &[
-    (128, 4, false),
-    (128, 6, true),
-    (192, 4, true),
-    (256, 3, false),
-    (256, 3, true),
-    (256, 4, true),
+const fn sm90(
+    bn: i64,
+    stages: i64,
+    persistent: bool,
+    raster: Raster,
+    epilogue: Epilogue,
+) -> GemmConfig {
+    GemmConfig {
+        input: ScalarType::BF16,
+        output: ScalarType::BF16,
+        bn,
+        stages,
+        overlap: true,
+        persistent,
+        raster,
+        epilogue,
+    }
+}
+
+/// The Hopper kernel's configurations timed per problem (input and output types are set per
+/// problem): the two winners of the one-block-per-tile kernel (bn 128 / 6 stages, bn 256 / 4
+/// stages, one wgmma group in flight), then the persistent grid in linear and grouped tile
+/// order, with the register epilogue and the TMA-store one. TMA-store configs are skipped where
+/// C's row pitch is not a multiple of 16 bytes.
+///
+/// ```
+/// assert!(tilekit_cli::bench_gemm::SM90_CONFIGS.len() <= 16);
+/// ```
+pub const SM90_CONFIGS: &[GemmConfig] = &[
+    sm90(128, 6, false, Raster::Linear, Epilogue::Registers),
+    sm90(256, 4, false, Raster::Linear, Epilogue::Registers),
+    sm90(128, 6, false, Raster::Grouped(8), Epilogue::Registers),
+    sm90(128, 6, true, Raster::Linear, Epilogue::Registers),
+    sm90(128, 6, true, Raster::Grouped(8), Epilogue::Registers),
+    sm90(256, 4, true, Raster::Linear, Epilogue::Registers),
+    sm90(256, 4, true, Raster::Grouped(8), Epilogue::Registers),
+    sm90(128, 4, true, Raster::Grouped(8), Epilogue::Tma),
+    sm90(128, 5, true, Raster::Grouped(8), Epilogue::Tma),
+    sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma),
+    sm90(128, 6, true, Raster::Grouped(4), Epilogue::Tma),
+    sm90(128, 6, true, Raster::Grouped(16), Epilogue::Tma),
+    sm90(192, 4, true, Raster::Grouped(8), Epilogue::Tma),
+    sm90(256, 3, true, Raster::Grouped(8), Epilogue::Tma),
 ];
 
 /// tilekit's Hopper GEMM on device tensors (A M×K, B N×K, C M×N, row-major): the best of
-/// [`SM90_CONFIGS`] as (median ms, config), each checked on 64 sampled elements of C against
-/// an f64 reference; `Err` names a wrong result or a failed launch.
+/// [`SM90_CONFIGS`] as (median ms, config), each launched on [`launch_grid`] for the device's
+/// SM count and checked on 64 sampled elements of C (poisoned first) against an f64 reference; `Err` names a wrong result or a failed launch.
 fn sm90_best(
     cuda: &Cuda,
     m: usize,
@@ -153,30 +188,40 @@ fn sm90_best(
     .map_err(|e| e.to_string())?;
     let a = cuda.from_host(&ah).map_err(e)?;
     let b = cuda.from_host(&bh).map_err(e)?;
-    let mut c = cuda.empty(ty, &[mi, ni]).map_err(e)?;
+    // C is poisoned (NaN) before each config, so a config that leaves elements unwritten
+    // cannot pass on the last one's results
+    let ch =
+        tilekit_ir::tensor::HostTensor::new(host::poisoned(ty, m * n).map_err(e)?, layout(mi, ni)?)
+            .map_err(|e| e.to_string())?;
     let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
     let mut best: Option<(f64, String)> = None;
-    for &(bn, stages, overlap) in SM90_CONFIGS {
-        let cfg = GemmConfig { input: ty, output: ty, bn, stages, overlap };
+    for base in SM90_CONFIGS {
+        let cfg = GemmConfig { input: ty, output: ty, ..*base };
+        // a TMA store needs C's rows 16-byte aligned
+        if cfg.epilogue == Epilogue::Tma && !(n * ty.size_bytes()).is_multiple_of(16) {
+            continue;
+        }
         let Ok(kernel) = build_gemm_sm90(cfg) else { continue };
         let kernel = CompiledKernel::new(kernel);
-        let grid = [n.div_ceil(bn as usize) as u32, m.div_ceil(BM as usize) as u32, 1];
+        let label = cfg.label();
+        let mut c = cuda.from_host(&ch).map_err(e)?;
+        let grid = launch_grid(&cfg, mi, ni, cuda.multiprocessors()).map_err(e)?;
+        let c_map = map_arg(c.layout()).map_err(e)?;
         let launch = |c: &mut tilekit_cuda::DeviceTensor| -> tilekit_ops::Result<()> {
-            let bind = Bindings::new(&kernel)
+            let mut bind = Bindings::new(&kernel)
                 .input_ptr("a", &a, mi * ki, cuda)?
                 .input_ptr("b", &b, ni * ki, cuda)?
                 .tensor_map("am", map_arg(a.layout())?)?
                 .tensor_map("bm", map_arg(b.layout())?)?
                 .output("c", c, cuda)?
                 .int("k", ki)?;
+            if cfg.epilogue == Epilogue::Tma {
+                bind = bind.tensor_map("cm", c_map.clone())?;
+            }
             cuda.launch(&kernel, grid, bind)
         };
-        eprintln!(
-            "  {m}x{n}x{k} {ty}: tilekit sm90, bn {bn}, {stages} stages, overlap {overlap} …"
-        );
-        let t = cuda
-            .time(3, reps, |_| launch(&mut c))
-            .map_err(|x| format!("bn {bn} stages {stages}: {x}"))?;
+        eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, {label}, grid {grid:?} …");
+        let t = cuda.time(3, reps, |_| launch(&mut c)).map_err(|x| format!("{label}: {x}"))?;
         let got = host::to_f64(cuda.to_host(&c).map_err(e)?.buffer());
         let mut s = 0x9e37_79b9_u64;
         for _ in 0..64 {
@@ -191,12 +236,10 @@ fn sm90_best(
                 + 1e-6;
             let g = got[i * n + j];
             if (g - want).abs() > tol || g.is_nan() {
-                return Err(format!(
-                    "bn {bn} stages {stages}: C[{i}][{j}] = {g}, reference {want}"
-                ));
+                return Err(format!("{label}: C[{i}][{j}] = {g}, reference {want}"));
             }
         }
-        let config = format!("bn {bn}, {stages} stages{}", if overlap { ", overlap" } else { "" });
+        let config = label;
         if best.as_ref().is_none_or(|(ms, _)| t.median_ms() < *ms) {
             best = Some((t.median_ms(), config));
         }

@@ -1,33 +1,71 @@
 //! GEMM on Hopper's asynchronous machinery: TMA tiles into a shared-memory ring, wgmma from
 //! descriptors derived from the swizzled tile layouts, a producer warpgroup and two consumer
-//! warpgroups (warp specialisation with `setmaxnreg`).
+//! warpgroups (warp specialisation with `setmaxnreg`), optionally persistent with a grouped
+//! tile order and an epilogue through shared memory and TMA stores.
 //!
 //! ```text
 //!   C (M×N, row-major) = A (M×K, row-major) · Bᵀ   with B stored N×K, row-major ("TN": both
 //!   operands K-contiguous, the layout wgmma reads without transposing)
 //!
-//!   block (BM = 128) × (BN) of C, 384 threads:
+//!   block: tiles of (BM = 128) × (BN) of C, 384 threads; `it` = k-slices the block has streamed
 //!   warpgroup 0 (producer, setmaxnreg.dec 40)     warpgroups 1, 2 (consumers, setmaxnreg.inc 232)
-//!   one thread, for kt = 0 .. ⌈K/64⌉:             for kt:  s = kt mod S, round r = ⌊kt/S⌋
-//!     s = kt mod S, round r = ⌊kt/S⌋                wait full[s] parity r mod 2
-//!     wait empty[s] parity (r+1) mod 2              wgmma.fence
-//!     arrive.expect_tx(full[s], A + B tile bytes)   4 × wgmma m64nBNk16 (A rows 64·(wg−1).., B)
-//!     TMA A[m0.., k0..] (64 × 128 box, 128B swz)    commit; wait_group 0
-//!     TMA B[n0.., k0..] (64 × BN box, 128B swz)     arrive empty[s]              (256 arrivals)
-//!                                                 C[m0 + 64·(wg−1) + row, n0 + col] = acc (masked)
+//!   one thread,                                   for each tile t of the block (same walk):
+//!   for each tile t of the block:                   for kt: g = it + kt, s = g mod S, r = ⌊g/S⌋
+//!     for kt = 0 .. ⌈K/64⌉:                           wait full[s] parity r mod 2
+//!       g = it + kt, s = g mod S, r = ⌊g/S⌋           wgmma.fence; 4 × wgmma m64nBNk16
+//!       wait empty[s] parity (r+1) mod 2              commit; wait_group 0 (overlap: 1)
+//!       arrive.expect_tx(full[s], A + B bytes)        arrive empty[s] (overlap: s − 1)  (256)
+//!       TMA A[m0.., k0..] (64 × 128 box, 128B swz)  (overlap: wait_group 0, release the last s)
+//!       TMA B[n0.., k0..] (64 × BN box, 128B swz)   epilogue (below)
+//!     it += ⌈K/64⌉                                  it += ⌈K/64⌉
+//!
+//!   the ring's stage and phase run on across tiles (no drain): while the consumers store a
+//!   tile, the producer already streams the next tile's first slices into the freed stages
+//!
+//!   persistent (grid = min(tiles, SMs), launch_grid):      one block per tile:
+//!     block b walks t = b, b + grid, b + 2·grid, …           t = blockIdx.y · gridDim.x + x
+//!     SM0 │ t0 ld+mma │ t4 ld+mma │ t8 … (grid 4)          (the same walk, one step)
+//!         │           │▒ st t0   │▒ st t4     ▒ = epilogue overlapping the next loads
+//!
+//!   tile order, t → (M-tile, N-tile) on tiles_m × tiles_n:
+//!     Linear        (t / tiles_n, t mod tiles_n)
+//!     Grouped(g)    groups of g M-tiles walked column by column (CUTLASS / Triton swizzle):
+//!                   the blocks in flight share a few A row tiles and B column tiles in L2
+//!                   g = 2:  t:  0 2 4 6      M-tile 0
+//!                               1 3 5 7      M-tile 1
+//!                               8 9 10 11    M-tile 2 (the last group, one row)
+//!
+//!   epilogue, Registers: C[m0 + row, n0 + col] = acc, masked global stores of column pairs
+//!   epilogue, Tma:
+//!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
+//!     bar.sync 1, 256 (the consumers) ◄──────────────────────────────────────┘
+//!     each consumer: acc → output type → shared C tile (BN/cw blocks of 128 rows × 128 bytes,
+//!       128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no conflicts)
+//!     fence.proxy.async; bar.sync 1, 256
+//!     the storing thread: BN/cw TMA stores (box cw × 128 at (n0 + j·cw, m0)); commit
+//!     (the stores drain while the next tile's mainloop runs; waited at the next epilogue)
 //!
 //!   shared: S stages of { A tile 128×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
-//!   tensor map and the wgmma descriptors are derived
+//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, 128 × BN outputs
 //! ```
 //!
 //! Edges: TMA fills the parts of a box outside A or B with zeros (so K need not be a multiple
-//! of 64, nor M, N of the tile), and the stores of C are masked. TMA needs 16-byte aligned rows:
-//! K a multiple of 8 elements.
+//! of 64, nor M, N of the tile); the register stores of C are masked, the TMA stores clipped at
+//! C's far edges (dim 0 at 16-byte granularity, so the TMA epilogue needs C's row pitch a
+//! multiple of 16 bytes — its tensor map refuses others at binding). TMA needs 16-byte aligned
+//! rows of A and B: K a multiple of 8 elements.
+//!
+//! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
+//! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
+//! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
+//! plus constants, and are computed after the mainloop inside the tile walk).
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+
+type IrResult<T> = std::result::Result<T, tilekit_ir::IrError>;
 use tilekit_layout::swizzle::HopperSwizzle;
 use tilekit_layout::Idx;
 
@@ -38,11 +76,72 @@ pub const BM: i64 = 128;
 /// K per stage (one 128-byte swizzle row of 16-bit elements).
 pub const BK: i64 = 64;
 
+/// The order in which a [`GemmConfig::persistent`] kernel's blocks (or a non-persistent grid)
+/// walk the tiles of C.
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::Raster;
+/// // 3 M-tiles × 4 N-tiles in groups of 2 M-tiles: down a group's 2 rows, then right
+/// let order: Vec<_> = (0..12).map(|t| Raster::Grouped(2).tile(t, 3, 4)).collect();
+/// assert_eq!(&order[..5], &[(0, 0), (1, 0), (0, 1), (1, 1), (0, 2)]);
+/// assert_eq!(&order[8..], &[(2, 0), (2, 1), (2, 2), (2, 3)]); // the last group is one row
+/// assert_eq!(Raster::Linear.tile(5, 3, 4), (1, 1));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Raster {
+    /// Row-major over (M-tile, N-tile): tile `t` is `(t / tiles_n, t mod tiles_n)`.
+    Linear,
+    /// CUTLASS / Triton grouped order: groups of `g` M-tiles (rows of tiles), each group walked
+    /// column by column, so consecutive tiles share B's column tiles and A's row tiles stay in
+    /// L2 while a group is walked. `g` ≥ 1.
+    Grouped(u32),
+}
+
+impl Raster {
+    /// `(M-tile, N-tile)` of linear tile id `t` on a `tiles_m × tiles_n` grid of tiles (the
+    /// host's mirror of the kernel's arithmetic).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::Raster;
+    /// assert_eq!(Raster::Grouped(8).tile(9, 16, 2), (1, 1));
+    /// ```
+    pub fn tile(self, t: i64, tiles_m: i64, tiles_n: i64) -> (i64, i64) {
+        match self {
+            Raster::Linear => (t / tiles_n, t % tiles_n),
+            Raster::Grouped(g) => {
+                let g = g.max(1) as i64;
+                let group = g * tiles_n;
+                let first = t / group * g;
+                let rows = (tiles_m - first).min(g);
+                let r = t % group;
+                (first + r % rows, r / rows)
+            }
+        }
+    }
+}
+
+/// How a [`build_gemm_sm90`] kernel writes C.
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
+/// assert_eq!(GemmConfig::default().epilogue, Epilogue::Registers);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// Masked global stores straight from the accumulator registers (any C with unit column
+    /// stride and an even row stride).
+    Registers,
+    /// The accumulators (converted) into a 128-byte-swizzled shared C tile, then TMA tensor
+    /// stores of it (one thread, a bulk group waited before the tile is rewritten). C is a
+    /// pointer `c` with tensor map `cm`: its row pitch must be a multiple of 16 bytes.
+    Tma,
+}
+
 /// The shape of a [`build_gemm_sm90`] kernel.
 ///
 /// ```
 /// let c = tilekit_ops::gemm_sm90::GemmConfig::default();
-/// assert_eq!((c.bn, c.stages), (128, 4));
+/// assert_eq!((c.bn, c.stages, c.persistent), (128, 4, false));
 /// assert_eq!(c.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,6 +157,14 @@ pub struct GemmConfig {
     /// Keep one wgmma group in flight: each consumer waits with `wait_group 1` and releases the
     /// previous stage, so the next stage's wgmmas are issued while the last ones still run.
     pub overlap: bool,
+    /// One block per SM (at most; [`launch_grid`]) walking tiles `blockIdx.x, + gridDim.x, …`;
+    /// the ring's stage and phase run on across tiles, so the producer loads the next tile
+    /// while the consumers store the last one. `false`: one block per tile.
+    pub persistent: bool,
+    /// The tile order.
+    pub raster: Raster,
+    /// How C is written.
+    pub epilogue: Epilogue,
 }
 
 impl Default for GemmConfig {
@@ -68,22 +175,62 @@ impl Default for GemmConfig {
             bn: 128,
             stages: 4,
             overlap: false,
+            persistent: false,
+            raster: Raster::Linear,
+            epilogue: Epilogue::Registers,
         }
     }
 }
 
 impl GemmConfig {
-    /// Bytes of the ring's tiles.
-    pub fn shared_bytes(&self) -> i64 {
-        self.stages * (BM * BK + self.bn * BK) * self.input.size_bytes() as i64
-    }
-
-    /// Types, tile width and stages; a named error otherwise.
+    /// A short name of the configuration (for benchmark tables).
     ///
     /// ```
-    /// use tilekit_ops::gemm_sm90::GemmConfig;
+    /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
+    /// assert_eq!(GemmConfig::default().label(), "bn 128, 4 stages");
+    /// let p = GemmConfig { overlap: true, persistent: true, raster: Raster::Grouped(8), epilogue: Epilogue::Tma, ..GemmConfig::default() };
+    /// assert_eq!(p.label(), "bn 128, 4 stages, overlap, persistent, grouped 8, tma store");
+    /// ```
+    pub fn label(&self) -> String {
+        let mut s = format!("bn {}, {} stages", self.bn, self.stages);
+        if self.overlap {
+            s += ", overlap";
+        }
+        if self.persistent {
+            s += ", persistent";
+        }
+        if let Raster::Grouped(g) = self.raster {
+            s += &format!(", grouped {g}");
+        }
+        if self.epilogue == Epilogue::Tma {
+            s += ", tma store";
+        }
+        s
+    }
+
+    /// Bytes of shared memory: the ring's tiles, and with [`Epilogue::Tma`] the C tile
+    /// (`BM × bn` of the output type).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
+    /// let c = GemmConfig { epilogue: Epilogue::Tma, ..GemmConfig::default() };
+    /// assert_eq!(c.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2 + 128 * 128 * 2);
+    /// ```
+    pub fn shared_bytes(&self) -> i64 {
+        let ring = self.stages * (BM * BK + self.bn * BK) * self.input.size_bytes() as i64;
+        match self.epilogue {
+            Epilogue::Registers => ring,
+            Epilogue::Tma => ring + BM * self.bn * self.output.size_bytes() as i64,
+        }
+    }
+
+    /// Types, tile width, stages and raster group; a named error otherwise.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::{GemmConfig, Raster};
     /// assert!(GemmConfig { bn: 96, ..GemmConfig::default() }.check().is_err());
     /// assert!(GemmConfig { stages: 7, bn: 256, ..GemmConfig::default() }.check().is_err()); // 336 KiB
+    /// assert!(GemmConfig { raster: Raster::Grouped(0), ..GemmConfig::default() }.check().is_err());
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "gemm_sm90";
@@ -101,19 +248,109 @@ impl GemmConfig {
         if ![64, 128, 192, 256].contains(&self.bn) {
             return Err(OpsError::invalid(op, "bn", self.bn, "64, 128, 192 or 256"));
         }
+        if let Raster::Grouped(g) = self.raster {
+            if !(1..=65535).contains(&g) {
+                return Err(OpsError::invalid(op, "raster group", g, "1..=65535 M-tiles"));
+            }
+        }
         if !(2..=8).contains(&self.stages) || self.shared_bytes() > 227 * 1024 {
             return Err(OpsError::invalid(
                 op,
                 "stages",
                 self.stages,
                 format!(
-                    "2..=8 whose tiles fit 227 KiB ({} KiB a stage)",
-                    (BM + self.bn) * BK * 2 / 1024
+                    "2..=8 whose tiles fit 227 KiB ({} KiB a stage, {} KiB besides)",
+                    (BM + self.bn) * BK * 2 / 1024,
+                    (self.shared_bytes() - self.stages * (BM + self.bn) * BK * 2) / 1024
                 ),
             ));
         }
         Ok(())
     }
+}
+
+/// The launch grid of a [`build_gemm_sm90`] kernel for C of `m × n` on a device of `sms`
+/// multiprocessors ([`Backend::multiprocessors`](crate::backend::Backend::multiprocessors)):
+/// persistent, `min(tiles, sms)` blocks in x; otherwise one block per tile, `(⌈n/bn⌉, ⌈m/128⌉)`
+/// in linear order and `(tiles, 1)` in any other. A named error for a bad config or an empty
+/// or too large problem.
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::{launch_grid, GemmConfig, Raster};
+/// let cfg = GemmConfig::default();
+/// assert_eq!(launch_grid(&cfg, 1000, 500, 132).unwrap(), [4, 8, 1]);
+/// let p = GemmConfig { persistent: true, raster: Raster::Grouped(8), ..cfg };
+/// assert_eq!(launch_grid(&p, 8192, 8192, 132).unwrap(), [132, 1, 1]);
+/// assert_eq!(launch_grid(&p, 200, 136, 132).unwrap(), [4, 1, 1]); // 2 × 2 tiles
+/// assert!(launch_grid(&cfg, 0, 64, 132).is_err());
+/// ```
+pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3]> {
+    cfg.check()?;
+    let op = "gemm_sm90";
+    if m < 1 || n < 1 {
+        return Err(OpsError::invalid(op, "shape of C", format!("{m}×{n}"), "M, N ≥ 1"));
+    }
+    let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
+    let tiles = tm * tn;
+    if tiles > i32::MAX as i64 || tm > 65535 {
+        return Err(OpsError::invalid(
+            op,
+            "shape of C",
+            format!("{m}×{n}"),
+            "fewer than 2³¹ tiles and 65535 M-tiles",
+        ));
+    }
+    Ok(if cfg.persistent {
+        [tiles.min(sms.max(1) as i64) as u32, 1, 1]
+    } else if cfg.raster == Raster::Linear {
+        [tn as u32, tm as u32, 1]
+    } else {
+        [tiles as u32, 1, 1]
+    })
+}
+
+/// Element of the shared C tile (column blocks of `BM × cw`, `cw` = 128 bytes of the output
+/// type, each with the 128-byte swizzle) where consumer thread `t` (0..256) puts accumulator
+/// pair `i` (registers `i`, `i + 1`): the arithmetic the epilogue emits, on the host.
+fn c_tile_offset(ob: i64, t: i64, i: usize) -> i64 {
+    let (cw, ce) = (128 / ob, 16 / ob);
+    let (half, warp, lane) = (t / 128, t % 128 / 32, t % 32);
+    let (pair_col, x) = (lane % 4 * 2, lane / 4);
+    let y = (pair_col / ce) ^ x;
+    let base = (half * 64 + warp * 16 + x) * cw + pair_col % ce;
+    let (r0, c0) = acc_coord(0, i);
+    let (r0, c0) = (r0 as i64, c0 as i64);
+    base + c0 / cw * BM * cw + r0 * cw + (y ^ (c0 % cw / ce)) * ce
+}
+
+/// The epilogue's offsets agree with the tile's layout descriptor (the one C's tensor map is
+/// derived from) for every thread and accumulator pair; a named error otherwise.
+fn check_c_tile(
+    layout: &tilekit_layout::TensorDescriptor<i64>,
+    out: ScalarType,
+    bn: i64,
+) -> Result<()> {
+    let ob = out.size_bytes() as i64;
+    let cw = 128 / ob;
+    let regs = (bn / 2) as usize; // m64nBN: BN / 2 f32 registers a thread
+    for t in 0..256 {
+        for i in (0..regs).step_by(2) {
+            let (r0, c0) = acc_coord((t % 128) as usize, i);
+            let (row, col) = (t / 128 * 64 + r0 as i64, c0 as i64);
+            let want = col / cw * BM * cw
+                + layout.calculate_offset(&[row, col % cw]).map_err(tilekit_ir::IrError::from)?;
+            let got = c_tile_offset(ob, t, i);
+            if got != want {
+                return Err(OpsError::invalid(
+                    "gemm_sm90 C tile",
+                    format!("offset of thread {t}, accumulator {i}"),
+                    got,
+                    format!("{want} (the swizzled layout's)"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn lit(v: i64) -> Val {
@@ -123,13 +360,16 @@ fn lit(v: i64) -> Val {
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
 /// (pointers; A is M×K, B is N×K, both row-major), `am`, `bm` (their tensor maps: boxes of
 /// 64 × 128 and 64 × BN with the 128-byte swizzle), `c` (a 2-D tensor M×N of the output type,
-/// any row stride), `k` (i32). Launch on `(⌈N/BN⌉, ⌈M/128⌉)` blocks.
+/// any row stride), with [`Epilogue::Tma`] also `cm` (C's tensor map: boxes of 128 bytes ×
+/// 128 rows, the 128-byte swizzle), `k` (i32). Launch on [`launch_grid`].
 ///
 /// ```
-/// use tilekit_ops::gemm_sm90::{build_gemm_sm90, GemmConfig};
+/// use tilekit_ops::gemm_sm90::{build_gemm_sm90, Epilogue, GemmConfig};
 /// let k = build_gemm_sm90(GemmConfig::default()).unwrap();
 /// assert_eq!(k.block_dim, [384, 1, 1]);
 /// assert!(k.to_string().contains("wgmma.mma_async"));
+/// let t = build_gemm_sm90(GemmConfig { persistent: true, epilogue: Epilogue::Tma, ..GemmConfig::default() });
+/// assert!(t.unwrap().to_string().contains("cp.async.bulk.tensor.2d.global.shared cm"));
 /// ```
 pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     cfg.check()?;
@@ -150,6 +390,25 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         TensorMapSpec::new(elem, &[BK as u32, bn as u32], TmaSwizzle::B128, OobFill::Zero)?,
     )?;
     let c = b.tensor_param("c", cfg.output, 2)?;
+    // the C tile of the TMA epilogue: bn / cw column blocks of BM rows × 128 bytes, each the
+    // box image of C's map with the 128-byte swizzle (a fragment row's 4 lanes fill one
+    // 16-byte chunk, the 8 rows of a warp's store land in 8 different chunks: no conflicts)
+    let ob = cfg.output.size_bytes() as i64;
+    let cw = 128 / ob;
+    let c_layout = HopperSwizzle::B128.descriptor(BM, cw, ob)?;
+    if cfg.epilogue == Epilogue::Tma {
+        check_c_tile(&c_layout, cfg.output, bn)?;
+    }
+    let cmap = match cfg.epilogue {
+        Epilogue::Registers => None,
+        Epilogue::Tma => Some(b.tensor_map_for_layout(
+            "cm",
+            c.mem,
+            &[cw as u32, BM as u32],
+            &c_layout,
+            OobFill::Zero,
+        )?),
+    };
     // pairs of columns stored together: unit column stride, even row stride (binding checks)
     c.descriptor(Some((2, 1)))?;
     let kk = b.scalar_param("k", ScalarType::I32)?;
@@ -163,6 +422,10 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let (a_elems, b_elems) = (BM * BK, bn * BK);
     let sa = b.shared("a_ring", elem, (stages * a_elems) as usize)?;
     let sb = b.shared("b_ring", elem, (stages * b_elems) as usize)?;
+    let sc = match cfg.epilogue {
+        Epilogue::Registers => None,
+        Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (BM * bn) as usize)?),
+    };
     let full = b.mbarrier("full", stages as usize)?;
     let empty = b.mbarrier("empty", stages as usize)?;
     let tid = b.thread_id(Axis::X);
@@ -177,9 +440,43 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         Ok(())
     })?;
     b.barrier();
-    let m0 = b.block_id(Axis::Y) * lit(BM);
-    let n0 = b.block_id(Axis::X) * lit(bn);
-    let tiles = (kk.clone() + lit(BK - 1)) / lit(BK);
+    let i32v = |b: &KernelBuilder, v: &Val| b.cvt(v, ScalarType::I32);
+    let tiles = i32v(&b, &((kk.clone() + lit(BK - 1)) / lit(BK)))?;
+    let tiles_m = i32v(&b, &((c.lengths[0].clone() + lit(BM - 1)) / lit(BM)))?;
+    let tiles_n = i32v(&b, &((c.lengths[1].clone() + lit(bn - 1)) / lit(bn)))?;
+    // the tile walk: (body(t's row m0, column n0, k-slices before it)) for each tile t of the
+    // block; `it` (the ring position) is carried across tiles
+    let walk = |b: &KernelBuilder,
+                body: &dyn Fn(&KernelBuilder, Val, Val, Val) -> IrResult<()>|
+     -> IrResult<()> {
+        let zero = b.i32(0);
+        // (a one-block-per-tile grid is the same walk with one step: its blocks' linear id, a
+        // step past the end; in a loop, ptxas keeps the epilogue's addresses out of the
+        // mainloop — computed from block ids before it, bn 256 spilled 132 bytes)
+        let (lo, step) = if cfg.persistent {
+            (i32v(b, &b.block_id(Axis::X))?, i32v(b, &b.grid_dim(Axis::X))?)
+        } else {
+            let linear = b.block_id(Axis::Y) * b.grid_dim(Axis::X) + b.block_id(Axis::X);
+            (i32v(b, &linear)?, i32v(b, &(tiles_m.clone() * tiles_n.clone()))?)
+        };
+        let total = tiles_m.clone() * tiles_n.clone();
+        b.for_range(&lo, &total, &step, &[zero], |b, t, it| {
+            let (mt, nt) = match cfg.raster {
+                Raster::Linear => (t.clone() / tiles_n.clone(), t % tiles_n.clone()),
+                Raster::Grouped(g) => {
+                    let g = lit(g as i64);
+                    let group = g.clone() * tiles_n.clone();
+                    let firstm = t.clone() / group.clone() * g.clone();
+                    let rows = b.binary(BinOp::Min, &(tiles_m.clone() - firstm.clone()), &g)?;
+                    let r = t % group;
+                    (firstm + r.clone() % rows.clone(), r / rows)
+                }
+            };
+            body(b, mt * lit(BM), nt * lit(bn), it[0].clone())?;
+            Ok(vec![it[0].clone() + tiles.clone()])
+        })?;
+        Ok(())
+    };
     let wg = b.warpgroup_id();
     let producer = b.cmp(CmpOp::Eq, &wg, &lit(0))?;
     let stage_bytes = (a_elems + b_elems) * eb;
@@ -189,95 +486,171 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             b.setmaxnreg(false, 40)?;
             b.if_then(&first, |b| {
                 b.note("gemm_sm90 producer: TMA tiles into the ring");
-                b.for_range(&lit(0), &tiles, &lit(1), &[], |b, kt, _| {
-                    let s = kt.clone() % lit(stages);
-                    let round = kt.clone() / lit(stages);
-                    let parity = (round.clone() + lit(1)) % lit(2);
-                    b.mbarrier_wait(empty, &s, &parity)?;
-                    b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
-                    let k0 = b.cvt(&(kt.clone() * lit(BK)), ScalarType::I32)?;
-                    let mi = b.cvt(&m0, ScalarType::I32)?;
-                    let ni = b.cvt(&n0, ScalarType::I32)?;
-                    b.tensor_load(sa, &(s.clone() * lit(a_elems)), am, &[k0.clone(), mi], full, &s)?;
-                    b.tensor_load(sb, &(s.clone() * lit(b_elems)), bmap, &[k0, ni], full, &s)?;
-                    Ok(vec![])
-                })?;
-                Ok(())
+                walk(b, &|b, m0, n0, it| {
+                    b.for_range(&lit(0), &tiles, &lit(1), &[], |b, kt, _| {
+                        let g = it.clone() + kt.clone();
+                        let s = g.clone() % lit(stages);
+                        let round = g / lit(stages);
+                        let parity = (round.clone() + lit(1)) % lit(2);
+                        b.mbarrier_wait(empty, &s, &parity)?;
+                        b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
+                        let k0 = i32v(b, &(kt.clone() * lit(BK)))?;
+                        b.tensor_load(
+                            sa,
+                            &(s.clone() * lit(a_elems)),
+                            am,
+                            &[k0.clone(), m0.clone()],
+                            full,
+                            &s,
+                        )?;
+                        b.tensor_load(
+                            sb,
+                            &(s.clone() * lit(b_elems)),
+                            bmap,
+                            &[k0, n0.clone()],
+                            full,
+                            &s,
+                        )?;
+                        Ok(vec![])
+                    })?;
+                    Ok(())
+                })
             })?;
             Ok(vec![])
         },
         |b| {
             b.setmaxnreg(true, 232)?;
-            b.note("gemm_sm90 consumers: wgmma over the landed stages");
             let shape = WgmmaShape::new(ty, bn as u32)?;
-            let zero = b.f32(0.0);
-            let init = vec![zero; shape.acc_regs()];
             let half = wg.clone() - lit(1);
-            let acc = b.for_range(&lit(0), &tiles, &lit(1), &init, |b, kt, acc| {
-                let s = kt.clone() % lit(stages);
-                let parity = (kt.clone() / lit(stages)) % lit(2);
-                b.mbarrier_wait(full, &s, &parity)?;
-                b.wgmma_fence()?;
-                let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * BK);
-                let b_at = s.clone() * lit(b_elems);
-                let mut acc = acc.to_vec();
-                for blk in 0..(BK / 16) as usize {
-                    let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
-                    let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
-                    acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
-                }
-                b.wgmma_commit()?;
-                if cfg.overlap {
-                    // this stage's group may still run: the previous one has finished reading
-                    b.wgmma_wait(1)?;
-                    let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
-                    b.if_then(&has_prev, |b| {
-                        let prev = (kt.clone() + lit(stages - 1)) % lit(stages);
-                        b.mbarrier_arrive(empty, &prev, None)
-                    })?;
-                } else {
-                    b.wgmma_wait(0)?;
-                    b.mbarrier_arrive(empty, &s, None)?;
-                }
-                Ok(acc)
-            })?;
-            if cfg.overlap {
-                b.wgmma_wait(0)?;
-            }
-            b.note("gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges");
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
             let (warp, lane) = (t.clone() / lit(32), t % lit(32));
-            let (m, n) = (c.lengths[0].clone(), c.lengths[1].clone());
-            for i in (0..acc.len()).step_by(2) {
-                let (r0, c0) = acc_coord(0, i);
-                let row = m0.clone()
-                    + half.clone() * lit(64)
-                    + warp.clone() * lit(16)
-                    + lane.clone() / lit(4)
-                    + lit(r0 as i64);
-                let col = n0.clone() + lane.clone() % lit(4) * lit(2) + lit(c0 as i64);
-                let at = row.clone() * c.strides[0].clone() + col.clone();
-                let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
-                // both columns inside, or (odd N) only the first: min of the slacks ≥ 0
-                let rows_left = m.clone() - lit(1) - row;
-                let slack = |b: &KernelBuilder, cols: i64| -> std::result::Result<tilekit_ir::Pred, tilekit_ir::IrError> {
-                    let cols_left = n.clone() - lit(cols) - col.clone();
-                    let least = b.binary(BinOp::Min, &rows_left, &cols_left)?;
-                    b.cmp(CmpOp::Ge, &least, &lit(0))
+            let storer = b.cmp(CmpOp::Eq, &tid, &lit(128))?;
+            walk(b, &|b, m0, n0, it| {
+                b.note("gemm_sm90 consumers: wgmma over the landed stages");
+                let zero = b.f32(0.0);
+                let init = vec![zero; shape.acc_regs()];
+                let acc = b.for_range(&lit(0), &tiles, &lit(1), &init, |b, kt, acc| {
+                    let g = it.clone() + kt.clone();
+                    let s = g.clone() % lit(stages);
+                    let parity = (g / lit(stages)) % lit(2);
+                    b.mbarrier_wait(full, &s, &parity)?;
+                    b.wgmma_fence()?;
+                    let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * BK);
+                    let b_at = s.clone() * lit(b_elems);
+                    let mut acc = acc.to_vec();
+                    for blk in 0..(BK / 16) as usize {
+                        let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
+                        let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
+                        acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
+                    }
+                    b.wgmma_commit()?;
+                    if cfg.overlap {
+                        // this stage's group may still run: the previous one has finished reading
+                        b.wgmma_wait(1)?;
+                        let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
+                        b.if_then(&has_prev, |b| {
+                            let prev = (s.clone() + lit(stages - 1)) % lit(stages);
+                            b.mbarrier_arrive(empty, &prev, None)
+                        })?;
+                    } else {
+                        b.wgmma_wait(0)?;
+                        b.mbarrier_arrive(empty, &s, None)?;
+                    }
+                    Ok(acc)
+                })?;
+                if cfg.overlap {
+                    b.wgmma_wait(0)?;
+                    // the tile's last stage (the next tile's first release is of its own)
+                    let any = b.cmp(CmpOp::Gt, &tiles, &lit(0))?;
+                    b.if_then(&any, |b| {
+                        let last = (it.clone() + tiles.clone() - lit(1)) % lit(stages);
+                        b.mbarrier_arrive(empty, &last, None)
+                    })?;
+                }
+                // the fragment's (row, column) in the tile for accumulator registers i, i + 1
+                let frag = |i: usize| {
+                    let (r0, c0) = acc_coord(0, i);
+                    let row = half.clone() * lit(64)
+                        + warp.clone() * lit(16)
+                        + lane.clone() / lit(4)
+                        + lit(r0 as i64);
+                    (row, lane.clone() % lit(4) * lit(2) + lit(c0 as i64))
                 };
-                let pair = slack(b, 2)?;
-                let single = slack(b, 1)?;
-                b.if_then_else(
-                    &pair,
-                    |b| {
-                        b.store(c.mem, &at, &vals, None)?;
-                        Ok(vec![])
-                    },
-                    |b| {
-                        b.store(c.mem, &at, &vals[..1], Some(&single))?;
-                        Ok(vec![])
-                    },
-                )?;
+                if let (Some(cmap), Some(sc)) = (cmap, sc) {
+                    b.note("gemm_sm90 epilogue: the fragment into the swizzled C tile, TMA stores");
+                    // per thread: its rows' swizzle phase x = row mod 8 = lane / 4 and the
+                    // 16-byte chunk of its column pair; per register pair a constant chunk
+                    let ce = 16 / ob;
+                    let pair_col = lane.clone() % lit(4) * lit(2);
+                    let x = lane.clone() / lit(4);
+                    let y = b.binary(BinOp::Xor, &(pair_col.clone() / lit(ce)), &x)?;
+                    let row_t = half.clone() * lit(64) + warp.clone() * lit(16) + x;
+                    let base = row_t * lit(cw) + pair_col % lit(ce);
+                    // the last tile's stores have finished reading the C tile
+                    b.if_then(&storer, |b| {
+                        b.bulk_wait(0, true);
+                        Ok(())
+                    })?;
+                    b.named_barrier(1, 256)?;
+                    for i in (0..acc.len()).step_by(2) {
+                        let (r0, c0) = acc_coord(0, i);
+                        let (r0, c0) = (r0 as i64, c0 as i64);
+                        let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
+                        let at = base.clone() + lit(c0 / cw * BM * cw + r0 * cw) + chunk * lit(ce);
+                        let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
+                        b.store(sc, &at, &vals, None)?;
+                    }
+                    b.fence_proxy_async();
+                    b.named_barrier(1, 256)?;
+                    b.if_then(&storer, |b| {
+                        for j in 0..bn / cw {
+                            let x = n0.clone() + lit(j * cw);
+                            b.tensor_store(cmap, &[x, m0.clone()], sc, &lit(j * BM * cw))?;
+                        }
+                        b.bulk_commit();
+                        Ok(())
+                    })?;
+                } else {
+                    b.note(
+                        "gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges",
+                    );
+                    let (m, n) = (c.lengths[0].clone(), c.lengths[1].clone());
+                    for i in (0..acc.len()).step_by(2) {
+                        let (r, cc) = frag(i);
+                        let row = m0.clone() + r;
+                        let col = n0.clone() + cc;
+                        let at = row.clone() * c.strides[0].clone() + col.clone();
+                        let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
+                        // both columns inside, or (odd N) only the first: min of the slacks ≥ 0
+                        let rows_left = m.clone() - lit(1) - row;
+                        let slack = |b: &KernelBuilder, cols: i64| -> IrResult<tilekit_ir::Pred> {
+                            let cols_left = n.clone() - lit(cols) - col.clone();
+                            let least = b.binary(BinOp::Min, &rows_left, &cols_left)?;
+                            b.cmp(CmpOp::Ge, &least, &lit(0))
+                        };
+                        let pair = slack(b, 2)?;
+                        let single = slack(b, 1)?;
+                        b.if_then_else(
+                            &pair,
+                            |b| {
+                                b.store(c.mem, &at, &vals, None)?;
+                                Ok(vec![])
+                            },
+                            |b| {
+                                b.store(c.mem, &at, &vals[..1], Some(&single))?;
+                                Ok(vec![])
+                            },
+                        )?;
+                    }
+                }
+                Ok(())
+            })?;
+            if cfg.epilogue == Epilogue::Tma {
+                // the C tile stays allocated until the last store has read it
+                b.if_then(&storer, |b| {
+                    b.bulk_wait(0, true);
+                    Ok(())
+                })?;
             }
             Ok(vec![])
         },

@@ -7,10 +7,16 @@ use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
-use tilekit_ops::gemm_sm90::{build_gemm_sm90, GemmConfig, BM};
+use tilekit_ops::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
 use tilekit_ops::host;
 
 fn run(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64) {
+    run_on(cfg, m, n, k, seed, Interp.multiprocessors());
+}
+
+/// `sms`: the multiprocessors the launch grid is computed for (fewer than the tiles: each
+/// persistent block walks several).
+fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     let kernel = CompiledKernel::new(build_gemm_sm90(cfg).unwrap());
     let ty = cfg.input;
     let a = HostTensor::new(
@@ -28,7 +34,8 @@ fn run(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64) {
         TensorLayout::contiguous(cfg.output, vec![m, n]).unwrap(),
     )
     .unwrap();
-    let bind = Bindings::new(&kernel)
+    let c_map = map_arg(c.layout());
+    let mut bind = Bindings::new(&kernel)
         .input_ptr("a", &a, m * k, &Interp)
         .unwrap()
         .input_ptr("b", &b, n * k, &Interp)
@@ -41,7 +48,10 @@ fn run(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64) {
         .unwrap()
         .int("k", k)
         .unwrap();
-    let grid = [((n + cfg.bn - 1) / cfg.bn) as u32, ((m + BM - 1) / BM) as u32, 1];
+    if cfg.epilogue == Epilogue::Tma {
+        bind = bind.tensor_map("cm", c_map.unwrap()).unwrap();
+    }
+    let grid = launch_grid(&cfg, m, n, sms).unwrap();
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {m}x{n}x{k}: {e}"));
     let (av, bv) = (host::to_f64(a.buffer()), host::to_f64(b.buffer()));
     let got = host::to_f64(c.buffer());
@@ -86,13 +96,88 @@ fn the_hopper_gemm_matches_the_reference_with_edge_tiles() {
             output: ScalarType::F16,
             bn: 128,
             stages: 3,
-            overlap: false,
+            ..GemmConfig::default()
         },
         130,
         130,
         328,
         7,
     );
+}
+
+#[test]
+fn the_persistent_hopper_gemm_walks_several_tiles_per_block() {
+    // 2 blocks for 2 × 3 = 6 tiles of bn 64 (3 each): the ring's stage and phase run on across
+    // tiles (K = 200: 4 slices a tile over 3 stages), grouped and linear orders
+    let base = GemmConfig { bn: 64, stages: 3, persistent: true, ..GemmConfig::default() };
+    run_on(GemmConfig { raster: Raster::Grouped(2), ..base }, 200, 136, 200, 21, 2);
+    run_on(GemmConfig { overlap: true, ..base }, 200, 136, 200, 23, 4);
+    // one group (of one M-tile) narrower than the grid's rows; one block for all 4 tiles
+    run_on(
+        GemmConfig { raster: Raster::Grouped(1), overlap: true, stages: 2, ..base },
+        130,
+        130,
+        72,
+        25,
+        1,
+    );
+}
+
+#[test]
+fn the_grouped_order_without_persistence_matches_the_reference() {
+    run(
+        GemmConfig { bn: 64, stages: 2, raster: Raster::Grouped(2), ..GemmConfig::default() },
+        200,
+        136,
+        136,
+        27,
+    );
+}
+
+#[test]
+fn the_tma_store_epilogue_matches_the_reference() {
+    // ragged M, N and K; persistent with 3 tiles a block (the C tile reused while the last
+    // stores may still read it); f32 output (32-column boxes)
+    let base = GemmConfig {
+        bn: 64,
+        stages: 3,
+        overlap: true,
+        epilogue: Epilogue::Tma,
+        ..GemmConfig::default()
+    };
+    run(base, 200, 136, 200, 31);
+    run_on(
+        GemmConfig { persistent: true, raster: Raster::Grouped(2), ..base },
+        200,
+        136,
+        200,
+        33,
+        2,
+    );
+    run_on(
+        GemmConfig { persistent: true, output: ScalarType::F32, bn: 128, ..base },
+        130,
+        264,
+        72,
+        35,
+        2,
+    );
+}
+
+#[test]
+fn a_tma_epilogue_needs_rows_of_c_in_16_byte_steps() {
+    // N = 100 bf16: a 200-byte row pitch, no tensor map (a typed error at binding)
+    let cfg = GemmConfig { epilogue: Epilogue::Tma, ..GemmConfig::default() };
+    let c = HostTensor::new(
+        host::poisoned(ScalarType::BF16, 8 * 100).unwrap(),
+        TensorLayout::contiguous(ScalarType::BF16, vec![8, 100]).unwrap(),
+    )
+    .unwrap();
+    let kernel = CompiledKernel::new(build_gemm_sm90(cfg).unwrap());
+    let e = map_arg(c.layout())
+        .and_then(|m| Bindings::<Interp>::new(&kernel).tensor_map("cm", m).map(|_| ()))
+        .unwrap_err();
+    assert!(e.to_string().contains("16"), "{e}");
 }
 
 #[test]
@@ -113,7 +198,27 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
     for cfg in [
         GemmConfig::default(),
         GemmConfig { bn: 192, stages: 4, ..GemmConfig::default() },
+        // bn 256: 128 accumulator registers of the 168 every thread gets (.maxnreg binds;
+        // ptxas does not allocate past it after setmaxnreg.inc)
+        GemmConfig { bn: 256, stages: 4, overlap: true, ..GemmConfig::default() },
+        GemmConfig { bn: 256, stages: 3, output: ScalarType::F32, ..GemmConfig::default() },
         GemmConfig { output: ScalarType::F32, ..GemmConfig::default() },
+        GemmConfig {
+            persistent: true,
+            raster: Raster::Grouped(8),
+            overlap: true,
+            epilogue: Epilogue::Tma,
+            ..GemmConfig::default()
+        },
+        GemmConfig {
+            bn: 256,
+            stages: 3,
+            persistent: true,
+            raster: Raster::Grouped(8),
+            overlap: true,
+            epilogue: Epilogue::Tma,
+            ..GemmConfig::default()
+        },
     ] {
         let k = build_gemm_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();

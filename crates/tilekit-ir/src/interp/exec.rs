@@ -1296,7 +1296,7 @@ impl<'a> BlockExec<'a> {
         if self.p.has_wgmma {
             let pairs: Vec<(ValueId, ValueId)> =
                 carried.iter().copied().zip(init.iter().copied()).collect();
-            self.wg_rename(inst, &pairs)?;
+            self.wg_rename(inst, &pairs, m)?;
         }
         if m.full {
             self.copy_row(iv, lo);
@@ -1337,7 +1337,7 @@ impl<'a> BlockExec<'a> {
         if self.p.has_wgmma {
             let pairs: Vec<(ValueId, ValueId)> =
                 body.args[1..].iter().copied().zip(body.yields.iter().copied()).collect();
-            self.wg_rename(inst, &pairs)?;
+            self.wg_rename(inst, &pairs, lm)?;
         }
         let iv = body.args[0];
         let ty = self.k.ty(iv);
@@ -1372,7 +1372,7 @@ impl<'a> BlockExec<'a> {
         if self.p.has_wgmma {
             let pairs: Vec<(ValueId, ValueId)> =
                 inst.results.iter().copied().zip(carried.iter().copied()).collect();
-            self.wg_rename(inst, &pairs)?;
+            self.wg_rename(inst, &pairs, m)?;
         }
         for (&r, &c) in inst.results.iter().zip(carried) {
             if m.full {
@@ -1415,7 +1415,7 @@ impl<'a> BlockExec<'a> {
                 .zip(&else_.yields)
                 .map(|((&r, &yt), &ye)| (r, if mt.any() { yt } else { ye }))
                 .collect();
-            self.wg_rename(inst, &pairs)?;
+            self.wg_rename(inst, &pairs, m)?;
         }
         for ((&r, &yt), &ye) in inst.results.iter().zip(&then.yields).zip(&else_.yields) {
             if mt.full {

@@ -148,38 +148,53 @@ impl<'a> BlockExec<'a> {
         }
     }
 
-    /// Copies `src → dst` pairs (loop-carried values, if results) as one parallel assignment:
-    /// the in-flight marks and write steps travel with the values. Overwriting a value that
-    /// holds an in-flight accumulator with one that does not is an error.
-    pub(crate) fn wg_rename(&mut self, inst: &Inst, pairs: &[(ValueId, ValueId)]) -> R {
+    /// Copies `src → dst` pairs (loop-carried values, if results) as one parallel assignment
+    /// on the warpgroups with a lane in `m`: the in-flight marks and write steps travel with the
+    /// values. Overwriting a value that holds an in-flight accumulator of one of those
+    /// warpgroups with one that does not is an error. The marks of the other warpgroups stay
+    /// as they are: on the independent warp schedule a warp's loop step renames only its own
+    /// registers, while another warpgroup's wgmma may still be in flight on the same values.
+    pub(crate) fn wg_rename(&mut self, inst: &Inst, pairs: &[(ValueId, ValueId)], m: &Mask) -> R {
         if !self.p.has_wgmma {
             return Ok(());
         }
+        let bases: Vec<usize> = (0..self.n)
+            .step_by(128)
+            .filter(|&t0| (t0..(t0 + 128).min(self.n)).any(|t| m.on[t]))
+            .collect();
+        let mine = |groups: Option<&HashMap<usize, (u64, u32)>>| -> HashMap<usize, (u64, u32)> {
+            groups
+                .map(|g| {
+                    g.iter().filter(|(b, _)| bases.contains(b)).map(|(b, x)| (*b, *x)).collect()
+                })
+                .unwrap_or_default()
+        };
         let snap: Vec<_> = pairs
             .iter()
-            .map(|(_, s)| (self.wg.inflight.get(s).cloned(), self.wg.def[s.0 as usize]))
+            .map(|(_, s)| (mine(self.wg.inflight.get(s)), self.wg.def[s.0 as usize]))
             .collect();
         for (&(d, s), (st, def)) in pairs.iter().zip(snap) {
             if d == s {
                 continue;
             }
-            if st.is_none() {
-                if let Some((&base, &(g, id))) =
-                    self.wg.inflight.get(&d).and_then(|m| m.iter().min_by_key(|(b, _)| **b))
-                {
-                    let detail = format!(
-                        "{d} holds an accumulator of `{}` (group {g}) still in flight, and this \
-                         overwrites it with {s}: wgmma.wait_group first",
-                        self.wg_inst(id)
-                    );
-                    let kind = AsyncBug::AccumulatorInFlight;
-                    return Err(self.wg_error(kind, inst, String::new(), 0, base, detail));
-                }
+            let held = mine(self.wg.inflight.get(&d));
+            if let Some((&base, &(g, id))) =
+                held.iter().filter(|(b, _)| !st.contains_key(b)).min_by_key(|(b, _)| **b)
+            {
+                let detail = format!(
+                    "{d} holds an accumulator of `{}` (group {g}) still in flight, and this \
+                     overwrites it with {s}: wgmma.wait_group first",
+                    self.wg_inst(id)
+                );
+                let kind = AsyncBug::AccumulatorInFlight;
+                return Err(self.wg_error(kind, inst, String::new(), 0, base, detail));
             }
-            match st {
-                Some(m) => self.wg.inflight.insert(d, m),
-                None => self.wg.inflight.remove(&d),
-            };
+            let entry = self.wg.inflight.entry(d).or_default();
+            entry.retain(|b, _| !bases.contains(b));
+            entry.extend(st);
+            if entry.is_empty() {
+                self.wg.inflight.remove(&d);
+            }
             self.wg.def[d.0 as usize] = def;
         }
         Ok(())
