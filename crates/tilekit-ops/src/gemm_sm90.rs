@@ -502,8 +502,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let tiles = i32v(&b, &((kk.clone() + lit(BK - 1)) / lit(BK)))?;
     let tiles_m = i32v(&b, &((c.lengths[0].clone() + lit(BM - 1)) / lit(BM)))?;
     let tiles_n = i32v(&b, &((c.lengths[1].clone() + lit(bn - 1)) / lit(bn)))?;
-    // the tile walk: (body(t's row m0, column n0, k-slices before it)) for each tile t of the
-    // block; `it` (the ring position) is carried across tiles
+    // the tile walk: body(b, m0, n0, it) for each tile of the block — its first row and column
+    // of C, and `it`, the k-slices the ring streamed before it (carried across tiles)
     let walk = |b: &KernelBuilder,
                 body: &dyn Fn(&KernelBuilder, Val, Val, Val) -> IrResult<()>|
      -> IrResult<()> {
