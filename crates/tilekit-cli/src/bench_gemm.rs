@@ -22,7 +22,9 @@ use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend as _, Cuda};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
-use tilekit_ops::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
+use tilekit_ops::gemm_sm90::{
+    build_gemm_sm90, hilbert_order, launch_grid, Epilogue, GemmConfig, Raster, BM,
+};
 use tilekit_ops::host;
 
 use crate::bench::Args;
@@ -133,9 +135,9 @@ const fn sm90(
 
 /// The Hopper kernel's configurations timed per problem (input and output types are set per
 /// problem): the two winners of the one-block-per-tile kernel (bn 128 / 6 stages, bn 256 / 4
-/// stages, one wgmma group in flight), then the persistent grid in linear and grouped tile
-/// order, with the register epilogue and the TMA-store one. TMA-store configs are skipped where
-/// C's row pitch is not a multiple of 16 bytes.
+/// stages, one wgmma group in flight), then the persistent grid in linear, grouped and Hilbert
+/// order, with the register epilogue and the TMA-store one. TMA-store configs are skipped
+/// where C's row pitch is not a multiple of 16 bytes.
 ///
 /// ```
 /// assert!(tilekit_cli::bench_gemm::SM90_CONFIGS.len() <= 16);
@@ -155,6 +157,8 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     sm90(128, 6, true, Raster::Grouped(16), Epilogue::Tma),
     sm90(192, 4, true, Raster::Grouped(8), Epilogue::Tma),
     sm90(256, 3, true, Raster::Grouped(8), Epilogue::Tma),
+    sm90(128, 6, true, Raster::Hilbert, Epilogue::Tma),
+    sm90(256, 3, true, Raster::Hilbert, Epilogue::Tma),
 ];
 
 /// tilekit's Hopper GEMM on device tensors (A M×K, B N×K, C M×N, row-major): the best of
@@ -207,6 +211,15 @@ fn sm90_best(
         let mut c = cuda.from_host(&ch).map_err(e)?;
         let grid = launch_grid(&cfg, mi, ni, cuda.multiprocessors()).map_err(e)?;
         let c_map = map_arg(c.layout()).map_err(e)?;
+        // the Hilbert walk's table of tile ids (a one-element dummy for the other orders)
+        let (tm, tn) = ((mi + BM - 1) / BM, (ni + cfg.bn - 1) / cfg.bn);
+        let ids = match cfg.raster {
+            Raster::Hilbert => hilbert_order(tm, tn),
+            _ => vec![0],
+        };
+        let order_h = tilekit_ir::tensor::HostTensor::from_slice(&ids, &[ids.len() as i64])
+            .map_err(|e| e.to_string())?;
+        let order = cuda.from_host(&order_h).map_err(e)?;
         let launch = |c: &mut tilekit_cuda::DeviceTensor| -> tilekit_ops::Result<()> {
             let mut bind = Bindings::new(&kernel)
                 .input_ptr("a", &a, mi * ki, cuda)?
@@ -217,6 +230,9 @@ fn sm90_best(
                 .int("k", ki)?;
             if cfg.epilogue == Epilogue::Tma {
                 bind = bind.tensor_map("cm", c_map.clone())?;
+            }
+            if cfg.raster == Raster::Hilbert {
+                bind = bind.input_ptr("order", &order, tm * tn, cuda)?;
             }
             cuda.launch(&kernel, grid, bind)
         };

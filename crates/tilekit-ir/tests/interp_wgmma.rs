@@ -371,7 +371,9 @@ fn the_builder_refuses_bad_shapes_and_operands() {
 
 /// Two warpgroups: each has its own fence, groups and accumulators; warpgroup 1 multiplies
 /// by B's second half. A plain kernel passes; warpgroup 1 skipping its wait is named for it.
-fn two_warpgroups(wg1_waits: bool) -> Kernel {
+/// `looped`: the product twice (tiles 0 and 1 of `d`), each from a zeroed loop-carried
+/// accumulator, on the independent warp schedule.
+fn two_warpgroups(wg1_waits: bool, looped: bool) -> Kernel {
     let b = KernelBuilder::new("wg2", [256, 1, 1]).unwrap();
     let ga = b.ptr_param("a", ScalarType::F16).unwrap();
     let gb = b.ptr_param("b", ScalarType::F16).unwrap();
@@ -403,10 +405,42 @@ fn two_warpgroups(wg1_waits: bool) -> Kernel {
     b.barrier();
     // warpgroup w reads B rows w·N.. : the interleaved layout puts row N at element N·16
     let origin = wg.clone() * lit(N * 16);
+    let shape = WgmmaShape::new(WgmmaType::F16, N as u32).unwrap();
+    let store = |b: &KernelBuilder, d: &[Val], tile: Val| {
+        for (i, v) in d.iter().enumerate() {
+            let (r0, c0) = acc_coord(0, i);
+            let row = warp.clone() * lit(16) + lane.clone() / lit(4) + lit(r0 as i64);
+            let col = lane.clone() % lit(4) * lit(2) + lit(c0 as i64);
+            let at = (tile.clone() * lit(2) + wg.clone()) * lit(64 * N) + row * lit(N) + col;
+            b.store(gd, &at, std::slice::from_ref(v), None)?;
+        }
+        Ok::<(), tilekit_ir::IrError>(())
+    };
+    if looped {
+        // a persistent GEMM's shape: per tile, a fresh accumulator carried through a K loop;
+        // the named barrier puts the block on the independent warp schedule, where one
+        // warpgroup's loop steps while the other's wgmma is still in flight on the same values
+        b.named_barrier(1, 256).unwrap();
+        b.for_range(&lit(0), &lit(2), &lit(1), &[], |b, tile, _| {
+            let init = vec![b.f32(0.0); shape.acc_regs()];
+            let d = b.for_range(&lit(0), &lit(1), &lit(1), &init, |b, _, acc| {
+                b.wgmma_fence()?;
+                let da = b.wgmma_desc(sa, &lit(0), &ma, 0)?;
+                let db = b.wgmma_desc(sb, &origin, &mh, 0)?;
+                let d = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(acc))?;
+                b.wgmma_commit()?;
+                b.wgmma_wait(0)?;
+                Ok(d)
+            })?;
+            store(b, &d, tile)?;
+            Ok(vec![])
+        })
+        .unwrap();
+        return b.finish().unwrap();
+    }
     b.wgmma_fence().unwrap();
     let da = b.wgmma_desc(sa, &lit(0), &ma, 0).unwrap();
     let db = b.wgmma_desc(sb, &origin, &mh, 0).unwrap();
-    let shape = WgmmaShape::new(WgmmaType::F16, N as u32).unwrap();
     let d = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Zero).unwrap();
     b.wgmma_commit().unwrap();
     if wg1_waits {
@@ -415,13 +449,7 @@ fn two_warpgroups(wg1_waits: bool) -> Kernel {
         let first = b.cmp(CmpOp::Eq, &wg, &lit(0)).unwrap();
         b.if_then(&first, |b| b.wgmma_wait(0)).unwrap();
     }
-    for (i, v) in d.iter().enumerate() {
-        let (r0, c0) = acc_coord(0, i);
-        let row = warp.clone() * lit(16) + lane.clone() / lit(4) + lit(r0 as i64);
-        let col = lane.clone() % lit(4) * lit(2) + lit(c0 as i64);
-        let at = wg.clone() * lit(64 * N) + row * lit(N) + col;
-        b.store(gd, &at, std::slice::from_ref(v), None).unwrap();
-    }
+    store(&b, &d, lit(0)).unwrap();
     b.finish().unwrap()
 }
 
@@ -457,7 +485,7 @@ fn two_warpgroups_run_independently() {
         (2 * 64 * N)
             as usize
     ]));
-    run(&two_warpgroups(true), [1, 1, 1], &mut args).unwrap();
+    run(&two_warpgroups(true, false), [1, 1, 1], &mut args).unwrap();
     let d = args.take_buffer(2).unwrap().to_f32().unwrap();
     for w in 0..2usize {
         for m in 0..64 {
@@ -477,12 +505,56 @@ fn two_warpgroups_run_independently() {
     args.buffer(abuf)
         .buffer(bbuf)
         .buffer(HostBuffer::from_f32(&vec![f32::NAN; (2 * 64 * N) as usize]));
-    match run(&two_warpgroups(false), [1, 1, 1], &mut args) {
+    match run(&two_warpgroups(false, false), [1, 1, 1], &mut args) {
         Err(InterpError::Async { kind, thread, detail, .. }) => {
             assert_eq!(kind, AsyncBug::AccumulatorInFlight);
             assert_eq!(thread, [128, 0, 0]);
             assert!(detail.contains("warpgroup 1"), "{detail}");
         }
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn two_warpgroups_reenter_a_loop_with_fresh_accumulators() {
+    // the in-flight marks of one warpgroup's wgmma do not travel with the other warpgroup's
+    // loop steps (a false AccumulatorInFlight once, on the second tile)
+    let mut s = 91u64;
+    let mut next = || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    };
+    let mut make = |len: usize| {
+        let mut buf = HostBuffer::zeroed(ScalarType::F16, len);
+        let mut vals = vec![];
+        for i in 0..len {
+            let bits = from_f64(ScalarType::F16, next());
+            buf.set_bits(i, bits);
+            vals.push(to_f64(ScalarType::F16, bits));
+        }
+        (buf, vals)
+    };
+    let (abuf, a) = make(64 * 16);
+    let (bbuf, bm) = make((2 * N * 16) as usize);
+    let mut args = Args::new();
+    args.buffer(abuf)
+        .buffer(bbuf)
+        .buffer(HostBuffer::from_f32(&vec![f32::NAN; (4 * 64 * N) as usize]));
+    run(&two_warpgroups(true, true), [1, 1, 1], &mut args).unwrap();
+    let d = args.take_buffer(2).unwrap().to_f32().unwrap();
+    for tile in 0..2usize {
+        for w in 0..2usize {
+            for m in 0..64 {
+                for n in 0..N as usize {
+                    let want: f64 =
+                        (0..16).map(|k| a[m * 16 + k] * bm[(w * N as usize + n) * 16 + k]).sum();
+                    let got = d[(tile * 2 + w) * 64 * N as usize + m * N as usize + n] as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-5,
+                        "tile {tile}, warpgroup {w}: D[{m}][{n}] = {got}, want {want}"
+                    );
+                }
+            }
+        }
     }
 }

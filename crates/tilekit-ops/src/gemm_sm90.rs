@@ -95,18 +95,69 @@ pub enum Raster {
     /// column by column, so consecutive tiles share B's column tiles and A's row tiles stay in
     /// L2 while a group is walked. `g` ≥ 1.
     Grouped(u32),
+    /// Hilbert-curve order over the (M-tile, N-tile) grid: consecutive tiles are neighbours,
+    /// and any run of tiles covers a compact patch. The kernel reads the order from a table
+    /// (`order`, i32 linear tile ids, [`hilbert_order`]) the host passes.
+    Hilbert,
+}
+
+/// The tiles of a `tiles_m × tiles_n` grid in Hilbert-curve order, as linear ids
+/// `M-tile · tiles_n + N-tile`: the curve over the smallest power-of-two square covering the
+/// grid, cells outside the grid skipped (every tile exactly once).
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::hilbert_order;
+/// assert_eq!(hilbert_order(2, 2), vec![0, 1, 3, 2]); // (0,0) (0,1) (1,1) (1,0)
+/// let mut o = hilbert_order(3, 5);
+/// o.sort();
+/// assert_eq!(o, (0..15).collect::<Vec<i32>>());
+/// ```
+pub fn hilbert_order(tiles_m: i64, tiles_n: i64) -> Vec<i32> {
+    let side = (tiles_m.max(tiles_n).max(1) as u64).next_power_of_two() as i64;
+    let mut out = Vec::with_capacity((tiles_m * tiles_n).max(0) as usize);
+    for d in 0..side * side {
+        // Hilbert d → (x, y) (the classic iterative form)
+        let (mut x, mut y, mut t) = (0i64, 0i64, d);
+        let mut s = 1;
+        while s < side {
+            let rx = 1 & (t / 2);
+            let ry = 1 & (t ^ rx);
+            if ry == 0 {
+                if rx == 1 {
+                    x = s - 1 - x;
+                    y = s - 1 - y;
+                }
+                std::mem::swap(&mut x, &mut y);
+            }
+            x += s * rx;
+            y += s * ry;
+            t /= 4;
+            s *= 2;
+        }
+        // x along M-tiles, y along N-tiles
+        if x < tiles_m && y < tiles_n {
+            out.push((x * tiles_n + y) as i32);
+        }
+    }
+    out
 }
 
 impl Raster {
     /// `(M-tile, N-tile)` of linear tile id `t` on a `tiles_m × tiles_n` grid of tiles (the
-    /// host's mirror of the kernel's arithmetic).
+    /// host's mirror of the kernel's arithmetic; for [`Raster::Hilbert`] it computes the whole
+    /// order, so call it per tile only on small grids).
     ///
     /// ```
     /// use tilekit_ops::gemm_sm90::Raster;
     /// assert_eq!(Raster::Grouped(8).tile(9, 16, 2), (1, 1));
+    /// assert_eq!(Raster::Hilbert.tile(3, 2, 2), (1, 0));
     /// ```
     pub fn tile(self, t: i64, tiles_m: i64, tiles_n: i64) -> (i64, i64) {
         match self {
+            Raster::Hilbert => {
+                let id = hilbert_order(tiles_m, tiles_n)[t as usize] as i64;
+                (id / tiles_n, id % tiles_n)
+            }
             Raster::Linear => (t / tiles_n, t % tiles_n),
             Raster::Grouped(g) => {
                 let g = g.max(1) as i64;
@@ -199,8 +250,10 @@ impl GemmConfig {
         if self.persistent {
             s += ", persistent";
         }
-        if let Raster::Grouped(g) = self.raster {
-            s += &format!(", grouped {g}");
+        match self.raster {
+            Raster::Linear => {}
+            Raster::Grouped(g) => s += &format!(", grouped {g}"),
+            Raster::Hilbert => s += ", hilbert",
         }
         if self.epilogue == Epilogue::Tma {
             s += ", tma store";
@@ -361,7 +414,8 @@ fn lit(v: i64) -> Val {
 /// (pointers; A is M×K, B is N×K, both row-major), `am`, `bm` (their tensor maps: boxes of
 /// 64 × 128 and 64 × BN with the 128-byte swizzle), `c` (a 2-D tensor M×N of the output type,
 /// any row stride), with [`Epilogue::Tma`] also `cm` (C's tensor map: boxes of 128 bytes ×
-/// 128 rows, the 128-byte swizzle), `k` (i32). Launch on [`launch_grid`].
+/// 128 rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
+/// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
 ///
 /// ```
 /// use tilekit_ops::gemm_sm90::{build_gemm_sm90, Epilogue, GemmConfig};
@@ -412,6 +466,10 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     // pairs of columns stored together: unit column stride, even row stride (binding checks)
     c.descriptor(Some((2, 1)))?;
     let kk = b.scalar_param("k", ScalarType::I32)?;
+    let order = match cfg.raster {
+        Raster::Hilbert => Some(b.ptr_param("order", ScalarType::I32)?),
+        _ => None,
+    };
     // the tiles: TMA box images with the 128-byte swizzle, and the wgmma views of them
     let a_layout = HopperSwizzle::B128.descriptor(64, BK, eb)?;
     let b_layout = HopperSwizzle::B128.descriptor(bn, BK, eb)?;
@@ -444,8 +502,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let tiles = i32v(&b, &((kk.clone() + lit(BK - 1)) / lit(BK)))?;
     let tiles_m = i32v(&b, &((c.lengths[0].clone() + lit(BM - 1)) / lit(BM)))?;
     let tiles_n = i32v(&b, &((c.lengths[1].clone() + lit(bn - 1)) / lit(bn)))?;
-    // the tile walk: (body(t's row m0, column n0, k-slices before it)) for each tile t of the
-    // block; `it` (the ring position) is carried across tiles
+    // the tile walk: body(b, m0, n0, it) for each tile of the block — its first row and column
+    // of C, and `it`, the k-slices the ring streamed before it (carried across tiles)
     let walk = |b: &KernelBuilder,
                 body: &dyn Fn(&KernelBuilder, Val, Val, Val) -> IrResult<()>|
      -> IrResult<()> {
@@ -470,6 +528,11 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     let rows = b.binary(BinOp::Min, &(tiles_m.clone() - firstm.clone()), &g)?;
                     let r = t % group;
                     (firstm + r.clone() % rows.clone(), r / rows)
+                }
+                Raster::Hilbert => {
+                    let table = order.expect("declared for Hilbert");
+                    let id = b.load(table, &t, 1, None)?.remove(0);
+                    (id.clone() / tiles_n.clone(), id % tiles_n.clone())
                 }
             };
             body(b, mt * lit(BM), nt * lit(bn), it[0].clone())?;

@@ -7,7 +7,9 @@ use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
-use tilekit_ops::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
+use tilekit_ops::gemm_sm90::{
+    build_gemm_sm90, hilbert_order, launch_grid, Epilogue, GemmConfig, Raster, BM,
+};
 use tilekit_ops::host;
 
 fn run(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64) {
@@ -35,6 +37,8 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     )
     .unwrap();
     let c_map = map_arg(c.layout());
+    let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
+    let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
     let mut bind = Bindings::new(&kernel)
         .input_ptr("a", &a, m * k, &Interp)
         .unwrap()
@@ -50,6 +54,9 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
         .unwrap();
     if cfg.epilogue == Epilogue::Tma {
         bind = bind.tensor_map("cm", c_map.unwrap()).unwrap();
+    }
+    if cfg.raster == Raster::Hilbert {
+        bind = bind.input_ptr("order", &order, tm * tn, &Interp).unwrap();
     }
     let grid = launch_grid(&cfg, m, n, sms).unwrap();
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {m}x{n}x{k}: {e}"));
@@ -121,6 +128,23 @@ fn the_persistent_hopper_gemm_walks_several_tiles_per_block() {
         25,
         1,
     );
+}
+
+#[test]
+fn the_hilbert_order_matches_the_reference() {
+    // 2 × 3 tiles (a 4 × 4 curve with cells skipped), 2 blocks walking 3 tiles each; and one
+    // block per tile
+    let cfg = GemmConfig {
+        bn: 64,
+        stages: 2,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Hilbert,
+        epilogue: Epilogue::Tma,
+        ..GemmConfig::default()
+    };
+    run_on(cfg, 200, 136, 136, 41, 2);
+    run(GemmConfig { persistent: false, epilogue: Epilogue::Registers, ..cfg }, 200, 136, 72, 43);
 }
 
 #[test]
