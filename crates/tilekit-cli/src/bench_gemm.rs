@@ -255,6 +255,12 @@ fn sm90_best(
                 return Err(format!("{label}: C[{i}][{j}] = {g}, reference {want}"));
             }
         }
+        let flops = 2.0 * (m * n * k) as f64;
+        eprintln!(
+            "    {:.3} ms, {:.1} TFLOP/s, checked",
+            t.median_ms(),
+            tflops(flops, t.median_ms())
+        );
         let config = label;
         if best.as_ref().is_none_or(|(ms, _)| t.median_ms() < *ms) {
             best = Some((t.median_ms(), config));
