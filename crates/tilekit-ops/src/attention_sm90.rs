@@ -81,8 +81,8 @@ const SLAB: i64 = 64;
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::attention_sm90::AttnConfig;
 /// let c = AttnConfig::new(ScalarType::BF16, 128, true);
-/// assert_eq!((c.bn, c.stages), (128, 2));
-/// assert_eq!(c.shared_bytes(), (128 * 128 + 2 * 2 * 128 * 128) * 2);
+/// assert_eq!((c.bn, c.stages), (64, 2));
+/// assert_eq!(c.shared_bytes(), (128 * 128 + 2 * 2 * 64 * 128) * 2);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AttnConfig {
@@ -92,21 +92,24 @@ pub struct AttnConfig {
     pub head_dim: i64,
     /// Causal mask (bottom-right aligned).
     pub causal: bool,
-    /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256).
+    /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128, BN = 128
+    /// spills 32 bytes under the 168 registers ptxas allocates a thread of a 384-thread block
+    /// (see the module docs); the default is 64.
     pub bn: i64,
     /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
     pub stages: i64,
 }
 
 impl AttnConfig {
-    /// The default tiles for a head dim: BN = 128 (64 for d = 256), 2 stages.
+    /// The default tiles for a head dim: BN = 128 for d = 64, 64 otherwise; 2 stages.
     ///
     /// ```
     /// use tilekit_ops::attention_sm90::AttnConfig;
     /// assert_eq!(AttnConfig::new(tilekit_ir::ScalarType::F16, 256, false).bn, 64);
+    /// assert_eq!(AttnConfig::new(tilekit_ir::ScalarType::F16, 64, false).bn, 128);
     /// ```
     pub fn new(dtype: ScalarType, head_dim: i64, causal: bool) -> AttnConfig {
-        AttnConfig { dtype, head_dim, causal, bn: if head_dim > 128 { 64 } else { 128 }, stages: 2 }
+        AttnConfig { dtype, head_dim, causal, bn: if head_dim == 64 { 128 } else { 64 }, stages: 2 }
     }
 
     /// Bytes of the Q tile and the K/V ring.
@@ -129,7 +132,7 @@ impl AttnConfig {
     /// assert!(e.to_string().contains("96"), "{e}");
     /// assert!(e.to_string().contains("64, 128 or 256"), "{e}");
     /// assert!(AttnConfig::new(ScalarType::F32, 64, false).check().is_err());
-    /// assert!(AttnConfig { stages: 4, ..AttnConfig::new(ScalarType::BF16, 128, false) }.check().is_err());
+    /// assert!(AttnConfig { stages: 4, bn: 128, ..AttnConfig::new(ScalarType::BF16, 128, false) }.check().is_err());
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "attention_sm90";
