@@ -228,3 +228,30 @@ fn the_attention_kernels_assemble_for_sm_90a_without_spills() {
     }
 }
 
+
+#[test]
+fn api_attention_reads_views_and_matches_the_reference() {
+    use tilekit_ops::api;
+    let (ty, d) = (ScalarType::BF16, 64);
+    let c = Case { scale: Some(0.2), ..case(2, 1, 77, 100) };
+    let cfg = AttnConfig::new(ty, d, true);
+    // Q: heads 1..3 of a 3-head tensor (a view at an offset); K, V contiguous
+    let q_full = tensor(ty, [1, c.s_q, 3, d], 21);
+    let q = q_full.narrow(2, 1, 2).unwrap();
+    let k = tensor(ty, [1, c.s_k, 1, d], 22);
+    let v = tensor(ty, [1, c.s_k, 1, d], 23);
+    let (o, lse) = api::attention(&Interp, &q, &k, &v, true, c.scale).unwrap();
+    let qv = host::to_f64(q_full.buffer());
+    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, 0.2);
+    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+        assert!((g - w).abs() <= 2.0 / 128.0 + w.abs() / 256.0, "O[{i}] = {g}, reference {w}");
+    }
+    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+        assert!((g - w).abs() <= 1e-3 + 1e-4 * w.abs(), "LSE[{i}] = {g}, reference {w}");
+    }
+    // a K whose heads do not divide Q's is refused by name
+    let k3 = tensor(ty, [1, c.s_k, 3, d], 24);
+    let e = api::attention(&Interp, &q, &k3, &k3, false, None).unwrap_err();
+    assert!(e.to_string().contains("kv heads = 3"), "{e}");
+}
