@@ -47,7 +47,9 @@ fn kernel(n: i64) -> Kernel {
         (0..8)
             .map(|i| {
                 let (r, c) = a_coord(ty, 0, i);
-                let row = tid.clone() / lit(32) * lit(16) + tid.clone() % lit(32) / lit(4) + lit(r as i64);
+                let row = tid.clone() / lit(32) * lit(16)
+                    + tid.clone() % lit(32) / lit(4)
+                    + lit(r as i64);
                 let col = tid.clone() % lit(4) * lit(2) + lit(c as i64 + 16 * blk);
                 b.load(ga, &(row * lit(KT) + col), 1, None).unwrap().remove(0)
             })

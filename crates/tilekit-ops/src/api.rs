@@ -1404,11 +1404,7 @@ pub fn attention_into<
     if !(scale.is_finite() && scale > 0.0) {
         return Err(OpsError::invalid(op, "scale", scale, "a positive finite number"));
     }
-    let key = KernelKey::new(
-        "attention_sm90",
-        ty,
-        [d, causal as i64, cfg.bn, cfg.stages],
-    );
+    let key = KernelKey::new("attention_sm90", ty, [d, causal as i64, cfg.bn, cfg.stages]);
     let kc = cached(key, || crate::attention_sm90::build_attention_sm90(cfg))?;
     let grid = [
         host::blocks(sq, crate::attention_sm90::BM)?,

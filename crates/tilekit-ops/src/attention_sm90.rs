@@ -64,7 +64,9 @@
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec};
 use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
-use tilekit_ir::{Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp, Val};
+use tilekit_ir::{
+    Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp, Val,
+};
 use tilekit_layout::swizzle::HopperSwizzle;
 use tilekit_layout::Idx;
 
@@ -217,10 +219,12 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let kv_layout = HopperSwizzle::B128.descriptor_atoms(bn, d, eb)?;
     let ir = |e: tilekit_ir::wgmma::WgmmaError| IrError::from(e);
     // Q and K K-major one slab at a time (64 rows of a Q slab: a warpgroup's A)
-    let mq = SmemMatrix::from_layout(&HopperSwizzle::B128.descriptor(64, SLAB, eb)?, Major::K, elem)
-        .map_err(ir)?;
-    let mk = SmemMatrix::from_layout(&HopperSwizzle::B128.descriptor(bn, SLAB, eb)?, Major::K, elem)
-        .map_err(ir)?;
+    let mq =
+        SmemMatrix::from_layout(&HopperSwizzle::B128.descriptor(64, SLAB, eb)?, Major::K, elem)
+            .map_err(ir)?;
+    let mk =
+        SmemMatrix::from_layout(&HopperSwizzle::B128.descriptor(bn, SLAB, eb)?, Major::K, elem)
+            .map_err(ir)?;
     // V (keys × d, d contiguous) is P·V's B MN-major, all d columns in one wgmma
     let mv = SmemMatrix::from_layout(&kv_layout, Major::MN, elem).map_err(ir)?;
     let (q_elems, kv_elems) = (BM * d, bn * d);
@@ -271,7 +275,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 let mi = i32v(b, &m0)?;
                 b.mbarrier_arrive(q_full, &lit(0), Some(&lit(q_elems * eb)))?;
                 for a in 0..slabs {
-                    let coords = [b.i32(a as i32 * SLAB as i32), hi.clone(), mi.clone(), bi.clone()];
+                    let coords =
+                        [b.i32(a as i32 * SLAB as i32), hi.clone(), mi.clone(), bi.clone()];
                     b.tensor_load(sq, &lit(a * BM * SLAB), qm, &coords, q_full, &lit(0))?;
                 }
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
@@ -282,8 +287,12 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                     for (bar, mem, map) in [(k_full, sk, km), (v_full, sv, vm)] {
                         b.mbarrier_arrive(bar, &s, Some(&lit(kv_elems * eb)))?;
                         for a in 0..slabs {
-                            let coords =
-                                [b.i32(a as i32 * SLAB as i32), kvi.clone(), n0.clone(), bi.clone()];
+                            let coords = [
+                                b.i32(a as i32 * SLAB as i32),
+                                kvi.clone(),
+                                n0.clone(),
+                                bi.clone(),
+                            ];
                             let at = s.clone() * lit(kv_elems) + lit(a * bn * SLAB);
                             b.tensor_load(mem, &at, map, &coords, bar, &s)?;
                         }
@@ -296,11 +305,35 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
         },
         |b| {
             b.setmaxnreg(true, 232)?;
-            consumer(b, &cfg, ty, Consumer {
-                sq, sk, sv, q_full, k_full, v_full, empty, mq: &mq, mk: &mk, mv: &mv,
-                tid: &tid, wg: &wg, m0: &m0, head: &head, batch: &batch, tiles: &tiles,
-                s_k: &s_k, s_q: &s_q, diag: &diag, scale_log2: &scale_log2, o: &o, lse: &lse,
-            })?;
+            consumer(
+                b,
+                &cfg,
+                ty,
+                Consumer {
+                    sq,
+                    sk,
+                    sv,
+                    q_full,
+                    k_full,
+                    v_full,
+                    empty,
+                    mq: &mq,
+                    mk: &mk,
+                    mv: &mv,
+                    tid: &tid,
+                    wg: &wg,
+                    m0: &m0,
+                    head: &head,
+                    batch: &batch,
+                    tiles: &tiles,
+                    s_k: &s_k,
+                    s_q: &s_q,
+                    diag: &diag,
+                    scale_log2: &scale_log2,
+                    o: &o,
+                    lse: &lse,
+                },
+            )?;
             Ok(vec![])
         },
     )?;
@@ -350,7 +383,10 @@ fn consumer(
     // the two query rows of this thread (registers with (i/2) mod 2 = r hold row r)
     let rows: Vec<Val> = (0..2)
         .map(|r| {
-            c.m0.clone() + half.clone() * lit(64) + warp.clone() * lit(16) + lane.clone() / lit(4)
+            c.m0.clone()
+                + half.clone() * lit(64)
+                + warp.clone() * lit(16)
+                + lane.clone() / lit(4)
                 + lit(8 * r)
         })
         .collect();
@@ -367,7 +403,8 @@ fn consumer(
         .collect::<std::result::Result<_, _>>()?;
     let ir = |e: tilekit_ir::wgmma::WgmmaError| IrError::from(e);
     let s_shape = WgmmaShape::new(ty, bn as u32).map_err(ir)?;
-    let o_shape = WgmmaShape::new(ty, d as u32).and_then(|s| s.transposed(false, true)).map_err(ir)?;
+    let o_shape =
+        WgmmaShape::new(ty, d as u32).and_then(|s| s.transposed(false, true)).map_err(ir)?;
     let neg_inf = b.f32(f32::NEG_INFINITY);
     let zero = b.f32(0.0);
     let sl2 = c.scale_log2.clone();
@@ -410,8 +447,8 @@ fn consumer(
         let mut new_ml = Vec::with_capacity(4);
         let mut base = Vec::with_capacity(2);
         let mut alpha = Vec::with_capacity(2);
-        for r in 0..2 {
-            let mut mx = ml[r].clone();
+        for (r, m_old) in ml[..2].iter().enumerate() {
+            let mut mx = m_old.clone();
             for (i, v) in sm.iter().enumerate() {
                 if (i / 2) % 2 == r {
                     mx = b.binary(BinOp::Max, &mx, v)?;
@@ -426,7 +463,7 @@ fn consumer(
             let scaled = b.binary(BinOp::Mul, &mx, &sl2)?;
             let bs = b.select(&none, &zero, &scaled)?;
             let nb = b.unary(UnOp::Neg, &bs)?;
-            let a = b.unary(UnOp::Exp2Approx, &b.fma(&ml[r], &sl2, &nb)?)?;
+            let a = b.unary(UnOp::Exp2Approx, &b.fma(m_old, &sl2, &nb)?)?;
             new_ml.push(mx);
             base.push(nb);
             alpha.push(a);
@@ -487,7 +524,7 @@ fn consumer(
         let q = &rows[r];
         let inside = b.cmp(CmpOp::Lt, q, c.s_q)?;
         let row_at = base_o.clone() + q.clone() * o.strides[1].clone() + quad.clone() * lit(2);
-        for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r as usize).step_by(2) {
+        for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
             let col = (8 * (i / 4)) as i64;
             let vals = [
                 b.cvt(&b.binary(BinOp::Mul, &o_acc[i], &inv[r])?, elem)?,
@@ -496,7 +533,8 @@ fn consumer(
             b.store(o.mem, &(row_at.clone() + lit(col)), &vals, Some(&inside))?;
         }
         // one lane of the four writes the row's LSE: min(s_q − 1 − q, −quad) ≥ 0
-        let slack = b.binary(BinOp::Min, &(c.s_q.clone() - lit(1) - q.clone()), &(lit(0) - quad.clone()))?;
+        let slack =
+            b.binary(BinOp::Min, &(c.s_q.clone() - lit(1) - q.clone()), &(lit(0) - quad.clone()))?;
         let writer = b.cmp(CmpOp::Ge, &slack, &lit(0))?;
         let at = c.batch.clone() * lse.strides[0].clone()
             + c.head.clone() * lse.strides[1].clone()

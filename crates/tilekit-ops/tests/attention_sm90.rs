@@ -53,17 +53,17 @@ fn reference(
         for hi in 0..h {
             let kh = hi / group;
             for i in 0..sq {
-                let keys: Vec<i64> =
-                    (0..sk).filter(|&j| !cfg.causal || j <= i + sk - sq).collect();
+                let keys: Vec<i64> = (0..sk).filter(|&j| !cfg.causal || j <= i + sk - sq).collect();
                 if keys.is_empty() {
                     continue;
                 }
-                let qv: Vec<f64> = (0..d)
-                    .map(|x| q.0[q.1.offset_of(&[bi, i, hi, x]).unwrap() as usize])
-                    .collect();
+                let qv: Vec<f64> =
+                    (0..d).map(|x| q.0[q.1.offset_of(&[bi, i, hi, x]).unwrap() as usize]).collect();
                 let s: Vec<f64> = keys
                     .iter()
-                    .map(|&j| scale * (0..d).map(|x| qv[x as usize] * k[kv_at(bi, j, kh, x)]).sum::<f64>())
+                    .map(|&j| {
+                        scale * (0..d).map(|x| qv[x as usize] * k[kv_at(bi, j, kh, x)]).sum::<f64>()
+                    })
                     .collect();
                 let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let w: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
@@ -148,7 +148,8 @@ fn run(cfg: AttnConfig, c: Case, seed: u64) {
         );
     }
     for (i, (&g, &w)) in got_lse.iter().zip(&want_lse).enumerate() {
-        let ok = if w == f64::NEG_INFINITY { g == w } else { (g - w).abs() <= 1e-3 + 1e-4 * w.abs() };
+        let ok =
+            if w == f64::NEG_INFINITY { g == w } else { (g - w).abs() <= 1e-3 + 1e-4 * w.abs() };
         assert!(ok, "{cfg:?} {c:?}: LSE[{i}] = {g}, reference {w}");
     }
 }
@@ -203,11 +204,16 @@ fn bad_configs_are_refused_with_the_valid_values() {
     assert!(e.to_string().contains("64, 128 or 256"), "{e}");
     let e = build_attention_sm90(AttnConfig::new(ScalarType::F32, 64, false)).unwrap_err();
     assert!(e.to_string().contains("f16 or bf16"), "{e}");
-    let e = build_attention_sm90(AttnConfig { bn: 128, ..AttnConfig::new(ScalarType::F16, 256, true) })
-        .unwrap_err();
+    let e =
+        build_attention_sm90(AttnConfig { bn: 128, ..AttnConfig::new(ScalarType::F16, 256, true) })
+            .unwrap_err();
     assert!(e.to_string().contains("bn = 128"), "{e}");
-    let e = build_attention_sm90(AttnConfig { stages: 4, bn: 128, ..AttnConfig::new(ScalarType::F16, 128, true) })
-        .unwrap_err();
+    let e = build_attention_sm90(AttnConfig {
+        stages: 4,
+        bn: 128,
+        ..AttnConfig::new(ScalarType::F16, 128, true)
+    })
+    .unwrap_err();
     assert!(e.to_string().contains("227 KiB"), "{e}");
 }
 
@@ -227,7 +233,6 @@ fn the_attention_kernels_assemble_for_sm_90a_without_spills() {
         }
     }
 }
-
 
 #[test]
 fn api_attention_reads_views_and_matches_the_reference() {
