@@ -1283,8 +1283,9 @@ pub fn gemm_into<
 /// let (o, lse) = api::attention(&Interp, &q, &k, &v, false, None).unwrap();
 /// assert!(o.to_vec::<bf16>().unwrap().iter().all(|x| x.to_f32() == 2.0));
 /// assert!((lse.to_vec::<f32>().unwrap()[0] - 2f32.ln()).abs() < 1e-5);
-/// let e = api::attention(&Interp, &q.narrow(3, 0, 32).unwrap(), &k, &v, false, None).unwrap_err();
-/// assert!(e.to_string().contains("head dim"), "{e}");
+/// let n = |t: &HostTensor| t.narrow(3, 0, 32).unwrap();
+/// let e = api::attention(&Interp, &n(&q), &n(&k), &n(&v), false, None).unwrap_err();
+/// assert!(e.to_string().contains("head dim = 32"), "{e}");
 /// ```
 pub fn attention<
     B: Backend,
