@@ -100,6 +100,12 @@ pub struct AttnConfig {
     pub bn: i64,
     /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
     pub stages: i64,
+    /// Software-pipeline each consumer: issue S(t) and P·V(t−1) together and run the softmax
+    /// of tile t while P·V(t−1) is still on the tensor cores (`wgmma.wait_group 1`).
+    pub overlap: bool,
+    /// Ping-pong the two consumer warpgroups (needs `overlap`): one issues its GEMMs while
+    /// the other runs its softmax, ordered by two named barriers.
+    pub pingpong: bool,
 }
 
 impl AttnConfig {
@@ -111,7 +117,15 @@ impl AttnConfig {
     /// assert_eq!(AttnConfig::new(tilekit_ir::ScalarType::F16, 64, false).bn, 128);
     /// ```
     pub fn new(dtype: ScalarType, head_dim: i64, causal: bool) -> AttnConfig {
-        AttnConfig { dtype, head_dim, causal, bn: if head_dim == 64 { 128 } else { 64 }, stages: 2 }
+        AttnConfig {
+            dtype,
+            head_dim,
+            causal,
+            bn: if head_dim == 64 { 128 } else { 64 },
+            stages: 2,
+            overlap: false,
+            pingpong: false,
+        }
     }
 
     /// Bytes of the Q tile and the K/V ring.
@@ -160,6 +174,9 @@ impl AttnConfig {
                     2 * self.bn * self.head_dim * 2 / 1024
                 ),
             ));
+        }
+        if self.pingpong && !self.overlap {
+            return Err(OpsError::invalid(op, "pingpong", true, "only with overlap = true"));
         }
         Ok(())
     }
@@ -340,6 +357,13 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
+/// One tile's softmax: P (input type, the S fragment's order), α per row, (m0, m1, ℓ0, ℓ1).
+struct Soft {
+    p: Vec<Val>,
+    alpha: Vec<Val>,
+    ml: Vec<Val>,
+}
+
 struct Consumer<'a> {
     sq: tilekit_ir::MemRef,
     sk: tilekit_ir::MemRef,
@@ -409,16 +433,14 @@ fn consumer(
     let zero = b.f32(0.0);
     let sl2 = c.scale_log2.clone();
     b.mbarrier_wait(c.q_full, &lit(0), &lit(0))?;
-    let mut init = vec![zero.clone(); o_shape.acc_regs()];
-    init.extend([neg_inf.clone(), neg_inf.clone(), zero.clone(), zero.clone()]);
     let nacc = o_shape.acc_regs();
-    let out = b.for_range(&lit(0), c.tiles, &lit(1), &init, |b, kt, carried| {
-        let (o_acc, ml) = carried.split_at(nacc);
-        let s = kt.clone() % lit(stages);
-        let parity = (kt.clone() / lit(stages)) % lit(2);
+    type R<T> = std::result::Result<T, IrError>;
+    let stage = |kt: &Val| (kt.clone() % lit(stages), (kt.clone() / lit(stages)) % lit(2));
+    // S = Q·K[kt]ᵀ issued, once K has landed (the caller fences before and commits after)
+    let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
+        let (s, parity) = stage(kt);
         b.mbarrier_wait(c.k_full, &s, &parity)?;
-        b.wgmma_fence()?;
-        let k_at = s.clone() * lit(kv_elems);
+        let k_at = s * lit(kv_elems);
         let mut sc: Vec<Val> = vec![];
         for a in 0..slabs {
             let q_at = lit(a * BM * SLAB) + half.clone() * lit(64 * SLAB);
@@ -430,8 +452,25 @@ fn consumer(
                 sc = b.wgmma(s_shape, &WgmmaSrc::Smem(dq), &dk, acc)?;
             }
         }
-        b.wgmma_commit()?;
-        b.wgmma_wait(0)?;
+        Ok(sc)
+    };
+    // O += P·V[kt] issued, once V has landed (P from registers: the S fragment's 16-column
+    // slices are wgmma's A fragments)
+    let issue_pv = |b: &KernelBuilder, p: &[Val], kt: &Val, o: &[Val]| -> R<Vec<Val>> {
+        let (s, parity) = stage(kt);
+        b.mbarrier_wait(c.v_full, &s, &parity)?;
+        let v_at = s * lit(kv_elems);
+        let mut o = o.to_vec();
+        for j in 0..(bn / 16) as usize {
+            let dv = b.wgmma_desc(c.sv, &v_at, c.mv, j)?;
+            let frag = p[8 * j..8 * j + 8].to_vec();
+            o = b.wgmma(o_shape, &WgmmaSrc::Regs(frag), &dv, Acc::Add(&o))?;
+        }
+        Ok(o)
+    };
+    // the masked online softmax of tile kt from (m0, m1, ℓ0, ℓ1): P in the input type, α per
+    // row, the new (m0, m1, ℓ0, ℓ1)
+    let softmax = |b: &KernelBuilder, sc: &[Val], kt: &Val, ml: &[Val]| -> R<Soft> {
         // mask: key column 8·(i/4) + 2·quad + i mod 2 of the tile, valid below the row's limit
         let rel: Vec<Val> = limits
             .iter()
@@ -479,26 +518,135 @@ fn consumer(
             sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
             p.push(b.cvt(&e, elem)?);
         }
-        let mut o_new: Vec<Val> = o_acc
-            .iter()
-            .enumerate()
-            .map(|(i, v)| b.binary(BinOp::Mul, v, &alpha[(i / 2) % 2]))
-            .collect::<std::result::Result<_, _>>()?;
-        b.mbarrier_wait(c.v_full, &s, &parity)?;
-        b.wgmma_fence()?;
-        let v_at = s.clone() * lit(kv_elems);
-        for j in 0..(bn / 16) as usize {
-            let dv = b.wgmma_desc(c.sv, &v_at, c.mv, j)?;
-            let frag = p[8 * j..8 * j + 8].to_vec();
-            o_new = b.wgmma(o_shape, &WgmmaSrc::Regs(frag), &dv, Acc::Add(&o_new))?;
+        new_ml.extend(sums);
+        Ok(Soft { p, alpha, ml: new_ml })
+    };
+    let rescale = |b: &KernelBuilder, o: &[Val], alpha: &[Val]| -> R<Vec<Val>> {
+        o.iter().enumerate().map(|(i, v)| b.binary(BinOp::Mul, v, &alpha[(i / 2) % 2])).collect()
+    };
+    // ping-pong: warpgroup h issues its GEMMs after `bar.sync 1+h` and lets the other go with
+    // `bar.arrive 2−h` (256 threads each: the 128 that sync and the 128 that arrive)
+    let first_wg = b.cmp(CmpOp::Eq, &half, &lit(0))?;
+    let pp_sync = |b: &KernelBuilder| -> R<()> {
+        if cfg.pingpong {
+            b.if_then_else(
+                &first_wg,
+                |b| b.named_barrier(1, 256).map(|_| vec![]),
+                |b| b.named_barrier(2, 256).map(|_| vec![]),
+            )?;
         }
-        b.wgmma_commit()?;
-        b.wgmma_wait(0)?;
-        b.mbarrier_arrive(c.empty, &s, None)?;
-        o_new.extend(new_ml);
-        o_new.extend(sums);
-        Ok(o_new)
-    })?;
+        Ok(())
+    };
+    let pp_arrive = |b: &KernelBuilder, last: bool| -> R<()> {
+        if cfg.pingpong {
+            if last {
+                // the second warpgroup's last arrival would have no matching sync
+                b.if_then(&first_wg, |b| b.named_barrier_arrive(2, 256))?;
+            } else {
+                b.if_then_else(
+                    &first_wg,
+                    |b| b.named_barrier_arrive(2, 256).map(|_| vec![]),
+                    |b| b.named_barrier_arrive(1, 256).map(|_| vec![]),
+                )?;
+            }
+        }
+        Ok(())
+    };
+    b.mbarrier_wait(c.q_full, &lit(0), &lit(0))?;
+    let mut init = vec![zero.clone(); nacc];
+    init.extend([neg_inf.clone(), neg_inf.clone(), zero.clone(), zero.clone()]);
+    let out = if !cfg.overlap {
+        b.for_range(&lit(0), c.tiles, &lit(1), &init, |b, kt, carried| {
+            let (o_acc, ml) = carried.split_at(nacc);
+            b.wgmma_fence()?;
+            let sc = issue_s(b, &kt)?;
+            b.wgmma_commit()?;
+            b.wgmma_wait(0)?;
+            let soft = softmax(b, &sc, &kt, ml)?;
+            let o = rescale(b, o_acc, &soft.alpha)?;
+            b.wgmma_fence()?;
+            let mut o = issue_pv(b, &soft.p, &kt, &o)?;
+            b.wgmma_commit()?;
+            b.wgmma_wait(0)?;
+            b.mbarrier_arrive(c.empty, &stage(&kt).0, None)?;
+            o.extend(soft.ml);
+            Ok(o)
+        })?
+    } else {
+        b.note("attention_sm90 consumers (overlap): S(t) and P·V(t−1) issued together, the softmax of t while P·V(t−1) runs");
+        let p_len = (bn / 2) as usize;
+        let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
+        if cfg.pingpong {
+            // the first warpgroup goes first: the second lets it (when there is any tile)
+            let slack = b.binary(BinOp::Min, &(c.tiles.clone() - lit(1)), &(half.clone() - lit(1)))?;
+            let lets = b.cmp(CmpOp::Ge, &slack, &lit(0))?;
+            b.if_then(&lets, |b| b.named_barrier_arrive(1, 256))?;
+        }
+        // tile 0: S and its softmax (O is still 0)
+        let zero_p = b.cvt(&zero, elem)?;
+        let mut none = vec![zero_p.clone(); p_len];
+        none.extend(init[nacc..].iter().cloned());
+        let first = b.if_then_else(
+            &has_tiles,
+            |b| {
+                pp_sync(b)?;
+                b.wgmma_fence()?;
+                let sc = issue_s(b, &lit(0))?;
+                b.wgmma_commit()?;
+                pp_arrive(b, false)?;
+                b.wgmma_wait(0)?;
+                let soft = softmax(b, &sc, &lit(0), &init[nacc..])?;
+                let mut v = soft.p;
+                v.extend(soft.ml);
+                Ok(v)
+            },
+            |_| Ok(none.clone()),
+        )?;
+        let mut carry = init[..nacc].to_vec();
+        carry.extend(first);
+        let looped = b.for_range(&lit(1), c.tiles, &lit(1), &carry, |b, kt, carried| {
+            let (o_acc, rest) = carried.split_at(nacc);
+            let (p_prev, ml) = rest.split_at(p_len);
+            let prev = kt.clone() - lit(1);
+            pp_sync(b)?;
+            b.wgmma_fence()?;
+            let sc = issue_s(b, &kt)?;
+            b.wgmma_commit()?;
+            let o = issue_pv(b, p_prev, &prev, o_acc)?;
+            b.wgmma_commit()?;
+            pp_arrive(b, false)?;
+            // S(t) is done (the older group); P·V(t−1) may still run during the softmax
+            b.wgmma_wait(1)?;
+            let soft = softmax(b, &sc, &kt, ml)?;
+            b.wgmma_wait(0)?;
+            b.mbarrier_arrive(c.empty, &stage(&prev).0, None)?;
+            let mut o = rescale(b, &o, &soft.alpha)?;
+            o.extend(soft.p);
+            o.extend(soft.ml);
+            Ok(o)
+        })?;
+        let (o_acc, rest) = looped.split_at(nacc);
+        let (p_last, ml) = rest.split_at(p_len);
+        // the last tile's P·V
+        let o = b.if_then_else(
+            &has_tiles,
+            |b| {
+                let last = c.tiles.clone() - lit(1);
+                pp_sync(b)?;
+                b.wgmma_fence()?;
+                let o = issue_pv(b, p_last, &last, o_acc)?;
+                b.wgmma_commit()?;
+                pp_arrive(b, true)?;
+                b.wgmma_wait(0)?;
+                b.mbarrier_arrive(c.empty, &stage(&last).0, None)?;
+                Ok(o)
+            },
+            |_| Ok(o_acc.to_vec()),
+        )?;
+        let mut out = o;
+        out.extend(ml.iter().cloned());
+        out
+    };
     b.note("attention_sm90 epilogue: O / ℓ and LSE, masked to s_q");
     let (o_acc, ml) = out.split_at(nacc);
     let ln2 = b.f32(std::f32::consts::LN_2);

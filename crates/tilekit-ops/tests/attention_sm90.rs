@@ -260,3 +260,21 @@ fn api_attention_reads_views_and_matches_the_reference() {
     let e = api::attention(&Interp, &q, &k3, &k3, false, None).unwrap_err();
     assert!(e.to_string().contains("kv heads = 3"), "{e}");
 }
+
+#[test]
+fn the_pipelined_and_ping_pong_consumers_match_the_reference() {
+    for (overlap, pingpong) in [(true, false), (true, true)] {
+        let with = |cfg: AttnConfig| AttnConfig { overlap, pingpong, ..cfg };
+        // several tiles, ragged, GQA; one tile only (no loop iteration); a block with no tile
+        let cfg = with(AttnConfig::new(ScalarType::BF16, 64, true));
+        run(AttnConfig { bn: 64, stages: 3, ..cfg }, Case { batch: 2, ..case(2, 1, 130, 200) }, 31);
+        run(cfg, case(1, 1, 77, 64), 32);
+        run(AttnConfig { bn: 64, ..cfg }, case(1, 1, 200, 64), 33);
+        let cfg = with(AttnConfig::new(ScalarType::F16, 128, false));
+        run(cfg, Case { strided_q: true, ..case(2, 1, 77, 200) }, 34);
+    }
+    let e = AttnConfig { pingpong: true, ..AttnConfig::new(ScalarType::F16, 64, false) }
+        .check()
+        .unwrap_err();
+    assert!(e.to_string().contains("overlap"), "{e}");
+}
