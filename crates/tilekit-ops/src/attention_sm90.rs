@@ -476,12 +476,22 @@ fn consumer(
             .iter()
             .map(|l| l.clone() - kt.clone() * lit(bn) - quad.clone() * lit(2))
             .collect();
-        let mut sm = Vec::with_capacity(sc.len());
-        for (i, v) in sc.iter().enumerate() {
-            let col = (8 * (i / 4) + i % 2) as i64;
-            let ok = b.cmp(CmpOp::Lt, &lit(col), &rel[(i / 2) % 2])?;
-            sm.push(b.select(&ok, v, &neg_inf)?);
-        }
+        // only tiles that reach past a row's limit are masked (the thread's first row has the
+        // smaller limit): the last tile, and the diagonal ones when causal
+        let need = b.cmp(CmpOp::Lt, &rel[0], &lit(bn))?;
+        let sm = b.if_then_else(
+            &need,
+            |b| {
+                let mut sm = Vec::with_capacity(sc.len());
+                for (i, v) in sc.iter().enumerate() {
+                    let col = (8 * (i / 4) + i % 2) as i64;
+                    let ok = b.cmp(CmpOp::Lt, &lit(col), &rel[(i / 2) % 2])?;
+                    sm.push(b.select(&ok, v, &neg_inf)?);
+                }
+                Ok(sm)
+            },
+            |_| Ok(sc.to_vec()),
+        )?;
         // row max over the thread's values, then over the 4 lanes of the row
         let mut new_ml = Vec::with_capacity(4);
         let mut base = Vec::with_capacity(2);
