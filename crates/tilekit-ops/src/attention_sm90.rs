@@ -57,10 +57,34 @@
 //! the stores of O and LSE are masked to `s_q`. TMA needs 16-byte aligned strides: every
 //! stride of Q, K and V a multiple of 8 elements.
 //!
-//! Not yet here (the structure allows them): ping-pong of the two consumer warpgroups with
-//! named barriers (so one's softmax overlaps the other's GEMMs), overlapping the softmax of
-//! tile t with the S GEMM of tile t+1 inside a warpgroup (`wgmma_wait(1)`), masking only the
-//! tiles that need it, O through shared memory and a TMA store.
+//! # Overlap and ping-pong (optional, [`AttnConfig::overlap`], [`AttnConfig::pingpong`])
+//!
+//! ```text
+//!   overlap: a consumer software-pipelines its tiles — S of tile t and P·V of tile t−1 are
+//!   issued together, and the softmax of t runs while P·V(t−1) is still on the tensor cores
+//!
+//!     prologue   S(0); wait; softmax(0) → P(0)
+//!     t = 1..n   S(t), commit; P(t−1)·V(t−1), commit; wait_group 1 (S(t) done)
+//!                softmax(t) → P(t), α          (P·V(t−1) still running)
+//!                wait_group 0; release stage t−1; O ·= α
+//!     epilogue   P(n−1)·V(n−1); wait; release stage n−1
+//!
+//!   pingpong: the two consumer warpgroups take turns on the tensor cores — each brackets its
+//!   GEMM issue with bar.sync (own barrier 1+h) … bar.arrive (the other's, 2−h), so one
+//!   warpgroup's softmax runs under the other's GEMMs:
+//!
+//!     wg 1:  [S(t) P·V(t−1)] softmax(t) ·········· [S(t+1) P·V(t)] softmax(t+1)
+//!     wg 2:  ··· wait ······ [S(t) P·V(t−1)] softmax(t) ········· [S(t+1) P·V(t)]
+//! ```
+//!
+//! Both are off by default until they are measured on the GPU. Registers: a 384-thread block
+//! gets `.maxnreg 168` at entry and ptxas allocates the consumers within it (the
+//! `setmaxnreg.inc 232` is not used by its allocation), so d = 256 and the pipelined d = 128
+//! spill a few hundred / 20 bytes; d ≤ 128 unpipelined does not.
+//!
+//! Not yet here (the structure allows them): O through shared memory and a TMA store
+//! (the Q tile is free once the last S GEMM has run), a causal schedule that starts the
+//! longest blocks first, a persistent tile scheduler.
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec};
 use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
