@@ -1625,7 +1625,12 @@ impl KernelBuilder {
                 };
                 let got = self.ctx.borrow().ty(id);
                 if got != t {
-                    return Err(IrError::YieldType { what: what.into(), index: i, got, expected: t });
+                    return Err(IrError::YieldType {
+                        what: what.into(),
+                        index: i,
+                        got,
+                        expected: t,
+                    });
                 }
                 Ok(id)
             })

@@ -1389,6 +1389,14 @@ pub fn attention_into<
             format!("a divisor of the {h} query heads"),
         ));
     }
+    if h > 65535 || bs > 65535 {
+        return Err(OpsError::invalid(
+            op,
+            "heads × batch",
+            format!("{h} × {bs}"),
+            "each at most 65535 (the grid's y and z)",
+        ));
+    }
     if bs < 1 || sq < 1 || sk < 1 {
         return Err(OpsError::invalid(
             op,

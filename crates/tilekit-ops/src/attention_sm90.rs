@@ -612,7 +612,8 @@ fn consumer(
         let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
         if cfg.pingpong {
             // the first warpgroup goes first: the second lets it (when there is any tile)
-            let slack = b.binary(BinOp::Min, &(c.tiles.clone() - lit(1)), &(half.clone() - lit(1)))?;
+            let slack =
+                b.binary(BinOp::Min, &(c.tiles.clone() - lit(1)), &(half.clone() - lit(1)))?;
             let lets = b.cmp(CmpOp::Ge, &slack, &lit(0))?;
             b.if_then(&lets, |b| b.named_barrier_arrive(1, 256))?;
         }
