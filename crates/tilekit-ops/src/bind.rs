@@ -375,6 +375,9 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
     /// let t = HostTensor::from_slice(&[0.0f32; 16 * 12], &[16, 12]).unwrap();
     /// let view = t.narrow(1, 4, 8).unwrap();           // rows of 8 at a stride of 12
     /// assert!(Bindings::<Interp>::new(&k).input_mapped("x", "xm", &view, &Interp).is_ok());
+    /// let odd = t.narrow(1, 2, 8).unwrap();            // starts 8 bytes in
+    /// let e = Bindings::<Interp>::new(&k).input_mapped("x", "xm", &odd, &Interp).unwrap_err();
+    /// assert!(e.to_string().contains("16-byte boundary"), "{e}");
     /// ```
     pub fn input_mapped<T: TensorIn<B> + ?Sized>(
         mut self,
@@ -385,6 +388,17 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
     ) -> Result<Self> {
         let layout = t.layout();
         let i = self.ptr_param(name, layout, None)?;
+        // TMA reads from a 16-byte aligned global address
+        let first = t.base_address() + layout.offset() as u64 * layout.dtype().size_bytes() as u64;
+        if first % 16 != 0 {
+            let k = self.kernel.kernel();
+            return Err(bind_error(
+                &k.name,
+                name,
+                format!("first element at byte {first} (offset {})", layout.offset()),
+                "a tensor read through a tensor map starts on a 16-byte boundary".into(),
+            ));
+        }
         let arg = map_arg(layout)?;
         let mem = t.bind_in(b)?;
         self.slots[i] = Some(Slot::In { mem, offset: layout.offset(), elem: layout.dtype() });
