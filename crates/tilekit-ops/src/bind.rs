@@ -390,7 +390,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         let i = self.ptr_param(name, layout, None)?;
         // TMA reads from a 16-byte aligned global address
         let first = t.base_address() + layout.offset() as u64 * layout.dtype().size_bytes() as u64;
-        if first % 16 != 0 {
+        if !first.is_multiple_of(16) {
             let k = self.kernel.kernel();
             return Err(bind_error(
                 &k.name,
