@@ -3,11 +3,12 @@
 //! sequence lengths that are not multiples of the tiles (s_q ≠ s_k, rows that see no key), a
 //! strided Q; the output and LSE poisoned first. Its PTX assembles for sm_90a.
 
+use tilekit_ir::tensor::TensorView;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::{Lit, ScalarType};
 use tilekit_ops::attention_sm90::{build_attention_sm90, AttnConfig, BM, LOG2_E};
-use tilekit_ops::backend::{Backend, Interp};
-use tilekit_ops::bind::{map_arg, Bindings};
+use tilekit_ops::backend::{Backend, Cuda, Interp};
+use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::host;
 
@@ -81,6 +82,12 @@ fn reference(
 }
 
 fn run(cfg: AttnConfig, c: Case, seed: u64) {
+    run_on(&Interp, cfg, c, seed)
+}
+
+/// One case on backend `be` (the interpreter, or the GPU when there is one) against the f64
+/// reference.
+fn run_on<B: Backend>(be: &B, cfg: AttnConfig, c: Case, seed: u64) {
     let kernel = CompiledKernel::new(build_attention_sm90(cfg).unwrap());
     let (ty, d) = (cfg.dtype, cfg.head_dim);
     let (b, h, hk, sq, sk) = (c.batch, c.h, c.h_kv, c.s_q, c.s_k);
@@ -89,34 +96,31 @@ fn run(cfg: AttnConfig, c: Case, seed: u64) {
     let q_layout = q_full.layout().narrow(2, 0, h).unwrap();
     let k = tensor(ty, [b, sk, hk, d], seed + 1);
     let v = tensor(ty, [b, sk, hk, d], seed + 2);
-    let mut o = HostTensor::new(
+    let o_host = HostTensor::new(
         host::poisoned(ty, (b * sq * h * d) as usize).unwrap(),
         TensorLayout::contiguous(ty, vec![b, sq, h, d]).unwrap(),
     )
     .unwrap();
-    let mut lse = HostTensor::new(
+    let lse_host = HostTensor::new(
         host::poisoned(ScalarType::F32, (b * h * sq) as usize).unwrap(),
         TensorLayout::contiguous(ScalarType::F32, vec![b, h, sq]).unwrap(),
     )
     .unwrap();
     let scale = c.scale.unwrap_or(1.0 / (d as f64).sqrt());
-    let q_elems = q_full.layout().numel();
+    let q_dev = be.from_host(&q_full).unwrap().narrow(2, 0, h).unwrap();
+    let (k_dev, v_dev) = (be.from_host(&k).unwrap(), be.from_host(&v).unwrap());
+    let (mut o_dev, mut lse_dev) =
+        (be.from_host(&o_host).unwrap(), be.from_host(&lse_host).unwrap());
     let bind = Bindings::new(&kernel)
-        .input_ptr("q", &q_full, q_elems, &Interp)
+        .input_mapped("q", "qm", &q_dev, be)
         .unwrap()
-        .input_ptr("k", &k, b * sk * hk * d, &Interp)
+        .input_mapped("k", "km", &k_dev, be)
         .unwrap()
-        .input_ptr("v", &v, b * sk * hk * d, &Interp)
+        .input_mapped("v", "vm", &v_dev, be)
         .unwrap()
-        .tensor_map("qm", map_arg(&q_layout).unwrap())
+        .output("o", &mut o_dev, be)
         .unwrap()
-        .tensor_map("km", map_arg(k.layout()).unwrap())
-        .unwrap()
-        .tensor_map("vm", map_arg(v.layout()).unwrap())
-        .unwrap()
-        .output("o", &mut o, &Interp)
-        .unwrap()
-        .output("lse", &mut lse, &Interp)
+        .output("lse", &mut lse_dev, be)
         .unwrap()
         .int("s_k", sk)
         .unwrap()
@@ -125,7 +129,8 @@ fn run(cfg: AttnConfig, c: Case, seed: u64) {
         .scalar("scale_log2", Lit::f32((scale * LOG2_E) as f32))
         .unwrap();
     let grid = [((sq + BM - 1) / BM) as u32, h as u32, b as u32];
-    Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {c:?}: {e}"));
+    be.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {c:?}: {e}"));
+    let (o, lse) = (be.to_host(&o_dev).unwrap(), be.to_host(&lse_dev).unwrap());
     let qv = host::to_f64(q_full.buffer());
     let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
     let (want_o, want_lse) = reference(cfg, c, (&qv, &q_layout), &kv, &vv, scale);
@@ -287,4 +292,31 @@ fn the_pipelined_and_ping_pong_consumers_match_the_reference() {
         .check()
         .unwrap_err();
     assert!(e.to_string().contains("overlap"), "{e}");
+}
+
+/// The GPU half (skipped without one; `TILEKIT_REQUIRE_GPU=1` makes a missing GPU a failure):
+/// every schedule at lengths of several tiles, against the same f64 reference.
+#[test]
+fn the_gpu_matches_the_reference() {
+    let cuda = match Cuda::open(0) {
+        Ok(c) => c,
+        Err(e) if std::env::var("TILEKIT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("TILEKIT_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => return eprintln!("skipping the GPU test: {e}"),
+    };
+    for (overlap, pingpong) in [(false, false), (true, false), (true, true)] {
+        for (ty, d, causal) in [
+            (ScalarType::BF16, 64, true),
+            (ScalarType::F16, 64, false),
+            (ScalarType::BF16, 128, true),
+            (ScalarType::F16, 128, false),
+            (ScalarType::BF16, 256, true),
+        ] {
+            let cfg = AttnConfig { overlap, pingpong, ..AttnConfig::new(ty, d, causal) };
+            let c = Case { batch: 2, strided_q: true, ..case(4, 2, 333, 517) };
+            run_on(&cuda, cfg, c, 41);
+            run_on(&cuda, cfg, case(2, 1, 1000, 77), 43);
+        }
+    }
 }
