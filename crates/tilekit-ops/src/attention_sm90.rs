@@ -35,7 +35,8 @@
 //!     wait q_full;  O = 0, m = −∞, ℓ = 0                (f32 registers: O is 64×d over 128 threads)
 //!     for t in 0..n:
 //!       wait k_full[s]; S = Q·K[s]ᵀ   (d/16 × wgmma m64nBNk16, both operands K-major in smem)
-//!       mask S (−∞ past s_k and above the causal diagonal)
+//!       mask S (−∞ past s_k and above the causal diagonal; only in the tiles that reach
+//!              past the limit of one of the thread's rows)
 //!       m' = max(m, rowmax S)   (a thread's values, then shuffles over the 4 lanes of a row)
 //!       α = 2^((m − m')·c), P = 2^(S·c − m'·c)  (c = scale·log2 e: the scale folded into exp2)
 //!       ℓ = α·ℓ + Σ P (per thread; the 4 lanes are summed once at the end), O = α·O
@@ -55,7 +56,8 @@
 //! Edges: TMA fills box elements past `s_q` or `s_k` with zeros (the 4-D maps clip at the
 //! sequence end, never reading the next batch), the scores of keys past `s_k` are masked, and
 //! the stores of O and LSE are masked to `s_q`. TMA needs 16-byte aligned strides: every
-//! stride of Q, K and V a multiple of 8 elements.
+//! stride of Q, K and V a multiple of 8 elements, and their first elements 16-byte aligned.
+//! Offsets are computed in i32: O and LSE of fewer than 2^31 elements.
 //!
 //! # Overlap and ping-pong (optional, [`AttnConfig::overlap`], [`AttnConfig::pingpong`])
 //!
@@ -78,9 +80,10 @@
 //! ```
 //!
 //! Both are off by default until they are measured on the GPU. Registers: a 384-thread block
-//! gets `.maxnreg 168` at entry and ptxas allocates the consumers within it (the
-//! `setmaxnreg.inc 232` is not used by its allocation), so d = 256 and the pipelined d = 128
-//! spill a few hundred / 20 bytes; d ≤ 128 unpipelined does not.
+//! declares `.maxnreg 168` at entry; `ptxas -v` reports 168 registers for every variant and
+//! spills for d = 256 (about 290 bytes) and the pipelined d = 128 (20 bytes) — its allocation
+//! of the consumers seems to stay within the entry budget despite `setmaxnreg.inc 232`.
+//! d ≤ 128 unpipelined does not spill.
 //!
 //! Not yet here (the structure allows them): O through shared memory and a TMA store
 //! (the Q tile is free once the last S GEMM has run), a causal schedule that starts the
