@@ -82,8 +82,9 @@
 //! Both are off by default until they are measured on the GPU. Registers: a 384-thread block
 //! declares `.maxnreg 168` at entry; `ptxas -v` reports 168 registers for every variant and
 //! spills for d = 256 (about 290 bytes) and the pipelined d = 128 (20 bytes) — its allocation
-//! of the consumers seems to stay within the entry budget despite `setmaxnreg.inc 232`.
-//! d ≤ 128 unpipelined does not spill.
+//! of the consumers stays within the entry budget despite `setmaxnreg.inc 232` (the same PTX
+//! with `.maxnreg 232` assembles the pipelined d = 128 without spills, and d = 256 with 104
+//! bytes). d ≤ 128 unpipelined does not spill.
 //!
 //! Not yet here (the structure allows them): O through shared memory and a TMA store
 //! (the Q tile is free once the last S GEMM has run), a causal schedule that starts the
