@@ -1600,6 +1600,43 @@ impl KernelBuilder {
         c.stack.pop().map(|(_, b)| b).unwrap_or_default()
     }
 
+    /// [`yields`](Self::yields) of a closed branch: typed values were resolved while it was
+    /// open (their ids are only checked for type here), untyped literals are materialised.
+    fn yields_in_branch(
+        &self,
+        what: &str,
+        vals: &[Val],
+        tys: &[ScalarType],
+    ) -> Result<Vec<ValueId>> {
+        if vals.len() != tys.len() {
+            return Err(IrError::YieldCount {
+                what: what.into(),
+                got: vals.len(),
+                expected: tys.len(),
+            });
+        }
+        vals.iter()
+            .zip(tys)
+            .enumerate()
+            .map(|(i, (v, &t))| {
+                let id = match v.id() {
+                    Some(id) => id,
+                    None => self.operand(v, Some(t), what)?,
+                };
+                let got = self.ctx.borrow().ty(id);
+                if got != t {
+                    return Err(IrError::YieldType {
+                        what: what.into(),
+                        index: i,
+                        got,
+                        expected: t,
+                    });
+                }
+                Ok(id)
+            })
+            .collect()
+    }
+
     /// Materialises yielded values with the expected types.
     fn yields(&self, what: &str, vals: &[Val], tys: &[ScalarType]) -> Result<Vec<ValueId>> {
         if vals.len() != tys.len() {
@@ -1744,6 +1781,16 @@ impl KernelBuilder {
     /// let first = b.cmp(CmpOp::Lt, &b.thread_id(tilekit_ir::Axis::X), &Idx::lit(32))?;
     /// let v = b.if_then_else(&first, |b| Ok(vec![b.f32(1.0)]), |b| Ok(vec![b.f32(2.0)]))?;
     /// assert_eq!(v.len(), 1);
+    /// // a value computed inside a branch (in scope only there) may be yielded
+    /// let x = b.cvt(&b.lane_id(), tilekit_ir::ScalarType::F32)?;
+    /// let w = b.if_then_else(
+    ///     &first,
+    ///     |b| Ok(vec![b.binary(tilekit_ir::BinOp::Mul, &x, &x)?, Idx::lit(1)]),
+    ///     |b| Ok(vec![b.f32(0.0), Idx::lit(2)]),
+    /// )?;
+    /// assert_eq!(w[1].ty(), Some(tilekit_ir::ScalarType::I32));
+    /// b.keep(&w[0]);
+    /// assert!(b.finish()?.to_string().contains("mul.f32"));
     /// # Ok(()) }
     /// ```
     pub fn if_then_else<T, E>(&self, cond: &Pred, then: T, else_: E) -> Result<Vec<Val>>
@@ -1756,12 +1803,22 @@ impl KernelBuilder {
         if let Some(k) = known {
             return if k { then(self) } else { else_(self) };
         }
+        // typed yields are resolved while their branch is open (a value computed in the
+        // branch is in scope only there); untyped literals once both branches give the type
+        let typed = |vals: &[Val], what: &str| -> Result<Vec<Val>> {
+            vals.iter()
+                .map(|v| match v.ty() {
+                    Some(t) => Ok(self.wrap(self.operand(v, Some(t), what)?)),
+                    None => Ok(v.clone()),
+                })
+                .collect()
+        };
         self.open_block(vec![]);
-        let t = then(self);
+        let t = then(self).and_then(|t| typed(&t, "then branch"));
         let mut tb = self.close_block();
         let t = t?;
         self.open_block(vec![]);
-        let e = else_(self);
+        let e = else_(self).and_then(|e| typed(&e, "else branch"));
         let mut eb = self.close_block();
         let e = e?;
         if t.len() != e.len() {
@@ -1774,8 +1831,8 @@ impl KernelBuilder {
         let it = self.ctx.borrow().index_ty;
         let tys: Vec<ScalarType> =
             t.iter().zip(&e).map(|(a, b)| a.ty().or(b.ty()).unwrap_or(it)).collect();
-        tb.yields = self.yields("then branch", &t, &tys)?;
-        eb.yields = self.yields("else branch", &e, &tys)?;
+        tb.yields = self.yields_in_branch("then branch", &t, &tys)?;
+        eb.yields = self.yields_in_branch("else branch", &e, &tys)?;
         let r = self.ctx.borrow_mut().push(Op::If { cond: c, then: tb, else_: eb }, &tys);
         Ok(r.into_iter().map(|i| self.wrap(i)).collect())
     }

@@ -118,6 +118,7 @@ pub(crate) fn unary_inline(op: UnOp, ty: ScalarType, a: u64) -> Result<u64, Eval
             UnOp::Exp2Approx => (x as f32).exp2() as f64,
             UnOp::RcpApprox => (1.0 / (x as f32)) as f64,
             UnOp::RsqrtApprox => (1.0 / (x as f32).sqrt()) as f64,
+            UnOp::Lg2Approx => (x as f32).log2() as f64,
             UnOp::Sqrt if ty == ScalarType::F64 => x.sqrt(),
             UnOp::Sqrt => (x as f32).sqrt() as f64,
             UnOp::Not => return Err(EvalError::Unsupported),

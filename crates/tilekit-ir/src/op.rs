@@ -144,6 +144,8 @@ pub enum UnOp {
     RcpApprox,
     /// `1/sqrt(x)`, fast approximation (`rsqrt.approx`; f32 only).
     RsqrtApprox,
+    /// `log2(x)`, fast approximation (`lg2.approx`; f32 only): `-inf` at 0, NaN below.
+    Lg2Approx,
     /// Correctly rounded square root (floats).
     Sqrt,
 }
@@ -162,6 +164,7 @@ impl UnOp {
             UnOp::Exp2Approx => "ex2.approx",
             UnOp::RcpApprox => "rcp.approx",
             UnOp::RsqrtApprox => "rsqrt.approx",
+            UnOp::Lg2Approx => "lg2.approx",
             UnOp::Sqrt => "sqrt",
         }
     }

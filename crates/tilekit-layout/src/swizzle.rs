@@ -416,6 +416,79 @@ impl HopperSwizzle {
         offset ^ (((offset >> 7) & mask) << 4)
     }
 
+    /// A `rows × cols` tile wider than one swizzle row, stored as **atoms** side by side: the
+    /// columns are cut into `cols · elem_bytes / row_bytes()` slabs of one swizzle row each,
+    /// slab `a` is the [`descriptor`](Self::descriptor) tile `rows × row` and is stored at
+    /// element `a · rows · row` (the slabs one after another — what one TMA box per slab
+    /// writes, since a swizzled box's inner dim is at most one swizzle row). Top `(row, col)`,
+    /// bottom the element offset. With one slab it is [`descriptor`](Self::descriptor).
+    ///
+    /// ```text
+    ///   128-byte swizzle, 16-bit elements, 64 × 128 tile: two atoms of 64 × 64
+    ///   cols  0..64  → elements    0..4096  (row r at 64·r, chunks ⊕ r mod 8)
+    ///   cols 64..128 → elements 4096..8192  (the same pattern)
+    /// ```
+    ///
+    /// ```
+    /// use tilekit_layout::swizzle::HopperSwizzle;
+    /// let d = HopperSwizzle::B128.descriptor_atoms(64, 128, 2).unwrap();
+    /// assert_eq!(d.calculate_offset(&[1, 64]).unwrap(), 64 * 64 + 64 + 8);   // atom 1, row 1, chunk 0 → 1
+    /// let one = HopperSwizzle::B128.descriptor(64, 64, 2).unwrap();
+    /// assert_eq!(d.calculate_offset(&[5, 17]).unwrap(), one.calculate_offset(&[5, 17]).unwrap());
+    /// assert!(HopperSwizzle::B128.descriptor_atoms(64, 96, 2).is_err());      // 1.5 rows
+    /// ```
+    pub fn descriptor_atoms(
+        self,
+        rows: i64,
+        cols: i64,
+        elem_bytes: i64,
+    ) -> Result<TensorDescriptor<i64>> {
+        let ctx = "hopper swizzle atoms descriptor";
+        log2_exact(ctx, "elem_bytes", elem_bytes)?;
+        if elem_bytes > 16 {
+            return Err(LayoutError::invalid(ctx, "elem_bytes", elem_bytes, "must be at most 16"));
+        }
+        let row = self.row_bytes() / elem_bytes;
+        if cols < row || cols % row != 0 {
+            return Err(LayoutError::invalid(
+                ctx,
+                "cols",
+                cols,
+                format!("must be a positive multiple of one swizzle row ({row} elements)"),
+            ));
+        }
+        // validates rows (the pattern's period)
+        self.descriptor(rows, row, elem_bytes)?;
+        let atoms = cols / row;
+        let chunks = self.row_bytes() / 16;
+        let per_chunk = 16 / elem_bytes;
+        let row_lo = 128 / self.row_bytes();
+        let row_hi = rows / row_lo;
+        // storage: packed (atom, row_hi, row_lo, chunk, within)
+        let storage = TensorDescriptor::packed(
+            vec![atoms, row_hi, row_lo, chunks, per_chunk],
+            Some(per_chunk),
+        )?;
+        let swizzled = storage.transform(
+            vec![
+                Transform::pass_through(atoms)?,
+                Transform::xor(row_hi, chunks)?,
+                Transform::pass_through(row_lo)?,
+                Transform::pass_through(per_chunk)?,
+            ],
+            vec![vec![0], vec![1, 3], vec![2], vec![4]],
+            vec![vec![0], vec![1, 3], vec![2], vec![4]],
+        )?;
+        swizzled.transform(
+            vec![
+                Transform::merge(vec![row_hi, row_lo])?,
+                Transform::merge(vec![atoms, chunks, per_chunk])?,
+            ],
+            vec![vec![1, 2], vec![0, 3, 4]],
+            vec![vec![0], vec![1]],
+        )
+    }
+
     /// A `rows × cols` tile of `elem_bytes`-byte elements whose rows are exactly one swizzle
     /// row (`cols · elem_bytes == row_bytes()`), stored with this swizzle, as a descriptor:
     /// top `(row, col)`, bottom the element offset. `rows` must be a multiple of the pattern's

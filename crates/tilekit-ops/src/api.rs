@@ -16,6 +16,7 @@
 //!   add / mul / maximum          numpy broadcasting (stride-0 views), any strides
 //!   morton / unmorton            tiled Morton order of an H × W image (padded tiles)
 //!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (mma.sync)
+//!   attention                    softmax(Q·Kᵀ·scale)·V and the LSE, Hopper (TMA + wgmma)
 //! ```
 //!
 //! ```
@@ -1252,5 +1253,184 @@ pub fn gemm_into<
     let grid = [host::blocks(n, bn_)?, host::blocks(m, bm_)?, 1];
     let kc = cached(KernelKey::new("gemm", ty, [0; 4]), || crate::gemm::build(ty))?;
     let args = Bindings::new(&kc).input("a", a, b)?.input("b", bm, b)?.output("c", c, b)?;
+    b.launch(&kc, grid, args)
+}
+
+// --------------------------------------------------------------------------------- attention
+
+/// Fused attention forward on Hopper ([`attention_sm90`](crate::attention_sm90)): `q` is
+/// `(b, s_q, h, d)`, `k` and `v` are `(b, s_k, h_kv, d)` (PyTorch's layout; views with any
+/// strides whose last dim is contiguous and whose other strides are multiples of 16 bytes),
+/// f16 or bf16, `d` ∈ {64, 128, 256}, `h_kv` dividing `h`. Returns `O` `(b, s_q, h, d)` of the
+/// input type and the log-sum-exp `(b, h, s_q)` in f32 (natural log). `causal` masks key `j`
+/// for query `i` when `j > i + s_k − s_q`; `scale` defaults to `1/√d`. A row that sees no key
+/// gets O = 0 and LSE = −∞.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// use half::bf16;
+/// // one query, two keys with scores 0 and 0 (q ⊥ k): O = the mean of the values
+/// let mut q = vec![bf16::ZERO; 64];
+/// q[0] = bf16::ONE;
+/// let mut k = vec![bf16::ZERO; 2 * 64];
+/// k[1] = bf16::ONE;
+/// k[64 + 1] = bf16::ONE;
+/// let v: Vec<bf16> = (0..2 * 64).map(|i| bf16::from_f32(if i < 64 { 1.0 } else { 3.0 })).collect();
+/// let q = HostTensor::from_slice(&q, &[1, 1, 1, 64]).unwrap();
+/// let k = HostTensor::from_slice(&k, &[1, 2, 1, 64]).unwrap();
+/// let v = HostTensor::from_slice(&v, &[1, 2, 1, 64]).unwrap();
+/// let (o, lse) = api::attention(&Interp, &q, &k, &v, false, None).unwrap();
+/// assert!(o.to_vec::<bf16>().unwrap().iter().all(|x| x.to_f32() == 2.0));
+/// assert!((lse.to_vec::<f32>().unwrap()[0] - 2f32.ln()).abs() < 1e-5);
+/// let n = |t: &HostTensor| t.narrow(3, 0, 32).unwrap();
+/// let e = api::attention(&Interp, &n(&q), &n(&k), &n(&v), false, None).unwrap_err();
+/// assert!(e.to_string().contains("head dim = 32"), "{e}");
+/// ```
+pub fn attention<
+    B: Backend,
+    Q: TensorIn<B> + ?Sized,
+    K: TensorIn<B> + ?Sized,
+    V: TensorIn<B> + ?Sized,
+>(
+    b: &B,
+    q: &Q,
+    k: &K,
+    v: &V,
+    causal: bool,
+    scale: Option<f64>,
+) -> Result<(B::Tensor, B::Tensor)> {
+    let ql = q.layout();
+    if ql.rank() != 4 {
+        return Err(OpsError::invalid(
+            "attention",
+            "q rank",
+            ql.rank(),
+            "4: (batch, seq, heads, head dim)",
+        ));
+    }
+    let [bs, sq, h, d] = [ql.shape()[0], ql.shape()[1], ql.shape()[2], ql.shape()[3]];
+    let mut o = b.empty(ql.dtype(), &[bs, sq, h, d])?;
+    let mut lse = b.empty(ScalarType::F32, &[bs, h, sq])?;
+    attention_into(b, q, k, v, causal, scale, &mut o, &mut lse)?;
+    Ok((o, lse))
+}
+
+/// [`attention`] into a caller's `O` `(b, s_q, h, d)` (the input type; any strides with the
+/// last dim contiguous and the others even) and `LSE` `(b, h, s_q)` (f32, any strides).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp};
+/// use half::f16;
+/// let q = HostTensor::from_slice(&vec![f16::ONE; 2 * 64], &[1, 1, 2, 64]).unwrap();
+/// let k = HostTensor::from_slice(&vec![f16::ONE; 3 * 64], &[1, 1, 3, 64]).unwrap();
+/// let mut o = HostTensor::from_slice(&vec![f16::ZERO; 2 * 64], &[1, 1, 2, 64]).unwrap();
+/// let mut lse = HostTensor::from_slice(&[0.0f32; 2], &[1, 2, 1]).unwrap();
+/// let e = api::attention_into(&Interp, &q, &k, &k, false, None, &mut o, &mut lse).unwrap_err();
+/// assert!(e.to_string().contains("kv heads = 3"), "{e}");   // 3 does not divide 2
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn attention_into<
+    B: Backend,
+    Q: TensorIn<B> + ?Sized,
+    K: TensorIn<B> + ?Sized,
+    V: TensorIn<B> + ?Sized,
+    O: TensorOut<B> + ?Sized,
+    L: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    q: &Q,
+    k: &K,
+    v: &V,
+    causal: bool,
+    scale: Option<f64>,
+    o: &mut O,
+    lse: &mut L,
+) -> Result<()> {
+    let op = "attention";
+    let (ql, kl, vl) = (q.layout().clone(), k.layout().clone(), v.layout().clone());
+    let ty = ql.dtype();
+    check_dtype(op, ty, &[ScalarType::F16, ScalarType::BF16])?;
+    for (what, l) in [("k", &kl), ("v", &vl)] {
+        if l.dtype() != ty {
+            return Err(OpsError::DtypeMismatch {
+                context: format!("{op}: {what}"),
+                got: l.dtype(),
+                expected: ty,
+            });
+        }
+    }
+    for (what, l) in [("q", &ql), ("k", &kl), ("v", &vl)] {
+        if l.rank() != 4 {
+            return Err(OpsError::invalid(
+                op,
+                format!("{what} rank"),
+                l.rank(),
+                "4: (batch, seq, heads, head dim)",
+            ));
+        }
+    }
+    let [bs, sq, h, d] = [ql.shape()[0], ql.shape()[1], ql.shape()[2], ql.shape()[3]];
+    let [bk, sk, hk, dk] = [kl.shape()[0], kl.shape()[1], kl.shape()[2], kl.shape()[3]];
+    if vl.shape() != kl.shape() || bk != bs || dk != d {
+        return Err(OpsError::invalid(
+            op,
+            "shapes",
+            format!("q {:?}, k {:?}, v {:?}", ql.shape(), kl.shape(), vl.shape()),
+            "q (b, s_q, h, d), k and v both (b, s_k, h_kv, d)",
+        ));
+    }
+    if hk < 1 || h % hk != 0 {
+        return Err(OpsError::invalid(
+            op,
+            "kv heads",
+            hk,
+            format!("a divisor of the {h} query heads"),
+        ));
+    }
+    if h > 65535 || bs > 65535 {
+        return Err(OpsError::invalid(
+            op,
+            "heads × batch",
+            format!("{h} × {bs}"),
+            "each at most 65535 (the grid's y and z)",
+        ));
+    }
+    if bs < 1 || sq < 1 || sk < 1 {
+        return Err(OpsError::invalid(
+            op,
+            "lengths",
+            format!("batch {bs}, s_q {sq}, s_k {sk}"),
+            "all at least 1",
+        ));
+    }
+    let cfg = crate::attention_sm90::AttnConfig::new(ty, d, causal);
+    cfg.check()?;
+    check_same(op, "O", o.layout(), &[bs, sq, h, d], ty)?;
+    check_same(op, "LSE", lse.layout(), &[bs, h, sq], ScalarType::F32)?;
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(OpsError::invalid(op, "scale", scale, "a positive finite number"));
+    }
+    let key = KernelKey::new("attention_sm90", ty, [d, causal as i64, cfg.bn, cfg.stages]);
+    let kc = cached(key, || crate::attention_sm90::build_attention_sm90(cfg))?;
+    let grid = [
+        host::blocks(sq, crate::attention_sm90::BM)?,
+        grid_u32(op, "heads", h)?,
+        grid_u32(op, "batch", bs)?,
+    ];
+    let args = Bindings::new(&kc)
+        .input_mapped("q", "qm", q, b)?
+        .input_mapped("k", "km", k, b)?
+        .input_mapped("v", "vm", v, b)?
+        .output("o", o, b)?
+        .output("lse", lse, b)?
+        .int("s_k", sk)?
+        .int("group", h / hk)?
+        .scalar(
+            "scale_log2",
+            tilekit_ir::Lit::f32((scale * crate::attention_sm90::LOG2_E) as f32),
+        )?;
     b.launch(&kc, grid, args)
 }

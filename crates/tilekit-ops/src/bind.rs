@@ -295,7 +295,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         Ok(self)
     }
 
-    fn ptr_param(&self, name: &str, t: &TensorLayout, min_elems: i64) -> Result<usize> {
+    fn ptr_param(&self, name: &str, t: &TensorLayout, min_elems: Option<i64>) -> Result<usize> {
         let k = self.kernel.kernel();
         let (i, elem) = k
             .params
@@ -321,13 +321,15 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
                 format!("the kernel was built for {elem} elements"),
             ));
         }
-        if !t.is_contiguous() || t.numel() < min_elems {
-            return Err(bind_error(
-                &k.name,
-                name,
-                format!("shape {:?}, strides {:?}", t.shape(), t.strides()),
-                format!("a raw pointer parameter takes a contiguous tensor of at least {min_elems} elements"),
-            ));
+        if let Some(min_elems) = min_elems {
+            if !t.is_contiguous() || t.numel() < min_elems {
+                return Err(bind_error(
+                    &k.name,
+                    name,
+                    format!("shape {:?}, strides {:?}", t.shape(), t.strides()),
+                    format!("a raw pointer parameter takes a contiguous tensor of at least {min_elems} elements"),
+                ));
+            }
         }
         Ok(i)
     }
@@ -351,10 +353,56 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         b: &B,
     ) -> Result<Self> {
         let layout = t.layout();
-        let i = self.ptr_param(name, layout, min_elems)?;
+        let i = self.ptr_param(name, layout, Some(min_elems))?;
         let mem = t.bind_in(b)?;
         self.slots[i] = Some(Slot::In { mem, offset: layout.offset(), elem: layout.dtype() });
         Ok(self)
+    }
+
+    /// Binds raw pointer parameter `name` to the first element of `t` — a tensor of any
+    /// layout, a view included — and tensor-map parameter `map` to `t`'s dims and strides
+    /// ([`map_arg`]): a kernel that reads `t` only through TMA copies of that map.
+    ///
+    /// ```
+    /// use tilekit_ir::{tensor::HostTensor, KernelBuilder, ScalarType};
+    /// use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
+    /// use tilekit_ops::{backend::Interp, bind::Bindings, compiled::CompiledKernel};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    /// let spec = TensorMapSpec::new(ScalarType::F32, &[8, 8], TmaSwizzle::None, OobFill::Zero).unwrap();
+    /// b.tensor_map_param("xm", x, spec).unwrap();
+    /// let k = CompiledKernel::new(b.finish().unwrap());
+    /// let t = HostTensor::from_slice(&[0.0f32; 16 * 12], &[16, 12]).unwrap();
+    /// let view = t.narrow(1, 4, 8).unwrap();           // rows of 8 at a stride of 12
+    /// assert!(Bindings::<Interp>::new(&k).input_mapped("x", "xm", &view, &Interp).is_ok());
+    /// let odd = t.narrow(1, 2, 8).unwrap();            // starts 8 bytes in
+    /// let e = Bindings::<Interp>::new(&k).input_mapped("x", "xm", &odd, &Interp).unwrap_err();
+    /// assert!(e.to_string().contains("16-byte boundary"), "{e}");
+    /// ```
+    pub fn input_mapped<T: TensorIn<B> + ?Sized>(
+        mut self,
+        name: &str,
+        map: &str,
+        t: &'a T,
+        b: &B,
+    ) -> Result<Self> {
+        let layout = t.layout();
+        let i = self.ptr_param(name, layout, None)?;
+        // TMA reads from a 16-byte aligned global address
+        let first = t.base_address() + layout.offset() as u64 * layout.dtype().size_bytes() as u64;
+        if !first.is_multiple_of(16) {
+            let k = self.kernel.kernel();
+            return Err(bind_error(
+                &k.name,
+                name,
+                format!("first element at byte {first} (offset {})", layout.offset()),
+                "a tensor read through a tensor map starts on a 16-byte boundary".into(),
+            ));
+        }
+        let arg = map_arg(layout)?;
+        let mem = t.bind_in(b)?;
+        self.slots[i] = Some(Slot::In { mem, offset: layout.offset(), elem: layout.dtype() });
+        self.tensor_map(map, arg)
     }
 
     /// Binds raw pointer parameter `name` to a contiguous tensor of at least `min_elems`
@@ -376,7 +424,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         b: &B,
     ) -> Result<Self> {
         let layout = t.layout();
-        let i = self.ptr_param(name, layout, min_elems)?;
+        let i = self.ptr_param(name, layout, Some(min_elems))?;
         let (offset, elem) = (layout.offset(), layout.dtype());
         let mem = t.bind_out(b)?;
         self.slots[i] = Some(Slot::Out { mem, offset, elem });

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod attention_sm90;
 pub mod backend;
 pub mod bind;
 pub mod check;

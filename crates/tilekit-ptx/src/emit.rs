@@ -819,6 +819,7 @@ impl<'k> Emitter<'k> {
             (UnOp::Exp2Approx, ScalarType::F32) => "ex2.approx.f32".into(),
             (UnOp::RcpApprox, ScalarType::F32) => "rcp.approx.f32".into(),
             (UnOp::RsqrtApprox, ScalarType::F32) => "rsqrt.approx.f32".into(),
+            (UnOp::Lg2Approx, ScalarType::F32) => "lg2.approx.f32".into(),
             (UnOp::Sqrt, _) => format!("sqrt.rn.{f}"),
             (o, _) => {
                 return Err(

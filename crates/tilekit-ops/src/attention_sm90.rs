@@ -1,0 +1,732 @@
+//! Fused attention forward on Hopper (FlashAttention-3's structure): Q·Kᵀ and P·V on wgmma,
+//! K and V tiles streamed by TMA through an mbarrier ring, online softmax in registers, a
+//! producer warpgroup and two consumer warpgroups (warp specialisation with `setmaxnreg`).
+//!
+//! # What it computes
+//!
+//! Q is `(b, s_q, h, d)`, K and V are `(b, s_k, h_kv, d)` — PyTorch's (batch, seq, heads, dim)
+//! layout, any strides with `d` contiguous; `h_kv` divides `h` and query head `hq` reads K/V
+//! head `hq / (h / h_kv)` (grouped-query and multi-query attention). For each (batch, head):
+//!
+//! ```text
+//!   S = Q·Kᵀ · scale          (scale = 1/√d unless given)
+//!   S[i][j] = −∞  where j ≥ s_k, or (causal) j > i + s_k − s_q   (bottom-right aligned,
+//!                                                                 as PyTorch and FA2)
+//!   O = softmax_rows(S) · V                                      (b, s_q, h, d), Q's type
+//!   LSE[i] = ln Σ_j exp(S[i][j])                                 (b, h, s_q), f32
+//! ```
+//!
+//! A row that sees no key (causal with `s_q > s_k`: the first `s_q − s_k` rows) gets O = 0 and
+//! LSE = −∞ (PyTorch's math backend gives NaN there; 0 / −∞ is what FlashAttention returns).
+//!
+//! # The schedule
+//!
+//! ```text
+//!   block = (128 query rows m0.., head, batch), 384 threads; n = key tiles of BN it needs
+//!   (causal: only up to the diagonal of its last row)
+//!
+//!   warpgroup 0: producer (setmaxnreg.dec 40), one thread
+//!     TMA Q[m0..m0+128, :] → q_tile, on q_full
+//!     for t in 0..n:  s = t mod S, round r = ⌊t/S⌋
+//!       wait empty[s] parity (r+1) mod 2
+//!       TMA K[t·BN.., :] → k_ring[s] on k_full[s];  TMA V[t·BN.., :] → v_ring[s] on v_full[s]
+//!
+//!   warpgroups 1, 2: consumers (setmaxnreg.inc 232), 64 query rows each
+//!     wait q_full;  O = 0, m = −∞, ℓ = 0                (f32 registers: O is 64×d over 128 threads)
+//!     for t in 0..n:
+//!       wait k_full[s]; S = Q·K[s]ᵀ   (d/16 × wgmma m64nBNk16, both operands K-major in smem)
+//!       mask S (−∞ past s_k and above the causal diagonal; only in the tiles that reach
+//!              past the limit of one of the thread's rows)
+//!       m' = max(m, rowmax S)   (a thread's values, then shuffles over the 4 lanes of a row)
+//!       α = 2^((m − m')·c), P = 2^(S·c − m'·c)  (c = scale·log2 e: the scale folded into exp2)
+//!       ℓ = α·ℓ + Σ P (per thread; the 4 lanes are summed once at the end), O = α·O
+//!       wait v_full[s]; O += P·V[s]  (BN/16 × wgmma m64n{d}k16: P from registers — the
+//!                                     accumulator of a 16-column slice of S *is* wgmma's A
+//!                                     fragment — and V MN-major from smem)
+//!       arrive empty[s]  (256 arrivals)
+//!     O /= ℓ → Q's type, masked stores;  LSE = (m·c + log2 ℓ)·ln 2
+//!
+//!   shared: q_tile 128×d, S stages of { k_ring BN×d, v_ring BN×d }, all bf16/f16 TMA box
+//!   images with the 128-byte swizzle, cut into slabs of 64 columns (a swizzled box's inner
+//!   dim is one 128-byte row): HopperSwizzle::B128.descriptor_atoms(rows, d, 2), from which
+//!   both the tensor maps (boxes [64, 1, rows, 1] over [d, h, s, b]) and the wgmma
+//!   descriptors are derived (V's is MN-major: LBO = the slab stride, SBO = 8 key rows)
+//! ```
+//!
+//! Edges: TMA fills box elements past `s_q` or `s_k` with zeros (the 4-D maps clip at the
+//! sequence end, never reading the next batch), the scores of keys past `s_k` are masked, and
+//! the stores of O and LSE are masked to `s_q`. TMA needs 16-byte aligned strides: every
+//! stride of Q, K and V a multiple of 8 elements, and their first elements 16-byte aligned.
+//! Offsets are computed in i32: O and LSE of fewer than 2^31 elements.
+//!
+//! # Overlap and ping-pong (optional, [`AttnConfig::overlap`], [`AttnConfig::pingpong`])
+//!
+//! ```text
+//!   overlap: a consumer software-pipelines its tiles — S of tile t and P·V of tile t−1 are
+//!   issued together, and the softmax of t runs while P·V(t−1) is still on the tensor cores
+//!
+//!     prologue   S(0); wait; softmax(0) → P(0)
+//!     t = 1..n   S(t), commit; P(t−1)·V(t−1), commit; wait_group 1 (S(t) done)
+//!                softmax(t) → P(t), α          (P·V(t−1) still running)
+//!                wait_group 0; release stage t−1; O ·= α
+//!     epilogue   P(n−1)·V(n−1); wait; release stage n−1
+//!
+//!   pingpong: the two consumer warpgroups take turns on the tensor cores — each brackets its
+//!   GEMM issue with bar.sync (own barrier 1+h) … bar.arrive (the other's, 2−h), so one
+//!   warpgroup's softmax runs under the other's GEMMs:
+//!
+//!     wg 1:  [S(t) P·V(t−1)] softmax(t) ·········· [S(t+1) P·V(t)] softmax(t+1)
+//!     wg 2:  ··· wait ······ [S(t) P·V(t−1)] softmax(t) ········· [S(t+1) P·V(t)]
+//! ```
+//!
+//! Both are off by default until they are measured on the GPU. Registers: a 384-thread block
+//! declares `.maxnreg 168` at entry; `ptxas -v` reports 168 registers for every variant and
+//! spills for d = 256 (about 290 bytes) and the pipelined d = 128 (20 bytes) — its allocation
+//! of the consumers stays within the entry budget despite `setmaxnreg.inc 232` (the same PTX
+//! with `.maxnreg 232` assembles the pipelined d = 128 without spills, and d = 256 with 104
+//! bytes). d ≤ 128 unpipelined does not spill.
+//!
+//! Not yet here (the structure allows them): O through shared memory and a TMA store
+//! (the Q tile is free once the last S GEMM has run), a causal schedule that starts the
+//! longest blocks first, a persistent tile scheduler.
+
+use tilekit_ir::tma::{OobFill, TensorMapSpec};
+use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
+use tilekit_ir::{
+    Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp, Val,
+};
+use tilekit_layout::swizzle::HopperSwizzle;
+use tilekit_layout::Idx;
+
+use crate::error::{OpsError, Result};
+
+/// Query rows per block (two consumer warpgroups of 64).
+pub const BM: i64 = 128;
+/// Columns of one swizzle slab (128 bytes of 16-bit elements).
+const SLAB: i64 = 64;
+
+/// The shape of a [`build_attention_sm90`] kernel.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::attention_sm90::AttnConfig;
+/// let c = AttnConfig::new(ScalarType::BF16, 128, true);
+/// assert_eq!((c.bn, c.stages), (64, 2));
+/// assert_eq!(c.shared_bytes(), (128 * 128 + 2 * 2 * 64 * 128) * 2);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AttnConfig {
+    /// Element type of Q, K, V and O (F16 or BF16).
+    pub dtype: ScalarType,
+    /// Head dim d: 64, 128 or 256.
+    pub head_dim: i64,
+    /// Causal mask (bottom-right aligned).
+    pub causal: bool,
+    /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128, BN = 128
+    /// spills 32 bytes under the 168 registers ptxas allocates a thread of a 384-thread block
+    /// (see the module docs); the default is 64.
+    pub bn: i64,
+    /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
+    pub stages: i64,
+    /// Software-pipeline each consumer: issue S(t) and P·V(t−1) together and run the softmax
+    /// of tile t while P·V(t−1) is still on the tensor cores (`wgmma.wait_group 1`).
+    pub overlap: bool,
+    /// Ping-pong the two consumer warpgroups (needs `overlap`): one issues its GEMMs while
+    /// the other runs its softmax, ordered by two named barriers.
+    pub pingpong: bool,
+}
+
+impl AttnConfig {
+    /// The default tiles for a head dim: BN = 128 for d = 64, 64 otherwise; 2 stages.
+    ///
+    /// ```
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// assert_eq!(AttnConfig::new(tilekit_ir::ScalarType::F16, 256, false).bn, 64);
+    /// assert_eq!(AttnConfig::new(tilekit_ir::ScalarType::F16, 64, false).bn, 128);
+    /// ```
+    pub fn new(dtype: ScalarType, head_dim: i64, causal: bool) -> AttnConfig {
+        AttnConfig {
+            dtype,
+            head_dim,
+            causal,
+            bn: if head_dim == 64 { 128 } else { 64 },
+            stages: 2,
+            overlap: false,
+            pingpong: false,
+        }
+    }
+
+    /// Bytes of the Q tile and the K/V ring.
+    ///
+    /// ```
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// let c = AttnConfig::new(tilekit_ir::ScalarType::F16, 64, false);
+    /// assert_eq!(c.shared_bytes(), 80 * 1024);
+    /// ```
+    pub fn shared_bytes(&self) -> i64 {
+        (BM + 2 * self.stages * self.bn) * self.head_dim * self.dtype.size_bytes() as i64
+    }
+
+    /// Types, head dim, tile and stages; a named error otherwise.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// let e = AttnConfig::new(ScalarType::BF16, 96, false).check().unwrap_err();
+    /// assert!(e.to_string().contains("96"), "{e}");
+    /// assert!(e.to_string().contains("64, 128 or 256"), "{e}");
+    /// assert!(AttnConfig::new(ScalarType::F32, 64, false).check().is_err());
+    /// assert!(AttnConfig { stages: 4, bn: 128, ..AttnConfig::new(ScalarType::BF16, 128, false) }.check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        let op = "attention_sm90";
+        if !matches!(self.dtype, ScalarType::F16 | ScalarType::BF16) {
+            return Err(OpsError::invalid(op, "dtype", self.dtype, "f16 or bf16"));
+        }
+        if ![64, 128, 256].contains(&self.head_dim) {
+            return Err(OpsError::invalid(op, "head dim", self.head_dim, "64, 128 or 256"));
+        }
+        let bns: &[i64] = if self.head_dim > 128 { &[64] } else { &[64, 128] };
+        if !bns.contains(&self.bn) {
+            let valid = if self.head_dim > 128 { "64 (d = 256)" } else { "64 or 128" };
+            return Err(OpsError::invalid(op, "bn", self.bn, valid));
+        }
+        if !(2..=4).contains(&self.stages) || self.shared_bytes() > 227 * 1024 {
+            return Err(OpsError::invalid(
+                op,
+                "stages",
+                self.stages,
+                format!(
+                    "2..=4 whose tiles fit 227 KiB with the {} KiB Q tile ({} KiB a stage)",
+                    BM * self.head_dim * 2 / 1024,
+                    2 * self.bn * self.head_dim * 2 / 1024
+                ),
+            ));
+        }
+        if self.pingpong && !self.overlap {
+            return Err(OpsError::invalid(op, "pingpong", true, "only with overlap = true"));
+        }
+        Ok(())
+    }
+}
+
+fn lit(v: i64) -> Val {
+    <Val as Idx>::lit(v)
+}
+
+/// `log2(e)`, to fold the softmax scale into `exp2`.
+pub const LOG2_E: f64 = std::f64::consts::LOG2_E;
+
+/// The attention forward kernel (see the [module docs](self)). Params, in order: `q`, `k`, `v`
+/// (pointers), `qm`, `km`, `vm` (their tensor maps over the 4-D tensors, innermost first
+/// `[d, heads, s, b]`: boxes `[64, 1, 128, 1]` for Q and `[64, 1, BN, 1]` for K and V, 128-byte
+/// swizzle, zero fill), `o` (a 4-D tensor `(b, s_q, h, d)` of the input type), `lse` (a 3-D
+/// f32 tensor `(b, h, s_q)`), `s_k` (i32: keys), `group` (i32: `h / h_kv`), `scale_log2`
+/// (f32: the softmax scale times log2 e). Launch on `(⌈s_q/128⌉, h, b)` blocks.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::attention_sm90::{build_attention_sm90, AttnConfig};
+/// let k = build_attention_sm90(AttnConfig::new(ScalarType::BF16, 64, true)).unwrap();
+/// assert_eq!(k.block_dim, [384, 1, 1]);
+/// assert!(k.to_string().contains("wgmma.mma_async.m64n64k16.f32.bf16.bf16"));
+/// ```
+pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
+    cfg.check()?;
+    let (elem, d, bn, stages) = (cfg.dtype, cfg.head_dim, cfg.bn, cfg.stages);
+    let ty = WgmmaType::of(elem).expect("checked: f16 or bf16");
+    let eb = elem.size_bytes() as i64;
+    let slabs = d / SLAB;
+    let name = format!("attention_sm90_d{d}{}", if cfg.causal { "_causal" } else { "" });
+    let b = KernelBuilder::new(&name, [384, 1, 1])?;
+    let gq = b.ptr_param("q", elem)?;
+    let gk = b.ptr_param("k", elem)?;
+    let gv = b.ptr_param("v", elem)?;
+    // the tiles: TMA box images (64-column slabs, 128-byte swizzle), from which the maps'
+    // swizzle and the wgmma descriptors are derived
+    let q_slab = HopperSwizzle::B128.descriptor(BM, SLAB, eb)?;
+    let kv_slab = HopperSwizzle::B128.descriptor(bn, SLAB, eb)?;
+    let spec = |rows: i64, slab| {
+        TensorMapSpec::from_layout(elem, &[SLAB as u32, 1, rows as u32, 1], slab, OobFill::Zero)
+    };
+    let qm = b.tensor_map_param("qm", gq, spec(BM, &q_slab)?)?;
+    let km = b.tensor_map_param("km", gk, spec(bn, &kv_slab)?)?;
+    let vm = b.tensor_map_param("vm", gv, spec(bn, &kv_slab)?)?;
+    let o = b.tensor_param("o", elem, 4)?;
+    // pairs of columns stored together: unit column stride, even other strides (binding checks)
+    o.descriptor(Some((2, 1)))?;
+    let lse = b.tensor_param("lse", ScalarType::F32, 3)?;
+    let s_k = b.scalar_param("s_k", ScalarType::I32)?;
+    let group = b.scalar_param("group", ScalarType::I32)?;
+    let scale_log2 = b.scalar_param("scale_log2", ScalarType::F32)?;
+    let s_q = o.lengths[1].clone();
+
+    let kv_layout = HopperSwizzle::B128.descriptor_atoms(bn, d, eb)?;
+    let ir = |e: tilekit_ir::wgmma::WgmmaError| IrError::from(e);
+    // Q and K K-major one slab at a time (64 rows of a Q slab: a warpgroup's A)
+    let mq =
+        SmemMatrix::from_layout(&HopperSwizzle::B128.descriptor(64, SLAB, eb)?, Major::K, elem)
+            .map_err(ir)?;
+    let mk =
+        SmemMatrix::from_layout(&HopperSwizzle::B128.descriptor(bn, SLAB, eb)?, Major::K, elem)
+            .map_err(ir)?;
+    // V (keys × d, d contiguous) is P·V's B MN-major, all d columns in one wgmma
+    let mv = SmemMatrix::from_layout(&kv_layout, Major::MN, elem).map_err(ir)?;
+    let (q_elems, kv_elems) = (BM * d, bn * d);
+    let sq = b.shared("q_tile", elem, q_elems as usize)?;
+    let sk = b.shared("k_ring", elem, (stages * kv_elems) as usize)?;
+    let sv = b.shared("v_ring", elem, (stages * kv_elems) as usize)?;
+    let q_full = b.mbarrier("q_full", 1)?;
+    let k_full = b.mbarrier("k_full", stages as usize)?;
+    let v_full = b.mbarrier("v_full", stages as usize)?;
+    let empty = b.mbarrier("empty", stages as usize)?;
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
+    b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals)");
+    b.if_then(&first, |b| {
+        b.mbarrier_init(q_full, &lit(0), &lit(1))?;
+        for s in 0..stages {
+            b.mbarrier_init(k_full, &lit(s), &lit(1))?;
+            b.mbarrier_init(v_full, &lit(s), &lit(1))?;
+            b.mbarrier_init(empty, &lit(s), &lit(256))?;
+        }
+        b.fence_mbarrier_init();
+        Ok(())
+    })?;
+    b.barrier();
+    let m0 = b.block_id(Axis::X) * lit(BM);
+    let head = b.block_id(Axis::Y);
+    let batch = b.block_id(Axis::Z);
+    let kv_head = head.clone() / group;
+    // the key tiles this block needs: all of them, or (causal) up to its last row's diagonal
+    let diag = s_k.clone() - s_q.clone();
+    let all_tiles = (s_k.clone() + lit(bn - 1)) / lit(bn);
+    let tiles = if cfg.causal {
+        let last = b.binary(BinOp::Max, &(m0.clone() + lit(BM) + diag.clone()), &lit(0))?;
+        b.binary(BinOp::Min, &((last + lit(bn - 1)) / lit(bn)), &all_tiles)?
+    } else {
+        all_tiles
+    };
+    let wg = b.warpgroup_id();
+    let producer = b.cmp(CmpOp::Eq, &wg, &lit(0))?;
+    let i32v = |b: &KernelBuilder, v: &Val| b.cvt(v, ScalarType::I32);
+    b.if_then_else(
+        &producer,
+        |b| {
+            b.setmaxnreg(false, 40)?;
+            b.if_then(&first, |b| {
+                b.note("attention_sm90 producer: Q once, then K and V tiles into the ring");
+                let (hi, bi, kvi) = (i32v(b, &head)?, i32v(b, &batch)?, i32v(b, &kv_head)?);
+                let mi = i32v(b, &m0)?;
+                b.mbarrier_arrive(q_full, &lit(0), Some(&lit(q_elems * eb)))?;
+                for a in 0..slabs {
+                    let coords =
+                        [b.i32(a as i32 * SLAB as i32), hi.clone(), mi.clone(), bi.clone()];
+                    b.tensor_load(sq, &lit(a * BM * SLAB), qm, &coords, q_full, &lit(0))?;
+                }
+                b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
+                    let s = t.clone() % lit(stages);
+                    let parity = (t.clone() / lit(stages) + lit(1)) % lit(2);
+                    b.mbarrier_wait(empty, &s, &parity)?;
+                    let n0 = i32v(b, &(t.clone() * lit(bn)))?;
+                    for (bar, mem, map) in [(k_full, sk, km), (v_full, sv, vm)] {
+                        b.mbarrier_arrive(bar, &s, Some(&lit(kv_elems * eb)))?;
+                        for a in 0..slabs {
+                            let coords = [
+                                b.i32(a as i32 * SLAB as i32),
+                                kvi.clone(),
+                                n0.clone(),
+                                bi.clone(),
+                            ];
+                            let at = s.clone() * lit(kv_elems) + lit(a * bn * SLAB);
+                            b.tensor_load(mem, &at, map, &coords, bar, &s)?;
+                        }
+                    }
+                    Ok(vec![])
+                })?;
+                Ok(())
+            })?;
+            Ok(vec![])
+        },
+        |b| {
+            b.setmaxnreg(true, 232)?;
+            consumer(
+                b,
+                &cfg,
+                ty,
+                Consumer {
+                    sq,
+                    sk,
+                    sv,
+                    q_full,
+                    k_full,
+                    v_full,
+                    empty,
+                    mq: &mq,
+                    mk: &mk,
+                    mv: &mv,
+                    tid: &tid,
+                    wg: &wg,
+                    m0: &m0,
+                    head: &head,
+                    batch: &batch,
+                    tiles: &tiles,
+                    s_k: &s_k,
+                    s_q: &s_q,
+                    diag: &diag,
+                    scale_log2: &scale_log2,
+                    o: &o,
+                    lse: &lse,
+                },
+            )?;
+            Ok(vec![])
+        },
+    )?;
+    Ok(b.finish()?)
+}
+
+/// One tile's softmax: P (input type, the S fragment's order), α per row, (m0, m1, ℓ0, ℓ1).
+struct Soft {
+    p: Vec<Val>,
+    alpha: Vec<Val>,
+    ml: Vec<Val>,
+}
+
+struct Consumer<'a> {
+    sq: tilekit_ir::MemRef,
+    sk: tilekit_ir::MemRef,
+    sv: tilekit_ir::MemRef,
+    q_full: tilekit_ir::MemRef,
+    k_full: tilekit_ir::MemRef,
+    v_full: tilekit_ir::MemRef,
+    empty: tilekit_ir::MemRef,
+    mq: &'a SmemMatrix,
+    mk: &'a SmemMatrix,
+    mv: &'a SmemMatrix,
+    tid: &'a Val,
+    wg: &'a Val,
+    m0: &'a Val,
+    head: &'a Val,
+    batch: &'a Val,
+    tiles: &'a Val,
+    s_k: &'a Val,
+    s_q: &'a Val,
+    diag: &'a Val,
+    scale_log2: &'a Val,
+    o: &'a tilekit_ir::TensorParam,
+    lse: &'a tilekit_ir::TensorParam,
+}
+
+/// The consumer warpgroups: S GEMM, online softmax, P·V GEMM over the ring; the epilogue.
+fn consumer(
+    b: &KernelBuilder,
+    cfg: &AttnConfig,
+    ty: WgmmaType,
+    c: Consumer<'_>,
+) -> std::result::Result<(), IrError> {
+    let (elem, d, bn, stages) = (cfg.dtype, cfg.head_dim, cfg.bn, cfg.stages);
+    let slabs = d / SLAB;
+    let kv_elems = bn * d;
+    b.note("attention_sm90 consumers: S = Q·Kᵀ, online softmax, O += P·V");
+    let half = c.wg.clone() - lit(1);
+    let t = c.tid.clone() - lit(128) - half.clone() * lit(128);
+    let (warp, lane) = (t.clone() / lit(32), t % lit(32));
+    let quad = lane.clone() % lit(4);
+    // the two query rows of this thread (registers with (i/2) mod 2 = r hold row r)
+    let rows: Vec<Val> = (0..2)
+        .map(|r| {
+            c.m0.clone()
+                + half.clone() * lit(64)
+                + warp.clone() * lit(16)
+                + lane.clone() / lit(4)
+                + lit(8 * r)
+        })
+        .collect();
+    // a row's keys end at s_k, or (causal) after its diagonal
+    let limits: Vec<Val> = rows
+        .iter()
+        .map(|q| -> std::result::Result<Val, IrError> {
+            Ok(if cfg.causal {
+                b.binary(BinOp::Min, c.s_k, &(q.clone() + c.diag.clone() + lit(1)))?
+            } else {
+                c.s_k.clone()
+            })
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    let ir = |e: tilekit_ir::wgmma::WgmmaError| IrError::from(e);
+    let s_shape = WgmmaShape::new(ty, bn as u32).map_err(ir)?;
+    let o_shape =
+        WgmmaShape::new(ty, d as u32).and_then(|s| s.transposed(false, true)).map_err(ir)?;
+    let neg_inf = b.f32(f32::NEG_INFINITY);
+    let zero = b.f32(0.0);
+    let sl2 = c.scale_log2.clone();
+    b.mbarrier_wait(c.q_full, &lit(0), &lit(0))?;
+    let nacc = o_shape.acc_regs();
+    type R<T> = std::result::Result<T, IrError>;
+    let stage = |kt: &Val| (kt.clone() % lit(stages), (kt.clone() / lit(stages)) % lit(2));
+    // S = Q·K[kt]ᵀ issued, once K has landed (the caller fences before and commits after)
+    let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
+        let (s, parity) = stage(kt);
+        b.mbarrier_wait(c.k_full, &s, &parity)?;
+        let k_at = s * lit(kv_elems);
+        let mut sc: Vec<Val> = vec![];
+        for a in 0..slabs {
+            let q_at = lit(a * BM * SLAB) + half.clone() * lit(64 * SLAB);
+            let k_slab = k_at.clone() + lit(a * bn * SLAB);
+            for blk in 0..c.mq.blocks() {
+                let dq = b.wgmma_desc(c.sq, &q_at, c.mq, blk)?;
+                let dk = b.wgmma_desc(c.sk, &k_slab, c.mk, blk)?;
+                let acc = if sc.is_empty() { Acc::Zero } else { Acc::Add(&sc) };
+                sc = b.wgmma(s_shape, &WgmmaSrc::Smem(dq), &dk, acc)?;
+            }
+        }
+        Ok(sc)
+    };
+    // O += P·V[kt] issued, once V has landed (P from registers: the S fragment's 16-column
+    // slices are wgmma's A fragments)
+    let issue_pv = |b: &KernelBuilder, p: &[Val], kt: &Val, o: &[Val]| -> R<Vec<Val>> {
+        let (s, parity) = stage(kt);
+        b.mbarrier_wait(c.v_full, &s, &parity)?;
+        let v_at = s * lit(kv_elems);
+        let mut o = o.to_vec();
+        for j in 0..(bn / 16) as usize {
+            let dv = b.wgmma_desc(c.sv, &v_at, c.mv, j)?;
+            let frag = p[8 * j..8 * j + 8].to_vec();
+            o = b.wgmma(o_shape, &WgmmaSrc::Regs(frag), &dv, Acc::Add(&o))?;
+        }
+        Ok(o)
+    };
+    // the masked online softmax of tile kt from (m0, m1, ℓ0, ℓ1): P in the input type, α per
+    // row, the new (m0, m1, ℓ0, ℓ1)
+    let softmax = |b: &KernelBuilder, sc: &[Val], kt: &Val, ml: &[Val]| -> R<Soft> {
+        // mask: key column 8·(i/4) + 2·quad + i mod 2 of the tile, valid below the row's limit
+        let rel: Vec<Val> = limits
+            .iter()
+            .map(|l| l.clone() - kt.clone() * lit(bn) - quad.clone() * lit(2))
+            .collect();
+        // only tiles that reach past a row's limit are masked (the thread's first row has the
+        // smaller limit): the last tile, and the diagonal ones when causal
+        let need = b.cmp(CmpOp::Lt, &rel[0], &lit(bn))?;
+        let sm = b.if_then_else(
+            &need,
+            |b| {
+                let mut sm = Vec::with_capacity(sc.len());
+                for (i, v) in sc.iter().enumerate() {
+                    let col = (8 * (i / 4) + i % 2) as i64;
+                    let ok = b.cmp(CmpOp::Lt, &lit(col), &rel[(i / 2) % 2])?;
+                    sm.push(b.select(&ok, v, &neg_inf)?);
+                }
+                Ok(sm)
+            },
+            |_| Ok(sc.to_vec()),
+        )?;
+        // row max over the thread's values, then over the 4 lanes of the row
+        let mut new_ml = Vec::with_capacity(4);
+        let mut base = Vec::with_capacity(2);
+        let mut alpha = Vec::with_capacity(2);
+        for (r, m_old) in ml[..2].iter().enumerate() {
+            let mut mx = m_old.clone();
+            for (i, v) in sm.iter().enumerate() {
+                if (i / 2) % 2 == r {
+                    mx = b.binary(BinOp::Max, &mx, v)?;
+                }
+            }
+            for x in [1, 2] {
+                let other = b.shfl(ShflMode::Bfly, &mx, &b.i32(x))?;
+                mx = b.binary(BinOp::Max, &mx, &other)?;
+            }
+            // a row with no key yet keeps m = −∞: subtract 0 instead (no −∞ − −∞)
+            let none = b.cmp(CmpOp::Eq, &mx, &neg_inf)?;
+            let scaled = b.binary(BinOp::Mul, &mx, &sl2)?;
+            let bs = b.select(&none, &zero, &scaled)?;
+            let nb = b.unary(UnOp::Neg, &bs)?;
+            let a = b.unary(UnOp::Exp2Approx, &b.fma(m_old, &sl2, &nb)?)?;
+            new_ml.push(mx);
+            base.push(nb);
+            alpha.push(a);
+        }
+        let mut p = Vec::with_capacity(sm.len());
+        let mut sums = [ml[2].clone(), ml[3].clone()];
+        for r in 0..2 {
+            sums[r] = b.binary(BinOp::Mul, &sums[r], &alpha[r])?;
+        }
+        for (i, v) in sm.iter().enumerate() {
+            let r = (i / 2) % 2;
+            let e = b.unary(UnOp::Exp2Approx, &b.fma(v, &sl2, &base[r])?)?;
+            sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
+            p.push(b.cvt(&e, elem)?);
+        }
+        new_ml.extend(sums);
+        Ok(Soft { p, alpha, ml: new_ml })
+    };
+    let rescale = |b: &KernelBuilder, o: &[Val], alpha: &[Val]| -> R<Vec<Val>> {
+        o.iter().enumerate().map(|(i, v)| b.binary(BinOp::Mul, v, &alpha[(i / 2) % 2])).collect()
+    };
+    // ping-pong: warpgroup h issues its GEMMs after `bar.sync 1+h` and lets the other go with
+    // `bar.arrive 2−h` (256 threads each: the 128 that sync and the 128 that arrive)
+    let first_wg = b.cmp(CmpOp::Eq, &half, &lit(0))?;
+    let pp_sync = |b: &KernelBuilder| -> R<()> {
+        if cfg.pingpong {
+            b.if_then_else(
+                &first_wg,
+                |b| b.named_barrier(1, 256).map(|_| vec![]),
+                |b| b.named_barrier(2, 256).map(|_| vec![]),
+            )?;
+        }
+        Ok(())
+    };
+    let pp_arrive = |b: &KernelBuilder, last: bool| -> R<()> {
+        if cfg.pingpong {
+            if last {
+                // the second warpgroup's last arrival would have no matching sync
+                b.if_then(&first_wg, |b| b.named_barrier_arrive(2, 256))?;
+            } else {
+                b.if_then_else(
+                    &first_wg,
+                    |b| b.named_barrier_arrive(2, 256).map(|_| vec![]),
+                    |b| b.named_barrier_arrive(1, 256).map(|_| vec![]),
+                )?;
+            }
+        }
+        Ok(())
+    };
+    b.mbarrier_wait(c.q_full, &lit(0), &lit(0))?;
+    let mut init = vec![zero.clone(); nacc];
+    init.extend([neg_inf.clone(), neg_inf.clone(), zero.clone(), zero.clone()]);
+    let out = if !cfg.overlap {
+        b.for_range(&lit(0), c.tiles, &lit(1), &init, |b, kt, carried| {
+            let (o_acc, ml) = carried.split_at(nacc);
+            b.wgmma_fence()?;
+            let sc = issue_s(b, &kt)?;
+            b.wgmma_commit()?;
+            b.wgmma_wait(0)?;
+            let soft = softmax(b, &sc, &kt, ml)?;
+            let o = rescale(b, o_acc, &soft.alpha)?;
+            b.wgmma_fence()?;
+            let mut o = issue_pv(b, &soft.p, &kt, &o)?;
+            b.wgmma_commit()?;
+            b.wgmma_wait(0)?;
+            b.mbarrier_arrive(c.empty, &stage(&kt).0, None)?;
+            o.extend(soft.ml);
+            Ok(o)
+        })?
+    } else {
+        b.note("attention_sm90 consumers (overlap): S(t) and P·V(t−1) issued together, the softmax of t while P·V(t−1) runs");
+        let p_len = (bn / 2) as usize;
+        let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
+        if cfg.pingpong {
+            // the first warpgroup goes first: the second lets it (when there is any tile)
+            let slack =
+                b.binary(BinOp::Min, &(c.tiles.clone() - lit(1)), &(half.clone() - lit(1)))?;
+            let lets = b.cmp(CmpOp::Ge, &slack, &lit(0))?;
+            b.if_then(&lets, |b| b.named_barrier_arrive(1, 256))?;
+        }
+        // tile 0: S and its softmax (O is still 0)
+        let zero_p = b.cvt(&zero, elem)?;
+        let mut none = vec![zero_p.clone(); p_len];
+        none.extend(init[nacc..].iter().cloned());
+        let first = b.if_then_else(
+            &has_tiles,
+            |b| {
+                pp_sync(b)?;
+                b.wgmma_fence()?;
+                let sc = issue_s(b, &lit(0))?;
+                b.wgmma_commit()?;
+                pp_arrive(b, false)?;
+                b.wgmma_wait(0)?;
+                let soft = softmax(b, &sc, &lit(0), &init[nacc..])?;
+                let mut v = soft.p;
+                v.extend(soft.ml);
+                Ok(v)
+            },
+            |_| Ok(none.clone()),
+        )?;
+        let mut carry = init[..nacc].to_vec();
+        carry.extend(first);
+        let looped = b.for_range(&lit(1), c.tiles, &lit(1), &carry, |b, kt, carried| {
+            let (o_acc, rest) = carried.split_at(nacc);
+            let (p_prev, ml) = rest.split_at(p_len);
+            let prev = kt.clone() - lit(1);
+            pp_sync(b)?;
+            b.wgmma_fence()?;
+            let sc = issue_s(b, &kt)?;
+            b.wgmma_commit()?;
+            let o = issue_pv(b, p_prev, &prev, o_acc)?;
+            b.wgmma_commit()?;
+            pp_arrive(b, false)?;
+            // S(t) is done (the older group); P·V(t−1) may still run during the softmax
+            b.wgmma_wait(1)?;
+            let soft = softmax(b, &sc, &kt, ml)?;
+            b.wgmma_wait(0)?;
+            b.mbarrier_arrive(c.empty, &stage(&prev).0, None)?;
+            let mut o = rescale(b, &o, &soft.alpha)?;
+            o.extend(soft.p);
+            o.extend(soft.ml);
+            Ok(o)
+        })?;
+        let (o_acc, rest) = looped.split_at(nacc);
+        let (p_last, ml) = rest.split_at(p_len);
+        // the last tile's P·V
+        let o = b.if_then_else(
+            &has_tiles,
+            |b| {
+                let last = c.tiles.clone() - lit(1);
+                pp_sync(b)?;
+                b.wgmma_fence()?;
+                let o = issue_pv(b, p_last, &last, o_acc)?;
+                b.wgmma_commit()?;
+                pp_arrive(b, true)?;
+                b.wgmma_wait(0)?;
+                b.mbarrier_arrive(c.empty, &stage(&last).0, None)?;
+                Ok(o)
+            },
+            |_| Ok(o_acc.to_vec()),
+        )?;
+        let mut out = o;
+        out.extend(ml.iter().cloned());
+        out
+    };
+    b.note("attention_sm90 epilogue: O / ℓ and LSE, masked to s_q");
+    let (o_acc, ml) = out.split_at(nacc);
+    let ln2 = b.f32(std::f32::consts::LN_2);
+    let mut inv = Vec::with_capacity(2);
+    let mut lse_v = Vec::with_capacity(2);
+    for r in 0..2 {
+        let mut l = ml[2 + r].clone();
+        for x in [1, 2] {
+            let other = b.shfl(ShflMode::Bfly, &l, &b.i32(x))?;
+            l = b.binary(BinOp::Add, &l, &other)?;
+        }
+        let seen = b.cmp(CmpOp::Gt, &l, &zero)?;
+        let one = b.f32(1.0);
+        let recip = b.binary(BinOp::Div, &one, &l)?;
+        inv.push(b.select(&seen, &recip, &zero)?);
+        let lg = b.unary(UnOp::Lg2Approx, &l)?;
+        let nat = b.binary(BinOp::Mul, &b.fma(&ml[r], &sl2, &lg)?, &ln2)?;
+        lse_v.push(b.select(&seen, &nat, &neg_inf)?);
+    }
+    let (o, lse) = (c.o, c.lse);
+    let base_o = c.batch.clone() * o.strides[0].clone() + c.head.clone() * o.strides[2].clone();
+    for r in 0..2 {
+        let q = &rows[r];
+        let inside = b.cmp(CmpOp::Lt, q, c.s_q)?;
+        let row_at = base_o.clone() + q.clone() * o.strides[1].clone() + quad.clone() * lit(2);
+        for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
+            let col = (8 * (i / 4)) as i64;
+            let vals = [
+                b.cvt(&b.binary(BinOp::Mul, &o_acc[i], &inv[r])?, elem)?,
+                b.cvt(&b.binary(BinOp::Mul, &o_acc[i + 1], &inv[r])?, elem)?,
+            ];
+            b.store(o.mem, &(row_at.clone() + lit(col)), &vals, Some(&inside))?;
+        }
+        // one lane of the four writes the row's LSE: min(s_q − 1 − q, −quad) ≥ 0
+        let slack =
+            b.binary(BinOp::Min, &(c.s_q.clone() - lit(1) - q.clone()), &(lit(0) - quad.clone()))?;
+        let writer = b.cmp(CmpOp::Ge, &slack, &lit(0))?;
+        let at = c.batch.clone() * lse.strides[0].clone()
+            + c.head.clone() * lse.strides[1].clone()
+            + q.clone() * lse.strides[2].clone();
+        b.store(lse.mem, &at, std::slice::from_ref(&lse_v[r]), Some(&writer))?;
+    }
+    Ok(())
+}

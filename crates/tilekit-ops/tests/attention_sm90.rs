@@ -1,0 +1,322 @@
+//! The Hopper attention forward (TMA ring + wgmma, warp-specialised, online softmax) on the
+//! interpreter against a plain f64 reference: head dims 64 and 128, causal and not, GQA,
+//! sequence lengths that are not multiples of the tiles (s_q ≠ s_k, rows that see no key), a
+//! strided Q; the output and LSE poisoned first. Its PTX assembles for sm_90a.
+
+use tilekit_ir::tensor::TensorView;
+use tilekit_ir::tensor::{HostTensor, TensorLayout};
+use tilekit_ir::{Lit, ScalarType};
+use tilekit_ops::attention_sm90::{build_attention_sm90, AttnConfig, BM, LOG2_E};
+use tilekit_ops::backend::{Backend, Cuda, Interp};
+use tilekit_ops::bind::Bindings;
+use tilekit_ops::compiled::CompiledKernel;
+use tilekit_ops::host;
+
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    batch: i64,
+    h: i64,
+    h_kv: i64,
+    s_q: i64,
+    s_k: i64,
+    /// None: 1/√d
+    scale: Option<f64>,
+    /// Q is a view of a tensor with one more head (strided heads and rows)
+    strided_q: bool,
+}
+
+fn tensor(ty: ScalarType, shape: [i64; 4], seed: u64) -> HostTensor {
+    let n: i64 = shape.iter().product();
+    HostTensor::new(
+        host::random(ty, n as usize, seed).unwrap(),
+        TensorLayout::contiguous(ty, shape.to_vec()).unwrap(),
+    )
+    .unwrap()
+}
+
+/// The reference: (O (b, s_q, h, d), LSE (b, h, s_q)) in f64; a row with no key gets O = 0
+/// and LSE = −∞.
+fn reference(
+    cfg: AttnConfig,
+    c: Case,
+    q: (&[f64], &TensorLayout),
+    k: &[f64],
+    v: &[f64],
+    scale: f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let d = cfg.head_dim;
+    let (b, h, hk, sq, sk) = (c.batch, c.h, c.h_kv, c.s_q, c.s_k);
+    let group = h / hk;
+    let mut o = vec![0.0; (b * sq * h * d) as usize];
+    let mut lse = vec![f64::NEG_INFINITY; (b * h * sq) as usize];
+    let kv_at = |bi: i64, j: i64, hi: i64, x: i64| (((bi * sk + j) * hk + hi) * d + x) as usize;
+    for bi in 0..b {
+        for hi in 0..h {
+            let kh = hi / group;
+            for i in 0..sq {
+                let keys: Vec<i64> = (0..sk).filter(|&j| !cfg.causal || j <= i + sk - sq).collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                let qv: Vec<f64> =
+                    (0..d).map(|x| q.0[q.1.offset_of(&[bi, i, hi, x]).unwrap() as usize]).collect();
+                let s: Vec<f64> = keys
+                    .iter()
+                    .map(|&j| {
+                        scale * (0..d).map(|x| qv[x as usize] * k[kv_at(bi, j, kh, x)]).sum::<f64>()
+                    })
+                    .collect();
+                let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let w: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+                let sum: f64 = w.iter().sum();
+                for x in 0..d {
+                    let acc: f64 =
+                        keys.iter().zip(&w).map(|(&j, wj)| wj * v[kv_at(bi, j, kh, x)]).sum();
+                    o[(((bi * sq + i) * h + hi) * d + x) as usize] = acc / sum;
+                }
+                lse[((bi * h + hi) * sq + i) as usize] = m + sum.ln();
+            }
+        }
+    }
+    (o, lse)
+}
+
+fn run(cfg: AttnConfig, c: Case, seed: u64) {
+    run_on(&Interp, cfg, c, seed)
+}
+
+/// One case on backend `be` (the interpreter, or the GPU when there is one) against the f64
+/// reference.
+fn run_on<B: Backend>(be: &B, cfg: AttnConfig, c: Case, seed: u64) {
+    let kernel = CompiledKernel::new(build_attention_sm90(cfg).unwrap());
+    let (ty, d) = (cfg.dtype, cfg.head_dim);
+    let (b, h, hk, sq, sk) = (c.batch, c.h, c.h_kv, c.s_q, c.s_k);
+    // Q: contiguous, or heads 0..h of a (b, s_q, h + 1, d) tensor
+    let q_full = tensor(ty, [b, sq, h + c.strided_q as i64, d], seed);
+    let q_layout = q_full.layout().narrow(2, 0, h).unwrap();
+    let k = tensor(ty, [b, sk, hk, d], seed + 1);
+    let v = tensor(ty, [b, sk, hk, d], seed + 2);
+    let o_host = HostTensor::new(
+        host::poisoned(ty, (b * sq * h * d) as usize).unwrap(),
+        TensorLayout::contiguous(ty, vec![b, sq, h, d]).unwrap(),
+    )
+    .unwrap();
+    let lse_host = HostTensor::new(
+        host::poisoned(ScalarType::F32, (b * h * sq) as usize).unwrap(),
+        TensorLayout::contiguous(ScalarType::F32, vec![b, h, sq]).unwrap(),
+    )
+    .unwrap();
+    let scale = c.scale.unwrap_or(1.0 / (d as f64).sqrt());
+    let q_dev = be.from_host(&q_full).unwrap().narrow(2, 0, h).unwrap();
+    let (k_dev, v_dev) = (be.from_host(&k).unwrap(), be.from_host(&v).unwrap());
+    let (mut o_dev, mut lse_dev) =
+        (be.from_host(&o_host).unwrap(), be.from_host(&lse_host).unwrap());
+    let bind = Bindings::new(&kernel)
+        .input_mapped("q", "qm", &q_dev, be)
+        .unwrap()
+        .input_mapped("k", "km", &k_dev, be)
+        .unwrap()
+        .input_mapped("v", "vm", &v_dev, be)
+        .unwrap()
+        .output("o", &mut o_dev, be)
+        .unwrap()
+        .output("lse", &mut lse_dev, be)
+        .unwrap()
+        .int("s_k", sk)
+        .unwrap()
+        .int("group", h / hk)
+        .unwrap()
+        .scalar("scale_log2", Lit::f32((scale * LOG2_E) as f32))
+        .unwrap();
+    let grid = [((sq + BM - 1) / BM) as u32, h as u32, b as u32];
+    be.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {c:?}: {e}"));
+    let (o, lse) = (be.to_host(&o_dev).unwrap(), be.to_host(&lse_dev).unwrap());
+    let qv = host::to_f64(q_full.buffer());
+    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let (want_o, want_lse) = reference(cfg, c, (&qv, &q_layout), &kv, &vv, scale);
+    let got_o = host::to_f64(o.buffer());
+    let got_lse = host::to_f64(lse.buffer());
+    // P is rounded to the input type before P·V (relative 2^-8 for bf16, 2^-11 for f16) and O
+    // is rounded on the way out; |V| ≤ 2
+    let (p_eps, out_eps) = match ty {
+        ScalarType::BF16 => (1.0 / 128.0, 1.0 / 256.0),
+        _ => (1.0 / 1024.0, 1.0 / 2048.0),
+    };
+    for (i, (&g, &w)) in got_o.iter().zip(&want_o).enumerate() {
+        let tol = 2.0 * p_eps + w.abs() * out_eps + 1e-6;
+        assert!(
+            (g - w).abs() <= tol,
+            "{cfg:?} {c:?}: O[{i}] (row {}, head {}, col {}) = {g}, reference {w} (tolerance {tol})",
+            i as i64 / (h * d) % sq,
+            i as i64 / d % h,
+            i as i64 % d
+        );
+    }
+    for (i, (&g, &w)) in got_lse.iter().zip(&want_lse).enumerate() {
+        let ok =
+            if w == f64::NEG_INFINITY { g == w } else { (g - w).abs() <= 1e-3 + 1e-4 * w.abs() };
+        assert!(ok, "{cfg:?} {c:?}: LSE[{i}] = {g}, reference {w}");
+    }
+}
+
+fn case(h: i64, h_kv: i64, s_q: i64, s_k: i64) -> Case {
+    Case { batch: 1, h, h_kv, s_q, s_k, scale: None, strided_q: false }
+}
+
+#[test]
+fn d64_non_causal_matches_the_reference_with_ragged_lengths_and_gqa() {
+    let cfg = AttnConfig::new(ScalarType::BF16, 64, false);
+    // several key tiles, the last partial; two query blocks, the second partial; 2 q heads per kv head
+    run(cfg, Case { batch: 2, ..case(2, 1, 130, 200) }, 1);
+    // one query row, keys fewer than a tile
+    run(AttnConfig { bn: 64, ..cfg }, case(1, 1, 1, 77), 3);
+}
+
+#[test]
+fn d64_causal_matches_the_reference_including_rows_that_see_no_key() {
+    let cfg = AttnConfig::new(ScalarType::F16, 64, true);
+    // s_q > s_k: the first 13 rows see no key (O = 0, LSE = −∞); with s_q − s_k ≥ 128 the
+    // first block has no key tile at all (no loop iteration)
+    run(cfg, case(1, 1, 77, 64), 5);
+    run(AttnConfig { bn: 64, ..cfg }, case(1, 1, 200, 64), 6);
+    // s_q < s_k, bottom-right aligned; a strided Q and a sharper softmax
+    run(
+        AttnConfig { stages: 3, bn: 64, ..cfg },
+        Case { scale: Some(0.3), strided_q: true, ..case(2, 1, 130, 200) },
+        7,
+    );
+}
+
+#[test]
+fn d128_matches_the_reference_causal_and_not() {
+    let cfg = AttnConfig::new(ScalarType::BF16, 128, false);
+    run(cfg, Case { strided_q: true, ..case(2, 2, 77, 200) }, 9);
+    run(AttnConfig { causal: true, ..cfg }, case(2, 1, 130, 77), 11);
+    // BN = 128 (two swizzle slabs of V in one m64n128 wgmma, two of K per S GEMM)
+    run(AttnConfig { bn: 128, ..cfg }, case(1, 1, 130, 200), 13);
+}
+
+#[test]
+fn d256_matches_the_reference() {
+    let cfg = AttnConfig::new(ScalarType::F16, 256, true);
+    run(cfg, case(2, 1, 77, 130), 15);
+}
+
+#[test]
+fn bad_configs_are_refused_with_the_valid_values() {
+    let e = build_attention_sm90(AttnConfig::new(ScalarType::BF16, 96, false)).unwrap_err();
+    assert!(e.to_string().contains("head dim = 96"), "{e}");
+    assert!(e.to_string().contains("64, 128 or 256"), "{e}");
+    let e = build_attention_sm90(AttnConfig::new(ScalarType::F32, 64, false)).unwrap_err();
+    assert!(e.to_string().contains("f16 or bf16"), "{e}");
+    let e =
+        build_attention_sm90(AttnConfig { bn: 128, ..AttnConfig::new(ScalarType::F16, 256, true) })
+            .unwrap_err();
+    assert!(e.to_string().contains("bn = 128"), "{e}");
+    let e = build_attention_sm90(AttnConfig {
+        stages: 4,
+        bn: 128,
+        ..AttnConfig::new(ScalarType::F16, 128, true)
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("227 KiB"), "{e}");
+}
+
+#[test]
+fn the_attention_kernels_assemble_for_sm_90a_without_spills() {
+    // the defaults (d = 256 spills under the 168 registers ptxas gives each thread: reported)
+    let plain = [(64, false), (64, true), (128, false), (128, true), (256, true)]
+        .map(|(d, causal)| AttnConfig::new(ScalarType::BF16, d, causal));
+    let piped = [(64, true), (128, false)].map(|(d, causal)| AttnConfig {
+        overlap: true,
+        pingpong: true,
+        ..AttnConfig::new(ScalarType::BF16, d, causal)
+    });
+    for cfg in plain.into_iter().chain(piped) {
+        let d = cfg.head_dim;
+        let k = build_attention_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        assert!(ptx.contains("wgmma.mma_async"));
+        if let Some(report) =
+            tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
+        {
+            eprintln!("{cfg:?}\n{report}");
+            // d = 256, and d = 128 pipelined, spill under the 168 registers ptxas gives each
+            // thread (reported, not refused)
+            let spills = !report.contains(", 0 bytes spill stores");
+            assert!(!spills || d == 256 || (d == 128 && cfg.overlap), "{cfg:?}\n{report}");
+        }
+    }
+}
+
+#[test]
+fn api_attention_reads_views_and_matches_the_reference() {
+    use tilekit_ops::api;
+    let (ty, d) = (ScalarType::BF16, 64);
+    let c = Case { scale: Some(0.2), ..case(2, 1, 77, 100) };
+    let cfg = AttnConfig::new(ty, d, true);
+    // Q: heads 1..3 of a 3-head tensor (a view at an offset); K, V contiguous
+    let q_full = tensor(ty, [1, c.s_q, 3, d], 21);
+    let q = q_full.narrow(2, 1, 2).unwrap();
+    let k = tensor(ty, [1, c.s_k, 1, d], 22);
+    let v = tensor(ty, [1, c.s_k, 1, d], 23);
+    let (o, lse) = api::attention(&Interp, &q, &k, &v, true, c.scale).unwrap();
+    let qv = host::to_f64(q_full.buffer());
+    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, 0.2);
+    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+        assert!((g - w).abs() <= 2.0 / 128.0 + w.abs() / 256.0, "O[{i}] = {g}, reference {w}");
+    }
+    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+        assert!((g - w).abs() <= 1e-3 + 1e-4 * w.abs(), "LSE[{i}] = {g}, reference {w}");
+    }
+    // a K whose heads do not divide Q's is refused by name
+    let k3 = tensor(ty, [1, c.s_k, 3, d], 24);
+    let e = api::attention(&Interp, &q, &k3, &k3, false, None).unwrap_err();
+    assert!(e.to_string().contains("kv heads = 3"), "{e}");
+}
+
+#[test]
+fn the_pipelined_and_ping_pong_consumers_match_the_reference() {
+    for (overlap, pingpong) in [(true, false), (true, true)] {
+        let with = |cfg: AttnConfig| AttnConfig { overlap, pingpong, ..cfg };
+        // several tiles, ragged, GQA; one tile only (no loop iteration); a block with no tile
+        let cfg = with(AttnConfig::new(ScalarType::BF16, 64, true));
+        run(AttnConfig { bn: 64, stages: 3, ..cfg }, Case { batch: 2, ..case(2, 1, 130, 200) }, 31);
+        run(cfg, case(1, 1, 77, 64), 32);
+        run(AttnConfig { bn: 64, ..cfg }, case(1, 1, 200, 64), 33);
+        let cfg = with(AttnConfig::new(ScalarType::F16, 128, false));
+        run(cfg, Case { strided_q: true, ..case(2, 1, 77, 200) }, 34);
+    }
+    let e = AttnConfig { pingpong: true, ..AttnConfig::new(ScalarType::F16, 64, false) }
+        .check()
+        .unwrap_err();
+    assert!(e.to_string().contains("overlap"), "{e}");
+}
+
+/// The GPU half (skipped without one; `TILEKIT_REQUIRE_GPU=1` makes a missing GPU a failure):
+/// every schedule at lengths of several tiles, against the same f64 reference.
+#[test]
+fn the_gpu_matches_the_reference() {
+    let cuda = match Cuda::open(0) {
+        Ok(c) => c,
+        Err(e) if std::env::var("TILEKIT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("TILEKIT_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => return eprintln!("skipping the GPU test: {e}"),
+    };
+    for (overlap, pingpong) in [(false, false), (true, false), (true, true)] {
+        for (ty, d, causal) in [
+            (ScalarType::BF16, 64, true),
+            (ScalarType::F16, 64, false),
+            (ScalarType::BF16, 128, true),
+            (ScalarType::F16, 128, false),
+            (ScalarType::BF16, 256, true),
+        ] {
+            let cfg = AttnConfig { overlap, pingpong, ..AttnConfig::new(ty, d, causal) };
+            let c = Case { batch: 2, strided_q: true, ..case(4, 2, 333, 517) };
+            run_on(&cuda, cfg, c, 41);
+            run_on(&cuda, cfg, case(2, 1, 1000, 77), 43);
+        }
+    }
+}
