@@ -6,6 +6,7 @@ Run it on the device machine in the same call as `tilekit bench` (PyTorch is ins
     python3 bench/compare.py            # table
     python3 bench/compare.py --json     # one JSON object per op
     python3 bench/compare.py --gemm     # torch.matmul on issue 13's GEMM shapes (TFLOP/s)
+    python3 bench/compare.py --attention  # SDPA per backend on issue 14's cases (TFLOP/s)
 
 Every op is timed with CUDA events: 3 warm-ups, then the median of `--reps` runs. Bytes are the
 fewest the op must move (each input read once, each output written once). The ratio is to a
@@ -92,14 +93,62 @@ def gemm(args):
             print(f"{r['shape']:<18} {r['dtype']:<14} {r['median_ms']:>10.3f} {r['torch_tflops']:>8.1f}")
 
 
+def attention(args):
+    """torch SDPA forward with each backend on `tilekit bench attention`'s cases.
+
+    bf16, 16384 tokens per batch, hidden 2048 (heads = 2048 / d), inputs laid out (b, s, h, d)
+    as tilekit takes them and passed to SDPA as (b, h, s, d) views. TFLOP/s = 4·b·h·s²·d / t,
+    halved for causal. A backend that refuses a case is reported as null.
+    """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    dev = torch.cuda.get_device_name(0)
+    backends = [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
+                ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    rows = []
+    for d in (64, 128, 256):
+        for causal in (False, True):
+            for s in (512, 1024, 2048, 4096, 8192, 16384):
+                b, h = 16384 // s, 2048 // d
+                q, k, v = [(torch.rand(b, s, h, d, device="cuda") - 0.5).to(torch.bfloat16).transpose(1, 2)
+                           for _ in range(3)]
+                flops = 4 * b * h * s * s * d / (2 if causal else 1)
+                row = dict(op="attention", device=dev, head_dim=d, causal=causal, seq=s, batch=b, heads=h,
+                           torch=torch.__version__)
+                for name, be in backends:
+                    try:
+                        with sdpa_kernel([be]):
+                            ms = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                       args.reps)
+                        row[name] = flops / (ms * 1e-3) / 1e12
+                    except RuntimeError:
+                        row[name] = None
+                rows.append(row)
+                del q, k, v
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+    else:
+        print(f"PyTorch {torch.__version__} on {dev}: SDPA forward TFLOP/s, bf16")
+        print(f"{'d':>4} {'causal':>6} {'seq':>6} {'cudnn':>8} {'flash':>8} {'efficient':>9}")
+        f = lambda x: "—" if x is None else f"{x:.1f}"
+        for r in rows:
+            print(f"{r['head_dim']:>4} {str(r['causal']):>6} {r['seq']:>6} {f(r['cudnn']):>8} "
+                  f"{f(r['flash']):>8} {f(r['efficient']):>9}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--gemm", action="store_true", help="torch.matmul on issue 13's GEMM shapes")
+    ap.add_argument("--attention", action="store_true", help="SDPA backends on issue 14's cases")
     args = ap.parse_args()
     if args.gemm:
         gemm(args)
+        return
+    if args.attention:
+        attention(args)
         return
     dev = torch.cuda.get_device_name(0)
     gib = 1 << 30

@@ -93,7 +93,7 @@ pub struct Measurement {
 /// assert!(names.contains(&"softmax") && names.contains(&"copy-example") && names.contains(&"all"));
 /// ```
 pub fn names() -> Vec<&'static str> {
-    let mut known: Vec<&str> = vec!["all", "copy-example", "launch"];
+    let mut known: Vec<&str> = vec!["all", "copy-example", "launch", "attention"];
     for (k, _, _) in BENCH_SET {
         if !known.contains(k) {
             known.push(k);
@@ -117,6 +117,8 @@ pub fn kernels_help() -> String {
          api::copy_into on 1x256 f32) beside a raw driver launch and an empty kernel\n\n\
          gemm: TFLOP/s on issue 13's shapes, tilekit beside cuBLASLt (best of its heuristic's \
          first 8 algorithms) in the same process\n\n\
+         attention: TFLOP/s of the Hopper attention forward (bf16, d 64/128/256, causal or not, \
+         seq 512..16384 at 16384 tokens), every schedule timed and checked on sampled rows\n\n\
          Benchmark set (kernel shape dtype):\n  copy-example (the IR example copy, f32, --mib MiB)\n",
     );
     for (k, shape, t) in BENCH_SET {
@@ -288,6 +290,9 @@ fn ops_bench(
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     if a.kernel == "launch" {
         return crate::bench_launch::run(a);
+    }
+    if a.kernel == "attention" {
+        return crate::bench_attention::run(a);
     }
     if a.kernel == "gemm" {
         return crate::bench_gemm::run(a);

@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand};
 
 pub mod banks;
 pub mod bench;
+pub mod bench_attention;
 pub mod bench_gemm;
 pub mod bench_launch;
 pub mod conformance;

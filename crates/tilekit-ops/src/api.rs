@@ -1348,6 +1348,50 @@ pub fn attention_into<
     o: &mut O,
     lse: &mut L,
 ) -> Result<()> {
+    let (ql, ty) = (q.layout(), q.layout().dtype());
+    let d = if ql.rank() == 4 { ql.shape()[3] } else { 0 };
+    let cfg = crate::attention_sm90::AttnConfig::new(ty, d, causal);
+    attention_with(b, cfg, q, k, v, scale, o, lse)
+}
+
+/// [`attention_into`] with an explicit kernel configuration (tile, stages, the overlap and
+/// ping-pong schedules): what `tilekit bench attention` sweeps. The config's dtype and head
+/// dim must match the tensors; its `causal` flag is the mask.
+///
+/// ```
+/// use tilekit_ir::{tensor::HostTensor, ScalarType};
+/// use tilekit_ops::{api, attention_sm90::AttnConfig, backend::Interp};
+/// let t = |s: i64| HostTensor::from_slice(&vec![half::bf16::from_f32(0.5); (s * 64) as usize], &[1, s, 1, 64]).unwrap();
+/// let (q, k) = (t(3), t(5));
+/// let mut o = HostTensor::from_slice(&vec![half::bf16::from_f32(f32::NAN); 3 * 64], &[1, 3, 1, 64]).unwrap();
+/// let mut lse = HostTensor::from_slice(&vec![f32::NAN; 3], &[1, 1, 3]).unwrap();
+/// let cfg = AttnConfig { overlap: true, ..AttnConfig::new(ScalarType::BF16, 64, false) };
+/// api::attention_with(&Interp, cfg, &q, &k, &k, None, &mut o, &mut lse).unwrap();
+/// // every score is equal: O is V's row (0.5) and LSE = scale·(0.5·0.5·64) + ln 5
+/// assert_eq!(o.to_vec::<half::bf16>().unwrap()[0].to_f32(), 0.5);
+/// let want = 0.125 * 16.0 + 5f32.ln();
+/// assert!((lse.to_vec::<f32>().unwrap()[2] - want).abs() < 1e-3);
+/// let wrong = AttnConfig::new(ScalarType::BF16, 128, false);
+/// assert!(api::attention_with(&Interp, wrong, &q, &k, &k, None, &mut o, &mut lse).is_err());
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn attention_with<
+    B: Backend,
+    Q: TensorIn<B> + ?Sized,
+    K: TensorIn<B> + ?Sized,
+    V: TensorIn<B> + ?Sized,
+    O: TensorOut<B> + ?Sized,
+    L: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    cfg: crate::attention_sm90::AttnConfig,
+    q: &Q,
+    k: &K,
+    v: &V,
+    scale: Option<f64>,
+    o: &mut O,
+    lse: &mut L,
+) -> Result<()> {
     let op = "attention";
     let (ql, kl, vl) = (q.layout().clone(), k.layout().clone(), v.layout().clone());
     let ty = ql.dtype();
@@ -1405,7 +1449,14 @@ pub fn attention_into<
             "all at least 1",
         ));
     }
-    let cfg = crate::attention_sm90::AttnConfig::new(ty, d, causal);
+    if cfg.dtype != ty || cfg.head_dim != d {
+        return Err(OpsError::invalid(
+            op,
+            "config",
+            format!("{} with head dim {}", cfg.dtype, cfg.head_dim),
+            format!("the tensors' {ty} and head dim {d}"),
+        ));
+    }
     cfg.check()?;
     check_same(op, "O", o.layout(), &[bs, sq, h, d], ty)?;
     check_same(op, "LSE", lse.layout(), &[bs, h, sq], ScalarType::F32)?;
@@ -1413,7 +1464,16 @@ pub fn attention_into<
     if !(scale.is_finite() && scale > 0.0) {
         return Err(OpsError::invalid(op, "scale", scale, "a positive finite number"));
     }
-    let key = KernelKey::new("attention_sm90", ty, [d, causal as i64, cfg.bn, cfg.stages]);
+    let key = KernelKey::new(
+        "attention_sm90",
+        ty,
+        [
+            d,
+            cfg.causal as i64,
+            cfg.bn,
+            cfg.stages * 4 + cfg.overlap as i64 * 2 + cfg.pingpong as i64,
+        ],
+    );
     let kc = cached(key, || crate::attention_sm90::build_attention_sm90(cfg))?;
     let grid = [
         host::blocks(sq, crate::attention_sm90::BM)?,

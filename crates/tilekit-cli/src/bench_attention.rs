@@ -1,0 +1,265 @@
+//! `tilekit bench attention`: the Hopper attention forward ([`tilekit_ops::attention_sm90`]) on
+//! issue 14's grid of cases, every schedule of the kernel timed and checked.
+//!
+//! ```text
+//!   16384 tokens per batch (batch = 16384 / seq), hidden 2048 (heads = 2048 / d), K/V heads = heads
+//!   for d in 64, 128, 256;  causal in no, yes;  seq in 512 … 16384:
+//!     Q, K, V random (b, s, h, d) bf16 on the device
+//!     for schedule in plain, overlap, overlap + ping-pong:
+//!       O, LSE poisoned (NaN) → api::attention_with → median of --reps calls (CUDA events)
+//!       8 sampled (batch, head, query row) checked against an f64 softmax(QKᵀ·scale)·V
+//!   TFLOP/s = 4·b·h·s²·d / t   (halved for causal), the FlashAttention convention
+//! ```
+//!
+//! PyTorch's SDPA backends on the same cases: `python3 bench/compare.py --attention`.
+
+use std::process::ExitCode;
+
+use tilekit_ir::tensor::{HostTensor, TensorLayout};
+use tilekit_ir::ScalarType;
+use tilekit_ops::attention_sm90::AttnConfig;
+use tilekit_ops::backend::{Backend as _, Cuda};
+use tilekit_ops::{api, host};
+
+use crate::bench::Args;
+use crate::error::CliError;
+use crate::outln;
+
+/// Tokens per batch of every case (batch × seq).
+///
+/// ```
+/// assert_eq!(tilekit_cli::bench_attention::TOKENS, 16384);
+/// ```
+pub const TOKENS: i64 = 16384;
+
+/// Model width: heads × head dim.
+///
+/// ```
+/// assert_eq!(tilekit_cli::bench_attention::HIDDEN / 128, 16);
+/// ```
+pub const HIDDEN: i64 = 2048;
+
+/// Sequence lengths of issue 14's table.
+///
+/// ```
+/// assert_eq!(tilekit_cli::bench_attention::SEQS.len(), 6);
+/// ```
+pub const SEQS: &[i64] = &[512, 1024, 2048, 4096, 8192, 16384];
+
+/// One row of `tilekit bench attention`: one case, every schedule's figure.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AttnRow {
+    /// Device name.
+    pub device: String,
+    /// Element type.
+    pub dtype: String,
+    /// Head dim.
+    pub head_dim: i64,
+    /// Causal mask.
+    pub causal: bool,
+    /// Sequence length (queries = keys).
+    pub seq: i64,
+    /// Batch.
+    pub batch: i64,
+    /// Heads.
+    pub heads: i64,
+    /// (schedule, median ms, TFLOP/s) of every schedule that built and passed.
+    pub schedules: Vec<(String, f64, f64)>,
+    /// The best TFLOP/s.
+    pub best_tflops: f64,
+    /// Its schedule.
+    pub best: String,
+}
+
+fn schedules(base: AttnConfig) -> Vec<(&'static str, AttnConfig)> {
+    vec![
+        ("plain", base),
+        ("overlap", AttnConfig { overlap: true, ..base }),
+        ("pingpong", AttnConfig { overlap: true, pingpong: true, ..base }),
+    ]
+}
+
+/// The f64 reference of query row `i` of (batch `bi`, head `hi`): (O row, LSE).
+#[allow(clippy::too_many_arguments)]
+fn reference_row(
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    (s, h, d): (usize, usize, usize),
+    (bi, hi, i): (usize, usize, usize),
+    causal: bool,
+    scale: f64,
+) -> (Vec<f64>, f64) {
+    let at = |t: usize| ((bi * s + t) * h + hi) * d;
+    let keys = if causal { i + 1 } else { s };
+    let scores: Vec<f64> = (0..keys)
+        .map(|j| (0..d).map(|x| q[at(i) + x] * k[at(j) + x]).sum::<f64>() * scale)
+        .collect();
+    let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let p: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
+    let l: f64 = p.iter().sum();
+    let o = (0..d).map(|x| (0..keys).map(|j| p[j] * v[at(j) + x]).sum::<f64>() / l).collect();
+    (o, m + l.ln())
+}
+
+fn case(
+    cuda: &Cuda,
+    device: &str,
+    ty: ScalarType,
+    d: i64,
+    causal: bool,
+    seq: i64,
+    reps: usize,
+) -> Result<AttnRow, String> {
+    let (b, h) = (TOKENS / seq, HIDDEN / d);
+    let e = |e: tilekit_ops::OpsError| e.to_string();
+    let len = (b * seq * h * d) as usize;
+    let shape = vec![b, seq, h, d];
+    let input = |seed| -> Result<(HostTensor, Vec<f64>), String> {
+        let t = HostTensor::new(
+            host::random(ty, len, seed).map_err(e)?,
+            TensorLayout::contiguous(ty, shape.clone()).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        let f = host::to_f64(t.buffer());
+        Ok((t, f))
+    };
+    let ((qh, qf), (kh, kf), (vh, vf)) = (input(41)?, input(42)?, input(43)?);
+    let (q, k, v) = (
+        cuda.from_host(&qh).map_err(e)?,
+        cuda.from_host(&kh).map_err(e)?,
+        cuda.from_host(&vh).map_err(e)?,
+    );
+    let poison = |ty: ScalarType, shape: &[i64]| -> Result<_, String> {
+        let n = shape.iter().product::<i64>() as usize;
+        let t = HostTensor::new(
+            host::poisoned(ty, n).map_err(e)?,
+            TensorLayout::contiguous(ty, shape.to_vec()).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        cuda.from_host(&t).map_err(e)
+    };
+    let scale = 1.0 / (d as f64).sqrt();
+    let flops =
+        4.0 * (b * h) as f64 * (seq * seq) as f64 * d as f64 / if causal { 2.0 } else { 1.0 };
+    let mut row = AttnRow {
+        device: device.into(),
+        dtype: ty.name().into(),
+        head_dim: d,
+        causal,
+        seq,
+        batch: b,
+        heads: h,
+        schedules: vec![],
+        best_tflops: 0.0,
+        best: String::new(),
+    };
+    for (name, cfg) in schedules(AttnConfig::new(ty, d, causal)) {
+        if cfg.check().is_err() {
+            continue;
+        }
+        let mut o = poison(ty, &shape)?;
+        let mut lse = poison(ScalarType::F32, &[b, h, seq])?;
+        eprintln!("  d {d} causal {causal} seq {seq} (batch {b}, heads {h}): {name} …");
+        let t = cuda
+            .time(3, reps, |_| api::attention_with(cuda, cfg, &q, &k, &v, None, &mut o, &mut lse))
+            .map_err(|x| format!("{name}: {x}"))?;
+        let (og, lg) = (
+            host::to_f64(cuda.to_host(&o).map_err(e)?.buffer()),
+            host::to_f64(cuda.to_host(&lse).map_err(e)?.buffer()),
+        );
+        let (s, hh, dd) = (seq as usize, h as usize, d as usize);
+        let mut r = 0x2545_f491_u64 ^ (seq as u64) << 8 ^ d as u64;
+        for _ in 0..8 {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            let (bi, hi, i) =
+                ((r >> 5) as usize % b as usize, (r >> 21) as usize % hh, (r >> 37) as usize % s);
+            let (want, want_lse) =
+                reference_row(&qf, &kf, &vf, (s, hh, dd), (bi, hi, i), causal, scale);
+            let at = ((bi * s + i) * hh + hi) * dd;
+            for (x, w) in want.iter().enumerate() {
+                let g = og[at + x];
+                if (g - w).abs() > 2e-2 + w.abs() / 64.0 || g.is_nan() {
+                    return Err(format!("{name}: O[{bi}][{i}][{hi}][{x}] = {g}, reference {w}"));
+                }
+            }
+            let gl = lg[(bi * hh + hi) * s + i];
+            if (gl - want_lse).abs() > 1e-2 || gl.is_nan() {
+                return Err(format!("{name}: LSE[{bi}][{hi}][{i}] = {gl}, reference {want_lse}"));
+            }
+        }
+        let ms = t.median_ms();
+        let tf = flops / (ms * 1e-3) / 1e12;
+        eprintln!("    {ms:.3} ms, {tf:.1} TFLOP/s, checked");
+        if tf > row.best_tflops {
+            row.best_tflops = tf;
+            row.best = name.into();
+        }
+        row.schedules.push((name.into(), ms, tf));
+    }
+    Ok(row)
+}
+
+/// Runs `tilekit bench attention`: a table (or JSON lines) on stdout, progress on stderr; a
+/// wrong result or failed launch is `FAIL …` on stderr and exit code 1; no GPU is
+/// [`CliError::NoGpu`].
+pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    let cuda = Cuda::open(a.device).map_err(|e| CliError::NoGpu {
+        command: "bench attention".into(),
+        reason: e.to_string(),
+    })?;
+    let device = cuda.gpu().props().name.clone();
+    if !a.json {
+        outln!("device {device}; bf16, {TOKENS} tokens per batch, hidden {HIDDEN}; TFLOP/s per schedule")?;
+        outln!(
+            "{:>4} {:>6} {:>6} {:>9} {:>9} {:>9}  best",
+            "d",
+            "causal",
+            "seq",
+            "plain",
+            "overlap",
+            "pingpong"
+        )?;
+    }
+    let mut failed = false;
+    for d in [64, 128, 256] {
+        for causal in [false, true] {
+            for &seq in SEQS {
+                match case(&cuda, &device, ScalarType::BF16, d, causal, seq, a.reps) {
+                    Ok(row) => {
+                        if a.json {
+                            let line = serde_json::to_string(&row).map_err(|e| {
+                                CliError::Check { what: "json".into(), why: e.to_string() }
+                            })?;
+                            outln!("{line}")?;
+                        } else {
+                            let fig = |n: &str| {
+                                row.schedules
+                                    .iter()
+                                    .find(|s| s.0 == n)
+                                    .map_or("—".to_string(), |s| format!("{:.1}", s.2))
+                            };
+                            outln!(
+                                "{:>4} {:>6} {:>6} {:>9} {:>9} {:>9}  {}",
+                                d,
+                                if causal { "yes" } else { "no" },
+                                seq,
+                                fig("plain"),
+                                fig("overlap"),
+                                fig("pingpong"),
+                                row.best
+                            )?;
+                        }
+                    }
+                    Err(why) => {
+                        eprintln!("FAIL attention d {d} causal {causal} seq {seq}: {why}");
+                        failed = true;
+                    }
+                }
+            }
+        }
+    }
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
