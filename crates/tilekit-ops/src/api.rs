@@ -15,7 +15,7 @@
 //!   row_sum / row_max / softmax  rows = all dims but the last (merged), one block per row
 //!   add / mul / maximum          numpy broadcasting (stride-0 views), any strides
 //!   morton / unmorton            tiled Morton order of an H × W image (padded tiles)
-//!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (mma.sync)
+//!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (Hopper kernel for B = Wᵀ views; mma.sync)
 //!   attention                    softmax(Q·Kᵀ·scale)·V and the LSE, Hopper (TMA + wgmma)
 //! ```
 //!
@@ -1158,8 +1158,66 @@ pub fn unmorton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
 
 // -------------------------------------------------------------------------------------- gemm
 
-/// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores. M, N and K
-/// must be multiples of the block tile (64, 64, 32).
+/// Whether [`gemm_into`] runs the Hopper kernel ([`crate::gemm_sm90`]): a backend that runs
+/// sm_90a, A with unit column stride and B a `K × N` view with unit *row* stride (the
+/// transpose of an `N × K` row-major matrix, e.g. a linear layer's weight `w.t()`), both row
+/// pitches multiples of 16 bytes (TMA), and C's row pitch even (column pairs).
+fn sm90_takes<B: Backend>(b: &B, al: &TensorLayout, bl: &TensorLayout, cl: &TensorLayout) -> bool {
+    let (sa, sb, sc) = (al.strides(), bl.strides(), cl.strides());
+    b.hopper()
+        && (sa[1] == 1 || al.shape()[1] == 1)
+        && sa[0] % 8 == 0
+        && (sb[0] == 1 || bl.shape()[0] == 1)
+        && sb[1] % 8 == 0
+        && (sc[1] == 1 || cl.shape()[1] == 1)
+        && sc[0] % 2 == 0
+}
+
+/// The Hopper GEMM on `A · B` (B read as its `N × K` transpose through a tensor map) into f32
+/// C: persistent, grouped tile order, bn 256 with the register epilogue (the f32 C tile of the
+/// TMA-store epilogue does not fit beside a 256-wide ring).
+fn gemm_sm90_into<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+    (m, n, k): (i64, i64, i64),
+) -> Result<()> {
+    use crate::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
+    let cfg = GemmConfig {
+        input: a.layout().dtype(),
+        output: ScalarType::F32,
+        bn: 256,
+        stages: 4,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(8),
+        epilogue: Epilogue::Registers,
+    };
+    let key = KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, 1, 8]);
+    let kc = cached(key, || build_gemm_sm90(cfg))?;
+    let grid = launch_grid(&cfg, m, n, b.multiprocessors())?;
+    let args = Bindings::new(&kc)
+        .input_mapped("a", "am", a, b)?
+        .input_mapped_permuted("b", "bm", bm, &[1, 0], b)?
+        .output("c", c, b)?
+        .int("k", k)?;
+    b.launch(&kc, grid, args)
+}
+
+/// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores.
+///
+/// Where B is the transpose of an `N × K` row-major matrix (a `K × N` view with unit row
+/// stride: `w.t()` of a linear layer's weight) and the backend runs sm_90a (a Hopper GPU, or
+/// the interpreter), any M, N, K run on the Hopper kernel ([`crate::gemm_sm90`]: TMA, wgmma,
+/// persistent), as long as A's and B's row pitches are multiples of 16 bytes. Otherwise
+/// (row-major B) the `mma.sync` kernel takes M, N and K multiples of its block tile (64, 64,
+/// 32).
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -1239,6 +1297,9 @@ pub fn gemm_into<
         ));
     }
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
+    if sm90_takes(b, &al, &bl, c.layout()) {
+        return gemm_sm90_into(b, a, bm, c, (m, n, k));
+    }
     let (bm_, bn_, bk_) = crate::gemm::TILE;
     for (name, v, t) in [("M", m, bm_), ("N", n, bn_), ("K", k, bk_)] {
         if v % t != 0 || v == 0 {

@@ -93,6 +93,17 @@ pub trait Backend {
         Tuning::default()
     }
 
+    /// Whether this backend runs sm_90a kernels (TMA, wgmma, clusters): a Hopper GPU, or the
+    /// interpreter (which emulates them). Ops with a Hopper kernel pick it where this holds.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// assert!(Interp.hopper());
+    /// ```
+    fn hopper(&self) -> bool {
+        true
+    }
+
     /// The streaming multiprocessors of the device: persistent kernels size their grids by it.
     /// The interpreter backends say 4, so persistent kernels walk several rows per block there.
     ///
@@ -1033,6 +1044,10 @@ impl Backend for Cuda {
 
     fn multiprocessors(&self) -> u32 {
         self.gpu.props().sm_count.max(1) as u32
+    }
+
+    fn hopper(&self) -> bool {
+        self.gpu.props().compute_capability.0 >= 9
     }
 
     fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {

@@ -380,13 +380,44 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
     /// assert!(e.to_string().contains("16-byte boundary"), "{e}");
     /// ```
     pub fn input_mapped<T: TensorIn<B> + ?Sized>(
-        mut self,
+        self,
         name: &str,
         map: &str,
         t: &'a T,
         b: &B,
     ) -> Result<Self> {
-        let layout = t.layout();
+        let identity: Vec<usize> = (0..t.layout().rank()).collect();
+        self.input_mapped_permuted(name, map, t, &identity, b)
+    }
+
+    /// [`input_mapped`](Self::input_mapped) with the map over `t`'s dims permuted: dim `i` of
+    /// the map is dim `perm[i]` of `t`. A `K × N` view with strides `(1, ldb)` — the transpose
+    /// of an `N × K` row-major matrix — is read as that `N × K` matrix with `perm = [1, 0]`.
+    ///
+    /// ```
+    /// use tilekit_ir::{tensor::HostTensor, KernelBuilder, ScalarType};
+    /// use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
+    /// use tilekit_ops::{backend::Interp, bind::Bindings, compiled::CompiledKernel};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    /// let spec = TensorMapSpec::new(ScalarType::F32, &[8, 8], TmaSwizzle::None, OobFill::Zero).unwrap();
+    /// b.tensor_map_param("xm", x, spec).unwrap();
+    /// let k = CompiledKernel::new(b.finish().unwrap());
+    /// let t = HostTensor::from_slice(&[0.0f32; 16 * 12], &[16, 12]).unwrap();
+    /// let view = t.transpose(0, 1).unwrap();            // 12 × 16, strides (1, 12)
+    /// assert!(Bindings::<Interp>::new(&k).input_mapped("x", "xm", &view, &Interp).is_err());
+    /// assert!(Bindings::<Interp>::new(&k).input_mapped_permuted("x", "xm", &view, &[1, 0], &Interp).is_ok());
+    /// ```
+    pub fn input_mapped_permuted<T: TensorIn<B> + ?Sized>(
+        mut self,
+        name: &str,
+        map: &str,
+        t: &'a T,
+        perm: &[usize],
+        b: &B,
+    ) -> Result<Self> {
+        let permuted = t.layout().permute(perm)?;
+        let layout = &permuted;
         let i = self.ptr_param(name, layout, None)?;
         // TMA reads from a 16-byte aligned global address
         let first = t.base_address() + layout.offset() as u64 * layout.dtype().size_bytes() as u64;

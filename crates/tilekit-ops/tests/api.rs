@@ -50,6 +50,7 @@ on_backends!(
     elementwise_broadcast,
     morton_roundtrip,
     gemm_tiles,
+    gemm_hopper_weights,
     typed_errors,
 );
 
@@ -293,6 +294,30 @@ fn gemm_tiles<B: Backend>(b: &B) {
         .unwrap();
         check(
             &format!("gemm {ty}"),
+            &values(&b.to_host(&c).unwrap()),
+            &want,
+            tilekit_ops::gemm::gemm_tolerance(k),
+        );
+    }
+}
+
+/// `A · Wᵀ` with W stored `N × K` (a linear layer's weight) passed as the view `w.t()`: the
+/// Hopper kernel's layout (TMA + wgmma, persistent), ragged in M, N and K — on the interpreter
+/// and on an sm_90 GPU — against an f64 reference (the mma.sync path refuses these shapes, so a
+/// pass can only come from the Hopper kernel).
+fn gemm_hopper_weights<B: Backend>(b: &B) {
+    for (ty, (m, n, k)) in [(BF16, (200, 136, 72)), (F16, (130, 66, 200))] {
+        let (a, w) = (random(ty, &[m, k], 110), random(ty, &[n, k], 111));
+        let wt = view(b, &b.from_host(&w).unwrap(), |l| l.transpose(0, 1));
+        let mut c = poisoned(b, F32, &[m, n]);
+        api::gemm_into(b, &b.from_host(&a).unwrap(), &wt, &mut c).unwrap();
+        let (av, wv) = (values(&a), values(&w));
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let want: Vec<f64> = (0..mu * nu)
+            .map(|ij| (0..ku).map(|x| av[ij / nu * ku + x] * wv[ij % nu * ku + x]).sum())
+            .collect();
+        check(
+            &format!("gemm {ty} A·Wᵀ {m}x{n}x{k}"),
             &values(&b.to_host(&c).unwrap()),
             &want,
             tilekit_ops::gemm::gemm_tolerance(k),
