@@ -172,9 +172,15 @@ fn sm90_best(
     ty: ScalarType,
     reps: usize,
 ) -> Result<Option<(f64, String)>, String> {
-    if cuda.gpu().props().compute_capability.0 < 9 || !k.is_multiple_of(8) || !n.is_multiple_of(2) {
+    if cuda.gpu().props().compute_capability.0 < 9 {
         return Ok(None);
     }
+    // rows TMA cannot describe (pitches not multiples of 16 bytes): each call copies A and B
+    // into buffers of padded pitch (the TMA maps keep the true K, so the pad reads as zeros),
+    // the kernel writes C at a padded pitch, and a copy brings C to its M×N place — all timed
+    let staged =
+        !(k * ty.size_bytes()).is_multiple_of(16) || !(n * ty.size_bytes()).is_multiple_of(16);
+    let (k8, n8) = (k.next_multiple_of(8) as i64, n.next_multiple_of(8) as i64);
     let e = |e: tilekit_ops::OpsError| e.to_string();
     let (mi, ni, ki) = (m as i64, n as i64, k as i64);
     let layout = |r, c| {
@@ -198,19 +204,52 @@ fn sm90_best(
         tilekit_ir::tensor::HostTensor::new(host::poisoned(ty, m * n).map_err(e)?, layout(mi, ni)?)
             .map_err(|e| e.to_string())?;
     let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let pads = if staged {
+        let a_pad = cuda.empty(ty, &[mi, k8]).map_err(e)?;
+        let b_pad = cuda.empty(ty, &[ni, k8]).map_err(e)?;
+        let c_pad = cuda.empty(ty, &[mi, n8]).map_err(e)?;
+        Some((a_pad, b_pad, c_pad))
+    } else {
+        None
+    };
     let mut best: Option<(f64, String)> = None;
     for base in SM90_CONFIGS {
         let cfg = GemmConfig { input: ty, output: ty, ..*base };
+        // staging costs the same for every config: time only the large-tile TMA-store ones
+        if staged && (cfg.bn < 192 || cfg.epilogue != Epilogue::Tma) {
+            continue;
+        }
         // a TMA store needs C's rows 16-byte aligned
-        if cfg.epilogue == Epilogue::Tma && !(n * ty.size_bytes()).is_multiple_of(16) {
+        if cfg.epilogue == Epilogue::Tma && !staged && !(n * ty.size_bytes()).is_multiple_of(16) {
             continue;
         }
         let Ok(kernel) = build_gemm_sm90(cfg) else { continue };
         let kernel = CompiledKernel::new(kernel);
-        let label = cfg.label();
+        let label = if staged { format!("staged, {}", cfg.label()) } else { cfg.label() };
         let mut c = cuda.from_host(&ch).map_err(e)?;
         let grid = launch_grid(&cfg, mi, ni, cuda.multiprocessors()).map_err(e)?;
-        let c_map = map_arg(c.layout()).map_err(e)?;
+        // the operands the kernel reads and the C it writes: the callers' own, or the padded
+        // buffers' M×K, N×K and M×N views
+        let views = match &pads {
+            Some((ap, bp, cp)) => Some((
+                ap.narrow(1, 0, ki).map_err(|x| x.to_string())?,
+                bp.narrow(1, 0, ki).map_err(|x| x.to_string())?,
+                cp.narrow(1, 0, ni).map_err(|x| x.to_string())?,
+                // the kernel's `c` tensor is stored in column pairs: an even width (its extra
+                // column is pad; the TMA stores clip at the map's true N)
+                cp.narrow(1, 0, ni + ni % 2).map_err(|x| x.to_string())?,
+            )),
+            None => None,
+        };
+        let (ga, gb, a_len, b_len) = match (&pads, &views) {
+            (Some((ap, bp, _)), Some((av_, bv_, _, _))) => (av_, bv_, (ap, mi * k8), (bp, ni * k8)),
+            _ => (&a, &b, (&a, mi * ki), (&b, ni * ki)),
+        };
+        let c_map = match &views {
+            Some((_, _, cv, _)) => map_arg(cv.layout()).map_err(e)?,
+            None => map_arg(c.layout()).map_err(e)?,
+        };
+        let mut c_staged = views.as_ref().map(|(_, _, _, even)| even.clone());
         // the Hilbert walk's table of tile ids (a one-element dummy for the other orders)
         let (tm, tn) = ((mi + BM - 1) / BM, (ni + cfg.bn - 1) / cfg.bn);
         let ids = match cfg.raster {
@@ -220,13 +259,21 @@ fn sm90_best(
         let order_h = tilekit_ir::tensor::HostTensor::from_slice(&ids, &[ids.len() as i64])
             .map_err(|e| e.to_string())?;
         let order = cuda.from_host(&order_h).map_err(e)?;
-        let launch = |c: &mut tilekit_cuda::DeviceTensor| -> tilekit_ops::Result<()> {
+        let mut launch = |c: &mut tilekit_cuda::DeviceTensor| -> tilekit_ops::Result<()> {
+            if let (Some((av_, bv_, _, _)), Some(_)) = (&views, &pads) {
+                tilekit_ops::api::copy_into(cuda, &a, &mut av_.clone())?;
+                tilekit_ops::api::copy_into(cuda, &b, &mut bv_.clone())?;
+            }
+            let out = match c_staged.as_mut() {
+                Some(cv) => cv,
+                None => &mut *c,
+            };
             let mut bind = Bindings::new(&kernel)
-                .input_ptr("a", &a, mi * ki, cuda)?
-                .input_ptr("b", &b, ni * ki, cuda)?
-                .tensor_map("am", map_arg(a.layout())?)?
-                .tensor_map("bm", map_arg(b.layout())?)?
-                .output("c", c, cuda)?
+                .input_ptr("a", a_len.0, a_len.1, cuda)?
+                .input_ptr("b", b_len.0, b_len.1, cuda)?
+                .tensor_map("am", map_arg(ga.layout())?)?
+                .tensor_map("bm", map_arg(gb.layout())?)?
+                .output("c", out, cuda)?
                 .int("k", ki)?;
             if cfg.epilogue == Epilogue::Tma {
                 bind = bind.tensor_map("cm", c_map.clone())?;
@@ -234,7 +281,11 @@ fn sm90_best(
             if cfg.raster == Raster::Hilbert {
                 bind = bind.input_ptr("order", &order, tm * tn, cuda)?;
             }
-            cuda.launch(&kernel, grid, bind)
+            cuda.launch(&kernel, grid, bind)?;
+            if let Some((_, _, cv, _)) = &views {
+                tilekit_ops::api::copy_into(cuda, cv, c)?;
+            }
+            Ok(())
         };
         eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, {label}, grid {grid:?} …");
         let t = cuda.time(3, reps, |_| launch(&mut c)).map_err(|x| format!("{label}: {x}"))?;
