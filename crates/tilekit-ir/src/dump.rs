@@ -66,6 +66,11 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Async(a) => a.name().into(),
         Op::Wgmma(w) => w.name().into(),
         Op::LoadCluster { width, .. } => format!("ld.shared::cluster{}", v(*width as usize)),
+        Op::AtomicAdd { release, .. } => {
+            format!("atom.{}.gpu.global.add", if *release { "release" } else { "relaxed" })
+        }
+        Op::LoadAcquire { .. } => "ld.acquire.gpu.global".into(),
+        Op::FenceGpu => "fence.acq_rel.gpu".into(),
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
         Op::Vote(m, _) => format!("vote.sync.{}", m.name()),
@@ -185,6 +190,11 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::LoadCluster { mem: m, cta, offset, .. } => {
             format!("{mn}.{} {} of cta {cta}", m.elem, mem(k, *m, *offset))
         }
+        Op::AtomicAdd { mem: m, offset, value, .. } => {
+            format!("{mn}.{} {}, {value}", m.elem, mem(k, *m, *offset))
+        }
+        Op::LoadAcquire { mem: m, offset } => format!("{mn}.{} {}", m.elem, mem(k, *m, *offset)),
+        Op::FenceGpu => mn,
         Op::Note(t) => format!("// {t}"),
         Op::Shfl { value, lane, .. } => format!("{mn}.{rty} {value}, {lane}"),
         Op::Vote(_, p) => format!("{mn} {p}"),

@@ -540,6 +540,19 @@ impl<'k> Emitter<'k> {
             }
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
+            Op::FenceGpu => self.line("fence.acq_rel.gpu;"),
+            Op::AtomicAdd { mem, offset, value, release } => {
+                let (addr, space) = self.address(*mem, *offset)?;
+                let sem = if *release { "release" } else { "relaxed" };
+                let d = self.reg(inst.results[0]);
+                let v = self.reg(*value);
+                self.line(format!("atom.{sem}.gpu.{space}.add.u32 {d}, [{addr}], {v};"));
+            }
+            Op::LoadAcquire { mem, offset } => {
+                let (addr, space) = self.address(*mem, *offset)?;
+                let d = self.reg(inst.results[0]);
+                self.line(format!("ld.acquire.gpu.{space}.u32 {d}, [{addr}];"));
+            }
             Op::Note(t) => {
                 let text: String = t
                     .chars()

@@ -801,7 +801,52 @@ impl<'a> BlockExec<'a> {
                 MemSpace::Global(p) => self.store_global(inst, p, *offset, values, *mask, m)?,
                 MemSpace::Shared(s) => self.store_shared(inst, s, *offset, values, *mask, m)?,
             },
-            Op::Note(_) => {}
+            Op::Note(_) | Op::FenceGpu => {}
+            Op::AtomicAdd { mem, offset, value, .. } => {
+                let p = match mem.space {
+                    MemSpace::Global(p) => p,
+                    MemSpace::Shared(_) => return Err(self.not_a_buffer(u32::MAX)),
+                };
+                let lock = match self.global(inst, p)? {
+                    Global::Written(lock, _) => lock,
+                    _ => return Err(self.not_a_buffer(p)),
+                };
+                // one thread after another under the buffer's write lock: atomic; atomics are not
+                // recorded for the race checker (they do not race with each other)
+                let mut buf = lock.write().unwrap_or_else(|e| e.into_inner());
+                let len = buf.len();
+                for &t in &m.active {
+                    let t = t as usize;
+                    let e = self.element(inst, *offset, 1, MemSpace::Global(p), len, t)?;
+                    let add = self.defined(inst, *value, t, "added value")?;
+                    let old = buf.bits(e);
+                    if self.probe.is_none() {
+                        buf.set_bits(e, (old as u32).wrapping_add(add as u32) as u64);
+                    }
+                    self.regs[inst.results[0].0 as usize].bits[t] = old;
+                }
+                drop(buf);
+                self.loaded(inst, m);
+            }
+            Op::LoadAcquire { mem, offset } => {
+                let p = match mem.space {
+                    MemSpace::Global(p) => p,
+                    MemSpace::Shared(_) => return Err(self.not_a_buffer(u32::MAX)),
+                };
+                let lock = match self.global(inst, p)? {
+                    Global::Written(lock, _) => lock,
+                    _ => return Err(self.not_a_buffer(p)),
+                };
+                let buf = lock.read().unwrap_or_else(|e| e.into_inner());
+                let len = buf.len();
+                for &t in &m.active {
+                    let t = t as usize;
+                    let e = self.element(inst, *offset, 1, MemSpace::Global(p), len, t)?;
+                    self.regs[inst.results[0].0 as usize].bits[t] = buf.bits(e);
+                }
+                drop(buf);
+                self.loaded(inst, m);
+            }
             Op::Barrier | Op::ClusterBarrier => {
                 if let Some(t) = m.on.iter().position(|&x| !x) {
                     return Err(InterpError::BarrierDivergence {

@@ -54,7 +54,13 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
         | Op::Barrier
         | Op::ClusterBarrier
         | Op::Elect
+        | Op::FenceGpu
         | Op::Note(_) => {}
+        Op::AtomicAdd { offset, value, .. } => {
+            r(offset);
+            r(value)
+        }
+        Op::LoadAcquire { offset, .. } => r(offset),
         Op::LoadCluster { cta, offset, .. } => {
             r(cta);
             r(offset)
