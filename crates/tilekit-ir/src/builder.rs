@@ -749,6 +749,32 @@ impl KernelBuilder {
         Ok(self.wrap(ids[0]))
     }
 
+    /// Spins (`ld.acquire.gpu.global.u32` in a loop) until element `offset` of the global `u32`
+    /// buffer `mem` is at least `target` (unsigned) for every active thread. The interpreter
+    /// runs kernels with such waits under the warp schedule and reports a wait that can never
+    /// end as [`crate::interp::InterpError::WarpDeadlock`].
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let c = b.ptr_param("counter", ScalarType::U32).unwrap();
+    /// b.wait_acquire(c, &Idx::lit(0), &Idx::lit(4)).unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("wait.acquire.gpu.global.u32"));
+    /// ```
+    pub fn wait_acquire(&self, mem: MemRef, offset: &Val, target: &Val) -> Result<()> {
+        let op = "wait.acquire.gpu.global";
+        self.check_counter(mem, op)?;
+        let off = self.offset_operand(offset, op)?;
+        let t = self.operand(target, Some(ScalarType::U32), op)?;
+        let ty = self.ctx.borrow().ty(t);
+        if ty != ScalarType::U32 {
+            return Err(IrError::WrongType { op: op.into(), ty, valid: "u32".into() });
+        }
+        self.ctx.borrow_mut().push(Op::WaitAcquire { mem, offset: off, target: t }, &[]);
+        Ok(())
+    }
+
     /// `fence.acq_rel.gpu`: orders the thread's memory accesses before the fence before those
     /// after it, at GPU scope.
     ///

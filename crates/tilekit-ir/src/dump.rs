@@ -71,6 +71,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         }
         Op::LoadAcquire { .. } => "ld.acquire.gpu.global".into(),
         Op::FenceGpu => "fence.acq_rel.gpu".into(),
+        Op::WaitAcquire { .. } => "wait.acquire.gpu.global".into(),
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
         Op::Vote(m, _) => format!("vote.sync.{}", m.name()),
@@ -195,6 +196,9 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         }
         Op::LoadAcquire { mem: m, offset } => format!("{mn}.{} {}", m.elem, mem(k, *m, *offset)),
         Op::FenceGpu => mn,
+        Op::WaitAcquire { mem: m, offset, target } => {
+            format!("{mn}.{} {} >= {target}", m.elem, mem(k, *m, *offset))
+        }
         Op::Note(t) => format!("// {t}"),
         Op::Shfl { value, lane, .. } => format!("{mn}.{rty} {value}, {lane}"),
         Op::Vote(_, p) => format!("{mn} {p}"),

@@ -513,6 +513,17 @@ pub enum Op {
         /// Element offset (an integer value).
         offset: ValueId,
     },
+    /// Spins on `ld.acquire.gpu.global.u32` of element `offset` of a global `u32` buffer until
+    /// the value is at least `target` (unsigned): how a block waits for a counter that other
+    /// threads or blocks raise with a release [`Op::AtomicAdd`]. No results.
+    WaitAcquire {
+        /// The global `u32` buffer.
+        mem: MemRef,
+        /// Element offset (an integer value).
+        offset: ValueId,
+        /// The `u32` value the counter must reach.
+        target: ValueId,
+    },
     /// `fence.acq_rel.gpu`: orders this thread's memory accesses before and after it at GPU scope.
     FenceGpu,
     /// An asynchronous operation: mbarriers, bulk copies, proxy fences, bulk groups (see
@@ -617,6 +628,7 @@ impl Op {
             Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],
             Op::AtomicAdd { offset, value, .. } => vec![*offset, *value],
             Op::LoadAcquire { offset, .. } => vec![*offset],
+            Op::WaitAcquire { offset, target, .. } => vec![*offset, *target],
             Op::Async(a) => a.operands(),
             Op::Wgmma(w) => w.operands(),
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],

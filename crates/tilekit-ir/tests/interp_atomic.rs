@@ -3,7 +3,7 @@
 //! sum), `ld.acquire.gpu` reads the counter, and the builder refuses counters that are not global
 //! `u32` buffers with a typed error.
 
-use tilekit_ir::interp::{run, Args, HostBuffer};
+use tilekit_ir::interp::{run, Args, HostBuffer, InterpError};
 use tilekit_ir::{Axis, IrError, Kernel, KernelBuilder, ScalarType};
 use tilekit_layout::Idx;
 
@@ -82,4 +82,49 @@ fn counters_must_be_global_u32() {
     let c = b.ptr_param("c", ScalarType::U32).unwrap();
     let e = b.atomic_add(c, &Idx::lit(0), &b.f32(1.0), true).unwrap_err();
     assert!(e.to_string().contains("valid types are u32"), "{e}");
+}
+
+/// Every thread of one block adds 1 to `c[0]` (release), waits with `wait_acquire` until `c[0]`
+/// reaches `target`, then stores an acquire load of `c[0]` to `y[tid]`.
+fn rendezvous(threads: u32, target: u32) -> Kernel {
+    let b = KernelBuilder::new("rendezvous", [threads, 1, 1]).unwrap();
+    let c = b.ptr_param("c", ScalarType::U32).unwrap();
+    let y = b.ptr_param("y", ScalarType::U32).unwrap();
+    let t = b.thread_id(Axis::X);
+    b.atomic_add(c, &Idx::lit(0), &Idx::lit(1), true).unwrap();
+    b.wait_acquire(c, &Idx::lit(0), &Idx::lit(target as i64)).unwrap();
+    let seen = b.load_acquire(c, &Idx::lit(0)).unwrap();
+    b.store(y, &t, &[seen], None).unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn counter_wait_ends_when_every_warp_has_arrived() {
+    for warps in [1u32, 4, 8] {
+        let k = rendezvous(32 * warps, 32 * warps);
+        let mut a = Args::new();
+        a.buffer(HostBuffer::from_u32(&[0]));
+        a.buffer(HostBuffer::from_u32(&vec![u32::MAX; 32 * warps as usize]));
+        run(&k, [1, 1, 1], &mut a).unwrap();
+        let y = a.take_buffer(1).unwrap().to_u32().unwrap();
+        assert_eq!(y, vec![32 * warps; 32 * warps as usize], "warps {warps}");
+    }
+}
+
+#[test]
+fn counter_wait_that_cannot_end_is_a_named_deadlock() {
+    // 128 threads raise the counter to 128; waiting for 129 can never end
+    let k = rendezvous(128, 129);
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_u32(&[0]));
+    a.buffer(HostBuffer::from_u32(&[u32::MAX; 128]));
+    let e = run(&k, [1, 1, 1], &mut a).unwrap_err();
+    match &e {
+        InterpError::WarpDeadlock { warps, .. } => {
+            assert_eq!(warps.len(), 4, "{e}");
+            assert!(warps.iter().all(|w| w.waits.contains("global counter")), "{e}");
+            assert!(warps.iter().all(|w| w.inst.contains("wait.acquire")), "{e}");
+        }
+        _ => panic!("expected a warp deadlock, got {e}"),
+    }
 }

@@ -541,6 +541,17 @@ impl<'k> Emitter<'k> {
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
             Op::FenceGpu => self.line("fence.acq_rel.gpu;"),
+            Op::WaitAcquire { mem, offset, target } => {
+                let (addr, space) = self.address(*mem, *offset)?;
+                let v = self.tmp(ScalarType::U32);
+                let p = self.tmp(ScalarType::Pred);
+                let t = self.reg(*target);
+                let again = self.label();
+                self.out.push_str(&format!("{again}:\n"));
+                self.line(format!("ld.acquire.gpu.{space}.u32 {v}, [{addr}];"));
+                self.line(format!("setp.lt.u32 {p}, {v}, {t};"));
+                self.line(format!("@{p} bra {again};"));
+            }
             Op::AtomicAdd { mem, offset, value, release } => {
                 let (addr, space) = self.address(*mem, *offset)?;
                 let sem = if *release { "release" } else { "relaxed" };

@@ -802,6 +802,15 @@ impl<'a> BlockExec<'a> {
                 MemSpace::Shared(s) => self.store_shared(inst, s, *offset, values, *mask, m)?,
             },
             Op::Note(_) | Op::FenceGpu => {}
+            Op::WaitAcquire { .. } => {
+                // kernels with counter waits run under the warp schedule, which polls them
+                if !self.counter_poll(inst, m)? {
+                    return Err(InterpError::InvalidKernel {
+                        kernel: self.k.name.clone(),
+                        reason: format!("`{}` waits outside the warp schedule", self.text(inst)),
+                    });
+                }
+            }
             Op::AtomicAdd { mem, offset, value, .. } => {
                 let p = match mem.space {
                     MemSpace::Global(p) => p,
@@ -999,6 +1008,28 @@ impl<'a> BlockExec<'a> {
         }
         self.loaded(inst, m);
         Ok(())
+    }
+
+    /// Whether the counter of `inst` (an [`Op::WaitAcquire`]) has reached its target for every
+    /// active thread (an acquire read: not recorded for the race checker).
+    pub(crate) fn counter_poll(&mut self, inst: &Inst, m: &Mask) -> Result<bool, InterpError> {
+        let Op::WaitAcquire { mem, offset, target } = &inst.op else { return Ok(true) };
+        let MemSpace::Global(p) = mem.space else { return Err(self.not_a_buffer(u32::MAX)) };
+        let lock = match self.global(inst, p)? {
+            Global::Written(lock, _) => lock,
+            _ => return Err(self.not_a_buffer(p)),
+        };
+        let buf = lock.read().unwrap_or_else(|e| e.into_inner());
+        let len = buf.len();
+        for &t in &m.active {
+            let t = t as usize;
+            let e = self.element(inst, *offset, 1, MemSpace::Global(p), len, t)?;
+            let want = self.defined(inst, *target, t, "wait target")? as u32;
+            if (buf.bits(e) as u32) < want {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     fn store_global(

@@ -156,14 +156,16 @@ fn check_inst(
             count(0)
         }
         Op::Barrier | Op::ClusterBarrier | Op::Note(_) | Op::FenceGpu => count(0),
-        Op::AtomicAdd { mem: m, .. } | Op::LoadAcquire { mem: m, .. } => {
+        Op::AtomicAdd { mem: m, .. }
+        | Op::LoadAcquire { mem: m, .. }
+        | Op::WaitAcquire { mem: m, .. } => {
             mem(m)?;
             if !matches!(m.space, MemSpace::Global(_)) || m.elem != crate::ScalarType::U32 {
                 return Err(bad(
                     "an atomic or acquire access that is not to a global u32 buffer".into()
                 ));
             }
-            count(1)
+            count(usize::from(!matches!(inst.op, Op::WaitAcquire { .. })))
         }
         Op::Async(a) => {
             for m in a.mems() {

@@ -42,6 +42,7 @@ pub fn has_effect(inst: &Inst) -> bool {
         | Op::Note(_)
         | Op::AtomicAdd { .. }
         | Op::LoadAcquire { .. }
+        | Op::WaitAcquire { .. }
         | Op::FenceGpu => true,
         Op::Wgmma(w) => w.has_effect(),
         op => op.blocks().iter().any(|b| b.insts.iter().any(has_effect)),

@@ -61,6 +61,10 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
             r(value)
         }
         Op::LoadAcquire { offset, .. } => r(offset),
+        Op::WaitAcquire { offset, target, .. } => {
+            r(offset);
+            r(target)
+        }
         Op::LoadCluster { cta, offset, .. } => {
             r(cta);
             r(offset)
