@@ -128,3 +128,93 @@ fn counter_wait_that_cannot_end_is_a_named_deadlock() {
         _ => panic!("expected a warp deadlock, got {e}"),
     }
 }
+
+/// Block `j` of `blocks` (32 threads) stores `s[32j + t] = x[32j + t]`, then (release) adds 1
+/// per thread to `c[0]`, waits until `c[0] = 32·blocks`, and copies its neighbour's slot
+/// `s[32((j + 1) mod blocks) + t]` to `y[32j + t]`: blocks wait on each other through global
+/// memory, which the interpreter runs as one unit of the whole grid.
+/// With `release` false the add is relaxed: the wait still ends, but nothing orders the
+/// neighbour's store before the read (a planted race).
+fn exchange(target_per_thread: u32, blocks: u32, release: bool) -> Kernel {
+    let b = KernelBuilder::new("exchange", [32, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    let s = b.ptr_param("s", ScalarType::F32).unwrap();
+    let c = b.ptr_param("c", ScalarType::U32).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let t = b.thread_id(Axis::X);
+    let j = b.block_id(Axis::X);
+    let me = j.clone() * Idx::lit(32) + t.clone();
+    let v = b.load(x, &me, 1, None).unwrap();
+    b.store(s, &me, &v, None).unwrap();
+    if release {
+        b.fence_gpu();
+    }
+    b.atomic_add(c, &Idx::lit(0), &Idx::lit(1), release).unwrap();
+    let target = Idx::lit((target_per_thread * blocks * 32) as i64);
+    b.wait_acquire(c, &Idx::lit(0), &target).unwrap();
+    let next = ((j + Idx::lit(1)) % Idx::lit(blocks as i64)) * Idx::lit(32) + t;
+    let w = b.load(s, &next, 1, None).unwrap();
+    b.store(y, &me, &w, None).unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn blocks_exchange_through_global_memory_after_a_counter_wait() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for blocks in [2u32, 5] {
+        let n = 32 * blocks as usize;
+        let x: Vec<f32> = (0..n).map(|_| rand_u32(&mut seed) as f32 * 0.25 - 7.0).collect();
+        let mut a = Args::new();
+        a.buffer(HostBuffer::from_f32(&x));
+        a.buffer(HostBuffer::from_f32(&vec![f32::NAN; n]));
+        a.buffer(HostBuffer::from_u32(&[0]));
+        a.buffer(HostBuffer::from_f32(&vec![f32::NAN; n]));
+        run(&exchange(1, blocks, true), [blocks, 1, 1], &mut a).unwrap();
+        let y = a.take_buffer(3).unwrap().to_f32().unwrap();
+        for (g, &v) in y.iter().enumerate() {
+            let (j, t) = (g / 32, g % 32);
+            let want = x[((j + 1) % blocks as usize) * 32 + t];
+            assert_eq!(v.to_bits(), want.to_bits(), "blocks {blocks}, element {g}");
+        }
+    }
+}
+
+#[test]
+fn blocks_waiting_for_a_count_never_reached_are_a_named_deadlock() {
+    let blocks = 3u32;
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&[1.5; 96]));
+    a.buffer(HostBuffer::from_f32(&[f32::NAN; 96]));
+    a.buffer(HostBuffer::from_u32(&[0]));
+    a.buffer(HostBuffer::from_f32(&[f32::NAN; 96]));
+    let e = run(&exchange(2, blocks, true), [blocks, 1, 1], &mut a).unwrap_err();
+    match &e {
+        InterpError::WarpDeadlock { warps, .. } => {
+            let mut waiting: Vec<u32> = warps.iter().map(|w| w.block[0]).collect();
+            waiting.sort_unstable();
+            assert_eq!(waiting, vec![0, 1, 2], "{e}");
+            assert!(warps.iter().all(|w| w.waits.contains("global counter")), "{e}");
+        }
+        _ => panic!("expected a warp deadlock, got {e}"),
+    }
+}
+
+#[test]
+fn reading_a_neighbour_without_the_release_acquire_edge_is_a_race() {
+    let blocks = 4u32;
+    let x: Vec<f32> = (0..128).map(|i| i as f32 * 0.5 + 0.25).collect();
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&x));
+    a.buffer(HostBuffer::from_f32(&[f32::NAN; 128]));
+    a.buffer(HostBuffer::from_u32(&[0]));
+    a.buffer(HostBuffer::from_f32(&[f32::NAN; 128]));
+    let e = run(&exchange(1, blocks, false), [blocks, 1, 1], &mut a).unwrap_err();
+    match &e {
+        InterpError::GlobalRace { mem, first, second, .. } => {
+            assert_eq!(mem, "s", "{e}");
+            assert_ne!(first.block, second.block, "{e}");
+            assert!(first.write != second.write, "{e}");
+        }
+        _ => panic!("expected a global race on s, got {e}"),
+    }
+}

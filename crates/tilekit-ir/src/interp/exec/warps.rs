@@ -231,6 +231,7 @@ impl<'a> BlockExec<'a> {
         let nw = s.warps.len();
         // every access before this block's first epoch is ordered before everything in it
         self.vc = vec![vec![self.base.saturating_sub(1); nw]; nw];
+        self.release_clocks.clear();
         let (mut w, mut idle) = (0, 0);
         while s.warps.iter().any(|x| !matches!(x.status, Status::Done)) {
             if idle > nw {
