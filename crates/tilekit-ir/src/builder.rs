@@ -677,6 +677,117 @@ impl KernelBuilder {
         self.ctx.borrow_mut().push(Op::Barrier, &[]);
     }
 
+    /// Checks that `mem` is a global `u32` buffer of this kernel (what atomics and acquire loads
+    /// accept).
+    fn check_counter(&self, mem: MemRef, op: &str) -> Result<()> {
+        self.check_mem(mem, op)?;
+        if !matches!(mem.space, MemSpace::Global(_)) {
+            return Err(IrError::Invalid {
+                op: op.into(),
+                what: "memory".into(),
+                value: format!("{mem:?}"),
+                valid: "a global buffer (pointer parameter)".into(),
+            });
+        }
+        if mem.elem != ScalarType::U32 {
+            return Err(IrError::WrongType { op: op.into(), ty: mem.elem, valid: "u32".into() });
+        }
+        Ok(())
+    }
+
+    /// `atom.{relaxed,release}.gpu.global.add.u32`: every active thread adds `value` (a `u32`) to
+    /// element `offset` of the global `u32` buffer `mem`, atomically, and gets the old value.
+    /// With `release`, the thread's earlier memory accesses become visible to any thread that
+    /// later reads the new value with [`KernelBuilder::load_acquire`].
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let c = b.ptr_param("counter", ScalarType::U32).unwrap();
+    /// let one = Idx::lit(1);
+    /// let old = b.atomic_add(c, &Idx::lit(0), &one, true).unwrap();
+    /// assert_eq!(old.ty(), Some(ScalarType::U32));
+    /// let f = b.ptr_param("f", ScalarType::F32).unwrap();
+    /// let e = b.atomic_add(f, &Idx::lit(0), &one, false).unwrap_err();
+    /// assert!(e.to_string().contains("valid types are u32"));
+    /// ```
+    pub fn atomic_add(&self, mem: MemRef, offset: &Val, value: &Val, release: bool) -> Result<Val> {
+        let op = "atom.global.add";
+        self.check_counter(mem, op)?;
+        let off = self.offset_operand(offset, op)?;
+        let v = self.operand(value, Some(ScalarType::U32), op)?;
+        let ty = self.ctx.borrow().ty(v);
+        if ty != ScalarType::U32 {
+            return Err(IrError::WrongType { op: op.into(), ty, valid: "u32".into() });
+        }
+        let ids = self
+            .ctx
+            .borrow_mut()
+            .push(Op::AtomicAdd { mem, offset: off, value: v, release }, &[ScalarType::U32]);
+        Ok(self.wrap(ids[0]))
+    }
+
+    /// `ld.acquire.gpu.global.u32`: element `offset` of the global `u32` buffer `mem`, read with
+    /// acquire semantics at GPU scope (what a block spins on while waiting for a counter that
+    /// other blocks raise with a release [`KernelBuilder::atomic_add`]).
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let c = b.ptr_param("counter", ScalarType::U32).unwrap();
+    /// let v = b.load_acquire(c, &Idx::lit(3)).unwrap();
+    /// assert_eq!(v.ty(), Some(ScalarType::U32));
+    /// ```
+    pub fn load_acquire(&self, mem: MemRef, offset: &Val) -> Result<Val> {
+        let op = "ld.acquire.gpu.global";
+        self.check_counter(mem, op)?;
+        let off = self.offset_operand(offset, op)?;
+        let ids =
+            self.ctx.borrow_mut().push(Op::LoadAcquire { mem, offset: off }, &[ScalarType::U32]);
+        Ok(self.wrap(ids[0]))
+    }
+
+    /// Spins (`ld.acquire.gpu.global.u32` in a loop) until element `offset` of the global `u32`
+    /// buffer `mem` is at least `target` (unsigned) for every active thread. The interpreter
+    /// runs kernels with such waits under the warp schedule and reports a wait that can never
+    /// end as [`crate::interp::InterpError::WarpDeadlock`].
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let c = b.ptr_param("counter", ScalarType::U32).unwrap();
+    /// b.wait_acquire(c, &Idx::lit(0), &Idx::lit(4)).unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("wait.acquire.gpu.global.u32"));
+    /// ```
+    pub fn wait_acquire(&self, mem: MemRef, offset: &Val, target: &Val) -> Result<()> {
+        let op = "wait.acquire.gpu.global";
+        self.check_counter(mem, op)?;
+        let off = self.offset_operand(offset, op)?;
+        let t = self.operand(target, Some(ScalarType::U32), op)?;
+        let ty = self.ctx.borrow().ty(t);
+        if ty != ScalarType::U32 {
+            return Err(IrError::WrongType { op: op.into(), ty, valid: "u32".into() });
+        }
+        self.ctx.borrow_mut().push(Op::WaitAcquire { mem, offset: off, target: t }, &[]);
+        Ok(())
+    }
+
+    /// `fence.acq_rel.gpu`: orders the thread's memory accesses before the fence before those
+    /// after it, at GPU scope.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.fence_gpu();
+    /// assert!(b.finish().unwrap().to_string().contains("fence.acq_rel.gpu"));
+    /// ```
+    pub fn fence_gpu(&self) {
+        self.ctx.borrow_mut().push(Op::FenceGpu, &[]);
+    }
+
     /// A note naming the tile operation the next instructions come from (kept through the
     /// passes, ignored by the interpreter, a comment in the dump and the PTX).
     ///

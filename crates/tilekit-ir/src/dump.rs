@@ -66,6 +66,12 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Async(a) => a.name().into(),
         Op::Wgmma(w) => w.name().into(),
         Op::LoadCluster { width, .. } => format!("ld.shared::cluster{}", v(*width as usize)),
+        Op::AtomicAdd { release, .. } => {
+            format!("atom.{}.gpu.global.add", if *release { "release" } else { "relaxed" })
+        }
+        Op::LoadAcquire { .. } => "ld.acquire.gpu.global".into(),
+        Op::FenceGpu => "fence.acq_rel.gpu".into(),
+        Op::WaitAcquire { .. } => "wait.acquire.gpu.global".into(),
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
         Op::Vote(m, _) => format!("vote.sync.{}", m.name()),
@@ -184,6 +190,14 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Wgmma(w) => w.text(k),
         Op::LoadCluster { mem: m, cta, offset, .. } => {
             format!("{mn}.{} {} of cta {cta}", m.elem, mem(k, *m, *offset))
+        }
+        Op::AtomicAdd { mem: m, offset, value, .. } => {
+            format!("{mn}.{} {}, {value}", m.elem, mem(k, *m, *offset))
+        }
+        Op::LoadAcquire { mem: m, offset } => format!("{mn}.{} {}", m.elem, mem(k, *m, *offset)),
+        Op::FenceGpu => mn,
+        Op::WaitAcquire { mem: m, offset, target } => {
+            format!("{mn}.{} {} >= {target}", m.elem, mem(k, *m, *offset))
         }
         Op::Note(t) => format!("// {t}"),
         Op::Shfl { value, lane, .. } => format!("{mn}.{rty} {value}, {lane}"),

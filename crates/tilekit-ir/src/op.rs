@@ -494,6 +494,41 @@ pub enum Op {
         /// Elements (1, 2, 4 or 8, at most 16 bytes).
         width: u8,
     },
+    /// `atom.{relaxed,release}.gpu.global.add.u32`: adds `value` to the `u32` at element
+    /// `offset` of a global buffer and returns the old value (one result). With `release`, this
+    /// thread's earlier memory accesses are ordered before the add (a release at GPU scope): the
+    /// publishing half of a counter that other blocks read with [`Op::LoadAcquire`].
+    AtomicAdd {
+        /// The global `u32` buffer.
+        mem: MemRef,
+        /// Element offset (an integer value).
+        offset: ValueId,
+        /// The `u32` added.
+        value: ValueId,
+        /// Release semantics (`atom.release.gpu`) instead of relaxed (`atom.relaxed.gpu`).
+        release: bool,
+    },
+    /// `ld.acquire.gpu.global.u32`: the `u32` at element `offset` of a global buffer, with
+    /// acquire semantics at GPU scope (this thread's later accesses are ordered after it).
+    LoadAcquire {
+        /// The global `u32` buffer.
+        mem: MemRef,
+        /// Element offset (an integer value).
+        offset: ValueId,
+    },
+    /// Spins on `ld.acquire.gpu.global.u32` of element `offset` of a global `u32` buffer until
+    /// the value is at least `target` (unsigned): how a block waits for a counter that other
+    /// threads or blocks raise with a release [`Op::AtomicAdd`]. No results.
+    WaitAcquire {
+        /// The global `u32` buffer.
+        mem: MemRef,
+        /// Element offset (an integer value).
+        offset: ValueId,
+        /// The `u32` value the counter must reach.
+        target: ValueId,
+    },
+    /// `fence.acq_rel.gpu`: orders this thread's memory accesses before and after it at GPU scope.
+    FenceGpu,
     /// An asynchronous operation: mbarriers, bulk copies, proxy fences, bulk groups (see
     /// [`crate::asyncop`]).
     Async(crate::asyncop::AsyncOp),
@@ -591,8 +626,12 @@ impl Op {
             | Op::Barrier
             | Op::ClusterBarrier
             | Op::Elect
+            | Op::FenceGpu
             | Op::Note(_) => vec![],
             Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],
+            Op::AtomicAdd { offset, value, .. } => vec![*offset, *value],
+            Op::LoadAcquire { offset, .. } => vec![*offset],
+            Op::WaitAcquire { offset, target, .. } => vec![*offset, *target],
             Op::Async(a) => a.operands(),
             Op::Wgmma(w) => w.operands(),
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],

@@ -540,6 +540,30 @@ impl<'k> Emitter<'k> {
             }
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
+            Op::FenceGpu => self.line("fence.acq_rel.gpu;"),
+            Op::WaitAcquire { mem, offset, target } => {
+                let (addr, space) = self.address(*mem, *offset)?;
+                let v = self.tmp(ScalarType::U32);
+                let p = self.tmp(ScalarType::Pred);
+                let t = self.reg(*target);
+                let again = self.label();
+                self.out.push_str(&format!("{again}:\n"));
+                self.line(format!("ld.acquire.gpu.{space}.u32 {v}, [{addr}];"));
+                self.line(format!("setp.lt.u32 {p}, {v}, {t};"));
+                self.line(format!("@{p} bra {again};"));
+            }
+            Op::AtomicAdd { mem, offset, value, release } => {
+                let (addr, space) = self.address(*mem, *offset)?;
+                let sem = if *release { "release" } else { "relaxed" };
+                let d = self.reg(inst.results[0]);
+                let v = self.reg(*value);
+                self.line(format!("atom.{sem}.gpu.{space}.add.u32 {d}, [{addr}], {v};"));
+            }
+            Op::LoadAcquire { mem, offset } => {
+                let (addr, space) = self.address(*mem, *offset)?;
+                let d = self.reg(inst.results[0]);
+                self.line(format!("ld.acquire.gpu.{space}.u32 {d}, [{addr}];"));
+            }
             Op::Note(t) => {
                 let text: String = t
                     .chars()

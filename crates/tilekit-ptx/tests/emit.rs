@@ -359,3 +359,26 @@ fn a_tensor_store_whose_last_chunk_runs_past_its_buffer_is_named() {
         other => panic!("expected StorePastBuffer, got {other:?}"),
     }
 }
+
+/// Global atomics and memory ordering: a relaxed ticket, a release add, a GPU-scope fence and an
+/// acquire load (alone and in a spin loop) come out as the PTX instructions of those names and assemble.
+#[test]
+fn atomics_and_acquire_release_emit() {
+    use tilekit_ir::Axis;
+    let b = KernelBuilder::new("atomics", [64, 1, 1]).unwrap();
+    let c = b.ptr_param("c", ScalarType::U32).unwrap();
+    let y = b.ptr_param("y", ScalarType::U32).unwrap();
+    let t = b.thread_id(Axis::X);
+    let old = b.atomic_add(c, &Idx::lit(0), &Idx::lit(1), false).unwrap();
+    b.atomic_add(c, &b.block_id(Axis::X), &old, true).unwrap();
+    b.fence_gpu();
+    b.wait_acquire(c, &Idx::lit(0), &Idx::lit(64)).unwrap();
+    let seen = b.load_acquire(c, &(t.clone() + Idx::lit(1))).unwrap();
+    b.store(y, &t, &[seen], None).unwrap();
+    let ptx = check(&b.finish().unwrap());
+    assert!(ptx.contains("atom.relaxed.gpu.global.add.u32"), "{ptx}");
+    assert!(ptx.contains("atom.release.gpu.global.add.u32"), "{ptx}");
+    assert!(ptx.contains("fence.acq_rel.gpu;"), "{ptx}");
+    assert!(ptx.contains("ld.acquire.gpu.global.u32"), "{ptx}");
+    assert!(ptx.contains("setp.lt.u32"), "{ptx}");
+}

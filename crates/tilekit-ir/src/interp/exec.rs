@@ -111,8 +111,11 @@ pub(crate) struct Prog<'a> {
     pub(crate) n: usize,
     /// Threads per block.
     pub(crate) cta_threads: usize,
-    /// Blocks per cluster.
+    /// Blocks per unit of execution: per cluster, or the whole grid for kernels whose blocks
+    /// wait on each other through global counters ([`Op::WaitAcquire`]).
     pub(crate) ctas: usize,
+    /// The unit's dims in blocks: the cluster dims, or the grid (see `ctas`).
+    pub(crate) unit: [u32; 3],
     pub(crate) grid: [u32; 3],
     pub(crate) scalars: Vec<u64>,
     /// Tensor-map arguments, by parameter index.
@@ -148,12 +151,17 @@ impl<'a> Prog<'a> {
         let inst_ids =
             insts.iter().enumerate().map(|(n, i)| (*i as *const Inst as usize, n as u32)).collect();
         let cross_block = globals.iter().any(|g| matches!(g, Global::Written(_, Some(_))));
-        let (cta_threads, ctas) = (k.threads_per_block(), k.cluster_size());
+        let mut grid_unit = false;
+        k.body.walk(&mut |i| grid_unit |= matches!(i.op, Op::WaitAcquire { .. }));
+        let unit = if grid_unit { grid } else { k.cluster_dim };
+        let cta_threads = k.threads_per_block();
+        let ctas = unit.iter().map(|&d| d as usize).product::<usize>();
         let mut has_async = false;
         let mut has_wgmma = false;
         k.body.walk(&mut |i| has_wgmma |= matches!(i.op, Op::Wgmma(_)));
         k.body.walk(&mut |i| has_async |= matches!(i.op, Op::Async(_)) || has_wgmma);
         let warps = match schedule {
+            _ if grid_unit => true,
             crate::interp::Schedule::Auto => warps::needs_warps(&k.body, false),
             crate::interp::Schedule::Lockstep => false,
             crate::interp::Schedule::Warps => true,
@@ -163,6 +171,7 @@ impl<'a> Prog<'a> {
             n: cta_threads * ctas,
             cta_threads,
             ctas,
+            unit,
             grid,
             scalars,
             maps: vec![],
@@ -282,6 +291,10 @@ pub(crate) struct BlockExec<'a> {
     /// Warp schedule: per warp, its vector clock (per warp, the latest epoch of that warp's
     /// synchronisation known to be ordered before this warp's next access).
     vc: Vec<Vec<u32>>,
+    /// Per counter element (parameter, element): the join of the vector clocks of the warps'
+    /// release adds to it, acquired by a warp whose acquire load or wait reads it (the
+    /// release → acquire happens-before edge of the race checker).
+    release_clocks: HashMap<(u32, usize), Vec<u32>>,
     /// Warp schedule: the warp running.
     cur_warp: usize,
     /// Attribution pass: stores are not applied; accesses to (param, element) are recorded.
@@ -370,6 +383,7 @@ impl<'a> BlockExec<'a> {
             asy: asyncexec::AsyncState::default(),
             wg: wgmmaexec::WgState::default(),
             vc: vec![],
+            release_clocks: HashMap::new(),
             cur_warp: 0,
             runs: vec![],
             foot: Footprint::default(),
@@ -456,7 +470,7 @@ impl<'a> BlockExec<'a> {
 
     /// The block of cluster rank `r`.
     pub(crate) fn cta_block(&self, r: usize) -> [u32; 3] {
-        let [cx, cy, _] = self.k.cluster_dim.map(|d| d as usize);
+        let [cx, cy, _] = self.p.unit.map(|d| d as usize);
         let [bx, by, bz] = self.block;
         [bx + (r % cx) as u32, by + ((r / cx) % cy) as u32, bz + (r / (cx * cy)) as u32]
     }
@@ -571,7 +585,7 @@ impl<'a> BlockExec<'a> {
             SpecialReg::LaneId => (t % self.p.cta_threads % 32) as u32,
             SpecialReg::WarpId => (t % self.p.cta_threads / 32) as u32,
             SpecialReg::ClusterCtaRank => (t / self.p.cta_threads) as u32,
-            SpecialReg::ClusterSize => self.p.ctas as u32,
+            SpecialReg::ClusterSize => self.k.cluster_size() as u32,
         };
         v as u64
     }
@@ -801,7 +815,75 @@ impl<'a> BlockExec<'a> {
                 MemSpace::Global(p) => self.store_global(inst, p, *offset, values, *mask, m)?,
                 MemSpace::Shared(s) => self.store_shared(inst, s, *offset, values, *mask, m)?,
             },
-            Op::Note(_) => {}
+            Op::Note(_) | Op::FenceGpu => {}
+            Op::WaitAcquire { .. } => {
+                // kernels with counter waits run under the warp schedule, which polls them
+                if !self.counter_poll(inst, m)? {
+                    return Err(InterpError::InvalidKernel {
+                        kernel: self.k.name.clone(),
+                        reason: format!("`{}` waits outside the warp schedule", self.text(inst)),
+                    });
+                }
+            }
+            Op::AtomicAdd { mem, offset, value, release } => {
+                let p = match mem.space {
+                    MemSpace::Global(p) => p,
+                    MemSpace::Shared(_) => return Err(self.not_a_buffer(u32::MAX)),
+                };
+                let lock = match self.global(inst, p)? {
+                    Global::Written(lock, _) => lock,
+                    _ => return Err(self.not_a_buffer(p)),
+                };
+                // one thread after another under the buffer's write lock: atomic; atomics are not
+                // recorded for the race checker (they do not race with each other)
+                let mut buf = lock.write().unwrap_or_else(|e| e.into_inner());
+                let len = buf.len();
+                let mut touched = Vec::with_capacity(m.active.len());
+                for &t in &m.active {
+                    let t = t as usize;
+                    let e = self.element(inst, *offset, 1, MemSpace::Global(p), len, t)?;
+                    let add = self.defined(inst, *value, t, "added value")?;
+                    let old = buf.bits(e);
+                    if self.probe.is_none() {
+                        buf.set_bits(e, (old as u32).wrapping_add(add as u32) as u64);
+                    }
+                    self.regs[inst.results[0].0 as usize].bits[t] = old;
+                    touched.push(e);
+                }
+                drop(buf);
+                self.loaded(inst, m);
+                if *release && self.p.warps {
+                    // everything the warp did so far happens before an acquire of these counters
+                    self.warp_tick()?;
+                    let w = self.cur_warp;
+                    for e in touched {
+                        let c = self.release_clocks.entry((p, e)).or_default();
+                        warps::join(c, &self.vc[w]);
+                    }
+                }
+            }
+            Op::LoadAcquire { mem, offset } => {
+                let p = match mem.space {
+                    MemSpace::Global(p) => p,
+                    MemSpace::Shared(_) => return Err(self.not_a_buffer(u32::MAX)),
+                };
+                let lock = match self.global(inst, p)? {
+                    Global::Written(lock, _) => lock,
+                    _ => return Err(self.not_a_buffer(p)),
+                };
+                let buf = lock.read().unwrap_or_else(|e| e.into_inner());
+                let len = buf.len();
+                let mut touched = Vec::with_capacity(m.active.len());
+                for &t in &m.active {
+                    let t = t as usize;
+                    let e = self.element(inst, *offset, 1, MemSpace::Global(p), len, t)?;
+                    self.regs[inst.results[0].0 as usize].bits[t] = buf.bits(e);
+                    touched.push(e);
+                }
+                drop(buf);
+                self.loaded(inst, m);
+                self.acquire(p, &touched);
+            }
             Op::Barrier | Op::ClusterBarrier => {
                 if let Some(t) = m.on.iter().position(|&x| !x) {
                     return Err(InterpError::BarrierDivergence {
@@ -954,6 +1036,49 @@ impl<'a> BlockExec<'a> {
         }
         self.loaded(inst, m);
         Ok(())
+    }
+
+    /// Whether the counter of `inst` (an [`Op::WaitAcquire`]) has reached its target for every
+    /// active thread (an acquire read: not recorded for the race checker).
+    pub(crate) fn counter_poll(&mut self, inst: &Inst, m: &Mask) -> Result<bool, InterpError> {
+        let Op::WaitAcquire { mem, offset, target } = &inst.op else { return Ok(true) };
+        let MemSpace::Global(p) = mem.space else { return Err(self.not_a_buffer(u32::MAX)) };
+        let lock = match self.global(inst, p)? {
+            Global::Written(lock, _) => lock,
+            _ => return Err(self.not_a_buffer(p)),
+        };
+        let buf = lock.read().unwrap_or_else(|e| e.into_inner());
+        let len = buf.len();
+        let mut touched = Vec::with_capacity(m.active.len());
+        for &t in &m.active {
+            let t = t as usize;
+            let e = self.element(inst, *offset, 1, MemSpace::Global(p), len, t)?;
+            let want = self.defined(inst, *target, t, "wait target")? as u32;
+            if (buf.bits(e) as u32) < want {
+                return Ok(false);
+            }
+            touched.push(e);
+        }
+        drop(buf);
+        self.acquire(p, &touched);
+        Ok(true)
+    }
+
+    /// An acquire read of counter elements `es` of parameter `p` by the running warp: it joins
+    /// the clocks of the release adds to them (warp schedule only; the lockstep schedule orders
+    /// a block's threads by barriers alone).
+    fn acquire(&mut self, p: u32, es: &[usize]) {
+        if !self.p.warps {
+            return;
+        }
+        let w = self.cur_warp;
+        for e in es {
+            if let Some(c) = self.release_clocks.get(&(p, *e)) {
+                if let Some(mine) = self.vc.get_mut(w) {
+                    warps::join(mine, c);
+                }
+            }
+        }
     }
 
     fn store_global(

@@ -376,6 +376,18 @@ pub fn run_scheduled(
     if grid.iter().zip(kernel.cluster_dim).any(|(&g, c)| g % c != 0) {
         return Err(InterpError::ClusterGrid { grid, cluster: kernel.cluster_dim });
     }
+    let mut waits = false;
+    kernel.body.walk(&mut |i| waits |= matches!(i.op, crate::op::Op::WaitAcquire { .. }));
+    if waits && kernel.cluster_size() > 1 {
+        return Err(InterpError::InvalidKernel {
+            kernel: kernel.name.clone(),
+            reason: format!(
+                "blocks that wait on global counters run as one unit of the whole grid, which \
+                 does not combine with clusters (cluster dims {:?}; valid: [1, 1, 1])",
+                kernel.cluster_dim
+            ),
+        });
+    }
     let scalars = check_args(kernel, args)?;
     let stored = validate::stored_params(kernel);
     let nblocks = grid
@@ -449,7 +461,7 @@ fn execute(
     let mut prog = Prog::new(kernel, grid, scalars, globals, schedule);
     prog.maps = maps;
     // the unit of execution is a cluster (one block without clusters), named by its first block
-    let c = kernel.cluster_dim;
+    let c = prog.unit;
     let [gx, gy, gz] = [0, 1, 2].map(|a| (grid[a] / c[a]) as u64);
     let nblocks = grid.iter().map(|&g| g as u64).product::<u64>();
     let nunits = gx * gy * gz;

@@ -20,6 +20,7 @@ pub(crate) fn stored_params(k: &Kernel) -> Vec<bool> {
     k.body.walk(&mut |i| {
         let stored = match &i.op {
             Op::Store { mem: MemRef { space: MemSpace::Global(p), .. }, .. } => Some(*p),
+            Op::AtomicAdd { mem: MemRef { space: MemSpace::Global(p), .. }, .. } => Some(*p),
             Op::Async(crate::asyncop::AsyncOp::BulkStore {
                 dst: MemRef { space: MemSpace::Global(p), .. },
                 ..
@@ -154,7 +155,18 @@ fn check_inst(
             }
             count(0)
         }
-        Op::Barrier | Op::ClusterBarrier | Op::Note(_) => count(0),
+        Op::Barrier | Op::ClusterBarrier | Op::Note(_) | Op::FenceGpu => count(0),
+        Op::AtomicAdd { mem: m, .. }
+        | Op::LoadAcquire { mem: m, .. }
+        | Op::WaitAcquire { mem: m, .. } => {
+            mem(m)?;
+            if !matches!(m.space, MemSpace::Global(_)) || m.elem != crate::ScalarType::U32 {
+                return Err(bad(
+                    "an atomic or acquire access that is not to a global u32 buffer".into()
+                ));
+            }
+            count(usize::from(!matches!(inst.op, Op::WaitAcquire { .. })))
+        }
         Op::Async(a) => {
             for m in a.mems() {
                 mem(&m)?;

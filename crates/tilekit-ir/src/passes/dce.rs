@@ -35,7 +35,15 @@ use crate::op::{Block, Inst, Op, ValueId};
 /// ```
 pub fn has_effect(inst: &Inst) -> bool {
     match &inst.op {
-        Op::Store { .. } | Op::Barrier | Op::ClusterBarrier | Op::Async(_) | Op::Note(_) => true,
+        Op::Store { .. }
+        | Op::Barrier
+        | Op::ClusterBarrier
+        | Op::Async(_)
+        | Op::Note(_)
+        | Op::AtomicAdd { .. }
+        | Op::LoadAcquire { .. }
+        | Op::WaitAcquire { .. }
+        | Op::FenceGpu => true,
         Op::Wgmma(w) => w.has_effect(),
         op => op.blocks().iter().any(|b| b.insts.iter().any(has_effect)),
     }

@@ -54,7 +54,17 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
         | Op::Barrier
         | Op::ClusterBarrier
         | Op::Elect
+        | Op::FenceGpu
         | Op::Note(_) => {}
+        Op::AtomicAdd { offset, value, .. } => {
+            r(offset);
+            r(value)
+        }
+        Op::LoadAcquire { offset, .. } => r(offset),
+        Op::WaitAcquire { offset, target, .. } => {
+            r(offset);
+            r(target)
+        }
         Op::LoadCluster { cta, offset, .. } => {
             r(cta);
             r(offset)

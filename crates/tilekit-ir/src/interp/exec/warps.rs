@@ -76,7 +76,7 @@ use crate::op::{Block, Inst, Op};
 /// wait inside an `if` (`in_if`: inside one already).
 pub(crate) fn needs_warps(b: &Block, in_if: bool) -> bool {
     b.insts.iter().any(|i| match &i.op {
-        Op::Async(AsyncOp::NamedBarrier { .. }) => true,
+        Op::Async(AsyncOp::NamedBarrier { .. }) | Op::WaitAcquire { .. } => true,
         Op::Async(AsyncOp::MbarrierWait { .. }) => in_if,
         Op::If { then, else_, .. } => needs_warps(then, true) || needs_warps(else_, true),
         Op::For { body, .. } => needs_warps(body, in_if),
@@ -155,6 +155,8 @@ enum Wait {
     /// cluster lane / 128) in rendezvous generation `gen`: it runs once all the warpgroup's
     /// warps are there.
     Group { inst: u32, group: usize, gen: u64 },
+    /// A counter wait (instruction id) whose counter has not reached its target.
+    Counter(u32),
 }
 
 enum Status {
@@ -229,6 +231,7 @@ impl<'a> BlockExec<'a> {
         let nw = s.warps.len();
         // every access before this block's first epoch is ordered before everything in it
         self.vc = vec![vec![self.base.saturating_sub(1); nw]; nw];
+        self.release_clocks.clear();
         let (mut w, mut idle) = (0, 0);
         while s.warps.iter().any(|x| !matches!(x.status, Status::Done)) {
             if idle > nw {
@@ -236,7 +239,7 @@ impl<'a> BlockExec<'a> {
             }
             let runnable = match s.warps[w].status {
                 Status::Done => false,
-                Status::Ready | Status::Blocked(Wait::Mbar(..)) => true,
+                Status::Ready | Status::Blocked(Wait::Mbar(..) | Wait::Counter(_)) => true,
                 Status::Blocked(Wait::Bar { scope, id, gen, .. }) => {
                     s.bars.get(&(scope, id)).is_some_and(|b| b.gen > gen)
                 }
@@ -358,6 +361,13 @@ impl<'a> BlockExec<'a> {
                 match self.mbar_poll(inst, *bar, *index, *parity, &top.mask)? {
                     None => top.pc += 1,
                     Some(p) => return Ok(Step::Blocked(Wait::Mbar(self.p.inst_id(inst), p))),
+                }
+            }
+            Op::WaitAcquire { .. } => {
+                if self.counter_poll(inst, &top.mask)? {
+                    top.pc += 1;
+                } else {
+                    return Ok(Step::Blocked(Wait::Counter(self.p.inst_id(inst))));
                 }
             }
             Op::Barrier | Op::ClusterBarrier | Op::Async(AsyncOp::NamedBarrier { .. }) => {
@@ -520,6 +530,9 @@ impl<'a> BlockExec<'a> {
                 let Status::Blocked(wait) = x.status else { return None };
                 let (inst, waits) = match wait {
                     Wait::Mbar(inst, p) => (inst, self.pending_text(&p)),
+                    Wait::Counter(inst) => {
+                        (inst, "a global counter to reach its target (ld.acquire spin)".to_string())
+                    }
                     Wait::Group { inst, group, .. } => {
                         let g = s.groups.get(&group);
                         let arrived: Vec<usize> = g.map_or(vec![], |g| {
