@@ -13,9 +13,11 @@ per shape, in the order of the benchmark; each bar is labelled with its TFLOP/s,
 bar with its ratio to cuBLASLt. Lines that are not JSON (progress, headers) are skipped.
 """
 import argparse
-import json
+import os
 import sys
-from xml.sax.saxutils import escape
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svgbars import legend, panel, read_jsonl, write_svg  # noqa: E402
 
 SERIES = [
     ("tilekit", "#d1495b"),
@@ -24,79 +26,22 @@ SERIES = [
 ]
 
 
-def read_jsonl(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
-
-
 def collect(tk_rows, torch_rows, dtype):
-    """[(shape, {series: tflops or None})] in the tilekit benchmark's order."""
+    """[(shape, {series: tflops or None}, ratio note)] in the tilekit benchmark's order."""
     torch_by = {(r["shape"], r["dtype"]): r["torch_tflops"] for r in torch_rows}
     out = []
     for r in tk_rows:
         if r.get("dtype") != dtype:
             continue
-        out.append((r["shape"], {
+        vals = {
             "tilekit": r.get("sm90_tflops"),
             "cuBLASLt": r.get("cublaslt_tn_tflops"),
             "torch.matmul": torch_by.get((r["shape"], dtype)),
-        }))
+        }
+        lt, tk = vals["cuBLASLt"], vals["tilekit"]
+        note = f"{tk / lt:.2f}× cuBLASLt" if lt and tk else None
+        out.append((r["shape"].replace("x", "×"), vals, note))
     return out
-
-
-def svg(groups, title, width=1100, height=480):
-    left, right, top, bottom = 60, 20, 50, 90
-    plot_w, plot_h = width - left - right, height - top - bottom
-    vmax = max([v for _, d in groups for v in d.values() if v] + [1.0])
-    step = 100 if vmax > 300 else 50
-    ymax = (int(vmax / step) + 1) * step
-    y = lambda v: top + plot_h * (1 - v / ymax)
-    gw = plot_w / max(len(groups), 1)
-    bw = gw * 0.8 / len(SERIES)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="11">',
-             f'<rect width="{width}" height="{height}" fill="white"/>',
-             f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>']
-    for t in range(0, ymax + 1, step):
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(t):.1f}" y2="{y(t):.1f}" '
-                     f'stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{t}</text>')
-    parts.append(f'<text x="16" y="{top + plot_h / 2}" transform="rotate(-90 16 {top + plot_h / 2})" '
-                 f'text-anchor="middle">TFLOP/s</text>')
-    for gi, (shape, vals) in enumerate(groups):
-        x0 = left + gi * gw + gw * 0.1
-        for si, (name, color) in enumerate(SERIES):
-            v = vals.get(name)
-            if not v:
-                continue
-            x = x0 + si * bw
-            parts.append(f'<rect x="{x:.1f}" y="{y(v):.1f}" width="{bw - 1:.1f}" '
-                         f'height="{top + plot_h - y(v):.1f}" fill="{color}"/>')
-            parts.append(f'<text x="{x + bw / 2:.1f}" y="{y(v) - 3:.1f}" text-anchor="middle" '
-                         f'font-size="9">{v:.0f}</text>')
-        lt, tk = vals.get("cuBLASLt"), vals.get("tilekit")
-        label = escape(shape.replace("x", "×"))
-        cx = left + gi * gw + gw / 2
-        parts.append(f'<text x="{cx:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{label}</text>')
-        if lt and tk:
-            parts.append(f'<text x="{cx:.1f}" y="{top + plot_h + 30}" text-anchor="middle" '
-                         f'fill="#d1495b">{tk / lt:.2f}× cuBLASLt</text>')
-    lx = left
-    for name, color in SERIES:
-        parts.append(f'<rect x="{lx}" y="{height - 28}" width="12" height="12" fill="{color}"/>')
-        parts.append(f'<text x="{lx + 16}" y="{height - 18}">{escape(name)}</text>')
-        lx += 130
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
 
 
 def main():
@@ -112,8 +57,10 @@ def main():
     if not groups:
         sys.exit(f"no {args.dtype} rows in {args.tilekit_jsonl} (expected `tilekit bench gemm --json` lines)")
     device = tk[0].get("device", "?")
-    with open(args.output, "w") as f:
-        f.write(svg(groups, f"GEMM {args.dtype}, C = A·Bᵀ — {device}"))
+    width, height = max(700, 150 * len(groups)), 480
+    parts = panel(groups, SERIES, 70, 60, width - 90, 330, "")
+    parts += legend(SERIES, 70, height - 30)
+    write_svg(args.output, parts, width, height, f"GEMM {args.dtype}, C = A·Bᵀ — {device}")
     print(f"wrote {args.output}: {len(groups)} shapes")
 
 

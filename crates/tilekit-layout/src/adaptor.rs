@@ -271,6 +271,7 @@ impl<I: Idx> TensorAdaptor<I> {
                 ));
             }
         }
+        reachable_ranges(ctx, &stages, &top, &top_lengths, ndim_hidden)?;
         Ok(TensorAdaptor { stages, bottom, top, ndim_hidden })
     }
 
@@ -713,4 +714,30 @@ impl TensorAdaptor<i64> {
             ndim_hidden: self.ndim_hidden,
         }
     }
+}
+
+/// Runs the interval analysis of [`crate::reach`] over the stages in evaluation order (last
+/// stage first, hidden dims starting at 0 as in `calculate_hidden_index_unchecked`): an error when
+/// some in-range top index would overflow `i64` in a stage's index math or in a move.
+fn reachable_ranges<I: Idx>(
+    ctx: &str,
+    stages: &[Stage<I>],
+    top: &[usize],
+    top_lengths: &[I],
+    ndim_hidden: usize,
+) -> Result<()> {
+    use crate::reach::{lower_ranges, Range};
+    let mut hidden: Vec<Option<Range>> = vec![Some(Range::new(0, 0)); ndim_hidden];
+    for (&id, len) in top.iter().zip(top_lengths) {
+        hidden[id] = len.to_const().map(|l| Range::new(0, i128::from(l.max(1) - 1)));
+    }
+    for (t, s) in stages.iter().enumerate().rev() {
+        let up: Vec<Option<Range>> = s.upper.iter().map(|&i| hidden[i]).collect();
+        let what = || format!("{ctx}, transforms[{t}] ({})", s.transform.name());
+        let low = lower_ranges(&s.transform, &up, &what)?;
+        for (&i, r) in s.lower.iter().zip(low) {
+            hidden[i] = r;
+        }
+    }
+    Ok(())
 }

@@ -39,6 +39,7 @@ pub mod descriptor;
 pub mod error;
 pub mod idx;
 pub mod morton;
+pub(crate) mod reach;
 pub mod sfc;
 pub mod swizzle;
 pub mod transform;

@@ -246,3 +246,37 @@ fn a_transform_may_not_declare_a_lower_dim_longer_than_the_one_it_reads() {
     assert_eq!(ok.lengths(), vec![8, 8]);
     assert_eq!(ok.calculate_offset(&[5, 3]).unwrap(), 5 * 6 + 3);
 }
+
+/// A right pad of 2⁴⁰ over a dim that an embed multiplies by 2⁶⁰: in-range top indices would
+/// overflow i64 in the embed (the kind of adaptor the layout_construction fuzz target found), so
+/// it is refused with the stage named; a pad of 4 over the same dim is fine and evaluates exactly.
+#[test]
+fn index_ranges_that_overflow_are_refused() {
+    let base = TensorAdaptor::single_stage(
+        vec![Transform::embed(vec![4i64], vec![1 << 60]).unwrap()],
+        vec![vec![0]],
+        vec![vec![0]],
+    )
+    .unwrap();
+    let err = base
+        .transform(
+            vec![Transform::right_pad(4i64, 1 << 40, false).unwrap()],
+            vec![vec![0]],
+            vec![vec![0]],
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tensor adaptor, transforms[0] (embed): a term uᵢ·cᵢ for in-range top indices \
+         overflows i64: reaches [0, 1267650600231688166010523746304]"
+    );
+    let ok = base
+        .transform(
+            vec![Transform::right_pad(4i64, 4, false).unwrap()],
+            vec![vec![0]],
+            vec![vec![0]],
+        )
+        .unwrap();
+    // 6 lies in the pad: the index math still runs (6·2⁶⁰); the largest, 7·2⁶⁰, fits, validity is separate
+    assert_eq!(ok.calculate_bottom_index(&[6]).unwrap(), vec![6 << 60]);
+}
