@@ -7,6 +7,8 @@
 //!   x view  = naive(len, stride) ─freeze batch─► pad to the tile ─► Window(row_major) ─load─┐
 //!   y view  = same                                                  Window(row_major) ◄store┘
 //!   per thread: 4 row segments of V elements (16 bytes), 4 loads in flight
+//!   (a side without 16-byte vectors: V = what both sides allow, down to 1 element, with
+//!    32·TN/V/256 segments per thread — lanes stay contiguous, so accesses stay coalesced)
 //! ```
 //!
 //! ```
@@ -44,15 +46,34 @@ pub fn tile(ty: ScalarType) -> (i64, i64) {
 /// `y[b, i, j] = x[b, i, j]` (params: `x`, `y`: rank-3 tensors with runtime lengths and
 /// strides; last stride 1), `vx`/`vy` the vector guarantees of the two views.
 ///
+/// A thread's row segment is as wide as both sides can access at once, `min(vx, vy, 16 bytes)`:
+/// where one side has no vector guarantee (a row pitch of an odd number of elements, say), the
+/// segments are single elements and consecutive lanes take consecutive elements, so each warp
+/// access still covers 32 contiguous elements on both sides. (Wide per-thread segments read
+/// element by element would leave a warp's accesses 16 bytes apart: every store instruction then
+/// writes a sliver of 16 sectors, and memory sees many partial writes per sector.)
+///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// let k = tilekit_ops::copy::build(ScalarType::F32, 4, 4).unwrap();
 /// assert!(k.to_string().contains("st.global.v4.f32"));
+/// // an unaligned source: single-element segments, lanes contiguous, 32 rows per thread
+/// let k = tilekit_ops::copy::build(ScalarType::BF16, 1, 8).unwrap();
+/// let text = k.to_string();
+/// assert!(!text.contains("st.global.v"));
+/// assert_eq!(text.matches("st.global").count(), 32);
 /// ```
 pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
     host::check_dtype("copy", ty, &host::FLOAT_TYPES)?;
     let (tm, tn) = tile(ty);
-    let v = 16 / ty.size_bytes() as i64;
+    let full = 16 / ty.size_bytes() as i64;
+    // the largest power of two dividing both guarantees, at most 16 bytes
+    let divides = |p: i64, g: i64| g >= p && g % p == 0;
+    let v = (0..=4)
+        .map(|s| 1i64 << s)
+        .filter(|&p| p <= full && divides(p, vx) && divides(p, vy))
+        .max()
+        .unwrap_or(1);
     let b = KernelBuilder::new("copy", [THREADS, 1, 1])?;
     let x = b.tensor_param("x", ty, 3)?;
     let y = b.tensor_param("y", ty, 3)?;
