@@ -1173,9 +1173,35 @@ fn sm90_takes<B: Backend>(b: &B, al: &TensorLayout, bl: &TensorLayout, cl: &Tens
         && sc[0] % 2 == 0
 }
 
-/// The Hopper GEMM on `A · B` (B read as its `N × K` transpose through a tensor map) into f32
-/// C: persistent, grouped tile order, bn 256 with the register epilogue (the f32 C tile of the
-/// TMA-store epilogue does not fit beside a 256-wide ring).
+/// The problem the Hopper GEMM sees for these operands (the `tn` layout: A row-major, B the
+/// transpose of a row-major `N × K`).
+fn sm90_problem(al: &TensorLayout, cl: &TensorLayout) -> crate::gemm_tuning::GemmProblem {
+    let (m, k, n) = (al.shape()[0], al.shape()[1], cl.shape()[1]);
+    let c_tma = crate::bind::map_arg(cl).is_ok_and(|arg| {
+        let size = cl.dtype().size_bytes() as u64;
+        arg.byte_strides().iter().all(|s| s % 16 == 0)
+            && (cl.offset() as u64 * size).is_multiple_of(16)
+    });
+    crate::gemm_tuning::GemmProblem::tn(m, n, k, al.dtype(), cl.dtype(), c_tma)
+}
+
+/// The compiled-kernel key of a Hopper GEMM configuration: every knob the code depends on.
+fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
+    use crate::gemm_sm90::{Epilogue, Raster};
+    let flags = i64::from(cfg.overlap)
+        | i64::from(cfg.persistent) << 1
+        | i64::from(cfg.epilogue == Epilogue::Tma) << 2
+        | (cfg.output.size_bytes() as i64) << 3;
+    let raster = match cfg.raster {
+        Raster::Linear => 0,
+        Raster::Grouped(g) => i64::from(g),
+        Raster::Hilbert => -1,
+    };
+    KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, flags, raster])
+}
+
+/// The Hopper GEMM on `A · B` (B read as its `N × K` transpose through a tensor map) into C
+/// with the tile knobs `choice` (the backend's tuned or heuristic choice for [`gemm_into`]).
 fn gemm_sm90_into<
     B: Backend,
     X: TensorIn<B> + ?Sized,
@@ -1183,31 +1209,142 @@ fn gemm_sm90_into<
     Y: TensorOut<B> + ?Sized,
 >(
     b: &B,
+    choice: crate::gemm_tuning::GemmChoice,
     a: &X,
     bm: &Z,
     c: &mut Y,
-    (m, n, k): (i64, i64, i64),
 ) -> Result<()> {
-    use crate::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
-    let cfg = GemmConfig {
-        input: a.layout().dtype(),
-        output: ScalarType::F32,
-        bn: 256,
-        stages: 4,
-        overlap: true,
-        persistent: true,
-        raster: Raster::Grouped(8),
-        epilogue: Epilogue::Registers,
+    use crate::gemm_sm90::{build_gemm_sm90, hilbert_order, launch_grid, Epilogue, Raster, BM};
+    let p = sm90_problem(a.layout(), c.layout());
+    let cfg = choice.apply(p.base());
+    cfg.check()?;
+    if cfg.epilogue == Epilogue::Tma && !p.c_tma {
+        return Err(OpsError::invalid(
+            "gemm",
+            "epilogue",
+            "tma store",
+            format!(
+                "a C whose row pitch and base are multiples of 16 bytes (C strides {:?} of {}); \
+                 the register epilogue stores any C",
+                c.layout().strides(),
+                c.layout().dtype()
+            ),
+        ));
+    }
+    let kc = cached(sm90_key(&cfg), || build_gemm_sm90(cfg))?;
+    let grid = launch_grid(&cfg, p.m, p.n, b.multiprocessors())?;
+    let c_map = crate::bind::map_arg(c.layout())?;
+    // the Hilbert walk reads its tile order from a table the host builds
+    let order = match cfg.raster {
+        Raster::Hilbert => {
+            let ids = hilbert_order((p.m + BM - 1) / BM, (p.n + cfg.bn - 1) / cfg.bn);
+            Some((b.from_slice(&ids, &[ids.len() as i64])?, ids.len() as i64))
+        }
+        _ => None,
     };
-    let key = KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, 1, 8]);
-    let kc = cached(key, || build_gemm_sm90(cfg))?;
-    let grid = launch_grid(&cfg, m, n, b.multiprocessors())?;
-    let args = Bindings::new(&kc)
+    let mut args = Bindings::new(&kc)
         .input_mapped("a", "am", a, b)?
         .input_mapped_permuted("b", "bm", bm, &[1, 0], b)?
         .output("c", c, b)?
-        .int("k", k)?;
+        .int("k", p.k)?;
+    if cfg.epilogue == Epilogue::Tma {
+        args = args.tensor_map("cm", c_map)?;
+    }
+    if let Some((t, len)) = &order {
+        args = args.input_ptr("order", t, *len, b)?;
+    }
     b.launch(&kc, grid, args)
+}
+
+/// [`gemm_into`] on the Hopper kernel with explicit tile knobs (what `tilekit tune gemm` times;
+/// [`gemm_into`] takes the backend's tuned or heuristic choice). The operands must be what the
+/// Hopper path reads: A `M × K` with unit column stride, B a `K × N` view with unit row stride
+/// (the transpose of a row-major `N × K`), row pitches multiples of 8 elements; C `M × N` of
+/// the input type or f32 with unit column stride and an even row pitch (a multiple of 16 bytes
+/// for [`Epilogue::Tma`](crate::gemm_sm90::Epilogue::Tma)). Other operands are a typed error.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp, gemm_tuning::{GemmChoice, GemmProblem}};
+/// use tilekit_ir::ScalarType;
+/// use half::bf16;
+/// let a = HostTensor::from_slice(&vec![bf16::from_f32(1.0); 130 * 64], &[130, 64]).unwrap();
+/// let w = HostTensor::from_slice(&vec![bf16::from_f32(0.5); 72 * 64], &[72, 64]).unwrap();
+/// let mut c = HostTensor::from_slice(&vec![f32::NAN; 130 * 72], &[130, 72]).unwrap();
+/// let p = GemmProblem::tn(130, 72, 64, ScalarType::BF16, ScalarType::F32, true);
+/// let choice = GemmChoice { bn: 128, stages: 2, ..GemmChoice::heuristic(&p) };
+/// api::gemm_with(&Interp, choice, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap();
+/// assert!(c.to_vec::<f32>().unwrap().iter().all(|&v| v == 32.0));
+/// let mut odd = HostTensor::from_slice(&vec![0.0f32; 130 * 72], &[130, 72]).unwrap();
+/// assert!(api::gemm_with(&Interp, choice, &a, &a.transpose(0, 1).unwrap(), &mut odd).is_err()); // 130 ≠ 72 columns
+/// ```
+pub fn gemm_with<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    choice: crate::gemm_tuning::GemmChoice,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+) -> Result<()> {
+    let (al, bl) = (a.layout().clone(), bm.layout().clone());
+    let ty = al.dtype();
+    gemm_operands(ty, &al, &bl)?;
+    let (m, n) = (al.shape()[0], bl.shape()[1]);
+    let out = c.layout().dtype();
+    if out != ty && out != ScalarType::F32 {
+        return Err(OpsError::DtypeMismatch { context: "gemm: C".into(), got: out, expected: ty });
+    }
+    check_same("gemm", "C", c.layout(), &[m, n], out)?;
+    if !sm90_takes(b, &al, &bl, c.layout()) {
+        return Err(OpsError::invalid(
+            "gemm",
+            "operand layouts",
+            format!(
+                "A strides {:?}, B strides {:?}, C strides {:?}",
+                al.strides(),
+                bl.strides(),
+                c.layout().strides()
+            ),
+            "A with unit column stride, B a K×N view with unit row stride (w.t() of a row-major \
+             N×K), pitches multiples of 8 elements, C with unit column stride and an even pitch, \
+             on a Hopper backend",
+        ));
+    }
+    gemm_sm90_into(b, choice, a, bm, c)
+}
+
+/// The operand checks every GEMM entry shares: A and B of one 16-bit type, matrices, inner dims
+/// equal.
+fn gemm_operands(ty: ScalarType, al: &TensorLayout, bl: &TensorLayout) -> Result<()> {
+    check_dtype("gemm", ty, &crate::gemm::TYPES)?;
+    if bl.dtype() != ty {
+        return Err(OpsError::DtypeMismatch {
+            context: "gemm: B".into(),
+            got: bl.dtype(),
+            expected: ty,
+        });
+    }
+    if al.rank() != 2 || bl.rank() != 2 {
+        return Err(OpsError::invalid(
+            "gemm",
+            "ranks",
+            format!("{} and {}", al.rank(), bl.rank()),
+            "A and B are matrices (rank 2)",
+        ));
+    }
+    if al.shape()[1] != bl.shape()[0] {
+        return Err(OpsError::invalid(
+            "gemm",
+            "shapes",
+            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
+            "the inner dims must agree (A is M×K, B is K×N)",
+        ));
+    }
+    Ok(())
 }
 
 /// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores.
@@ -1271,34 +1408,12 @@ pub fn gemm_into<
 ) -> Result<()> {
     let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
-    check_dtype("gemm", ty, &crate::gemm::TYPES)?;
-    if bl.dtype() != ty {
-        return Err(OpsError::DtypeMismatch {
-            context: "gemm: B".into(),
-            got: bl.dtype(),
-            expected: ty,
-        });
-    }
-    if al.rank() != 2 || bl.rank() != 2 {
-        return Err(OpsError::invalid(
-            "gemm",
-            "ranks",
-            format!("{} and {}", al.rank(), bl.rank()),
-            "A and B are matrices (rank 2)",
-        ));
-    }
-    let (m, k, k2, n) = (al.shape()[0], al.shape()[1], bl.shape()[0], bl.shape()[1]);
-    if k != k2 {
-        return Err(OpsError::invalid(
-            "gemm",
-            "shapes",
-            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
-            "the inner dims must agree (A is M×K, B is K×N)",
-        ));
-    }
+    gemm_operands(ty, &al, &bl)?;
+    let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
     if sm90_takes(b, &al, &bl, c.layout()) {
-        return gemm_sm90_into(b, a, bm, c, (m, n, k));
+        let choice = b.gemm_table().choose(&sm90_problem(&al, c.layout()));
+        return gemm_sm90_into(b, choice, a, bm, c);
     }
     let (bm_, bn_, bk_) = crate::gemm::TILE;
     for (name, v, t) in [("M", m, bm_), ("N", n, bn_), ("K", k, bk_)] {

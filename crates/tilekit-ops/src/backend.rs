@@ -40,6 +40,7 @@ use tilekit_ir::{ParamKind, ScalarType};
 use crate::bind::{Bindings, Slot};
 use crate::compiled::CompiledKernel;
 use crate::error::{OpsError, Result};
+use crate::gemm_tuning::GemmTable;
 use crate::tuning::Tuning;
 
 /// A place kernels run: allocates tensors, moves them to and from the host, launches.
@@ -91,6 +92,19 @@ pub trait Backend {
     /// ```
     fn tuning(&self) -> Tuning {
         Tuning::default()
+    }
+
+    /// The tuned GEMM choices of this backend's device ([`crate::gemm_tuning`]): what
+    /// `tilekit tune gemm --save` stored for it on a GPU, an empty table (every problem takes
+    /// the heuristic) elsewhere.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// assert!(Interp.gemm_table().entries.is_empty());
+    /// ```
+    fn gemm_table(&self) -> Arc<GemmTable> {
+        static EMPTY: std::sync::OnceLock<Arc<GemmTable>> = std::sync::OnceLock::new();
+        EMPTY.get_or_init(|| Arc::new(GemmTable::default())).clone()
     }
 
     /// Whether this backend runs sm_90a kernels (TMA, wgmma, clusters): a Hopper GPU, or the
@@ -651,6 +665,8 @@ pub struct Cuda {
     disk: Option<Arc<KernelCache>>,
     tuning: Tuning,
     tuning_source: crate::tuning::TuningSource,
+    gemm_table: Arc<GemmTable>,
+    gemm_source: crate::tuning::TuningSource,
 }
 
 impl Cuda {
@@ -685,7 +701,29 @@ impl Cuda {
             tuning.softmax_cluster = None;
             tuning.softmax_staged_bulk = false;
         }
-        Cuda { gpu, modules: Arc::new(Mutex::new(HashMap::new())), disk, tuning, tuning_source }
+        let (gemm_table, gemm_source) =
+            GemmTable::resolve(&crate::tuning::default_dir(), &gpu.props().name);
+        Cuda {
+            gpu,
+            modules: Arc::new(Mutex::new(HashMap::new())),
+            disk,
+            tuning,
+            tuning_source,
+            gemm_table: Arc::new(gemm_table),
+            gemm_source,
+        }
+    }
+
+    /// Where this backend's GEMM choices came from: a file `tilekit tune gemm --save` wrote for
+    /// the device, or none (heuristics; also when a saved file was unusable: the error is kept).
+    ///
+    /// ```
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     println!("gemm tuning: {}", cuda.gemm_tuning_source());
+    /// }
+    /// ```
+    pub fn gemm_tuning_source(&self) -> &crate::tuning::TuningSource {
+        &self.gemm_source
     }
 
     /// Where this backend's launch shapes came from: a file `tilekit tune --save` wrote for the
@@ -1040,6 +1078,10 @@ impl Backend for Cuda {
 
     fn tuning(&self) -> Tuning {
         self.tuning
+    }
+
+    fn gemm_table(&self) -> Arc<GemmTable> {
+        self.gemm_table.clone()
     }
 
     fn multiprocessors(&self) -> u32 {

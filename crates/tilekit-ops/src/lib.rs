@@ -35,6 +35,7 @@ pub mod elementwise;
 pub mod error;
 pub mod gemm;
 pub mod gemm_sm90;
+pub mod gemm_tuning;
 pub mod host;
 pub mod morton;
 pub mod reduce;

@@ -1,0 +1,521 @@
+//! Which Hopper GEMM configuration runs a given problem: a measured winner saved by
+//! `tilekit tune gemm`, or a heuristic grounded in the benchmark logs when nothing was tuned.
+//!
+//! A [`GemmConfig`] has two halves. The types (input, output) come from the caller's tensors;
+//! the **tile knobs** — `bn`, stages, overlap, persistence, raster order, epilogue — are what a
+//! tuner chooses, captured as a [`GemmChoice`]. Choices are kept per device and per **shape
+//! class** ([`GemmProblem::class`]): the types, the operand layout and each of M, N, K rounded
+//! up to a power of two, so one tuning run of 8192³ serves 6000³ too, while a skinny
+//! 64×8192×8192 keeps its own winner.
+//!
+//! ```text
+//!   api::gemm(A, B) on a Hopper backend
+//!     GemmProblem { m, n, k, input, output, layout "tn", c_tma }  ── class ──►  "bf16>f32 tn m8192 n8192 k8192"
+//!        │                                                                       │
+//!        ▼                                                                       ▼
+//!   backend.gemm_table() ─ saved by `tilekit tune gemm --save` ─► entry? ──yes──► its GemmChoice
+//!   (<cache>/tuning/gemm-<device>.json)                              │no
+//!                                                                    ▼
+//!                                                       GemmChoice::heuristic(problem)
+//!        GemmChoice.apply(GemmConfig { input, output, .. })  ──►  build_gemm_sm90 + launch
+//! ```
+//!
+//! The heuristic is the H100 measurements of session 6 (bench/RESULTS.md; the per-config logs
+//! `bench/h100-gemm-persistent-configs-*.log`): with a 16-bit output and a C whose rows TMA can
+//! store, `bn 256, 3 stages, overlap, persistent, grouped 8, TMA store` won every shape timed
+//! (2048³ to 8192³, 4096×14336×4096, 8192×8192×1024; Hilbert order tied it on two). An f32 C
+//! tile of 128×256 does not fit shared memory beside 3 stages, so f32 outputs (and C pitches TMA
+//! cannot describe) take the register epilogue with 4 stages, the configuration the API has
+//! used since it gained the Hopper path.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use tilekit_ir::ScalarType;
+
+use crate::gemm_sm90::{Epilogue, GemmConfig, Raster, BM};
+use crate::tuning::{TuningError, TuningSource};
+
+/// The tile knobs of a [`GemmConfig`]: what a tuner chooses (the types come from the tensors).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
+/// use tilekit_ops::gemm_tuning::GemmChoice;
+/// let c = GemmChoice { bn: 256, stages: 3, overlap: true, persistent: true,
+///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma };
+/// let cfg = c.apply(GemmConfig { input: ScalarType::F16, output: ScalarType::F16, ..GemmConfig::default() });
+/// assert_eq!((cfg.input, cfg.bn, cfg.stages), (ScalarType::F16, 256, 3));
+/// assert_eq!(GemmChoice::of(&cfg), c);
+/// assert_eq!(c.label(), "bn 256, 3 stages, overlap, persistent, grouped 8, tma store");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct GemmChoice {
+    /// Columns of C per block: 64, 128, 192 or 256.
+    pub bn: i64,
+    /// Stages of the shared-memory ring.
+    pub stages: i64,
+    /// One wgmma group kept in flight.
+    pub overlap: bool,
+    /// A persistent grid (one block per SM walking tiles).
+    pub persistent: bool,
+    /// The tile order.
+    #[serde(with = "raster_text")]
+    pub raster: Raster,
+    /// How C is written.
+    #[serde(with = "epilogue_text")]
+    pub epilogue: Epilogue,
+}
+
+impl GemmChoice {
+    /// `base` with this choice's tile knobs (its types and any other fields kept).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::GemmConfig;
+    /// use tilekit_ops::gemm_tuning::GemmChoice;
+    /// let base = GemmConfig::default();
+    /// assert_eq!(GemmChoice::of(&base).apply(base), base);
+    /// ```
+    pub fn apply(&self, base: GemmConfig) -> GemmConfig {
+        GemmConfig {
+            bn: self.bn,
+            stages: self.stages,
+            overlap: self.overlap,
+            persistent: self.persistent,
+            raster: self.raster,
+            epilogue: self.epilogue,
+            ..base
+        }
+    }
+
+    /// The tile knobs of a configuration.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::GemmConfig;
+    /// use tilekit_ops::gemm_tuning::GemmChoice;
+    /// assert_eq!(GemmChoice::of(&GemmConfig::default()).bn, 128);
+    /// ```
+    pub fn of(cfg: &GemmConfig) -> GemmChoice {
+        GemmChoice {
+            bn: cfg.bn,
+            stages: cfg.stages,
+            overlap: cfg.overlap,
+            persistent: cfg.persistent,
+            raster: cfg.raster,
+            epilogue: cfg.epilogue,
+        }
+    }
+
+    /// The configuration's short name ([`GemmConfig::label`]).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
+    /// use tilekit_ir::ScalarType;
+    /// let p = GemmProblem::tn(8192, 8192, 8192, ScalarType::BF16, ScalarType::F32, false);
+    /// assert_eq!(GemmChoice::heuristic(&p).label(), "bn 256, 4 stages, overlap, persistent, grouped 8");
+    /// ```
+    pub fn label(&self) -> String {
+        self.apply(GemmConfig::default()).label()
+    }
+
+    /// The choice when nothing is tuned for the problem's class (see the [module
+    /// documentation](self) for the measurements behind it).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_sm90::Epilogue;
+    /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
+    /// let bf16_out = GemmProblem::tn(4096, 4096, 4096, ScalarType::BF16, ScalarType::BF16, true);
+    /// assert_eq!(GemmChoice::heuristic(&bf16_out).epilogue, Epilogue::Tma);
+    /// let f32_out = GemmProblem::tn(4096, 4096, 4096, ScalarType::BF16, ScalarType::F32, true);
+    /// assert_eq!(GemmChoice::heuristic(&f32_out).epilogue, Epilogue::Registers);
+    /// ```
+    pub fn heuristic(p: &GemmProblem) -> GemmChoice {
+        let measured_winner = GemmChoice {
+            bn: 256,
+            stages: 3,
+            overlap: true,
+            persistent: true,
+            raster: Raster::Grouped(8),
+            epilogue: Epilogue::Tma,
+        };
+        let tma = measured_winner.apply(p.base());
+        if p.c_tma && tma.check().is_ok() {
+            return measured_winner;
+        }
+        GemmChoice { stages: 4, epilogue: Epilogue::Registers, ..measured_winner }
+    }
+}
+
+/// A GEMM as the tuner and the API see it: C (M×N) = A (M×K) · B (K×N), the element types, the
+/// operands' layout and whether C's rows can take TMA stores (a row pitch that is a multiple of
+/// 16 bytes).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::gemm_tuning::GemmProblem;
+/// let p = GemmProblem::tn(1000, 1000, 1000, ScalarType::BF16, ScalarType::F32, true);
+/// assert_eq!(p.class(), "bf16>f32 tn m1024 n1024 k1024");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GemmProblem {
+    /// Rows of A and C.
+    pub m: i64,
+    /// Columns of B and C.
+    pub n: i64,
+    /// The reduced dim.
+    pub k: i64,
+    /// A's and B's element type.
+    pub input: ScalarType,
+    /// C's element type.
+    pub output: ScalarType,
+    /// The operands' layout as BLAS names it: `tn` = A row-major, B stored N×K row-major (both
+    /// K-contiguous, the layout the Hopper kernel reads today).
+    pub layout: String,
+    /// C's rows can take TMA stores (row pitch a multiple of 16 bytes, aligned base).
+    pub c_tma: bool,
+}
+
+impl GemmProblem {
+    /// A problem in the `tn` layout.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::tn(64, 8192, 8192, ScalarType::F16, ScalarType::F16, true);
+    /// assert_eq!((p.m, p.layout.as_str()), (64, "tn"));
+    /// ```
+    pub fn tn(
+        m: i64,
+        n: i64,
+        k: i64,
+        input: ScalarType,
+        output: ScalarType,
+        c_tma: bool,
+    ) -> GemmProblem {
+        GemmProblem { m, n, k, input, output, layout: "tn".into(), c_tma }
+    }
+
+    /// The key tuned choices are kept under: types, layout, and M, N, K each rounded up to a
+    /// power of two (at least 64).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::tn(8191, 14336, 8, ScalarType::F16, ScalarType::F16, false);
+    /// assert_eq!(p.class(), "f16>f16 tn m8192 n16384 k64");
+    /// ```
+    pub fn class(&self) -> String {
+        let up = |v: i64| (v.max(64) as u64).next_power_of_two();
+        format!(
+            "{}>{} {} m{} n{} k{}",
+            self.input,
+            self.output,
+            self.layout,
+            up(self.m),
+            up(self.n),
+            up(self.k)
+        )
+    }
+
+    /// A configuration of this problem's types with the default tile knobs.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::tn(64, 64, 64, ScalarType::F16, ScalarType::F32, true);
+    /// assert_eq!(p.base().output, ScalarType::F32);
+    /// ```
+    pub fn base(&self) -> GemmConfig {
+        GemmConfig { input: self.input, output: self.output, ..GemmConfig::default() }
+    }
+
+    /// The configurations `tilekit tune gemm` times for this problem: tile widths, ring depths,
+    /// persistence, raster orders and epilogues, each one that passes [`GemmConfig::check`] for
+    /// the types and can store this C (the TMA epilogue only where [`c_tma`](Self::c_tma)).
+    /// Tile widths wider than N (rounded up to 64) are left out, as are persistent grids for a
+    /// problem of one tile.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_sm90::Epilogue;
+    /// use tilekit_ops::gemm_tuning::GemmProblem;
+    /// let p = GemmProblem::tn(4096, 4096, 4096, ScalarType::BF16, ScalarType::BF16, true);
+    /// let c = p.candidates();
+    /// assert!(c.len() >= 20);
+    /// assert!(c.iter().all(|c| c.apply(p.base()).check().is_ok()));
+    /// let f32_odd = GemmProblem::tn(4096, 4095, 4096, ScalarType::BF16, ScalarType::F32, false);
+    /// assert!(f32_odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
+    /// ```
+    pub fn candidates(&self) -> Vec<GemmChoice> {
+        let mut out = Vec::new();
+        let n_cap = (self.n.max(1) + 63) / 64 * 64;
+        let tiles = |bn: i64| ((self.m + BM - 1) / BM) * ((self.n + bn - 1) / bn);
+        for bn in [128, 192, 256] {
+            if bn > n_cap.max(128) {
+                continue;
+            }
+            for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+                if epilogue == Epilogue::Tma && !self.c_tma {
+                    continue;
+                }
+                for stages in 3..=6 {
+                    let grids: &[(bool, Raster)] = if tiles(bn) > 1 {
+                        &[
+                            (false, Raster::Linear),
+                            (true, Raster::Grouped(8)),
+                            (true, Raster::Grouped(4)),
+                            (true, Raster::Hilbert),
+                        ]
+                    } else {
+                        &[(false, Raster::Linear)]
+                    };
+                    for &(persistent, raster) in grids {
+                        let c =
+                            GemmChoice { bn, stages, overlap: true, persistent, raster, epilogue };
+                        if c.apply(self.base()).check().is_ok() {
+                            out.push(c);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One tuned entry: the winner of a class, and what it measured.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, Tuned};
+/// let p = GemmProblem::tn(8192, 8192, 8192, ScalarType::BF16, ScalarType::F32, false);
+/// let t = Tuned { choice: GemmChoice::heuristic(&p), shape: [8192, 8192, 8192], tflops: 700.0 };
+/// assert_eq!(t.shape[0], 8192);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Tuned {
+    /// The winning tile knobs.
+    pub choice: GemmChoice,
+    /// The (M, N, K) it was measured on.
+    pub shape: [i64; 3],
+    /// Its median TFLOP/s there.
+    pub tflops: f64,
+}
+
+/// A device's tuned GEMM choices, by [`GemmProblem::class`].
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, GemmTable, Tuned};
+/// let p = GemmProblem::tn(64, 8192, 8192, ScalarType::BF16, ScalarType::F32, true);
+/// let mut table = GemmTable::default();
+/// assert_eq!(table.choose(&p), GemmChoice::heuristic(&p));
+/// let won = GemmChoice { bn: 128, stages: 6, ..GemmChoice::heuristic(&p) };
+/// table.insert(&p, Tuned { choice: won, shape: [64, 8192, 8192], tflops: 120.0 });
+/// assert_eq!(table.choose(&p), won);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GemmTable {
+    /// Class → tuned entry.
+    pub entries: BTreeMap<String, Tuned>,
+}
+
+/// What a GEMM tuning file holds.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct GemmFile {
+    device: String,
+    tilekit_version: String,
+    gemm: GemmTable,
+}
+
+/// The file name of a device's GEMM tuning: `gemm-` and the device name with every character
+/// other than ASCII letters and digits replaced by `_`.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::file_name("NVIDIA H100 80GB HBM3"), "gemm-NVIDIA_H100_80GB_HBM3.json");
+/// ```
+pub fn file_name(device: &str) -> String {
+    format!("gemm-{}", crate::tuning::file_name(device))
+}
+
+impl GemmTable {
+    /// The tuned choice for the problem's class, else [`GemmChoice::heuristic`]. A tuned choice
+    /// that cannot run this problem (a TMA epilogue for a C that TMA cannot store) falls back to
+    /// the heuristic too.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, GemmTable};
+    /// let p = GemmProblem::tn(100, 100, 100, ScalarType::F16, ScalarType::F16, true);
+    /// assert_eq!(GemmTable::default().choose(&p), GemmChoice::heuristic(&p));
+    /// ```
+    pub fn choose(&self, p: &GemmProblem) -> GemmChoice {
+        match self.entries.get(&p.class()) {
+            Some(t)
+                if (p.c_tma || t.choice.epilogue != Epilogue::Tma)
+                    && t.choice.apply(p.base()).check().is_ok() =>
+            {
+                t.choice
+            }
+            _ => GemmChoice::heuristic(p),
+        }
+    }
+
+    /// Records the winner of the problem's class (replacing an earlier one).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, GemmTable, Tuned};
+    /// let p = GemmProblem::tn(512, 512, 512, ScalarType::BF16, ScalarType::BF16, true);
+    /// let mut t = GemmTable::default();
+    /// t.insert(&p, Tuned { choice: GemmChoice::heuristic(&p), shape: [512, 512, 512], tflops: 1.0 });
+    /// assert_eq!(t.entries.len(), 1);
+    /// ```
+    pub fn insert(&mut self, p: &GemmProblem, t: Tuned) {
+        self.entries.insert(p.class(), t);
+    }
+
+    /// Writes the table as `device`'s GEMM tuning in `dir` (created if needed; write then
+    /// rename, so a reader never sees half a file).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_tuning::GemmTable;
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let path = GemmTable::default().save(tmp.path(), "Some GPU").unwrap();
+    /// assert!(path.ends_with("gemm-Some_GPU.json"));
+    /// assert_eq!(GemmTable::load(tmp.path(), "Some GPU").unwrap(), Some((GemmTable::default(), path)));
+    /// ```
+    pub fn save(&self, dir: &Path, device: &str) -> std::result::Result<PathBuf, TuningError> {
+        let path = dir.join(file_name(device));
+        let io = |e: std::io::Error| TuningError::Io { path: path.clone(), why: e.to_string() };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let file = GemmFile {
+            device: device.into(),
+            tilekit_version: env!("CARGO_PKG_VERSION").into(),
+            gemm: self.clone(),
+        };
+        let text = serde_json::to_string_pretty(&file)
+            .map_err(|e| TuningError::Io { path: path.clone(), why: e.to_string() })?;
+        let tmp = dir.join(format!(".{}.tmp", file_name(device)));
+        std::fs::write(&tmp, text).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)?;
+        Ok(path)
+    }
+
+    /// The GEMM tuning saved for `device` in `dir`: `None` when there is no file or it was
+    /// measured by another tilekit version; a [`TuningError::Corrupt`] naming the file when it
+    /// does not parse, names another device, or holds a choice no kernel can be built from.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_tuning::GemmTable;
+    /// use tilekit_ops::tuning::TuningError;
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// assert_eq!(GemmTable::load(tmp.path(), "GPU").unwrap(), None);
+    /// std::fs::write(tmp.path().join("gemm-GPU.json"), "{ not json").unwrap();
+    /// assert!(matches!(GemmTable::load(tmp.path(), "GPU"), Err(TuningError::Corrupt { .. })));
+    /// ```
+    pub fn load(
+        dir: &Path,
+        device: &str,
+    ) -> std::result::Result<Option<(GemmTable, PathBuf)>, TuningError> {
+        let path = dir.join(file_name(device));
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(TuningError::Io { path, why: e.to_string() }),
+        };
+        let corrupt = |why: String| TuningError::Corrupt { path: path.clone(), why };
+        let file: GemmFile = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+        if file.device != device {
+            return Err(corrupt(format!("it is for device `{}`, not `{device}`", file.device)));
+        }
+        if file.tilekit_version != env!("CARGO_PKG_VERSION") {
+            return Ok(None);
+        }
+        for (class, t) in &file.gemm.entries {
+            // the choice must build for some types (a 16-bit C tile is the smallest)
+            let cfg = t.choice.apply(GemmConfig { output: ScalarType::BF16, ..Default::default() });
+            if let Err(e) = cfg.check() {
+                return Err(corrupt(format!("entry `{class}`: {e}")));
+            }
+        }
+        Ok(Some((file.gemm, path)))
+    }
+
+    /// The table a backend on `device` uses: the saved file when usable, else an empty table
+    /// (every problem takes the heuristic) — with where it came from.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_tuning::GemmTable;
+    /// use tilekit_ops::tuning::TuningSource;
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// assert_eq!(GemmTable::resolve(tmp.path(), "GPU"), (GemmTable::default(), TuningSource::Table));
+    /// std::fs::write(tmp.path().join("gemm-GPU.json"), "[]").unwrap();
+    /// let (t, source) = GemmTable::resolve(tmp.path(), "GPU");
+    /// assert_eq!(t, GemmTable::default());
+    /// assert!(source.to_string().contains("corrupt"), "{source}");
+    /// ```
+    pub fn resolve(dir: &Path, device: &str) -> (GemmTable, TuningSource) {
+        match GemmTable::load(dir, device) {
+            Ok(Some((t, path))) => (t, TuningSource::Saved(path)),
+            Ok(None) => (GemmTable::default(), TuningSource::Table),
+            Err(e) => (GemmTable::default(), TuningSource::TableAfter(e)),
+        }
+    }
+}
+
+mod raster_text {
+    //! `Raster` as text in tuning files: `linear`, `grouped G`, `hilbert`.
+    use crate::gemm_sm90::Raster;
+
+    pub fn serialize<S: serde::Serializer>(r: &Raster, s: S) -> Result<S::Ok, S::Error> {
+        let text = match r {
+            Raster::Linear => "linear".to_string(),
+            Raster::Grouped(g) => format!("grouped {g}"),
+            Raster::Hilbert => "hilbert".to_string(),
+        };
+        s.serialize_str(&text)
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Raster, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        let bad = || {
+            serde::de::Error::custom(format!(
+                "raster `{text}`: expected `linear`, `grouped G` (G ≥ 1) or `hilbert`"
+            ))
+        };
+        match text.as_str() {
+            "linear" => Ok(Raster::Linear),
+            "hilbert" => Ok(Raster::Hilbert),
+            t => {
+                let g = t.strip_prefix("grouped ").ok_or_else(bad)?;
+                let g: u32 = g.parse().map_err(|_| bad())?;
+                if g == 0 {
+                    return Err(bad());
+                }
+                Ok(Raster::Grouped(g))
+            }
+        }
+    }
+}
+
+mod epilogue_text {
+    //! `Epilogue` as text in tuning files: `registers`, `tma`.
+    use crate::gemm_sm90::Epilogue;
+
+    pub fn serialize<S: serde::Serializer>(e: &Epilogue, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match e {
+            Epilogue::Registers => "registers",
+            Epilogue::Tma => "tma",
+        })
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Epilogue, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        match text.as_str() {
+            "registers" => Ok(Epilogue::Registers),
+            "tma" => Ok(Epilogue::Tma),
+            t => Err(serde::de::Error::custom(format!(
+                "epilogue `{t}`: expected `registers` or `tma`"
+            ))),
+        }
+    }
+}

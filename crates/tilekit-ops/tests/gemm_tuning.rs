@@ -1,0 +1,220 @@
+//! GEMM choices: shape classes, the tuner's candidate set, the heuristic, tuning files (saved,
+//! reloaded, refused when corrupt), and the API running tuned choices — Hilbert order and the
+//! TMA-store epilogue, whose extra arguments the API binds — against an f64 reference.
+
+use tilekit_ir::tensor::HostTensor;
+use tilekit_ir::ScalarType;
+use tilekit_ops::api;
+use tilekit_ops::backend::Interp;
+use tilekit_ops::gemm_sm90::{Epilogue, Raster};
+use tilekit_ops::gemm_tuning::{file_name, GemmChoice, GemmProblem, GemmTable, Tuned};
+use tilekit_ops::host;
+use tilekit_ops::tuning::{TuningError, TuningSource};
+
+const BF: ScalarType = ScalarType::BF16;
+const F32: ScalarType = ScalarType::F32;
+
+#[test]
+fn classes_round_each_dim_up_to_a_power_of_two() {
+    let p = |m, n, k| GemmProblem::tn(m, n, k, BF, F32, true).class();
+    assert_eq!(p(8192, 8192, 8192), "bf16>f32 tn m8192 n8192 k8192");
+    assert_eq!(p(6000, 4097, 1), "bf16>f32 tn m8192 n8192 k64");
+    assert_eq!(p(1, 65, 128), "bf16>f32 tn m64 n128 k128");
+    // the C type is part of the class: a bf16 C tile changes what fits in shared memory
+    assert_ne!(p(64, 64, 64), GemmProblem::tn(64, 64, 64, BF, BF, true).class());
+}
+
+#[test]
+fn the_candidates_are_every_buildable_choice_and_nothing_else() {
+    let p = GemmProblem::tn(4096, 4096, 4096, BF, BF, true);
+    let c = p.candidates();
+    // brute force over the same knobs: widths 128/192/256 × both epilogues × 3..=6 stages ×
+    // 4 grids, kept where GemmConfig::check accepts the shared memory
+    let mut want = 0;
+    for bn in [128i64, 192, 256] {
+        for tma in [false, true] {
+            for stages in 3..=6i64 {
+                let ring = stages * (128 + bn) * 64 * 2;
+                let c_tile = if tma { 128 * bn * 2 } else { 0 };
+                if ring + c_tile <= 227 * 1024 {
+                    want += 4;
+                }
+            }
+        }
+    }
+    assert_eq!(c.len(), want);
+    let mut uniq = c.clone();
+    uniq.sort_by_key(|c| format!("{c:?}"));
+    uniq.dedup();
+    assert_eq!(uniq.len(), c.len(), "no choice twice");
+    assert!(c.contains(&GemmChoice::heuristic(&p)), "the heuristic is among the candidates");
+    // a C that TMA cannot store: register epilogues only; one tile: no persistent grids
+    let odd = GemmProblem::tn(4096, 4095, 4096, BF, F32, false);
+    assert!(odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
+    let one = GemmProblem::tn(100, 100, 4096, BF, F32, true);
+    assert!(one.candidates().iter().all(|c| !c.persistent && c.raster == Raster::Linear));
+    assert!(one.candidates().iter().all(|c| c.bn == 128), "no tile wider than N needs");
+}
+
+#[test]
+fn the_heuristic_is_the_measured_winner_where_it_fits() {
+    let won = GemmChoice {
+        bn: 256,
+        stages: 3,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(8),
+        epilogue: Epilogue::Tma,
+    };
+    assert_eq!(GemmChoice::heuristic(&GemmProblem::tn(8192, 8192, 8192, BF, BF, true)), won);
+    // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
+    let f32c = GemmChoice::heuristic(&GemmProblem::tn(8192, 8192, 8192, BF, F32, true));
+    assert_eq!(f32c, GemmChoice { stages: 4, epilogue: Epilogue::Registers, ..won });
+    let odd = GemmChoice::heuristic(&GemmProblem::tn(8192, 8190, 8192, BF, BF, false));
+    assert_eq!(odd.epilogue, Epilogue::Registers);
+}
+
+#[test]
+fn tuning_files_round_trip_and_corrupt_ones_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = "NVIDIA H100 80GB HBM3";
+    let p = GemmProblem::tn(64, 8192, 8192, BF, F32, true);
+    // 4 stages × 32 KiB of ring + a 64 KiB f32 C tile fit the 227 KiB
+    let won = GemmChoice {
+        bn: 128,
+        stages: 4,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Hilbert,
+        epilogue: Epilogue::Tma,
+    };
+    assert!(won.apply(p.base()).check().is_ok());
+    let mut t = GemmTable::default();
+    t.insert(&p, Tuned { choice: won, shape: [64, 8192, 8192], tflops: 131.5 });
+    let path = t.save(tmp.path(), dev).unwrap();
+    assert_eq!(path, tmp.path().join("gemm-NVIDIA_H100_80GB_HBM3.json"));
+    let (back, from) = GemmTable::resolve(tmp.path(), dev);
+    assert_eq!(back, t);
+    assert_eq!(from, TuningSource::Saved(path.clone()));
+    assert_eq!(back.choose(&p), won);
+    // the same class with a C that TMA cannot store: the tuned TMA epilogue cannot run it
+    let odd = GemmProblem { c_tma: false, ..p.clone() };
+    assert_eq!(back.choose(&odd), GemmChoice::heuristic(&odd));
+    // and one that does not fit beside this class's f32 C tile (6 stages): the heuristic too
+    let mut big = t.clone();
+    big.insert(
+        &p,
+        Tuned { choice: GemmChoice { stages: 6, ..won }, shape: [64, 8192, 8192], tflops: 1.0 },
+    );
+    assert_eq!(big.choose(&p), GemmChoice::heuristic(&p));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"raster\": \"hilbert\"") && text.contains("\"epilogue\": \"tma\""));
+
+    // another device's file under this name, a bad raster, an impossible tile: corrupt
+    let other = text.replace(dev, "Another GPU");
+    std::fs::write(&path, other).unwrap();
+    let e = GemmTable::load(tmp.path(), dev).unwrap_err();
+    assert!(e.to_string().contains("it is for device `Another GPU`"), "{e}");
+    std::fs::write(&path, text.replace("\"hilbert\"", "\"grouped 0\"")).unwrap();
+    let e = GemmTable::load(tmp.path(), dev).unwrap_err().to_string();
+    assert!(
+        e.contains("raster `grouped 0`: expected `linear`, `grouped G` (G ≥ 1) or `hilbert`"),
+        "{e}"
+    );
+    std::fs::write(&path, text.replace("\"bn\": 128", "\"bn\": 96")).unwrap();
+    match GemmTable::load(tmp.path(), dev) {
+        Err(TuningError::Corrupt { why, .. }) => {
+            assert!(why.contains("entry `bf16>f32 tn m64 n8192 k8192`"), "{why}");
+            assert!(why.contains("64, 128, 192 or 256"), "{why}");
+        }
+        other => panic!("expected a corrupt file, got {other:?}"),
+    }
+    let (fallback, from) = GemmTable::resolve(tmp.path(), dev);
+    assert_eq!(fallback, GemmTable::default());
+    assert!(matches!(from, TuningSource::TableAfter(TuningError::Corrupt { .. })));
+    // another tilekit version's file is ignored (its knobs may mean other kernels)
+    let version = format!("\"tilekit_version\": \"{}\"", env!("CARGO_PKG_VERSION"));
+    assert!(text.contains(&version));
+    std::fs::write(&path, text.replace(&version, "\"tilekit_version\": \"0.0.0-old\"")).unwrap();
+    assert_eq!(GemmTable::load(tmp.path(), dev).unwrap(), None);
+    assert_eq!(file_name(dev), "gemm-NVIDIA_H100_80GB_HBM3.json");
+}
+
+/// A (M×K) · W (N×K)ᵀ through `api::gemm_with` with `choice`, against an f64 reference.
+fn check_with(choice: GemmChoice, (m, n, k): (i64, i64, i64), out: ScalarType, seed: u64) {
+    let a = HostTensor::new(
+        host::random(BF, (m * k) as usize, seed).unwrap(),
+        tilekit_ir::tensor::TensorLayout::contiguous(BF, vec![m, k]).unwrap(),
+    )
+    .unwrap();
+    let w = HostTensor::new(
+        host::random(BF, (n * k) as usize, seed + 1).unwrap(),
+        tilekit_ir::tensor::TensorLayout::contiguous(BF, vec![n, k]).unwrap(),
+    )
+    .unwrap();
+    let mut c = HostTensor::new(
+        host::poisoned(out, (m * n) as usize).unwrap(),
+        tilekit_ir::tensor::TensorLayout::contiguous(out, vec![m, n]).unwrap(),
+    )
+    .unwrap();
+    api::gemm_with(&Interp, choice, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap();
+    let (av, wv, got) =
+        (host::to_f64(a.buffer()), host::to_f64(w.buffer()), host::to_f64(c.buffer()));
+    let rel = if out == F32 { 1e-5 } else { 1.0 / 128.0 };
+    for i in 0..m as usize {
+        for j in 0..n as usize {
+            let terms = (0..k as usize).map(|x| av[i * k as usize + x] * wv[j * k as usize + x]);
+            let want: f64 = terms.clone().sum();
+            let tol = terms.map(f64::abs).sum::<f64>() * rel + 1e-6;
+            let g = got[i * n as usize + j];
+            assert!(
+                (g - want).abs() <= tol,
+                "{}: C[{i}][{j}] = {g}, reference {want}",
+                choice.label()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_api_runs_tuned_choices_with_their_extra_arguments() {
+    let base = GemmChoice {
+        bn: 128,
+        stages: 2,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Hilbert,
+        epilogue: Epilogue::Registers,
+    };
+    // Hilbert order: the API builds and binds the tile table (3 × 2 tiles over 4 "SMs")
+    check_with(base, (300, 200, 72), F32, 11);
+    // TMA-store epilogue into a bf16 C whose rows are 16-byte multiples
+    check_with(
+        GemmChoice { epilogue: Epilogue::Tma, raster: Raster::Grouped(2), ..base },
+        (130, 136, 64),
+        BF,
+        12,
+    );
+}
+
+#[test]
+fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
+    let a = HostTensor::from_slice(&vec![half::bf16::from_f32(1.0); 64 * 64], &[64, 64]).unwrap();
+    let w = HostTensor::from_slice(&vec![half::bf16::from_f32(1.0); 66 * 64], &[66, 64]).unwrap();
+    let mut c = HostTensor::from_slice(&vec![half::bf16::ZERO; 64 * 66], &[64, 66]).unwrap();
+    let tma = GemmChoice {
+        bn: 128,
+        stages: 2,
+        overlap: false,
+        persistent: false,
+        raster: Raster::Linear,
+        epilogue: Epilogue::Tma,
+    };
+    let e = api::gemm_with(&Interp, tma, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("tma store") && e.contains("C strides [66, 1] of bf16"), "{e}");
+    // the register epilogue stores the same C
+    let regs = GemmChoice { epilogue: Epilogue::Registers, ..tma };
+    api::gemm_with(&Interp, regs, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap();
+    assert!(c.to_vec::<half::bf16>().unwrap().iter().all(|v| v.to_f32() == 64.0));
+}
