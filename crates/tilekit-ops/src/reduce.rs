@@ -52,8 +52,10 @@ use crate::error::{OpsError, Result};
 use crate::host;
 use crate::tile::{block_reduce, View, Window};
 
+pub mod coop;
 pub mod held;
 pub mod persistent;
+pub use coop::{build_softmax_coop, coop_resident_blocks, CoopTuning};
 pub use held::build_softmax_bulk_held;
 pub use persistent::{build_softmax_persistent, resident_blocks};
 
@@ -231,13 +233,7 @@ pub fn build_softmax_threads(ty: ScalarType, chunks: i64, vx: i64, threads: u32)
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
         .cast(&b, ScalarType::F32)?;
-    let m = block_reduce(&b, &t.reduce_thread(&b, BinOp::Max)?, BinOp::Max, scratch)?;
-    let log2e = b.f32(std::f32::consts::LOG2_E);
-    let e = t.map(&b, |b, xv| {
-        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?;
-        Ok(b.unary(UnOp::Exp2Approx, &z)?)
-    })?;
-    let s = block_reduce(&b, &e.reduce_thread(&b, BinOp::Add)?, BinOp::Add, scratch)?;
+    let (e, _, s) = block_exp(&b, &t, scratch, false)?;
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &inv)?))?.cast(&b, ty)?;
     Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
@@ -477,6 +473,36 @@ fn exp_diff(b: &KernelBuilder, a: &Val, m: &Val) -> Result<Val> {
     Ok(b.unary(UnOp::Exp2Approx, &z)?)
 }
 
+/// The block's share of a softmax over the f32 values `t` its threads hold (one block's slice
+/// of a row, or the whole row): `m` = the block's max (with `floor`, at least the lowest finite
+/// f32, so a block whose values are all padding (−∞) gets `e = 0`, `s = 0` instead of
+/// `exp(−∞ − (−∞))`), `e = exp2((t − m)·log2 e)` element by element, `s` = the block's sum of
+/// `e`; both reductions through `scratch` (one f32 per warp). Returns `(e, m, s)`.
+fn block_exp(
+    b: &KernelBuilder,
+    t: &crate::tile::DTile,
+    scratch: tilekit_ir::MemRef,
+    floor: bool,
+) -> Result<(crate::tile::DTile, Val, Val)> {
+    let mx = block_reduce(b, &t.reduce_thread(b, BinOp::Max)?, BinOp::Max, scratch)?;
+    let m = if floor { b.binary(BinOp::Max, &mx, &b.f32(f32::MIN))? } else { mx };
+    let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m)?))?;
+    let s = block_reduce(b, &e.reduce_thread(b, BinOp::Add)?, BinOp::Add, scratch)?;
+    Ok((e, m, s))
+}
+
+/// The row's `(M, S)` from every part's `(m_j, s_j)` (`parts[j] = [m_j, s_j]`): `M = max m_j`,
+/// `S = Σ s_j · exp2((m_j − M)·log2 e)` — each part's sum rescaled to the common max.
+fn combine_pairs(b: &KernelBuilder, parts: &[Vec<Val>]) -> Result<(Val, Val)> {
+    let big_m =
+        crate::tile::tree_reduce(b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
+    let scaled = parts
+        .iter()
+        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(b, &p[0], &big_m)?)?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((big_m.clone(), crate::tile::tree_reduce(b, scaled, BinOp::Add)?))
+}
+
 /// Thread `first` initialises mbarriers `0..count` of `bars` for one arrival each and
 /// publishes them (`fence.mbarrier_init`); then the block synchronises.
 fn init_chunk_barriers(
@@ -561,13 +587,7 @@ fn cluster_combine_at(
     let parts = (0..cluster as i64)
         .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), at, 2)?))
         .collect::<Result<Vec<_>>>()?;
-    let big_m =
-        crate::tile::tree_reduce(b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
-    let scaled = parts
-        .iter()
-        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(b, &p[0], &big_m)?)?))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((big_m.clone(), crate::tile::tree_reduce(b, scaled, BinOp::Add)?))
+    combine_pairs(b, &parts)
 }
 
 /// The two-pass streaming softmax both [`build_softmax_online_tuned`] and
@@ -837,10 +857,7 @@ pub fn build_softmax_cluster(
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
         .cast(&b, ScalarType::F32)?;
-    let mx = block_reduce(&b, &t.reduce_thread(&b, BinOp::Max)?, BinOp::Max, scratch)?;
-    let m = b.binary(BinOp::Max, &mx, &b.f32(f32::MIN))?;
-    let e = t.map(&b, |b, xv| Ok(exp_diff(b, xv, &m)?))?;
-    let s = block_reduce(&b, &e.reduce_thread(&b, BinOp::Add)?, BinOp::Add, scratch)?;
+    let (e, m, s) = block_exp(&b, &t, scratch, true)?;
     let (big_m, big_s) = cluster_combine(&b, "softmax_cluster", stats, cluster, &m, &s)?;
     let f = b.binary(BinOp::Div, &exp_diff(&b, &m, &big_m)?, &big_s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(&b, ty)?;
