@@ -88,6 +88,27 @@ pub struct CoopTuning {
 }
 
 impl CoopTuning {
+    /// The shapes `tilekit tune` sweeps: 128 to 1024 threads × 16, 32 or 64 elements a
+    /// thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread: ptxas spills
+    /// the slice).
+    ///
+    /// ```
+    /// let c = tilekit_ops::reduce::CoopTuning::candidates();
+    /// assert_eq!(c.len(), 11);
+    /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
+    /// ```
+    pub fn candidates() -> Vec<CoopTuning> {
+        let mut v = Vec::new();
+        for threads in [128u32, 256, 512, 1024] {
+            for per_thread in [16i64, 32, 64] {
+                if threads * per_thread as u32 <= 32768 {
+                    v.push(CoopTuning { threads, per_thread });
+                }
+            }
+        }
+        v
+    }
+
     /// `(k, chunks)` for rows of `n` elements of `ty`: the fewest blocks `k` whose threads hold
     /// the row at `per_thread` elements each, then the fewest chunks of `threads · V` elements
     /// per block that cover the row with those `k` blocks (V = 16 bytes / element size).
@@ -118,20 +139,21 @@ impl CoopTuning {
 
 /// How many blocks of the coop kernel with `threads` threads and `chunks` chunks of 16 bytes
 /// per thread one SM holds at once, estimated from registers (65536 per SM: the held elements
-/// as f32 plus 40 for addresses and reductions, rounded up to 8, at most 255 per thread),
+/// as f32 plus 56 for addresses and reductions, rounded up to 8, at most 255 per thread),
 /// threads (2048 per SM) and blocks (32 per SM); at least 1. Conservative where it matters:
-/// a kernel that needs fewer registers only makes more blocks resident.
+/// ptxas (CUDA 13.0, sm_90a) gives the candidate shapes 42–118 registers, at most the
+/// estimate, and a kernel that needs fewer registers only makes more blocks resident.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::coop_resident_blocks;
-/// assert_eq!(coop_resident_blocks(ScalarType::F32, 256, 8), 3);   // 72 registers: 65536 / (256 · 72)
+/// assert_eq!(coop_resident_blocks(ScalarType::F32, 256, 8), 2);   // 88 registers: 65536 / (256 · 88)
 /// assert_eq!(coop_resident_blocks(ScalarType::F32, 1024, 16), 1);
-/// assert_eq!(coop_resident_blocks(ScalarType::BF16, 128, 1), 10);  // 48 registers
+/// assert_eq!(coop_resident_blocks(ScalarType::BF16, 128, 1), 8);   // 64 registers
 /// ```
 pub fn coop_resident_blocks(ty: ScalarType, threads: u32, chunks: i64) -> u32 {
     let v = 16 / ty.size_bytes() as i64;
-    let regs = ((chunks * v + 40 + 7) / 8 * 8).min(255) as u32;
+    let regs = ((chunks * v + 56 + 7) / 8 * 8).min(255) as u32;
     let threads = threads.max(1);
     let by_regs = 65536 / (threads * regs);
     let by_threads = 2048 / threads;
