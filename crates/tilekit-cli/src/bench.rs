@@ -80,7 +80,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let (t, p) = s.split_once(',').ok_or_else(bad)?;
     let threads: u32 = t.trim().parse().map_err(|_| bad())?;
     let per_thread: i64 = p.trim().parse().map_err(|_| bad())?;
-    if threads == 0 || threads % 32 != 0 || threads > 1024 {
+    if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
         return Err(format!("threads {threads}: must be a multiple of 32 in 32..=1024"));
     }
     if !(1..=64).contains(&per_thread) {

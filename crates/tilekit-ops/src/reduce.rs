@@ -29,12 +29,19 @@
 //!   M = max m_j, S = Σ s_j·exp2((m_j − M)·log2 e); y = cast(e · exp2((m_r − M)·log2 e) / S)
 //!   barrier.cluster (no block exits while another may still read its stats)
 //!   one read and one write of the row, as the register kernel, for rows up to C·L
+//!
+//!   cooperative softmax (coop.rs: the row split over k blocks, no clusters)
+//!   block takes ticket t (atom.add, in start order): row t / k, slice t mod k in registers
+//!   (m, s) of the slice → global stats; release add on counter[row]; acquire-wait for k
+//!   M, S from the row's k pairs; y = cast(e · exp2((m − M)·log2 e) / S)   one read, one write
 //! ```
 //!
 //! [`softmax_kernel`] picks the register kernel when the row fits: it reads the row once; the
 //! online kernel reads it twice but takes rows of any length in a fixed number of registers.
 //! `api::softmax` also uses the cluster kernel ([`build_softmax_cluster`]) for rows that fit a
-//! cluster's registers when the device has clusters (see `tuning::ClusterTuning`).
+//! cluster's registers when the device has clusters (see `tuning::ClusterTuning`), and the
+//! cooperative kernel ([`build_softmax_coop`], any device) when the tuning names a
+//! [`CoopTuning`].
 //!
 //! ```
 //! use tilekit_ir::ScalarType;

@@ -82,7 +82,8 @@ fn run_coop(
 fn coop_softmax_matches_the_f64_reference() {
     // (rows, n) × (threads, k, chunks): an exact split, a tail inside the last block, a last
     // block with no columns at all (all padding), one block per row
-    let cases: [((usize, usize), (u32, u32, i64)); 5] = [
+    type Case = ((usize, usize), (u32, u32, i64));
+    let cases: [Case; 5] = [
         ((3, 4096), (128, 4, 2)),
         ((3, 4000), (128, 4, 2)),
         ((2, 2500), (64, 4, 3)),
