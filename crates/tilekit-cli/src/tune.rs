@@ -33,6 +33,10 @@ pub struct Args {
     /// Only cases whose name contains this text (e.g. `softmax bf16`).
     #[arg(long)]
     pub filter: Option<String>,
+    /// Only softmax candidates whose launch shape contains this text (e.g. `coop` for the
+    /// cooperative kernel's shapes). With `--save`, the winners are chosen among these alone.
+    #[arg(long)]
+    pub config: Option<String>,
     /// Timed repetitions per candidate (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
@@ -619,8 +623,8 @@ fn tune_softmax(
     m: i64,
     n: i64,
     ty: ScalarType,
-    reps: usize,
-    copy_gbs: f64,
+    (reps, copy_gbs): (usize, f64),
+    config_filter: Option<&str>,
 ) -> Result<Vec<Candidate>, CliError> {
     let case = format!("softmax {m}x{n} {ty}");
     let layout = TensorLayout::contiguous(ty, vec![m, n])
@@ -646,6 +650,9 @@ fn tune_softmax(
     let sm90 = cuda.gpu().props().compute_capability.0 >= 9;
     let sms = cuda.gpu().props().sm_count.max(1) as u32;
     for (config, knob, kernel, grid) in softmax_candidates(ty, n, v) {
+        if config_filter.is_some_and(|f| !config.contains(f)) {
+            continue;
+        }
         let kernel = kernel.map_err(ops(&case))?;
         if !sm90 && needs_sm90(&kernel) {
             continue; // clusters and bulk copies: sm_90 and later
@@ -984,7 +991,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         if a.filter.as_ref().is_some_and(|f| !case.contains(f.as_str())) {
             continue;
         }
-        let c = tune_softmax(&cuda, m, n, ty, a.reps, copy)?;
+        let c = tune_softmax(&cuda, m, n, ty, (a.reps, copy), a.config.as_deref())?;
         let best = c.iter().map(|c| c.ratio_to_copy).fold(0.0, f64::max);
         let t = cuda.tuning();
         // what the API launches with this device's tuning (the Record backend plans it)
