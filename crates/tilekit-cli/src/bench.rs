@@ -19,6 +19,8 @@ use tilekit_ir::interp::Args as KArgs;
 use tilekit_ir::{examples, ScalarType};
 use tilekit_ops::backend::{Backend as _, Cuda};
 use tilekit_ops::check::{Op, Problem};
+use tilekit_ops::reduce::CoopTuning;
+use tilekit_ops::tuning::Tuning;
 use tilekit_ops::OpsError;
 
 use clap::builder::{PossibleValuesParser, RangedU64ValueParser};
@@ -48,6 +50,11 @@ pub struct Args {
     #[arg(long, default_value_t = 10_000,
           value_parser = RangedU64ValueParser::<usize>::new().range(100..=10_000_000))]
     pub calls: usize,
+    /// Softmax rows too long for one block's registers take the cooperative kernel
+    /// (`reduce::coop`) with this shape, `THREADS,PER_THREAD` (threads per block, elements a
+    /// thread holds), instead of what the device's tuning picks; e.g. `256,32`.
+    #[arg(long, value_parser = parse_coop)]
+    pub softmax_coop: Option<CoopTuning>,
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
     #[arg(long)]
     pub gemm_shape: Option<String>,
@@ -57,6 +64,29 @@ pub struct Args {
     /// Device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+}
+
+/// `THREADS,PER_THREAD` as a [`CoopTuning`], checked as a saved tuning would be.
+///
+/// ```
+/// use tilekit_cli::bench::parse_coop;
+/// let c = parse_coop("512,64").unwrap();
+/// assert_eq!((c.threads, c.per_thread), (512, 64));
+/// assert!(parse_coop("500,64").unwrap_err().contains("multiple of 32"));
+/// assert!(parse_coop("512").is_err() && parse_coop("512,65").is_err());
+/// ```
+pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
+    let bad = || format!("`{s}`: expected THREADS,PER_THREAD, e.g. 256,32");
+    let (t, p) = s.split_once(',').ok_or_else(bad)?;
+    let threads: u32 = t.trim().parse().map_err(|_| bad())?;
+    let per_thread: i64 = p.trim().parse().map_err(|_| bad())?;
+    if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
+        return Err(format!("threads {threads}: must be a multiple of 32 in 32..=1024"));
+    }
+    if !(1..=64).contains(&per_thread) {
+        return Err(format!("elements per thread {per_thread}: must be 1..=64"));
+    }
+    Ok(CoopTuning { threads, per_thread })
 }
 
 /// One measured kernel.
@@ -84,6 +114,9 @@ pub struct Measurement {
     pub registers: Option<i32>,
     /// Local memory (spills, stack) per thread in bytes (library ops).
     pub local_bytes: Option<i32>,
+    /// The kernel the op launched and its grid (library ops), e.g. `softmax_coop [32768, 1, 1]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launched: Option<String>,
 }
 
 /// The names `bench` takes: the benchmark set's kernels, `copy-example` and `all`.
@@ -187,6 +220,7 @@ fn bench_copy(
         cublas_tflops: None,
         registers: Some(k.registers),
         local_bytes: Some(k.local_bytes),
+        launched: None,
     })
 }
 
@@ -253,7 +287,7 @@ fn ops_bench(
             ),
         });
     }
-    let (k, _) = tilekit_ops::check::plan(op, shape, dtype).map_err(err)?;
+    let (k, grid) = tilekit_ops::check::plan_tuned(op, shape, dtype, cuda.tuning()).map_err(err)?;
     let info = cuda.loaded(&k).map_err(err)?;
     let median_ms = t.median_ms();
     let bytes = p.bytes();
@@ -281,6 +315,7 @@ fn ops_bench(
         cublas_tflops,
         registers: Some(info.registers()),
         local_bytes: Some(info.local_bytes()),
+        launched: Some(format!("{} {grid:?}", k.kernel().name)),
     })
 }
 
@@ -301,6 +336,10 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::NoGpu { command: "bench".into(), reason: e.to_string() })?;
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
     let cuda = Cuda::new(gpu.clone());
+    let cuda = match a.softmax_coop {
+        Some(c) => cuda.with_tuning(Tuning { softmax_coop: Some(c), ..cuda.tuning() }),
+        None => cuda,
+    };
     let copy_gbs = copy_baseline(&gpu, a.mib << 20, a.reps)?;
     if !a.json {
         outln!(
@@ -334,7 +373,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                         format!("  {t:.1} TFLOP/s, cuBLAS {c:.1} TFLOP/s ({:.3} of cuBLAS)", t / c)
                     }
                     (Some(t), None) => format!("  {t:.1} TFLOP/s (cuBLAS not available)"),
-                    _ => String::new(),
+                    _ => m.launched.as_ref().map_or(String::new(), |l| format!("  {l}")),
                 };
                 let opt = |v: Option<i32>| v.map_or("-".to_string(), |v| v.to_string());
                 outln!(

@@ -20,7 +20,7 @@ use tilekit_ir::{Kernel, ScalarType};
 use tilekit_ops::backend::{Backend, Cuda};
 use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
-use tilekit_ops::reduce::{self, ClusterTuning, OnlineTuning};
+use tilekit_ops::reduce::{self, ClusterTuning, CoopTuning, OnlineTuning};
 use tilekit_ops::transpose::TransposeLoop;
 use tilekit_ops::tuning::Tuning;
 use tilekit_ops::{host, OpsError};
@@ -33,6 +33,10 @@ pub struct Args {
     /// Only cases whose name contains this text (e.g. `softmax bf16`).
     #[arg(long)]
     pub filter: Option<String>,
+    /// Only softmax candidates whose launch shape contains this text (e.g. `coop` for the
+    /// cooperative kernel's shapes). With `--save`, the winners are chosen among these alone.
+    #[arg(long)]
+    pub config: Option<String>,
     /// Timed repetitions per candidate (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
@@ -86,6 +90,9 @@ pub enum Knob {
     StagedBulk(u32, i64),
     /// The cluster softmax (rows split over a thread-block cluster) with this shape.
     Cluster(ClusterTuning),
+    /// The cooperative softmax (rows split over blocks that meet at a counter in global
+    /// memory, `reduce::coop`) with this shape.
+    Coop(CoopTuning),
     /// No knob: a case measured for reference (one shape only).
     Fixed,
 }
@@ -254,6 +261,55 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             cases.iter().map(|c| best_other(c)).sum::<f64>() / n,
         );
         t.softmax_cluster = (c_mean > o_mean).then_some(k);
+    }
+    // the coop kernel: its best shape over the cases every coop shape ran on, kept when it
+    // beats, on those cases, what the API would otherwise launch (the online, staged and
+    // cluster kernels chosen above; the API tries the coop kernel first)
+    let coop: Vec<(&str, CoopTuning, f64)> = cands
+        .iter()
+        .filter_map(|c| match c.knob {
+            Knob::Coop(k) => Some((c.case.as_str(), k, c.ratio_to_copy)),
+            _ => None,
+        })
+        .collect();
+    let coop_cases: Vec<&str> = {
+        let mut v: Vec<&str> = coop.iter().map(|(c, _, _)| *c).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let everywhere: Vec<(CoopTuning, f64)> = coop
+        .iter()
+        .filter(|(_, k, _)| {
+            coop_cases.iter().all(|case| coop.iter().any(|(c, j, _)| c == case && j == k))
+        })
+        .map(|(_, k, r)| (*k, *r))
+        .collect();
+    if let Some(k) = mean_best(everywhere) {
+        let other = |case: &str| {
+            cands
+                .iter()
+                .filter(|c| c.case == case)
+                .filter(|c| match c.knob {
+                    Knob::Online(o) => o == t.online,
+                    Knob::Staged(a, b) => {
+                        t.softmax_staged == Some((a, b)) && !t.softmax_staged_bulk
+                    }
+                    Knob::StagedBulk(a, b) => {
+                        t.softmax_staged == Some((a, b)) && t.softmax_staged_bulk
+                    }
+                    Knob::Cluster(c) => t.softmax_cluster == Some(c),
+                    _ => false,
+                })
+                .map(|c| c.ratio_to_copy)
+                .fold(0.0, f64::max)
+        };
+        let mine =
+            |case: &str| coop.iter().find(|(c, j, _)| *c == case && *j == k).map_or(0.0, |x| x.2);
+        let n = coop_cases.len().max(1) as f64;
+        let c_mean = coop_cases.iter().map(|c| mine(c)).sum::<f64>() / n;
+        let o_mean = coop_cases.iter().map(|c| other(c)).sum::<f64>() / n;
+        t.softmax_coop = (c_mean > o_mean).then_some(k);
     }
     if let Some(u) = mean_best(
         cands
@@ -503,6 +559,19 @@ fn softmax_candidates(
         };
         out.push((label, Knob::Cluster(c), kernel, grid));
     }
+    // the row split over k cooperating blocks (no clusters; one read, one write), timed
+    // through the API: each call allocates and zeroes the counters, as a user's call does
+    if n > reduce::MAX_REGISTER_ROW {
+        for c in CoopTuning::candidates() {
+            let Some((k, chunks)) = c.plan(ty, n) else { continue };
+            out.push((
+                format!("coop, {k} blocks × {} threads × {} elements", c.threads, chunks * vw),
+                Knob::Coop(c),
+                reduce::build_softmax_coop(ty, c.threads, v, k, chunks),
+                Grid::PerRow(k),
+            ));
+        }
+    }
     // fewer rows in flight (their bytes stay in L2 for pass 2)
     for (threads, unroll, n_sm) in
         [(1024u32, 4i64, 1u32), (1024, 2, 1), (512, 4, 1), (512, 4, 2), (256, 4, 2)]
@@ -554,8 +623,8 @@ fn tune_softmax(
     m: i64,
     n: i64,
     ty: ScalarType,
-    reps: usize,
-    copy_gbs: f64,
+    (reps, copy_gbs): (usize, f64),
+    config_filter: Option<&str>,
 ) -> Result<Vec<Candidate>, CliError> {
     let case = format!("softmax {m}x{n} {ty}");
     let layout = TensorLayout::contiguous(ty, vec![m, n])
@@ -581,13 +650,30 @@ fn tune_softmax(
     let sm90 = cuda.gpu().props().compute_capability.0 >= 9;
     let sms = cuda.gpu().props().sm_count.max(1) as u32;
     for (config, knob, kernel, grid) in softmax_candidates(ty, n, v) {
+        if config_filter.is_some_and(|f| !config.contains(f)) {
+            continue;
+        }
         let kernel = kernel.map_err(ops(&case))?;
         if !sm90 && needs_sm90(&kernel) {
             continue; // clusters and bulk copies: sm_90 and later
         }
         let k = CompiledKernel::new(kernel);
         cuda.prepare(&k).map_err(ops(&case))?;
+        // the coop kernel through the API (its counters are allocated and zeroed per call);
+        // the register kernel kept to rows of 256 · 64, so every long row takes the coop
+        let coop = match knob {
+            Knob::Coop(c) => Some(cuda.with_tuning(Tuning {
+                softmax_coop: Some(c),
+                softmax_threads_bf16: 256,
+                softmax_threads_f32: 256,
+                ..cuda.tuning()
+            })),
+            _ => None,
+        };
         let launch = |y: &mut tilekit_cuda::DeviceTensor| -> Result<(), OpsError> {
+            if let Some(c) = &coop {
+                return tilekit_ops::api::softmax_into(c, &x, y);
+            }
             let args = Bindings::new(&k).input("x", &x, cuda)?.output("y", y, cuda)?;
             cuda.launch(&k, [grid.blocks(m as u32, sms), 1, 1], args)
         };
@@ -905,7 +991,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         if a.filter.as_ref().is_some_and(|f| !case.contains(f.as_str())) {
             continue;
         }
-        let c = tune_softmax(&cuda, m, n, ty, a.reps, copy)?;
+        let c = tune_softmax(&cuda, m, n, ty, (a.reps, copy), a.config.as_deref())?;
         let best = c.iter().map(|c| c.ratio_to_copy).fold(0.0, f64::max);
         let t = cuda.tuning();
         // what the API launches with this device's tuning (the Record backend plans it)

@@ -90,3 +90,33 @@ fn transpose_loops_are_chosen_by_their_mean_over_the_permute_and_transpose_cases
     let t = winners(Tuning::default(), &c[..0]);
     assert_eq!((t.transpose_loop_f32, t.transpose_loop_16bit), (one, one));
 }
+
+#[test]
+fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
+    use tilekit_ops::reduce::CoopTuning;
+    let a = CoopTuning { threads: 256, per_thread: 32 };
+    let b = CoopTuning { threads: 512, per_thread: 64 };
+    // `small` ran only on the shorter rows (too many blocks for the longer): it does not compete
+    let small = CoopTuning { threads: 128, per_thread: 16 };
+    let mut c = vec![
+        cand("softmax 65536 f32", Knob::Online(O512), 0.70),
+        cand("softmax 65536 f32", Knob::Coop(a), 0.93),
+        cand("softmax 65536 f32", Knob::Coop(b), 0.95),
+        cand("softmax 65536 f32", Knob::Coop(small), 0.99),
+        cand("softmax 262144 f32", Knob::Online(O512), 0.66),
+        cand("softmax 262144 f32", Knob::Coop(a), 0.92),
+        cand("softmax 262144 f32", Knob::Coop(b), 0.86),
+    ];
+    let base = Tuning { online: O512, softmax_cluster: None, ..Tuning::default() };
+    // a: mean 0.925, b: 0.905; the online kernel: 0.68
+    assert_eq!(winners(base, &c).softmax_coop, Some(a));
+    // a cluster shape chosen for these rows that beats every coop shape keeps the coop off
+    let cl = tilekit_ops::reduce::ClusterTuning::default();
+    c.push(cand("softmax 65536 f32", Knob::Cluster(cl), 0.97));
+    c.push(cand("softmax 262144 f32", Knob::Cluster(cl), 0.95));
+    assert_eq!(winners(base, &c).softmax_cluster, Some(cl));
+    assert_eq!(winners(base, &c).softmax_coop, None);
+    // without coop candidates the tuning's own choice stays
+    let kept = Tuning { softmax_coop: Some(b), ..base };
+    assert_eq!(winners(kept, &c[..1]).softmax_coop, Some(b));
+}

@@ -570,8 +570,16 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             let c = if c.bulk && !aligned { ClusterTuning { bulk: false, ..c } } else { c };
             Some((c, c.plan(ty, n)?))
         });
+        let fits_registers = chunks * vw <= 64;
+        if let Some((c, (blocks, cchunks))) =
+            tune.softmax_coop.filter(|_| !fits_registers).and_then(|c| Some((c, c.plan(ty, n)?)))
+        {
+            // the row split over `blocks` cooperating blocks, each holding its slice in
+            // registers, meeting at a counter in global memory
+            return softmax_coop_into(b, &xv, &mut yv, (ty, v, m), (c.threads, blocks, cchunks));
+        }
         let mut grid = grid;
-        let k = if chunks * (16 / ty.size_bytes() as i64) <= 64 {
+        let k = if fits_registers {
             cached(KernelKey::new("softmax", ty, [v, chunks, threads as i64, 0]), || {
                 crate::reduce::build_softmax_threads(ty, chunks, v, threads)
             })?
@@ -657,6 +665,49 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
         b.launch(&k, grid, args)
     }
+}
+
+/// The cooperative softmax (`reduce::coop`) of `m` rows of `x` into `y`: `k` blocks of
+/// `threads` per row, `chunks` 16-byte chunks per thread, `x` read with vectors of `v`. Its
+/// counters come from [`Backend::zeros`] (zeroed in stream order on a GPU) and its (max, sum)
+/// pairs from [`Backend::empty`], both per call. A `k` above the blocks the device holds at
+/// once (multiprocessors × [`crate::reduce::coop_resident_blocks`]) could deadlock: a typed
+/// error names it.
+fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    y: &mut Y,
+    (ty, v, m): (ScalarType, i64, i64),
+    (threads, k, chunks): (u32, u32, i64),
+) -> Result<()> {
+    let op = "softmax";
+    let per_sm = crate::reduce::coop_resident_blocks(ty, threads, chunks);
+    let resident = i64::from(b.multiprocessors()) * i64::from(per_sm);
+    if i64::from(k) > resident {
+        return Err(OpsError::invalid(
+            op,
+            "blocks per row (cooperative softmax)",
+            k,
+            format!(
+                "at most {resident}: the blocks of a row wait for each other, so all of them \
+                 must fit on the device at once ({} multiprocessors × {per_sm} blocks of \
+                 {threads} threads); tune a shape with more elements per thread",
+                b.multiprocessors()
+            ),
+        ));
+    }
+    let key = KernelKey::new("softmax_coop", ty, [v, chunks, threads as i64, k as i64]);
+    let kern = cached(key, || crate::reduce::build_softmax_coop(ty, threads, v, k, chunks))?;
+    let grid = [grid_u32(op, "rows × blocks per row", m * i64::from(k))?, 1, 1];
+    let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
+    let pairs = 2 * m * i64::from(k);
+    let mut stats = b.empty(ScalarType::F32, &[pairs])?;
+    let args = Bindings::new(&kern)
+        .input("x", x, b)?
+        .output("y", y, b)?
+        .output_ptr("ws", &mut ws, m + 1, b)?
+        .output_ptr("stats", &mut stats, pairs, b)?;
+    b.launch(&kern, grid, args)
 }
 
 fn row_reduce<B: Backend, X: TensorIn<B> + ?Sized>(

@@ -69,6 +69,20 @@ pub trait Backend {
     /// A contiguous tensor whose contents are unspecified (the interpreter fills it with NaN
     /// or all-ones bits, so a kernel that misses an element is caught).
     fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<Self::Tensor>;
+    /// A contiguous tensor of zeros: what ops use for workspaces that must start at zero (the
+    /// counters of the cooperative softmax, `reduce::coop`). The interpreter makes a zeroed
+    /// host buffer; the GPU allocates and clears it in stream order (`cuMemAllocAsync` +
+    /// `cuMemsetD8Async`), so a launch queued after it sees zeros.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// let t = Interp.zeros(ScalarType::U32, &[3]).unwrap();
+    /// assert_eq!(Interp.to_vec::<u32>(&t).unwrap(), vec![0, 0, 0]);
+    /// ```
+    fn zeros(&self, dtype: ScalarType, shape: &[i64]) -> Result<Self::Tensor> {
+        self.from_host(&HostTensor::zeros(dtype, shape)?)
+    }
     /// A copy of a host tensor on this backend.
     #[allow(clippy::wrong_self_convention)] // `self` is the backend the tensor is made on
     fn from_host(&self, t: &HostTensor) -> Result<Self::Tensor>;
@@ -1094,6 +1108,11 @@ impl Backend for Cuda {
 
     fn empty(&self, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {
         DeviceTensor::uninit(&self.gpu, dtype, shape).map_err(cuda)
+    }
+
+    fn zeros(&self, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {
+        // stream-ordered: cuMemAllocAsync + cuMemsetD8Async on this backend's stream
+        DeviceTensor::zeros(&self.gpu, dtype, shape).map_err(cuda)
     }
 
     fn from_host(&self, t: &HostTensor) -> Result<DeviceTensor> {

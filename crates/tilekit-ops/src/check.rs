@@ -702,8 +702,26 @@ pub fn check_named<B: Backend>(
 /// assert_eq!((k.kernel().name.as_str(), grid), ("softmax_stream_cluster", [32, 1, 1]));
 /// ```
 pub fn plan(op: Op, shape: &[i64], dtype: ScalarType) -> Result<(CompiledKernel, [u32; 3])> {
+    plan_tuned(op, shape, dtype, crate::tuning::Tuning::default())
+}
+
+/// [`plan`] on a device with `tuning` (what `tilekit bench` reports for the kernel it timed).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::{check::{plan_tuned, Op}, reduce::CoopTuning, tuning::Tuning};
+/// let t = Tuning { softmax_coop: Some(CoopTuning { threads: 256, per_thread: 32 }), ..Tuning::default() };
+/// let (k, grid) = plan_tuned(Op::named("softmax").unwrap(), &[4, 65536], ScalarType::F32, t).unwrap();
+/// assert_eq!((k.kernel().name.as_str(), grid), ("softmax_coop", [32, 1, 1]));
+/// ```
+pub fn plan_tuned(
+    op: Op,
+    shape: &[i64],
+    dtype: ScalarType,
+    tuning: crate::tuning::Tuning,
+) -> Result<(CompiledKernel, [u32; 3])> {
     validate(op, shape, dtype)?;
-    let rec = Record::new();
+    let rec = Record::with_tuning(tuning);
     let xs = input_shapes(op, shape, dtype)?
         .into_iter()
         .map(|(t, s)| LayoutTensor::contiguous(t, &s))

@@ -29,12 +29,19 @@
 //!   M = max m_j, S = Σ s_j·exp2((m_j − M)·log2 e); y = cast(e · exp2((m_r − M)·log2 e) / S)
 //!   barrier.cluster (no block exits while another may still read its stats)
 //!   one read and one write of the row, as the register kernel, for rows up to C·L
+//!
+//!   cooperative softmax (coop.rs: the row split over k blocks, no clusters)
+//!   block takes ticket t (atom.add, in start order): row t / k, slice t mod k in registers
+//!   (m, s) of the slice → global stats; release add on counter[row]; acquire-wait for k
+//!   M, S from the row's k pairs; y = cast(e · exp2((m − M)·log2 e) / S)   one read, one write
 //! ```
 //!
 //! [`softmax_kernel`] picks the register kernel when the row fits: it reads the row once; the
 //! online kernel reads it twice but takes rows of any length in a fixed number of registers.
 //! `api::softmax` also uses the cluster kernel ([`build_softmax_cluster`]) for rows that fit a
-//! cluster's registers when the device has clusters (see `tuning::ClusterTuning`).
+//! cluster's registers when the device has clusters (see `tuning::ClusterTuning`), and the
+//! cooperative kernel ([`build_softmax_coop`], any device) when the tuning names a
+//! [`CoopTuning`].
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
@@ -52,8 +59,10 @@ use crate::error::{OpsError, Result};
 use crate::host;
 use crate::tile::{block_reduce, View, Window};
 
+pub mod coop;
 pub mod held;
 pub mod persistent;
+pub use coop::{build_softmax_coop, coop_resident_blocks, CoopTuning};
 pub use held::build_softmax_bulk_held;
 pub use persistent::{build_softmax_persistent, resident_blocks};
 
@@ -231,13 +240,7 @@ pub fn build_softmax_threads(ty: ScalarType, chunks: i64, vx: i64, threads: u32)
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
         .cast(&b, ScalarType::F32)?;
-    let m = block_reduce(&b, &t.reduce_thread(&b, BinOp::Max)?, BinOp::Max, scratch)?;
-    let log2e = b.f32(std::f32::consts::LOG2_E);
-    let e = t.map(&b, |b, xv| {
-        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?;
-        Ok(b.unary(UnOp::Exp2Approx, &z)?)
-    })?;
-    let s = block_reduce(&b, &e.reduce_thread(&b, BinOp::Add)?, BinOp::Add, scratch)?;
+    let (e, _, s) = block_exp(&b, &t, scratch, false)?;
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &inv)?))?.cast(&b, ty)?;
     Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
@@ -477,6 +480,36 @@ fn exp_diff(b: &KernelBuilder, a: &Val, m: &Val) -> Result<Val> {
     Ok(b.unary(UnOp::Exp2Approx, &z)?)
 }
 
+/// The block's share of a softmax over the f32 values `t` its threads hold (one block's slice
+/// of a row, or the whole row): `m` = the block's max (with `floor`, at least the lowest finite
+/// f32, so a block whose values are all padding (−∞) gets `e = 0`, `s = 0` instead of
+/// `exp(−∞ − (−∞))`), `e = exp2((t − m)·log2 e)` element by element, `s` = the block's sum of
+/// `e`; both reductions through `scratch` (one f32 per warp). Returns `(e, m, s)`.
+fn block_exp(
+    b: &KernelBuilder,
+    t: &crate::tile::DTile,
+    scratch: tilekit_ir::MemRef,
+    floor: bool,
+) -> Result<(crate::tile::DTile, Val, Val)> {
+    let mx = block_reduce(b, &t.reduce_thread(b, BinOp::Max)?, BinOp::Max, scratch)?;
+    let m = if floor { b.binary(BinOp::Max, &mx, &b.f32(f32::MIN))? } else { mx };
+    let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m)?))?;
+    let s = block_reduce(b, &e.reduce_thread(b, BinOp::Add)?, BinOp::Add, scratch)?;
+    Ok((e, m, s))
+}
+
+/// The row's `(M, S)` from every part's `(m_j, s_j)` (`parts[j] = [m_j, s_j]`): `M = max m_j`,
+/// `S = Σ s_j · exp2((m_j − M)·log2 e)` — each part's sum rescaled to the common max.
+fn combine_pairs(b: &KernelBuilder, parts: &[Vec<Val>]) -> Result<(Val, Val)> {
+    let big_m =
+        crate::tile::tree_reduce(b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
+    let scaled = parts
+        .iter()
+        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(b, &p[0], &big_m)?)?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((big_m.clone(), crate::tile::tree_reduce(b, scaled, BinOp::Add)?))
+}
+
 /// Thread `first` initialises mbarriers `0..count` of `bars` for one arrival each and
 /// publishes them (`fence.mbarrier_init`); then the block synchronises.
 fn init_chunk_barriers(
@@ -561,13 +594,7 @@ fn cluster_combine_at(
     let parts = (0..cluster as i64)
         .map(|j| Ok(b.load_cluster(stats, &Val::lit(j), at, 2)?))
         .collect::<Result<Vec<_>>>()?;
-    let big_m =
-        crate::tile::tree_reduce(b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
-    let scaled = parts
-        .iter()
-        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(b, &p[0], &big_m)?)?))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((big_m.clone(), crate::tile::tree_reduce(b, scaled, BinOp::Add)?))
+    combine_pairs(b, &parts)
 }
 
 /// The two-pass streaming softmax both [`build_softmax_online_tuned`] and
@@ -837,10 +864,7 @@ pub fn build_softmax_cluster(
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
         .cast(&b, ScalarType::F32)?;
-    let mx = block_reduce(&b, &t.reduce_thread(&b, BinOp::Max)?, BinOp::Max, scratch)?;
-    let m = b.binary(BinOp::Max, &mx, &b.f32(f32::MIN))?;
-    let e = t.map(&b, |b, xv| Ok(exp_diff(b, xv, &m)?))?;
-    let s = block_reduce(&b, &e.reduce_thread(&b, BinOp::Add)?, BinOp::Add, scratch)?;
+    let (e, m, s) = block_exp(&b, &t, scratch, true)?;
     let (big_m, big_s) = cluster_combine(&b, "softmax_cluster", stats, cluster, &m, &s)?;
     let f = b.binary(BinOp::Div, &exp_diff(&b, &m, &big_m)?, &big_s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(&b, ty)?;

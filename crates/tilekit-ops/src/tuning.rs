@@ -11,7 +11,8 @@
 //!   Interp ─────────────────────────► Tuning::default() ─────────────────┤
 //!                                                                        ▼
 //!   api::softmax: row ≤ 64 · softmax_threads(dtype) → register kernel with those threads
-//!                 longer rows                        → online kernel with `online`
+//!                 longer rows, softmax_coop set       → the row over k cooperating blocks
+//!                 longer rows                        → staged / cluster / online kernels
 //! ```
 //!
 //! Every entry is a measured winner of `tilekit tune` (bench/RESULTS.md has the sweeps, the
@@ -28,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use tilekit_ir::ScalarType;
 
-use crate::reduce::{ClusterTuning, OnlineTuning};
+use crate::reduce::{ClusterTuning, CoopTuning, OnlineTuning};
 use crate::transpose::{TransposeLoop, MAX_TILES_PER_BLOCK};
 
 /// A saved tuning file that cannot be used.
@@ -156,6 +157,12 @@ pub struct Tuning {
     /// has clusters (sm_90); otherwise the staged or online kernel.
     #[serde(default = "default_cluster")]
     pub softmax_cluster: Option<ClusterTuning>,
+    /// Rows too long for one block's registers are split over cooperating blocks with this
+    /// shape (`reduce::build_softmax_coop`: the row is read once, the blocks meet at a counter
+    /// in global memory; no clusters needed) when set and the row fits
+    /// [`CoopTuning::plan`]; this comes before the staged, cluster and online kernels.
+    #[serde(default)]
+    pub softmax_coop: Option<CoopTuning>,
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
     /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
     pub transpose_micro_16bit: i64,
@@ -181,6 +188,8 @@ impl Default for Tuning {
             softmax_staged: None,
             softmax_staged_bulk: false,
             softmax_cluster: default_cluster(),
+            // not yet measured on a GPU: `tilekit tune` sweeps it, `--save` keeps it if it wins
+            softmax_coop: None,
             transpose_micro_16bit: 8,
             transpose_loop_f32: TransposeLoop::default(),
             transpose_loop_16bit: TransposeLoop::default(),
@@ -324,6 +333,14 @@ impl Tuning {
             }
             if !(2..=16).contains(&c.max_cluster) {
                 return Err(bad("softmax_cluster.max_cluster", i64::from(c.max_cluster)));
+            }
+        }
+        if let Some(c) = t.softmax_coop {
+            if c.threads == 0 || c.threads % 32 != 0 || c.threads > 1024 {
+                return Err(bad("softmax_coop.threads", i64::from(c.threads)));
+            }
+            if !(1..=64).contains(&c.per_thread) {
+                return Err(bad("softmax_coop.per_thread", c.per_thread));
             }
         }
         if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {

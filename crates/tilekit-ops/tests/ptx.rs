@@ -104,3 +104,36 @@ fn the_cluster_softmax_kernels_assemble_for_sm_90() {
         }
     }
 }
+
+#[test]
+fn the_coop_softmax_assembles_without_spills_for_every_tuned_shape() {
+    use tilekit_ir::ScalarType;
+    use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
+    // every shape `tilekit tune` sweeps, at the row lengths of issue 11; no clusters, so every
+    // target (release/acquire atomics are sm_70 and later)
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        for n in [65536i64, 262144] {
+            for c in CoopTuning::candidates() {
+                // small shapes need more than 64 blocks for the longest rows: not planned
+                let Some((k, chunks)) = c.plan(ty, n) else {
+                    assert!(n == 262144 && c.threads * c.per_thread as u32 <= 2048, "{c:?}");
+                    continue;
+                };
+                let kern = build_softmax_coop(ty, c.threads, v, k, chunks).unwrap();
+                for t in Target::ALL {
+                    let ptx = emit_kernel(&kern, t).unwrap();
+                    assert!(ptx.contains("atom.release.gpu.global.add.u32"), "{ty} {c:?}");
+                    assert!(ptx.contains("ld.acquire.gpu.global.u32"), "{ty} {c:?}");
+                    let name = format!("softmax_coop_{}_{}_{}_{k}", ty.name(), c.threads, chunks);
+                    if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
+                        assert!(
+                            report.contains("0 bytes spill stores"),
+                            "{name}: spills\n{report}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

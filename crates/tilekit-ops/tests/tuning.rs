@@ -124,3 +124,36 @@ fn transpose_loops_are_saved_validated_and_default_to_one_tile_per_block() {
         }
     );
 }
+
+#[test]
+fn the_coop_shape_is_saved_validated_and_off_by_default() {
+    use tilekit_ops::reduce::CoopTuning;
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = "Some GPU";
+    assert_eq!(Tuning::default().softmax_coop, None);
+    assert_eq!(Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop, None);
+    let t = Tuning {
+        softmax_coop: Some(CoopTuning { threads: 512, per_thread: 48 }),
+        ..Tuning::default()
+    };
+    let path = t.save(tmp.path(), dev).unwrap();
+    assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));
+    let text = std::fs::read_to_string(&path).unwrap();
+    for (from, to, why) in [
+        ("\"threads\": 512", "\"threads\": 500", "softmax_coop.threads = 500"),
+        ("\"per_thread\": 48", "\"per_thread\": 65", "softmax_coop.per_thread = 65"),
+    ] {
+        assert!(text.contains(from), "{text}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        let e = Tuning::load(tmp.path(), dev).unwrap_err();
+        assert!(
+            matches!(&e, TuningError::Corrupt { why: w, .. } if *w == format!("{why} is out of range")),
+            "{e}"
+        );
+    }
+    // a file written before the coop existed loads with it off
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["tuning"].as_object_mut().unwrap().remove("softmax_coop");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    assert_eq!(Tuning::load(tmp.path(), dev).unwrap().unwrap().0.softmax_coop, None);
+}

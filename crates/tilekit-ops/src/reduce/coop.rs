@@ -1,0 +1,262 @@
+//! Row softmax with each row **split over `k` cooperating blocks** that exchange their
+//! (max, sum) through global memory: no thread-block clusters, one read and one write of every
+//! element (the traffic of a device copy), for rows too long for one block's registers.
+//!
+//! The cluster kernels ([`super::build_softmax_cluster`] and the streaming ones) need blocks
+//! that the hardware schedules together; here any `k` blocks of a row cooperate, wherever they
+//! run. Each block holds its slice of the row in registers, so the row is read once; the blocks
+//! of a row meet at a counter in global memory:
+//!
+//! ```text
+//!   ws (u32, zeroed per launch):  [ ticket | counter[0] counter[1] … counter[rows−1] ]
+//!   stats (f32):                  [ (m, s) of row 0 part 0 | row 0 part 1 | … ]   2·k per row
+//!
+//!   block (any of rows·k):
+//!     thread 0: t = atom.add(ws[0], 1)  ──► shared ──► bar.sync      t = the block's ticket
+//!     row = t / k, part = t mod k        columns [part·L, (part+1)·L) of the row, L = T·V·chunks
+//!     x slice ──► registers (f32); m = block max (≥ lowest f32); e = exp2((x − m)·log2 e); s = Σ e
+//!     thread 0: stats[row, part] = (m, s); fence.acq_rel.gpu; red.release.gpu ws[1 + row] += 1
+//!     all:      spin ld.acquire.gpu ws[1 + row] until it is k
+//!               M = max_j m_j, S = Σ_j s_j · exp2((m_j − M)·log2 e)      the k pairs of the row
+//!               y slice = cast(e · exp2((m − M)·log2 e) / S)
+//! ```
+//!
+//! **Why tickets.** A block waits for the other `k − 1` blocks of its row. If rows were
+//! assigned by block index, a block could wait for a block the GPU has not started and never
+//! will while the waiting ones hold every slot. Tickets are handed out in the order blocks
+//! *start*: when a block holds ticket `t`, every ticket below `t` belongs to a block that
+//! started, so every row below the newest one has all its blocks running or finished, and
+//! only the newest row can have waiting blocks, at most `k − 1` of them. As long as `k` blocks
+//! fit on the GPU at once, one slot is always left to start the next ticket: the kernel cannot
+//! deadlock. `api::softmax` refuses a `k` above the resident blocks
+//! ([`coop_resident_blocks`] × multiprocessors) with a typed error.
+//!
+//! **Ordering.** Thread 0's stores of `(m, s)` come before its release add (the fence and the
+//! release make them visible to whoever acquires the counter); every thread of the row's blocks
+//! reads the pairs only after its own acquire of the count `k`. The interpreter checks exactly
+//! this (release adds and finished acquire waits are happens-before edges of its race checker)
+//! and runs the whole grid as one unit, so its blocks can wait on each other.
+//!
+//! The workspace costs a stream-ordered allocation and memset of `4·(rows + 1)` bytes per call
+//! (`api::softmax` makes it with `Backend::zeros`); `stats` needs no zeroing (every pair is
+//! written before its count is released).
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
+//! let t = CoopTuning { threads: 256, per_thread: 32 };
+//! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
+//! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
+//! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
+//! ```
+
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_layout::Idx;
+
+use crate::dist;
+use crate::error::{OpsError, Result};
+use crate::host;
+use crate::tile::{View, Window};
+
+use super::{block_exp, check_threads, combine_pairs, exp_diff, lit, TYPES};
+
+/// The most blocks one row may be split over.
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::coop::MAX_COOP_BLOCKS, 64);
+/// ```
+pub const MAX_COOP_BLOCKS: u32 = 64;
+
+/// How `api::softmax` splits rows too long for one block's registers over cooperating blocks
+/// ([`build_softmax_coop`]): `threads` per block, each thread holding at most `per_thread`
+/// elements of the row (a multiple of 16 bytes' worth, at most 64). [`CoopTuning::plan`] picks
+/// the number of blocks per row `k` for a row length.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::CoopTuning;
+/// let t = CoopTuning { threads: 512, per_thread: 32 };
+/// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
+/// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct CoopTuning {
+    /// Threads per block (a multiple of 32, at most 1024).
+    pub threads: u32,
+    /// Most elements of the row a thread holds in registers (1..=64).
+    pub per_thread: i64,
+}
+
+impl CoopTuning {
+    /// The shapes `tilekit tune` sweeps: 128 to 1024 threads × 16, 32 or 64 elements a
+    /// thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread: ptxas spills
+    /// the slice).
+    ///
+    /// ```
+    /// let c = tilekit_ops::reduce::CoopTuning::candidates();
+    /// assert_eq!(c.len(), 11);
+    /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
+    /// ```
+    pub fn candidates() -> Vec<CoopTuning> {
+        let mut v = Vec::new();
+        for threads in [128u32, 256, 512, 1024] {
+            for per_thread in [16i64, 32, 64] {
+                if threads * per_thread as u32 <= 32768 {
+                    v.push(CoopTuning { threads, per_thread });
+                }
+            }
+        }
+        v
+    }
+
+    /// `(k, chunks)` for rows of `n` elements of `ty`: the fewest blocks `k` whose threads hold
+    /// the row at `per_thread` elements each, then the fewest chunks of `threads · V` elements
+    /// per block that cover the row with those `k` blocks (V = 16 bytes / element size).
+    /// `None` when `n < 1` or the row needs more than [`MAX_COOP_BLOCKS`] blocks.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64 };
+    /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
+    /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
+    /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
+    /// ```
+    pub fn plan(&self, ty: ScalarType, n: i64) -> Option<(u32, i64)> {
+        let v = 16 / ty.size_bytes() as i64;
+        let max_chunks = (self.per_thread.min(64) / v).max(1);
+        let per_chunk = self.threads as i64 * v;
+        if n < 1 || per_chunk < 1 {
+            return None;
+        }
+        let k = (n + max_chunks * per_chunk - 1) / (max_chunks * per_chunk);
+        if k > MAX_COOP_BLOCKS as i64 {
+            return None;
+        }
+        let chunks = (n + k * per_chunk - 1) / (k * per_chunk);
+        Some((k as u32, chunks))
+    }
+}
+
+/// How many blocks of the coop kernel with `threads` threads and `chunks` chunks of 16 bytes
+/// per thread one SM holds at once, estimated from registers (65536 per SM: the held elements
+/// as f32 plus 56 for addresses and reductions, rounded up to 8, at most 255 per thread),
+/// threads (2048 per SM) and blocks (32 per SM); at least 1. Conservative where it matters:
+/// ptxas (CUDA 13.0, sm_90a) gives the candidate shapes 42–118 registers, at most the
+/// estimate, and a kernel that needs fewer registers only makes more blocks resident.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_resident_blocks;
+/// assert_eq!(coop_resident_blocks(ScalarType::F32, 256, 8), 2);   // 88 registers: 65536 / (256 · 88)
+/// assert_eq!(coop_resident_blocks(ScalarType::F32, 1024, 16), 1);
+/// assert_eq!(coop_resident_blocks(ScalarType::BF16, 128, 1), 8);   // 64 registers
+/// ```
+pub fn coop_resident_blocks(ty: ScalarType, threads: u32, chunks: i64) -> u32 {
+    let v = 16 / ty.size_bytes() as i64;
+    let regs = ((chunks * v + 56 + 7) / 8 * 8).min(255) as u32;
+    let threads = threads.max(1);
+    let by_regs = 65536 / (threads * regs);
+    let by_threads = 2048 / threads;
+    by_regs.min(by_threads).clamp(1, 32)
+}
+
+/// Row softmax with each row split over `k` cooperating blocks (see the [module docs](self)):
+/// block part `p` of a row holds columns `[p·L, (p+1)·L)` in registers (`L = threads · V ·
+/// chunks`, V = 16 bytes / element size), the blocks exchange their (max, sum) through global
+/// memory (`stats`) and meet at a per-row counter (`ws`) with release/acquire atomics. Params
+/// `x`, `y` (2-D, same type), `ws` (u32, `1 + rows` elements, **zero** at launch), `stats`
+/// (f32, `2 · k · rows` elements); launch on `k · rows` blocks along x. Columns past `k · L`
+/// are not written (`api::softmax` picks a covering shape, [`CoopTuning::plan`]); `x` is read
+/// with vectors of `vx` elements.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::build_softmax_coop;
+/// let k = build_softmax_coop(ScalarType::BF16, 512, 8, 4, 4).unwrap();
+/// assert_eq!((k.name.as_str(), k.block_dim, k.cluster_dim), ("softmax_coop", [512, 1, 1], [1, 1, 1]));
+/// let text = k.to_string();
+/// assert!(text.contains("atom.release.gpu.global.add.u32") && text.contains("fence.acq_rel.gpu"));
+/// assert!(build_softmax_coop(ScalarType::F32, 512, 4, 0, 4).is_err());   // k = 0
+/// assert!(build_softmax_coop(ScalarType::F32, 512, 4, 4, 17).is_err());  // 68 elements a thread
+/// assert!(build_softmax_coop(ScalarType::F16, 512, 8, 4, 4).is_err());
+/// ```
+pub fn build_softmax_coop(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    chunks: i64,
+) -> Result<Kernel> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
+    if !(1..=MAX_COOP_BLOCKS).contains(&k) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "blocks per row",
+            k,
+            format!("1..={MAX_COOP_BLOCKS}"),
+        ));
+    }
+    let v = 16 / ty.size_bytes() as i64;
+    if chunks < 1 || chunks * v > 64 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks",
+            chunks,
+            format!("1..={} (at most 64 elements per thread)", 64 / v),
+        ));
+    }
+    let name = "softmax_coop";
+    let len = threads as i64 * v * chunks;
+    let kk = k as i64;
+    let b = KernelBuilder::new(name, [threads, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let ws = b.ptr_param("ws", ScalarType::U32)?;
+    let stats = b.ptr_param("stats", ScalarType::F32)?;
+    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let slot = b.shared("ticket", ScalarType::U32, 1)?;
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
+    b.note(format!("{name}: thread 0 takes the next ticket (tickets follow the blocks' start)"));
+    b.if_then(&first, |b| {
+        let t = b.atomic_add(ws, &Val::lit(0), &Val::lit(1), false)?;
+        b.store(slot, &Val::lit(0), &[t], None)
+    })?;
+    b.barrier();
+    let ticket = b.load(slot, &Val::lit(0), 1, None)?.remove(0);
+    let index_ty = b.block_id(Axis::X).ty().unwrap_or(ScalarType::I32);
+    let ticket = b.cvt(&ticket, index_ty)?;
+    let row = ticket.clone() / Val::lit(kk);
+    let part = ticket % Val::lit(kk);
+    let d = dist::row_major(1, len, threads as i64, v)?;
+    let origin = [row.clone(), part.clone() * Val::lit(len)];
+    let xv = View::global(&x, vx)?.pad(&[1, len])?;
+    let yv = View::global(&y, vx)?.pad(&[1, len])?;
+    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    b.note(format!("{name}: this block's slice in registers, its max and sum"));
+    let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
+        .load_or(&b, &ninf)?
+        .cast(&b, ScalarType::F32)?;
+    let (e, m, s) = block_exp(&b, &t, scratch, true)?;
+    let counter = row.clone() + Val::lit(1);
+    b.note(format!("{name}: thread 0 publishes (max, sum), then counts the block in (release)"));
+    b.if_then(&first, |b| {
+        let at = (row.clone() * Val::lit(kk) + part.clone()) * Val::lit(2);
+        b.store(stats, &at, &[m.clone(), s.clone()], None)?;
+        b.fence_gpu();
+        b.atomic_add(ws, &counter, &Val::lit(1), true)?;
+        Ok(())
+    })?;
+    b.note(format!("{name}: wait (acquire) until all {k} blocks of the row are counted"));
+    b.wait_acquire(ws, &counter, &Val::lit(kk))?;
+    let parts = (0..kk)
+        .map(|j| {
+            Ok(b.load(stats, &((row.clone() * Val::lit(kk) + Val::lit(j)) * Val::lit(2)), 2, None)?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (big_m, big_s) = combine_pairs(&b, &parts)?;
+    let f = b.binary(BinOp::Div, &exp_diff(&b, &m, &big_m)?, &big_s)?;
+    let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(&b, ty)?;
+    Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
+    Ok(b.finish()?)
+}
