@@ -54,3 +54,40 @@ fn bench_rejects_unknown_kernels() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("10 is not in 100..=10000000"), "{out}");
 }
+
+#[test]
+fn tune_gemm_checks_its_arguments_before_the_gpu() {
+    // bad arguments are named whether or not a GPU is present (usage errors: exit code 2)
+    for (args, want) in [
+        (&["tune", "gemm"][..], "--shape \"\" is invalid: `tune gemm` needs the problem, MxNxK"),
+        (
+            &["tune", "gemm", "--shape", "64x64"],
+            "--shape \"64x64\" is invalid: MxNxK with M, N, K ≥ 1",
+        ),
+        (
+            &["tune", "gemm", "--shape", "64x64x64", "--dtype", "f32"],
+            "--dtype \"f32\" is invalid: bf16 or f16",
+        ),
+        (
+            &["tune", "gemm", "--shape", "64x64x64", "--out", "f64"],
+            "--out \"f64\" is invalid: f32, or `same`",
+        ),
+    ] {
+        let (code, out) = tilekit(args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(out.contains(want), "{args:?}: {out}");
+    }
+    let (code, out) = tilekit(&["tune", "nonsense"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("invalid value 'nonsense' for '[KERNEL]'"), "{out}");
+    // a good request: the tuner's table on a Hopper GPU, the reason without one
+    let (code, out) = tilekit(&["tune", "gemm", "--shape", "256x256x128", "--reps", "2"]);
+    if out.contains("no usable GPU") {
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains("no usable GPU for `tune gemm`"), "{out}");
+    } else {
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("class `bf16>f32 tn m256 n256 k128`"), "{out}");
+        assert!(out.contains("[heuristic]"), "{out}");
+    }
+}

@@ -36,6 +36,7 @@ pub mod sfc;
 pub mod show;
 pub mod svg;
 pub mod tune;
+pub mod tune_gemm;
 
 pub use error::CliError;
 

@@ -30,6 +30,19 @@ use crate::{outln, CliError};
 /// Arguments of `tilekit tune`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
+    /// What to tune: `memory` (the memory-bound kernels' launch shapes, every case below) or
+    /// `gemm` (the Hopper GEMM's tile configuration for `--shape`).
+    #[arg(default_value = "memory", value_parser = ["memory", "gemm"])]
+    pub kernel: String,
+    /// `gemm`: the problem `MxNxK` (C = A·Wᵀ with A M×K and W N×K row-major).
+    #[arg(long)]
+    pub shape: Option<String>,
+    /// `gemm`: A's and W's element type, bf16 or f16.
+    #[arg(long, default_value = "bf16")]
+    pub dtype: String,
+    /// `gemm`: C's element type, `f32` (what `api::gemm` returns) or `same` (the input type).
+    #[arg(long, default_value = "f32")]
+    pub out: String,
     /// Only cases whose name contains this text (e.g. `softmax bf16`).
     #[arg(long)]
     pub filter: Option<String>,
@@ -979,6 +992,9 @@ fn print_case(c: &[Candidate]) -> Result<(), CliError> {
 
 /// Runs `tilekit tune`.
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    if a.kernel == "gemm" {
+        return crate::tune_gemm::run(a);
+    }
     let cuda = Cuda::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "tune".into(), reason: e.to_string() })?;
     let name = cuda.gpu().props().name.clone();
