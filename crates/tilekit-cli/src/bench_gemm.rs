@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use tilekit_cuda::blas::{time_gemm_lt, LtSpec, Order};
 use tilekit_cuda::Gpu;
+use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend as _, Cuda};
 use tilekit_ops::bind::{map_arg, Bindings};
@@ -130,6 +131,8 @@ const fn sm90(
         persistent,
         raster,
         epilogue,
+        a_major: Major::K,
+        b_major: Major::K,
     }
 }
 

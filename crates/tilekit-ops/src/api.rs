@@ -15,7 +15,7 @@
 //!   row_sum / row_max / softmax  rows = all dims but the last (merged), one block per row
 //!   add / mul / maximum          numpy broadcasting (stride-0 views), any strides
 //!   morton / unmorton            tiled Morton order of an H × W image (padded tiles)
-//!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (Hopper kernel for B = Wᵀ views; mma.sync)
+//!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (Hopper kernel, any transposes; mma.sync)
 //!   attention                    softmax(Q·Kᵀ·scale)·V and the LSE, Hopper (TMA + wgmma)
 //! ```
 //!
@@ -1158,24 +1158,45 @@ pub fn unmorton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
 
 // -------------------------------------------------------------------------------------- gemm
 
-/// Whether [`gemm_into`] runs the Hopper kernel ([`crate::gemm_sm90`]): a backend that runs
-/// sm_90a, A with unit column stride and B a `K × N` view with unit *row* stride (the
-/// transpose of an `N × K` row-major matrix, e.g. a linear layer's weight `w.t()`), both row
-/// pitches multiples of 16 bytes (TMA), and C's row pitch even (column pairs).
-fn sm90_takes<B: Backend>(b: &B, al: &TensorLayout, bl: &TensorLayout, cl: &TensorLayout) -> bool {
-    let (sa, sb, sc) = (al.strides(), bl.strides(), cl.strides());
-    b.hopper()
-        && (sa[1] == 1 || al.shape()[1] == 1)
-        && sa[0] % 8 == 0
-        && (sb[0] == 1 || bl.shape()[0] == 1)
-        && sb[1] % 8 == 0
-        && (sc[1] == 1 || cl.shape()[1] == 1)
-        && sc[0] % 2 == 0
+/// The contiguous axis of an operand `rows × cols` whose *K* dim is `k_dim` (1 for A, 0 for B),
+/// as the Hopper kernel reads it: [`Major::K`] when K has unit stride, [`Major::MN`] when the
+/// other dim has; the other stride (the pitch) must be a multiple of 16 bytes (TMA).
+fn sm90_major(l: &TensorLayout, k_dim: usize) -> Option<tilekit_ir::wgmma::Major> {
+    use tilekit_ir::wgmma::Major;
+    let (sh, st) = (l.shape(), l.strides());
+    let pitch_ok = |d: usize| st[d] % 8 == 0;
+    let mn_dim = 1 - k_dim;
+    if (st[k_dim] == 1 || sh[k_dim] == 1) && pitch_ok(mn_dim) {
+        Some(Major::K)
+    } else if (st[mn_dim] == 1 || sh[mn_dim] == 1) && pitch_ok(k_dim) {
+        Some(Major::MN)
+    } else {
+        None
+    }
 }
 
-/// The Hopper GEMM on `A · B` (B read as its `N × K` transpose through a tensor map) into f32
-/// C: persistent, grouped tile order, bn 256 with the register epilogue (the f32 C tile of the
-/// TMA-store epilogue does not fit beside a 256-wide ring).
+/// Whether [`gemm_into`] runs the Hopper kernel ([`crate::gemm_sm90`]), and with which operand
+/// majors: a backend that runs sm_90a, A and B each with K or M / N contiguous (any of the
+/// four transposes; `w.t()` of a linear layer's weight is B K-major) and the other pitch a
+/// multiple of 16 bytes (TMA), and C's row pitch even (column pairs).
+fn sm90_takes<B: Backend>(
+    b: &B,
+    al: &TensorLayout,
+    bl: &TensorLayout,
+    cl: &TensorLayout,
+) -> Option<(tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major)> {
+    let sc = cl.strides();
+    let c_ok = (sc[1] == 1 || cl.shape()[1] == 1) && sc[0] % 2 == 0;
+    if !b.hopper() || !c_ok {
+        return None;
+    }
+    Some((sm90_major(al, 1)?, sm90_major(bl, 0)?))
+}
+
+/// The Hopper GEMM on `A · B` into f32 C: each operand read through a tensor map over its
+/// K-major (`M × K`, `N × K`) or MN-major (`K × M`, `K × N`) storage; persistent, grouped tile
+/// order, bn 256 with the register epilogue (the f32 C tile of the TMA-store epilogue does
+/// not fit beside a 256-wide ring).
 fn gemm_sm90_into<
     B: Backend,
     X: TensorIn<B> + ?Sized,
@@ -1187,8 +1208,10 @@ fn gemm_sm90_into<
     bm: &Z,
     c: &mut Y,
     (m, n, k): (i64, i64, i64),
+    (a_major, b_major): (tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major),
 ) -> Result<()> {
     use crate::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
+    use tilekit_ir::wgmma::Major;
     let cfg = GemmConfig {
         input: a.layout().dtype(),
         output: ScalarType::F32,
@@ -1198,13 +1221,18 @@ fn gemm_sm90_into<
         persistent: true,
         raster: Raster::Grouped(8),
         epilogue: Epilogue::Registers,
+        a_major,
+        b_major,
     };
-    let key = KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, 1, 8]);
+    let majors = i64::from(a_major == Major::MN) | i64::from(b_major == Major::MN) << 1;
+    let key = KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, 1 | majors << 8, 8]);
     let kc = cached(key, || build_gemm_sm90(cfg))?;
     let grid = launch_grid(&cfg, m, n, b.multiprocessors())?;
+    // the maps run over the operands' storage order: A M×K or K×M, B N×K or K×N
+    let perm = |major| if major == Major::K { [0, 1] } else { [1, 0] };
     let args = Bindings::new(&kc)
-        .input_mapped("a", "am", a, b)?
-        .input_mapped_permuted("b", "bm", bm, &[1, 0], b)?
+        .input_mapped_permuted("a", "am", a, &perm(a_major), b)?
+        .input_mapped_permuted("b", "bm", bm, &perm(b_major).map(|d| 1 - d), b)?
         .output("c", c, b)?
         .int("k", k)?;
     b.launch(&kc, grid, args)
@@ -1212,12 +1240,12 @@ fn gemm_sm90_into<
 
 /// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores.
 ///
-/// Where B is the transpose of an `N × K` row-major matrix (a `K × N` view with unit row
-/// stride: `w.t()` of a linear layer's weight) and the backend runs sm_90a (a Hopper GPU, or
-/// the interpreter), any M, N, K run on the Hopper kernel ([`crate::gemm_sm90`]: TMA, wgmma,
-/// persistent), as long as A's and B's row pitches are multiples of 16 bytes. Otherwise
-/// (row-major B) the `mma.sync` kernel takes M, N and K multiples of its block tile (64, 64,
-/// 32).
+/// Where the backend runs sm_90a (a Hopper GPU, or the interpreter) and A and B each have K
+/// or M / N contiguous — row-major or transposed views, any of the four combinations
+/// (row-major A and B; `w.t()` of a linear layer's `N × K` weight) — with the other pitch a
+/// multiple of 16 bytes, any M, N, K run on the Hopper kernel ([`crate::gemm_sm90`]: TMA,
+/// wgmma, persistent). Otherwise the `mma.sync` kernel takes row-major operands with M, N and
+/// K multiples of its block tile (64, 64, 32).
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -1297,8 +1325,8 @@ pub fn gemm_into<
         ));
     }
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
-    if sm90_takes(b, &al, &bl, c.layout()) {
-        return gemm_sm90_into(b, a, bm, c, (m, n, k));
+    if let Some(majors) = sm90_takes(b, &al, &bl, c.layout()) {
+        return gemm_sm90_into(b, a, bm, c, (m, n, k), majors);
     }
     let (bm_, bn_, bk_) = crate::gemm::TILE;
     for (name, v, t) in [("M", m, bm_), ("N", n, bn_), ("K", k, bk_)] {

@@ -48,13 +48,27 @@
 //!   shared: S stages of { A tile 128×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
 //!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, 128 × BN outputs
+//!
+//!   operand majors (GemmConfig::a_major / b_major; K-major is the picture above):
+//!     K-major  A stored M×K, B stored N×K: one box (64 along K) × rows, descriptor(rows, 64)
+//!     MN-major A stored K×M (column-major), B stored K×N (row-major): the tile is slabs of
+//!              64 MN-columns × 64 K-rows, one TMA box each at (mn0 + 64·j, k0), slab j at
+//!              element 64·64·j — HopperSwizzle::B128.descriptor_atoms(64, width, 2), the
+//!              swizzle on the MN side; wgmma reads it MN-major (trans-a / trans-b = 1):
+//!                LBO = the slab stride (8 KiB), SBO = 8 K-rows (1 KiB)
+//!              A: slab h is consumer warpgroup h's 64 rows (at the K-major tile's offset)
+//!     k-major A, B    (TN)  A·Bᵀ with B = a weight N×K     ┌ slab 0 ┬ slab 1 ┐ B MN-major,
+//!     k-major A, MN B (NN)  plain row-major A and B        │ n 0..64│64..128 │ bn 128: two
+//!     MN A, k-major B (TT)  ...                            │ k 0..64│ k 0..64│ boxes a stage
+//!     MN A, MN B      (NT)                                 └────────┴────────┘
 //! ```
 //!
 //! Edges: TMA fills the parts of a box outside A or B with zeros (so K need not be a multiple
 //! of 64, nor M, N of the tile); the register stores of C are masked, the TMA stores clipped at
 //! C's far edges (dim 0 at 16-byte granularity, so the TMA epilogue needs C's row pitch a
 //! multiple of 16 bytes — its tensor map refuses others at binding). TMA needs 16-byte aligned
-//! rows of A and B: K a multiple of 8 elements.
+//! rows of A and B: the pitch of the stored rows (K for K-major, M or N for MN-major) a
+//! multiple of 8 elements.
 //!
 //! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
 //! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
@@ -75,6 +89,9 @@ use crate::error::{OpsError, Result};
 pub const BM: i64 = 128;
 /// K per stage (one 128-byte swizzle row of 16-bit elements).
 pub const BK: i64 = 64;
+/// MN-columns of a slab of an MN-major tile (one 128-byte swizzle row of 16-bit elements; one
+/// TMA box of `SLAB × BK` each).
+pub const SLAB: i64 = 64;
 
 /// The order in which a [`GemmConfig::persistent`] kernel's blocks (or a non-persistent grid)
 /// walk the tiles of C.
@@ -216,6 +233,12 @@ pub struct GemmConfig {
     pub raster: Raster,
     /// How C is written.
     pub epilogue: Epilogue,
+    /// A's contiguous axis in global memory: [`Major::K`] (A row-major, `M × K`) or
+    /// [`Major::MN`] (A column-major: stored `K × M`, M contiguous).
+    pub a_major: Major,
+    /// B's contiguous axis in global memory: [`Major::K`] (B stored `N × K` row-major, "TN")
+    /// or [`Major::MN`] (B stored `K × N` row-major, N contiguous, "NN").
+    pub b_major: Major,
 }
 
 impl Default for GemmConfig {
@@ -229,6 +252,8 @@ impl Default for GemmConfig {
             persistent: false,
             raster: Raster::Linear,
             epilogue: Epilogue::Registers,
+            a_major: Major::K,
+            b_major: Major::K,
         }
     }
 }
@@ -257,6 +282,12 @@ impl GemmConfig {
         }
         if self.epilogue == Epilogue::Tma {
             s += ", tma store";
+        }
+        if self.a_major == Major::MN {
+            s += ", A MN-major";
+        }
+        if self.b_major == Major::MN {
+            s += ", B MN-major";
         }
         s
     }
@@ -411,8 +442,9 @@ fn lit(v: i64) -> Val {
 }
 
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
-/// (pointers; A is M×K, B is N×K, both row-major), `am`, `bm` (their tensor maps: boxes of
-/// 64 × 128 and 64 × BN with the 128-byte swizzle), `c` (a 2-D tensor M×N of the output type,
+/// (pointers; K-major: A is M×K, B is N×K, both row-major; MN-major: A is K×M, B is K×N,
+/// row-major), `am`, `bm` (their tensor maps over that storage: K-major boxes of 64 × 128 and
+/// 64 × BN, MN-major boxes of 64 × 64, with the 128-byte swizzle), `c` (a 2-D tensor M×N of the output type,
 /// any row stride), with [`Epilogue::Tma`] also `cm` (C's tensor map: boxes of 128 bytes ×
 /// 128 rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
 /// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
@@ -433,16 +465,19 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let b = KernelBuilder::new("gemm_sm90", [384, 1, 1])?;
     let ga = b.ptr_param("a", elem)?;
     let gb = b.ptr_param("b", elem)?;
-    let am = b.tensor_map_param(
-        "am",
-        ga,
-        TensorMapSpec::new(elem, &[BK as u32, BM as u32], TmaSwizzle::B128, OobFill::Zero)?,
-    )?;
-    let bmap = b.tensor_map_param(
-        "bm",
-        gb,
-        TensorMapSpec::new(elem, &[BK as u32, bn as u32], TmaSwizzle::B128, OobFill::Zero)?,
-    )?;
+    // an MN-major operand's tile is slabs of SLAB MN-columns × BK K-rows (one 128-byte swizzle
+    // row of MN each), one TMA box a slab: the map's box is derived from the slab's layout
+    let slab = HopperSwizzle::B128.descriptor(BK, SLAB, eb)?;
+    let spec = |major: Major, rows: i64| match major {
+        Major::K => {
+            TensorMapSpec::new(elem, &[BK as u32, rows as u32], TmaSwizzle::B128, OobFill::Zero)
+        }
+        Major::MN => {
+            TensorMapSpec::from_layout(elem, &[SLAB as u32, BK as u32], &slab, OobFill::Zero)
+        }
+    };
+    let am = b.tensor_map_param("am", ga, spec(cfg.a_major, BM)?)?;
+    let bmap = b.tensor_map_param("bm", gb, spec(cfg.b_major, bn)?)?;
     let c = b.tensor_param("c", cfg.output, 2)?;
     // the C tile of the TMA epilogue: bn / cw column blocks of BM rows × 128 bytes, each the
     // box image of C's map with the 128-byte swizzle (a fragment row's 4 lanes fill one
@@ -470,13 +505,20 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         Raster::Hilbert => Some(b.ptr_param("order", ScalarType::I32)?),
         _ => None,
     };
-    // the tiles: TMA box images with the 128-byte swizzle, and the wgmma views of them
-    let a_layout = HopperSwizzle::B128.descriptor(64, BK, eb)?;
-    let b_layout = HopperSwizzle::B128.descriptor(bn, BK, eb)?;
+    // the tiles: TMA box images with the 128-byte swizzle, and the wgmma views of them (a
+    // consumer's A: 64 rows of M; MN-major, that is one slab; B MN-major: bn / SLAB slabs)
+    let a_layout = match cfg.a_major {
+        Major::K => HopperSwizzle::B128.descriptor(64, BK, eb)?,
+        Major::MN => slab.clone(),
+    };
+    let b_layout = match cfg.b_major {
+        Major::K => HopperSwizzle::B128.descriptor(bn, BK, eb)?,
+        Major::MN => HopperSwizzle::B128.descriptor_atoms(BK, bn, eb)?,
+    };
     let ma =
-        SmemMatrix::from_layout(&a_layout, Major::K, elem).map_err(tilekit_ir::IrError::from)?;
+        SmemMatrix::from_layout(&a_layout, cfg.a_major, elem).map_err(tilekit_ir::IrError::from)?;
     let mb =
-        SmemMatrix::from_layout(&b_layout, Major::K, elem).map_err(tilekit_ir::IrError::from)?;
+        SmemMatrix::from_layout(&b_layout, cfg.b_major, elem).map_err(tilekit_ir::IrError::from)?;
     let (a_elems, b_elems) = (BM * BK, bn * BK);
     let sa = b.shared("a_ring", elem, (stages * a_elems) as usize)?;
     let sb = b.shared("b_ring", elem, (stages * b_elems) as usize)?;
@@ -558,22 +600,20 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
                         let k0 = i32v(b, &(kt.clone() * lit(BK)))?;
-                        b.tensor_load(
-                            sa,
-                            &(s.clone() * lit(a_elems)),
-                            am,
-                            &[k0.clone(), m0.clone()],
-                            full,
-                            &s,
-                        )?;
-                        b.tensor_load(
-                            sb,
-                            &(s.clone() * lit(b_elems)),
-                            bmap,
-                            &[k0, n0.clone()],
-                            full,
-                            &s,
-                        )?;
+                        // a K-major tile is one box at (k0, mn0); an MN-major one a box per
+                        // slab at (mn0 + j·SLAB, k0), slab j at element j·SLAB·BK of the tile
+                        let load = |mem, at: Val, map, major, mn0: &Val, rows: i64| match major {
+                            Major::K => {
+                                b.tensor_load(mem, &at, map, &[k0.clone(), mn0.clone()], full, &s)
+                            }
+                            Major::MN => (0..rows / SLAB).try_for_each(|j| {
+                                let x = mn0.clone() + lit(j * SLAB);
+                                let at = at.clone() + lit(j * SLAB * BK);
+                                b.tensor_load(mem, &at, map, &[x, k0.clone()], full, &s)
+                            }),
+                        };
+                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &m0, BM)?;
+                        load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn)?;
                         Ok(vec![])
                     })?;
                     Ok(())
@@ -583,7 +623,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         },
         |b| {
             b.setmaxnreg(true, 232)?;
-            let shape = WgmmaShape::new(ty, bn as u32)?;
+            let (ta, tb) = (cfg.a_major == Major::MN, cfg.b_major == Major::MN);
+            let shape = WgmmaShape::new(ty, bn as u32)?.transposed(ta, tb)?;
             let half = wg.clone() - lit(1);
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
             let (warp, lane) = (t.clone() / lit(32), t % lit(32));

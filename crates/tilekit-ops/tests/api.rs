@@ -51,6 +51,8 @@ on_backends!(
     morton_roundtrip,
     gemm_tiles,
     gemm_hopper_weights,
+    gemm_every_layout,
+    gemm_refuses_a_pitch_no_kernel_reads,
     typed_errors,
 );
 
@@ -323,6 +325,69 @@ fn gemm_hopper_weights<B: Backend>(b: &B) {
             tilekit_ops::gemm::gemm_tolerance(k),
         );
     }
+}
+
+/// An `r × c` operand as a view of random storage: row-major, or (`transposed`) the
+/// transpose of a row-major `c × r` tensor (unit row stride); with its values in logical order.
+fn operand<B: Backend>(
+    b: &B,
+    ty: ScalarType,
+    (r, c): (i64, i64),
+    transposed: bool,
+    seed: u64,
+) -> (B::Tensor, Vec<f64>) {
+    if transposed {
+        let t = random(ty, &[c, r], seed);
+        let v = values(&t.transpose(0, 1).unwrap());
+        (view(b, &b.from_host(&t).unwrap(), |l| l.transpose(0, 1)), v)
+    } else {
+        let t = random(ty, &[r, c], seed);
+        let v = values(&t);
+        (b.from_host(&t).unwrap(), v)
+    }
+}
+
+/// All four transposes of A and B (row-major B included: "NN") on the Hopper kernel, M, N, K
+/// off its tiles and off the mma.sync tiles (so only the Hopper kernel can pass), vs f64.
+fn gemm_every_layout<B: Backend>(b: &B) {
+    for (i, (ty, (m, n, k))) in
+        [(BF16, (136, 72, 80)), (F16, (64, 200, 88))].into_iter().enumerate()
+    {
+        for (j, (a_t, b_t)) in
+            [(false, false), (false, true), (true, false), (true, true)].into_iter().enumerate()
+        {
+            let seed = 120 + 10 * i as u64 + 2 * j as u64;
+            let (a, av) = operand(b, ty, (m, k), a_t, seed);
+            let (z, zv) = operand(b, ty, (k, n), b_t, seed + 1);
+            let c = api::gemm(b, &a, &z).unwrap();
+            let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+            let want: Vec<f64> = (0..mu * nu)
+                .map(|ij| (0..ku).map(|x| av[ij / nu * ku + x] * zv[x * nu + ij % nu]).sum())
+                .collect();
+            check(
+                &format!(
+                    "gemm {ty} {m}x{n}x{k} A{} B{}",
+                    ["", "ᵀ"][a_t as usize],
+                    ["", "ᵀ"][b_t as usize]
+                ),
+                &values(&b.to_host(&c).unwrap()),
+                &want,
+                tilekit_ops::gemm::gemm_tolerance(k),
+            );
+        }
+    }
+}
+
+/// A's row pitch of 36 f16 (72 bytes) is neither a tensor map's (16-byte pitches) nor the
+/// mma.sync kernel's (8-element vectors): a typed error naming the rule, not a wrong result.
+fn gemm_refuses_a_pitch_no_kernel_reads<B: Backend>(b: &B) {
+    let (m, n, k) = (64, 64, 32);
+    let wide = b.from_host(&random(F16, &[m, 36], 132)).unwrap();
+    let a = view(b, &wide, |l| l.narrow(1, 0, k));
+    let z = b.from_host(&random(F16, &[k, n], 131)).unwrap();
+    let e = api::gemm(b, &a, &z).unwrap_err();
+    assert!(matches!(e, OpsError::Bind { .. }), "{e:?}");
+    assert!(e.to_string().contains("strides [36, 1]"), "{e}");
 }
 
 fn typed_errors<B: Backend>(b: &B) {
