@@ -24,7 +24,8 @@ use tilekit_ops::backend::{Backend as _, Cuda};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
-    build_gemm_sm90, hilbert_order, launch_grid, Epilogue, GemmConfig, Raster, BM,
+    build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig,
+    Raster, BM,
 };
 use tilekit_ops::host;
 
@@ -133,6 +134,7 @@ const fn sm90(
         epilogue,
         a_major: Major::K,
         b_major: Major::K,
+        op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
     }
 }
 

@@ -16,6 +16,7 @@
 //!   add / mul / maximum          numpy broadcasting (stride-0 views), any strides
 //!   morton / unmorton            tiled Morton order of an H × W image (padded tiles)
 //!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (Hopper kernel, any transposes; mma.sync)
+//!   gemm_ex                      act(α·A·B + β·C + bias) → C f32 / bf16 / f16, fused in the Hopper kernel's epilogue
 //!   attention                    softmax(Q·Kᵀ·scale)·V and the LSE, Hopper (TMA + wgmma)
 //! ```
 //!
@@ -1193,10 +1194,11 @@ fn sm90_takes<B: Backend>(
     Some((sm90_major(al, 1)?, sm90_major(bl, 0)?))
 }
 
-/// The Hopper GEMM on `A · B` into f32 C: each operand read through a tensor map over its
-/// K-major (`M × K`, `N × K`) or MN-major (`K × M`, `K × N`) storage; persistent, grouped tile
-/// order, bn 256 with the register epilogue (the f32 C tile of the TMA-store epilogue does
-/// not fit beside a 256-wide ring).
+/// The Hopper GEMM on `A · B` into C (f32 or the input type; `opts`' epilogue applied): each
+/// operand read through a tensor map over its K-major (`M × K`, `N × K`) or MN-major (`K × M`,
+/// `K × N`) storage; persistent, grouped tile order, bn 256 with the register epilogue (the C
+/// tile of the TMA-store epilogue does not fit beside a 256-wide ring).
+#[allow(clippy::too_many_arguments)]
 fn gemm_sm90_into<
     B: Backend,
     X: TensorIn<B> + ?Sized,
@@ -1209,12 +1211,22 @@ fn gemm_sm90_into<
     c: &mut Y,
     (m, n, k): (i64, i64, i64),
     (a_major, b_major): (tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major),
+    opts: &GemmOptions<'_, B>,
 ) -> Result<()> {
-    use crate::gemm_sm90::{build_gemm_sm90, launch_grid, Epilogue, GemmConfig, Raster};
+    use crate::gemm_sm90::{
+        build_gemm_sm90, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig, Raster,
+    };
     use tilekit_ir::wgmma::Major;
+    let output = c.layout().dtype();
+    let op = EpilogueOp {
+        alpha: opts.alpha != 1.0,
+        beta: opts.beta != 0.0,
+        bias: opts.bias.map(|t| t.layout().dtype()),
+        act: opts.activation,
+    };
     let cfg = GemmConfig {
         input: a.layout().dtype(),
-        output: ScalarType::F32,
+        output,
         bn: 256,
         stages: 4,
         overlap: true,
@@ -1223,18 +1235,39 @@ fn gemm_sm90_into<
         epilogue: Epilogue::Registers,
         a_major,
         b_major,
+        op,
     };
-    let majors = i64::from(a_major == Major::MN) | i64::from(b_major == Major::MN) << 1;
-    let key = KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, 1 | majors << 8, 8]);
+    // the key: layouts, output type and epilogue steps (the default: 1, as before)
+    let code = i64::from(a_major == Major::MN)
+        | i64::from(b_major == Major::MN) << 1
+        | i64::from(op.alpha) << 2
+        | i64::from(op.beta) << 3
+        | op.bias.map_or(0, |t| if t == ScalarType::F32 { 1 } else { 2 }) << 4
+        | match op.act {
+            Activation::None => 0,
+            Activation::Relu => 1,
+            Activation::Gelu => 2,
+        } << 6
+        | i64::from(output != ScalarType::F32) << 8;
+    let key = KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, 1 | code << 8, 8]);
     let kc = cached(key, || build_gemm_sm90(cfg))?;
     let grid = launch_grid(&cfg, m, n, b.multiprocessors())?;
     // the maps run over the operands' storage order: A M×K or K×M, B N×K or K×N
     let perm = |major| if major == Major::K { [0, 1] } else { [1, 0] };
-    let args = Bindings::new(&kc)
+    let mut args = Bindings::new(&kc)
         .input_mapped_permuted("a", "am", a, &perm(a_major), b)?
         .input_mapped_permuted("b", "bm", bm, &perm(b_major).map(|d| 1 - d), b)?
         .output("c", c, b)?
         .int("k", k)?;
+    if op.alpha {
+        args = args.scalar("alpha", tilekit_ir::Lit::f32(opts.alpha))?;
+    }
+    if op.beta {
+        args = args.scalar("beta", tilekit_ir::Lit::f32(opts.beta))?;
+    }
+    if let Some(bias) = opts.bias {
+        args = args.input_ptr("bias", bias, n, b)?;
+    }
     b.launch(&kc, grid, args)
 }
 
@@ -1326,7 +1359,7 @@ pub fn gemm_into<
     }
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
     if let Some(majors) = sm90_takes(b, &al, &bl, c.layout()) {
-        return gemm_sm90_into(b, a, bm, c, (m, n, k), majors);
+        return gemm_sm90_into(b, a, bm, c, (m, n, k), majors, &GemmOptions::new());
     }
     let (bm_, bn_, bk_) = crate::gemm::TILE;
     for (name, v, t) in [("M", m, bm_), ("N", n, bn_), ("K", k, bk_)] {
@@ -1343,6 +1376,218 @@ pub fn gemm_into<
     let kc = cached(KernelKey::new("gemm", ty, [0; 4]), || crate::gemm::build(ty))?;
     let args = Bindings::new(&kc).input("a", a, b)?.input("b", bm, b)?.output("c", c, b)?;
     b.launch(&kc, grid, args)
+}
+
+pub use crate::gemm_sm90::Activation;
+
+/// The epilogue of [`gemm_ex`]: `C = act(alpha · A·B + beta · C + bias)`, built with
+/// [`GemmOptions::new`] (`alpha` 1, `beta` 0, no bias, no activation) and its setters. Steps
+/// left at their defaults cost nothing: `beta = 0` does not read C (a C full of NaN stays out
+/// of the result), `alpha = 1` does not multiply.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api::{Activation, GemmOptions}, backend::Interp};
+/// let bias = HostTensor::from_slice(&[1.0f32; 8], &[8]).unwrap();
+/// let o: GemmOptions<'_, Interp> = GemmOptions::new().alpha(0.5).beta(2.0).bias(&bias).activation(Activation::Relu);
+/// assert_eq!((o.alpha, o.beta, o.activation), (0.5, 2.0, Activation::Relu));
+/// assert!(o.bias.is_some());
+/// ```
+pub struct GemmOptions<'a, B: Backend> {
+    /// The product's scale.
+    pub alpha: f32,
+    /// C's scale (C is read before it is written where this is not 0).
+    pub beta: f32,
+    /// A per-column bias: `N` elements (rank 1, unit stride) of C's type or f32.
+    pub bias: Option<&'a dyn TensorIn<B>>,
+    /// The activation, applied last.
+    pub activation: Activation,
+}
+
+impl<B: Backend> Default for GemmOptions<'_, B> {
+    fn default() -> Self {
+        GemmOptions { alpha: 1.0, beta: 0.0, bias: None, activation: Activation::None }
+    }
+}
+
+impl<'a, B: Backend> GemmOptions<'a, B> {
+    /// `alpha` 1, `beta` 0, no bias, no activation: the plain product.
+    ///
+    /// ```
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new();
+    /// assert!(o.is_plain());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets `alpha`.
+    ///
+    /// ```
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new().alpha(2.0);
+    /// assert_eq!(o.alpha, 2.0);
+    /// ```
+    pub fn alpha(self, alpha: f32) -> Self {
+        GemmOptions { alpha, ..self }
+    }
+    /// Sets `beta`.
+    ///
+    /// ```
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new().beta(1.0);
+    /// assert!(!o.is_plain());
+    /// ```
+    pub fn beta(self, beta: f32) -> Self {
+        GemmOptions { beta, ..self }
+    }
+    /// Sets the per-column bias.
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let b = HostTensor::from_slice(&[0.5f32; 4], &[4]).unwrap();
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new().bias(&b);
+    /// assert!(o.bias.is_some());
+    /// ```
+    pub fn bias(self, bias: &'a dyn TensorIn<B>) -> Self {
+        GemmOptions { bias: Some(bias), ..self }
+    }
+    /// Sets the activation.
+    ///
+    /// ```
+    /// use tilekit_ops::api::{Activation, GemmOptions};
+    /// let o = GemmOptions::<tilekit_ops::backend::Interp>::new().activation(Activation::Gelu);
+    /// assert_eq!(o.activation, Activation::Gelu);
+    /// ```
+    pub fn activation(self, activation: Activation) -> Self {
+        GemmOptions { activation, ..self }
+    }
+    /// Whether these are the defaults (the plain product).
+    ///
+    /// ```
+    /// use tilekit_ops::api::{Activation, GemmOptions};
+    /// assert!(!GemmOptions::<tilekit_ops::backend::Interp>::new().activation(Activation::Relu).is_plain());
+    /// ```
+    pub fn is_plain(&self) -> bool {
+        self.alpha == 1.0
+            && self.beta == 0.0
+            && self.bias.is_none()
+            && self.activation == Activation::None
+    }
+}
+
+/// `C = act(alpha · A·B + beta · C + bias)` into a caller's `M × N` C of f32 or the inputs'
+/// type, on the Hopper kernel ([`crate::gemm_sm90`], the epilogue fused before the store).
+/// A and B as for [`gemm`] (f16 or bf16, any of the four transposes with 16-byte pitches).
+/// Typed errors name the offending shape, dtype or layout: C's shape or type, a bias whose
+/// length is not N or whose type is neither C's nor f32, operands the Hopper kernel cannot
+/// read (or a backend without sm_90a) unless the options are plain and C is f32 (then this is
+/// [`gemm_into`]).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api::{self, Activation, GemmOptions}, backend::Interp};
+/// use half::bf16;
+/// let a = HostTensor::from_slice(&vec![bf16::from_f32(1.0); 16 * 32], &[16, 32]).unwrap();
+/// let b = HostTensor::from_slice(&vec![bf16::from_f32(-0.25); 32 * 8], &[32, 8]).unwrap();
+/// let bias = HostTensor::from_slice(&[0.0f32, 5.0, 10.0, 13.0, 14.0, 15.0, 16.0, 20.0], &[8]).unwrap();
+/// let mut c = HostTensor::from_slice(&vec![bf16::from_f32(1.0); 16 * 8], &[16, 8]).unwrap();
+/// // 2·(−8) + 3·1 + bias, then ReLU: max(bias − 13, 0)
+/// let opts = GemmOptions::new().alpha(2.0).beta(3.0).bias(&bias).activation(Activation::Relu);
+/// api::gemm_ex(&Interp, &a, &b, &mut c, &opts).unwrap();
+/// let row: Vec<f32> = c.to_vec::<bf16>().unwrap()[..8].iter().map(|v| v.to_f32()).collect();
+/// assert_eq!(row, vec![0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 7.0]);
+/// let short = HostTensor::from_slice(&[0.0f32; 7], &[7]).unwrap();
+/// let e = api::gemm_ex(&Interp, &a, &b, &mut c, &GemmOptions::new().bias(&short)).unwrap_err();
+/// assert!(e.to_string().contains("[7]"), "{e}");
+/// ```
+pub fn gemm_ex<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+    opts: &GemmOptions<'_, B>,
+) -> Result<()> {
+    let op = "gemm";
+    let (al, bl) = (a.layout().clone(), bm.layout().clone());
+    let ty = al.dtype();
+    check_dtype(op, ty, &crate::gemm::TYPES)?;
+    if bl.dtype() != ty {
+        return Err(OpsError::DtypeMismatch {
+            context: "gemm: B".into(),
+            got: bl.dtype(),
+            expected: ty,
+        });
+    }
+    if al.rank() != 2 || bl.rank() != 2 {
+        return Err(OpsError::invalid(
+            op,
+            "ranks",
+            format!("{} and {}", al.rank(), bl.rank()),
+            "A and B are matrices (rank 2)",
+        ));
+    }
+    let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
+    if bl.shape()[0] != k {
+        return Err(OpsError::invalid(
+            op,
+            "shapes",
+            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
+            "the inner dims must agree (A is M×K, B is K×N)",
+        ));
+    }
+    let out = c.layout().dtype();
+    if out != ScalarType::F32 && out != ty {
+        return Err(OpsError::invalid(
+            op,
+            "C type",
+            out,
+            format!("f32 or {ty} (the inputs' type)"),
+        ));
+    }
+    check_same(op, "C", c.layout(), &[m, n], out)?;
+    if let Some(bias) = opts.bias {
+        let l = bias.layout();
+        if l.shape() != [n] {
+            return Err(OpsError::invalid(
+                op,
+                "bias shape",
+                format!("{:?}", l.shape()),
+                format!("[{n}] (one value per column of C)"),
+            ));
+        }
+        if l.dtype() != out && l.dtype() != ScalarType::F32 {
+            return Err(OpsError::invalid(
+                op,
+                "bias type",
+                l.dtype(),
+                format!("{out} (C's type) or f32"),
+            ));
+        }
+        if n > 1 && l.strides()[0] != 1 {
+            return Err(OpsError::invalid(op, "bias stride", l.strides()[0], "1 (contiguous)"));
+        }
+    }
+    match sm90_takes(b, &al, &bl, c.layout()) {
+        Some(majors) => gemm_sm90_into(b, a, bm, c, (m, n, k), majors, opts),
+        None if opts.is_plain() && out == ScalarType::F32 => gemm_into(b, a, bm, c),
+        None => Err(OpsError::invalid(
+            op,
+            "layouts",
+            format!(
+                "A strides {:?}, B strides {:?}, C strides {:?}{}",
+                al.strides(),
+                bl.strides(),
+                c.layout().strides(),
+                if b.hopper() { "" } else { " (backend without sm_90a)" }
+            ),
+            "the Hopper kernel's (sm_90a; A, B with K or M / N contiguous and the other \
+             stride a multiple of 8 elements; C with unit column stride and an even row \
+             stride); the fused epilogue and 16-bit C need it",
+        )),
+    }
 }
 
 // --------------------------------------------------------------------------------- attention

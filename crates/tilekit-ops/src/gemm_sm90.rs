@@ -35,7 +35,11 @@
 //!                               1 3 5 7      M-tile 1
 //!                               8 9 10 11    M-tile 2 (the last group, one row)
 //!
-//!   epilogue, Registers: C[m0 + row, n0 + col] = acc, masked global stores of column pairs
+//!   epilogue op (GemmConfig::op, in registers, both epilogues; each step and its param only
+//!   where on — the default kernel is the plain product):
+//!     v = α·acc (alpha)  → v += β·C[row, col] (beta; masked ld of C)  → v += bias[col] (bias;
+//!     masked ld)  → ReLU max(v, 0) | GELU v / (1 + 2^(−2·log2e·√(2/π)(v + 0.044715v³)))
+//!   epilogue, Registers: C[m0 + row, n0 + col] = v, masked global stores of column pairs
 //!   epilogue, Tma:
 //!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
 //!     bar.sync 1, 256 (the consumers) ◄──────────────────────────────────────┘
@@ -77,7 +81,7 @@
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
 
 type IrResult<T> = std::result::Result<T, tilekit_ir::IrError>;
 use tilekit_layout::swizzle::HopperSwizzle;
@@ -205,6 +209,107 @@ pub enum Epilogue {
     Tma,
 }
 
+/// The activation the epilogue applies last ([`EpilogueOp::act`]).
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::Activation;
+/// assert_eq!(Activation::Relu.apply(-2.0), 0.0);
+/// assert!((Activation::Gelu.apply(1.0) - 0.8411919906).abs() < 1e-9);
+/// assert_eq!(Activation::None.apply(-2.0), -2.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Activation {
+    /// The identity.
+    #[default]
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// GELU, tanh approximation: `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`, computed as
+    /// `x / (1 + 2^(−2·log2(e)·u))` with `u` the tanh's argument (`ex2.approx`, `rcp.approx`
+    /// on the GPU).
+    Gelu,
+}
+
+impl Activation {
+    /// The activation in f64 (the reference the kernels are tested against).
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ops::gemm_sm90::Activation::Relu.apply(3.0), 3.0);
+    /// ```
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            Activation::None => x,
+            Activation::Relu => x.max(0.0),
+            Activation::Gelu => {
+                let u = GELU_C * (x + 0.044715 * x * x * x);
+                0.5 * x * (1.0 + u.tanh())
+            }
+        }
+    }
+}
+
+/// `√(2/π)`.
+const GELU_C: f64 = 0.797_884_560_802_865_4;
+
+/// What a [`build_gemm_sm90`] kernel does to the accumulator before it stores C, in this
+/// order: `v = α·acc` (f32 param `alpha`), `v += β·C` (f32 param `beta`; C is read — in the
+/// output type — before it is overwritten), `v += bias[column]` (pointer param `bias`, N
+/// elements of this type), `v = act(v)`; then the conversion to the output type. Each param
+/// exists only where its step is on: the default (all off) kernel is the plain product.
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::{build_gemm_sm90, Activation, EpilogueOp, GemmConfig};
+/// use tilekit_ir::ScalarType;
+/// let op = EpilogueOp { beta: true, bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() };
+/// assert!(!op.is_identity());
+/// let k = build_gemm_sm90(GemmConfig { op, ..GemmConfig::default() }).unwrap();
+/// let names: Vec<_> = k.params.iter().map(|p| p.name.as_str()).collect();
+/// assert!(names.contains(&"beta") && names.contains(&"bias") && !names.contains(&"alpha"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EpilogueOp {
+    /// Scale the product by the f32 param `alpha`.
+    pub alpha: bool,
+    /// Add `beta · C` (f32 param `beta`), reading C.
+    pub beta: bool,
+    /// Add a per-column bias of this type (the output type or f32): pointer param `bias`.
+    pub bias: Option<ScalarType>,
+    /// The activation, last.
+    pub act: Activation,
+}
+
+impl EpilogueOp {
+    /// Whether the epilogue stores the product unchanged (no params, no extra code).
+    ///
+    /// ```
+    /// assert!(tilekit_ops::gemm_sm90::EpilogueOp::default().is_identity());
+    /// ```
+    pub fn is_identity(&self) -> bool {
+        *self == EpilogueOp::default()
+    }
+
+    /// The f64 reference of the epilogue on one element of the product `acc`, with C's old
+    /// value `c` and the column's `bias`: `act(α·acc + β·c + bias)`, each step only where it
+    /// is on (`alpha`, `beta`, `bias` are ignored where off).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::{Activation, EpilogueOp};
+    /// let op = EpilogueOp { alpha: true, beta: true, act: Activation::Relu, ..EpilogueOp::default() };
+    /// assert_eq!(op.reference(3.0, 2.0, 0.5, -8.0, 100.0), 2.0); // 2·3 + 0.5·(−8); no bias
+    /// assert_eq!(op.reference(-1.0, 2.0, 0.0, 0.0, 0.0), 0.0);
+    /// ```
+    pub fn reference(&self, acc: f64, alpha: f64, beta: f64, c: f64, bias: f64) -> f64 {
+        let mut v = if self.alpha { alpha * acc } else { acc };
+        if self.beta {
+            v += beta * c;
+        }
+        if self.bias.is_some() {
+            v += bias;
+        }
+        self.act.apply(v)
+    }
+}
+
 /// The shape of a [`build_gemm_sm90`] kernel.
 ///
 /// ```
@@ -239,6 +344,8 @@ pub struct GemmConfig {
     /// B's contiguous axis in global memory: [`Major::K`] (B stored `N × K` row-major, "TN")
     /// or [`Major::MN`] (B stored `K × N` row-major, N contiguous, "NN").
     pub b_major: Major,
+    /// What the epilogue computes before the store (scale, `β·C`, bias, activation).
+    pub op: EpilogueOp,
 }
 
 impl Default for GemmConfig {
@@ -254,6 +361,7 @@ impl Default for GemmConfig {
             epilogue: Epilogue::Registers,
             a_major: Major::K,
             b_major: Major::K,
+            op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
         }
     }
 }
@@ -288,6 +396,19 @@ impl GemmConfig {
         }
         if self.b_major == Major::MN {
             s += ", B MN-major";
+        }
+        let op = &self.op;
+        for (on, what) in
+            [(op.alpha, ", alpha"), (op.beta, ", beta·C"), (op.bias.is_some(), ", bias")]
+        {
+            if on {
+                s += what;
+            }
+        }
+        match op.act {
+            Activation::None => {}
+            Activation::Relu => s += ", relu",
+            Activation::Gelu => s += ", gelu",
         }
         s
     }
@@ -328,6 +449,16 @@ impl GemmConfig {
                 self.output,
                 format!("{} (the input type) or f32", self.input),
             ));
+        }
+        if let Some(t) = self.op.bias {
+            if t != self.output && t != ScalarType::F32 {
+                return Err(OpsError::invalid(
+                    op,
+                    "bias type",
+                    t,
+                    format!("{} (the output type) or f32", self.output),
+                ));
+            }
         }
         if ![64, 128, 192, 256].contains(&self.bn) {
             return Err(OpsError::invalid(op, "bn", self.bn, "64, 128, 192 or 256"));
@@ -505,6 +636,48 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         Raster::Hilbert => Some(b.ptr_param("order", ScalarType::I32)?),
         _ => None,
     };
+    // the epilogue's params, each only where its step is on
+    let f32p = |on: bool, name: &str| on.then(|| b.scalar_param(name, ScalarType::F32)).transpose();
+    let alpha = f32p(cfg.op.alpha, "alpha")?;
+    let beta = f32p(cfg.op.beta, "beta")?;
+    let bias = cfg.op.bias.map(|t| b.ptr_param("bias", t)).transpose()?;
+    // v = act(α·acc + β·C[at] + bias[col]) in f32; `mask`: the element is inside C (the masked
+    // loads of C and the bias read nothing outside it)
+    let epilogue_op = |b: &KernelBuilder,
+                       acc: &Val,
+                       at: &Val,
+                       col: &Val,
+                       mask: &tilekit_ir::Pred|
+     -> IrResult<Val> {
+        let mut v = acc.clone();
+        if let Some(alpha) = &alpha {
+            v = b.binary(BinOp::Mul, &v, alpha)?;
+        }
+        if let Some(beta) = &beta {
+            let old = b.load(c.mem, at, 1, Some(mask))?.remove(0);
+            v = b.fma(beta, &b.cvt(&old, ScalarType::F32)?, &v)?;
+        }
+        if let Some(bias) = bias {
+            let x = b.load(bias, col, 1, Some(mask))?.remove(0);
+            v = b.binary(BinOp::Add, &v, &b.cvt(&x, ScalarType::F32)?)?;
+        }
+        match cfg.op.act {
+            Activation::None => Ok(v),
+            Activation::Relu => b.binary(BinOp::Max, &v, &b.f32(0.0)),
+            Activation::Gelu => {
+                // x / (1 + 2^(−2·log2 e · u)), u = √(2/π)·(x + 0.044715·x³)
+                let x2 = b.binary(BinOp::Mul, &v, &v)?;
+                let poly = b.fma(&x2, &b.f32((GELU_C * 0.044715) as f32), &b.f32(GELU_C as f32))?;
+                let u = b.binary(BinOp::Mul, &v, &poly)?;
+                let t =
+                    b.binary(BinOp::Mul, &u, &b.f32((-2.0 * std::f64::consts::LOG2_E) as f32))?;
+                let e = b.unary(UnOp::Exp2Approx, &t)?;
+                let d = b.binary(BinOp::Add, &e, &b.f32(1.0))?;
+                let r = b.unary(UnOp::RcpApprox, &d)?;
+                b.binary(BinOp::Mul, &v, &r)
+            }
+        }
+    };
     // the tiles: TMA box images with the 128-byte swizzle, and the wgmma views of them (a
     // consumer's A: 64 rows of M; MN-major, that is one slab; B MN-major: bn / SLAB slabs)
     let a_layout = match cfg.a_major {
@@ -680,6 +853,14 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         + lit(r0 as i64);
                     (row, lane.clone() % lit(4) * lit(2) + lit(c0 as i64))
                 };
+                // (row, col) is inside C
+                let inside =
+                    |b: &KernelBuilder, row: &Val, col: &Val| -> IrResult<tilekit_ir::Pred> {
+                        let rows_left = c.lengths[0].clone() - lit(1) - row.clone();
+                        let cols_left = c.lengths[1].clone() - lit(1) - col.clone();
+                        let least = b.binary(BinOp::Min, &rows_left, &cols_left)?;
+                        b.cmp(CmpOp::Ge, &least, &lit(0))
+                    };
                 if let (Some(cmap), Some(sc)) = (cmap, sc) {
                     b.note("gemm_sm90 epilogue: the fragment into the swizzled C tile, TMA stores");
                     // per thread: its rows' swizzle phase x = row mod 8 = lane / 4 and the
@@ -701,7 +882,29 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let (r0, c0) = (r0 as i64, c0 as i64);
                         let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
                         let at = base.clone() + lit(c0 / cw * BM * cw + r0 * cw) + chunk * lit(ce);
-                        let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
+                        let vals = if cfg.op.is_identity() {
+                            [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
+                        } else {
+                            // the element's place in C (the stores clip there; the epilogue's
+                            // loads are masked to it)
+                            let (r, cc) = frag(i);
+                            let (row, col) = (m0.clone() + r, n0.clone() + cc);
+                            let g = row.clone() * c.strides[0].clone() + col.clone();
+                            let mut out = Vec::with_capacity(2);
+                            for e in 0..2 {
+                                let col = col.clone() + lit(e);
+                                let mask = inside(b, &row, &col)?;
+                                let v = epilogue_op(
+                                    b,
+                                    &acc[i + e as usize],
+                                    &(g.clone() + lit(e)),
+                                    &col,
+                                    &mask,
+                                )?;
+                                out.push(b.cvt(&v, cfg.output)?);
+                            }
+                            [out[0].clone(), out[1].clone()]
+                        };
                         b.store(sc, &at, &vals, None)?;
                     }
                     b.fence_proxy_async();
@@ -724,7 +927,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let row = m0.clone() + r;
                         let col = n0.clone() + cc;
                         let at = row.clone() * c.strides[0].clone() + col.clone();
-                        let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
+                        let plain = cfg.op.is_identity();
+                        let vals = if plain {
+                            vec![b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
+                        } else {
+                            vec![]
+                        };
                         // both columns inside, or (odd N) only the first: min of the slacks ≥ 0
                         let rows_left = m.clone() - lit(1) - row;
                         let slack = |b: &KernelBuilder, cols: i64| -> IrResult<tilekit_ir::Pred> {
@@ -734,6 +942,16 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         };
                         let pair = slack(b, 2)?;
                         let single = slack(b, 1)?;
+                        let vals = if plain {
+                            vals
+                        } else {
+                            // element 0 is inside where `single` holds, element 1 where `pair`
+                            let v0 = epilogue_op(b, &acc[i], &at, &col, &single)?;
+                            let at1 = at.clone() + lit(1);
+                            let v1 =
+                                epilogue_op(b, &acc[i + 1], &at1, &(col.clone() + lit(1)), &pair)?;
+                            vec![b.cvt(&v0, cfg.output)?, b.cvt(&v1, cfg.output)?]
+                        };
                         b.if_then_else(
                             &pair,
                             |b| {

@@ -53,6 +53,8 @@ on_backends!(
     gemm_hopper_weights,
     gemm_every_layout,
     gemm_refuses_a_pitch_no_kernel_reads,
+    gemm_ex_epilogues,
+    gemm_ex_typed_errors,
     typed_errors,
 );
 
@@ -388,6 +390,66 @@ fn gemm_refuses_a_pitch_no_kernel_reads<B: Backend>(b: &B) {
     let e = api::gemm(b, &a, &z).unwrap_err();
     assert!(matches!(e, OpsError::Bind { .. }), "{e:?}");
     assert!(e.to_string().contains("strides [36, 1]"), "{e}");
+}
+
+/// `act(alpha·A·B + beta·C + bias)` through `api::gemm_ex`: bf16 C read (beta ≠ 0) and
+/// written with an f32 bias and GELU (A transposed, B row-major); f32 C poisoned with NaN and
+/// beta = 0 (C never read) with ReLU (B = Wᵀ); bf16 C with a bf16 bias (both transposed); vs
+/// f64.
+fn gemm_ex_epilogues<B: Backend>(b: &B) {
+    use tilekit_ops::api::{Activation, GemmOptions};
+    let (m, n, k) = (136, 72, 80);
+    for (case, (out, bias_ty, a_t, b_t, beta, act)) in [
+        (BF16, F32, true, false, 0.5f32, Activation::Gelu),
+        (F32, F32, false, true, 0.0, Activation::Relu),
+        (BF16, BF16, true, true, -1.5, Activation::Relu),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seed = 140 + 10 * case as u64;
+        let (a, av) = operand(b, BF16, (m, k), a_t, seed);
+        let (z, zv) = operand(b, BF16, (k, n), b_t, seed + 1);
+        let bias_h = random(bias_ty, &[n], seed + 2);
+        let bias = b.from_host(&bias_h).unwrap();
+        let c_h = random(out, &[m, n], seed + 3);
+        let mut c =
+            if beta == 0.0 { poisoned(b, out, &[m, n]) } else { b.from_host(&c_h).unwrap() };
+        let alpha = 1.25f32;
+        let opts = GemmOptions::new().alpha(alpha).beta(beta).bias(&bias).activation(act);
+        api::gemm_ex(b, &a, &z, &mut c, &opts).unwrap();
+        let (cv, bv) = (values(&c_h), values(&bias_h));
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let want: Vec<f64> = (0..mu * nu)
+            .map(|ij| {
+                let p: f64 = (0..ku).map(|x| av[ij / nu * ku + x] * zv[x * nu + ij % nu]).sum();
+                let old = if beta == 0.0 { 0.0 } else { beta as f64 * cv[ij] };
+                act.apply(alpha as f64 * p + old + bv[ij % nu])
+            })
+            .collect();
+        assert!(want.iter().filter(|v| **v > 0.5).count() > mu * nu / 8);
+        let tol = tilekit_ops::gemm::gemm_tolerance(k) * 2.0 + if out == F32 { 0.0 } else { 0.1 };
+        check(&format!("gemm_ex {out} {act:?}"), &values(&b.to_host(&c).unwrap()), &want, tol);
+    }
+}
+
+fn gemm_ex_typed_errors<B: Backend>(b: &B) {
+    use tilekit_ops::api::GemmOptions;
+    let (a, _) = operand(b, BF16, (64, 32), false, 150);
+    let (z, _) = operand(b, BF16, (32, 48), false, 151);
+    let mut c = poisoned(b, BF16, &[64, 48]);
+    let short = b.from_host(&random(F32, &[40], 152)).unwrap();
+    let e = api::gemm_ex(b, &a, &z, &mut c, &GemmOptions::new().bias(&short)).unwrap_err();
+    assert!(e.to_string().contains("bias shape") && e.to_string().contains("[48]"), "{e}");
+    let f16_bias = b.from_host(&random(F16, &[48], 153)).unwrap();
+    let e = api::gemm_ex(b, &a, &z, &mut c, &GemmOptions::new().bias(&f16_bias)).unwrap_err();
+    assert!(e.to_string().contains("bias type") && e.to_string().contains("f16"), "{e}");
+    let mut c16 = poisoned(b, F16, &[64, 48]);
+    let e = api::gemm_ex(b, &a, &z, &mut c16, &GemmOptions::new()).unwrap_err();
+    assert!(e.to_string().contains("C type") && e.to_string().contains("f32 or bf16"), "{e}");
+    let mut wrong = poisoned(b, F32, &[48, 64]);
+    let e = api::gemm_ex(b, &a, &z, &mut wrong, &GemmOptions::new()).unwrap_err();
+    assert!(e.to_string().contains("[64, 48]"), "{e}");
 }
 
 fn typed_errors<B: Backend>(b: &B) {

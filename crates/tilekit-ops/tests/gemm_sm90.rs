@@ -5,12 +5,13 @@
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::tma::TensorMapArg;
 use tilekit_ir::wgmma::Major;
-use tilekit_ir::ScalarType;
+use tilekit_ir::{Lit, ScalarType};
 use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
-    build_gemm_sm90, hilbert_order, launch_grid, Epilogue, GemmConfig, Raster, BM,
+    build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig,
+    Raster, BM,
 };
 use tilekit_ops::host;
 
@@ -44,17 +45,29 @@ fn run(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64) {
 }
 
 /// `sms`: the multiprocessors the launch grid is computed for (fewer than the tiles: each
-/// persistent block walks several).
+/// persistent block walks several). The epilogue's `alpha` is 1.5, `beta` −0.75 (C then starts
+/// random, otherwise NaN), the bias random.
 fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     let kernel = CompiledKernel::new(build_gemm_sm90(cfg).unwrap());
     let ty = cfg.input;
     let (a, a_map, a_pitch) = operand(ty, cfg.a_major, m, k, seed);
     let (b, b_map, b_pitch) = operand(ty, cfg.b_major, n, k, seed + 1);
-    let mut c = HostTensor::new(
-        host::poisoned(cfg.output, (m * n) as usize).unwrap(),
-        TensorLayout::contiguous(cfg.output, vec![m, n]).unwrap(),
-    )
-    .unwrap();
+    let (alpha, beta) = (1.5f32, -0.75f32);
+    let c0 = if cfg.op.beta {
+        host::random(cfg.output, (m * n) as usize, seed + 2).unwrap()
+    } else {
+        host::poisoned(cfg.output, (m * n) as usize).unwrap()
+    };
+    let c_old = host::to_f64(&c0);
+    let mut c =
+        HostTensor::new(c0, TensorLayout::contiguous(cfg.output, vec![m, n]).unwrap()).unwrap();
+    let bias = cfg.op.bias.map(|t| {
+        HostTensor::new(
+            host::random(t, n as usize, seed + 3).unwrap(),
+            TensorLayout::contiguous(t, vec![n]).unwrap(),
+        )
+        .unwrap()
+    });
     let c_map = map_arg(c.layout());
     let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
     let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
@@ -77,6 +90,15 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     if cfg.raster == Raster::Hilbert {
         bind = bind.input_ptr("order", &order, tm * tn, &Interp).unwrap();
     }
+    if cfg.op.alpha {
+        bind = bind.scalar("alpha", Lit::f32(alpha)).unwrap();
+    }
+    if cfg.op.beta {
+        bind = bind.scalar("beta", Lit::f32(beta)).unwrap();
+    }
+    if let Some(bias) = &bias {
+        bind = bind.input_ptr("bias", bias, n, &Interp).unwrap();
+    }
     let grid = launch_grid(&cfg, m, n, sms).unwrap();
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {m}x{n}x{k}: {e}"));
     let (av, bv) = (host::to_f64(a.buffer()), host::to_f64(b.buffer()));
@@ -87,14 +109,26 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
         Major::MN => v[x * pitch + row],
     };
     let got = host::to_f64(c.buffer());
+    let biases = bias.map_or(vec![0.0; n as usize], |t| host::to_f64(t.buffer()));
     let out_eps = if cfg.output == ScalarType::F32 { 0.0 } else { 1.0 / 256.0 };
+    let (alpha, beta) = (alpha as f64, beta as f64);
+    let mut live = 0;
     for i in 0..m as usize {
         for j in 0..n as usize {
             let terms = (0..ku)
                 .map(|x| at(cfg.a_major, &av, a_pitch, i, x) * at(cfg.b_major, &bv, b_pitch, j, x));
-            let want: f64 = terms.clone().sum();
-            let mag: f64 = terms.map(f64::abs).sum();
-            let tol = mag * 8.0 * f32::EPSILON as f64 + want.abs() * out_eps + 1e-30;
+            let product: f64 = terms.clone().sum();
+            // C's old value where it is read (NaN otherwise: must not reach the result)
+            let old = if cfg.op.beta { c_old[i * n as usize + j] } else { 0.0 };
+            let want = cfg.op.reference(product, alpha, beta, old, biases[j]);
+            live += usize::from(want != 0.0);
+            // the product's rounding (scaled), f32 steps of the epilogue, the output's rounding;
+            // GELU: ex2.approx / rcp.approx (relative 2⁻²⁰ of the pre-activation)
+            let pre = terms.map(f64::abs).sum::<f64>() * alpha.abs().max(1.0)
+                + (beta * old).abs()
+                + biases[j].abs();
+            let act = if cfg.op.act == Activation::Gelu { pre * 1e-6 } else { 0.0 };
+            let tol = pre * 8.0 * f32::EPSILON as f64 + want.abs() * out_eps + act + 1e-30;
             let g = got[i * n as usize + j];
             assert!(
                 (g - want).abs() <= tol,
@@ -102,6 +136,8 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
             );
         }
     }
+    // a real result, not zeros (ReLU keeps about half)
+    assert!(live > (m * n / 4) as usize, "{cfg:?}: only {live} nonzero elements");
 }
 
 #[test]
@@ -284,6 +320,22 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
             ..GemmConfig::default()
         };
         [api, GemmConfig { bn: 128, output: ScalarType::BF16, epilogue: Epilogue::Tma, ..api }]
+    }))
+    .chain([ScalarType::F32, ScalarType::BF16].into_iter().flat_map(|output| {
+        // the whole epilogue (alpha, beta·C, bias, GELU) in api::gemm_ex's kernel and the
+        // TMA-store one
+        let op = EpilogueOp { alpha: true, beta: true, bias: Some(output), act: Activation::Gelu };
+        let api = GemmConfig {
+            bn: 256,
+            output,
+            overlap: true,
+            persistent: true,
+            raster: Raster::Grouped(8),
+            b_major: Major::MN,
+            op,
+            ..GemmConfig::default()
+        };
+        [api, GemmConfig { bn: 128, epilogue: Epilogue::Tma, ..api }]
     })) {
         let k = build_gemm_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
@@ -292,6 +344,15 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
             tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, "gemm_sm90").unwrap()
         {
             assert!(report.contains("0 bytes spill stores"), "{cfg:?}\n{report}");
+            eprintln!(
+                "{}: {}",
+                cfg.label(),
+                report
+                    .lines()
+                    .filter(|l| l.contains("registers") || l.contains("spill"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
         }
     }
 }
@@ -328,6 +389,7 @@ fn mn_major_operands_in_the_persistent_tma_store_kernel_match_the_reference() {
             epilogue: Epilogue::Tma,
             a_major,
             b_major,
+            ..GemmConfig::default()
         };
         run_on(cfg, 200, 136, 136, 70 + i as u64, 2);
         let wide = GemmConfig { bn: 192, persistent: false, raster: Raster::Linear, ..cfg };
@@ -341,4 +403,53 @@ fn mn_major_labels_name_the_layouts() {
     assert_eq!(nn.label(), "bn 128, 4 stages, B MN-major");
     let tt = GemmConfig { a_major: Major::MN, ..GemmConfig::default() };
     assert_eq!(tt.label(), "bn 128, 4 stages, A MN-major");
+}
+
+#[test]
+fn each_epilogue_step_matches_the_reference_in_both_epilogues() {
+    // alpha; beta·C on a random C; bias of the output type and of f32; ReLU; GELU; all at once —
+    // each through the register stores and through the TMA-store C tile, ragged M and N
+    let steps = [
+        EpilogueOp { alpha: true, ..EpilogueOp::default() },
+        EpilogueOp { beta: true, ..EpilogueOp::default() },
+        EpilogueOp { bias: Some(ScalarType::BF16), ..EpilogueOp::default() },
+        EpilogueOp { bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() },
+        EpilogueOp { act: Activation::Gelu, ..EpilogueOp::default() },
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu },
+    ];
+    for (i, op) in steps.into_iter().enumerate() {
+        for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+            let cfg = GemmConfig { bn: 64, stages: 2, epilogue, op, ..GemmConfig::default() };
+            run(cfg, 136, 72, 80, 90 + 2 * i as u64);
+        }
+    }
+    // f32 output (bias f32), persistent with B MN-major; f16 output with beta, A MN-major
+    let all = steps[5];
+    let f32_out = GemmConfig {
+        bn: 128,
+        stages: 2,
+        output: ScalarType::F32,
+        persistent: true,
+        overlap: true,
+        b_major: Major::MN,
+        op: all,
+        ..GemmConfig::default()
+    };
+    run_on(f32_out, 200, 136, 72, 101, 2);
+    run_on(GemmConfig { epilogue: Epilogue::Tma, ..f32_out }, 200, 136, 72, 103, 2);
+    let f16 = GemmConfig {
+        input: ScalarType::F16,
+        output: ScalarType::F16,
+        a_major: Major::MN,
+        op: EpilogueOp { bias: Some(ScalarType::F16), ..all },
+        ..f32_out
+    };
+    run_on(f16, 136, 200, 72, 105, 2);
+}
+
+#[test]
+fn a_bias_of_another_type_is_refused() {
+    let op = EpilogueOp { bias: Some(ScalarType::F16), ..EpilogueOp::default() };
+    let e = build_gemm_sm90(GemmConfig { op, ..GemmConfig::default() }).unwrap_err();
+    assert!(e.to_string().contains("bias type") && e.to_string().contains("f32"), "{e}");
 }
