@@ -87,7 +87,7 @@ fn tune_gemm_checks_its_arguments_before_the_gpu() {
         assert!(out.contains("no usable GPU for `tune gemm`"), "{out}");
     } else {
         assert_eq!(code, 0, "{out}");
-        assert!(out.contains("class `bf16>f32 tn m256 n256 k128`"), "{out}");
+        assert!(out.contains("class `bf16>f32 nt m256 n256 k128`"), "{out}");
         assert!(out.contains("[heuristic]"), "{out}");
     }
 }

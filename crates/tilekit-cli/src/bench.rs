@@ -58,6 +58,12 @@ pub struct Args {
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
     #[arg(long)]
     pub gemm_shape: Option<String>,
+    /// `gemm` only: the operands' storage for the Hopper kernel and its cuBLASLt baseline, BLAS
+    /// letters of A then B for a row-major `C = A·B` (`n`: row-major, `t`: column-major): `nt`
+    /// (A row-major, B column-major = a weight `N × K`: both K-contiguous), `nn` (both
+    /// row-major), `tn`, `tt`.
+    #[arg(long, default_value = "nt", value_parser = ["nt", "nn", "tn", "tt"])]
+    pub layout: String,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
     pub json: bool,

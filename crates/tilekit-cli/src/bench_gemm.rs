@@ -6,24 +6,32 @@
 //!     cuBLASLt, output = input type   the best of the heuristic's first 8 algorithms
 //!                                     (each: warm-up 3, median of --reps, CUDA events)
 //!     cuBLASLt, output f32            the same, for the comparison with tilekit's kernel
-//!     tilekit                         api::gemm_into on device tensors (f32 output), where
-//!                                     the kernel takes the shape; its ratio to the line above
+//!     tilekit                         api::gemm_into on device tensors (f32 output, row-major
+//!                                     A and B: on sm_90 the Hopper kernel with B MN-major);
+//!                                     its ratio to the line above
+//!     cuBLASLt --layout               A, B stored as --layout says (default nt: A row-major,
+//!                                     B column-major), output of the input type
+//!     sm90 --layout                   gemm_sm90 on the same storage (K- / MN-major operands),
+//!                                     the best of SM90_CONFIGS; its ratio to the line above
 //!   flops = 2·M·N·K; TFLOP/s = flops / median
 //! ```
 //!
-//! tilekit's GEMM is today the `mma.sync` block kernel (multiples of 64 × 64 × 32 only); the
-//! Hopper kernel of issue 13 will take its place in this table.
+//! `--layout` letters (A then B) are BLAS's for a row-major `C = A·B`, [`Order::letter`]: `n`
+//! row-major, `t` column-major. The kernel's essay calls the default `nt` "TN" (both operands
+//! K-contiguous, CUTLASS's naming).
 
 use std::process::ExitCode;
 
 use tilekit_cuda::blas::{time_gemm_lt, LtSpec, Order};
 use tilekit_cuda::Gpu;
+use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend as _, Cuda};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
-    build_gemm_sm90, hilbert_order, launch_grid, Epilogue, GemmConfig, Raster, BM,
+    build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig,
+    Raster, BM,
 };
 use tilekit_ops::host;
 
@@ -70,10 +78,13 @@ pub struct GemmRow {
     pub tilekit_tflops: Option<f64>,
     /// `tilekit_tflops / cublaslt_f32_out_tflops`.
     pub ratio: Option<f64>,
-    /// cuBLASLt with B column-major ("TN", both operands K-contiguous), output of the input
-    /// type: the Hopper kernel's layout.
+    /// The operands' storage of the two columns below (`--layout`: `nt`, `nn`, `tn`, `tt`).
+    pub layout: String,
+    /// cuBLASLt with A and B stored as `layout` says (default `nt`: B column-major, both
+    /// operands K-contiguous), output of the input type.
     pub cublaslt_tn_tflops: Option<f64>,
-    /// tilekit's Hopper kernel (TMA + wgmma), TN, output of the input type: the best config.
+    /// tilekit's Hopper kernel (TMA + wgmma) on the same storage, output of the input type:
+    /// the best config.
     pub sm90_tflops: Option<f64>,
     /// Its configuration ([`GemmConfig::label`]).
     pub sm90_config: Option<String>,
@@ -85,8 +96,9 @@ fn tflops(flops: f64, ms: f64) -> f64 {
     flops / (ms * 1e-3) / 1e12
 }
 
-/// tilekit's `mma.sync` GEMM through `api::gemm_into` on random device tensors (A M×K, B K×N
-/// row-major, C f32): median ms, or `None` where the kernel refuses the shape. (Its results
+/// tilekit's GEMM through `api::gemm_into` on random device tensors (A M×K, B K×N row-major,
+/// C f32: on sm_90 the Hopper kernel with B MN-major, elsewhere the `mma.sync` kernel): median
+/// ms, or `None` where no kernel takes the shape. (Its results
 /// are checked by the API tests and `tilekit selftest`; no host reference is computed here.)
 fn tilekit_ms(
     cuda: &Cuda,
@@ -130,6 +142,9 @@ const fn sm90(
         persistent,
         raster,
         epilogue,
+        a_major: Major::K,
+        b_major: Major::K,
+        op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
     }
 }
 
@@ -161,26 +176,66 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     sm90(256, 3, true, Raster::Hilbert, Epilogue::Tma),
 ];
 
-/// tilekit's Hopper GEMM on device tensors (A M×K, B N×K, C M×N, row-major): the best of
-/// [`SM90_CONFIGS`] as (median ms, config), each launched on [`launch_grid`] for the device's
-/// SM count and checked on 64 sampled elements of C (poisoned first) against an f64 reference; `Err` names a wrong result or a failed launch.
+/// `--layout` → the storage of A and B.
+///
+/// ```
+/// use tilekit_cuda::blas::Order;
+/// assert_eq!(tilekit_cli::bench_gemm::parse_layout("nn").unwrap(), (Order::RowMajor, Order::RowMajor));
+/// assert_eq!(tilekit_cli::bench_gemm::parse_layout("nt").unwrap(), (Order::RowMajor, Order::ColMajor));
+/// assert!(tilekit_cli::bench_gemm::parse_layout("xx").is_err());
+/// ```
+pub fn parse_layout(text: &str) -> Result<(Order, Order), CliError> {
+    let order = |c| match c {
+        'n' => Some(Order::RowMajor),
+        't' => Some(Order::ColMajor),
+        _ => None,
+    };
+    let mut it = text.chars().map(order);
+    match (it.next(), it.next(), it.next()) {
+        (Some(Some(a)), Some(Some(b)), None) => Ok((a, b)),
+        _ => Err(CliError::BadArgument {
+            flag: "--layout".into(),
+            value: text.into(),
+            rule: "two letters of n (row-major) / t (column-major), A then B: nt, nn, tn, tt"
+                .into(),
+        }),
+    }
+}
+
+/// The kernel's major of an operand stored in `order`: `a` (A: row-major is K-contiguous) or
+/// B (column-major is K-contiguous).
+fn major(order: Order, a: bool) -> Major {
+    match (order, a) {
+        (Order::RowMajor, true) | (Order::ColMajor, false) => Major::K,
+        _ => Major::MN,
+    }
+}
+
+/// tilekit's Hopper GEMM on device tensors (A, B stored as `orders` says, C M×N row-major):
+/// the best of [`SM90_CONFIGS`] as (median ms, config), each launched on [`launch_grid`] for
+/// the device's SM count and checked on 64 sampled elements of C (poisoned first) against an
+/// f64 reference; `Err` names a wrong result or a failed launch.
 fn sm90_best(
     cuda: &Cuda,
-    m: usize,
-    n: usize,
-    k: usize,
+    (m, n, k): (usize, usize, usize),
+    orders: (Order, Order),
     ty: ScalarType,
     reps: usize,
 ) -> Result<Option<(f64, String)>, String> {
     if cuda.gpu().props().compute_capability.0 < 9 {
         return Ok(None);
     }
+    let (a_major, b_major) = (major(orders.0, true), major(orders.1, false));
+    // each operand as stored: (outer, inner) = (rows of MN, K) K-major, (K, MN) MN-major
+    let stored = |major, mn: usize| if major == Major::K { (mn, k) } else { (k, mn) };
+    let (a_st, b_st) = (stored(a_major, m), stored(b_major, n));
     // rows TMA cannot describe (pitches not multiples of 16 bytes): each call copies A and B
-    // into buffers of padded pitch (the TMA maps keep the true K, so the pad reads as zeros),
-    // the kernel writes C at a padded pitch, and a copy brings C to its M×N place — all timed
-    let staged =
-        !(k * ty.size_bytes()).is_multiple_of(16) || !(n * ty.size_bytes()).is_multiple_of(16);
-    let (k8, n8) = (k.next_multiple_of(8) as i64, n.next_multiple_of(8) as i64);
+    // into buffers of padded pitch (the TMA maps keep the true dims, so the pad reads as
+    // zeros), the kernel writes C at a padded pitch, and a copy brings C to its M×N place —
+    // all timed
+    let aligned = |inner: usize| (inner * ty.size_bytes()).is_multiple_of(16);
+    let staged = !aligned(a_st.1) || !aligned(b_st.1) || !aligned(n);
+    let n8 = n.next_multiple_of(8) as i64;
     let e = |e: tilekit_ops::OpsError| e.to_string();
     let (mi, ni, ki) = (m as i64, n as i64, k as i64);
     let layout = |r, c| {
@@ -188,12 +243,12 @@ fn sm90_best(
     };
     let ah = tilekit_ir::tensor::HostTensor::new(
         host::random(ty, m * k, 21).map_err(e)?,
-        layout(mi, ki)?,
+        layout(a_st.0 as i64, a_st.1 as i64)?,
     )
     .map_err(|e| e.to_string())?;
     let bh = tilekit_ir::tensor::HostTensor::new(
         host::random(ty, n * k, 22).map_err(e)?,
-        layout(ni, ki)?,
+        layout(b_st.0 as i64, b_st.1 as i64)?,
     )
     .map_err(|e| e.to_string())?;
     let a = cuda.from_host(&ah).map_err(e)?;
@@ -204,9 +259,11 @@ fn sm90_best(
         tilekit_ir::tensor::HostTensor::new(host::poisoned(ty, m * n).map_err(e)?, layout(mi, ni)?)
             .map_err(|e| e.to_string())?;
     let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let pad8 = |(o, i): (usize, usize)| [o as i64, i.next_multiple_of(8) as i64];
+    let (a_pad_dims, b_pad_dims) = (pad8(a_st), pad8(b_st));
     let pads = if staged {
-        let a_pad = cuda.empty(ty, &[mi, k8]).map_err(e)?;
-        let b_pad = cuda.empty(ty, &[ni, k8]).map_err(e)?;
+        let a_pad = cuda.empty(ty, &a_pad_dims).map_err(e)?;
+        let b_pad = cuda.empty(ty, &b_pad_dims).map_err(e)?;
         let c_pad = cuda.empty(ty, &[mi, n8]).map_err(e)?;
         Some((a_pad, b_pad, c_pad))
     } else {
@@ -214,7 +271,7 @@ fn sm90_best(
     };
     let mut best: Option<(f64, String)> = None;
     for base in SM90_CONFIGS {
-        let cfg = GemmConfig { input: ty, output: ty, ..*base };
+        let cfg = GemmConfig { input: ty, output: ty, a_major, b_major, ..*base };
         // staging costs the same for every config: time only the large-tile TMA-store ones
         if staged && (cfg.bn < 192 || cfg.epilogue != Epilogue::Tma) {
             continue;
@@ -232,8 +289,8 @@ fn sm90_best(
         // buffers' M×K, N×K and M×N views
         let views = match &pads {
             Some((ap, bp, cp)) => Some((
-                ap.narrow(1, 0, ki).map_err(|x| x.to_string())?,
-                bp.narrow(1, 0, ki).map_err(|x| x.to_string())?,
+                ap.narrow(1, 0, a_st.1 as i64).map_err(|x| x.to_string())?,
+                bp.narrow(1, 0, b_st.1 as i64).map_err(|x| x.to_string())?,
                 cp.narrow(1, 0, ni).map_err(|x| x.to_string())?,
                 // the kernel's `c` tensor is stored in column pairs: an even width (its extra
                 // column is pad; the TMA stores clip at the map's true N)
@@ -242,7 +299,9 @@ fn sm90_best(
             None => None,
         };
         let (ga, gb, a_len, b_len) = match (&pads, &views) {
-            (Some((ap, bp, _)), Some((av_, bv_, _, _))) => (av_, bv_, (ap, mi * k8), (bp, ni * k8)),
+            (Some((ap, bp, _)), Some((av_, bv_, _, _))) => {
+                (av_, bv_, (ap, a_pad_dims[0] * a_pad_dims[1]), (bp, b_pad_dims[0] * b_pad_dims[1]))
+            }
             _ => (&a, &b, (&a, mi * ki), (&b, ni * ki)),
         };
         let c_map = match &views {
@@ -296,7 +355,12 @@ fn sm90_best(
             s ^= s >> 7;
             s ^= s << 17;
             let (i, j) = ((s >> 3) as usize % m, (s >> 33) as usize % n);
-            let terms = (0..k).map(|x| av[i * k + x] * bv[j * k + x]);
+            // element (row, x) of an operand through its storage
+            let at = |major, v: &[f64], mn: usize, row: usize, x: usize| match major {
+                Major::K => v[row * k + x],
+                Major::MN => v[x * mn + row],
+            };
+            let terms = (0..k).map(|x| at(a_major, &av, m, i, x) * at(b_major, &bv, n, j, x));
             let want: f64 = terms.clone().sum();
             let tol = terms.map(f64::abs).sum::<f64>() * 8.0 * f32::EPSILON as f64
                 + want.abs() / 128.0
@@ -350,8 +414,15 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
     let cuda = Cuda::new(gpu.clone());
     let device = gpu.props().name.clone();
+    let orders = parse_layout(&a.layout)?;
+    let lay = a.layout.to_uppercase();
     if !a.json {
         outln!("device {device}; cuBLASLt: best of the heuristic's first {ALGOS} algorithms, row-major A and B")?;
+        outln!(
+            "last columns: layout {lay} (A {:?}, B {:?}; BLAS letters of row-major C = A·B)",
+            orders.0,
+            orders.1
+        )?;
         outln!(
             "{:<18} {:>5} {:>12} {:>12} {:>14} {:>10} {:>7} {:>10} {:>10} {:>7}",
             "M×N×K",
@@ -361,8 +432,8 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             "cuBLASLt f32→",
             "tilekit",
             "ratio",
-            "cuBLASLt TN",
-            "sm90 TN",
+            format!("cuBLASLt {lay}"),
+            format!("sm90 {lay}"),
             "ratio"
         )?;
     }
@@ -400,16 +471,17 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                 time_gemm_lt(&gpu, LtSpec { output: ScalarType::F32, ..spec }, ALGOS, a.reps)
                     .ok()
                     .map(|t| tflops(flops, t.best.median_ms()));
-            eprintln!("  {shape} {ty}: tilekit mma.sync …");
+            eprintln!("  {shape} {ty}: tilekit api::gemm_into (row-major A, B; f32 out) …");
             (lt32, tilekit_ms(&cuda, m, n, k, ty, a.reps).map(|ms| tflops(flops, ms)))
         };
         let (tn, sm90) = if ty == ScalarType::F32 {
             (None, None)
         } else {
-            let tn = time_gemm_lt(&gpu, LtSpec { b: Order::ColMajor, ..spec }, ALGOS, a.reps)
+            let lt_spec = LtSpec { a: orders.0, b: orders.1, ..spec };
+            let tn = time_gemm_lt(&gpu, lt_spec, ALGOS, a.reps)
                 .ok()
                 .map(|t| tflops(flops, t.best.median_ms()));
-            let sm90 = match sm90_best(&cuda, m, n, k, ty, a.reps) {
+            let sm90 = match sm90_best(&cuda, (m, n, k), orders, ty, a.reps) {
                 Ok(v) => v,
                 Err(why) => {
                     eprintln!("FAIL tilekit gemm_sm90 {shape} {ty}: {why}");
@@ -429,6 +501,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             cublaslt_f32_out_tflops: lt32,
             tilekit_tflops: ours,
             ratio: ours.zip(lt32).map(|(o, t)| o / t),
+            layout: a.layout.clone(),
             cublaslt_tn_tflops: tn,
             sm90_tflops,
             sm90_config: sm90.map(|(_, c)| c),

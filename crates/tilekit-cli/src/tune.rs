@@ -43,6 +43,10 @@ pub struct Args {
     /// `gemm`: C's element type, `f32` (what `api::gemm` returns) or `same` (the input type).
     #[arg(long, default_value = "f32")]
     pub out: String,
+    /// `gemm`: the operands' storage in BLAS letters for a row-major C = A·B (`n` row-major,
+    /// `t` transposed): `nt` (A M×K, B stored N×K: `x @ w.T`), `nn`, `tn`, `tt`.
+    #[arg(long, default_value = "nt", value_parser = ["nt", "nn", "tn", "tt"])]
+    pub layout: String,
     /// Only cases whose name contains this text (e.g. `softmax bf16`).
     #[arg(long)]
     pub filter: Option<String>,

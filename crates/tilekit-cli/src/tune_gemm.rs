@@ -4,16 +4,18 @@
 //! for the problem's shape class on this device.
 //!
 //! ```text
-//!   A (M×K), W (N×K) random on the device, C poisoned (NaN) before each candidate
+//!   A, B random on the device, stored as --layout says (nt: A M×K, B N×K), C poisoned (NaN)
+//!   before each candidate
 //!   GemmProblem::candidates()  ─► per candidate: [i/n] label … warm-up ×3, median of reps,
 //!                                  64 sampled elements of C against an f64 reference
 //!   table, fastest first, beside the heuristic's choice (what api::gemm runs untuned)
-//!   --save: the winner into <cache>/tuning/gemm-<device>.json, class "bf16>f32 tn m… n… k…"
+//!   --save: the winner into <cache>/tuning/gemm-<device>.json, class "bf16>f32 nt m… n… k…"
 //! ```
 
 use std::process::ExitCode;
 
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
+use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend, Cuda};
 use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, GemmTable, Tuned};
@@ -27,7 +29,7 @@ use crate::{outln, CliError};
 /// ```
 /// let c = tilekit_cli::tune_gemm::GemmCandidate {
 ///     shape: "64x64x64".into(), dtype: "bf16".into(), output: "f32".into(),
-///     class: "bf16>f32 tn m64 n64 k64".into(), config: "bn 128, 3 stages".into(),
+///     class: "bf16>f32 nt m64 n64 k64".into(), config: "bn 128, 3 stages".into(),
 ///     median_ms: Some(0.01), tflops: Some(0.05), device: "GPU".into(), error: None,
 /// };
 /// assert!(serde_json::to_string(&c).unwrap().contains("\"tflops\":0.05"));
@@ -124,34 +126,57 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let e = |what: &'static str| {
         move |x: OpsError| CliError::Check { what: what.into(), why: x.to_string() }
     };
-    let contiguous = |t: ScalarType, r: i64, c: i64| {
-        TensorLayout::contiguous(t, vec![r, c])
-            .map_err(|x| CliError::Check { what: "tune gemm".into(), why: x.to_string() })
+    let t = |what: &'static str| {
+        move |x: tilekit_ir::tensor::TensorError| CliError::Check {
+            what: what.into(),
+            why: x.to_string(),
+        }
     };
-    let ah = HostTensor::new(host::random(ty, m * k, 31).map_err(e("A"))?, contiguous(ty, mi, ki)?)
-        .map_err(|x| CliError::Check { what: "A".into(), why: x.to_string() })?;
-    let wh = HostTensor::new(host::random(ty, n * k, 32).map_err(e("W"))?, contiguous(ty, ni, ki)?)
-        .map_err(|x| CliError::Check { what: "W".into(), why: x.to_string() })?;
+    // each operand stored as the layout says, and viewed as M×K / K×N for the call
+    let (a_t, b_t) = (a.layout.starts_with('t'), a.layout.ends_with('t'));
+    let stored = |rows: i64, cols: i64, transposed: bool, seed: u64, what: &'static str| {
+        let (r, c) = if transposed { (cols, rows) } else { (rows, cols) };
+        let layout = TensorLayout::contiguous(ty, vec![r, c]).map_err(t(what))?;
+        HostTensor::new(host::random(ty, (r * c) as usize, seed).map_err(e(what))?, layout)
+            .map_err(t(what))
+    };
+    let ah = stored(mi, ki, a_t, 31, "A")?;
+    let bh = stored(ki, ni, b_t, 32, "B")?;
+    let view = |d: tilekit_cuda::DeviceTensor, transposed: bool, what: &'static str| {
+        if transposed {
+            tilekit_ir::tensor::TensorView::transpose(&d, 0, 1).map_err(t(what))
+        } else {
+            Ok(d)
+        }
+    };
+    let a_dev = view(cuda.from_host(&ah).map_err(e("A upload"))?, a_t, "A")?;
+    let b_dev = view(cuda.from_host(&bh).map_err(e("B upload"))?, b_t, "B")?;
     let ch = HostTensor::new(
         host::poisoned(output, m * n).map_err(e("C"))?,
-        contiguous(output, mi, ni)?,
+        TensorLayout::contiguous(output, vec![mi, ni]).map_err(t("C"))?,
     )
-    .map_err(|x| CliError::Check { what: "C".into(), why: x.to_string() })?;
-    let a_dev = cuda.from_host(&ah).map_err(e("A upload"))?;
-    let w_dev = cuda.from_host(&wh).map_err(e("W upload"))?;
-    let wt = tilekit_ir::tensor::TensorView::transpose(&w_dev, 0, 1)
-        .map_err(|x| CliError::Check { what: "W transpose".into(), why: x.to_string() })?;
-    let (av, wv) = (host::to_f64(ah.buffer()), host::to_f64(wh.buffer()));
+    .map_err(t("C"))?;
+    // A[i][x] and B[x][j] in f64 from their stored order
+    let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let a_at = |i: usize, x: usize| if a_t { av[x * m + i] } else { av[i * k + x] };
+    let b_at = |x: usize, j: usize| if b_t { bv[j * k + x] } else { bv[x * n + j] };
+    let (a_major, b_major) =
+        (if a_t { Major::MN } else { Major::K }, if b_t { Major::K } else { Major::MN });
 
     let c_tma = (n * output.size_bytes()).is_multiple_of(16);
-    let problem = GemmProblem::tn(mi, ni, ki, ty, output, c_tma);
+    let problem = GemmProblem::new(mi, ni, ki, ty, output, c_tma).with_majors(a_major, b_major);
     let class = problem.class();
     let heuristic = GemmChoice::heuristic(&problem);
     let table = cuda.gemm_table();
     let in_use = table.choose(&problem);
     let cands = problem.candidates();
     let flops = 2.0 * (m * n * k) as f64;
-    outln!("device {device}; gemm {shape} {ty} → {output}, C = A·Wᵀ (A M×K, W N×K row-major)")?;
+    outln!(
+        "device {device}; gemm {shape} {ty} → {output}, layout {} (A {}, B {})",
+        a.layout,
+        if a_t { "stored K×M" } else { "M×K row-major" },
+        if b_t { "stored N×K" } else { "K×N row-major" }
+    )?;
     outln!("class `{class}`; GEMM tuning in use: {}", cuda.gemm_tuning_source())?;
     outln!(
         "{} candidates, {} timed calls each (median), 64 sampled elements checked",
@@ -164,7 +189,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         let label = ch_.label();
         eprint!("  [{}/{}] {label} … ", i + 1, cands.len());
         let mut c = cuda.from_host(&ch).map_err(e("C upload"))?;
-        let timed = cuda.time(3, a.reps, |_| api::gemm_with(&cuda, *ch_, &a_dev, &wt, &mut c));
+        let timed = cuda.time(3, a.reps, |_| api::gemm_with(&cuda, *ch_, &a_dev, &b_dev, &mut c));
         let mut row = GemmCandidate {
             shape: shape.clone(),
             dtype: ty.to_string(),
@@ -179,7 +204,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         match timed {
             Ok(t) => {
                 let got = host::to_f64(cuda.to_host(&c).map_err(e("C download"))?.buffer());
-                match check_sampled(&av, &wv, &got, (m, n, k), output) {
+                match check_sampled(&a_at, &b_at, &got, (m, n, k), output) {
                     Ok(()) => {
                         row.median_ms = Some(t.median_ms());
                         row.tflops = Some(flops / (t.median_ms() * 1e-3) / 1e12);
@@ -279,11 +304,11 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-/// 64 pseudo-random elements of C (M×N, row-major) against `Σ_x A[i][x]·W[j][x]` in f64, with
+/// 64 pseudo-random elements of C (M×N, row-major) against `Σ_x A[i][x]·B[x][j]` in f64, with
 /// a K-scaled tolerance (f32 accumulation; a 16-bit output adds its rounding).
 fn check_sampled(
-    av: &[f64],
-    wv: &[f64],
+    a_at: &dyn Fn(usize, usize) -> f64,
+    b_at: &dyn Fn(usize, usize) -> f64,
     got: &[f64],
     (m, n, k): (usize, usize, usize),
     output: ScalarType,
@@ -295,7 +320,7 @@ fn check_sampled(
         s ^= s >> 7;
         s ^= s << 17;
         let (i, j) = ((s >> 3) as usize % m, (s >> 33) as usize % n);
-        let terms = (0..k).map(|x| av[i * k + x] * wv[j * k + x]);
+        let terms = (0..k).map(|x| a_at(i, x) * b_at(x, j));
         let want: f64 = terms.clone().sum();
         let tol = terms.map(f64::abs).sum::<f64>() * 8.0 * f64::from(f32::EPSILON)
             + want.abs() * out_rel

@@ -15,7 +15,8 @@
 //!   row_sum / row_max / softmax  rows = all dims but the last (merged), one block per row
 //!   add / mul / maximum          numpy broadcasting (stride-0 views), any strides
 //!   morton / unmorton            tiled Morton order of an H × W image (padded tiles)
-//!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (Hopper kernel for B = Wᵀ views; mma.sync)
+//!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (Hopper kernel, any transposes; mma.sync)
+//!   gemm_ex                      act(α·A·B + β·C + bias) → C f32 / bf16 / f16, fused in the Hopper kernel's epilogue
 //!   attention                    softmax(Q·Kᵀ·scale)·V and the LSE, Hopper (TMA + wgmma)
 //! ```
 //!
@@ -1209,40 +1210,78 @@ pub fn unmorton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
 
 // -------------------------------------------------------------------------------------- gemm
 
-/// Whether [`gemm_into`] runs the Hopper kernel ([`crate::gemm_sm90`]): a backend that runs
-/// sm_90a, A with unit column stride and B a `K × N` view with unit *row* stride (the
-/// transpose of an `N × K` row-major matrix, e.g. a linear layer's weight `w.t()`), both row
-/// pitches multiples of 16 bytes (TMA), and C's row pitch even (column pairs).
-fn sm90_takes<B: Backend>(b: &B, al: &TensorLayout, bl: &TensorLayout, cl: &TensorLayout) -> bool {
-    let (sa, sb, sc) = (al.strides(), bl.strides(), cl.strides());
-    b.hopper()
-        && (sa[1] == 1 || al.shape()[1] == 1)
-        && sa[0] % 8 == 0
-        && (sb[0] == 1 || bl.shape()[0] == 1)
-        && sb[1] % 8 == 0
-        && (sc[1] == 1 || cl.shape()[1] == 1)
-        && sc[0] % 2 == 0
+/// The contiguous axis of an operand `rows × cols` whose *K* dim is `k_dim` (1 for A, 0 for B),
+/// as the Hopper kernel reads it: [`Major::K`] when K has unit stride, [`Major::MN`] when the
+/// other dim has; the other stride (the pitch) must be a multiple of 16 bytes (TMA).
+fn sm90_major(l: &TensorLayout, k_dim: usize) -> Option<tilekit_ir::wgmma::Major> {
+    use tilekit_ir::wgmma::Major;
+    let (sh, st) = (l.shape(), l.strides());
+    let pitch_ok = |d: usize| st[d] % 8 == 0;
+    let mn_dim = 1 - k_dim;
+    if (st[k_dim] == 1 || sh[k_dim] == 1) && pitch_ok(mn_dim) {
+        Some(Major::K)
+    } else if (st[mn_dim] == 1 || sh[mn_dim] == 1) && pitch_ok(k_dim) {
+        Some(Major::MN)
+    } else {
+        None
+    }
 }
 
-/// The problem the Hopper GEMM sees for these operands (the `tn` layout: A row-major, B the
-/// transpose of a row-major `N × K`).
-fn sm90_problem(al: &TensorLayout, cl: &TensorLayout) -> crate::gemm_tuning::GemmProblem {
+/// Whether [`gemm_into`] runs the Hopper kernel ([`crate::gemm_sm90`]), and with which operand
+/// majors: a backend that runs sm_90a, A and B each with K or M / N contiguous (any of the
+/// four transposes; `w.t()` of a linear layer's weight is B K-major) and the other pitch a
+/// multiple of 16 bytes (TMA), and C's row pitch even (column pairs).
+fn sm90_takes<B: Backend>(
+    b: &B,
+    al: &TensorLayout,
+    bl: &TensorLayout,
+    cl: &TensorLayout,
+) -> Option<(tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major)> {
+    let sc = cl.strides();
+    let c_ok = (sc[1] == 1 || cl.shape()[1] == 1) && sc[0] % 2 == 0;
+    if !b.hopper() || !c_ok {
+        return None;
+    }
+    Some((sm90_major(al, 1)?, sm90_major(bl, 0)?))
+}
+
+/// The problem the Hopper GEMM sees for these operands: shapes, types, the operands' majors and
+/// whether C's rows can take TMA stores.
+fn sm90_problem(
+    al: &TensorLayout,
+    cl: &TensorLayout,
+    (a_major, b_major): (tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major),
+) -> crate::gemm_tuning::GemmProblem {
     let (m, k, n) = (al.shape()[0], al.shape()[1], cl.shape()[1]);
     let c_tma = crate::bind::map_arg(cl).is_ok_and(|arg| {
         let size = cl.dtype().size_bytes() as u64;
         arg.byte_strides().iter().all(|s| s % 16 == 0)
             && (cl.offset() as u64 * size).is_multiple_of(16)
     });
-    crate::gemm_tuning::GemmProblem::tn(m, n, k, al.dtype(), cl.dtype(), c_tma)
+    crate::gemm_tuning::GemmProblem::new(m, n, k, al.dtype(), cl.dtype(), c_tma)
+        .with_majors(a_major, b_major)
 }
 
-/// The compiled-kernel key of a Hopper GEMM configuration: every knob the code depends on.
+/// The compiled-kernel key of a Hopper GEMM configuration: every knob the code depends on
+/// (tile knobs, output type, operand majors, epilogue steps).
 fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
-    use crate::gemm_sm90::{Epilogue, Raster};
+    use crate::gemm_sm90::{Activation, Epilogue, Raster};
+    use tilekit_ir::wgmma::Major;
+    let op = cfg.op;
     let flags = i64::from(cfg.overlap)
         | i64::from(cfg.persistent) << 1
         | i64::from(cfg.epilogue == Epilogue::Tma) << 2
-        | (cfg.output.size_bytes() as i64) << 3;
+        | (cfg.output.size_bytes() as i64) << 3
+        | i64::from(cfg.a_major == Major::MN) << 8
+        | i64::from(cfg.b_major == Major::MN) << 9
+        | i64::from(op.alpha) << 10
+        | i64::from(op.beta) << 11
+        | op.bias.map_or(0, |t| t.size_bytes() as i64) << 12
+        | match op.act {
+            Activation::None => 0,
+            Activation::Relu => 1,
+            Activation::Gelu => 2,
+        } << 16;
     let raster = match cfg.raster {
         Raster::Linear => 0,
         Raster::Grouped(g) => i64::from(g),
@@ -1251,8 +1290,10 @@ fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
     KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, flags, raster])
 }
 
-/// The Hopper GEMM on `A · B` (B read as its `N × K` transpose through a tensor map) into C
-/// with the tile knobs `choice` (the backend's tuned or heuristic choice for [`gemm_into`]).
+/// The Hopper GEMM on `A · B` into C (f32 or the input type; `opts`' epilogue applied) with the
+/// tile knobs `choice` (the backend's tuned or heuristic choice for [`gemm_into`] and
+/// [`gemm_ex`]): each operand read through a tensor map over its K-major (`M × K`, `N × K`)
+/// or MN-major (`K × M`, `K × N`) storage.
 fn gemm_sm90_into<
     B: Backend,
     X: TensorIn<B> + ?Sized,
@@ -1261,13 +1302,21 @@ fn gemm_sm90_into<
 >(
     b: &B,
     choice: crate::gemm_tuning::GemmChoice,
-    a: &X,
-    bm: &Z,
-    c: &mut Y,
+    (a, bm, c): (&X, &Z, &mut Y),
+    majors: (tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major),
+    opts: &GemmOptions<'_, B>,
 ) -> Result<()> {
-    use crate::gemm_sm90::{build_gemm_sm90, hilbert_order, launch_grid, Epilogue, Raster, BM};
-    let p = sm90_problem(a.layout(), c.layout());
-    let cfg = choice.apply(p.base());
+    use crate::gemm_sm90::{build_gemm_sm90, hilbert_order, launch_grid, Epilogue, EpilogueOp};
+    use crate::gemm_sm90::{Raster, BM};
+    use tilekit_ir::wgmma::Major;
+    let p = sm90_problem(a.layout(), c.layout(), majors);
+    let op = EpilogueOp {
+        alpha: opts.alpha != 1.0,
+        beta: opts.beta != 0.0,
+        bias: opts.bias.map(|t| t.layout().dtype()),
+        act: opts.activation,
+    };
+    let cfg = crate::gemm_sm90::GemmConfig { op, ..choice.apply(p.base()) };
     cfg.check()?;
     if cfg.epilogue == Epilogue::Tma && !p.c_tma {
         return Err(OpsError::invalid(
@@ -1293,9 +1342,11 @@ fn gemm_sm90_into<
         }
         _ => None,
     };
+    // the maps run over the operands' storage order: A M×K or K×M, B N×K or K×N
+    let perm = |major| if major == Major::K { [0, 1] } else { [1, 0] };
     let mut args = Bindings::new(&kc)
-        .input_mapped("a", "am", a, b)?
-        .input_mapped_permuted("b", "bm", bm, &[1, 0], b)?
+        .input_mapped_permuted("a", "am", a, &perm(cfg.a_major), b)?
+        .input_mapped_permuted("b", "bm", bm, &perm(cfg.b_major).map(|d| 1 - d), b)?
         .output("c", c, b)?
         .int("k", p.k)?;
     if cfg.epilogue == Epilogue::Tma {
@@ -1304,15 +1355,24 @@ fn gemm_sm90_into<
     if let Some((t, len)) = &order {
         args = args.input_ptr("order", t, *len, b)?;
     }
+    if op.alpha {
+        args = args.scalar("alpha", tilekit_ir::Lit::f32(opts.alpha))?;
+    }
+    if op.beta {
+        args = args.scalar("beta", tilekit_ir::Lit::f32(opts.beta))?;
+    }
+    if let Some(bias) = opts.bias {
+        args = args.input_ptr("bias", bias, p.n, b)?;
+    }
     b.launch(&kc, grid, args)
 }
 
 /// [`gemm_into`] on the Hopper kernel with explicit tile knobs (what `tilekit tune gemm` times;
 /// [`gemm_into`] takes the backend's tuned or heuristic choice). The operands must be what the
-/// Hopper path reads: A `M × K` with unit column stride, B a `K × N` view with unit row stride
-/// (the transpose of a row-major `N × K`), row pitches multiples of 8 elements; C `M × N` of
-/// the input type or f32 with unit column stride and an even row pitch (a multiple of 16 bytes
-/// for [`Epilogue::Tma`](crate::gemm_sm90::Epilogue::Tma)). Other operands are a typed error.
+/// Hopper path reads: A (`M × K`) and B (`K × N`) each with K or M / N contiguous (any of the
+/// four transposes) and the other pitch a multiple of 8 elements; C `M × N` of the input type
+/// or f32 with unit column stride and an even row pitch (a multiple of 16 bytes for
+/// [`Epilogue::Tma`](crate::gemm_sm90::Epilogue::Tma)). Other operands are a typed error.
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -1322,7 +1382,7 @@ fn gemm_sm90_into<
 /// let a = HostTensor::from_slice(&vec![bf16::from_f32(1.0); 130 * 64], &[130, 64]).unwrap();
 /// let w = HostTensor::from_slice(&vec![bf16::from_f32(0.5); 72 * 64], &[72, 64]).unwrap();
 /// let mut c = HostTensor::from_slice(&vec![f32::NAN; 130 * 72], &[130, 72]).unwrap();
-/// let p = GemmProblem::tn(130, 72, 64, ScalarType::BF16, ScalarType::F32, true);
+/// let p = GemmProblem::new(130, 72, 64, ScalarType::BF16, ScalarType::F32, true);
 /// let choice = GemmChoice { bn: 128, stages: 2, ..GemmChoice::heuristic(&p) };
 /// api::gemm_with(&Interp, choice, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap();
 /// assert!(c.to_vec::<f32>().unwrap().iter().all(|&v| v == 32.0));
@@ -1350,7 +1410,7 @@ pub fn gemm_with<
         return Err(OpsError::DtypeMismatch { context: "gemm: C".into(), got: out, expected: ty });
     }
     check_same("gemm", "C", c.layout(), &[m, n], out)?;
-    if !sm90_takes(b, &al, &bl, c.layout()) {
+    let Some(majors) = sm90_takes(b, &al, &bl, c.layout()) else {
         return Err(OpsError::invalid(
             "gemm",
             "operand layouts",
@@ -1360,12 +1420,11 @@ pub fn gemm_with<
                 bl.strides(),
                 c.layout().strides()
             ),
-            "A with unit column stride, B a K×N view with unit row stride (w.t() of a row-major \
-             N×K), pitches multiples of 8 elements, C with unit column stride and an even pitch, \
-             on a Hopper backend",
+            "A and B each with K or M / N contiguous and the other pitch a multiple of 8 \
+             elements, C with unit column stride and an even pitch, on a Hopper backend",
         ));
-    }
-    gemm_sm90_into(b, choice, a, bm, c)
+    };
+    gemm_sm90_into(b, choice, (a, bm, c), majors, &GemmOptions::new())
 }
 
 /// The operand checks every GEMM entry shares: A and B of one 16-bit type, matrices, inner dims
@@ -1400,12 +1459,12 @@ fn gemm_operands(ty: ScalarType, al: &TensorLayout, bl: &TensorLayout) -> Result
 
 /// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores.
 ///
-/// Where B is the transpose of an `N × K` row-major matrix (a `K × N` view with unit row
-/// stride: `w.t()` of a linear layer's weight) and the backend runs sm_90a (a Hopper GPU, or
-/// the interpreter), any M, N, K run on the Hopper kernel ([`crate::gemm_sm90`]: TMA, wgmma,
-/// persistent), as long as A's and B's row pitches are multiples of 16 bytes. Otherwise
-/// (row-major B) the `mma.sync` kernel takes M, N and K multiples of its block tile (64, 64,
-/// 32).
+/// Where the backend runs sm_90a (a Hopper GPU, or the interpreter) and A and B each have K
+/// or M / N contiguous — row-major or transposed views, any of the four combinations
+/// (row-major A and B; `w.t()` of a linear layer's `N × K` weight) — with the other pitch a
+/// multiple of 16 bytes, any M, N, K run on the Hopper kernel ([`crate::gemm_sm90`]: TMA,
+/// wgmma, persistent). Otherwise the `mma.sync` kernel takes row-major operands with M, N and
+/// K multiples of its block tile (64, 64, 32).
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -1462,9 +1521,9 @@ pub fn gemm_into<
     gemm_operands(ty, &al, &bl)?;
     let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
-    if sm90_takes(b, &al, &bl, c.layout()) {
-        let choice = b.gemm_table().choose(&sm90_problem(&al, c.layout()));
-        return gemm_sm90_into(b, choice, a, bm, c);
+    if let Some(majors) = sm90_takes(b, &al, &bl, c.layout()) {
+        let choice = b.gemm_table().choose(&sm90_problem(&al, c.layout(), majors));
+        return gemm_sm90_into(b, choice, (a, bm, c), majors, &GemmOptions::new());
     }
     let (bm_, bn_, bk_) = crate::gemm::TILE;
     for (name, v, t) in [("M", m, bm_), ("N", n, bn_), ("K", k, bk_)] {
@@ -1481,6 +1540,221 @@ pub fn gemm_into<
     let kc = cached(KernelKey::new("gemm", ty, [0; 4]), || crate::gemm::build(ty))?;
     let args = Bindings::new(&kc).input("a", a, b)?.input("b", bm, b)?.output("c", c, b)?;
     b.launch(&kc, grid, args)
+}
+
+pub use crate::gemm_sm90::Activation;
+
+/// The epilogue of [`gemm_ex`]: `C = act(alpha · A·B + beta · C + bias)`, built with
+/// [`GemmOptions::new`] (`alpha` 1, `beta` 0, no bias, no activation) and its setters. Steps
+/// left at their defaults cost nothing: `beta = 0` does not read C (a C full of NaN stays out
+/// of the result), `alpha = 1` does not multiply.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api::{Activation, GemmOptions}, backend::Interp};
+/// let bias = HostTensor::from_slice(&[1.0f32; 8], &[8]).unwrap();
+/// let o: GemmOptions<'_, Interp> = GemmOptions::new().alpha(0.5).beta(2.0).bias(&bias).activation(Activation::Relu);
+/// assert_eq!((o.alpha, o.beta, o.activation), (0.5, 2.0, Activation::Relu));
+/// assert!(o.bias.is_some());
+/// ```
+pub struct GemmOptions<'a, B: Backend> {
+    /// The product's scale.
+    pub alpha: f32,
+    /// C's scale (C is read before it is written where this is not 0).
+    pub beta: f32,
+    /// A per-column bias: `N` elements (rank 1, unit stride) of C's type or f32.
+    pub bias: Option<&'a dyn TensorIn<B>>,
+    /// The activation, applied last.
+    pub activation: Activation,
+}
+
+impl<B: Backend> Default for GemmOptions<'_, B> {
+    fn default() -> Self {
+        GemmOptions { alpha: 1.0, beta: 0.0, bias: None, activation: Activation::None }
+    }
+}
+
+impl<'a, B: Backend> GemmOptions<'a, B> {
+    /// `alpha` 1, `beta` 0, no bias, no activation: the plain product.
+    ///
+    /// ```
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new();
+    /// assert!(o.is_plain());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets `alpha`.
+    ///
+    /// ```
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new().alpha(2.0);
+    /// assert_eq!(o.alpha, 2.0);
+    /// ```
+    pub fn alpha(self, alpha: f32) -> Self {
+        GemmOptions { alpha, ..self }
+    }
+    /// Sets `beta`.
+    ///
+    /// ```
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new().beta(1.0);
+    /// assert!(!o.is_plain());
+    /// ```
+    pub fn beta(self, beta: f32) -> Self {
+        GemmOptions { beta, ..self }
+    }
+    /// Sets the per-column bias.
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let b = HostTensor::from_slice(&[0.5f32; 4], &[4]).unwrap();
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new().bias(&b);
+    /// assert!(o.bias.is_some());
+    /// ```
+    pub fn bias(self, bias: &'a dyn TensorIn<B>) -> Self {
+        GemmOptions { bias: Some(bias), ..self }
+    }
+    /// Sets the activation.
+    ///
+    /// ```
+    /// use tilekit_ops::api::{Activation, GemmOptions};
+    /// let o = GemmOptions::<tilekit_ops::backend::Interp>::new().activation(Activation::Gelu);
+    /// assert_eq!(o.activation, Activation::Gelu);
+    /// ```
+    pub fn activation(self, activation: Activation) -> Self {
+        GemmOptions { activation, ..self }
+    }
+    /// Whether these are the defaults (the plain product).
+    ///
+    /// ```
+    /// use tilekit_ops::api::{Activation, GemmOptions};
+    /// assert!(!GemmOptions::<tilekit_ops::backend::Interp>::new().activation(Activation::Relu).is_plain());
+    /// ```
+    pub fn is_plain(&self) -> bool {
+        self.alpha == 1.0
+            && self.beta == 0.0
+            && self.bias.is_none()
+            && self.activation == Activation::None
+    }
+}
+
+/// `C = act(alpha · A·B + beta · C + bias)` into a caller's `M × N` C of f32 or the inputs'
+/// type, on the Hopper kernel ([`crate::gemm_sm90`], the epilogue fused before the store).
+/// A and B as for [`gemm`] (f16 or bf16, any of the four transposes with 16-byte pitches).
+/// Typed errors name the offending shape, dtype or layout: C's shape or type, a bias whose
+/// length is not N or whose type is neither C's nor f32, operands the Hopper kernel cannot
+/// read (or a backend without sm_90a) unless the options are plain and C is f32 (then this is
+/// [`gemm_into`]).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api::{self, Activation, GemmOptions}, backend::Interp};
+/// use half::bf16;
+/// let a = HostTensor::from_slice(&vec![bf16::from_f32(1.0); 16 * 32], &[16, 32]).unwrap();
+/// let b = HostTensor::from_slice(&vec![bf16::from_f32(-0.25); 32 * 8], &[32, 8]).unwrap();
+/// let bias = HostTensor::from_slice(&[0.0f32, 5.0, 10.0, 13.0, 14.0, 15.0, 16.0, 20.0], &[8]).unwrap();
+/// let mut c = HostTensor::from_slice(&vec![bf16::from_f32(1.0); 16 * 8], &[16, 8]).unwrap();
+/// // 2·(−8) + 3·1 + bias, then ReLU: max(bias − 13, 0)
+/// let opts = GemmOptions::new().alpha(2.0).beta(3.0).bias(&bias).activation(Activation::Relu);
+/// api::gemm_ex(&Interp, &a, &b, &mut c, &opts).unwrap();
+/// let row: Vec<f32> = c.to_vec::<bf16>().unwrap()[..8].iter().map(|v| v.to_f32()).collect();
+/// assert_eq!(row, vec![0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 7.0]);
+/// let short = HostTensor::from_slice(&[0.0f32; 7], &[7]).unwrap();
+/// let e = api::gemm_ex(&Interp, &a, &b, &mut c, &GemmOptions::new().bias(&short)).unwrap_err();
+/// assert!(e.to_string().contains("[7]"), "{e}");
+/// ```
+pub fn gemm_ex<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+    opts: &GemmOptions<'_, B>,
+) -> Result<()> {
+    let op = "gemm";
+    let (al, bl) = (a.layout().clone(), bm.layout().clone());
+    let ty = al.dtype();
+    check_dtype(op, ty, &crate::gemm::TYPES)?;
+    if bl.dtype() != ty {
+        return Err(OpsError::DtypeMismatch {
+            context: "gemm: B".into(),
+            got: bl.dtype(),
+            expected: ty,
+        });
+    }
+    if al.rank() != 2 || bl.rank() != 2 {
+        return Err(OpsError::invalid(
+            op,
+            "ranks",
+            format!("{} and {}", al.rank(), bl.rank()),
+            "A and B are matrices (rank 2)",
+        ));
+    }
+    let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
+    if bl.shape()[0] != k {
+        return Err(OpsError::invalid(
+            op,
+            "shapes",
+            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
+            "the inner dims must agree (A is M×K, B is K×N)",
+        ));
+    }
+    let out = c.layout().dtype();
+    if out != ScalarType::F32 && out != ty {
+        return Err(OpsError::invalid(
+            op,
+            "C type",
+            out,
+            format!("f32 or {ty} (the inputs' type)"),
+        ));
+    }
+    check_same(op, "C", c.layout(), &[m, n], out)?;
+    if let Some(bias) = opts.bias {
+        let l = bias.layout();
+        if l.shape() != [n] {
+            return Err(OpsError::invalid(
+                op,
+                "bias shape",
+                format!("{:?}", l.shape()),
+                format!("[{n}] (one value per column of C)"),
+            ));
+        }
+        if l.dtype() != out && l.dtype() != ScalarType::F32 {
+            return Err(OpsError::invalid(
+                op,
+                "bias type",
+                l.dtype(),
+                format!("{out} (C's type) or f32"),
+            ));
+        }
+        if n > 1 && l.strides()[0] != 1 {
+            return Err(OpsError::invalid(op, "bias stride", l.strides()[0], "1 (contiguous)"));
+        }
+    }
+    match sm90_takes(b, &al, &bl, c.layout()) {
+        Some(majors) => {
+            let choice = b.gemm_table().choose(&sm90_problem(&al, c.layout(), majors));
+            gemm_sm90_into(b, choice, (a, bm, c), majors, opts)
+        }
+        None if opts.is_plain() && out == ScalarType::F32 => gemm_into(b, a, bm, c),
+        None => Err(OpsError::invalid(
+            op,
+            "layouts",
+            format!(
+                "A strides {:?}, B strides {:?}, C strides {:?}{}",
+                al.strides(),
+                bl.strides(),
+                c.layout().strides(),
+                if b.hopper() { "" } else { " (backend without sm_90a)" }
+            ),
+            "the Hopper kernel's (sm_90a; A, B with K or M / N contiguous and the other \
+             stride a multiple of 8 elements; C with unit column stride and an even row \
+             stride); the fused epilogue and 16-bit C need it",
+        )),
+    }
 }
 
 // --------------------------------------------------------------------------------- attention

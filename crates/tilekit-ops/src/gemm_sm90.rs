@@ -35,7 +35,11 @@
 //!                               1 3 5 7      M-tile 1
 //!                               8 9 10 11    M-tile 2 (the last group, one row)
 //!
-//!   epilogue, Registers: C[m0 + row, n0 + col] = acc, masked global stores of column pairs
+//!   epilogue op (GemmConfig::op, in registers, both epilogues; each step and its param only
+//!   where on — the default kernel is the plain product):
+//!     v = α·acc (alpha)  → v += β·C[row, col] (beta; masked ld of C)  → v += bias[col] (bias;
+//!     masked ld)  → ReLU max(v, 0) | GELU v / (1 + 2^(−2·log2e·√(2/π)(v + 0.044715v³)))
+//!   epilogue, Registers: C[m0 + row, n0 + col] = v, masked global stores of column pairs
 //!   epilogue, Tma:
 //!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
 //!     bar.sync 1, 256 (the consumers) ◄──────────────────────────────────────┘
@@ -48,13 +52,27 @@
 //!   shared: S stages of { A tile 128×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
 //!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, 128 × BN outputs
+//!
+//!   operand majors (GemmConfig::a_major / b_major; K-major is the picture above):
+//!     K-major  A stored M×K, B stored N×K: one box (64 along K) × rows, descriptor(rows, 64)
+//!     MN-major A stored K×M (column-major), B stored K×N (row-major): the tile is slabs of
+//!              64 MN-columns × 64 K-rows, one TMA box each at (mn0 + 64·j, k0), slab j at
+//!              element 64·64·j — HopperSwizzle::B128.descriptor_atoms(64, width, 2), the
+//!              swizzle on the MN side; wgmma reads it MN-major (trans-a / trans-b = 1):
+//!                LBO = the slab stride (8 KiB), SBO = 8 K-rows (1 KiB)
+//!              A: slab h is consumer warpgroup h's 64 rows (at the K-major tile's offset)
+//!     k-major A, B    (TN)  A·Bᵀ with B = a weight N×K     ┌ slab 0 ┬ slab 1 ┐ B MN-major,
+//!     k-major A, MN B (NN)  plain row-major A and B        │ n 0..64│64..128 │ bn 128: two
+//!     MN A, k-major B (TT)  ...                            │ k 0..64│ k 0..64│ boxes a stage
+//!     MN A, MN B      (NT)                                 └────────┴────────┘
 //! ```
 //!
 //! Edges: TMA fills the parts of a box outside A or B with zeros (so K need not be a multiple
 //! of 64, nor M, N of the tile); the register stores of C are masked, the TMA stores clipped at
 //! C's far edges (dim 0 at 16-byte granularity, so the TMA epilogue needs C's row pitch a
 //! multiple of 16 bytes — its tensor map refuses others at binding). TMA needs 16-byte aligned
-//! rows of A and B: K a multiple of 8 elements.
+//! rows of A and B: the pitch of the stored rows (K for K-major, M or N for MN-major) a
+//! multiple of 8 elements.
 //!
 //! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
 //! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
@@ -63,7 +81,7 @@
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
 
 type IrResult<T> = std::result::Result<T, tilekit_ir::IrError>;
 use tilekit_layout::swizzle::HopperSwizzle;
@@ -75,6 +93,9 @@ use crate::error::{OpsError, Result};
 pub const BM: i64 = 128;
 /// K per stage (one 128-byte swizzle row of 16-bit elements).
 pub const BK: i64 = 64;
+/// MN-columns of a slab of an MN-major tile (one 128-byte swizzle row of 16-bit elements; one
+/// TMA box of `SLAB × BK` each).
+pub const SLAB: i64 = 64;
 
 /// The order in which a [`GemmConfig::persistent`] kernel's blocks (or a non-persistent grid)
 /// walk the tiles of C.
@@ -188,6 +209,107 @@ pub enum Epilogue {
     Tma,
 }
 
+/// The activation the epilogue applies last ([`EpilogueOp::act`]).
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::Activation;
+/// assert_eq!(Activation::Relu.apply(-2.0), 0.0);
+/// assert!((Activation::Gelu.apply(1.0) - 0.8411919906).abs() < 1e-9);
+/// assert_eq!(Activation::None.apply(-2.0), -2.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Activation {
+    /// The identity.
+    #[default]
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// GELU, tanh approximation: `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`, computed as
+    /// `x / (1 + 2^(−2·log2(e)·u))` with `u` the tanh's argument (`ex2.approx`, `rcp.approx`
+    /// on the GPU).
+    Gelu,
+}
+
+impl Activation {
+    /// The activation in f64 (the reference the kernels are tested against).
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ops::gemm_sm90::Activation::Relu.apply(3.0), 3.0);
+    /// ```
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            Activation::None => x,
+            Activation::Relu => x.max(0.0),
+            Activation::Gelu => {
+                let u = GELU_C * (x + 0.044715 * x * x * x);
+                0.5 * x * (1.0 + u.tanh())
+            }
+        }
+    }
+}
+
+/// `√(2/π)`.
+const GELU_C: f64 = 0.797_884_560_802_865_4;
+
+/// What a [`build_gemm_sm90`] kernel does to the accumulator before it stores C, in this
+/// order: `v = α·acc` (f32 param `alpha`), `v += β·C` (f32 param `beta`; C is read — in the
+/// output type — before it is overwritten), `v += bias[column]` (pointer param `bias`, N
+/// elements of this type), `v = act(v)`; then the conversion to the output type. Each param
+/// exists only where its step is on: the default (all off) kernel is the plain product.
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::{build_gemm_sm90, Activation, EpilogueOp, GemmConfig};
+/// use tilekit_ir::ScalarType;
+/// let op = EpilogueOp { beta: true, bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() };
+/// assert!(!op.is_identity());
+/// let k = build_gemm_sm90(GemmConfig { op, ..GemmConfig::default() }).unwrap();
+/// let names: Vec<_> = k.params.iter().map(|p| p.name.as_str()).collect();
+/// assert!(names.contains(&"beta") && names.contains(&"bias") && !names.contains(&"alpha"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EpilogueOp {
+    /// Scale the product by the f32 param `alpha`.
+    pub alpha: bool,
+    /// Add `beta · C` (f32 param `beta`), reading C.
+    pub beta: bool,
+    /// Add a per-column bias of this type (the output type or f32): pointer param `bias`.
+    pub bias: Option<ScalarType>,
+    /// The activation, last.
+    pub act: Activation,
+}
+
+impl EpilogueOp {
+    /// Whether the epilogue stores the product unchanged (no params, no extra code).
+    ///
+    /// ```
+    /// assert!(tilekit_ops::gemm_sm90::EpilogueOp::default().is_identity());
+    /// ```
+    pub fn is_identity(&self) -> bool {
+        *self == EpilogueOp::default()
+    }
+
+    /// The f64 reference of the epilogue on one element of the product `acc`, with C's old
+    /// value `c` and the column's `bias`: `act(α·acc + β·c + bias)`, each step only where it
+    /// is on (`alpha`, `beta`, `bias` are ignored where off).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::{Activation, EpilogueOp};
+    /// let op = EpilogueOp { alpha: true, beta: true, act: Activation::Relu, ..EpilogueOp::default() };
+    /// assert_eq!(op.reference(3.0, 2.0, 0.5, -8.0, 100.0), 2.0); // 2·3 + 0.5·(−8); no bias
+    /// assert_eq!(op.reference(-1.0, 2.0, 0.0, 0.0, 0.0), 0.0);
+    /// ```
+    pub fn reference(&self, acc: f64, alpha: f64, beta: f64, c: f64, bias: f64) -> f64 {
+        let mut v = if self.alpha { alpha * acc } else { acc };
+        if self.beta {
+            v += beta * c;
+        }
+        if self.bias.is_some() {
+            v += bias;
+        }
+        self.act.apply(v)
+    }
+}
+
 /// The shape of a [`build_gemm_sm90`] kernel.
 ///
 /// ```
@@ -216,6 +338,14 @@ pub struct GemmConfig {
     pub raster: Raster,
     /// How C is written.
     pub epilogue: Epilogue,
+    /// A's contiguous axis in global memory: [`Major::K`] (A row-major, `M × K`) or
+    /// [`Major::MN`] (A column-major: stored `K × M`, M contiguous).
+    pub a_major: Major,
+    /// B's contiguous axis in global memory: [`Major::K`] (B stored `N × K` row-major, "TN")
+    /// or [`Major::MN`] (B stored `K × N` row-major, N contiguous, "NN").
+    pub b_major: Major,
+    /// What the epilogue computes before the store (scale, `β·C`, bias, activation).
+    pub op: EpilogueOp,
 }
 
 impl Default for GemmConfig {
@@ -229,6 +359,9 @@ impl Default for GemmConfig {
             persistent: false,
             raster: Raster::Linear,
             epilogue: Epilogue::Registers,
+            a_major: Major::K,
+            b_major: Major::K,
+            op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
         }
     }
 }
@@ -257,6 +390,25 @@ impl GemmConfig {
         }
         if self.epilogue == Epilogue::Tma {
             s += ", tma store";
+        }
+        if self.a_major == Major::MN {
+            s += ", A MN-major";
+        }
+        if self.b_major == Major::MN {
+            s += ", B MN-major";
+        }
+        let op = &self.op;
+        for (on, what) in
+            [(op.alpha, ", alpha"), (op.beta, ", beta·C"), (op.bias.is_some(), ", bias")]
+        {
+            if on {
+                s += what;
+            }
+        }
+        match op.act {
+            Activation::None => {}
+            Activation::Relu => s += ", relu",
+            Activation::Gelu => s += ", gelu",
         }
         s
     }
@@ -297,6 +449,16 @@ impl GemmConfig {
                 self.output,
                 format!("{} (the input type) or f32", self.input),
             ));
+        }
+        if let Some(t) = self.op.bias {
+            if t != self.output && t != ScalarType::F32 {
+                return Err(OpsError::invalid(
+                    op,
+                    "bias type",
+                    t,
+                    format!("{} (the output type) or f32", self.output),
+                ));
+            }
         }
         if ![64, 128, 192, 256].contains(&self.bn) {
             return Err(OpsError::invalid(op, "bn", self.bn, "64, 128, 192 or 256"));
@@ -411,8 +573,9 @@ fn lit(v: i64) -> Val {
 }
 
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
-/// (pointers; A is M×K, B is N×K, both row-major), `am`, `bm` (their tensor maps: boxes of
-/// 64 × 128 and 64 × BN with the 128-byte swizzle), `c` (a 2-D tensor M×N of the output type,
+/// (pointers; K-major: A is M×K, B is N×K, both row-major; MN-major: A is K×M, B is K×N,
+/// row-major), `am`, `bm` (their tensor maps over that storage: K-major boxes of 64 × 128 and
+/// 64 × BN, MN-major boxes of 64 × 64, with the 128-byte swizzle), `c` (a 2-D tensor M×N of the output type,
 /// any row stride), with [`Epilogue::Tma`] also `cm` (C's tensor map: boxes of 128 bytes ×
 /// 128 rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
 /// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
@@ -433,16 +596,19 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let b = KernelBuilder::new("gemm_sm90", [384, 1, 1])?;
     let ga = b.ptr_param("a", elem)?;
     let gb = b.ptr_param("b", elem)?;
-    let am = b.tensor_map_param(
-        "am",
-        ga,
-        TensorMapSpec::new(elem, &[BK as u32, BM as u32], TmaSwizzle::B128, OobFill::Zero)?,
-    )?;
-    let bmap = b.tensor_map_param(
-        "bm",
-        gb,
-        TensorMapSpec::new(elem, &[BK as u32, bn as u32], TmaSwizzle::B128, OobFill::Zero)?,
-    )?;
+    // an MN-major operand's tile is slabs of SLAB MN-columns × BK K-rows (one 128-byte swizzle
+    // row of MN each), one TMA box a slab: the map's box is derived from the slab's layout
+    let slab = HopperSwizzle::B128.descriptor(BK, SLAB, eb)?;
+    let spec = |major: Major, rows: i64| match major {
+        Major::K => {
+            TensorMapSpec::new(elem, &[BK as u32, rows as u32], TmaSwizzle::B128, OobFill::Zero)
+        }
+        Major::MN => {
+            TensorMapSpec::from_layout(elem, &[SLAB as u32, BK as u32], &slab, OobFill::Zero)
+        }
+    };
+    let am = b.tensor_map_param("am", ga, spec(cfg.a_major, BM)?)?;
+    let bmap = b.tensor_map_param("bm", gb, spec(cfg.b_major, bn)?)?;
     let c = b.tensor_param("c", cfg.output, 2)?;
     // the C tile of the TMA epilogue: bn / cw column blocks of BM rows × 128 bytes, each the
     // box image of C's map with the 128-byte swizzle (a fragment row's 4 lanes fill one
@@ -470,13 +636,62 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         Raster::Hilbert => Some(b.ptr_param("order", ScalarType::I32)?),
         _ => None,
     };
-    // the tiles: TMA box images with the 128-byte swizzle, and the wgmma views of them
-    let a_layout = HopperSwizzle::B128.descriptor(64, BK, eb)?;
-    let b_layout = HopperSwizzle::B128.descriptor(bn, BK, eb)?;
+    // the epilogue's params, each only where its step is on
+    let f32p = |on: bool, name: &str| on.then(|| b.scalar_param(name, ScalarType::F32)).transpose();
+    let alpha = f32p(cfg.op.alpha, "alpha")?;
+    let beta = f32p(cfg.op.beta, "beta")?;
+    let bias = cfg.op.bias.map(|t| b.ptr_param("bias", t)).transpose()?;
+    // v = act(α·acc + β·C[at] + bias[col]) in f32; `mask`: the element is inside C (the masked
+    // loads of C and the bias read nothing outside it)
+    let epilogue_op = |b: &KernelBuilder,
+                       acc: &Val,
+                       at: &Val,
+                       col: &Val,
+                       mask: &tilekit_ir::Pred|
+     -> IrResult<Val> {
+        let mut v = acc.clone();
+        if let Some(alpha) = &alpha {
+            v = b.binary(BinOp::Mul, &v, alpha)?;
+        }
+        if let Some(beta) = &beta {
+            let old = b.load(c.mem, at, 1, Some(mask))?.remove(0);
+            v = b.fma(beta, &b.cvt(&old, ScalarType::F32)?, &v)?;
+        }
+        if let Some(bias) = bias {
+            let x = b.load(bias, col, 1, Some(mask))?.remove(0);
+            v = b.binary(BinOp::Add, &v, &b.cvt(&x, ScalarType::F32)?)?;
+        }
+        match cfg.op.act {
+            Activation::None => Ok(v),
+            Activation::Relu => b.binary(BinOp::Max, &v, &b.f32(0.0)),
+            Activation::Gelu => {
+                // x / (1 + 2^(−2·log2 e · u)), u = √(2/π)·(x + 0.044715·x³)
+                let x2 = b.binary(BinOp::Mul, &v, &v)?;
+                let poly = b.fma(&x2, &b.f32((GELU_C * 0.044715) as f32), &b.f32(GELU_C as f32))?;
+                let u = b.binary(BinOp::Mul, &v, &poly)?;
+                let t =
+                    b.binary(BinOp::Mul, &u, &b.f32((-2.0 * std::f64::consts::LOG2_E) as f32))?;
+                let e = b.unary(UnOp::Exp2Approx, &t)?;
+                let d = b.binary(BinOp::Add, &e, &b.f32(1.0))?;
+                let r = b.unary(UnOp::RcpApprox, &d)?;
+                b.binary(BinOp::Mul, &v, &r)
+            }
+        }
+    };
+    // the tiles: TMA box images with the 128-byte swizzle, and the wgmma views of them (a
+    // consumer's A: 64 rows of M; MN-major, that is one slab; B MN-major: bn / SLAB slabs)
+    let a_layout = match cfg.a_major {
+        Major::K => HopperSwizzle::B128.descriptor(64, BK, eb)?,
+        Major::MN => slab.clone(),
+    };
+    let b_layout = match cfg.b_major {
+        Major::K => HopperSwizzle::B128.descriptor(bn, BK, eb)?,
+        Major::MN => HopperSwizzle::B128.descriptor_atoms(BK, bn, eb)?,
+    };
     let ma =
-        SmemMatrix::from_layout(&a_layout, Major::K, elem).map_err(tilekit_ir::IrError::from)?;
+        SmemMatrix::from_layout(&a_layout, cfg.a_major, elem).map_err(tilekit_ir::IrError::from)?;
     let mb =
-        SmemMatrix::from_layout(&b_layout, Major::K, elem).map_err(tilekit_ir::IrError::from)?;
+        SmemMatrix::from_layout(&b_layout, cfg.b_major, elem).map_err(tilekit_ir::IrError::from)?;
     let (a_elems, b_elems) = (BM * BK, bn * BK);
     let sa = b.shared("a_ring", elem, (stages * a_elems) as usize)?;
     let sb = b.shared("b_ring", elem, (stages * b_elems) as usize)?;
@@ -558,22 +773,20 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
                         let k0 = i32v(b, &(kt.clone() * lit(BK)))?;
-                        b.tensor_load(
-                            sa,
-                            &(s.clone() * lit(a_elems)),
-                            am,
-                            &[k0.clone(), m0.clone()],
-                            full,
-                            &s,
-                        )?;
-                        b.tensor_load(
-                            sb,
-                            &(s.clone() * lit(b_elems)),
-                            bmap,
-                            &[k0, n0.clone()],
-                            full,
-                            &s,
-                        )?;
+                        // a K-major tile is one box at (k0, mn0); an MN-major one a box per
+                        // slab at (mn0 + j·SLAB, k0), slab j at element j·SLAB·BK of the tile
+                        let load = |mem, at: Val, map, major, mn0: &Val, rows: i64| match major {
+                            Major::K => {
+                                b.tensor_load(mem, &at, map, &[k0.clone(), mn0.clone()], full, &s)
+                            }
+                            Major::MN => (0..rows / SLAB).try_for_each(|j| {
+                                let x = mn0.clone() + lit(j * SLAB);
+                                let at = at.clone() + lit(j * SLAB * BK);
+                                b.tensor_load(mem, &at, map, &[x, k0.clone()], full, &s)
+                            }),
+                        };
+                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &m0, BM)?;
+                        load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn)?;
                         Ok(vec![])
                     })?;
                     Ok(())
@@ -583,7 +796,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         },
         |b| {
             b.setmaxnreg(true, 232)?;
-            let shape = WgmmaShape::new(ty, bn as u32)?;
+            let (ta, tb) = (cfg.a_major == Major::MN, cfg.b_major == Major::MN);
+            let shape = WgmmaShape::new(ty, bn as u32)?.transposed(ta, tb)?;
             let half = wg.clone() - lit(1);
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
             let (warp, lane) = (t.clone() / lit(32), t % lit(32));
@@ -639,6 +853,14 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         + lit(r0 as i64);
                     (row, lane.clone() % lit(4) * lit(2) + lit(c0 as i64))
                 };
+                // (row, col) is inside C
+                let inside =
+                    |b: &KernelBuilder, row: &Val, col: &Val| -> IrResult<tilekit_ir::Pred> {
+                        let rows_left = c.lengths[0].clone() - lit(1) - row.clone();
+                        let cols_left = c.lengths[1].clone() - lit(1) - col.clone();
+                        let least = b.binary(BinOp::Min, &rows_left, &cols_left)?;
+                        b.cmp(CmpOp::Ge, &least, &lit(0))
+                    };
                 if let (Some(cmap), Some(sc)) = (cmap, sc) {
                     b.note("gemm_sm90 epilogue: the fragment into the swizzled C tile, TMA stores");
                     // per thread: its rows' swizzle phase x = row mod 8 = lane / 4 and the
@@ -660,7 +882,29 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let (r0, c0) = (r0 as i64, c0 as i64);
                         let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
                         let at = base.clone() + lit(c0 / cw * BM * cw + r0 * cw) + chunk * lit(ce);
-                        let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
+                        let vals = if cfg.op.is_identity() {
+                            [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
+                        } else {
+                            // the element's place in C (the stores clip there; the epilogue's
+                            // loads are masked to it)
+                            let (r, cc) = frag(i);
+                            let (row, col) = (m0.clone() + r, n0.clone() + cc);
+                            let g = row.clone() * c.strides[0].clone() + col.clone();
+                            let mut out = Vec::with_capacity(2);
+                            for e in 0..2 {
+                                let col = col.clone() + lit(e);
+                                let mask = inside(b, &row, &col)?;
+                                let v = epilogue_op(
+                                    b,
+                                    &acc[i + e as usize],
+                                    &(g.clone() + lit(e)),
+                                    &col,
+                                    &mask,
+                                )?;
+                                out.push(b.cvt(&v, cfg.output)?);
+                            }
+                            [out[0].clone(), out[1].clone()]
+                        };
                         b.store(sc, &at, &vals, None)?;
                     }
                     b.fence_proxy_async();
@@ -683,7 +927,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let row = m0.clone() + r;
                         let col = n0.clone() + cc;
                         let at = row.clone() * c.strides[0].clone() + col.clone();
-                        let vals = [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?];
+                        let plain = cfg.op.is_identity();
+                        let vals = if plain {
+                            vec![b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
+                        } else {
+                            vec![]
+                        };
                         // both columns inside, or (odd N) only the first: min of the slacks ≥ 0
                         let rows_left = m.clone() - lit(1) - row;
                         let slack = |b: &KernelBuilder, cols: i64| -> IrResult<tilekit_ir::Pred> {
@@ -693,6 +942,16 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         };
                         let pair = slack(b, 2)?;
                         let single = slack(b, 1)?;
+                        let vals = if plain {
+                            vals
+                        } else {
+                            // element 0 is inside where `single` holds, element 1 where `pair`
+                            let v0 = epilogue_op(b, &acc[i], &at, &col, &single)?;
+                            let at1 = at.clone() + lit(1);
+                            let v1 =
+                                epilogue_op(b, &acc[i + 1], &at1, &(col.clone() + lit(1)), &pair)?;
+                            vec![b.cvt(&v0, cfg.output)?, b.cvt(&v1, cfg.output)?]
+                        };
                         b.if_then_else(
                             &pair,
                             |b| {

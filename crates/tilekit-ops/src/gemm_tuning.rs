@@ -4,13 +4,13 @@
 //! A [`GemmConfig`] has two halves. The types (input, output) come from the caller's tensors;
 //! the **tile knobs** — `bn`, stages, overlap, persistence, raster order, epilogue — are what a
 //! tuner chooses, captured as a [`GemmChoice`]. Choices are kept per device and per **shape
-//! class** ([`GemmProblem::class`]): the types, the operand layout and each of M, N, K rounded
+//! class** ([`GemmProblem::class`]): the types, the operand layout (BLAS letters, [`GemmProblem::layout`]) and each of M, N, K rounded
 //! up to a power of two, so one tuning run of 8192³ serves 6000³ too, while a skinny
 //! 64×8192×8192 keeps its own winner.
 //!
 //! ```text
 //!   api::gemm(A, B) on a Hopper backend
-//!     GemmProblem { m, n, k, input, output, layout "tn", c_tma }  ── class ──►  "bf16>f32 tn m8192 n8192 k8192"
+//!     GemmProblem { m, n, k, input, output, majors, c_tma }     ── class ──►  "bf16>f32 nt m8192 n8192 k8192"
 //!        │                                                                       │
 //!        ▼                                                                       ▼
 //!   backend.gemm_table() ─ saved by `tilekit tune gemm --save` ─► entry? ──yes──► its GemmChoice
@@ -31,6 +31,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 
 use crate::gemm_sm90::{Epilogue, GemmConfig, Raster, BM};
@@ -111,7 +112,7 @@ impl GemmChoice {
     /// ```
     /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
     /// use tilekit_ir::ScalarType;
-    /// let p = GemmProblem::tn(8192, 8192, 8192, ScalarType::BF16, ScalarType::F32, false);
+    /// let p = GemmProblem::new(8192, 8192, 8192, ScalarType::BF16, ScalarType::F32, false);
     /// assert_eq!(GemmChoice::heuristic(&p).label(), "bn 256, 4 stages, overlap, persistent, grouped 8");
     /// ```
     pub fn label(&self) -> String {
@@ -125,9 +126,9 @@ impl GemmChoice {
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::gemm_sm90::Epilogue;
     /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
-    /// let bf16_out = GemmProblem::tn(4096, 4096, 4096, ScalarType::BF16, ScalarType::BF16, true);
+    /// let bf16_out = GemmProblem::new(4096, 4096, 4096, ScalarType::BF16, ScalarType::BF16, true);
     /// assert_eq!(GemmChoice::heuristic(&bf16_out).epilogue, Epilogue::Tma);
-    /// let f32_out = GemmProblem::tn(4096, 4096, 4096, ScalarType::BF16, ScalarType::F32, true);
+    /// let f32_out = GemmProblem::new(4096, 4096, 4096, ScalarType::BF16, ScalarType::F32, true);
     /// assert_eq!(GemmChoice::heuristic(&f32_out).epilogue, Epilogue::Registers);
     /// ```
     pub fn heuristic(p: &GemmProblem) -> GemmChoice {
@@ -154,8 +155,8 @@ impl GemmChoice {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::gemm_tuning::GemmProblem;
-/// let p = GemmProblem::tn(1000, 1000, 1000, ScalarType::BF16, ScalarType::F32, true);
-/// assert_eq!(p.class(), "bf16>f32 tn m1024 n1024 k1024");
+/// let p = GemmProblem::new(1000, 1000, 1000, ScalarType::BF16, ScalarType::F32, true);
+/// assert_eq!(p.class(), "bf16>f32 nt m1024 n1024 k1024");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GemmProblem {
@@ -169,22 +170,25 @@ pub struct GemmProblem {
     pub input: ScalarType,
     /// C's element type.
     pub output: ScalarType,
-    /// The operands' layout as BLAS names it: `tn` = A row-major, B stored N×K row-major (both
-    /// K-contiguous, the layout the Hopper kernel reads today).
-    pub layout: String,
+    /// A's contiguous axis: K (A stored `M × K`, row-major) or M (A stored `K × M`).
+    pub a_major: Major,
+    /// B's contiguous axis: K (B stored `N × K`: the transpose of a linear layer's weight) or N
+    /// (B stored `K × N`, row-major).
+    pub b_major: Major,
     /// C's rows can take TMA stores (row pitch a multiple of 16 bytes, aligned base).
     pub c_tma: bool,
 }
 
 impl GemmProblem {
-    /// A problem in the `tn` layout.
+    /// A problem with both operands K-major (A `M × K` row-major, B stored `N × K`: `nt` in
+    /// BLAS letters for a row-major C = A·B).
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let p = tilekit_ops::gemm_tuning::GemmProblem::tn(64, 8192, 8192, ScalarType::F16, ScalarType::F16, true);
-    /// assert_eq!((p.m, p.layout.as_str()), (64, "tn"));
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::new(64, 8192, 8192, ScalarType::F16, ScalarType::F16, true);
+    /// assert_eq!((p.m, p.layout()), (64, "nt"));
     /// ```
-    pub fn tn(
+    pub fn new(
         m: i64,
         n: i64,
         k: i64,
@@ -192,7 +196,36 @@ impl GemmProblem {
         output: ScalarType,
         c_tma: bool,
     ) -> GemmProblem {
-        GemmProblem { m, n, k, input, output, layout: "tn".into(), c_tma }
+        GemmProblem { m, n, k, input, output, a_major: Major::K, b_major: Major::K, c_tma }
+    }
+
+    /// The same problem with other operand majors.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::Major, ScalarType};
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::new(64, 64, 64, ScalarType::F16, ScalarType::F32, true);
+    /// assert_eq!(p.with_majors(Major::K, Major::MN).layout(), "nn"); // row-major A and B
+    /// ```
+    pub fn with_majors(self, a_major: Major, b_major: Major) -> GemmProblem {
+        GemmProblem { a_major, b_major, ..self }
+    }
+
+    /// The operands' layout in BLAS letters for a row-major C = A·B (`n`: the operand is
+    /// row-major, `t`: it is stored transposed), as `tilekit bench gemm --layout` spells it:
+    /// `nt` = A `M × K`, B stored `N × K`; `nn` = both row-major.
+    ///
+    /// ```
+    /// use tilekit_ir::{wgmma::Major, ScalarType};
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::new(64, 64, 64, ScalarType::F16, ScalarType::F32, true);
+    /// assert_eq!(p.clone().with_majors(Major::MN, Major::K).layout(), "tt");
+    /// ```
+    pub fn layout(&self) -> &'static str {
+        match (self.a_major, self.b_major) {
+            (Major::K, Major::K) => "nt",
+            (Major::K, Major::MN) => "nn",
+            (Major::MN, Major::K) => "tt",
+            (Major::MN, Major::MN) => "tn",
+        }
     }
 
     /// The key tuned choices are kept under: types, layout, and M, N, K each rounded up to a
@@ -200,8 +233,8 @@ impl GemmProblem {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let p = tilekit_ops::gemm_tuning::GemmProblem::tn(8191, 14336, 8, ScalarType::F16, ScalarType::F16, false);
-    /// assert_eq!(p.class(), "f16>f16 tn m8192 n16384 k64");
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::new(8191, 14336, 8, ScalarType::F16, ScalarType::F16, false);
+    /// assert_eq!(p.class(), "f16>f16 nt m8192 n16384 k64");
     /// ```
     pub fn class(&self) -> String {
         let up = |v: i64| (v.max(64) as u64).next_power_of_two();
@@ -209,7 +242,7 @@ impl GemmProblem {
             "{}>{} {} m{} n{} k{}",
             self.input,
             self.output,
-            self.layout,
+            self.layout(),
             up(self.m),
             up(self.n),
             up(self.k)
@@ -220,11 +253,17 @@ impl GemmProblem {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let p = tilekit_ops::gemm_tuning::GemmProblem::tn(64, 64, 64, ScalarType::F16, ScalarType::F32, true);
+    /// let p = tilekit_ops::gemm_tuning::GemmProblem::new(64, 64, 64, ScalarType::F16, ScalarType::F32, true);
     /// assert_eq!(p.base().output, ScalarType::F32);
     /// ```
     pub fn base(&self) -> GemmConfig {
-        GemmConfig { input: self.input, output: self.output, ..GemmConfig::default() }
+        GemmConfig {
+            input: self.input,
+            output: self.output,
+            a_major: self.a_major,
+            b_major: self.b_major,
+            ..GemmConfig::default()
+        }
     }
 
     /// The configurations `tilekit tune gemm` times for this problem: tile widths, ring depths,
@@ -237,11 +276,11 @@ impl GemmProblem {
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::gemm_sm90::Epilogue;
     /// use tilekit_ops::gemm_tuning::GemmProblem;
-    /// let p = GemmProblem::tn(4096, 4096, 4096, ScalarType::BF16, ScalarType::BF16, true);
+    /// let p = GemmProblem::new(4096, 4096, 4096, ScalarType::BF16, ScalarType::BF16, true);
     /// let c = p.candidates();
     /// assert!(c.len() >= 20);
     /// assert!(c.iter().all(|c| c.apply(p.base()).check().is_ok()));
-    /// let f32_odd = GemmProblem::tn(4096, 4095, 4096, ScalarType::BF16, ScalarType::F32, false);
+    /// let f32_odd = GemmProblem::new(4096, 4095, 4096, ScalarType::BF16, ScalarType::F32, false);
     /// assert!(f32_odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
     /// ```
     pub fn candidates(&self) -> Vec<GemmChoice> {
@@ -286,7 +325,7 @@ impl GemmProblem {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, Tuned};
-/// let p = GemmProblem::tn(8192, 8192, 8192, ScalarType::BF16, ScalarType::F32, false);
+/// let p = GemmProblem::new(8192, 8192, 8192, ScalarType::BF16, ScalarType::F32, false);
 /// let t = Tuned { choice: GemmChoice::heuristic(&p), shape: [8192, 8192, 8192], tflops: 700.0 };
 /// assert_eq!(t.shape[0], 8192);
 /// ```
@@ -305,7 +344,7 @@ pub struct Tuned {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, GemmTable, Tuned};
-/// let p = GemmProblem::tn(64, 8192, 8192, ScalarType::BF16, ScalarType::F32, true);
+/// let p = GemmProblem::new(64, 8192, 8192, ScalarType::BF16, ScalarType::F32, true);
 /// let mut table = GemmTable::default();
 /// assert_eq!(table.choose(&p), GemmChoice::heuristic(&p));
 /// let won = GemmChoice { bn: 128, stages: 6, ..GemmChoice::heuristic(&p) };
@@ -344,7 +383,7 @@ impl GemmTable {
     /// ```
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, GemmTable};
-    /// let p = GemmProblem::tn(100, 100, 100, ScalarType::F16, ScalarType::F16, true);
+    /// let p = GemmProblem::new(100, 100, 100, ScalarType::F16, ScalarType::F16, true);
     /// assert_eq!(GemmTable::default().choose(&p), GemmChoice::heuristic(&p));
     /// ```
     pub fn choose(&self, p: &GemmProblem) -> GemmChoice {
@@ -364,7 +403,7 @@ impl GemmTable {
     /// ```
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem, GemmTable, Tuned};
-    /// let p = GemmProblem::tn(512, 512, 512, ScalarType::BF16, ScalarType::BF16, true);
+    /// let p = GemmProblem::new(512, 512, 512, ScalarType::BF16, ScalarType::BF16, true);
     /// let mut t = GemmTable::default();
     /// t.insert(&p, Tuned { choice: GemmChoice::heuristic(&p), shape: [512, 512, 512], tflops: 1.0 });
     /// assert_eq!(t.entries.len(), 1);

@@ -51,6 +51,10 @@ on_backends!(
     morton_roundtrip,
     gemm_tiles,
     gemm_hopper_weights,
+    gemm_every_layout,
+    gemm_refuses_a_pitch_no_kernel_reads,
+    gemm_ex_epilogues,
+    gemm_ex_typed_errors,
     typed_errors,
 );
 
@@ -323,6 +327,129 @@ fn gemm_hopper_weights<B: Backend>(b: &B) {
             tilekit_ops::gemm::gemm_tolerance(k),
         );
     }
+}
+
+/// An `r × c` operand as a view of random storage: row-major, or (`transposed`) the
+/// transpose of a row-major `c × r` tensor (unit row stride); with its values in logical order.
+fn operand<B: Backend>(
+    b: &B,
+    ty: ScalarType,
+    (r, c): (i64, i64),
+    transposed: bool,
+    seed: u64,
+) -> (B::Tensor, Vec<f64>) {
+    if transposed {
+        let t = random(ty, &[c, r], seed);
+        let v = values(&t.transpose(0, 1).unwrap());
+        (view(b, &b.from_host(&t).unwrap(), |l| l.transpose(0, 1)), v)
+    } else {
+        let t = random(ty, &[r, c], seed);
+        let v = values(&t);
+        (b.from_host(&t).unwrap(), v)
+    }
+}
+
+/// All four transposes of A and B (row-major B included: "NN") on the Hopper kernel, M, N, K
+/// off its tiles and off the mma.sync tiles (so only the Hopper kernel can pass), vs f64.
+fn gemm_every_layout<B: Backend>(b: &B) {
+    for (i, (ty, (m, n, k))) in
+        [(BF16, (136, 72, 80)), (F16, (64, 200, 88))].into_iter().enumerate()
+    {
+        for (j, (a_t, b_t)) in
+            [(false, false), (false, true), (true, false), (true, true)].into_iter().enumerate()
+        {
+            let seed = 120 + 10 * i as u64 + 2 * j as u64;
+            let (a, av) = operand(b, ty, (m, k), a_t, seed);
+            let (z, zv) = operand(b, ty, (k, n), b_t, seed + 1);
+            let c = api::gemm(b, &a, &z).unwrap();
+            let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+            let want: Vec<f64> = (0..mu * nu)
+                .map(|ij| (0..ku).map(|x| av[ij / nu * ku + x] * zv[x * nu + ij % nu]).sum())
+                .collect();
+            check(
+                &format!(
+                    "gemm {ty} {m}x{n}x{k} A{} B{}",
+                    ["", "ᵀ"][a_t as usize],
+                    ["", "ᵀ"][b_t as usize]
+                ),
+                &values(&b.to_host(&c).unwrap()),
+                &want,
+                tilekit_ops::gemm::gemm_tolerance(k),
+            );
+        }
+    }
+}
+
+/// A's row pitch of 36 f16 (72 bytes) is neither a tensor map's (16-byte pitches) nor the
+/// mma.sync kernel's (8-element vectors): a typed error naming the rule, not a wrong result.
+fn gemm_refuses_a_pitch_no_kernel_reads<B: Backend>(b: &B) {
+    let (m, n, k) = (64, 64, 32);
+    let wide = b.from_host(&random(F16, &[m, 36], 132)).unwrap();
+    let a = view(b, &wide, |l| l.narrow(1, 0, k));
+    let z = b.from_host(&random(F16, &[k, n], 131)).unwrap();
+    let e = api::gemm(b, &a, &z).unwrap_err();
+    assert!(matches!(e, OpsError::Bind { .. }), "{e:?}");
+    assert!(e.to_string().contains("strides [36, 1]"), "{e}");
+}
+
+/// `act(alpha·A·B + beta·C + bias)` through `api::gemm_ex`: bf16 C read (beta ≠ 0) and
+/// written with an f32 bias and GELU (A transposed, B row-major); f32 C poisoned with NaN and
+/// beta = 0 (C never read) with ReLU (B = Wᵀ); bf16 C with a bf16 bias (both transposed); vs
+/// f64.
+fn gemm_ex_epilogues<B: Backend>(b: &B) {
+    use tilekit_ops::api::{Activation, GemmOptions};
+    let (m, n, k) = (136, 72, 80);
+    for (case, (out, bias_ty, a_t, b_t, beta, act)) in [
+        (BF16, F32, true, false, 0.5f32, Activation::Gelu),
+        (F32, F32, false, true, 0.0, Activation::Relu),
+        (BF16, BF16, true, true, -1.5, Activation::Relu),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seed = 140 + 10 * case as u64;
+        let (a, av) = operand(b, BF16, (m, k), a_t, seed);
+        let (z, zv) = operand(b, BF16, (k, n), b_t, seed + 1);
+        let bias_h = random(bias_ty, &[n], seed + 2);
+        let bias = b.from_host(&bias_h).unwrap();
+        let c_h = random(out, &[m, n], seed + 3);
+        let mut c =
+            if beta == 0.0 { poisoned(b, out, &[m, n]) } else { b.from_host(&c_h).unwrap() };
+        let alpha = 1.25f32;
+        let opts = GemmOptions::new().alpha(alpha).beta(beta).bias(&bias).activation(act);
+        api::gemm_ex(b, &a, &z, &mut c, &opts).unwrap();
+        let (cv, bv) = (values(&c_h), values(&bias_h));
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let want: Vec<f64> = (0..mu * nu)
+            .map(|ij| {
+                let p: f64 = (0..ku).map(|x| av[ij / nu * ku + x] * zv[x * nu + ij % nu]).sum();
+                let old = if beta == 0.0 { 0.0 } else { beta as f64 * cv[ij] };
+                act.apply(alpha as f64 * p + old + bv[ij % nu])
+            })
+            .collect();
+        assert!(want.iter().filter(|v| **v > 0.5).count() > mu * nu / 8);
+        let tol = tilekit_ops::gemm::gemm_tolerance(k) * 2.0 + if out == F32 { 0.0 } else { 0.1 };
+        check(&format!("gemm_ex {out} {act:?}"), &values(&b.to_host(&c).unwrap()), &want, tol);
+    }
+}
+
+fn gemm_ex_typed_errors<B: Backend>(b: &B) {
+    use tilekit_ops::api::GemmOptions;
+    let (a, _) = operand(b, BF16, (64, 32), false, 150);
+    let (z, _) = operand(b, BF16, (32, 48), false, 151);
+    let mut c = poisoned(b, BF16, &[64, 48]);
+    let short = b.from_host(&random(F32, &[40], 152)).unwrap();
+    let e = api::gemm_ex(b, &a, &z, &mut c, &GemmOptions::new().bias(&short)).unwrap_err();
+    assert!(e.to_string().contains("bias shape") && e.to_string().contains("[48]"), "{e}");
+    let f16_bias = b.from_host(&random(F16, &[48], 153)).unwrap();
+    let e = api::gemm_ex(b, &a, &z, &mut c, &GemmOptions::new().bias(&f16_bias)).unwrap_err();
+    assert!(e.to_string().contains("bias type") && e.to_string().contains("f16"), "{e}");
+    let mut c16 = poisoned(b, F16, &[64, 48]);
+    let e = api::gemm_ex(b, &a, &z, &mut c16, &GemmOptions::new()).unwrap_err();
+    assert!(e.to_string().contains("C type") && e.to_string().contains("f32 or bf16"), "{e}");
+    let mut wrong = poisoned(b, F32, &[48, 64]);
+    let e = api::gemm_ex(b, &a, &z, &mut wrong, &GemmOptions::new()).unwrap_err();
+    assert!(e.to_string().contains("[64, 48]"), "{e}");
 }
 
 fn typed_errors<B: Backend>(b: &B) {

@@ -1,52 +1,84 @@
 //! The Hopper GEMM (TMA ring + wgmma, warp-specialised) on the interpreter: edge tiles in M, N
-//! and K (TMA's zero fill, masked stores), every output type, against an f64 reference; and
-//! its PTX assembles for sm_90a.
+//! and K (TMA's zero fill, masked stores), every output type, K- and MN-major operands (all
+//! four transposes), against an f64 reference; and its PTX assembles for sm_90a.
 
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
-use tilekit_ir::ScalarType;
+use tilekit_ir::tma::TensorMapArg;
+use tilekit_ir::wgmma::Major;
+use tilekit_ir::{Lit, ScalarType};
 use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
-    build_gemm_sm90, hilbert_order, launch_grid, Epilogue, GemmConfig, Raster, BM,
+    build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig,
+    Raster, BM,
 };
 use tilekit_ops::host;
+
+/// An operand of `mn` rows (M or N) and `k` columns stored K-major (`mn × k`) or MN-major
+/// (`k × mn`), random, each stored row padded with NaN to a multiple of 8 elements (16 bytes,
+/// TMA's pitch; the map's dims stop before the padding, so a NaN in C means a read past them);
+/// with its tensor map and row pitch.
+fn operand(
+    ty: ScalarType,
+    major: Major,
+    mn: i64,
+    k: i64,
+    seed: u64,
+) -> (HostTensor, TensorMapArg, usize) {
+    let (outer, inner) = if major == Major::K { (mn, k) } else { (k, mn) };
+    let pitch = (inner + 7) / 8 * 8;
+    let r = host::random(ty, (outer * pitch) as usize, seed).unwrap();
+    let nan = host::round_bits(ty, f64::NAN);
+    let buf =
+        host::fill_with(ty, r.len(), |i| if (i as i64 % pitch) < inner { r.bits(i) } else { nan })
+            .unwrap();
+    let t =
+        HostTensor::new(buf, TensorLayout::contiguous(ty, vec![outer, pitch]).unwrap()).unwrap();
+    let eb = ty.size_bytes() as u64;
+    let map = TensorMapArg::new(&[inner as u64, outer as u64], &[pitch as u64 * eb]);
+    (t, map, pitch as usize)
+}
 
 fn run(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64) {
     run_on(cfg, m, n, k, seed, Interp.multiprocessors());
 }
 
 /// `sms`: the multiprocessors the launch grid is computed for (fewer than the tiles: each
-/// persistent block walks several).
+/// persistent block walks several). The epilogue's `alpha` is 1.5, `beta` −0.75 (C then starts
+/// random, otherwise NaN), the bias random.
 fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     let kernel = CompiledKernel::new(build_gemm_sm90(cfg).unwrap());
     let ty = cfg.input;
-    let a = HostTensor::new(
-        host::random(ty, (m * k) as usize, seed).unwrap(),
-        TensorLayout::contiguous(ty, vec![m, k]).unwrap(),
-    )
-    .unwrap();
-    let b = HostTensor::new(
-        host::random(ty, (n * k) as usize, seed + 1).unwrap(),
-        TensorLayout::contiguous(ty, vec![n, k]).unwrap(),
-    )
-    .unwrap();
-    let mut c = HostTensor::new(
-        host::poisoned(cfg.output, (m * n) as usize).unwrap(),
-        TensorLayout::contiguous(cfg.output, vec![m, n]).unwrap(),
-    )
-    .unwrap();
+    let (a, a_map, a_pitch) = operand(ty, cfg.a_major, m, k, seed);
+    let (b, b_map, b_pitch) = operand(ty, cfg.b_major, n, k, seed + 1);
+    let (alpha, beta) = (1.5f32, -0.75f32);
+    let c0 = if cfg.op.beta {
+        host::random(cfg.output, (m * n) as usize, seed + 2).unwrap()
+    } else {
+        host::poisoned(cfg.output, (m * n) as usize).unwrap()
+    };
+    let c_old = host::to_f64(&c0);
+    let mut c =
+        HostTensor::new(c0, TensorLayout::contiguous(cfg.output, vec![m, n]).unwrap()).unwrap();
+    let bias = cfg.op.bias.map(|t| {
+        HostTensor::new(
+            host::random(t, n as usize, seed + 3).unwrap(),
+            TensorLayout::contiguous(t, vec![n]).unwrap(),
+        )
+        .unwrap()
+    });
     let c_map = map_arg(c.layout());
     let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
     let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
     let mut bind = Bindings::new(&kernel)
-        .input_ptr("a", &a, m * k, &Interp)
+        .input_ptr("a", &a, a.layout().shape().iter().product(), &Interp)
         .unwrap()
-        .input_ptr("b", &b, n * k, &Interp)
+        .input_ptr("b", &b, b.layout().shape().iter().product(), &Interp)
         .unwrap()
-        .tensor_map("am", map_arg(a.layout()).unwrap())
+        .tensor_map("am", a_map)
         .unwrap()
-        .tensor_map("bm", map_arg(b.layout()).unwrap())
+        .tensor_map("bm", b_map)
         .unwrap()
         .output("c", &mut c, &Interp)
         .unwrap()
@@ -58,17 +90,45 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     if cfg.raster == Raster::Hilbert {
         bind = bind.input_ptr("order", &order, tm * tn, &Interp).unwrap();
     }
+    if cfg.op.alpha {
+        bind = bind.scalar("alpha", Lit::f32(alpha)).unwrap();
+    }
+    if cfg.op.beta {
+        bind = bind.scalar("beta", Lit::f32(beta)).unwrap();
+    }
+    if let Some(bias) = &bias {
+        bind = bind.input_ptr("bias", bias, n, &Interp).unwrap();
+    }
     let grid = launch_grid(&cfg, m, n, sms).unwrap();
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {m}x{n}x{k}: {e}"));
     let (av, bv) = (host::to_f64(a.buffer()), host::to_f64(b.buffer()));
+    let ku = k as usize;
+    // element (row, x) of an operand of row pitch `pitch`, through its storage order
+    let at = |major, v: &[f64], pitch: usize, row: usize, x: usize| match major {
+        Major::K => v[row * pitch + x],
+        Major::MN => v[x * pitch + row],
+    };
     let got = host::to_f64(c.buffer());
+    let biases = bias.map_or(vec![0.0; n as usize], |t| host::to_f64(t.buffer()));
     let out_eps = if cfg.output == ScalarType::F32 { 0.0 } else { 1.0 / 256.0 };
+    let (alpha, beta) = (alpha as f64, beta as f64);
+    let mut live = 0;
     for i in 0..m as usize {
         for j in 0..n as usize {
-            let terms = (0..k as usize).map(|x| av[i * k as usize + x] * bv[j * k as usize + x]);
-            let want: f64 = terms.clone().sum();
-            let mag: f64 = terms.map(f64::abs).sum();
-            let tol = mag * 8.0 * f32::EPSILON as f64 + want.abs() * out_eps + 1e-30;
+            let terms = (0..ku)
+                .map(|x| at(cfg.a_major, &av, a_pitch, i, x) * at(cfg.b_major, &bv, b_pitch, j, x));
+            let product: f64 = terms.clone().sum();
+            // C's old value where it is read (NaN otherwise: must not reach the result)
+            let old = if cfg.op.beta { c_old[i * n as usize + j] } else { 0.0 };
+            let want = cfg.op.reference(product, alpha, beta, old, biases[j]);
+            live += usize::from(want != 0.0);
+            // the product's rounding (scaled), f32 steps of the epilogue, the output's rounding;
+            // GELU: ex2.approx / rcp.approx (relative 2⁻²⁰ of the pre-activation)
+            let pre = terms.map(f64::abs).sum::<f64>() * alpha.abs().max(1.0)
+                + (beta * old).abs()
+                + biases[j].abs();
+            let act = if cfg.op.act == Activation::Gelu { pre * 1e-6 } else { 0.0 };
+            let tol = pre * 8.0 * f32::EPSILON as f64 + want.abs() * out_eps + act + 1e-30;
             let g = got[i * n as usize + j];
             assert!(
                 (g - want).abs() <= tol,
@@ -76,6 +136,8 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
             );
         }
     }
+    // a real result, not zeros (ReLU keeps about half)
+    assert!(live > (m * n / 4) as usize, "{cfg:?}: only {live} nonzero elements");
 }
 
 #[test]
@@ -243,7 +305,38 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
             epilogue: Epilogue::Tma,
             ..GemmConfig::default()
         },
-    ] {
+    ]
+    .into_iter()
+    .chain(LAYOUTS.into_iter().skip(1).flat_map(|(a_major, b_major)| {
+        // api::gemm's kernel (bn 256, f32 out, registers) and the TMA-store one, each layout
+        let api = GemmConfig {
+            bn: 256,
+            output: ScalarType::F32,
+            overlap: true,
+            persistent: true,
+            raster: Raster::Grouped(8),
+            a_major,
+            b_major,
+            ..GemmConfig::default()
+        };
+        [api, GemmConfig { bn: 128, output: ScalarType::BF16, epilogue: Epilogue::Tma, ..api }]
+    }))
+    .chain([ScalarType::F32, ScalarType::BF16].into_iter().flat_map(|output| {
+        // the whole epilogue (alpha, beta·C, bias, GELU) in api::gemm_ex's kernel and the
+        // TMA-store one
+        let op = EpilogueOp { alpha: true, beta: true, bias: Some(output), act: Activation::Gelu };
+        let api = GemmConfig {
+            bn: 256,
+            output,
+            overlap: true,
+            persistent: true,
+            raster: Raster::Grouped(8),
+            b_major: Major::MN,
+            op,
+            ..GemmConfig::default()
+        };
+        [api, GemmConfig { bn: 128, epilogue: Epilogue::Tma, ..api }]
+    })) {
         let k = build_gemm_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
         assert!(tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90).is_err());
@@ -251,6 +344,112 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
             tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, "gemm_sm90").unwrap()
         {
             assert!(report.contains("0 bytes spill stores"), "{cfg:?}\n{report}");
+            eprintln!(
+                "{}: {}",
+                cfg.label(),
+                report
+                    .lines()
+                    .filter(|l| l.contains("registers") || l.contains("spill"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
         }
     }
+}
+
+const LAYOUTS: [(Major, Major); 4] =
+    [(Major::K, Major::K), (Major::K, Major::MN), (Major::MN, Major::K), (Major::MN, Major::MN)];
+
+#[test]
+fn every_operand_layout_matches_the_reference() {
+    // TN, NN, TT, NT: M, N, K off the tiles (130 × 72 × 80: two M-tiles, the second 2 rows;
+    // N = 72 = one full slab and 8 columns of the second; K = 80: the second stage 16 deep),
+    // and a one-tile 64 × 256 × 64 (half the M rows zero-filled) with bn 256 (4 B slabs)
+    for (i, (a_major, b_major)) in LAYOUTS.into_iter().enumerate() {
+        let cfg = GemmConfig { a_major, b_major, bn: 128, stages: 2, ..GemmConfig::default() };
+        run(cfg, 130, 72, 80, 50 + i as u64);
+        let wide = GemmConfig { bn: 256, overlap: true, output: ScalarType::F32, ..cfg };
+        run(wide, 64, 256, 64, 60 + i as u64);
+    }
+}
+
+#[test]
+fn mn_major_operands_in_the_persistent_tma_store_kernel_match_the_reference() {
+    // f16 in, f16 out through the C tile; 2 blocks walking 2 × 3 tiles of bn 64 (one slab);
+    // bn 192 (3 slabs) with one block per tile
+    for (i, (a_major, b_major)) in LAYOUTS.into_iter().enumerate().skip(1) {
+        let cfg = GemmConfig {
+            input: ScalarType::F16,
+            output: ScalarType::F16,
+            bn: 64,
+            stages: 3,
+            overlap: true,
+            persistent: true,
+            raster: Raster::Grouped(2),
+            epilogue: Epilogue::Tma,
+            a_major,
+            b_major,
+            ..GemmConfig::default()
+        };
+        run_on(cfg, 200, 136, 136, 70 + i as u64, 2);
+        let wide = GemmConfig { bn: 192, persistent: false, raster: Raster::Linear, ..cfg };
+        run(wide, 136, 200, 72, 80 + i as u64);
+    }
+}
+
+#[test]
+fn mn_major_labels_name_the_layouts() {
+    let nn = GemmConfig { b_major: Major::MN, ..GemmConfig::default() };
+    assert_eq!(nn.label(), "bn 128, 4 stages, B MN-major");
+    let tt = GemmConfig { a_major: Major::MN, ..GemmConfig::default() };
+    assert_eq!(tt.label(), "bn 128, 4 stages, A MN-major");
+}
+
+#[test]
+fn each_epilogue_step_matches_the_reference_in_both_epilogues() {
+    // alpha; beta·C on a random C; bias of the output type and of f32; ReLU; GELU; all at once —
+    // each through the register stores and through the TMA-store C tile, ragged M and N
+    let steps = [
+        EpilogueOp { alpha: true, ..EpilogueOp::default() },
+        EpilogueOp { beta: true, ..EpilogueOp::default() },
+        EpilogueOp { bias: Some(ScalarType::BF16), ..EpilogueOp::default() },
+        EpilogueOp { bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() },
+        EpilogueOp { act: Activation::Gelu, ..EpilogueOp::default() },
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu },
+    ];
+    for (i, op) in steps.into_iter().enumerate() {
+        for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+            let cfg = GemmConfig { bn: 64, stages: 2, epilogue, op, ..GemmConfig::default() };
+            run(cfg, 136, 72, 80, 90 + 2 * i as u64);
+        }
+    }
+    // f32 output (bias f32), persistent with B MN-major; f16 output with beta, A MN-major
+    let all = steps[5];
+    let f32_out = GemmConfig {
+        bn: 128,
+        stages: 2,
+        output: ScalarType::F32,
+        persistent: true,
+        overlap: true,
+        b_major: Major::MN,
+        op: all,
+        ..GemmConfig::default()
+    };
+    run_on(f32_out, 200, 136, 72, 101, 2);
+    run_on(GemmConfig { epilogue: Epilogue::Tma, ..f32_out }, 200, 136, 72, 103, 2);
+    let f16 = GemmConfig {
+        input: ScalarType::F16,
+        output: ScalarType::F16,
+        a_major: Major::MN,
+        op: EpilogueOp { bias: Some(ScalarType::F16), ..all },
+        ..f32_out
+    };
+    run_on(f16, 136, 200, 72, 105, 2);
+}
+
+#[test]
+fn a_bias_of_another_type_is_refused() {
+    let op = EpilogueOp { bias: Some(ScalarType::F16), ..EpilogueOp::default() };
+    let e = build_gemm_sm90(GemmConfig { op, ..GemmConfig::default() }).unwrap_err();
+    assert!(e.to_string().contains("bias type") && e.to_string().contains("f32"), "{e}");
 }

@@ -16,17 +16,17 @@ const F32: ScalarType = ScalarType::F32;
 
 #[test]
 fn classes_round_each_dim_up_to_a_power_of_two() {
-    let p = |m, n, k| GemmProblem::tn(m, n, k, BF, F32, true).class();
-    assert_eq!(p(8192, 8192, 8192), "bf16>f32 tn m8192 n8192 k8192");
-    assert_eq!(p(6000, 4097, 1), "bf16>f32 tn m8192 n8192 k64");
-    assert_eq!(p(1, 65, 128), "bf16>f32 tn m64 n128 k128");
+    let p = |m, n, k| GemmProblem::new(m, n, k, BF, F32, true).class();
+    assert_eq!(p(8192, 8192, 8192), "bf16>f32 nt m8192 n8192 k8192");
+    assert_eq!(p(6000, 4097, 1), "bf16>f32 nt m8192 n8192 k64");
+    assert_eq!(p(1, 65, 128), "bf16>f32 nt m64 n128 k128");
     // the C type is part of the class: a bf16 C tile changes what fits in shared memory
-    assert_ne!(p(64, 64, 64), GemmProblem::tn(64, 64, 64, BF, BF, true).class());
+    assert_ne!(p(64, 64, 64), GemmProblem::new(64, 64, 64, BF, BF, true).class());
 }
 
 #[test]
 fn the_candidates_are_every_buildable_choice_and_nothing_else() {
-    let p = GemmProblem::tn(4096, 4096, 4096, BF, BF, true);
+    let p = GemmProblem::new(4096, 4096, 4096, BF, BF, true);
     let c = p.candidates();
     // brute force over the same knobs: widths 128/192/256 × both epilogues × 3..=6 stages ×
     // 4 grids, kept where GemmConfig::check accepts the shared memory
@@ -49,9 +49,9 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     assert_eq!(uniq.len(), c.len(), "no choice twice");
     assert!(c.contains(&GemmChoice::heuristic(&p)), "the heuristic is among the candidates");
     // a C that TMA cannot store: register epilogues only; one tile: no persistent grids
-    let odd = GemmProblem::tn(4096, 4095, 4096, BF, F32, false);
+    let odd = GemmProblem::new(4096, 4095, 4096, BF, F32, false);
     assert!(odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
-    let one = GemmProblem::tn(100, 100, 4096, BF, F32, true);
+    let one = GemmProblem::new(100, 100, 4096, BF, F32, true);
     assert!(one.candidates().iter().all(|c| !c.persistent && c.raster == Raster::Linear));
     assert!(one.candidates().iter().all(|c| c.bn == 128), "no tile wider than N needs");
 }
@@ -66,11 +66,11 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
         raster: Raster::Grouped(8),
         epilogue: Epilogue::Tma,
     };
-    assert_eq!(GemmChoice::heuristic(&GemmProblem::tn(8192, 8192, 8192, BF, BF, true)), won);
+    assert_eq!(GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, BF, true)), won);
     // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
-    let f32c = GemmChoice::heuristic(&GemmProblem::tn(8192, 8192, 8192, BF, F32, true));
+    let f32c = GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, F32, true));
     assert_eq!(f32c, GemmChoice { stages: 4, epilogue: Epilogue::Registers, ..won });
-    let odd = GemmChoice::heuristic(&GemmProblem::tn(8192, 8190, 8192, BF, BF, false));
+    let odd = GemmChoice::heuristic(&GemmProblem::new(8192, 8190, 8192, BF, BF, false));
     assert_eq!(odd.epilogue, Epilogue::Registers);
 }
 
@@ -78,7 +78,7 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
 fn tuning_files_round_trip_and_corrupt_ones_are_named() {
     let tmp = tempfile::tempdir().unwrap();
     let dev = "NVIDIA H100 80GB HBM3";
-    let p = GemmProblem::tn(64, 8192, 8192, BF, F32, true);
+    let p = GemmProblem::new(64, 8192, 8192, BF, F32, true);
     // 4 stages × 32 KiB of ring + a 64 KiB f32 C tile fit the 227 KiB
     let won = GemmChoice {
         bn: 128,
@@ -124,7 +124,7 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
     std::fs::write(&path, text.replace("\"bn\": 128", "\"bn\": 96")).unwrap();
     match GemmTable::load(tmp.path(), dev) {
         Err(TuningError::Corrupt { why, .. }) => {
-            assert!(why.contains("entry `bf16>f32 tn m64 n8192 k8192`"), "{why}");
+            assert!(why.contains("entry `bf16>f32 nt m64 n8192 k8192`"), "{why}");
             assert!(why.contains("64, 128, 192 or 256"), "{why}");
         }
         other => panic!("expected a corrupt file, got {other:?}"),

@@ -1,6 +1,7 @@
 //! Every kernel of the library, in every configuration the selftest uses, is emitted as PTX for
 //! sm_80, sm_90 and sm_90a and assembled with ptxas (CI requires the assembler); cluster kernels
-//! for sm_90 and sm_90a only (sm_80 has no clusters: a named error).
+//! for sm_90 and sm_90a only (sm_80 has no clusters: a named error), the Hopper kernels
+//! (`*_sm90`: TMA + wgmma) for sm_90a only.
 
 use tilekit_ops::run::{plan, SELFTEST_CASES};
 use tilekit_ptx::{emit_kernel, ptxas, Target};
@@ -18,7 +19,16 @@ fn every_library_kernel_assembles() {
                     assert!(e.contains("clusters need sm_90"), "{kernel}: {e}");
                     continue;
                 }
-                let ptx = emit_kernel(&k, t).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+                let ptx = match emit_kernel(&k, t) {
+                    Ok(ptx) => ptx,
+                    // the Hopper kernels (gemm: TMA, mbarrier transactions, wgmma) below
+                    // sm_90a: a named error, not PTX
+                    Err(e) if t != Target::Sm90a && k.name.ends_with("_sm90") => {
+                        assert!(e.to_string().contains("sm_90"), "{kernel}: {e}");
+                        continue;
+                    }
+                    Err(e) => panic!("{kernel}: {e}"),
+                };
                 if let Some(report) =
                     ptxas::assemble(&ptx, t, &format!("{kernel}_{}_{}", dtype.name(), i)).unwrap()
                 {

@@ -271,6 +271,47 @@ pub fn gemm_into(
     })
 }
 
+/// `c = act(alpha · a @ b + beta · c + bias)` (f16/bf16 in; c f32 or the inputs' type; bias
+/// `None` or N elements of c's type or f32; `activation` "none", "relu" or "gelu").
+#[pyfunction]
+#[pyo3(signature = (a, b, c, bias, alpha, beta, activation, stream))]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_ex_into(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    c: &Bound<'_, PyAny>,
+    bias: Option<&Bound<'_, PyAny>>,
+    alpha: f32,
+    beta: f32,
+    activation: &str,
+    stream: u64,
+) -> PyResult<()> {
+    let act = match activation {
+        "none" => api::Activation::None,
+        "relu" => api::Activation::Relu,
+        "gelu" => api::Activation::Gelu,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "activation {other:?}: valid are \"none\", \"relu\", \"gelu\""
+            )))
+        }
+    };
+    let mut objs = vec![(a, "a"), (b, "b"), (c, "out")];
+    if let Some(bias) = bias {
+        objs.push((bias, "bias"));
+    }
+    run(py, &objs, stream, move |cu, t| {
+        let (abc, rest) = t.split_at_mut(3);
+        let (ab, c) = abc.split_at_mut(2);
+        let mut opts = api::GemmOptions::new().alpha(alpha).beta(beta).activation(act);
+        if let Some(bias) = rest.first() {
+            opts = opts.bias(bias);
+        }
+        api::gemm_ex(cu, &ab[0], &ab[1], &mut c[0], &opts)
+    })
+}
+
 /// Adds every op binding to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
@@ -286,5 +327,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mul_into, m)?)?;
     m.add_function(wrap_pyfunction!(maximum_into, m)?)?;
     m.add_function(wrap_pyfunction!(gemm_into, m)?)?;
+    m.add_function(wrap_pyfunction!(gemm_ex_into, m)?)?;
     Ok(())
 }

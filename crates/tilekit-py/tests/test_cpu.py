@@ -80,6 +80,13 @@ def test_ops_refuse_non_tensors_with_type_error(call):
         call()
 
 
+def test_gemm_refuses_bad_epilogue_arguments_before_touching_tensors():
+    with pytest.raises(ValueError, match="'tanh' is not one of None, 'relu', 'gelu'"):
+        tilekit.gemm(1, 2, activation="tanh")
+    with pytest.raises(ValueError, match="beta = 0.5 reads C: pass out="):
+        tilekit.gemm(1, 2, beta=0.5)
+
+
 def test_ops_refuse_cpu_torch_tensors_with_device_error():
     torch = pytest.importorskip("torch")
     x = torch.randn(4, 8)

@@ -231,10 +231,80 @@ def test_gemm_with_a_weight_view_runs_any_shape(dtype, mnk):
     assert err <= 1e-2, err
 
 
-def test_gemm_refuses_shapes_off_the_block_tile():
-    a, b = rand(100, 64, dtype=torch.float16), rand(64, 64, dtype=torch.float16)
-    with pytest.raises(tilekit.ShapeError, match="M = 100.*multiple of 64"):
-        tilekit.gemm(a, b)
+def hopper():
+    return torch.cuda.get_device_capability()[0] >= 9
+
+
+@pytest.mark.parametrize("dtype", GEMM)
+@pytest.mark.parametrize("a_t", [False, True])
+@pytest.mark.parametrize("b_t", [False, True])
+def test_gemm_every_transpose_runs_any_shape_on_hopper(dtype, a_t, b_t):
+    # row-major or transposed a and b (NN, NT, TN, TT): the Hopper kernel, M, N, K off its tiles
+    if not hopper():
+        pytest.skip("the Hopper kernel needs sm_90")
+    m, n, k = 200, 136, 72
+    a = rand(k, m, dtype=dtype, seed=7).T if a_t else rand(m, k, dtype=dtype, seed=7)
+    b = rand(n, k, dtype=dtype, seed=8).T if b_t else rand(k, n, dtype=dtype, seed=8)
+    want = a.double() @ b.double()
+    got = tilekit.gemm(a, b, out=poisoned((m, n), torch.float32))
+    err = ((got.double() - want).abs() / (want.abs() + 1)).max()
+    assert err <= 1e-2, err
+
+
+def test_gemm_refuses_a_pitch_no_kernel_reads():
+    # rows of 36 f16 (72 bytes): neither a tensor map's 16-byte pitch nor mma.sync's vectors
+    a = rand(64, 36, dtype=torch.float16)[:, :32]
+    with pytest.raises(tilekit.ShapeError, match=r"36, 1"):
+        tilekit.gemm(a, rand(32, 64, dtype=torch.float16))
+
+
+@pytest.mark.parametrize("dtype", GEMM)
+@pytest.mark.parametrize("out_dtype", ["f32", "same"])
+@pytest.mark.parametrize("activation", [None, "relu", "gelu"])
+def test_gemm_epilogue(dtype, out_dtype, activation):
+    # activation(alpha · a @ b + beta · C + bias) fused: C random and read (beta != 0),
+    # an f32 bias, a = x.T (MN-major A), b row-major
+    if not hopper():
+        pytest.skip("the fused epilogue runs on the Hopper kernel")
+    m, n, k = 136, 200, 88
+    odt = torch.float32 if out_dtype == "f32" else dtype
+    a, b = rand(k, m, dtype=dtype, seed=9).T, rand(k, n, dtype=dtype, seed=10)
+    c0, bias = rand(m, n, dtype=odt, seed=11), rand(n, seed=12)
+    c = c0.clone()
+    got = tilekit.gemm(a, b, c, alpha=0.75, beta=-0.5, bias=bias, activation=activation)
+    assert got is c and got.dtype == odt
+    pre = 0.75 * (a.double() @ b.double()) - 0.5 * c0.double() + bias.double()
+    want = {
+        None: pre,
+        "relu": torch.relu(pre),
+        "gelu": torch.nn.functional.gelu(pre, approximate="tanh"),
+    }[activation]
+    tol = 1e-2 if odt == torch.float32 else 3e-2
+    err = ((got.double() - want).abs() / (want.abs() + 1)).max()
+    assert err <= tol, err
+
+
+def test_gemm_epilogue_with_a_bias_of_the_output_type_and_beta_zero():
+    # beta = 0: C (NaN) is never read; bf16 out with a bf16 bias, b = w.T
+    if not hopper():
+        pytest.skip("the fused epilogue runs on the Hopper kernel")
+    m, n, k = 130, 72, 64
+    a, w = rand(m, k, dtype=torch.bfloat16, seed=13), rand(n, k, dtype=torch.bfloat16, seed=14)
+    bias = rand(n, dtype=torch.bfloat16, seed=15)
+    got = tilekit.gemm(a, w.T, poisoned((m, n), torch.bfloat16), bias=bias, activation="relu")
+    want = torch.relu(a.double() @ w.double().T + bias.double())
+    err = ((got.double() - want).abs() / (want.abs() + 1)).max()
+    assert err <= 3e-2, err
+
+
+def test_gemm_epilogue_errors_name_the_problem():
+    a, b = rand(64, 32, dtype=torch.bfloat16), rand(32, 48, dtype=torch.bfloat16)
+    with pytest.raises(tilekit.ShapeError, match=r"\(40,\).*\(48,\)"):
+        tilekit.gemm(a, b, bias=rand(40))
+    with pytest.raises(tilekit.DTypeError, match="float16"):
+        tilekit.gemm(a, b, bias=rand(48, dtype=torch.float16))
+    with pytest.raises(tilekit.DTypeError, match="float16"):
+        tilekit.gemm(a, b, poisoned((64, 48), torch.float16), alpha=2.0)
 
 
 # ---- bad input ---------------------------------------------------------------------------------

@@ -240,12 +240,32 @@ def maximum(a, b, out=None):
     return _binary("maximum", a, b, out)
 
 
-def gemm(a, b, out=None):
-    """``a @ b`` of float16 or bfloat16 matrices (M×K times K×N) on tensor cores, in float32.
+_ACTIVATIONS = ("relu", "gelu")
 
-    With ``b = w.T`` for a row-major (N, K) ``w`` (a linear layer's weight) any M, N, K run on
-    the Hopper kernel (TMA + wgmma; rows a multiple of 16 bytes). Otherwise M, N and K must be
-    multiples of 64, 64 and 32."""
+
+def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None):
+    """``activation(alpha * (a @ b) + beta * out + bias)`` of float16 or bfloat16 matrices
+    (M×K times K×N) on tensor cores; by default simply ``a @ b`` in float32.
+
+    On a Hopper GPU any M, N, K run on the Hopper kernel (TMA + wgmma) for every combination of
+    row-major and transposed operands (``a`` or ``a.T`` of a contiguous tensor, ``b`` or
+    ``w.T`` of a linear layer's (N, K) weight) whose rows are a multiple of 16 bytes; the
+    epilogue (``alpha``, ``beta``, ``bias``, ``activation``) is fused into its stores. Elsewhere
+    only the plain product runs, with M, N and K multiples of 64, 64 and 32.
+
+    ``out``: the (M, N) result, float32 or the inputs' dtype (float32 when omitted); with
+    ``beta != 0`` it is also read (C), so it must be given. ``bias``: an (N,) tensor of
+    ``out``'s dtype or float32, added to every row. ``activation``: ``None``, ``"relu"`` or
+    ``"gelu"`` (the tanh approximation, ``torch.nn.functional.gelu(x, approximate="tanh")``)."""
+    if activation is not None and activation not in _ACTIVATIONS:
+        raise ValueError(
+            f"activation {activation!r} is not one of None, 'relu', 'gelu'"
+        )
+    alpha, beta = float(alpha), float(beta)
+    if beta != 0.0 and out is None:
+        raise ValueError(
+            f"beta = {beta} reads C: pass out= the (M, N) tensor to accumulate into"
+        )
     a = _check_tensor(a, "a")
     b = _check_tensor(b, "b")
     _same_device(a, b)
@@ -256,6 +276,28 @@ def gemm(a, b, out=None):
         )
     import torch
 
-    y = _output(out, (a.shape[0], b.shape[1]), a, dtype=torch.float32)
-    _tilekit.gemm_into(a, b, _d(y), _stream(a))
+    dtype = torch.float32 if out is None else getattr(out, "dtype", None)
+    if out is not None and dtype not in (torch.float32, a.dtype):
+        raise DTypeError(
+            f"out has dtype {dtype}: gemm writes float32 or the inputs' dtype {a.dtype}"
+        )
+    y = _output(out, (a.shape[0], b.shape[1]), a, dtype=dtype)
+    plain = alpha == 1.0 and beta == 0.0 and bias is None and activation is None
+    if plain and dtype == torch.float32:
+        _tilekit.gemm_into(a, b, _d(y), _stream(a))
+        return y
+    if bias is not None:
+        bias = _check_tensor(bias, "bias")
+        if tuple(bias.shape) != (b.shape[1],):
+            raise ShapeError(
+                f"bias has shape {tuple(bias.shape)}: gemm adds one value per column, "
+                f"shape ({b.shape[1]},)"
+            )
+        if bias.dtype not in (dtype, torch.float32):
+            raise DTypeError(f"bias has dtype {bias.dtype}: valid are {dtype} (out's) or float32")
+        if bias.device != a.device:
+            raise DeviceError(f"bias is on {bias.device}: the inputs are on {a.device}")
+    _tilekit.gemm_ex_into(
+        a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a)
+    )
     return y
