@@ -11,6 +11,9 @@
 //!   flops = 2·M·N·K; TFLOP/s = flops / median
 //! ```
 //!
+//! `--dtype f32` runs [`crate::bench_gemm_simt`] instead (the CUDA-core kernel beside cuBLAS
+//! SGEMM); `--dtype f16` or `bf16` keeps that type's rows.
+//!
 //! tilekit's GEMM is today the `mma.sync` block kernel (multiples of 64 × 64 × 32 only); the
 //! Hopper kernel of issue 13 will take its place in this table.
 
@@ -346,6 +349,9 @@ pub fn parse_shape(text: &str) -> Result<(usize, usize, usize), CliError> {
 /// Runs `tilekit bench gemm`: the table (or JSON lines) on stdout; a cuBLASLt failure is
 /// reported on stderr as `FAIL …` and makes the exit code 1.
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    if a.dtype == Some(ScalarType::F32) {
+        return crate::bench_gemm_simt::run(a);
+    }
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
     let cuda = Cuda::new(gpu.clone());
@@ -374,10 +380,13 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     };
     for &(m, n, k) in &shapes {
         for ty in [ScalarType::BF16, ScalarType::F16] {
+            if a.dtype.is_some_and(|d| d != ty) {
+                continue;
+            }
             cases.push((m, n, k, ty));
         }
     }
-    if a.gemm_shape.is_none() {
+    if a.gemm_shape.is_none() && a.dtype.is_none() {
         cases.push((8192, 8192, 8192, ScalarType::F32));
     }
     for (m, n, k, ty) in cases {

@@ -1399,7 +1399,9 @@ fn gemm_operands(ty: ScalarType, al: &TensorLayout, bl: &TensorLayout) -> Result
     Ok(())
 }
 
-/// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores.
+/// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores; f32 A and B
+/// run on the CUDA cores ([`gemm_simt_into`] with [`crate::gemm_simt::choose`]'s preset: no
+/// TF32, any M, N, K and strides).
 ///
 /// Where B is the transpose of an `N × K` row-major matrix (a `K × N` view with unit row
 /// stride: `w.t()` of a linear layer's weight) and the backend runs sm_90a (a Hopper GPU, or
@@ -1491,7 +1493,12 @@ pub fn gemm_into<
 
 /// The shapes `(M, N, K)` of `C = A · B` with A and B of type `ty` and C f32, checked: ranks,
 /// dtypes, the inner dims and C's shape.
-fn gemm_shapes<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized, Y: TensorIn<B> + ?Sized>(
+fn gemm_shapes<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorIn<B> + ?Sized,
+>(
     a: &X,
     bm: &Z,
     c: &Y,

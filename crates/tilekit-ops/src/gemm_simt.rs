@@ -74,6 +74,15 @@ use crate::tile::{for_range, DTile, View, Window};
 /// ```
 pub const MAX_ACCUMULATORS: i64 = 128;
 
+/// The element types [`crate::api::gemm`] takes: f16 and bf16 run on tensor cores
+/// ([`crate::gemm::TYPES`]), f32 on this kernel.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_ops::gemm_simt::API_TYPES[2], ScalarType::F32);
+/// ```
+pub const API_TYPES: [ScalarType; 3] = [ScalarType::F16, ScalarType::BF16, ScalarType::F32];
+
 /// Shared-memory row padding (elements) of the k-major buffers: keeps rows 16-byte aligned and
 /// makes the transposed stores conflict-free.
 const PAD: i64 = 4;
@@ -314,7 +323,9 @@ impl SimtLayout {
     }
 
     fn validate(&self, cfg: &SimtConfig) -> Result<()> {
-        for (f, v) in [("a_vector", self.a_vector), ("b_vector", self.b_vector), ("c_vector", self.c_vector)] {
+        for (f, v) in
+            [("a_vector", self.a_vector), ("b_vector", self.b_vector), ("c_vector", self.c_vector)]
+        {
             if ![1, 2, 4].contains(&v) {
                 return Err(OpsError::invalid("gemm_simt", f, v, "must be 1, 2 or 4 elements"));
             }
@@ -368,7 +379,9 @@ fn enc(
 /// assert_eq!(fa.calculate_x(&[17i64], &fa.d_to_ys(4)).unwrap(), vec![0, 68]);
 /// assert_eq!(fb.calculate_x(&[17i64], &fb.d_to_ys(12)).unwrap(), vec![0, 196]);
 /// ```
-pub fn fragments(cfg: &SimtConfig) -> Result<(TileDistribution, TileDistribution, TileDistribution)> {
+pub fn fragments(
+    cfg: &SimtConfig,
+) -> Result<(TileDistribution, TileDistribution, TileDistribution)> {
     cfg.validate()?;
     let (ty, tx) = cfg.thread_grid();
     let y3 = [(1, 0), (2, 0), (2, 2)];

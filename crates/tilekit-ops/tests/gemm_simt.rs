@@ -50,7 +50,10 @@ fn assert_close(got: &HostTensor, want: &[f64], k: i64, what: &str) {
     let tol = 1e-6 * (k as f64).max(1.0) + 1e-6;
     let mut nonzero = 0;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!((f64::from(g) - w).abs() <= tol * w.abs().max(1.0), "{what}: C[{i}] = {g}, want {w}");
+        assert!(
+            (f64::from(g) - w).abs() <= tol * w.abs().max(1.0),
+            "{what}: C[{i}] = {g}, want {w}"
+        );
         nonzero += usize::from(w.abs() > 0.1);
     }
     assert!(nonzero > 0 || want.len() < 4, "{what}: a real product, not zeros");
@@ -99,9 +102,11 @@ fn the_aligned_kernel_records_its_vectors_and_binding_checks_them() {
 
 #[test]
 fn transposed_b_view() {
-    for (m, n, k, cfg) in
-        [(77, 130, 33, SimtConfig::small()), (65, 72, 40, SimtConfig::default()), (3, 300, 17, SimtConfig::wide())]
-    {
+    for (m, n, k, cfg) in [
+        (77, 130, 33, SimtConfig::small()),
+        (65, 72, 40, SimtConfig::default()),
+        (3, 300, 17, SimtConfig::wide()),
+    ] {
         let (av, a) = random(m, k, 3);
         let (wv, w) = random(n, k, 4); // N × K row-major; B = wᵀ
         let bt = w.permute(&[1, 0]).unwrap();
@@ -180,7 +185,13 @@ fn bad_inputs_are_typed_errors() {
     // f32 A with an f16 B
     let h = HostTensor::from_slice(&vec![half::f16::ONE; 20], &[5, 4]).unwrap();
     let e = api::gemm_into(&Interp, &a, &h, &mut c).unwrap_err();
-    assert!(matches!(e, OpsError::DtypeMismatch { got: ScalarType::F16, expected: ScalarType::F32, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpsError::DtypeMismatch { got: ScalarType::F16, expected: ScalarType::F32, .. }
+        ),
+        "{e}"
+    );
     // C of the wrong shape
     let (_, b) = random(5, 4, 3);
     let mut small = nan_c(8, 3);
@@ -205,4 +216,44 @@ fn bad_inputs_are_typed_errors() {
         assert!(matches!(e, OpsError::Invalid { .. }) && e.to_string().contains(field), "{e}");
     }
     assert!(SimtConfig::preset("nope").is_err());
+}
+
+/// `N` of "N <what>" in a ptxas -v report (first occurrence).
+fn ptxas_number(report: &str, what: &str) -> u32 {
+    report
+        .split(what)
+        .next()
+        .and_then(|h| h.trim_end().rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{what}` in the report\n{report}"))
+}
+
+#[test]
+fn every_preset_assembles_without_spills() {
+    use tilekit_ptx::{emit_kernel, ptxas, Target};
+    for (name, cfg) in SimtConfig::presets() {
+        for (lname, layout) in [
+            ("aligned", SimtLayout::aligned(false)),
+            ("scalar", SimtLayout::scalar(false)),
+            ("aligned_bt", SimtLayout::aligned(true)),
+            ("scalar_bt", SimtLayout::scalar(true)),
+        ] {
+            let k = build(&cfg, &layout).unwrap();
+            for t in Target::ALL {
+                let ptx = emit_kernel(&k, t).unwrap();
+                assert!(
+                    !ptx.contains("mma") && ptx.contains("fma.rn.f32"),
+                    "{name}: CUDA cores only"
+                );
+                let id = format!("gemm_simt_{name}_{lname}");
+                if let Some(report) = ptxas::assemble(&ptx, t, &id).unwrap() {
+                    let spilled = ptxas_number(&report, "bytes spill stores");
+                    let regs = ptxas_number(&report, "registers");
+                    eprintln!("{id} {t:?}: {regs} registers, {spilled} bytes spilled");
+                    assert_eq!(spilled, 0, "{id} {t:?}: spills\n{report}");
+                    assert!(regs <= 255, "{id} {t:?}: {regs} registers\n{report}");
+                }
+            }
+        }
+    }
 }

@@ -241,11 +241,12 @@ def maximum(a, b, out=None):
 
 
 def gemm(a, b, out=None):
-    """``a @ b`` of float16 or bfloat16 matrices (M×K times K×N) on tensor cores, in float32.
+    """``a @ b`` of float16 or bfloat16 matrices (M×K times K×N) on tensor cores, in float32;
+    float32 matrices on the CUDA cores (no TF32), any shape and strides.
 
     With ``b = w.T`` for a row-major (N, K) ``w`` (a linear layer's weight) any M, N, K run on
     the Hopper kernel (TMA + wgmma; rows a multiple of 16 bytes). Otherwise M, N and K must be
-    multiples of 64, 64 and 32."""
+    multiples of 64, 64 and 32 (float16 / bfloat16)."""
     a = _check_tensor(a, "a")
     b = _check_tensor(b, "b")
     _same_device(a, b)
