@@ -54,7 +54,7 @@
 //! let a = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
 //! let b = HostTensor::from_slice(&[1.0f32, 0.5, 0.25], &[3, 1]).unwrap();
 //! let c = api::gemm(&Interp, &a, &b).unwrap(); // f32 inputs run this kernel
-//! assert_eq!(c.to_vec::<f32>().unwrap(), vec![2.75, 7.25]);
+//! assert_eq!(c.to_vec::<f32>().unwrap(), vec![2.75, 8.0]); // 1 + 1 + 0.75, 4 + 2.5 + 1.5
 //! ```
 
 use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};

@@ -257,3 +257,17 @@ fn every_preset_assembles_without_spills() {
         }
     }
 }
+
+#[test]
+fn empty_products() {
+    // K = 0: C is all zeros (written, not left poisoned); M = 0: nothing to do
+    let a = HostTensor::from_slice::<f32>(&[], &[5, 0]).unwrap();
+    let b = HostTensor::from_slice::<f32>(&[], &[0, 7]).unwrap();
+    let mut c = nan_c(5, 7);
+    api::gemm_simt_into(&Interp, &a, &b, &mut c, &SimtConfig::small()).unwrap();
+    assert!(c.to_vec::<f32>().unwrap().iter().all(|&v| v == 0.0));
+    let a = HostTensor::from_slice::<f32>(&[], &[0, 3]).unwrap();
+    let (_, b) = random(3, 4, 1);
+    let c = api::gemm(&Interp, &a, &b).unwrap();
+    assert_eq!(c.layout().shape(), &[0, 4]);
+}
