@@ -183,7 +183,7 @@ fn bad_inputs_are_typed_errors() {
     assert!(matches!(e, OpsError::Invalid { .. }), "{e}");
     assert!(e.to_string().contains("inner dims"), "{e}");
     // f32 A with an f16 B
-    let h = HostTensor::from_slice(&vec![half::f16::ONE; 20], &[5, 4]).unwrap();
+    let h = HostTensor::from_slice(&[half::f16::ONE; 20], &[5, 4]).unwrap();
     let e = api::gemm_into(&Interp, &a, &h, &mut c).unwrap_err();
     assert!(
         matches!(
