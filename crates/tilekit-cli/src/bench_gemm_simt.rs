@@ -5,8 +5,9 @@
 //!   for each shape M×N×K (default 8192³ and 4096³; --gemm-shape for one):
 //!     cuBLAS SGEMM   cuBLASLt, f32 in/out, CUBLAS_COMPUTE_32F (no TF32): the best of the
 //!                    heuristic's first 8 algorithms (warm-up 3, median of --reps, CUDA events)
-//!     tilekit        api::gemm_simt_into for every preset (default, wide, small) and
-//!                    api::gemm_into (the preset it picks), A, B row-major on the device,
+//!     tilekit        api::gemm_simt_into for every candidate (the presets default, wide,
+//!                    small, and tall, default_bk16, wide_bk16_s1: SimtConfig::candidates)
+//!                    and api::gemm_into (the preset it picks), A, B row-major on the device,
 //!                    C poisoned with NaN first; 64 sampled elements of C checked against an
 //!                    f64 dot product; registers and local memory of the loaded kernel
 //!   TFLOP/s = 2·M·N·K / median; ratio = tilekit / cuBLAS
@@ -41,7 +42,8 @@ pub struct SimtRow {
     pub shape: String,
     /// Device name.
     pub device: String,
-    /// The preset (`default`, `wide`, `small`) or `auto` (what `api::gemm` picks).
+    /// The candidate's name (`default`, `wide`, `small`, …) or `auto` (what `api::gemm`
+    /// picks).
     pub config: String,
     /// The configuration ([`SimtConfig`]'s display).
     pub tile: String,
@@ -133,7 +135,7 @@ fn measure(
     let device = cuda.gpu().props().name.clone();
     let mut rows = vec![];
     let auto = tilekit_ops::gemm_simt::choose(mi, ni, cuda.multiprocessors());
-    let configs = SimtConfig::presets().into_iter().map(|(n, c)| (n.to_string(), Some(c)));
+    let configs = SimtConfig::candidates().into_iter().map(|(n, c)| (n.to_string(), Some(c)));
     for (name, cfg) in configs.chain([("auto".to_string(), None)]) {
         let tile = cfg.unwrap_or(auto);
         eprintln!("  {shape} f32: tilekit SIMT {name} ({tile}) …");

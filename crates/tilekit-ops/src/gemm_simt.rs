@@ -162,6 +162,24 @@ impl SimtConfig {
         [("default", Self::default()), ("wide", Self::wide()), ("small", Self::small())]
     }
 
+    /// The presets and three variants `tilekit bench gemm --dtype f32` also times (the
+    /// configuration space around them): `tall` (256 × 128, 16 × 8 per thread), `default_bk16`
+    /// (k step 16) and `wide_bk16_s1` (k step 16, one shared buffer: two would exceed 48 KiB).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_simt::SimtConfig;
+    /// let c = SimtConfig::candidates();
+    /// assert_eq!(c.len(), 6);
+    /// assert!(c.iter().all(|(_, cfg)| cfg.validate().is_ok()));
+    /// ```
+    pub fn candidates() -> Vec<(&'static str, SimtConfig)> {
+        let mut v = Self::presets().to_vec();
+        v.push(("tall", SimtConfig { bm: 256, bn: 128, tm: 16, tn: 8, ..Self::wide() }));
+        v.push(("default_bk16", SimtConfig { bk: 16, ..Self::default() }));
+        v.push(("wide_bk16_s1", SimtConfig { bk: 16, stages: 1, ..Self::wide() }));
+        v
+    }
+
     /// A preset by name; an error listing the names otherwise.
     ///
     /// ```

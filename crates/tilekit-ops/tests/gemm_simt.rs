@@ -79,6 +79,15 @@ fn odd_shapes_with_every_preset() {
 }
 
 #[test]
+fn the_benchmark_candidates_are_right_too() {
+    for (i, (name, cfg)) in SimtConfig::candidates().into_iter().enumerate().skip(3) {
+        eprintln!("{name}");
+        check(129, 257, 65, &cfg, 30 + i as u64);
+        check(64, 128, 48, &cfg, 40 + i as u64); // float4 path
+    }
+}
+
+#[test]
 fn aligned_shapes_take_float4_and_match() {
     // contiguous, every length a multiple of 4: A, B and C read and written as float4
     check(64, 128, 48, &SimtConfig::default(), 7);
@@ -231,7 +240,7 @@ fn ptxas_number(report: &str, what: &str) -> u32 {
 #[test]
 fn every_preset_assembles_without_spills() {
     use tilekit_ptx::{emit_kernel, ptxas, Target};
-    for (name, cfg) in SimtConfig::presets() {
+    for (name, cfg) in SimtConfig::candidates() {
         for (lname, layout) in [
             ("aligned", SimtLayout::aligned(false)),
             ("scalar", SimtLayout::scalar(false)),
