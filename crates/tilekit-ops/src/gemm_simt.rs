@@ -12,12 +12,12 @@
 //!   global B[bk × bn] ─row_major(v)─► regs ──────────────► sB[buf][k][n]   pitch bn+4
 //!          (B as N×K: like A, transposed into sB)
 //!
-//!   sA[buf] (k-major)                sB[buf]
-//!    k ┌────────────────────┐         k ┌──────────────────────────────┐
-//!      │ m: [tm/4][TY][4]    │           │ n: [tn/4][TX][4]             │
-//!      │  thread ty reads    │           │  thread tx reads tn/4 float4 │
-//!      │  tm/4 float4 (R=TX) │           │  (R = TY: broadcast)         │
-//!      └────────────────────┘           └──────────────────────────────┘
+//!   sA[buf] (k-major)                 sB[buf]
+//!    k ┌──────────────────────┐         k ┌──────────────────────────────┐
+//!      │ m: [tm/4][TY][4]     │           │ n: [tn/4][TX][4]             │
+//!      │ thread ty reads      │           │ thread tx reads tn/4 float4  │
+//!      │ tm/4 float4 (R = TX) │           │ (R = TY: broadcast)          │
+//!      └──────────────────────┘           └──────────────────────────────┘
 //!   for kk in 0..bk:  a[tm] = sA[buf][kk][..], b[tn] = sB[buf][kk][..]
 //!                     acc[i][j] = fma(a[i], b[j], acc[i][j])        (tm·tn FMAs)
 //!
@@ -47,6 +47,11 @@
 //! two k rows a warp writes at once 16 banks apart (conflict-free). Fragment reads are float4:
 //! within a warp the A reads are broadcasts (2 thread rows) and the B reads are 16 consecutive
 //! float4s.
+//!
+//! Registers (ptxas 13.0, sm_90a, float4 kernels): `wide` 235 (128 accumulators, 24 fragment
+//! values, 12 prefetched values, addresses), `default` 149, `small` 50 — no spills; the tests
+//! assemble every candidate and check it. One block of `wide` per SM (8 warps): the FMAs of
+//! one thread are independent enough to hide shared-memory latency without more warps.
 //!
 //! ```
 //! use tilekit_ir::tensor::HostTensor;
@@ -566,21 +571,20 @@ pub fn grid(cfg: &SimtConfig, m: i64, n: i64) -> Result<[u32; 3]> {
     Ok([crate::host::blocks(n, cfg.bn)?, crate::host::blocks(m, cfg.bm)?, 1])
 }
 
-/// The preset [`crate::api::gemm_into`] runs for an `m × n` f32 product: [`SimtConfig::small`]
-/// while the wide tiles would not give every one of `sms` multiprocessors a block,
-/// [`SimtConfig::wide`] otherwise.
+/// The preset [`crate::api::gemm_into`] runs for an `m × n` f32 product on `sms`
+/// multiprocessors: the largest tile whose grid still gives every multiprocessor a block —
+/// [`SimtConfig::wide`], else [`SimtConfig::default`], else [`SimtConfig::small`].
 ///
 /// ```
 /// use tilekit_ops::gemm_simt::{choose, SimtConfig};
 /// assert_eq!(choose(8192, 8192, 132), SimtConfig::wide());
-/// assert_eq!(choose(256, 256, 132), SimtConfig::small());
+/// assert_eq!(choose(2048, 2048, 132), SimtConfig::default()); // wide: 128 blocks
+/// assert_eq!(choose(1000, 1000, 132), SimtConfig::small());
 /// ```
 pub fn choose(m: i64, n: i64, sms: u32) -> SimtConfig {
-    let wide = SimtConfig::wide();
-    let blocks = (m + wide.bm - 1) / wide.bm * ((n + wide.bn - 1) / wide.bn);
-    if blocks < i64::from(sms.max(1)) {
-        SimtConfig::small()
-    } else {
-        wide
-    }
+    let blocks = |c: &SimtConfig| (m + c.bm - 1) / c.bm * ((n + c.bn - 1) / c.bn);
+    [SimtConfig::wide(), SimtConfig::default()]
+        .into_iter()
+        .find(|c| blocks(c) >= i64::from(sms.max(1)))
+        .unwrap_or_else(SimtConfig::small)
 }
