@@ -58,9 +58,9 @@ pub struct Args {
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
     #[arg(long)]
     pub gemm_shape: Option<String>,
-    /// `gemm` only: one input type. `f32` times the CUDA-core kernel's presets beside cuBLAS
-    /// SGEMM (no TF32) at 8192³ and 4096³ (or `--gemm-shape`); f16 / bf16 keep their rows of
-    /// the tensor-core table.
+    /// `gemm` only: one input type. `f32` times the CUDA-core kernel (its presets and three
+    /// variants) beside cuBLAS SGEMM (no TF32) at 8192³ and 4096³ (or `--gemm-shape`); f16 /
+    /// bf16 keep their rows of the tensor-core table.
     #[arg(long, value_parser = crate::dtype::kernel_dtype())]
     pub dtype: Option<ScalarType>,
     /// Print one JSON object per kernel instead of a table.
