@@ -64,6 +64,11 @@ pub struct Args {
     /// row-major), `tn`, `tt`.
     #[arg(long, default_value = "nt", value_parser = ["nt", "nn", "tn", "tt"])]
     pub layout: String,
+    /// `gemm` only: one input type. `f32` times the CUDA-core kernel (its presets and three
+    /// variants) beside cuBLAS SGEMM (no TF32) at 8192³ and 4096³ (or `--gemm-shape`); f16 /
+    /// bf16 keep their rows of the tensor-core table.
+    #[arg(long, value_parser = crate::dtype::kernel_dtype())]
+    pub dtype: Option<ScalarType>,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
     pub json: bool,

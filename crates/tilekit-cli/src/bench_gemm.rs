@@ -19,6 +19,9 @@
 //! `--layout` letters (A then B) are BLAS's for a row-major `C = A·B`, [`Order::letter`]: `n`
 //! row-major, `t` column-major. The kernel's essay calls the default `nt` "TN" (both operands
 //! K-contiguous, CUTLASS's naming).
+//!
+//! `--dtype f32` runs [`crate::bench_gemm_simt`] instead (the CUDA-core kernel beside cuBLAS
+//! SGEMM); `--dtype f16` or `bf16` keeps that type's rows.
 
 use std::process::ExitCode;
 
@@ -410,6 +413,9 @@ pub fn parse_shape(text: &str) -> Result<(usize, usize, usize), CliError> {
 /// Runs `tilekit bench gemm`: the table (or JSON lines) on stdout; a cuBLASLt failure is
 /// reported on stderr as `FAIL …` and makes the exit code 1.
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    if a.dtype == Some(ScalarType::F32) {
+        return crate::bench_gemm_simt::run(a);
+    }
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
     let cuda = Cuda::new(gpu.clone());
@@ -445,10 +451,13 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     };
     for &(m, n, k) in &shapes {
         for ty in [ScalarType::BF16, ScalarType::F16] {
+            if a.dtype.is_some_and(|d| d != ty) {
+                continue;
+            }
             cases.push((m, n, k, ty));
         }
     }
-    if a.gemm_shape.is_none() {
+    if a.gemm_shape.is_none() && a.dtype.is_none() {
         cases.push((8192, 8192, 8192, ScalarType::F32));
     }
     for (m, n, k, ty) in cases {

@@ -17,6 +17,7 @@
 //!   morton / unmorton            tiled Morton order of an H × W image (padded tiles)
 //!   gemm                         A (M×K) · B (K×N) → C f32 (M×N), tensor cores (Hopper kernel, any transposes; mma.sync)
 //!   gemm_ex                      act(α·A·B + β·C + bias) → C f32 / bf16 / f16, fused in the Hopper kernel's epilogue
+//!                                f32 A, B: CUDA cores (gemm_simt, no TF32), any shape
 //!   attention                    softmax(Q·Kᵀ·scale)·V and the LSE, Hopper (TMA + wgmma)
 //! ```
 //!
@@ -1457,7 +1458,9 @@ fn gemm_operands(ty: ScalarType, al: &TensorLayout, bl: &TensorLayout) -> Result
     Ok(())
 }
 
-/// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores.
+/// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores; f32 A and B
+/// run on the CUDA cores ([`gemm_simt_into`] with [`crate::gemm_simt::choose`]'s preset: no
+/// TF32, any M, N, K and strides).
 ///
 /// Where the backend runs sm_90a (a Hopper GPU, or the interpreter) and A and B each have K
 /// or M / N contiguous — row-major or transposed views, any of the four combinations
@@ -1518,6 +1521,11 @@ pub fn gemm_into<
 ) -> Result<()> {
     let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
+    if ty == ScalarType::F32 {
+        let (m, n, _) = gemm_shapes(a, bm, c, ScalarType::F32)?;
+        let cfg = crate::gemm_simt::choose(m, n, b.multiprocessors());
+        return gemm_simt_into(b, a, bm, c, &cfg);
+    }
     gemm_operands(ty, &al, &bl)?;
     let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
@@ -1755,6 +1763,112 @@ pub fn gemm_ex<
              stride); the fused epilogue and 16-bit C need it",
         )),
     }
+}
+
+/// The shapes `(M, N, K)` of `C = A · B` with A and B of type `ty` and C f32, checked: ranks,
+/// dtypes, the inner dims and C's shape.
+fn gemm_shapes<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorIn<B> + ?Sized,
+>(
+    a: &X,
+    bm: &Z,
+    c: &Y,
+    ty: ScalarType,
+) -> Result<(i64, i64, i64)> {
+    let (al, bl) = (a.layout(), bm.layout());
+    for (what, l) in [("A", al), ("B", bl)] {
+        if l.dtype() != ty {
+            return Err(OpsError::DtypeMismatch {
+                context: format!("gemm: {what}"),
+                got: l.dtype(),
+                expected: ty,
+            });
+        }
+    }
+    if al.rank() != 2 || bl.rank() != 2 {
+        return Err(OpsError::invalid(
+            "gemm",
+            "ranks",
+            format!("{} and {}", al.rank(), bl.rank()),
+            "A and B are matrices (rank 2)",
+        ));
+    }
+    let (m, k, k2, n) = (al.shape()[0], al.shape()[1], bl.shape()[0], bl.shape()[1]);
+    if k != k2 {
+        return Err(OpsError::invalid(
+            "gemm",
+            "shapes",
+            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
+            "the inner dims must agree (A is M×K, B is K×N)",
+        ));
+    }
+    check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
+    Ok((m, n, k))
+}
+
+/// `C = A · B` in f32 on the CUDA cores ([`crate::gemm_simt`], no tensor cores, no TF32) with
+/// an explicit configuration: A `M × K`, B `K × N` (a row-major matrix, or the transposed view
+/// `w.t()` of an `N × K` row-major one, which is read in its own row order), C `M × N`; any
+/// M, N, K, strides and offsets. Each operand is read with the widest vector (up to float4)
+/// its pitch and alignment allow. [`gemm_into`] calls this for f32 inputs with a preset chosen
+/// from the shape ([`crate::gemm_simt::choose`]).
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api, backend::Interp, gemm_simt::SimtConfig};
+/// let a = HostTensor::from_slice(&[1.0f32, 2.0, 3.0], &[1, 3]).unwrap();
+/// let w = HostTensor::from_slice(&[1.0f32, 1.0, 1.0, 0.0, 1.0, 2.0], &[2, 3]).unwrap(); // N × K
+/// let mut c = HostTensor::from_slice(&[f32::NAN; 2], &[1, 2]).unwrap();
+/// api::gemm_simt_into(&Interp, &a, &w.permute(&[1, 0]).unwrap(), &mut c, &SimtConfig::small()).unwrap();
+/// assert_eq!(c.to_vec::<f32>().unwrap(), vec![6.0, 8.0]);
+/// let bad = SimtConfig { stages: 3, ..SimtConfig::small() };
+/// let e = api::gemm_simt_into(&Interp, &a, &w.permute(&[1, 0]).unwrap(), &mut c, &bad).unwrap_err();
+/// assert!(e.to_string().contains("stages = 3"), "{e}");
+/// ```
+pub fn gemm_simt_into<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+    cfg: &crate::gemm_simt::SimtConfig,
+) -> Result<()> {
+    use crate::gemm_simt::{build, grid, SimtLayout};
+    cfg.validate()?;
+    let (m, n, _) = gemm_shapes(a, bm, c, ScalarType::F32)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let bl = bm.layout();
+    let (sb, shb) = (bl.strides(), bl.shape());
+    // B = Wᵀ of a row-major N × K matrix W: read W (unit stride along K) instead
+    let transposed = shb[1] > 1 && sb[1] != 1 && (sb[0] == 1 || shb[0] == 1);
+    let b_layout = if transposed { bl.permute(&[1, 0])? } else { bl.clone() };
+    let b_in = ReshapedIn { t: bm, layout: b_layout };
+    let layout = SimtLayout {
+        a_vector: vec_in(a).min(4),
+        b_vector: vector_of(&b_in.layout, bm.base_address()).min(4),
+        c_vector: vector_of(c.layout(), c.base_address()).min(4),
+        b_transposed: transposed,
+    };
+    // a vector along K wider than the k-tile cannot be used; fall back to what divides bk
+    let fit = |v: i64| if cfg.bk % v == 0 { v } else { 1 };
+    let layout = SimtLayout {
+        a_vector: fit(layout.a_vector),
+        b_vector: if transposed { fit(layout.b_vector) } else { layout.b_vector },
+        ..layout
+    };
+    let key = KernelKey::new("gemm_simt", ScalarType::F32, cfg.key(&layout));
+    let kc = cached(key, || build(cfg, &layout))?;
+    let args = Bindings::new(&kc).input("a", a, b)?.input("b", &b_in, b)?.output("c", c, b)?;
+    b.launch(&kc, grid(cfg, m, n)?, args)
 }
 
 // --------------------------------------------------------------------------------- attention

@@ -134,12 +134,12 @@ impl Op {
     ///
     /// ```
     /// use tilekit_ops::check::Op;
-    /// assert_eq!(Op::Gemm.dtypes(), &tilekit_ops::gemm::TYPES);
+    /// assert_eq!(Op::Gemm.dtypes(), &tilekit_ops::gemm_simt::API_TYPES); // f16, bf16, f32
     /// ```
     pub fn dtypes(self) -> &'static [ScalarType] {
         match self {
             Op::Reduce(_) => &crate::reduce::TYPES,
-            Op::Gemm => &crate::gemm::TYPES,
+            Op::Gemm => &crate::gemm_simt::API_TYPES,
             _ => &host::FLOAT_TYPES,
         }
     }
@@ -169,6 +169,7 @@ fn check_perm(perm: &[usize; 3]) -> Result<()> {
 /// assert!(e.contains("4294967296 elements, more than 2^31-1"), "{e}");
 /// let e = validate(Op::Gemm, &[64, 60, 32], ScalarType::F16).unwrap_err().to_string();
 /// assert_eq!(e, "gemm: N = 60 is invalid: must be a multiple of 64 (no edge tiles yet)");
+/// assert!(validate(Op::Gemm, &[64, 60, 33], ScalarType::F32).is_ok()); // the SIMT kernel
 /// ```
 pub fn validate(op: Op, shape: &[i64], dtype: ScalarType) -> Result<()> {
     match op {
@@ -196,9 +197,10 @@ pub fn validate(op: Op, shape: &[i64], dtype: ScalarType) -> Result<()> {
             host::check_shape("gemm A (M×K)", &[m, k], 2)?;
             host::check_shape("gemm B (K×N)", &[k, n], 2)?;
             host::check_shape("gemm C (M×N)", &[m, n], 2)?;
+            // f32 runs on the SIMT kernel (any shape); f16 / bf16 on mma.sync tiles
             let (bm, bn, bk) = crate::gemm::TILE;
             for (name, v, t) in [("M", m, bm), ("N", n, bn), ("K", k, bk)] {
-                if v % t != 0 {
+                if dtype != ScalarType::F32 && v % t != 0 {
                     return Err(OpsError::invalid(
                         "gemm",
                         name,

@@ -9,7 +9,7 @@
 //!   tile     views, windows, distributed tensors, warp/block reductions (re-exported from
 //!   dist     the distributions the kernels use (encodings)          the tilekit-kernel crate)
 //!   host     random data, dtypes, vector-width choice, comparison
-//!   copy  transpose (+ permute)  morton  reduce (+ softmax)  elementwise  gemm
+//!   copy  transpose (+ permute)  morton  reduce (+ softmax)  elementwise  gemm  gemm_simt (f32)
 //!            each: config → builder function → Kernel; CPU reference
 //!   compiled  bind  backend  api   kernels built once, arguments bound by name, backends
 //!            (Interp, Cuda, Record), every op as a function on tensors
@@ -34,6 +34,7 @@ pub mod copy;
 pub mod elementwise;
 pub mod error;
 pub mod gemm;
+pub mod gemm_simt;
 pub mod gemm_sm90;
 pub mod gemm_tuning;
 pub mod host;

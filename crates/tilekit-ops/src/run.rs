@@ -58,7 +58,7 @@ impl Backend {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// let gemm = tilekit_ops::run::KERNELS.iter().find(|k| k.name == "gemm").unwrap();
-/// assert_eq!(gemm.dtypes, &[ScalarType::F16, ScalarType::BF16]);
+/// assert_eq!(gemm.dtypes, &[ScalarType::F16, ScalarType::BF16, ScalarType::F32]);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelInfo {
@@ -98,7 +98,11 @@ pub const KERNELS: &[KernelInfo] = &[
     info("max", "MxN", &host::FLOAT_TYPES),
     info("add_row", "MxN (b: row vector of N)", &host::FLOAT_TYPES),
     info("mul_col", "MxN (b: column vector of M)", &host::FLOAT_TYPES),
-    info("gemm", "MxNxK (multiples of 64, 64, 32)", &crate::gemm::TYPES),
+    info(
+        "gemm",
+        "MxNxK (f16/bf16: multiples of 64, 64, 32; f32: any)",
+        &crate::gemm_simt::API_TYPES,
+    ),
 ];
 
 /// The configurations `tilekit selftest` runs on a GPU (and CI assembles with ptxas):
@@ -134,6 +138,8 @@ pub const SELFTEST_CASES: &[(&str, &[i64], ScalarType)] = &[
     ("mul_col", &[123, 456], ScalarType::BF16),
     ("gemm", &[128, 128, 64], ScalarType::F16),
     ("gemm", &[256, 192, 96], ScalarType::BF16),
+    ("gemm", &[77, 130, 33], ScalarType::F32),
+    ("gemm", &[256, 260, 132], ScalarType::F32),
 ];
 
 /// What one `run` did.
@@ -264,7 +270,8 @@ pub fn run(
 /// assert_eq!((k.name.as_str(), grid), ("copy", [16_777_216, 1, 1]));
 /// assert_eq!(plan("transpose", &[16384, 16384], ScalarType::F32).unwrap().1, [256, 256, 1]);
 /// assert!(plan("nope", &[4, 4], ScalarType::F32).is_err());
-/// assert!(plan("gemm", &[64, 64, 32], ScalarType::F32).is_err()); // f16 or bf16 only
+/// assert!(plan("gemm", &[64, 64, 32], ScalarType::I32).is_err()); // f16, bf16 or f32
+/// assert_eq!(plan("gemm", &[77, 130, 33], ScalarType::F32).unwrap().0.name, "gemm_simt");
 /// ```
 pub fn plan(kernel: &str, shape: &[i64], dtype: ScalarType) -> Result<(Kernel, [u32; 3])> {
     crate::check::plan_named(kernel, shape, dtype)

@@ -467,8 +467,9 @@ fn typed_errors<B: Backend>(b: &B) {
     let h = b.from_host(&random(F16, &[64, 32], 3)).unwrap();
     let e = api::gemm(b, &h, &h).unwrap_err().to_string();
     assert!(e.contains("inner dims"), "{e}");
-    let e = api::gemm(b, &x, &x).unwrap_err().to_string();
-    assert!(e.contains("f32"), "{e}");
+    // f32 runs on the CUDA cores; an f32 A with an f16 B is a dtype error naming both
+    let e = api::gemm(b, &x, &h).unwrap_err().to_string();
+    assert!(e.contains("f32") && e.contains("f16"), "{e}");
 }
 
 #[test]

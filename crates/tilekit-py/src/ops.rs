@@ -256,7 +256,7 @@ pub fn maximum_into(
     binary(py, Binary::Max, a, b, y, stream)
 }
 
-/// `c = a @ b` (f16/bf16 in, f32 out).
+/// `c = a @ b` (f16/bf16 in on tensor cores, or f32 in on the CUDA cores; f32 out).
 #[pyfunction]
 pub fn gemm_into(
     py: Python<'_>,

@@ -307,6 +307,27 @@ def test_gemm_epilogue_errors_name_the_problem():
         tilekit.gemm(a, b, poisoned((64, 48), torch.float16), alpha=2.0)
 
 
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (77, 130, 33), (129, 257, 65), (512, 512, 256)])
+def test_gemm_f32_without_tensor_cores(mnk):
+    # float32 runs on the CUDA cores (no TF32: an f32-accurate product), any shape; also b as
+    # the transposed view of a row-major (N, K) weight, and a non-contiguous a
+    m, n, k = mnk
+    a, b = rand(m, k, seed=7), rand(k, n, seed=8)
+    want = a.double() @ b.double()
+    tol = 1e-6 * k + 1e-5
+    got = tilekit.gemm(a, b, out=poisoned((m, n), torch.float32))
+    assert got.shape == (m, n) and got.dtype == torch.float32
+    assert ((got.double() - want).abs() / (want.abs() + 1)).max() <= tol
+    w = rand(n, k, seed=9)
+    got = tilekit.gemm(a, w.T)
+    want = a.double() @ w.double().T
+    assert ((got.double() - want).abs() / (want.abs() + 1)).max() <= tol
+    wide = rand(m, k + 3, seed=10)[:, 1 : k + 1]  # row pitch k + 3, offset 1: scalar loads
+    got = tilekit.gemm(wide, b)
+    want = wide.double() @ b.double()
+    assert ((got.double() - want).abs() / (want.abs() + 1)).max() <= tol
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 
 
@@ -315,8 +336,8 @@ def test_wrong_dtypes_name_the_dtype():
         tilekit.copy(torch.zeros(4, 4, dtype=torch.int8, device=DEV))
     with pytest.raises(tilekit.DTypeError, match="float16|f16"):
         tilekit.softmax(rand(4, 4, dtype=torch.float16))
-    with pytest.raises(tilekit.DTypeError, match="f32"):
-        tilekit.gemm(rand(64, 64), rand(64, 64))
+    with pytest.raises(tilekit.DTypeError, match="f16"):
+        tilekit.gemm(rand(64, 64), rand(64, 64, dtype=torch.float16))  # f32 · f16
     with pytest.raises(tilekit.DTypeError, match="f16"):
         tilekit.add(rand(4, 4), rand(4, 4, dtype=torch.float16))
 

@@ -251,7 +251,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None):
     row-major and transposed operands (``a`` or ``a.T`` of a contiguous tensor, ``b`` or
     ``w.T`` of a linear layer's (N, K) weight) whose rows are a multiple of 16 bytes; the
     epilogue (``alpha``, ``beta``, ``bias``, ``activation``) is fused into its stores. Elsewhere
-    only the plain product runs, with M, N and K multiples of 64, 64 and 32.
+    only the plain product runs, with M, N and K multiples of 64, 64 and 32. float32 matrices
+    run on the CUDA cores (no TF32), any shape and strides, plain product only.
 
     ``out``: the (M, N) result, float32 or the inputs' dtype (float32 when omitted); with
     ``beta != 0`` it is also read (C), so it must be given. ``bias``: an (N,) tensor of
