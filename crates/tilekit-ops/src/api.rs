@@ -1228,6 +1228,128 @@ fn sm90_major(l: &TensorLayout, k_dim: usize) -> Option<tilekit_ir::wgmma::Major
     }
 }
 
+/// An operand as the caller gave it, or its staged copy (rows padded to 16 bytes) where the
+/// Hopper kernel's tensor maps cannot read the caller's own ([`gemm_hopper`]).
+enum Staged<'t, B: Backend, T: ?Sized> {
+    Given(&'t T),
+    Copy(B::Tensor),
+}
+
+impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for Staged<'_, B, T> {
+    fn layout(&self) -> &TensorLayout {
+        match self {
+            Staged::Given(t) => t.layout(),
+            Staged::Copy(t) => t.layout(),
+        }
+    }
+    fn base_address(&self) -> u64 {
+        match self {
+            Staged::Given(t) => t.base_address(),
+            Staged::Copy(t) => t.base_address(),
+        }
+    }
+    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    where
+        B: 'a,
+    {
+        match self {
+            Staged::Given(t) => t.bind_in(b),
+            Staged::Copy(t) => t.bind_in(b),
+        }
+    }
+}
+
+/// Whether a tensor map can read `x` where it lies: its first element 16-byte aligned (the
+/// pitches are [`sm90_major`]'s to check).
+fn tma_aligned<B: Backend, X: TensorIn<B> + ?Sized>(x: &X) -> bool {
+    let l = x.layout();
+    let size = l.dtype().size_bytes() as u64;
+    (x.base_address() + l.offset().max(0) as u64 * size).is_multiple_of(16)
+}
+
+/// An uninitialised row-major `rows × cols` matrix whose rows are padded to a multiple of 8
+/// elements (16 bytes of a 16-bit type, 32 of f32), as its `rows × cols` view.
+fn padded_empty<B: Backend>(b: &B, ty: ScalarType, rows: i64, cols: i64) -> Result<B::Tensor> {
+    use tilekit_ir::tensor::TensorView;
+    let pitch = ((cols + 7) / 8 * 8).max(8);
+    Ok(b.empty(ty, &[rows, pitch])?.narrow(1, 0, cols)?)
+}
+
+/// The Hopper GEMM on any operands of the right types and shapes: an operand whose layout the
+/// tensor maps cannot read (a row pitch that is not a multiple of 16 bytes, such as rows of
+/// 8191 bf16; a misaligned first element; no unit-stride dim) is first copied into a padded
+/// row-major buffer ([`copy_into`], stream-ordered), and a C the epilogue cannot store in
+/// place (an odd row pitch, no unit column stride) is computed in a padded buffer (holding C's
+/// values first where `beta ≠ 0`) and copied into C afterwards. Aligned operands are read and
+/// written where they are.
+fn gemm_hopper<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+    opts: &GemmOptions<'_, B>,
+) -> Result<()> {
+    let stage = |x_layout: &TensorLayout, k_dim: usize, aligned: bool| {
+        sm90_major(x_layout, k_dim).is_none() || !aligned
+    };
+    let (al, bl, cl) = (a.layout().clone(), bm.layout().clone(), c.layout().clone());
+    let a_in: Staged<'_, B, X> = if stage(&al, 1, tma_aligned(a)) {
+        let mut t = padded_empty(b, al.dtype(), al.shape()[0], al.shape()[1])?;
+        copy_into(b, a, &mut t)?;
+        Staged::Copy(t)
+    } else {
+        Staged::Given(a)
+    };
+    let b_in: Staged<'_, B, Z> = if stage(&bl, 0, tma_aligned(bm)) {
+        let mut t = padded_empty(b, bl.dtype(), bl.shape()[0], bl.shape()[1])?;
+        copy_into(b, bm, &mut t)?;
+        Staged::Copy(t)
+    } else {
+        Staged::Given(bm)
+    };
+    // (a staged copy is row-major with a 16-byte pitch: always readable)
+    let majors = match (sm90_major(a_in.layout(), 1), sm90_major(b_in.layout(), 0)) {
+        (Some(x), Some(y)) => (x, y),
+        _ => {
+            return Err(OpsError::invalid(
+                "gemm",
+                "staged operand layouts",
+                format!("A {:?}, B {:?}", a_in.layout().strides(), b_in.layout().strides()),
+                "row-major copies with pitches of 8 elements",
+            ))
+        }
+    };
+    // the epilogue stores column pairs: unit column stride, even pitch and width, and a first
+    // element aligned to the pair
+    let (sc, n) = (cl.strides(), cl.shape()[1]);
+    let pair_bytes = 2 * cl.dtype().size_bytes() as u64;
+    let c_in_place = sc[1] == 1
+        && sc[0] % 2 == 0
+        && n % 2 == 0
+        && (c.base_address() + cl.offset().max(0) as u64 * cl.dtype().size_bytes() as u64)
+            .is_multiple_of(pair_bytes);
+    if c_in_place {
+        let choice = b.gemm_table().choose(&sm90_problem(a_in.layout(), &cl, majors));
+        return gemm_sm90_into(b, choice, (&a_in, &b_in, c), majors, opts);
+    }
+    // the kernel writes an even-width view of a padded buffer (its extra column is pad); C
+    // gets the first n columns (views through the buffer's own storage)
+    let mut wide = padded_empty(b, cl.dtype(), cl.shape()[0], n + n % 2)?;
+    let wide_layout = TensorIn::<B>::layout(&wide).clone();
+    let first_n = wide_layout.narrow(1, 0, n)?;
+    if opts.beta != 0.0 {
+        copy_into(b, &*c, &mut Reshaped { t: &mut wide, layout: first_n.clone() })?;
+    }
+    let choice = b.gemm_table().choose(&sm90_problem(a_in.layout(), &wide_layout, majors));
+    gemm_sm90_into(b, choice, (&a_in, &b_in, &mut wide), majors, opts)?;
+    copy_into(b, &ReshapedIn { t: &wide, layout: first_n }, c)
+}
+
 /// Whether [`gemm_into`] runs the Hopper kernel ([`crate::gemm_sm90`]), and with which operand
 /// majors: a backend that runs sm_90a, A and B each with K or M / N contiguous (any of the
 /// four transposes; `w.t()` of a linear layer's weight is B K-major) and the other pitch a
@@ -1462,12 +1584,14 @@ fn gemm_operands(ty: ScalarType, al: &TensorLayout, bl: &TensorLayout) -> Result
 /// run on the CUDA cores ([`gemm_simt_into`] with [`crate::gemm_simt::choose`]'s preset: no
 /// TF32, any M, N, K and strides).
 ///
-/// Where the backend runs sm_90a (a Hopper GPU, or the interpreter) and A and B each have K
-/// or M / N contiguous — row-major or transposed views, any of the four combinations
-/// (row-major A and B; `w.t()` of a linear layer's `N × K` weight) — with the other pitch a
-/// multiple of 16 bytes, any M, N, K run on the Hopper kernel ([`crate::gemm_sm90`]: TMA,
-/// wgmma, persistent). Otherwise the `mma.sync` kernel takes row-major operands with M, N and
-/// K multiples of its block tile (64, 64, 32).
+/// Where the backend runs sm_90a (a Hopper GPU, or the interpreter), any M, N, K and any
+/// layouts run on the Hopper kernel ([`crate::gemm_sm90`]: TMA, wgmma, persistent). A and B
+/// with K or M / N contiguous — row-major or transposed views, any of the four combinations
+/// (row-major A and B; `w.t()` of a linear layer's `N × K` weight) — whose other pitch is a
+/// multiple of 16 bytes are read in place; other operands (rows of 8191 bf16, a view starting
+/// off a 16-byte boundary) are first copied into padded buffers, and a C with an odd row pitch
+/// or width is computed in one and copied back. Elsewhere the `mma.sync` kernel takes
+/// row-major operands with M, N and K multiples of its block tile (64, 64, 32).
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -1529,9 +1653,8 @@ pub fn gemm_into<
     gemm_operands(ty, &al, &bl)?;
     let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
-    if let Some(majors) = sm90_takes(b, &al, &bl, c.layout()) {
-        let choice = b.gemm_table().choose(&sm90_problem(&al, c.layout(), majors));
-        return gemm_sm90_into(b, choice, (a, bm, c), majors, &GemmOptions::new());
+    if b.hopper() {
+        return gemm_hopper(b, a, bm, c, &GemmOptions::new());
     }
     let (bm_, bn_, bk_) = crate::gemm::TILE;
     for (name, v, t) in [("M", m, bm_), ("N", n, bn_), ("K", k, bk_)] {
@@ -1647,10 +1770,10 @@ impl<'a, B: Backend> GemmOptions<'a, B> {
 
 /// `C = act(alpha · A·B + beta · C + bias)` into a caller's `M × N` C of f32 or the inputs'
 /// type, on the Hopper kernel ([`crate::gemm_sm90`], the epilogue fused before the store).
-/// A and B as for [`gemm`] (f16 or bf16, any of the four transposes with 16-byte pitches).
-/// Typed errors name the offending shape, dtype or layout: C's shape or type, a bias whose
-/// length is not N or whose type is neither C's nor f32, operands the Hopper kernel cannot
-/// read (or a backend without sm_90a) unless the options are plain and C is f32 (then this is
+/// A, B and C as for [`gemm`] (f16 or bf16, any layouts: those the tensor maps cannot read
+/// are staged through padded copies). Typed errors name the offending shape, dtype or layout:
+/// C's shape or type, a bias whose length is not N or whose type is neither C's nor f32, a
+/// backend without sm_90a unless the options are plain and C is f32 (then this is
 /// [`gemm_into`]).
 ///
 /// ```
@@ -1742,26 +1865,18 @@ pub fn gemm_ex<
             return Err(OpsError::invalid(op, "bias stride", l.strides()[0], "1 (contiguous)"));
         }
     }
-    match sm90_takes(b, &al, &bl, c.layout()) {
-        Some(majors) => {
-            let choice = b.gemm_table().choose(&sm90_problem(&al, c.layout(), majors));
-            gemm_sm90_into(b, choice, (a, bm, c), majors, opts)
-        }
-        None if opts.is_plain() && out == ScalarType::F32 => gemm_into(b, a, bm, c),
-        None => Err(OpsError::invalid(
+    if b.hopper() {
+        gemm_hopper(b, a, bm, c, opts)
+    } else if opts.is_plain() && out == ScalarType::F32 {
+        gemm_into(b, a, bm, c)
+    } else {
+        Err(OpsError::invalid(
             op,
-            "layouts",
-            format!(
-                "A strides {:?}, B strides {:?}, C strides {:?}{}",
-                al.strides(),
-                bl.strides(),
-                c.layout().strides(),
-                if b.hopper() { "" } else { " (backend without sm_90a)" }
-            ),
-            "the Hopper kernel's (sm_90a; A, B with K or M / N contiguous and the other \
-             stride a multiple of 8 elements; C with unit column stride and an even row \
-             stride); the fused epilogue and 16-bit C need it",
-        )),
+            "backend",
+            b.name(),
+            "one that runs sm_90a (a Hopper GPU, or the interpreter): the fused epilogue and a \
+             16-bit C need the Hopper kernel",
+        ))
     }
 }
 

@@ -52,7 +52,7 @@ on_backends!(
     gemm_tiles,
     gemm_hopper_weights,
     gemm_every_layout,
-    gemm_refuses_a_pitch_no_kernel_reads,
+    gemm_stages_operands_tma_cannot_read,
     gemm_ex_epilogues,
     gemm_ex_typed_errors,
     typed_errors,
@@ -380,16 +380,47 @@ fn gemm_every_layout<B: Backend>(b: &B) {
     }
 }
 
-/// A's row pitch of 36 f16 (72 bytes) is neither a tensor map's (16-byte pitches) nor the
-/// mma.sync kernel's (8-element vectors): a typed error naming the rule, not a wrong result.
-fn gemm_refuses_a_pitch_no_kernel_reads<B: Backend>(b: &B) {
-    let (m, n, k) = (64, 64, 32);
-    let wide = b.from_host(&random(F16, &[m, 36], 132)).unwrap();
-    let a = view(b, &wide, |l| l.narrow(1, 0, k));
-    let z = b.from_host(&random(F16, &[k, n], 131)).unwrap();
-    let e = api::gemm(b, &a, &z).unwrap_err();
-    assert!(matches!(e, OpsError::Bind { .. }), "{e:?}");
-    assert!(e.to_string().contains("strides [36, 1]"), "{e}");
+/// Operands the tensor maps cannot read where they lie are staged through padded copies: A
+/// with a row pitch of 75 f16 (150 bytes), B = Wᵀ with W's pitch 75, a B narrowed to start at
+/// element 1 (misaligned), a C with an odd row pitch (65 f32) computed in a padded buffer and
+/// copied back — and `gemm_ex` with beta ≠ 0 into such a C (its values staged in first), vs
+/// f64. Elements of C's storage outside the view stay untouched.
+fn gemm_stages_operands_tma_cannot_read<B: Backend>(b: &B) {
+    use tilekit_ops::api::GemmOptions;
+    let (m, n, k) = (70i64, 65i64, 75i64);
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let a = b.from_host(&random(F16, &[m, k], 160)).unwrap();
+    let av = values(&b.to_host(&a).unwrap());
+    let w = random(F16, &[n, k], 161);
+    let wv = values(&w);
+    let bt = view(b, &b.from_host(&w).unwrap(), |l| l.transpose(0, 1));
+    // C: the first 65 columns of a 70 × 67 buffer poisoned with NaN (pitch 67, odd)
+    let c_full = poisoned(b, F32, &[m, n + 2]);
+    let mut c = view(b, &c_full, |l| l.narrow(1, 0, n));
+    api::gemm_into(b, &a, &bt, &mut c).unwrap();
+    let want: Vec<f64> = (0..mu * nu)
+        .map(|ij| (0..ku).map(|x| av[ij / nu * ku + x] * wv[ij % nu * ku + x]).sum())
+        .collect();
+    let tol = tilekit_ops::gemm::gemm_tolerance(k);
+    check("gemm staged (pitches 75, C pitch 67)", &values(&b.to_host(&c).unwrap()), &want, tol);
+    let full = values(&b.to_host(&c_full).unwrap());
+    assert!((0..mu).all(|r| full[r * (nu + 2) + nu].is_nan()), "C's pad columns were written");
+
+    // a B whose first element is 2 bytes past a 16-byte boundary: K × N at offset 1
+    let wide = random(F16, &[k, n + 1], 162);
+    let zv: Vec<f64> = values(&wide.narrow(1, 1, n).unwrap());
+    let z = view(b, &b.from_host(&wide).unwrap(), |l| l.narrow(1, 1, n));
+    let c2 = api::gemm(b, &a, &z).unwrap();
+    let want2: Vec<f64> = (0..mu * nu)
+        .map(|ij| (0..ku).map(|x| av[ij / nu * ku + x] * zv[x * nu + ij % nu]).sum())
+        .collect();
+    check("gemm staged (B at offset 1)", &values(&b.to_host(&c2).unwrap()), &want2, tol);
+
+    // beta ≠ 0 into the odd-pitch C: its values are staged in, then the result copied back
+    let before = values(&b.to_host(&c).unwrap());
+    api::gemm_ex(b, &a, &bt, &mut c, &GemmOptions::new().alpha(0.5).beta(-2.0)).unwrap();
+    let want3: Vec<f64> = want.iter().zip(&before).map(|(p, c0)| 0.5 * p - 2.0 * c0).collect();
+    check("gemm_ex staged C, beta -2", &values(&b.to_host(&c).unwrap()), &want3, 3.0 * tol);
 }
 
 /// `act(alpha·A·B + beta·C + bias)` through `api::gemm_ex`: bf16 C read (beta ≠ 0) and
