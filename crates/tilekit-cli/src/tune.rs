@@ -180,6 +180,48 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(k, _)| k)
     }
+    // a split-row kernel's shape (cluster, coop): among the shapes that ran on every case any
+    // shape of that kernel ran on (a shape that fits only shorter rows would otherwise win on
+    // easier cases), the best mean, and whether its mean over those cases beats `other`'s
+    // (what the API would otherwise launch there); `None` when no shape qualifies
+    fn split_winner<K: PartialEq + Copy>(
+        tried: &[(&str, K, f64)],
+        other: impl Fn(&str) -> f64,
+    ) -> Option<(K, bool)> {
+        let mut cases: Vec<&str> = tried.iter().map(|(c, _, _)| *c).collect();
+        cases.sort();
+        cases.dedup();
+        let everywhere: Vec<(K, f64)> = tried
+            .iter()
+            .filter(|(_, k, _)| {
+                cases.iter().all(|case| tried.iter().any(|(c, j, _)| c == case && j == k))
+            })
+            .map(|(_, k, r)| (*k, *r))
+            .collect();
+        let k = mean_best(everywhere)?;
+        let mine =
+            |case: &str| tried.iter().find(|(c, j, _)| *c == case && *j == k).map_or(0.0, |x| x.2);
+        let n = cases.len().max(1) as f64;
+        let k_mean = cases.iter().map(|c| mine(c)).sum::<f64>() / n;
+        let o_mean = cases.iter().map(|c| other(c)).sum::<f64>() / n;
+        Some((k, k_mean > o_mean))
+    }
+    // the best ratio on `case` of the long-row kernel the tuning `t` launches there: its online
+    // or staged shape, and (`cluster`) its cluster shape
+    fn api_ratio(cands: &[Candidate], t: &Tuning, case: &str, cluster: bool) -> f64 {
+        cands
+            .iter()
+            .filter(|c| c.case == case)
+            .filter(|c| match c.knob {
+                Knob::Online(o) => o == t.online,
+                Knob::Staged(a, b) => t.softmax_staged == Some((a, b)) && !t.softmax_staged_bulk,
+                Knob::StagedBulk(a, b) => t.softmax_staged == Some((a, b)) && t.softmax_staged_bulk,
+                Knob::Cluster(c) => cluster && t.softmax_cluster == Some(c),
+                _ => false,
+            })
+            .map(|c| c.ratio_to_copy)
+            .fold(0.0, f64::max)
+    }
     let long_rows = |c: &&Candidate| {
         !cands.iter().any(|d| d.case == c.case && matches!(d.knob, Knob::SoftmaxThreads(..)))
     };
@@ -234,50 +276,8 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             _ => None,
         })
         .collect();
-    // only shapes that ran on every case a cluster shape ran on compete (a shape that fits
-    // only the shorter rows would otherwise win on easier cases)
-    let cluster_cases: Vec<&str> = {
-        let mut v: Vec<&str> = cluster.iter().map(|(c, _, _)| *c).collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let everywhere: Vec<(ClusterTuning, f64)> = cluster
-        .iter()
-        .filter(|(_, k, _)| {
-            cluster_cases.iter().all(|case| cluster.iter().any(|(c, j, _)| c == case && j == k))
-        })
-        .map(|(_, k, r)| (*k, *r))
-        .collect();
-    if let Some(k) = mean_best(everywhere) {
-        let cases: Vec<&str> =
-            cluster.iter().filter(|(_, j, _)| *j == k).map(|(c, _, _)| *c).collect();
-        let best_other = |case: &str| {
-            cands
-                .iter()
-                .filter(|c| c.case == case)
-                .filter(|c| match c.knob {
-                    Knob::Online(o) => o == t.online,
-                    Knob::Staged(a, b) => {
-                        t.softmax_staged == Some((a, b)) && !t.softmax_staged_bulk
-                    }
-                    Knob::StagedBulk(a, b) => {
-                        t.softmax_staged == Some((a, b)) && t.softmax_staged_bulk
-                    }
-                    _ => false,
-                })
-                .map(|c| c.ratio_to_copy)
-                .fold(0.0, f64::max)
-        };
-        let mine = |case: &str| {
-            cluster.iter().find(|(c, j, _)| *c == case && *j == k).map_or(0.0, |x| x.2)
-        };
-        let n = cases.len().max(1) as f64;
-        let (c_mean, o_mean) = (
-            cases.iter().map(|c| mine(c)).sum::<f64>() / n,
-            cases.iter().map(|c| best_other(c)).sum::<f64>() / n,
-        );
-        t.softmax_cluster = (c_mean > o_mean).then_some(k);
+    if let Some((k, beats)) = split_winner(&cluster, |case| api_ratio(cands, &t, case, false)) {
+        t.softmax_cluster = beats.then_some(k);
     }
     // the coop kernel: its best shape over the cases every coop shape ran on, kept when it
     // beats, on those cases, what the API would otherwise launch (the online, staged and
@@ -289,44 +289,8 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             _ => None,
         })
         .collect();
-    let coop_cases: Vec<&str> = {
-        let mut v: Vec<&str> = coop.iter().map(|(c, _, _)| *c).collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let everywhere: Vec<(CoopTuning, f64)> = coop
-        .iter()
-        .filter(|(_, k, _)| {
-            coop_cases.iter().all(|case| coop.iter().any(|(c, j, _)| c == case && j == k))
-        })
-        .map(|(_, k, r)| (*k, *r))
-        .collect();
-    if let Some(k) = mean_best(everywhere) {
-        let other = |case: &str| {
-            cands
-                .iter()
-                .filter(|c| c.case == case)
-                .filter(|c| match c.knob {
-                    Knob::Online(o) => o == t.online,
-                    Knob::Staged(a, b) => {
-                        t.softmax_staged == Some((a, b)) && !t.softmax_staged_bulk
-                    }
-                    Knob::StagedBulk(a, b) => {
-                        t.softmax_staged == Some((a, b)) && t.softmax_staged_bulk
-                    }
-                    Knob::Cluster(c) => t.softmax_cluster == Some(c),
-                    _ => false,
-                })
-                .map(|c| c.ratio_to_copy)
-                .fold(0.0, f64::max)
-        };
-        let mine =
-            |case: &str| coop.iter().find(|(c, j, _)| *c == case && *j == k).map_or(0.0, |x| x.2);
-        let n = coop_cases.len().max(1) as f64;
-        let c_mean = coop_cases.iter().map(|c| mine(c)).sum::<f64>() / n;
-        let o_mean = coop_cases.iter().map(|c| other(c)).sum::<f64>() / n;
-        t.softmax_coop = (c_mean > o_mean).then_some(k);
+    if let Some((k, beats)) = split_winner(&coop, |case| api_ratio(cands, &t, case, true)) {
+        t.softmax_coop = beats.then_some(k);
     }
     if let Some(u) = mean_best(
         cands

@@ -1526,8 +1526,7 @@ pub fn gemm_with<
 ) -> Result<()> {
     let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
-    gemm_operands(ty, &al, &bl)?;
-    let (m, n) = (al.shape()[0], bl.shape()[1]);
+    let (m, n, _) = gemm_operands(&al, &bl, &crate::gemm::TYPES)?;
     let out = c.layout().dtype();
     if out != ty && out != ScalarType::F32 {
         return Err(OpsError::DtypeMismatch { context: "gemm: C".into(), got: out, expected: ty });
@@ -1550,10 +1549,15 @@ pub fn gemm_with<
     gemm_sm90_into(b, choice, (a, bm, c), majors, &GemmOptions::new())
 }
 
-/// The operand checks every GEMM entry shares: A and B of one 16-bit type, matrices, inner dims
-/// equal.
-fn gemm_operands(ty: ScalarType, al: &TensorLayout, bl: &TensorLayout) -> Result<()> {
-    check_dtype("gemm", ty, &crate::gemm::TYPES)?;
+/// The operand checks every GEMM entry shares: A of one of `types`, B of A's type, both
+/// matrices, inner dims equal; `(M, N, K)`.
+fn gemm_operands(
+    al: &TensorLayout,
+    bl: &TensorLayout,
+    types: &[ScalarType],
+) -> Result<(i64, i64, i64)> {
+    let ty = al.dtype();
+    check_dtype("gemm", ty, types)?;
     if bl.dtype() != ty {
         return Err(OpsError::DtypeMismatch {
             context: "gemm: B".into(),
@@ -1577,7 +1581,7 @@ fn gemm_operands(ty: ScalarType, al: &TensorLayout, bl: &TensorLayout) -> Result
             "the inner dims must agree (A is M×K, B is K×N)",
         ));
     }
-    Ok(())
+    Ok((al.shape()[0], bl.shape()[1], al.shape()[1]))
 }
 
 /// `C = A · B` (A: M×K, B: K×N of f16 or bf16; C: M×N in f32) on tensor cores; f32 A and B
@@ -1646,12 +1650,11 @@ pub fn gemm_into<
     let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
     if ty == ScalarType::F32 {
-        let (m, n, _) = gemm_shapes(a, bm, c, ScalarType::F32)?;
+        let (m, n, _) = gemm_operands(&al, &bl, &[ScalarType::F32])?;
         let cfg = crate::gemm_simt::choose(m, n, b.multiprocessors());
         return gemm_simt_into(b, a, bm, c, &cfg);
     }
-    gemm_operands(ty, &al, &bl)?;
-    let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
+    let (m, n, k) = gemm_operands(&al, &bl, &crate::gemm::TYPES)?;
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
     if b.hopper() {
         return gemm_hopper(b, a, bm, c, &GemmOptions::new());
@@ -1808,31 +1811,7 @@ pub fn gemm_ex<
     let op = "gemm";
     let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
-    check_dtype(op, ty, &crate::gemm::TYPES)?;
-    if bl.dtype() != ty {
-        return Err(OpsError::DtypeMismatch {
-            context: "gemm: B".into(),
-            got: bl.dtype(),
-            expected: ty,
-        });
-    }
-    if al.rank() != 2 || bl.rank() != 2 {
-        return Err(OpsError::invalid(
-            op,
-            "ranks",
-            format!("{} and {}", al.rank(), bl.rank()),
-            "A and B are matrices (rank 2)",
-        ));
-    }
-    let (m, k, n) = (al.shape()[0], al.shape()[1], bl.shape()[1]);
-    if bl.shape()[0] != k {
-        return Err(OpsError::invalid(
-            op,
-            "shapes",
-            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
-            "the inner dims must agree (A is M×K, B is K×N)",
-        ));
-    }
+    let (m, n, _) = gemm_operands(&al, &bl, &crate::gemm::TYPES)?;
     let out = c.layout().dtype();
     if out != ScalarType::F32 && out != ty {
         return Err(OpsError::invalid(
@@ -1880,50 +1859,6 @@ pub fn gemm_ex<
     }
 }
 
-/// The shapes `(M, N, K)` of `C = A · B` with A and B of type `ty` and C f32, checked: ranks,
-/// dtypes, the inner dims and C's shape.
-fn gemm_shapes<
-    B: Backend,
-    X: TensorIn<B> + ?Sized,
-    Z: TensorIn<B> + ?Sized,
-    Y: TensorIn<B> + ?Sized,
->(
-    a: &X,
-    bm: &Z,
-    c: &Y,
-    ty: ScalarType,
-) -> Result<(i64, i64, i64)> {
-    let (al, bl) = (a.layout(), bm.layout());
-    for (what, l) in [("A", al), ("B", bl)] {
-        if l.dtype() != ty {
-            return Err(OpsError::DtypeMismatch {
-                context: format!("gemm: {what}"),
-                got: l.dtype(),
-                expected: ty,
-            });
-        }
-    }
-    if al.rank() != 2 || bl.rank() != 2 {
-        return Err(OpsError::invalid(
-            "gemm",
-            "ranks",
-            format!("{} and {}", al.rank(), bl.rank()),
-            "A and B are matrices (rank 2)",
-        ));
-    }
-    let (m, k, k2, n) = (al.shape()[0], al.shape()[1], bl.shape()[0], bl.shape()[1]);
-    if k != k2 {
-        return Err(OpsError::invalid(
-            "gemm",
-            "shapes",
-            format!("A {:?} · B {:?}", al.shape(), bl.shape()),
-            "the inner dims must agree (A is M×K, B is K×N)",
-        ));
-    }
-    check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
-    Ok((m, n, k))
-}
-
 /// `C = A · B` in f32 on the CUDA cores ([`crate::gemm_simt`], no tensor cores, no TF32) with
 /// an explicit configuration: A `M × K`, B `K × N` (a row-major matrix, or the transposed view
 /// `w.t()` of an `N × K` row-major one, which is read in its own row order), C `M × N`; any
@@ -1957,7 +1892,8 @@ pub fn gemm_simt_into<
 ) -> Result<()> {
     use crate::gemm_simt::{build, grid, SimtLayout};
     cfg.validate()?;
-    let (m, n, _) = gemm_shapes(a, bm, c, ScalarType::F32)?;
+    let (m, n, _) = gemm_operands(a.layout(), bm.layout(), &[ScalarType::F32])?;
+    check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
     if m == 0 || n == 0 {
         return Ok(());
     }

@@ -423,20 +423,12 @@ impl GemmTable {
     /// assert_eq!(GemmTable::load(tmp.path(), "Some GPU").unwrap(), Some((GemmTable::default(), path)));
     /// ```
     pub fn save(&self, dir: &Path, device: &str) -> std::result::Result<PathBuf, TuningError> {
-        let path = dir.join(file_name(device));
-        let io = |e: std::io::Error| TuningError::Io { path: path.clone(), why: e.to_string() };
-        std::fs::create_dir_all(dir).map_err(io)?;
         let file = GemmFile {
             device: device.into(),
             tilekit_version: env!("CARGO_PKG_VERSION").into(),
             gemm: self.clone(),
         };
-        let text = serde_json::to_string_pretty(&file)
-            .map_err(|e| TuningError::Io { path: path.clone(), why: e.to_string() })?;
-        let tmp = dir.join(format!(".{}.tmp", file_name(device)));
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)?;
-        Ok(path)
+        crate::tuning::write_json(dir, &file_name(device), &file)
     }
 
     /// The GEMM tuning saved for `device` in `dir`: `None` when there is no file or it was
@@ -456,13 +448,8 @@ impl GemmTable {
         device: &str,
     ) -> std::result::Result<Option<(GemmTable, PathBuf)>, TuningError> {
         let path = dir.join(file_name(device));
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(TuningError::Io { path, why: e.to_string() }),
-        };
+        let Some(file) = crate::tuning::read_json::<GemmFile>(&path)? else { return Ok(None) };
         let corrupt = |why: String| TuningError::Corrupt { path: path.clone(), why };
-        let file: GemmFile = serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
         if file.device != device {
             return Err(corrupt(format!("it is for device `{}`, not `{device}`", file.device)));
         }

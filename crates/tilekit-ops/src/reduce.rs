@@ -814,6 +814,21 @@ pub fn build_softmax_stream_cluster_stashed(
     build_streaming(ty, vx, tuning, cap, Some((cluster, slice)))
 }
 
+/// The 16-byte vector of `ty` in elements, after checking `chunks` of them per thread hold at
+/// most 64 elements (what the register-resident row kernels keep per thread).
+pub(crate) fn check_chunks(ty: ScalarType, chunks: i64) -> Result<i64> {
+    let v = 16 / ty.size_bytes() as i64;
+    if chunks < 1 || chunks * v > 64 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks",
+            chunks,
+            format!("1..={} (at most 64 elements per thread)", 64 / v),
+        ));
+    }
+    Ok(v)
+}
+
 /// Row softmax with each row split over a **cluster** of `cluster` blocks (sm_90; see the
 /// module essay): block `r` of the cluster holds columns `[r·L, (r+1)·L)` of its row in
 /// registers (`L = threads · V · chunks`, V = 16 bytes / element size), reduces its max and
@@ -838,15 +853,7 @@ pub fn build_softmax_cluster(
     chunks: i64,
 ) -> Result<Kernel> {
     check_cluster_shape(ty, threads, cluster)?;
-    let v = 16 / ty.size_bytes() as i64;
-    if chunks < 1 || chunks * v > 64 {
-        return Err(OpsError::invalid(
-            "softmax",
-            "chunks",
-            chunks,
-            format!("1..={} (at most 64 elements per thread)", 64 / v),
-        ));
-    }
+    let v = check_chunks(ty, chunks)?;
     let len = threads as i64 * v * chunks;
     let b = KernelBuilder::new("softmax_cluster", [threads, 1, 1])?;
     b.set_cluster_dim([cluster, 1, 1])?;

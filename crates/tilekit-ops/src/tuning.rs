@@ -117,6 +117,51 @@ pub fn default_dir() -> PathBuf {
     k.parent().map_or_else(|| k.join("tuning"), |p| p.join("tuning"))
 }
 
+/// Writes `value` as pretty JSON to `dir/name` (the folder created if needed), through a
+/// temporary file and a rename, so a reader never sees half a file.
+///
+/// ```
+/// let tmp = tempfile::tempdir().unwrap();
+/// let p = tilekit_ops::tuning::write_json(tmp.path(), "x.json", &vec![1, 2]).unwrap();
+/// assert_eq!(std::fs::read_to_string(p).unwrap().split_whitespace().collect::<String>(), "[1,2]");
+/// ```
+pub fn write_json<T: serde::Serialize>(
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> Result<PathBuf, TuningError> {
+    let path = dir.join(name);
+    let io = |e: std::io::Error| TuningError::Io { path: path.clone(), why: e.to_string() };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| TuningError::Io { path: path.clone(), why: e.to_string() })?;
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    Ok(path)
+}
+
+/// The JSON file at `path` parsed as `T`: `None` when there is no file, a
+/// [`TuningError::Corrupt`] naming it when it does not parse.
+///
+/// ```
+/// use tilekit_ops::tuning::{read_json, TuningError};
+/// let tmp = tempfile::tempdir().unwrap();
+/// assert_eq!(read_json::<Vec<i32>>(&tmp.path().join("none.json")).unwrap(), None);
+/// std::fs::write(tmp.path().join("bad.json"), "[1,").unwrap();
+/// assert!(matches!(read_json::<Vec<i32>>(&tmp.path().join("bad.json")), Err(TuningError::Corrupt { .. })));
+/// ```
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, TuningError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(TuningError::Io { path: path.into(), why: e.to_string() }),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| TuningError::Corrupt { path: path.into(), why: e.to_string() })
+}
+
 /// The longest row (in bytes) the staged softmax keeps in shared memory: 200 KiB of the 227 an
 /// H100 or H200 block may have.
 ///
@@ -253,21 +298,12 @@ impl Tuning {
     /// assert_eq!(Tuning::load(tmp.path(), "Some GPU").unwrap(), Some((t, path)));
     /// ```
     pub fn save(&self, dir: &Path, device: &str) -> Result<PathBuf, TuningError> {
-        let path = dir.join(file_name(device));
-        let io = |e: std::io::Error| TuningError::Io { path: path.clone(), why: e.to_string() };
-        std::fs::create_dir_all(dir).map_err(io)?;
         let file = TuningFile {
             device: device.into(),
             tilekit_version: env!("CARGO_PKG_VERSION").into(),
             tuning: *self,
         };
-        let text = serde_json::to_string_pretty(&file)
-            .map_err(|e| TuningError::Io { path: path.clone(), why: e.to_string() })?;
-        // write then rename: a reader never sees half a file
-        let tmp = dir.join(format!(".{}.tmp", file_name(device)));
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)?;
-        Ok(path)
+        write_json(dir, &file_name(device), &file)
     }
 
     /// The tuning saved for `device` in `dir`: `None` when there is no file, or when it was
@@ -282,13 +318,7 @@ impl Tuning {
     /// ```
     pub fn load(dir: &Path, device: &str) -> Result<Option<(Tuning, PathBuf)>, TuningError> {
         let path = dir.join(file_name(device));
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(TuningError::Io { path, why: e.to_string() }),
-        };
-        let file: TuningFile = serde_json::from_str(&text)
-            .map_err(|e| TuningError::Corrupt { path: path.clone(), why: e.to_string() })?;
+        let Some(file) = read_json::<TuningFile>(&path)? else { return Ok(None) };
         if file.device != device {
             return Err(TuningError::Corrupt {
                 path,

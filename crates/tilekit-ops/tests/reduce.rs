@@ -1,4 +1,8 @@
 //! Row sum, row max and softmax: interpreter vs f64 reference on random shapes.
+
+mod common;
+
+use common::assert_close_relative;
 use tilekit_ir::interp::{self, Args, HostBuffer};
 use tilekit_ir::ScalarType;
 use tilekit_ops::api;
@@ -52,28 +56,6 @@ fn softmax_rows_sum_to_one() {
     let o = launch(Reduction::Softmax, &[4, 777], ScalarType::F32, 9).unwrap();
     for row in tilekit_ops::host::to_f64(&o.got).chunks(777) {
         assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-5);
-    }
-}
-
-/// Element by element against the f64 reference, relative: f32 within 1e-5 of the value, bf16
-/// within one ulp (2⁻⁷ of the value); and every row sums to one.
-fn assert_close_relative(
-    got: &HostBuffer,
-    want: &HostBuffer,
-    n: usize,
-    ty: ScalarType,
-    what: &str,
-) {
-    let (g, w) = (host::to_f64(got), host::to_f64(want));
-    assert_eq!(g.len(), w.len(), "{what}");
-    let rel = if ty == ScalarType::F32 { 1e-5 } else { 1.0 / 128.0 };
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!((a - b).abs() <= rel * b.abs(), "{what}: element {i}: got {a}, want {b}");
-    }
-    for (r, row) in g.chunks(n).enumerate() {
-        let s = row.iter().sum::<f64>();
-        let tol = if ty == ScalarType::F32 { 1e-4 } else { 1.0 / 64.0 };
-        assert!((s - 1.0).abs() < tol, "{what}: row {r} sums to {s}");
     }
 }
 

@@ -2,6 +2,10 @@
 //! whole grid as one unit, so blocks can wait on each other) against the f64 reference, the
 //! op's choice of it through the tuning, its typed errors, and a missing block caught as a
 //! deadlock instead of a hang.
+
+mod common;
+
+use common::assert_close_relative;
 use tilekit_ir::interp::{self, Args, HostBuffer, InterpError};
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::ScalarType;
@@ -29,28 +33,6 @@ fn random_rows(m: usize, n: usize, part: usize, seed: u64) -> Vec<f64> {
             12.0 * next() - 6.0 + offsets[r * n.div_ceil(part) + c / part]
         })
         .collect()
-}
-
-/// Element by element against the f64 reference, relative: f32 within 1e-5 of the value, bf16
-/// within one ulp (2⁻⁷ of the value); and every row sums to one.
-fn assert_close_relative(
-    got: &HostBuffer,
-    want: &HostBuffer,
-    n: usize,
-    ty: ScalarType,
-    what: &str,
-) {
-    let (g, w) = (host::to_f64(got), host::to_f64(want));
-    assert_eq!(g.len(), w.len(), "{what}");
-    let rel = if ty == ScalarType::F32 { 1e-5 } else { 1.0 / 128.0 };
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!((a - b).abs() <= rel * b.abs(), "{what}: element {i}: got {a}, want {b}");
-    }
-    for (r, row) in g.chunks(n).enumerate() {
-        let s = row.iter().sum::<f64>();
-        let tol = if ty == ScalarType::F32 { 1e-4 } else { 1.0 / 64.0 };
-        assert!((s - 1.0).abs() < tol, "{what}: row {r} sums to {s}");
-    }
 }
 
 /// Runs the coop kernel directly: `m` rows of `n`, `k` blocks of `threads` per row, `chunks`

@@ -197,15 +197,7 @@ pub fn build_softmax_coop(
             format!("1..={MAX_COOP_BLOCKS}"),
         ));
     }
-    let v = 16 / ty.size_bytes() as i64;
-    if chunks < 1 || chunks * v > 64 {
-        return Err(OpsError::invalid(
-            "softmax",
-            "chunks",
-            chunks,
-            format!("1..={} (at most 64 elements per thread)", 64 / v),
-        ));
-    }
+    let v = super::check_chunks(ty, chunks)?;
     let name = "softmax_coop";
     let len = threads as i64 * v * chunks;
     let kk = k as i64;
