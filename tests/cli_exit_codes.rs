@@ -45,7 +45,7 @@ fn usage_errors_are_2_on_stderr() {
             &["run", "softmax", "--shape", "4x16385", "--dtype", "f16"],
             "softmax: dtype = f16 is invalid",
         ),
-        (&["ptx", "gemm", "--shape", "64x64x32", "--dtype", "f32"], "gemm: dtype = f32 is invalid"),
+        (&["ptx", "gemm", "--shape", "64x64"], "gemm: shape = [64, 64] is invalid: [M, N, K]"),
         (&["ptx", "copy", "--shape", "65536x65536"], "4294967296 elements, more than 2^31-1"),
         (&["ptx", "copy", "--shape", "4x4", "--target", "sm_75"], "--target \"sm_75\" is invalid"),
     ] {
