@@ -148,6 +148,7 @@ const fn sm90(
         a_major: Major::K,
         b_major: Major::K,
         op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
+        split_k: 1,
     }
 }
 

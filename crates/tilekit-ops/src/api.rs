@@ -39,6 +39,7 @@ use crate::bind::Bindings;
 use crate::compiled::{cached, CompiledKernel, KernelKey};
 use crate::elementwise::Binary;
 use crate::error::{OpsError, Result};
+use crate::gemm_tuning::GemmChoice;
 use crate::host;
 use crate::reduce::{ClusterTuning, Reduction};
 
@@ -1410,13 +1411,15 @@ fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
         Raster::Grouped(g) => i64::from(g),
         Raster::Hilbert => -1,
     };
-    KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages, flags, raster])
+    KernelKey::new("gemm_sm90", cfg.input, [cfg.bn, cfg.stages | cfg.split_k << 8, flags, raster])
 }
 
 /// The Hopper GEMM on `A · B` into C (f32 or the input type; `opts`' epilogue applied) with the
 /// tile knobs `choice` (the backend's tuned or heuristic choice for [`gemm_into`] and
 /// [`gemm_ex`]): each operand read through a tensor map over its K-major (`M × K`, `N × K`)
-/// or MN-major (`K × M`, `K × N`) storage.
+/// or MN-major (`K × M`, `K × N`) storage. A split K (plain product only; otherwise the choice
+/// runs unsplit) writes the partial products to an f32 workspace that a second kernel sums
+/// into C.
 fn gemm_sm90_into<
     B: Backend,
     X: TensorIn<B> + ?Sized,
@@ -1429,9 +1432,8 @@ fn gemm_sm90_into<
     majors: (tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major),
     opts: &GemmOptions<'_, B>,
 ) -> Result<()> {
-    use crate::gemm_sm90::{build_gemm_sm90, hilbert_order, launch_grid, Epilogue, EpilogueOp};
-    use crate::gemm_sm90::{Raster, BM};
-    use tilekit_ir::wgmma::Major;
+    use crate::gemm_sm90::{build_gemm_sm90, build_split_reduce, split_reduce_grid, Epilogue};
+    use crate::gemm_sm90::{EpilogueOp, MAX_SPLIT_K};
     let p = sm90_problem(a.layout(), c.layout(), majors);
     let op = EpilogueOp {
         alpha: opts.alpha != 1.0,
@@ -1439,7 +1441,8 @@ fn gemm_sm90_into<
         bias: opts.bias.map(|t| t.layout().dtype()),
         act: opts.activation,
     };
-    let cfg = crate::gemm_sm90::GemmConfig { op, ..choice.apply(p.base()) };
+    let choice = if op.is_identity() { choice } else { GemmChoice { split_k: 1, ..choice } };
+    let cfg = crate::gemm_sm90::GemmConfig { op, ..p.config(&choice) };
     cfg.check()?;
     if cfg.epilogue == Epilogue::Tma && !p.c_tma {
         return Err(OpsError::invalid(
@@ -1455,7 +1458,42 @@ fn gemm_sm90_into<
         ));
     }
     let kc = cached(sm90_key(&cfg), || build_gemm_sm90(cfg))?;
-    let grid = launch_grid(&cfg, p.m, p.n, b.multiprocessors())?;
+    if cfg.split_k == 1 {
+        return launch_sm90(b, &kc, &cfg, (a, bm, c), &p, opts);
+    }
+    // split K: the splits' partial products in an f32 workspace of split · M rows (its width
+    // even: the epilogue stores column pairs), summed into C
+    let (split, nw) = (cfg.split_k.min(MAX_SPLIT_K), p.n + p.n % 2);
+    let mut ws = b.empty(ScalarType::F32, &[split * p.m, nw])?;
+    let wp = crate::gemm_tuning::GemmProblem { n: nw, ..p.clone() };
+    launch_sm90(b, &kc, &cfg, (a, bm, &mut ws), &wp, opts)?;
+    let out = c.layout().dtype();
+    let rk = cached(KernelKey::new("gemm_split_reduce", out, [0; 4]), || build_split_reduce(out))?;
+    let slabs =
+        TensorLayout::strided(ScalarType::F32, vec![split, p.m, p.n], vec![p.m * nw, nw, 1], 0)?;
+    let ws3 = ReshapedIn { t: &ws, layout: slabs };
+    let args = Bindings::new(&rk).input("ws", &ws3, b)?.output("c", c, b)?;
+    b.launch(&rk, split_reduce_grid(p.m, p.n)?, args)
+}
+
+/// Binds and launches a built Hopper GEMM `kc` of `cfg` on A, B and its `c` (C, or a split's
+/// workspace) for problem `p`.
+fn launch_sm90<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    kc: &CompiledKernel,
+    cfg: &crate::gemm_sm90::GemmConfig,
+    (a, bm, c): (&X, &Z, &mut Y),
+    p: &crate::gemm_tuning::GemmProblem,
+    opts: &GemmOptions<'_, B>,
+) -> Result<()> {
+    use crate::gemm_sm90::{hilbert_order, launch_grid, Epilogue, Raster, BM};
+    use tilekit_ir::wgmma::Major;
+    let grid = launch_grid(cfg, p.m, p.n, b.multiprocessors())?;
     let c_map = crate::bind::map_arg(c.layout())?;
     // the Hilbert walk reads its tile order from a table the host builds
     let order = match cfg.raster {
@@ -1467,7 +1505,7 @@ fn gemm_sm90_into<
     };
     // the maps run over the operands' storage order: A M×K or K×M, B N×K or K×N
     let perm = |major| if major == Major::K { [0, 1] } else { [1, 0] };
-    let mut args = Bindings::new(&kc)
+    let mut args = Bindings::new(kc)
         .input_mapped_permuted("a", "am", a, &perm(cfg.a_major), b)?
         .input_mapped_permuted("b", "bm", bm, &perm(cfg.b_major).map(|d| 1 - d), b)?
         .output("c", c, b)?
@@ -1478,16 +1516,16 @@ fn gemm_sm90_into<
     if let Some((t, len)) = &order {
         args = args.input_ptr("order", t, *len, b)?;
     }
-    if op.alpha {
+    if cfg.op.alpha {
         args = args.scalar("alpha", tilekit_ir::Lit::f32(opts.alpha))?;
     }
-    if op.beta {
+    if cfg.op.beta {
         args = args.scalar("beta", tilekit_ir::Lit::f32(opts.beta))?;
     }
     if let Some(bias) = opts.bias {
         args = args.input_ptr("bias", bias, p.n, b)?;
     }
-    b.launch(&kc, grid, args)
+    b.launch(kc, grid, args)
 }
 
 /// [`gemm_into`] on the Hopper kernel with explicit tile knobs (what `tilekit tune gemm` times;

@@ -67,6 +67,19 @@
 //!     MN A, MN B      (NT)                                 └────────┴────────┘
 //! ```
 //!
+//! Split K ([`GemmConfig::split_k`] = s > 1): for a C of few tiles and a long K (64 × 8192 × 8192
+//! is 32 tiles of 128 × 256 on 132 SMs), the walk covers s × tiles: tile t of split j streams
+//! k-slices `j·⌈S/s⌉ ..` (S = ⌈K/64⌉; the last splits may get fewer, or none, and then store
+//! zeros) and writes its f32 partial product to rows `j·M ..` of a workspace; a second kernel
+//! ([`build_split_reduce`]) sums the s slabs into C:
+//!
+//! ```text
+//!   workspace (s·M × N, f32)      C (M × N, any type)
+//!   ┌──────── split 0 ───────┐
+//!   ├──────── split 1 ───────┤ ──Σ over s──►  C[i][j] = Σ_j ws[j·M + i][j]
+//!   └──────── split s−1 ─────┘
+//! ```
+//!
 //! Edges: TMA fills the parts of a box outside A or B with zeros (so K need not be a multiple
 //! of 64, nor M, N of the tile); the register stores of C are masked, the TMA stores clipped at
 //! C's far edges (dim 0 at 16-byte granularity, so the TMA epilogue needs C's row pitch a
@@ -93,6 +106,13 @@ use crate::error::{OpsError, Result};
 pub const BM: i64 = 128;
 /// K per stage (one 128-byte swizzle row of 16-bit elements).
 pub const BK: i64 = 64;
+
+/// The largest [`GemmConfig::split_k`].
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_sm90::MAX_SPLIT_K, 16);
+/// ```
+pub const MAX_SPLIT_K: i64 = 16;
 /// MN-columns of a slab of an MN-major tile (one 128-byte swizzle row of 16-bit elements; one
 /// TMA box of `SLAB × BK` each).
 pub const SLAB: i64 = 64;
@@ -346,6 +366,12 @@ pub struct GemmConfig {
     pub b_major: Major,
     /// What the epilogue computes before the store (scale, `β·C`, bias, activation).
     pub op: EpilogueOp,
+    /// Split K over this many blocks per C tile (1: no split). With a split, `c` is an f32
+    /// workspace of `split_k · M` rows — split `s` writes its partial product of C's rows at rows
+    /// `s·M ..` — that [`build_split_reduce`] sums into C: more blocks for a C of few tiles and a
+    /// long K (64 × 8192 × 8192 has 32 tiles of 128 × 256 for 132 SMs). Register epilogue,
+    /// plain product, f32 output only.
+    pub split_k: i64,
 }
 
 impl Default for GemmConfig {
@@ -362,6 +388,7 @@ impl Default for GemmConfig {
             a_major: Major::K,
             b_major: Major::K,
             op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
+            split_k: 1,
         }
     }
 }
@@ -409,6 +436,9 @@ impl GemmConfig {
             Activation::None => {}
             Activation::Relu => s += ", relu",
             Activation::Gelu => s += ", gelu",
+        }
+        if self.split_k > 1 {
+            s += &format!(", split k {}", self.split_k);
         }
         s
     }
@@ -480,6 +510,27 @@ impl GemmConfig {
                 ),
             ));
         }
+        if !(1..=MAX_SPLIT_K).contains(&self.split_k) {
+            return Err(OpsError::invalid(
+                op,
+                "split_k",
+                self.split_k,
+                format!("1..={MAX_SPLIT_K}"),
+            ));
+        }
+        if self.split_k > 1
+            && (self.epilogue != Epilogue::Registers
+                || !self.op.is_identity()
+                || self.output != ScalarType::F32)
+        {
+            return Err(OpsError::invalid(
+                op,
+                "split_k",
+                self.split_k,
+                "1 unless the epilogue is the register one, the product plain and the output f32 \
+                 (the split's partial products go to an f32 workspace)",
+            ));
+        }
         Ok(())
     }
 }
@@ -506,8 +557,8 @@ pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3
         return Err(OpsError::invalid(op, "shape of C", format!("{m}×{n}"), "M, N ≥ 1"));
     }
     let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
-    let tiles = tm * tn;
-    if tiles > i32::MAX as i64 || tm > 65535 {
+    let tiles = tm * tn * cfg.split_k;
+    if tiles > i32::MAX as i64 || tm * cfg.split_k > 65535 {
         return Err(OpsError::invalid(
             op,
             "shape of C",
@@ -518,10 +569,72 @@ pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3
     Ok(if cfg.persistent {
         [tiles.min(sms.max(1) as i64) as u32, 1, 1]
     } else if cfg.raster == Raster::Linear {
-        [tn as u32, tm as u32, 1]
+        [tn as u32, (tm * cfg.split_k) as u32, 1]
     } else {
         [tiles as u32, 1, 1]
     })
+}
+
+/// Threads per block of [`build_split_reduce`].
+const REDUCE_THREADS: u32 = 256;
+
+/// The second half of a split-K GEMM ([`GemmConfig::split_k`]): `C[i][j] = Σ_s ws[s][i][j]`,
+/// the partial products summed in f32 (in split order) and converted to C's type. Params: `ws`
+/// (rank-3 f32 tensor `split × M × N'`, `N' ≥ N`), `c` (rank-2 tensor `M × N` of `output`).
+/// One thread per element of C, consecutive threads along a row; launch on
+/// [`split_reduce_grid`].
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::gemm_sm90::build_split_reduce(ScalarType::BF16).unwrap();
+/// assert!(k.to_string().contains("cvt"));
+/// assert!(tilekit_ops::gemm_sm90::build_split_reduce(ScalarType::I32).is_err());
+/// ```
+pub fn build_split_reduce(output: ScalarType) -> Result<Kernel> {
+    if !matches!(output, ScalarType::F32 | ScalarType::F16 | ScalarType::BF16) {
+        return Err(OpsError::invalid(
+            "gemm split reduce",
+            "output type",
+            output,
+            "f32, f16 or bf16",
+        ));
+    }
+    let b = KernelBuilder::new("gemm_split_reduce", [REDUCE_THREADS, 1, 1])?;
+    let ws = b.tensor_param("ws", ScalarType::F32, 3)?;
+    let c = b.tensor_param("c", output, 2)?;
+    let (m, n) = (c.lengths[0].clone(), c.lengths[1].clone());
+    let idx = b.block_id(Axis::X) * lit(REDUCE_THREADS as i64) + b.thread_id(Axis::X);
+    let (i, j) = (idx.clone() / n.clone(), idx.clone() % n.clone());
+    let inside = b.cmp(CmpOp::Lt, &idx, &(m * n))?;
+    b.if_then(&inside, |b| {
+        let at = i.clone() * ws.strides[1].clone() + j.clone() * ws.strides[2].clone();
+        let zero = b.f32(0.0);
+        let sum = b.for_range(&lit(0), &ws.lengths[0], &lit(1), &[zero], |b, s, acc| {
+            let v = b.load(ws.mem, &(s * ws.strides[0].clone() + at.clone()), 1, None)?.remove(0);
+            Ok(vec![b.binary(BinOp::Add, &acc[0], &v)?])
+        })?;
+        let out = b.cvt(&sum[0], output)?;
+        b.store(
+            c.mem,
+            &(i.clone() * c.strides[0].clone() + j.clone() * c.strides[1].clone()),
+            &[out],
+            None,
+        )
+    })?;
+    Ok(b.finish()?)
+}
+
+/// The grid of [`build_split_reduce`] for an `m × n` C: one thread per element.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_sm90::split_reduce_grid(64, 8192).unwrap(), [2048, 1, 1]);
+/// assert!(tilekit_ops::gemm_sm90::split_reduce_grid(0, 8).is_err());
+/// ```
+pub fn split_reduce_grid(m: i64, n: i64) -> Result<[u32; 3]> {
+    let elems = m.checked_mul(n).filter(|&e| e >= 1 && e <= i32::MAX as i64).ok_or_else(|| {
+        OpsError::invalid("gemm split reduce", "shape of C", format!("{m}×{n}"), "1..2³¹ elements")
+    })?;
+    Ok([((elems + REDUCE_THREADS as i64 - 1) / REDUCE_THREADS as i64) as u32, 1, 1])
 }
 
 /// Element of the shared C tile (column blocks of `BM × cw`, `cw` = 128 bytes of the output
@@ -570,6 +683,16 @@ fn check_c_tile(
 
 fn lit(v: i64) -> Val {
     <Val as Idx>::lit(v)
+}
+
+/// What the tile walk runs per tile: `(builder, m0, n0, it, slices)`.
+type TileBody<'a> = dyn Fn(&KernelBuilder, Val, Val, Val, &Slices) -> IrResult<()> + 'a;
+
+/// The k-slices of one tile of the walk: the first, how many, and (split K) the split's index.
+struct Slices {
+    first: Val,
+    count: Val,
+    split: Option<Val>,
 }
 
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
@@ -715,13 +838,15 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     b.barrier();
     let i32v = |b: &KernelBuilder, v: &Val| b.cvt(v, ScalarType::I32);
     let tiles = i32v(&b, &((kk.clone() + lit(BK - 1)) / lit(BK)))?;
-    let tiles_m = i32v(&b, &((c.lengths[0].clone() + lit(BM - 1)) / lit(BM)))?;
+    let split = cfg.split_k;
+    // C's rows: the workspace of a split holds `split` slabs of M rows
+    let m_rows = if split > 1 { c.lengths[0].clone() / lit(split) } else { c.lengths[0].clone() };
+    let tiles_m = i32v(&b, &((m_rows.clone() + lit(BM - 1)) / lit(BM)))?;
     let tiles_n = i32v(&b, &((c.lengths[1].clone() + lit(bn - 1)) / lit(bn)))?;
-    // the tile walk: body(b, m0, n0, it) for each tile of the block — its first row and column
-    // of C, and `it`, the k-slices the ring streamed before it (carried across tiles)
-    let walk = |b: &KernelBuilder,
-                body: &dyn Fn(&KernelBuilder, Val, Val, Val) -> IrResult<()>|
-     -> IrResult<()> {
+    // the tile walk: body(b, m0, n0, it, slices) for each tile of the block — its first row and
+    // column of C, `it`, the k-slices the ring streamed before it (carried across tiles), and
+    // `slices`: its first k-slice, how many, and its split (with split_k > 1)
+    let walk = |b: &KernelBuilder, body: &TileBody| -> IrResult<()> {
         let zero = b.i32(0);
         // (a one-block-per-tile grid is the same walk with one step: its blocks' linear id, a
         // step past the end; in a loop, ptxas keeps the epilogue's addresses out of the
@@ -730,10 +855,23 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             (i32v(b, &b.block_id(Axis::X))?, i32v(b, &b.grid_dim(Axis::X))?)
         } else {
             let linear = b.block_id(Axis::Y) * b.grid_dim(Axis::X) + b.block_id(Axis::X);
-            (i32v(b, &linear)?, i32v(b, &(tiles_m.clone() * tiles_n.clone()))?)
+            let total = tiles_m.clone() * tiles_n.clone() * lit(split);
+            (i32v(b, &linear)?, i32v(b, &total)?)
         };
-        let total = tiles_m.clone() * tiles_n.clone();
+        let per_split = tiles_m.clone() * tiles_n.clone();
+        let total = if split > 1 { per_split.clone() * lit(split) } else { per_split.clone() };
         b.for_range(&lo, &total, &step, &[zero], |b, t, it| {
+            // a split's tiles follow the previous split's: (split, tile of C)
+            let (t, sl) = if split > 1 {
+                let ks = t.clone() / per_split.clone();
+                let per = (tiles.clone() + lit(split - 1)) / lit(split);
+                let first = b.binary(BinOp::Min, &(ks.clone() * per.clone()), &tiles)?;
+                let end = b.binary(BinOp::Min, &(first.clone() + per), &tiles)?;
+                let count = end - first.clone();
+                (t % per_split.clone(), Slices { first, count, split: Some(ks) })
+            } else {
+                (t, Slices { first: lit(0), count: tiles.clone(), split: None })
+            };
             let (mt, nt) = match cfg.raster {
                 Raster::Linear => (t.clone() / tiles_n.clone(), t % tiles_n.clone()),
                 Raster::Grouped(g) => {
@@ -750,8 +888,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     (id.clone() / tiles_n.clone(), id % tiles_n.clone())
                 }
             };
-            body(b, mt * lit(BM), nt * lit(bn), it[0].clone())?;
-            Ok(vec![it[0].clone() + tiles.clone()])
+            body(b, mt * lit(BM), nt * lit(bn), it[0].clone(), &sl)?;
+            Ok(vec![it[0].clone() + sl.count.clone()])
         })?;
         Ok(())
     };
@@ -764,15 +902,15 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             b.setmaxnreg(false, 40)?;
             b.if_then(&first, |b| {
                 b.note("gemm_sm90 producer: TMA tiles into the ring");
-                walk(b, &|b, m0, n0, it| {
-                    b.for_range(&lit(0), &tiles, &lit(1), &[], |b, kt, _| {
+                walk(b, &|b, m0, n0, it, sl| {
+                    b.for_range(&lit(0), &sl.count, &lit(1), &[], |b, kt, _| {
                         let g = it.clone() + kt.clone();
                         let s = g.clone() % lit(stages);
                         let round = g / lit(stages);
                         let parity = (round.clone() + lit(1)) % lit(2);
                         b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
-                        let k0 = i32v(b, &(kt.clone() * lit(BK)))?;
+                        let k0 = i32v(b, &((sl.first.clone() + kt.clone()) * lit(BK)))?;
                         // a K-major tile is one box at (k0, mn0); an MN-major one a box per
                         // slab at (mn0 + j·SLAB, k0), slab j at element j·SLAB·BK of the tile
                         let load = |mem, at: Val, map, major, mn0: &Val, rows: i64| match major {
@@ -802,11 +940,11 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
             let (warp, lane) = (t.clone() / lit(32), t % lit(32));
             let storer = b.cmp(CmpOp::Eq, &tid, &lit(128))?;
-            walk(b, &|b, m0, n0, it| {
+            walk(b, &|b, m0, n0, it, sl| {
                 b.note("gemm_sm90 consumers: wgmma over the landed stages");
                 let zero = b.f32(0.0);
                 let init = vec![zero; shape.acc_regs()];
-                let acc = b.for_range(&lit(0), &tiles, &lit(1), &init, |b, kt, acc| {
+                let acc = b.for_range(&lit(0), &sl.count, &lit(1), &init, |b, kt, acc| {
                     let g = it.clone() + kt.clone();
                     let s = g.clone() % lit(stages);
                     let parity = (g / lit(stages)) % lit(2);
@@ -838,9 +976,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 if cfg.overlap {
                     b.wgmma_wait(0)?;
                     // the tile's last stage (the next tile's first release is of its own)
-                    let any = b.cmp(CmpOp::Gt, &tiles, &lit(0))?;
+                    let any = b.cmp(CmpOp::Gt, &sl.count, &lit(0))?;
                     b.if_then(&any, |b| {
-                        let last = (it.clone() + tiles.clone() - lit(1)) % lit(stages);
+                        let last = (it.clone() + sl.count.clone() - lit(1)) % lit(stages);
                         b.mbarrier_arrive(empty, &last, None)
                     })?;
                 }
@@ -856,7 +994,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 // (row, col) is inside C
                 let inside =
                     |b: &KernelBuilder, row: &Val, col: &Val| -> IrResult<tilekit_ir::Pred> {
-                        let rows_left = c.lengths[0].clone() - lit(1) - row.clone();
+                        let rows_left = m_rows.clone() - lit(1) - row.clone();
                         let cols_left = c.lengths[1].clone() - lit(1) - col.clone();
                         let least = b.binary(BinOp::Min, &rows_left, &cols_left)?;
                         b.cmp(CmpOp::Ge, &least, &lit(0))
@@ -921,12 +1059,18 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     b.note(
                         "gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges",
                     );
-                    let (m, n) = (c.lengths[0].clone(), c.lengths[1].clone());
+                    let (m, n) = (m_rows.clone(), c.lengths[1].clone());
+                    // a split's partial product goes to its slab of the workspace
+                    let slab_row = match &sl.split {
+                        Some(ks) => ks.clone() * m.clone(),
+                        None => lit(0),
+                    };
                     for i in (0..acc.len()).step_by(2) {
                         let (r, cc) = frag(i);
                         let row = m0.clone() + r;
                         let col = n0.clone() + cc;
-                        let at = row.clone() * c.strides[0].clone() + col.clone();
+                        let at =
+                            (slab_row.clone() + row.clone()) * c.strides[0].clone() + col.clone();
                         let plain = cfg.op.is_identity();
                         let vals = if plain {
                             vec![b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]

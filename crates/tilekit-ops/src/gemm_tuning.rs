@@ -44,7 +44,7 @@ use crate::tuning::{TuningError, TuningSource};
 /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
 /// use tilekit_ops::gemm_tuning::GemmChoice;
 /// let c = GemmChoice { bn: 256, stages: 3, overlap: true, persistent: true,
-///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma };
+///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma, split_k: 1 };
 /// let cfg = c.apply(GemmConfig { input: ScalarType::F16, output: ScalarType::F16, ..GemmConfig::default() });
 /// assert_eq!((cfg.input, cfg.bn, cfg.stages), (ScalarType::F16, 256, 3));
 /// assert_eq!(GemmChoice::of(&cfg), c);
@@ -66,6 +66,13 @@ pub struct GemmChoice {
     /// How C is written.
     #[serde(with = "epilogue_text")]
     pub epilogue: Epilogue,
+    /// K split over this many blocks per C tile (1: none; see [`GemmConfig::split_k`]).
+    #[serde(default = "one")]
+    pub split_k: i64,
+}
+
+fn one() -> i64 {
+    1
 }
 
 impl GemmChoice {
@@ -85,6 +92,7 @@ impl GemmChoice {
             persistent: self.persistent,
             raster: self.raster,
             epilogue: self.epilogue,
+            split_k: self.split_k,
             ..base
         }
     }
@@ -104,6 +112,7 @@ impl GemmChoice {
             persistent: cfg.persistent,
             raster: cfg.raster,
             epilogue: cfg.epilogue,
+            split_k: cfg.split_k,
         }
     }
 
@@ -116,7 +125,7 @@ impl GemmChoice {
     /// assert_eq!(GemmChoice::heuristic(&p).label(), "bn 256, 4 stages, overlap, persistent, grouped 8");
     /// ```
     pub fn label(&self) -> String {
-        self.apply(GemmConfig::default()).label()
+        self.apply(GemmConfig { output: ScalarType::F32, ..GemmConfig::default() }).label()
     }
 
     /// The choice when nothing is tuned for the problem's class (see the [module
@@ -139,6 +148,7 @@ impl GemmChoice {
             persistent: true,
             raster: Raster::Grouped(8),
             epilogue: Epilogue::Tma,
+            split_k: 1,
         };
         let tma = measured_winner.apply(p.base());
         if p.c_tma && tma.check().is_ok() {
@@ -266,6 +276,28 @@ impl GemmProblem {
         }
     }
 
+    /// The kernel configuration the API runs for `choice` on this problem: the problem's types
+    /// and majors with the choice's knobs — and, for a split K, an f32 output (the workspace
+    /// the partial products go to; a second kernel converts to C's type).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_sm90::Epilogue;
+    /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
+    /// let p = GemmProblem::new(64, 8192, 8192, ScalarType::BF16, ScalarType::BF16, true);
+    /// let split = GemmChoice { split_k: 4, epilogue: Epilogue::Registers, ..GemmChoice::heuristic(&p) };
+    /// assert_eq!(p.config(&split).output, ScalarType::F32);
+    /// assert_eq!(p.config(&GemmChoice::heuristic(&p)).output, ScalarType::BF16);
+    /// ```
+    pub fn config(&self, choice: &GemmChoice) -> GemmConfig {
+        let cfg = choice.apply(self.base());
+        if choice.split_k > 1 {
+            GemmConfig { output: ScalarType::F32, ..cfg }
+        } else {
+            cfg
+        }
+    }
+
     /// The configurations `tilekit tune gemm` times for this problem: tile widths, ring depths,
     /// persistence, raster orders and epilogues, each one that passes [`GemmConfig::check`] for
     /// the types and can store this C (the TMA epilogue only where [`c_tma`](Self::c_tma)).
@@ -307,9 +339,43 @@ impl GemmProblem {
                         &[(false, Raster::Linear)]
                     };
                     for &(persistent, raster) in grids {
-                        let c =
-                            GemmChoice { bn, stages, overlap: true, persistent, raster, epilogue };
+                        let c = GemmChoice {
+                            bn,
+                            stages,
+                            overlap: true,
+                            persistent,
+                            raster,
+                            epilogue,
+                            split_k: 1,
+                        };
                         if c.apply(self.base()).check().is_ok() {
+                            out.push(c);
+                        }
+                    }
+                }
+            }
+            // a C of few tiles and a long K: the K split over 2, 4 or 8 blocks a tile (partial
+            // products in an f32 workspace, summed by a second kernel into C of any type), each
+            // split at least 4 k-slices
+            let k_slices = (self.k + 63) / 64;
+            if tiles(bn) < 64 {
+                for split_k in [2, 4, 8] {
+                    if k_slices < 4 * split_k {
+                        continue;
+                    }
+                    for (persistent, raster) in
+                        [(false, Raster::Linear), (true, Raster::Grouped(8))]
+                    {
+                        let c = GemmChoice {
+                            bn,
+                            stages: 4,
+                            overlap: true,
+                            persistent,
+                            raster,
+                            epilogue: Epilogue::Registers,
+                            split_k,
+                        };
+                        if self.config(&c).check().is_ok() {
                             out.push(c);
                         }
                     }
@@ -390,7 +456,7 @@ impl GemmTable {
         match self.entries.get(&p.class()) {
             Some(t)
                 if (p.c_tma || t.choice.epilogue != Epilogue::Tma)
-                    && t.choice.apply(p.base()).check().is_ok() =>
+                    && p.config(&t.choice).check().is_ok() =>
             {
                 t.choice
             }
@@ -458,7 +524,8 @@ impl GemmTable {
         }
         for (class, t) in &file.gemm.entries {
             // the choice must build for some types (a 16-bit C tile is the smallest)
-            let cfg = t.choice.apply(GemmConfig { output: ScalarType::BF16, ..Default::default() });
+            let output = if t.choice.split_k > 1 { ScalarType::F32 } else { ScalarType::BF16 };
+            let cfg = t.choice.apply(GemmConfig { output, ..Default::default() });
             if let Err(e) = cfg.check() {
                 return Err(corrupt(format!("entry `{class}`: {e}")));
             }

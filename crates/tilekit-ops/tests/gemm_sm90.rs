@@ -336,6 +336,18 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
             ..GemmConfig::default()
         };
         [api, GemmConfig { bn: 128, epilogue: Epilogue::Tma, ..api }]
+    }))
+    .chain([128, 256].map(|bn| {
+        // a split K's kernel: f32 partial products, the split's slab of the workspace
+        GemmConfig {
+            bn,
+            output: ScalarType::F32,
+            overlap: true,
+            persistent: true,
+            raster: Raster::Grouped(8),
+            split_k: 4,
+            ..GemmConfig::default()
+        }
     })) {
         let k = build_gemm_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
@@ -353,6 +365,21 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
                     .collect::<Vec<_>>()
                     .join(" | ")
             );
+        }
+    }
+}
+
+#[test]
+fn the_split_reduce_kernel_assembles_for_every_output_type() {
+    for ty in [ScalarType::F32, ScalarType::F16, ScalarType::BF16] {
+        let k = tilekit_ops::gemm_sm90::build_split_reduce(ty).unwrap();
+        for target in [tilekit_ptx::Target::Sm80, tilekit_ptx::Target::Sm90a] {
+            let ptx = tilekit_ptx::emit_kernel(&k, target).unwrap();
+            if let Some(report) =
+                tilekit_ptx::ptxas::assemble(&ptx, target, "gemm_split_reduce").unwrap()
+            {
+                assert!(report.contains("0 bytes spill stores"), "{ty}\n{report}");
+            }
         }
     }
 }

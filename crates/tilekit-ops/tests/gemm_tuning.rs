@@ -52,7 +52,9 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     let odd = GemmProblem::new(4096, 4095, 4096, BF, F32, false);
     assert!(odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
     let one = GemmProblem::new(100, 100, 4096, BF, F32, true);
-    assert!(one.candidates().iter().all(|c| !c.persistent && c.raster == Raster::Linear));
+    let unsplit: Vec<GemmChoice> =
+        one.candidates().into_iter().filter(|c| c.split_k == 1).collect();
+    assert!(unsplit.iter().all(|c| !c.persistent && c.raster == Raster::Linear));
     assert!(one.candidates().iter().all(|c| c.bn == 128), "no tile wider than N needs");
 }
 
@@ -65,6 +67,7 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
         persistent: true,
         raster: Raster::Grouped(8),
         epilogue: Epilogue::Tma,
+        split_k: 1,
     };
     assert_eq!(GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, BF, true)), won);
     // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
@@ -87,6 +90,7 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
         persistent: true,
         raster: Raster::Hilbert,
         epilogue: Epilogue::Tma,
+        split_k: 1,
     };
     assert!(won.apply(p.base()).check().is_ok());
     let mut t = GemmTable::default();
@@ -142,6 +146,18 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
 
 /// A (M×K) · W (N×K)ᵀ through `api::gemm_with` with `choice`, against an f64 reference.
 fn check_with(choice: GemmChoice, (m, n, k): (i64, i64, i64), out: ScalarType, seed: u64) {
+    check_with_pitch(choice, (m, n, k), n, out, seed)
+}
+
+/// [`check_with`] into the first `n` columns of a `m × pitch` C poisoned with NaN; the columns
+/// past `n` must stay NaN.
+fn check_with_pitch(
+    choice: GemmChoice,
+    (m, n, k): (i64, i64, i64),
+    pitch: i64,
+    out: ScalarType,
+    seed: u64,
+) {
     let a = HostTensor::new(
         host::random(BF, (m * k) as usize, seed).unwrap(),
         tilekit_ir::tensor::TensorLayout::contiguous(BF, vec![m, k]).unwrap(),
@@ -152,14 +168,21 @@ fn check_with(choice: GemmChoice, (m, n, k): (i64, i64, i64), out: ScalarType, s
         tilekit_ir::tensor::TensorLayout::contiguous(BF, vec![n, k]).unwrap(),
     )
     .unwrap();
-    let mut c = HostTensor::new(
-        host::poisoned(out, (m * n) as usize).unwrap(),
-        tilekit_ir::tensor::TensorLayout::contiguous(out, vec![m, n]).unwrap(),
-    )
-    .unwrap();
+    let layout = tilekit_ir::tensor::TensorLayout::strided(out, vec![m, n], vec![pitch, 1], 0);
+    let mut c =
+        HostTensor::new(host::poisoned(out, (m * pitch) as usize).unwrap(), layout.unwrap())
+            .unwrap();
     api::gemm_with(&Interp, choice, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap();
-    let (av, wv, got) =
-        (host::to_f64(a.buffer()), host::to_f64(w.buffer()), host::to_f64(c.buffer()));
+    let (av, wv) = (host::to_f64(a.buffer()), host::to_f64(w.buffer()));
+    let full = host::to_f64(c.buffer());
+    for i in 0..m as usize {
+        for j in n as usize..pitch as usize {
+            assert!(full[i * pitch as usize + j].is_nan(), "C[{i}][{j}] past N was written");
+        }
+    }
+    let got: Vec<f64> = (0..(m * n) as usize)
+        .map(|ij| full[ij / n as usize * pitch as usize + ij % n as usize])
+        .collect();
     let rel = if out == F32 { 1e-5 } else { 1.0 / 128.0 };
     for i in 0..m as usize {
         for j in 0..n as usize {
@@ -185,6 +208,7 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         persistent: true,
         raster: Raster::Hilbert,
         epilogue: Epilogue::Registers,
+        split_k: 1,
     };
     // Hilbert order: the API builds and binds the tile table (3 × 2 tiles over 4 "SMs")
     check_with(base, (300, 200, 72), F32, 11);
@@ -209,6 +233,7 @@ fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
         persistent: false,
         raster: Raster::Linear,
         epilogue: Epilogue::Tma,
+        split_k: 1,
     };
     let e = api::gemm_with(&Interp, tma, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap_err();
     let e = e.to_string();
@@ -217,4 +242,42 @@ fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
     let regs = GemmChoice { epilogue: Epilogue::Registers, ..tma };
     api::gemm_with(&Interp, regs, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap();
     assert!(c.to_vec::<half::bf16>().unwrap().iter().all(|v| v.to_f32() == 64.0));
+}
+
+#[test]
+fn a_split_k_sums_its_partial_products() {
+    let split = |split_k, persistent| GemmChoice {
+        bn: 128,
+        stages: 2,
+        overlap: true,
+        persistent,
+        raster: if persistent { Raster::Grouped(8) } else { Raster::Linear },
+        epilogue: Epilogue::Registers,
+        split_k,
+    };
+    // 10 k-slices over 3 splits: 4 + 4 + 2; an f32 C
+    check_with(split(3, false), (64, 136, 640), F32, 21);
+    // 2 k-slices over 3 splits: the last split has none and adds zeros; a bf16 C (the reduce
+    // converts), persistent blocks walking (split, tile) pairs
+    check_with(split(3, true), (70, 136, 128), BF, 22);
+    // an odd N in an even-pitch C: the workspace is one column wider, C's pad stays NaN
+    check_with_pitch(split(4, false), (64, 135, 320), 136, F32, 23);
+    // the split's label, and a split refused where it cannot run
+    assert!(split(4, false).label().ends_with("split k 4"));
+    let tma = GemmChoice { epilogue: Epilogue::Tma, ..split(2, false) };
+    let p = GemmProblem::new(64, 136, 640, BF, F32, true);
+    assert!(p.config(&tma).check().unwrap_err().to_string().contains("split_k = 2 is invalid"));
+}
+
+#[test]
+fn split_candidates_appear_for_few_tiles_and_long_k() {
+    let skinny = GemmProblem::new(64, 8192, 8192, BF, F32, true);
+    let splits: Vec<i64> =
+        skinny.candidates().iter().map(|c| c.split_k).filter(|&s| s > 1).collect();
+    assert!(splits.contains(&2) && splits.contains(&4) && splits.contains(&8), "{splits:?}");
+    // 64 tiles of 128 × 128 or more: no split; a short K (8 slices): at most 2
+    let square = GemmProblem::new(4096, 4096, 4096, BF, F32, true);
+    assert!(square.candidates().iter().filter(|c| c.bn == 128).all(|c| c.split_k == 1));
+    let short = GemmProblem::new(64, 8192, 512, BF, F32, true);
+    assert!(short.candidates().iter().all(|c| c.split_k <= 2));
 }
