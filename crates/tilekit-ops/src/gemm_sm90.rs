@@ -76,7 +76,7 @@
 //! ```text
 //!   workspace (s·M × N, f32)      C (M × N, any type)
 //!   ┌──────── split 0 ───────┐
-//!   ├──────── split 1 ───────┤ ──Σ over s──►  C[i][j] = Σ_j ws[j·M + i][j]
+//!   ├──────── split 1 ───────┤ ──Σ over j──►  C[i][c] = Σ_j ws[j·M + i][c]
 //!   └──────── split s−1 ─────┘
 //! ```
 //!
