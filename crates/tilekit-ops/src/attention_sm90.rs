@@ -385,7 +385,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// One tile's softmax: P (input type, the S fragment's order), α per row, (m0, m1, ℓ0, ℓ1).
+/// One tile's softmax: P (pairs of the input type packed in u32 words, the S fragment's order),
+/// α per row, (m0, m1, ℓ0, ℓ1).
 struct Soft {
     p: Vec<Val>,
     alpha: Vec<Val>,
@@ -491,7 +492,7 @@ fn consumer(
         let mut o = o.to_vec();
         for j in 0..(bn / 16) as usize {
             let dv = b.wgmma_desc(c.sv, &v_at, c.mv, j)?;
-            let frag = p[8 * j..8 * j + 8].to_vec();
+            let frag = p[4 * j..4 * j + 4].to_vec();
             o = b.wgmma(o_shape, &WgmmaSrc::Regs(frag), &dv, Acc::Add(&o))?;
         }
         Ok(o)
@@ -550,11 +551,17 @@ fn consumer(
         for r in 0..2 {
             sums[r] = b.binary(BinOp::Mul, &sums[r], &alpha[r])?;
         }
+        // P rounded to the input type and packed in pairs at once (fragment values 2j, 2j + 1
+        // share a row): one register per pair, not two half-used ones
+        let mut lo = None;
         for (i, v) in sm.iter().enumerate() {
             let r = (i / 2) % 2;
             let e = b.unary(UnOp::Exp2Approx, &b.fma(v, &sl2, &base[r])?)?;
             sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
-            p.push(b.cvt(&e, elem)?);
+            match lo.take() {
+                None => lo = Some(e),
+                Some(l) => p.push(b.cvt_pack(&l, &e, elem)?),
+            }
         }
         new_ml.extend(sums);
         Ok(Soft { p, alpha, ml: new_ml })
@@ -612,7 +619,7 @@ fn consumer(
         })?
     } else {
         b.note("attention_sm90 consumers (overlap): S(t) and P·V(t−1) issued together, the softmax of t while P·V(t−1) runs");
-        let p_len = (bn / 2) as usize;
+        let p_len = (bn / 4) as usize;
         let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
         if cfg.pingpong {
             // the first warpgroup goes first: the second lets it (when there is any tile)
@@ -622,7 +629,7 @@ fn consumer(
             b.if_then(&lets, |b| b.named_barrier_arrive(1, 256))?;
         }
         // tile 0: S and its softmax (O is still 0)
-        let zero_p = b.cvt(&zero, elem)?;
+        let zero_p = b.cvt_pack(&zero, &zero, elem)?;
         let mut none = vec![zero_p.clone(); p_len];
         none.extend(init[nacc..].iter().cloned());
         let first = b.if_then_else(
