@@ -210,6 +210,61 @@ impl AttnConfig {
     }
 }
 
+/// The configurations worth timing for one (type, head dim, mask): each schedule (`plain`,
+/// `overlap`, `pingpong` = overlap + ping-pong) at each key tile BN whose consumers assemble
+/// within the 168 registers of a 384-thread block without spilling (ptxas 13.0, sm_90a; the
+/// table in the [module docs](self)), named `"{schedule}/bn{BN}"`. For d = 256 every schedule
+/// spills (O alone is 128 of the 168 registers): its three schedules at BN 64, the only tile.
+/// `tilekit bench attention` times these, and a test asserts that they (d ≤ 128) assemble
+/// without spills. A head dim other than 64, 128 or 256 is an error naming it.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::attention_sm90::variants;
+/// let v = variants(ScalarType::BF16, 128, true).unwrap();
+/// let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
+/// assert_eq!(names, ["plain/bn64", "plain/bn128", "overlap/bn64", "pingpong/bn64"]);
+/// assert!(v[3].1.pingpong && v[3].1.overlap && v[3].1.causal && v[3].1.bn == 64);
+/// assert_eq!(variants(ScalarType::BF16, 64, false).unwrap().len(), 6);
+/// assert_eq!(variants(ScalarType::F16, 256, false).unwrap().len(), 3);
+/// assert!(variants(ScalarType::F16, 96, false).unwrap_err().to_string().contains("96"));
+/// ```
+pub fn variants(
+    dtype: ScalarType,
+    head_dim: i64,
+    causal: bool,
+) -> Result<Vec<(String, AttnConfig)>> {
+    let base = AttnConfig::new(dtype, head_dim, causal);
+    base.check()?;
+    // (schedule, overlap, pingpong, key tiles that fit without spills)
+    let table: [(&str, bool, bool, &[i64]); 3] = match head_dim {
+        64 => [
+            ("plain", false, false, &[64, 128]),
+            ("overlap", true, false, &[64, 128]),
+            ("pingpong", true, true, &[64, 128]),
+        ],
+        128 => [
+            ("plain", false, false, &[64, 128]),
+            ("overlap", true, false, &[64]),
+            ("pingpong", true, true, &[64]),
+        ],
+        _ => [
+            ("plain", false, false, &[64]),
+            ("overlap", true, false, &[64]),
+            ("pingpong", true, true, &[64]),
+        ],
+    };
+    let mut out = vec![];
+    for (name, overlap, pingpong, bns) in table {
+        for &bn in bns {
+            let cfg = AttnConfig { bn, overlap, pingpong, ..base };
+            cfg.check()?;
+            out.push((format!("{name}/bn{bn}"), cfg));
+        }
+    }
+    Ok(out)
+}
+
 fn lit(v: i64) -> Val {
     <Val as Idx>::lit(v)
 }
