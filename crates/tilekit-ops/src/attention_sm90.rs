@@ -79,12 +79,39 @@
 //!     wg 2:  ··· wait ······ [S(t) P·V(t−1)] softmax(t) ········· [S(t+1) P·V(t)]
 //! ```
 //!
-//! Both are off by default until they are measured on the GPU. Registers: a 384-thread block
-//! declares `.maxnreg 168` at entry; `ptxas -v` reports 168 registers for every variant and
-//! spills for d = 256 (about 290 bytes) and the pipelined d = 128 (20 bytes) — its allocation
-//! of the consumers stays within the entry budget despite `setmaxnreg.inc 232` (the same PTX
-//! with `.maxnreg 232` assembles the pipelined d = 128 without spills, and d = 256 with 104
-//! bytes). d ≤ 128 unpipelined does not spill.
+//! Both are off by default until they are measured on the GPU.
+//!
+//! # Registers
+//!
+//! A 384-thread block declares `.maxnreg 168` at entry, and ptxas allocates the consumers
+//! within it despite `setmaxnreg.inc 232`. So the live state of a consumer thread must fit 168
+//! registers (f32 unless said; BN keys per tile, 64 query rows per warpgroup):
+//!
+//! ```text
+//!                       O         S(t)      P(t−1) in flight   P(t) being made
+//!   plain               d/2       BN/2      —                  BN/4 (packed)
+//!   overlap, pingpong   d/2       BN/2      BN/4 (packed)      BN/4 (packed)
+//!   d 128, BN 64:       64    +   32    +   16             +   ≤ 16     + addresses, m, ℓ, α
+//! ```
+//!
+//! P is rounded to the input type and packed two to a register as it is computed
+//! (`cvt.rn.{f16,bf16}x2.f32`, [`KernelBuilder::cvt_pack`]) — one 16-bit value per register
+//! spilled the pipelined d = 128 (20–28 bytes). The packed words reach wgmma through an
+//! identity `prmt`, not a copy, or ptxas would put the next tile's P into the registers an
+//! in-flight P·V reads and serialize the wgmmas (its warning C7513). ptxas 13.0 `-v`, every
+//! variant at 168 registers, spill-store bytes, not causal (causal: the same, or 4–8 more):
+//!
+//! ```text
+//!   d    BN    plain   overlap   pingpong
+//!   64   64    0       0         0
+//!   64   128   0       0         0
+//!   128  64    0       0         0        (before packing P: 0 / 20 / 20)
+//!   128  128   0       116       112      (before: 0 / 152 / 152)
+//!   256  64    280     268       268      (before: 280 / 280 / 280; O alone is 128 registers)
+//! ```
+//!
+//! [`variants`] lists the spill-free ones (and d = 256's three); `tilekit bench attention` times
+//! them and a test asserts they assemble without spills or serialized wgmmas.
 //!
 //! Not yet here (the structure allows them): O through shared memory and a TMA store
 //! (the Q tile is free once the last S GEMM has run), a causal schedule that starts the
@@ -122,9 +149,9 @@ pub struct AttnConfig {
     pub head_dim: i64,
     /// Causal mask (bottom-right aligned).
     pub causal: bool,
-    /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128, BN = 128
-    /// spills 32 bytes under the 168 registers ptxas allocates a thread of a 384-thread block
-    /// (see the module docs); the default is 64.
+    /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128 the pipelined
+    /// schedules spill at BN = 128 under the 168 registers ptxas allocates a thread of a
+    /// 384-thread block (see the module docs); the default is 64.
     pub bn: i64,
     /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
     pub stages: i64,
