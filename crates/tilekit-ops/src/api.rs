@@ -1698,7 +1698,10 @@ pub fn attention_with<
             d,
             cfg.causal as i64,
             cfg.bn,
-            cfg.stages * 4 + cfg.overlap as i64 * 2 + cfg.pingpong as i64,
+            cfg.stages * 8
+                + cfg.tma_store as i64 * 4
+                + cfg.overlap as i64 * 2
+                + cfg.pingpong as i64,
         ],
     );
     let kc = cached(key, || crate::attention_sm90::build_attention_sm90(cfg))?;
@@ -1707,7 +1710,9 @@ pub fn attention_with<
         grid_u32(op, "heads", h)?,
         grid_u32(op, "batch", bs)?,
     ];
-    let args = Bindings::new(&kc)
+    // the TMA store's map over O (strides and base checked when it is bound and encoded)
+    let o_map = if cfg.tma_store { Some(crate::bind::map_arg(o.layout())?) } else { None };
+    let mut args = Bindings::new(&kc)
         .input_mapped("q", "qm", q, b)?
         .input_mapped("k", "km", k, b)?
         .input_mapped("v", "vm", v, b)?
@@ -1719,5 +1724,8 @@ pub fn attention_with<
             "scale_log2",
             tilekit_ir::Lit::f32((scale * crate::attention_sm90::LOG2_E) as f32),
         )?;
+    if let Some(m) = o_map {
+        args = args.tensor_map("om", m)?;
+    }
     b.launch(&kc, grid, args)
 }

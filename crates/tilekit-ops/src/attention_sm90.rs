@@ -161,6 +161,12 @@ pub struct AttnConfig {
     /// Ping-pong the two consumer warpgroups (needs `overlap`): one issues its GEMMs while
     /// the other runs its softmax, ordered by two named barriers.
     pub pingpong: bool,
+    /// Store O through shared memory and TMA: each consumer warpgroup writes its 64 rows of
+    /// O / ℓ into its own rows of the Q tile (free once its last S GEMM has completed) and one
+    /// of its threads stores them with one TMA store per 64-column slab (rows past `s_q`
+    /// clipped by the map). Needs an `om` tensor map over O: its strides multiples of 8
+    /// elements and its base 16-byte aligned.
+    pub tma_store: bool,
 }
 
 impl AttnConfig {
@@ -180,6 +186,7 @@ impl AttnConfig {
             stages: 2,
             overlap: false,
             pingpong: false,
+            tma_store: false,
         }
     }
 
@@ -238,22 +245,27 @@ impl AttnConfig {
 }
 
 /// The configurations worth timing for one (type, head dim, mask): each schedule (`plain`,
-/// `overlap`, `pingpong` = overlap + ping-pong) at each key tile BN whose consumers assemble
-/// within the 168 registers of a 384-thread block without spilling (ptxas 13.0, sm_90a; the
-/// table in the [module docs](self)), named `"{schedule}/bn{BN}"`. For d = 256 every schedule
-/// spills (O alone is 128 of the 168 registers): its three schedules at BN 64, the only tile.
-/// `tilekit bench attention` times these, and a test asserts that they (d ≤ 128) assemble
-/// without spills. A head dim other than 64, 128 or 256 is an error naming it.
+/// `overlap`, `pingpong` = overlap + ping-pong) at each key tile BN, with the register epilogue
+/// (`"{schedule}/bn{BN}"`) and with the TMA-store one ([`AttnConfig::tma_store`],
+/// `"{schedule}/bn{BN}/tma"`), where the kernel assembles within the 168 registers of a
+/// 384-thread block without spilling (ptxas 13.0, sm_90a; the table in the
+/// [module docs](self)). So d = 128 pipelines BN = 128 only with the TMA store; d = 256 (BN 64,
+/// its only tile) spills with the register epilogue in every schedule, listed as the baseline.
+/// `tilekit bench attention` times these, and a test asserts that they assemble without spills
+/// (but for that baseline). A head dim other than 64, 128 or 256 is an error naming it.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::attention_sm90::variants;
 /// let v = variants(ScalarType::BF16, 128, true).unwrap();
 /// let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
-/// assert_eq!(names, ["plain/bn64", "plain/bn128", "overlap/bn64", "pingpong/bn64"]);
-/// assert!(v[3].1.pingpong && v[3].1.overlap && v[3].1.causal && v[3].1.bn == 64);
-/// assert_eq!(variants(ScalarType::BF16, 64, false).unwrap().len(), 6);
-/// assert_eq!(variants(ScalarType::F16, 256, false).unwrap().len(), 3);
+/// assert_eq!(names[..4], ["plain/bn64", "plain/bn64/tma", "plain/bn128", "plain/bn128/tma"]);
+/// assert_eq!(names[4..7], ["overlap/bn64", "overlap/bn64/tma", "overlap/bn128/tma"]);
+/// assert_eq!(names[7..], ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128/tma"]);
+/// let (_, pp) = v[8];
+/// assert!(pp.pingpong && pp.overlap && pp.causal && pp.bn == 64 && pp.tma_store);
+/// assert_eq!(variants(ScalarType::BF16, 64, false).unwrap().len(), 12);
+/// assert_eq!(variants(ScalarType::F16, 256, false).unwrap().len(), 6);
 /// assert!(variants(ScalarType::F16, 96, false).unwrap_err().to_string().contains("96"));
 /// ```
 pub fn variants(
@@ -263,30 +275,24 @@ pub fn variants(
 ) -> Result<Vec<(String, AttnConfig)>> {
     let base = AttnConfig::new(dtype, head_dim, causal);
     base.check()?;
-    // (schedule, overlap, pingpong, key tiles that fit without spills)
-    let table: [(&str, bool, bool, &[i64]); 3] = match head_dim {
-        64 => [
-            ("plain", false, false, &[64, 128]),
-            ("overlap", true, false, &[64, 128]),
-            ("pingpong", true, true, &[64, 128]),
-        ],
-        128 => [
-            ("plain", false, false, &[64, 128]),
-            ("overlap", true, false, &[64]),
-            ("pingpong", true, true, &[64]),
-        ],
-        _ => [
-            ("plain", false, false, &[64]),
-            ("overlap", true, false, &[64]),
-            ("pingpong", true, true, &[64]),
-        ],
+    // what spills at 168 registers (the module docs' table): d = 128 pipelined at BN = 128
+    // with the register epilogue; d = 256 with the register epilogue (kept: the baseline)
+    let fits = |bn: i64, overlap: bool, tma: bool| match head_dim {
+        128 => !overlap || bn == 64 || tma,
+        _ => true,
     };
     let mut out = vec![];
-    for (name, overlap, pingpong, bns) in table {
-        for &bn in bns {
-            let cfg = AttnConfig { bn, overlap, pingpong, ..base };
-            cfg.check()?;
-            out.push((format!("{name}/bn{bn}"), cfg));
+    for (name, overlap, pingpong) in
+        [("plain", false, false), ("overlap", true, false), ("pingpong", true, true)]
+    {
+        for bn in [64, 128] {
+            for tma_store in [false, true] {
+                let cfg = AttnConfig { bn, overlap, pingpong, tma_store, ..base };
+                if cfg.check().is_ok() && fits(bn, overlap, tma_store) {
+                    let tail = if tma_store { "/tma" } else { "" };
+                    out.push((format!("{name}/bn{bn}{tail}"), cfg));
+                }
+            }
         }
     }
     Ok(out)
@@ -337,6 +343,13 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let o = b.tensor_param("o", elem, 4)?;
     // pairs of columns stored together: unit column stride, even other strides (binding checks)
     o.descriptor(Some((2, 1)))?;
+    // the TMA store of O: one warpgroup's 64 rows of a 64-column slab per box
+    let om = if cfg.tma_store {
+        let o_slab = HopperSwizzle::B128.descriptor(64, SLAB, eb)?;
+        Some(b.tensor_map_param("om", o.mem, spec(64, &o_slab)?)?)
+    } else {
+        None
+    };
     let lse = b.tensor_param("lse", ScalarType::F32, 3)?;
     let s_k = b.scalar_param("s_k", ScalarType::I32)?;
     let group = b.scalar_param("group", ScalarType::I32)?;
@@ -458,6 +471,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                     diag: &diag,
                     scale_log2: &scale_log2,
                     o: &o,
+                    om,
                     lse: &lse,
                 },
             )?;
@@ -497,6 +511,7 @@ struct Consumer<'a> {
     diag: &'a Val,
     scale_log2: &'a Val,
     o: &'a tilekit_ir::TensorParam,
+    om: Option<tilekit_ir::tma::TensorMap>,
     lse: &'a tilekit_ir::TensorParam,
 }
 
@@ -513,7 +528,7 @@ fn consumer(
     b.note("attention_sm90 consumers: S = Q·Kᵀ, online softmax, O += P·V");
     let half = c.wg.clone() - lit(1);
     let t = c.tid.clone() - lit(128) - half.clone() * lit(128);
-    let (warp, lane) = (t.clone() / lit(32), t % lit(32));
+    let (warp, lane) = (t.clone() / lit(32), t.clone() % lit(32));
     let quad = lane.clone() % lit(4);
     // the two query rows of this thread (registers with (i/2) mod 2 = r hold row r)
     let rows: Vec<Val> = (0..2)
@@ -796,11 +811,57 @@ fn consumer(
     }
     let (o, lse) = (c.o, c.lse);
     let base_o = c.batch.clone() * o.strides[0].clone() + c.head.clone() * o.strides[2].clone();
+    if let Some(om) = c.om {
+        b.note("attention_sm90 epilogue (TMA store): O / ℓ into this warpgroup's rows of the Q tile, then one TMA store per slab");
+        // the Q tile's 128-byte swizzle: the 16-byte chunk j of tile row y is stored at chunk
+        // j ^ (y mod 8); a thread's rows are ≡ lane / 4 (mod 8), its pair at 2·quad in a chunk
+        let phase = lane.clone() / lit(4);
+        let row0 = half.clone() * lit(64) + warp.clone() * lit(16) + phase.clone();
+        for r in 0..2 {
+            let row = row0.clone() + lit(8 * r as i64);
+            for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
+                let col = (8 * (i / 4)) as i64;
+                let chunk = b.binary(BinOp::Xor, &phase, &lit(col % SLAB / 8))?;
+                let at = lit(col / SLAB * BM * SLAB)
+                    + row.clone() * lit(SLAB)
+                    + chunk * lit(8)
+                    + quad.clone() * lit(2);
+                let vals = [
+                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i], &inv[r])?, elem)?,
+                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i + 1], &inv[r])?, elem)?,
+                ];
+                b.store(c.sq, &at, &vals, None)?;
+            }
+        }
+        // the tile's generic writes visible to the async proxy, then this warpgroup's 128
+        // threads meet (named barrier 3 or 4) and its first thread issues the stores
+        b.fence_proxy_async();
+        b.if_then_else(
+            &first_wg,
+            |b| b.named_barrier(3, 128).map(|_| vec![]),
+            |b| b.named_barrier(4, 128).map(|_| vec![]),
+        )?;
+        let storer = b.cmp(CmpOp::Eq, &t, &lit(0))?;
+        b.if_then(&storer, |b| {
+            let i32v = |v: &Val| b.cvt(v, ScalarType::I32);
+            let (hi, bi) = (i32v(c.head)?, i32v(c.batch)?);
+            let m = i32v(&(c.m0.clone() + half.clone() * lit(64)))?;
+            for a in 0..slabs {
+                let coords = [b.i32(a as i32 * SLAB as i32), hi.clone(), m.clone(), bi.clone()];
+                let at = lit(a * BM * SLAB) + half.clone() * lit(64 * SLAB);
+                b.tensor_store(om, &coords, c.sq, &at)?;
+            }
+            b.bulk_commit();
+            // the tile must outlive the stores' reads of it
+            b.bulk_wait(0, true);
+            Ok(())
+        })?;
+    }
     for r in 0..2 {
         let q = &rows[r];
-        let inside = b.cmp(CmpOp::Lt, q, c.s_q)?;
         let row_at = base_o.clone() + q.clone() * o.strides[1].clone() + quad.clone() * lit(2);
-        for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
+        let inside = b.cmp(CmpOp::Lt, q, c.s_q)?;
+        for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r && c.om.is_none()).step_by(2) {
             let col = (8 * (i / 4)) as i64;
             let vals = [
                 b.cvt(&b.binary(BinOp::Mul, &o_acc[i], &inv[r])?, elem)?,
