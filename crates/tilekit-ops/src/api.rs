@@ -1710,8 +1710,23 @@ pub fn attention_with<
         grid_u32(op, "heads", h)?,
         grid_u32(op, "batch", bs)?,
     ];
-    // the TMA store's map over O (strides and base checked when it is bound and encoded)
-    let o_map = if cfg.tma_store { Some(crate::bind::map_arg(o.layout())?) } else { None };
+    // the TMA store's map over O: its first element on a 16-byte boundary (its strides are
+    // checked when the map is bound)
+    let o_map = if cfg.tma_store {
+        let ol = o.layout();
+        let first = o.base_address() + ol.offset() as u64 * ol.dtype().size_bytes() as u64;
+        if !first.is_multiple_of(16) {
+            return Err(OpsError::invalid(
+                op,
+                "O's first element (TMA store)",
+                format!("byte {first} (offset {})", ol.offset()),
+                "on a 16-byte boundary; the register epilogue (tma_store = false) stores any O",
+            ));
+        }
+        Some(crate::bind::map_arg(ol)?)
+    } else {
+        None
+    };
     let mut args = Bindings::new(&kc)
         .input_mapped("q", "qm", q, b)?
         .input_mapped("k", "km", k, b)?

@@ -45,6 +45,9 @@
 //!                                     fragment — and V MN-major from smem)
 //!       arrive empty[s]  (256 arrivals)
 //!     O /= ℓ → Q's type, masked stores;  LSE = (m·c + log2 ℓ)·ln 2
+//!     (tma_store: O /= ℓ into this warpgroup's 64 rows of q_tile, swizzled as TMA wrote Q;
+//!      fence.proxy.async; bar.sync 3+h, 128; its first thread: one TMA store per 64-column
+//!      slab of a 64-row box, commit, wait for the reads — rows past s_q are clipped)
 //!
 //!   shared: q_tile 128×d, S stages of { k_ring BN×d, v_ring BN×d }, all bf16/f16 TMA box
 //!   images with the 128-byte swizzle, cut into slabs of 64 columns (a swizzled box's inner
@@ -99,23 +102,38 @@
 //! spilled the pipelined d = 128 (20–28 bytes). The packed words reach wgmma through an
 //! identity `prmt`, not a copy, or ptxas would put the next tile's P into the registers an
 //! in-flight P·V reads and serialize the wgmmas (its warning C7513). ptxas 13.0 `-v`, every
-//! variant at 168 registers, spill-store bytes, not causal (causal: the same, or 4–8 more):
+//! variant at 168 registers, spill-store bytes, not causal (causal: the same, or 4–8 more),
+//! with the register epilogue and with the TMA store:
 //!
 //! ```text
-//!   d    BN    plain   overlap   pingpong
-//!   64   64    0       0         0
-//!   64   128   0       0         0
-//!   128  64    0       0         0        (before packing P: 0 / 20 / 20)
-//!   128  128   0       116       112      (before: 0 / 152 / 152)
-//!   256  64    280     268       268      (before: 280 / 280 / 280; O alone is 128 registers)
+//!   d    BN    plain   overlap   pingpong    with tma_store
+//!   64   64    0       0         0           0 0 0
+//!   64   128   0       0         0           0 0 0
+//!   128  64    0       0         0           0 0 0   (before packing P: 0 / 20 / 20)
+//!   128  128   0       116       112         0 0 0   (before: 0 / 152 / 152)
+//!   256  64    280     268       268         0 0 0   (before: 280 / 280 / 280)
 //! ```
+//!
+//! The register epilogue's cost is its 64-bit addresses and masks per stored pair (d = 256:
+//! 64 pairs a thread); the TMA store writes the tile with 32-bit shared addresses and one
+//! thread's handful of instructions.
 //!
 //! [`variants`] lists the spill-free ones (and d = 256's three); `tilekit bench attention` times
 //! them and a test asserts they assemble without spills or serialized wgmmas.
 //!
-//! Not yet here (the structure allows them): O through shared memory and a TMA store
-//! (the Q tile is free once the last S GEMM has run), a causal schedule that starts the
-//! longest blocks first, a persistent tile scheduler.
+//! # The TMA-store epilogue ([`AttnConfig::tma_store`])
+//!
+//! A consumer warpgroup reads only its own 64 rows of the Q tile, and its last S GEMM has
+//! completed when the loop ends, so it may overwrite those rows with O / ℓ without waiting for
+//! the other warpgroup: its own named barrier (3 or 4, 128 threads) after `fence.proxy.async`,
+//! then one thread stores 64-row boxes (the map `om` over O, as Q's but 64 rows), commits and
+//! waits until the tile has been read. A register holds the pair at columns 8·(i/4) + 2·quad of
+//! row (lane/4) + 8·((i/2) mod 2) of the warp's 16: the 16-byte chunk c = (col mod 64)/8 of
+//! tile row y goes to chunk c ⊕ (y mod 8) = c ⊕ lane/4, the 128-byte swizzle TMA applied to Q.
+//! O must start on a 16-byte boundary (a typed error otherwise).
+//!
+//! Not yet here (the structure allows them): a causal schedule that starts the longest blocks
+//! first, a persistent tile scheduler.
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec};
 use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};

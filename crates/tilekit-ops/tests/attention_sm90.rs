@@ -392,3 +392,50 @@ fn the_gpu_matches_the_reference() {
         }
     }
 }
+
+#[test]
+fn api_attention_with_the_tma_store_matches_and_refuses_a_misaligned_o() {
+    use tilekit_ops::api;
+    let (ty, d) = (ScalarType::F16, 64);
+    let c = case(2, 1, 150, 90);
+    let cfg = AttnConfig { tma_store: true, ..AttnConfig::new(ty, d, true) };
+    let q = tensor(ty, [1, c.s_q, 2, d], 71);
+    let k = tensor(ty, [1, c.s_k, 1, d], 72);
+    let v = tensor(ty, [1, c.s_k, 1, d], 73);
+    let poisoned = |n: i64, shape: Vec<i64>, t: ScalarType| {
+        HostTensor::new(
+            host::poisoned(t, n as usize).unwrap(),
+            TensorLayout::contiguous(t, shape).unwrap(),
+        )
+        .unwrap()
+    };
+    let mut o = poisoned(c.s_q * 2 * d, vec![1, c.s_q, 2, d], ty);
+    let mut lse = poisoned(2 * c.s_q, vec![1, 2, c.s_q], ScalarType::F32);
+    api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o, &mut lse).unwrap();
+    let qv = host::to_f64(q.buffer());
+    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let scale = 1.0 / (d as f64).sqrt();
+    let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
+    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+        assert!((g - w).abs() <= 2.0 / 1024.0 + w.abs() / 2048.0, "O[{i}] = {g}, reference {w}");
+    }
+    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+        let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
+        assert!(ok, "LSE[{i}] = {g}, reference {w}");
+    }
+    // an O starting 4 bytes into its buffer (head dim columns 2..66 of rows of 72): the
+    // register epilogue stores it (pairs need 4 bytes), the TMA store (16) refuses it by name
+    let wide = poisoned(c.s_q * 2 * 72, vec![1, c.s_q, 2, 72], ty);
+    let mut o_view = wide.narrow(3, 2, d).unwrap();
+    let e = api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o_view, &mut lse)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("16-byte boundary") && e.contains("offset 2"), "{e}");
+    let plain = AttnConfig { tma_store: false, ..cfg };
+    api::attention_with(&Interp, plain, &q, &k, &v, None, &mut o_view, &mut lse).unwrap();
+    let got = o_view.to_vec::<half::f16>().unwrap();
+    for (i, (g, w)) in got.iter().zip(&want_o).enumerate() {
+        let g = g.to_f64();
+        assert!((g - w).abs() <= 2.0 / 1024.0 + w.abs() / 2048.0, "O[{i}] = {g}, reference {w}");
+    }
+}
