@@ -6,8 +6,9 @@
 //!   for d in 64, 128, 256;  causal in no, yes;  seq in 512 … 16384:
 //!     Q, K, V random (b, s, h, d) bf16 on the device
 //!     for variant in attention_sm90::variants(bf16, d, causal)   ("plain/bn64", "overlap/bn64",
-//!                    "pingpong/bn128", …: each schedule at each key tile that assembles without
-//!                    spills; --attention-variant TEXT keeps the names containing TEXT):
+//!                    "pingpong/bn128/tma", …: each schedule at each key tile, register or TMA-store
+//!                    epilogue, that assembles without spills (and d 256's register-epilogue
+//!                    baseline); --attention-variant TEXT keeps the names containing TEXT):
 //!       O, LSE poisoned (NaN) → api::attention_with → median of --reps calls (CUDA events)
 //!       8 sampled (batch, head, query row) checked against an f64 softmax(QKᵀ·scale)·V
 //!   TFLOP/s = 4·b·h·s²·d / t   (halved for causal), the FlashAttention convention
@@ -78,10 +79,11 @@ pub struct AttnRow {
 /// ```
 /// use tilekit_cli::bench_attention::timed_variants;
 /// let all = timed_variants(128, true, None).unwrap();
-/// assert_eq!(all.len(), 4);
+/// assert_eq!(all.len(), 10);
 /// let pp = timed_variants(64, false, Some("pingpong")).unwrap();
 /// let names: Vec<&str> = pp.iter().map(|(n, _)| n.as_str()).collect();
-/// assert_eq!(names, ["pingpong/bn64", "pingpong/bn128"]);
+/// assert_eq!(names, ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128", "pingpong/bn128/tma"]);
+/// assert_eq!(timed_variants(256, true, Some("/tma")).unwrap().len(), 3);
 /// assert!(timed_variants(96, false, None).is_err());
 /// ```
 pub fn timed_variants(

@@ -835,7 +835,7 @@ fn consumer(
         // j ^ (y mod 8); a thread's rows are ≡ lane / 4 (mod 8), its pair at 2·quad in a chunk
         let phase = lane.clone() / lit(4);
         let row0 = half.clone() * lit(64) + warp.clone() * lit(16) + phase.clone();
-        for r in 0..2 {
+        for (r, inv_r) in inv.iter().enumerate() {
             let row = row0.clone() + lit(8 * r as i64);
             for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
                 let col = (8 * (i / 4)) as i64;
@@ -845,8 +845,8 @@ fn consumer(
                     + chunk * lit(8)
                     + quad.clone() * lit(2);
                 let vals = [
-                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i], &inv[r])?, elem)?,
-                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i + 1], &inv[r])?, elem)?,
+                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i], inv_r)?, elem)?,
+                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i + 1], inv_r)?, elem)?,
                 ];
                 b.store(c.sq, &at, &vals, None)?;
             }
