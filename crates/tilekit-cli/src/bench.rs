@@ -69,6 +69,11 @@ pub struct Args {
     /// bf16 keep their rows of the tensor-core table.
     #[arg(long, value_parser = crate::dtype::kernel_dtype())]
     pub dtype: Option<ScalarType>,
+    /// `attention` only: time only the kernel variants whose name contains this text
+    /// (`plain/bn64`, `overlap/bn128`, `pingpong/bn64`, …: `attention_sm90::variants`), e.g.
+    /// `pingpong` or `bn64`.
+    #[arg(long)]
+    pub attention_variant: Option<String>,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -162,7 +167,9 @@ pub fn kernels_help() -> String {
          gemm: TFLOP/s on issue 13's shapes, tilekit beside cuBLASLt (best of its heuristic's \
          first 8 algorithms) in the same process\n\n\
          attention: TFLOP/s of the Hopper attention forward (bf16, d 64/128/256, causal or not, \
-         seq 512..16384 at 16384 tokens), every schedule timed and checked on sampled rows\n\n\
+         seq 512..16384 at 16384 tokens), every variant (schedule x key tile; \
+         --attention-variant TEXT keeps those whose name contains TEXT) timed and checked on \
+         sampled rows\n\n\
          Benchmark set (kernel shape dtype):\n  copy-example (the IR example copy, f32, --mib MiB)\n",
     );
     for (k, shape, t) in BENCH_SET {

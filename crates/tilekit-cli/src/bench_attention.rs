@@ -1,11 +1,14 @@
 //! `tilekit bench attention`: the Hopper attention forward ([`tilekit_ops::attention_sm90`]) on
-//! issue 14's grid of cases, every schedule of the kernel timed and checked.
+//! issue 14's grid of cases, every variant of the kernel timed and checked.
 //!
 //! ```text
 //!   16384 tokens per batch (batch = 16384 / seq), hidden 2048 (heads = 2048 / d), K/V heads = heads
 //!   for d in 64, 128, 256;  causal in no, yes;  seq in 512 … 16384:
 //!     Q, K, V random (b, s, h, d) bf16 on the device
-//!     for schedule in plain, overlap, overlap + ping-pong:
+//!     for variant in attention_sm90::variants(bf16, d, causal)   ("plain/bn64", "overlap/bn64",
+//!                    "pingpong/bn128/tma", …: each schedule at each key tile, register or TMA-store
+//!                    epilogue, that assembles without spills (and d 256's register-epilogue
+//!                    baseline); --attention-variant TEXT keeps the names containing TEXT):
 //!       O, LSE poisoned (NaN) → api::attention_with → median of --reps calls (CUDA events)
 //!       8 sampled (batch, head, query row) checked against an f64 softmax(QKᵀ·scale)·V
 //!   TFLOP/s = 4·b·h·s²·d / t   (halved for causal), the FlashAttention convention
@@ -17,7 +20,7 @@ use std::process::ExitCode;
 
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::ScalarType;
-use tilekit_ops::attention_sm90::AttnConfig;
+use tilekit_ops::attention_sm90::{variants, AttnConfig};
 use tilekit_ops::backend::{Backend as _, Cuda};
 use tilekit_ops::{api, host};
 
@@ -63,20 +66,33 @@ pub struct AttnRow {
     pub batch: i64,
     /// Heads.
     pub heads: i64,
-    /// (schedule, median ms, TFLOP/s) of every schedule that built and passed.
+    /// (variant, median ms, TFLOP/s) of every variant that built and passed.
     pub schedules: Vec<(String, f64, f64)>,
     /// The best TFLOP/s.
     pub best_tflops: f64,
-    /// Its schedule.
+    /// Its variant.
     pub best: String,
 }
 
-fn schedules(base: AttnConfig) -> Vec<(&'static str, AttnConfig)> {
-    vec![
-        ("plain", base),
-        ("overlap", AttnConfig { overlap: true, ..base }),
-        ("pingpong", AttnConfig { overlap: true, pingpong: true, ..base }),
-    ]
+/// The variants timed for (d, causal): [`variants`] (bf16) whose name contains `filter`.
+///
+/// ```
+/// use tilekit_cli::bench_attention::timed_variants;
+/// let all = timed_variants(128, true, None).unwrap();
+/// assert_eq!(all.len(), 10);
+/// let pp = timed_variants(64, false, Some("pingpong")).unwrap();
+/// let names: Vec<&str> = pp.iter().map(|(n, _)| n.as_str()).collect();
+/// assert_eq!(names, ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128", "pingpong/bn128/tma"]);
+/// assert_eq!(timed_variants(256, true, Some("/tma")).unwrap().len(), 3);
+/// assert!(timed_variants(96, false, None).is_err());
+/// ```
+pub fn timed_variants(
+    d: i64,
+    causal: bool,
+    filter: Option<&str>,
+) -> Result<Vec<(String, AttnConfig)>, String> {
+    let all = variants(ScalarType::BF16, d, causal).map_err(|e| e.to_string())?;
+    Ok(all.into_iter().filter(|(n, _)| filter.is_none_or(|f| n.contains(f))).collect())
 }
 
 /// The f64 reference of query row `i` of (batch `bi`, head `hi`): (O row, LSE).
@@ -102,6 +118,7 @@ fn reference_row(
     (o, m + l.ln())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn case(
     cuda: &Cuda,
     device: &str,
@@ -110,6 +127,7 @@ fn case(
     causal: bool,
     seq: i64,
     reps: usize,
+    filter: Option<&str>,
 ) -> Result<AttnRow, String> {
     let (b, h) = (TOKENS / seq, HIDDEN / d);
     let e = |e: tilekit_ops::OpsError| e.to_string();
@@ -154,10 +172,7 @@ fn case(
         best_tflops: 0.0,
         best: String::new(),
     };
-    for (name, cfg) in schedules(AttnConfig::new(ty, d, causal)) {
-        if cfg.check().is_err() {
-            continue;
-        }
+    for (name, cfg) in timed_variants(d, causal, filter)? {
         let mut o = poison(ty, &shape)?;
         let mut lse = poison(ScalarType::F32, &[b, h, seq])?;
         eprintln!("  d {d} causal {causal} seq {seq} (batch {b}, heads {h}): {name} …");
@@ -195,9 +210,9 @@ fn case(
         eprintln!("    {ms:.3} ms, {tf:.1} TFLOP/s, checked");
         if tf > row.best_tflops {
             row.best_tflops = tf;
-            row.best = name.into();
+            row.best = name.clone();
         }
-        row.schedules.push((name.into(), ms, tf));
+        row.schedules.push((name, ms, tf));
     }
     Ok(row)
 }
@@ -211,23 +226,28 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         reason: e.to_string(),
     })?;
     let device = cuda.gpu().props().name.clone();
+    let filter = a.attention_variant.as_deref();
     if !a.json {
-        outln!("device {device}; bf16, {TOKENS} tokens per batch, hidden {HIDDEN}; TFLOP/s per schedule")?;
-        outln!(
-            "{:>4} {:>6} {:>6} {:>9} {:>9} {:>9}  best",
-            "d",
-            "causal",
-            "seq",
-            "plain",
-            "overlap",
-            "pingpong"
-        )?;
+        outln!("device {device}; bf16, {TOKENS} tokens per batch, hidden {HIDDEN}; TFLOP/s per variant")?;
     }
     let mut failed = false;
     for d in [64, 128, 256] {
+        // the variants of this head dim (the same list causal or not), one column each
+        let names: Vec<String> = timed_variants(d, false, filter)
+            .map_err(|why| CliError::Check { what: "attention variants".into(), why })?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        if !a.json {
+            let head: Vec<String> = names.iter().map(|n| format!("{n:>14}")).collect();
+            outln!("{:>4} {:>6} {:>6} {}  best", "d", "causal", "seq", head.join(" "))?;
+        }
         for causal in [false, true] {
             for &seq in SEQS {
-                match case(&cuda, &device, ScalarType::BF16, d, causal, seq, a.reps) {
+                match case(&cuda, &device, ScalarType::BF16, d, causal, seq, a.reps, filter) {
                     Ok(row) => {
                         if a.json {
                             let line = serde_json::to_string(&row).map_err(|e| {
@@ -235,20 +255,22 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                             })?;
                             outln!("{line}")?;
                         } else {
-                            let fig = |n: &str| {
-                                row.schedules
-                                    .iter()
-                                    .find(|s| s.0 == n)
-                                    .map_or("—".to_string(), |s| format!("{:.1}", s.2))
-                            };
+                            let figs: Vec<String> = names
+                                .iter()
+                                .map(|n| {
+                                    let f = row.schedules.iter().find(|s| &s.0 == n);
+                                    format!(
+                                        "{:>14}",
+                                        f.map_or("—".into(), |s| format!("{:.1}", s.2))
+                                    )
+                                })
+                                .collect();
                             outln!(
-                                "{:>4} {:>6} {:>6} {:>9} {:>9} {:>9}  {}",
+                                "{:>4} {:>6} {:>6} {}  {}",
                                 d,
                                 if causal { "yes" } else { "no" },
                                 seq,
-                                fig("plain"),
-                                fig("overlap"),
-                                fig("pingpong"),
+                                figs.join(" "),
                                 row.best
                             )?;
                         }

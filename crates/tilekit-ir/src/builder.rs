@@ -1555,6 +1555,27 @@ impl KernelBuilder {
         Ok(self.wrap(r))
     }
 
+    /// Rounds two f32 values to `ty` (F16 or BF16) and packs them into one `U32`: `lo` in the
+    /// low 16 bits, `hi` in the high 16 bits (see [`Op::CvtPack`]). Four such words are a
+    /// 16-bit wgmma's register A fragment ([`crate::wgmma::WgmmaSrc::Regs`]) — one register per
+    /// pair instead of two half-filled ones.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let w = b.cvt_pack(&b.f32(1.0), &b.f32(-2.0), ScalarType::BF16).unwrap();
+    /// // bf16 1.0 = 0x3f80, −2.0 = 0xc000
+    /// assert_eq!(w.const_lit().unwrap().bits(), 0xc000_3f80);
+    /// assert!(b.cvt_pack(&b.f32(1.0), &b.f32(2.0), ScalarType::F32).is_err());
+    /// ```
+    pub fn cvt_pack(&self, lo: &Val, hi: &Val, ty: ScalarType) -> Result<Val> {
+        let op = format!("cvt.rn.{ty}x2.f32");
+        let x = self.operand(lo, Some(ScalarType::F32), &op)?;
+        let y = self.operand(hi, Some(ScalarType::F32), &op)?;
+        let r = self.ctx.borrow_mut().cvt_pack(x, y, ty)?;
+        Ok(self.wrap(r))
+    }
+
     // ---------------------------------------------------------------- warp ops
 
     /// `shfl.sync.<mode>.b32` over the full warp (32-bit values only).

@@ -59,6 +59,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Cmp(c, ..) => format!("cmp.{}", c.name()),
         Op::Select(..) => "selp".into(),
         Op::Cvt(_) => "cvt".into(),
+        Op::CvtPack(t, ..) => format!("cvt.rn.{}x2", t.name()),
         Op::Load { mem, width, .. } => format!("ld.{}{}", mem.space.name(), v(*width as usize)),
         Op::Store { mem, values, .. } => format!("st.{}{}", mem.space.name(), v(values.len())),
         Op::Barrier => "bar.sync".into(),
@@ -179,6 +180,7 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Cmp(_, a, b) => format!("{mn}.{} {a}, {b}", k.ty(*a)),
         Op::Select(c, a, b) => format!("{mn}.{rty} {a}, {b}, {c}"),
         Op::Cvt(a) => format!("{mn}.{rty}.{} {a}", k.ty(*a)),
+        Op::CvtPack(_, a, b) => format!("{mn}.{} {a}, {b}", k.ty(*a)),
         Op::Load { mem: m, offset, mask: p, .. } => {
             format!("{mn}.{} {}{}", m.elem, mem(k, *m, *offset), mask(p))
         }

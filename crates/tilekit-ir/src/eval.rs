@@ -271,6 +271,19 @@ pub fn eval_cvt(from: ScalarType, to: ScalarType, a: u64) -> u64 {
     cvt_inline(from, to, a)
 }
 
+/// Two f32 (bits) rounded to `to` (F16 or BF16) and packed, `lo` in the low 16 bits (see
+/// [`crate::Op::CvtPack`]).
+///
+/// ```
+/// use tilekit_ir::{eval::eval_pack, ScalarType};
+/// // f16 1.0 = 0x3c00, 0.5 = 0x3800
+/// assert_eq!(eval_pack(ScalarType::F16, 1.0f32.to_bits() as u64, 0.5f32.to_bits() as u64), 0x3800_3c00);
+/// ```
+pub fn eval_pack(to: ScalarType, lo: u64, hi: u64) -> u64 {
+    let half = |x: u64| cvt_inline(ScalarType::F32, to, x) & 0xffff;
+    half(lo) | (half(hi) << 16)
+}
+
 /// [`eval_cvt`], inlined into the interpreter's per-instruction lane loops (with a constant op and
 /// type it folds to a few machine instructions).
 #[inline(always)]

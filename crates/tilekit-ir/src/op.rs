@@ -449,6 +449,10 @@ pub enum Op {
     /// Conversion to the result type: float→int truncates toward zero and saturates (`cvt.rzi`),
     /// int→float and float→float round to nearest even, int→int wraps or sign-extends.
     Cvt(ValueId),
+    /// Two f32 values rounded (to nearest even) to a 16-bit float type (F16 or BF16) and packed
+    /// into one 32-bit result (`U32`): the first in the low half, the second in the high half
+    /// (`cvt.rn.{f16x2,bf16x2}.f32`). The form wgmma's register A fragment is read in.
+    CvtPack(ScalarType, ValueId, ValueId),
     /// A vector load of `width` consecutive elements at element offset `offset`; one result per
     /// element. With a mask, lanes whose mask is false load nothing and get zeros.
     Load {
@@ -609,6 +613,7 @@ impl Op {
                 | Op::Cmp(..)
                 | Op::Select(..)
                 | Op::Cvt(_)
+                | Op::CvtPack(..)
         )
     }
 
@@ -635,7 +640,7 @@ impl Op {
             Op::Async(a) => a.operands(),
             Op::Wgmma(w) => w.operands(),
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],
-            Op::Binary(_, a, b) | Op::Cmp(_, a, b) => vec![*a, *b],
+            Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::CvtPack(_, a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],
             Op::Load { offset, mask, .. } => std::iter::once(*offset).chain(*mask).collect(),
             Op::Store { offset, values, mask, .. } => {

@@ -991,7 +991,9 @@ pub fn interleaved(
 pub enum WgmmaSrc {
     /// A shared-memory descriptor (from [`KernelBuilder::wgmma_desc`]).
     Smem(Val),
-    /// The thread's A fragment ([`WgmmaType::a_regs`] values, see [`a_coord`]).
+    /// The thread's A fragment: [`WgmmaType::a_regs`] values of the input type (see
+    /// [`a_coord`]), or, for f16/bf16, half as many `u32` words each holding two of them
+    /// (fragment values `2j` low, `2j + 1` high: [`KernelBuilder::cvt_pack`]).
     Regs(Vec<Val>),
 }
 
@@ -1489,6 +1491,9 @@ impl KernelBuilder {
     /// let d2 = b.wgmma(shape, &WgmmaSrc::Regs(vec![h.clone(); 8]), &desc, Acc::Add(&d)).unwrap();
     /// assert_eq!(d2.len(), 8);
     /// assert!(b.wgmma(shape, &WgmmaSrc::Regs(vec![h; 4]), &desc, Acc::Zero).is_err());
+    /// // the same fragment as 4 packed pairs
+    /// let w = b.cvt_pack(&b.f32(1.0), &b.f32(1.0), ScalarType::F16).unwrap();
+    /// assert!(b.wgmma(shape, &WgmmaSrc::Regs(vec![w; 4]), &desc, Acc::Zero).is_ok());
     /// ```
     pub fn wgmma(
         &self,
@@ -1525,15 +1530,19 @@ impl KernelBuilder {
                     }
                     .into());
                 }
-                if r.len() != shape.ty.a_regs() {
+                // 16-bit inputs may come packed in pairs (u32 words)
+                let packed = shape.ty.elem().size_bytes() == 2
+                    && r.first().and_then(|v| v.ty()) == Some(ScalarType::U32);
+                let expected = shape.ty.a_regs() / if packed { 2 } else { 1 };
+                if r.len() != expected {
                     return Err(IrError::OperandCount {
                         op,
                         what: "the A fragment".into(),
                         got: r.len(),
-                        expected: shape.ty.a_regs(),
+                        expected,
                     });
                 }
-                let elem = shape.ty.elem();
+                let elem = if packed { ScalarType::U32 } else { shape.ty.elem() };
                 WgmmaA::Regs(r.iter().map(|v| typed(v, elem, "A fragment")).collect::<Result<_>>()?)
             }
         };

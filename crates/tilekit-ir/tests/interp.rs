@@ -576,3 +576,47 @@ fn a_hand_made_malformed_kernel_is_a_typed_error() {
     let e = run(&k3, [1, 1, 1], &mut Args::new()).unwrap_err();
     assert!(e.to_string().contains("shared allocations exceed"), "{e}");
 }
+
+#[test]
+fn cvt_pack_rounds_two_f32_into_the_halves_of_a_u32() {
+    // y[t] = pack(x[2t] → low, x[2t + 1] → high), for f16 and bf16, against the `half` crate's
+    // round-to-nearest-even conversions (values past f16's range, subnormals and ties included)
+    use half::bf16;
+    let mut rng = Rng::new(11);
+    let mut xs: Vec<f32> = (0..120).map(|_| rng.f32() * 3.0).collect();
+    // f16: overflow to ∞, a subnormal, a tie (1 + 2^-11 rounds to even 1.0); bf16: a tie
+    xs.extend([70000.0, -1.0e-6, 1.0 + f32::powi(2.0, -11), 1.0 + f32::powi(2.0, -8), 0.0, -0.0]);
+    xs.extend([f32::NEG_INFINITY, 1.0e-40]);
+    for ty in [ScalarType::F16, ScalarType::BF16] {
+        let b = KernelBuilder::new("pack", [64, 1, 1]).unwrap();
+        let x = b.ptr_param("x", ScalarType::F32).unwrap();
+        let y = b.ptr_param("y", ScalarType::U32).unwrap();
+        let t = b.thread_id(Axis::X);
+        let v = b.load(x, &(t.clone() * Val::lit(2)), 2, None).unwrap();
+        let w = b.cvt_pack(&v[0], &v[1], ty).unwrap();
+        b.store(y, &t, &[w], None).unwrap();
+        let k = b.finish().unwrap();
+        assert!(k.to_string().contains(&format!("cvt.rn.{ty}x2")), "{k}");
+        let mut args = Args::new();
+        args.buffer(HostBuffer::from_f32(&xs)).buffer(HostBuffer::from_u32(&[0xdead_beef; 64]));
+        run(&k, [1, 1, 1], &mut args).unwrap();
+        let out = args.get_buffer(1).unwrap();
+        for i in 0..64 {
+            let half_bits = |f: f32| -> u32 {
+                match ty {
+                    ScalarType::F16 => f16::from_f32(f).to_bits() as u32,
+                    _ => bf16::from_f32(f).to_bits() as u32,
+                }
+            };
+            let want = half_bits(xs[2 * i]) | (half_bits(xs[2 * i + 1]) << 16);
+            assert_eq!(out.bits(i) as u32, want, "{ty} pair {i}: {} {}", xs[2 * i], xs[2 * i + 1]);
+        }
+    }
+    // typed errors: a 32-bit target, a non-f32 operand
+    let b = KernelBuilder::new("bad", [32, 1, 1]).unwrap();
+    let e = b.cvt_pack(&b.f32(1.0), &b.f32(2.0), ScalarType::F32).unwrap_err();
+    assert!(e.to_string().contains("f16 or bf16"), "{e}");
+    let h = b.cvt(&b.thread_id(Axis::X), ScalarType::F16).unwrap();
+    let e = b.cvt_pack(&h, &b.f32(2.0), ScalarType::BF16).unwrap_err();
+    assert!(e.to_string().contains("f16") && e.to_string().contains("f32 operands"), "{e}");
+}

@@ -2175,7 +2175,10 @@ pub fn attention_with<
             d,
             cfg.causal as i64,
             cfg.bn,
-            cfg.stages * 4 + cfg.overlap as i64 * 2 + cfg.pingpong as i64,
+            cfg.stages * 8
+                + cfg.tma_store as i64 * 4
+                + cfg.overlap as i64 * 2
+                + cfg.pingpong as i64,
         ],
     );
     let kc = cached(key, || crate::attention_sm90::build_attention_sm90(cfg))?;
@@ -2184,7 +2187,24 @@ pub fn attention_with<
         grid_u32(op, "heads", h)?,
         grid_u32(op, "batch", bs)?,
     ];
-    let args = Bindings::new(&kc)
+    // the TMA store's map over O: its first element on a 16-byte boundary (its strides are
+    // checked when the map is bound)
+    let o_map = if cfg.tma_store {
+        let ol = o.layout();
+        let first = o.base_address() + ol.offset() as u64 * ol.dtype().size_bytes() as u64;
+        if !first.is_multiple_of(16) {
+            return Err(OpsError::invalid(
+                op,
+                "O's first element (TMA store)",
+                format!("byte {first} (offset {})", ol.offset()),
+                "on a 16-byte boundary; the register epilogue (tma_store = false) stores any O",
+            ));
+        }
+        Some(crate::bind::map_arg(ol)?)
+    } else {
+        None
+    };
+    let mut args = Bindings::new(&kc)
         .input_mapped("q", "qm", q, b)?
         .input_mapped("k", "km", k, b)?
         .input_mapped("v", "vm", v, b)?
@@ -2196,5 +2216,8 @@ pub fn attention_with<
             "scale_log2",
             tilekit_ir::Lit::f32((scale * crate::attention_sm90::LOG2_E) as f32),
         )?;
+    if let Some(m) = o_map {
+        args = args.tensor_map("om", m)?;
+    }
     b.launch(&kc, grid, args)
 }

@@ -45,6 +45,9 @@
 //!                                     fragment — and V MN-major from smem)
 //!       arrive empty[s]  (256 arrivals)
 //!     O /= ℓ → Q's type, masked stores;  LSE = (m·c + log2 ℓ)·ln 2
+//!     (tma_store: O /= ℓ into this warpgroup's 64 rows of q_tile, swizzled as TMA wrote Q;
+//!      fence.proxy.async; bar.sync 3+h, 128; its first thread: one TMA store per 64-column
+//!      slab of a 64-row box, commit, wait for the reads — rows past s_q are clipped)
 //!
 //!   shared: q_tile 128×d, S stages of { k_ring BN×d, v_ring BN×d }, all bf16/f16 TMA box
 //!   images with the 128-byte swizzle, cut into slabs of 64 columns (a swizzled box's inner
@@ -79,16 +82,58 @@
 //!     wg 2:  ··· wait ······ [S(t) P·V(t−1)] softmax(t) ········· [S(t+1) P·V(t)]
 //! ```
 //!
-//! Both are off by default until they are measured on the GPU. Registers: a 384-thread block
-//! declares `.maxnreg 168` at entry; `ptxas -v` reports 168 registers for every variant and
-//! spills for d = 256 (about 290 bytes) and the pipelined d = 128 (20 bytes) — its allocation
-//! of the consumers stays within the entry budget despite `setmaxnreg.inc 232` (the same PTX
-//! with `.maxnreg 232` assembles the pipelined d = 128 without spills, and d = 256 with 104
-//! bytes). d ≤ 128 unpipelined does not spill.
+//! Both are off by default until they are measured on the GPU.
 //!
-//! Not yet here (the structure allows them): O through shared memory and a TMA store
-//! (the Q tile is free once the last S GEMM has run), a causal schedule that starts the
-//! longest blocks first, a persistent tile scheduler.
+//! # Registers
+//!
+//! A 384-thread block declares `.maxnreg 168` at entry, and ptxas allocates the consumers
+//! within it despite `setmaxnreg.inc 232`. So the live state of a consumer thread must fit 168
+//! registers (f32 unless said; BN keys per tile, 64 query rows per warpgroup):
+//!
+//! ```text
+//!                       O         S(t)      P(t−1) in flight   P(t) being made
+//!   plain               d/2       BN/2      —                  BN/4 (packed)
+//!   overlap, pingpong   d/2       BN/2      BN/4 (packed)      BN/4 (packed)
+//!   d 128, BN 64:       64    +   32    +   16             +   ≤ 16     + addresses, m, ℓ, α
+//! ```
+//!
+//! P is rounded to the input type and packed two to a register as it is computed
+//! (`cvt.rn.{f16,bf16}x2.f32`, [`KernelBuilder::cvt_pack`]) — one 16-bit value per register
+//! spilled the pipelined d = 128 (20–28 bytes). The packed words reach wgmma through an
+//! identity `prmt`, not a copy, or ptxas would put the next tile's P into the registers an
+//! in-flight P·V reads and serialize the wgmmas (its warning C7513). ptxas 13.0 `-v`, every
+//! variant at 168 registers, spill-store bytes, not causal (causal: the same, or 4–8 more),
+//! with the register epilogue and with the TMA store:
+//!
+//! ```text
+//!   d    BN    plain   overlap   pingpong    with tma_store
+//!   64   64    0       0         0           0 0 0
+//!   64   128   0       0         0           0 0 0
+//!   128  64    0       0         0           0 0 0   (before packing P: 0 / 20 / 20)
+//!   128  128   0       116       112         0 0 0   (before: 0 / 152 / 152)
+//!   256  64    280     268       268         0 0 0   (before: 280 / 280 / 280)
+//! ```
+//!
+//! The register epilogue's cost is its 64-bit addresses and masks per stored pair (d = 256:
+//! 64 pairs a thread); the TMA store writes the tile with 32-bit shared addresses and one
+//! thread's handful of instructions.
+//!
+//! [`variants`] lists the spill-free ones (and d = 256's three); `tilekit bench attention` times
+//! them and a test asserts they assemble without spills or serialized wgmmas.
+//!
+//! # The TMA-store epilogue ([`AttnConfig::tma_store`])
+//!
+//! A consumer warpgroup reads only its own 64 rows of the Q tile, and its last S GEMM has
+//! completed when the loop ends, so it may overwrite those rows with O / ℓ without waiting for
+//! the other warpgroup: its own named barrier (3 or 4, 128 threads) after `fence.proxy.async`,
+//! then one thread stores 64-row boxes (the map `om` over O, as Q's but 64 rows), commits and
+//! waits until the tile has been read. A register holds the pair at columns 8·(i/4) + 2·quad of
+//! row (lane/4) + 8·((i/2) mod 2) of the warp's 16: the 16-byte chunk c = (col mod 64)/8 of
+//! tile row y goes to chunk c ⊕ (y mod 8) = c ⊕ lane/4, the 128-byte swizzle TMA applied to Q.
+//! O must start on a 16-byte boundary (a typed error otherwise).
+//!
+//! Not yet here (the structure allows them): a causal schedule that starts the longest blocks
+//! first, a persistent tile scheduler.
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec};
 use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
@@ -122,9 +167,9 @@ pub struct AttnConfig {
     pub head_dim: i64,
     /// Causal mask (bottom-right aligned).
     pub causal: bool,
-    /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128, BN = 128
-    /// spills 32 bytes under the 168 registers ptxas allocates a thread of a 384-thread block
-    /// (see the module docs); the default is 64.
+    /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128 the pipelined
+    /// schedules spill at BN = 128 under the 168 registers ptxas allocates a thread of a
+    /// 384-thread block (see the module docs); the default is 64.
     pub bn: i64,
     /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
     pub stages: i64,
@@ -134,6 +179,12 @@ pub struct AttnConfig {
     /// Ping-pong the two consumer warpgroups (needs `overlap`): one issues its GEMMs while
     /// the other runs its softmax, ordered by two named barriers.
     pub pingpong: bool,
+    /// Store O through shared memory and TMA: each consumer warpgroup writes its 64 rows of
+    /// O / ℓ into its own rows of the Q tile (free once its last S GEMM has completed) and one
+    /// of its threads stores them with one TMA store per 64-column slab (rows past `s_q`
+    /// clipped by the map). Needs an `om` tensor map over O: its strides multiples of 8
+    /// elements and its base 16-byte aligned.
+    pub tma_store: bool,
 }
 
 impl AttnConfig {
@@ -153,6 +204,7 @@ impl AttnConfig {
             stages: 2,
             overlap: false,
             pingpong: false,
+            tma_store: false,
         }
     }
 
@@ -210,6 +262,60 @@ impl AttnConfig {
     }
 }
 
+/// The configurations worth timing for one (type, head dim, mask): each schedule (`plain`,
+/// `overlap`, `pingpong` = overlap + ping-pong) at each key tile BN, with the register epilogue
+/// (`"{schedule}/bn{BN}"`) and with the TMA-store one ([`AttnConfig::tma_store`],
+/// `"{schedule}/bn{BN}/tma"`), where the kernel assembles within the 168 registers of a
+/// 384-thread block without spilling (ptxas 13.0, sm_90a; the table in the
+/// [module docs](self)). So d = 128 pipelines BN = 128 only with the TMA store; d = 256 (BN 64,
+/// its only tile) spills with the register epilogue in every schedule, listed as the baseline.
+/// `tilekit bench attention` times these, and a test asserts that they assemble without spills
+/// (but for that baseline). A head dim other than 64, 128 or 256 is an error naming it.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::attention_sm90::variants;
+/// let v = variants(ScalarType::BF16, 128, true).unwrap();
+/// let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
+/// assert_eq!(names[..4], ["plain/bn64", "plain/bn64/tma", "plain/bn128", "plain/bn128/tma"]);
+/// assert_eq!(names[4..7], ["overlap/bn64", "overlap/bn64/tma", "overlap/bn128/tma"]);
+/// assert_eq!(names[7..], ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128/tma"]);
+/// let (_, pp) = v[8];
+/// assert!(pp.pingpong && pp.overlap && pp.causal && pp.bn == 64 && pp.tma_store);
+/// assert_eq!(variants(ScalarType::BF16, 64, false).unwrap().len(), 12);
+/// assert_eq!(variants(ScalarType::F16, 256, false).unwrap().len(), 6);
+/// assert!(variants(ScalarType::F16, 96, false).unwrap_err().to_string().contains("96"));
+/// ```
+pub fn variants(
+    dtype: ScalarType,
+    head_dim: i64,
+    causal: bool,
+) -> Result<Vec<(String, AttnConfig)>> {
+    let base = AttnConfig::new(dtype, head_dim, causal);
+    base.check()?;
+    // what spills at 168 registers (the module docs' table): d = 128 pipelined at BN = 128
+    // with the register epilogue; d = 256 with the register epilogue (kept: the baseline)
+    let fits = |bn: i64, overlap: bool, tma: bool| match head_dim {
+        128 => !overlap || bn == 64 || tma,
+        _ => true,
+    };
+    let mut out = vec![];
+    for (name, overlap, pingpong) in
+        [("plain", false, false), ("overlap", true, false), ("pingpong", true, true)]
+    {
+        for bn in [64, 128] {
+            for tma_store in [false, true] {
+                let cfg = AttnConfig { bn, overlap, pingpong, tma_store, ..base };
+                if cfg.check().is_ok() && fits(bn, overlap, tma_store) {
+                    let tail = if tma_store { "/tma" } else { "" };
+                    out.push((format!("{name}/bn{bn}{tail}"), cfg));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn lit(v: i64) -> Val {
     <Val as Idx>::lit(v)
 }
@@ -255,6 +361,13 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let o = b.tensor_param("o", elem, 4)?;
     // pairs of columns stored together: unit column stride, even other strides (binding checks)
     o.descriptor(Some((2, 1)))?;
+    // the TMA store of O: one warpgroup's 64 rows of a 64-column slab per box
+    let om = if cfg.tma_store {
+        let o_slab = HopperSwizzle::B128.descriptor(64, SLAB, eb)?;
+        Some(b.tensor_map_param("om", o.mem, spec(64, &o_slab)?)?)
+    } else {
+        None
+    };
     let lse = b.tensor_param("lse", ScalarType::F32, 3)?;
     let s_k = b.scalar_param("s_k", ScalarType::I32)?;
     let group = b.scalar_param("group", ScalarType::I32)?;
@@ -376,6 +489,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                     diag: &diag,
                     scale_log2: &scale_log2,
                     o: &o,
+                    om,
                     lse: &lse,
                 },
             )?;
@@ -385,7 +499,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// One tile's softmax: P (input type, the S fragment's order), α per row, (m0, m1, ℓ0, ℓ1).
+/// One tile's softmax: P (pairs of the input type packed in u32 words, the S fragment's order),
+/// α per row, (m0, m1, ℓ0, ℓ1).
 struct Soft {
     p: Vec<Val>,
     alpha: Vec<Val>,
@@ -414,6 +529,7 @@ struct Consumer<'a> {
     diag: &'a Val,
     scale_log2: &'a Val,
     o: &'a tilekit_ir::TensorParam,
+    om: Option<tilekit_ir::tma::TensorMap>,
     lse: &'a tilekit_ir::TensorParam,
 }
 
@@ -430,7 +546,7 @@ fn consumer(
     b.note("attention_sm90 consumers: S = Q·Kᵀ, online softmax, O += P·V");
     let half = c.wg.clone() - lit(1);
     let t = c.tid.clone() - lit(128) - half.clone() * lit(128);
-    let (warp, lane) = (t.clone() / lit(32), t % lit(32));
+    let (warp, lane) = (t.clone() / lit(32), t.clone() % lit(32));
     let quad = lane.clone() % lit(4);
     // the two query rows of this thread (registers with (i/2) mod 2 = r hold row r)
     let rows: Vec<Val> = (0..2)
@@ -491,7 +607,7 @@ fn consumer(
         let mut o = o.to_vec();
         for j in 0..(bn / 16) as usize {
             let dv = b.wgmma_desc(c.sv, &v_at, c.mv, j)?;
-            let frag = p[8 * j..8 * j + 8].to_vec();
+            let frag = p[4 * j..4 * j + 4].to_vec();
             o = b.wgmma(o_shape, &WgmmaSrc::Regs(frag), &dv, Acc::Add(&o))?;
         }
         Ok(o)
@@ -550,11 +666,17 @@ fn consumer(
         for r in 0..2 {
             sums[r] = b.binary(BinOp::Mul, &sums[r], &alpha[r])?;
         }
+        // P rounded to the input type and packed in pairs at once (fragment values 2j, 2j + 1
+        // share a row): one register per pair, not two half-used ones
+        let mut lo = None;
         for (i, v) in sm.iter().enumerate() {
             let r = (i / 2) % 2;
             let e = b.unary(UnOp::Exp2Approx, &b.fma(v, &sl2, &base[r])?)?;
             sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
-            p.push(b.cvt(&e, elem)?);
+            match lo.take() {
+                None => lo = Some(e),
+                Some(l) => p.push(b.cvt_pack(&l, &e, elem)?),
+            }
         }
         new_ml.extend(sums);
         Ok(Soft { p, alpha, ml: new_ml })
@@ -612,7 +734,7 @@ fn consumer(
         })?
     } else {
         b.note("attention_sm90 consumers (overlap): S(t) and P·V(t−1) issued together, the softmax of t while P·V(t−1) runs");
-        let p_len = (bn / 2) as usize;
+        let p_len = (bn / 4) as usize;
         let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
         if cfg.pingpong {
             // the first warpgroup goes first: the second lets it (when there is any tile)
@@ -622,7 +744,7 @@ fn consumer(
             b.if_then(&lets, |b| b.named_barrier_arrive(1, 256))?;
         }
         // tile 0: S and its softmax (O is still 0)
-        let zero_p = b.cvt(&zero, elem)?;
+        let zero_p = b.cvt_pack(&zero, &zero, elem)?;
         let mut none = vec![zero_p.clone(); p_len];
         none.extend(init[nacc..].iter().cloned());
         let first = b.if_then_else(
@@ -707,11 +829,57 @@ fn consumer(
     }
     let (o, lse) = (c.o, c.lse);
     let base_o = c.batch.clone() * o.strides[0].clone() + c.head.clone() * o.strides[2].clone();
+    if let Some(om) = c.om {
+        b.note("attention_sm90 epilogue (TMA store): O / ℓ into this warpgroup's rows of the Q tile, then one TMA store per slab");
+        // the Q tile's 128-byte swizzle: the 16-byte chunk j of tile row y is stored at chunk
+        // j ^ (y mod 8); a thread's rows are ≡ lane / 4 (mod 8), its pair at 2·quad in a chunk
+        let phase = lane.clone() / lit(4);
+        let row0 = half.clone() * lit(64) + warp.clone() * lit(16) + phase.clone();
+        for (r, inv_r) in inv.iter().enumerate() {
+            let row = row0.clone() + lit(8 * r as i64);
+            for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
+                let col = (8 * (i / 4)) as i64;
+                let chunk = b.binary(BinOp::Xor, &phase, &lit(col % SLAB / 8))?;
+                let at = lit(col / SLAB * BM * SLAB)
+                    + row.clone() * lit(SLAB)
+                    + chunk * lit(8)
+                    + quad.clone() * lit(2);
+                let vals = [
+                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i], inv_r)?, elem)?,
+                    b.cvt(&b.binary(BinOp::Mul, &o_acc[i + 1], inv_r)?, elem)?,
+                ];
+                b.store(c.sq, &at, &vals, None)?;
+            }
+        }
+        // the tile's generic writes visible to the async proxy, then this warpgroup's 128
+        // threads meet (named barrier 3 or 4) and its first thread issues the stores
+        b.fence_proxy_async();
+        b.if_then_else(
+            &first_wg,
+            |b| b.named_barrier(3, 128).map(|_| vec![]),
+            |b| b.named_barrier(4, 128).map(|_| vec![]),
+        )?;
+        let storer = b.cmp(CmpOp::Eq, &t, &lit(0))?;
+        b.if_then(&storer, |b| {
+            let i32v = |v: &Val| b.cvt(v, ScalarType::I32);
+            let (hi, bi) = (i32v(c.head)?, i32v(c.batch)?);
+            let m = i32v(&(c.m0.clone() + half.clone() * lit(64)))?;
+            for a in 0..slabs {
+                let coords = [b.i32(a as i32 * SLAB as i32), hi.clone(), m.clone(), bi.clone()];
+                let at = lit(a * BM * SLAB) + half.clone() * lit(64 * SLAB);
+                b.tensor_store(om, &coords, c.sq, &at)?;
+            }
+            b.bulk_commit();
+            // the tile must outlive the stores' reads of it
+            b.bulk_wait(0, true);
+            Ok(())
+        })?;
+    }
     for r in 0..2 {
         let q = &rows[r];
-        let inside = b.cmp(CmpOp::Lt, q, c.s_q)?;
         let row_at = base_o.clone() + q.clone() * o.strides[1].clone() + quad.clone() * lit(2);
-        for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
+        let inside = b.cmp(CmpOp::Lt, q, c.s_q)?;
+        for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r && c.om.is_none()).step_by(2) {
             let col = (8 * (i / 4)) as i64;
             let vals = [
                 b.cvt(&b.binary(BinOp::Mul, &o_acc[i], &inv[r])?, elem)?,

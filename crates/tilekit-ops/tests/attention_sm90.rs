@@ -6,7 +6,7 @@
 use tilekit_ir::tensor::TensorView;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::{Lit, ScalarType};
-use tilekit_ops::attention_sm90::{build_attention_sm90, AttnConfig, BM, LOG2_E};
+use tilekit_ops::attention_sm90::{build_attention_sm90, variants, AttnConfig, BM, LOG2_E};
 use tilekit_ops::backend::{Backend, Cuda, Interp};
 use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
@@ -111,7 +111,9 @@ fn run_on<B: Backend>(be: &B, cfg: AttnConfig, c: Case, seed: u64) {
     let (k_dev, v_dev) = (be.from_host(&k).unwrap(), be.from_host(&v).unwrap());
     let (mut o_dev, mut lse_dev) =
         (be.from_host(&o_host).unwrap(), be.from_host(&lse_host).unwrap());
-    let bind = Bindings::new(&kernel)
+    // the TMA-store epilogue's map over O
+    let o_map = cfg.tma_store.then(|| tilekit_ops::bind::map_arg(o_dev.layout()).unwrap());
+    let mut bind = Bindings::new(&kernel)
         .input_mapped("q", "qm", &q_dev, be)
         .unwrap()
         .input_mapped("k", "km", &k_dev, be)
@@ -128,6 +130,9 @@ fn run_on<B: Backend>(be: &B, cfg: AttnConfig, c: Case, seed: u64) {
         .unwrap()
         .scalar("scale_log2", Lit::f32((scale * LOG2_E) as f32))
         .unwrap();
+    if let Some(m) = o_map {
+        bind = bind.tensor_map("om", m).unwrap();
+    }
     let grid = [((sq + BM - 1) / BM) as u32, h as u32, b as u32];
     be.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {c:?}: {e}"));
     let (o, lse) = (be.to_host(&o_dev).unwrap(), be.to_host(&lse_dev).unwrap());
@@ -222,29 +227,95 @@ fn bad_configs_are_refused_with_the_valid_values() {
     assert!(e.to_string().contains("227 KiB"), "{e}");
 }
 
+/// ptxas's register count ("Used N registers") and spill-store bytes ("N bytes spill stores")
+/// from its `-v` report.
+fn regs_and_spills(report: &str) -> (u32, u32) {
+    let words: Vec<&str> = report.split(|c: char| c.is_whitespace() || c == ',').collect();
+    let num = |at: Option<usize>| -> u32 {
+        at.and_then(|i| words.get(i))
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("{report}"))
+    };
+    let used = words.iter().position(|w| *w == "Used").map(|i| i + 1);
+    let spill = words
+        .windows(3)
+        .position(|w| w == ["bytes", "spill", "stores"])
+        .and_then(|i| i.checked_sub(1));
+    (num(used), num(spill))
+}
+
 #[test]
-fn the_attention_kernels_assemble_for_sm_90a_without_spills() {
-    // the defaults (d = 256 spills under the 168 registers ptxas gives each thread: reported)
-    let plain = [(64, false), (64, true), (128, false), (128, true), (256, true)]
-        .map(|(d, causal)| AttnConfig::new(ScalarType::BF16, d, causal));
-    let piped = [(64, true), (128, false)].map(|(d, causal)| AttnConfig {
-        overlap: true,
-        pingpong: true,
-        ..AttnConfig::new(ScalarType::BF16, d, causal)
-    });
-    for cfg in plain.into_iter().chain(piped) {
-        let d = cfg.head_dim;
-        let k = build_attention_sm90(cfg).unwrap();
-        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
-        assert!(ptx.contains("wgmma.mma_async"));
-        if let Some(report) =
-            tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
-        {
-            eprintln!("{cfg:?}\n{report}");
-            // d = 256, and d = 128 pipelined, spill under the 168 registers ptxas gives each
-            // thread (reported, not refused)
-            let spills = !report.contains(", 0 bytes spill stores");
-            assert!(!spills || d == 256 || (d == 128 && cfg.overlap), "{cfg:?}\n{report}");
+fn the_bench_variants_assemble_for_sm_90a_without_spills() {
+    // every configuration `tilekit bench attention` times (attention_sm90::variants) fits the
+    // 168 registers of a 384-thread block without spilling — except d = 256 with the register
+    // epilogue (reported, not refused); P is packed in pairs (cvt.rn.{f16,bf16}x2)
+    for (ty, d, causal) in [
+        (ScalarType::BF16, 64, false),
+        (ScalarType::BF16, 64, true),
+        (ScalarType::BF16, 128, false),
+        (ScalarType::F16, 128, true),
+        (ScalarType::BF16, 256, true),
+        (ScalarType::F16, 256, false),
+    ] {
+        for (name, cfg) in variants(ty, d, causal).unwrap() {
+            let k = build_attention_sm90(cfg).unwrap();
+            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            assert!(ptx.contains("wgmma.mma_async"));
+            assert!(ptx.contains(&format!("cvt.rn.{}x2.f32", ty.name())), "{name}");
+            let Some(report) =
+                tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
+            else {
+                eprintln!("no ptxas: {name} {cfg:?} emitted, not assembled");
+                continue;
+            };
+            let (regs, spills) = regs_and_spills(&report);
+            eprintln!("d {d} causal {causal} {name}: {regs} registers, {spills} bytes spilled");
+            assert!(regs <= 168, "{cfg:?}\n{report}");
+            assert!(spills == 0 || (d == 256 && !cfg.tma_store), "{name} {cfg:?} spills\n{report}");
+            // and ptxas keeps the wgmmas asynchronous (no "wgmma.mma_async instructions are
+            // serialized", C7513: e.g. when P of the next tile is written into the registers
+            // an in-flight P·V reads)
+            assert!(!report.contains("C7513"), "{name} {cfg:?} serialized\n{report}");
+        }
+    }
+    // the parse agrees with a report written out
+    let r = "ptxas info    : Used 168 registers, used 3 barriers, 24 bytes cumulative stack size\n\
+             ptxas info    : Function properties for k\n    \
+             24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads";
+    assert_eq!(regs_and_spills(r), (168, 20));
+}
+
+#[test]
+fn the_tma_store_epilogue_matches_the_reference() {
+    // O through the Q tile's shared memory and TMA stores: s_q not a multiple of 128 (the
+    // second block's rows past s_q clipped by the map), causal rows that see no key (O = 0),
+    // GQA, a strided Q; every schedule, both types, d 64 / 128 / 256
+    for (ty, d, causal, overlap, pingpong) in [
+        (ScalarType::BF16, 64, false, false, false),
+        (ScalarType::F16, 64, true, true, true),
+        (ScalarType::BF16, 128, true, true, false),
+        (ScalarType::F16, 128, false, false, false),
+        (ScalarType::BF16, 256, true, false, false),
+        (ScalarType::F16, 256, false, true, true),
+    ] {
+        let cfg =
+            AttnConfig { tma_store: true, overlap, pingpong, ..AttnConfig::new(ty, d, causal) };
+        run(cfg, Case { strided_q: true, ..case(2, 1, 200, 77) }, 61);
+        run(cfg, Case { batch: 2, ..case(1, 1, 131, 150) }, 62);
+    }
+}
+
+#[test]
+fn every_bench_variant_matches_the_reference() {
+    // ragged lengths (several key tiles, the last partial; a partial query block), GQA
+    for d in [64, 128] {
+        for causal in [false, true] {
+            let ty = if causal { ScalarType::F16 } else { ScalarType::BF16 };
+            for (i, (name, cfg)) in variants(ty, d, causal).unwrap().into_iter().enumerate() {
+                eprintln!("d {d} causal {causal} {name}");
+                let c = if causal { case(2, 1, 150, 131) } else { case(2, 1, 77, 201) };
+                run(cfg, c, 50 + i as u64);
+            }
         }
     }
 }
@@ -295,7 +366,8 @@ fn the_pipelined_and_ping_pong_consumers_match_the_reference() {
 }
 
 /// The GPU half (skipped without one; `TILEKIT_REQUIRE_GPU=1` makes a missing GPU a failure):
-/// every schedule at lengths of several tiles, against the same f64 reference.
+/// every configuration the bench times ([`variants`]: each schedule and key tile) at lengths of
+/// several tiles, against the same f64 reference.
 #[test]
 fn the_gpu_matches_the_reference() {
     let cuda = match Cuda::open(0) {
@@ -305,18 +377,65 @@ fn the_gpu_matches_the_reference() {
         }
         Err(e) => return eprintln!("skipping the GPU test: {e}"),
     };
-    for (overlap, pingpong) in [(false, false), (true, false), (true, true)] {
-        for (ty, d, causal) in [
-            (ScalarType::BF16, 64, true),
-            (ScalarType::F16, 64, false),
-            (ScalarType::BF16, 128, true),
-            (ScalarType::F16, 128, false),
-            (ScalarType::BF16, 256, true),
-        ] {
-            let cfg = AttnConfig { overlap, pingpong, ..AttnConfig::new(ty, d, causal) };
+    for (ty, d, causal) in [
+        (ScalarType::BF16, 64, true),
+        (ScalarType::F16, 64, false),
+        (ScalarType::BF16, 128, true),
+        (ScalarType::F16, 128, false),
+        (ScalarType::BF16, 256, true),
+    ] {
+        for (name, cfg) in variants(ty, d, causal).unwrap() {
+            eprintln!("GPU: {ty} d {d} causal {causal} {name}");
             let c = Case { batch: 2, strided_q: true, ..case(4, 2, 333, 517) };
             run_on(&cuda, cfg, c, 41);
             run_on(&cuda, cfg, case(2, 1, 1000, 77), 43);
         }
+    }
+}
+
+#[test]
+fn api_attention_with_the_tma_store_matches_and_refuses_a_misaligned_o() {
+    use tilekit_ops::api;
+    let (ty, d) = (ScalarType::F16, 64);
+    let c = case(2, 1, 150, 90);
+    let cfg = AttnConfig { tma_store: true, ..AttnConfig::new(ty, d, true) };
+    let q = tensor(ty, [1, c.s_q, 2, d], 71);
+    let k = tensor(ty, [1, c.s_k, 1, d], 72);
+    let v = tensor(ty, [1, c.s_k, 1, d], 73);
+    let poisoned = |n: i64, shape: Vec<i64>, t: ScalarType| {
+        HostTensor::new(
+            host::poisoned(t, n as usize).unwrap(),
+            TensorLayout::contiguous(t, shape).unwrap(),
+        )
+        .unwrap()
+    };
+    let mut o = poisoned(c.s_q * 2 * d, vec![1, c.s_q, 2, d], ty);
+    let mut lse = poisoned(2 * c.s_q, vec![1, 2, c.s_q], ScalarType::F32);
+    api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o, &mut lse).unwrap();
+    let qv = host::to_f64(q.buffer());
+    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let scale = 1.0 / (d as f64).sqrt();
+    let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
+    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+        assert!((g - w).abs() <= 2.0 / 1024.0 + w.abs() / 2048.0, "O[{i}] = {g}, reference {w}");
+    }
+    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+        let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
+        assert!(ok, "LSE[{i}] = {g}, reference {w}");
+    }
+    // an O starting 4 bytes into its buffer (head dim columns 2..66 of rows of 72): the
+    // register epilogue stores it (pairs need 4 bytes), the TMA store (16) refuses it by name
+    let wide = poisoned(c.s_q * 2 * 72, vec![1, c.s_q, 2, 72], ty);
+    let mut o_view = wide.narrow(3, 2, d).unwrap();
+    let e = api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o_view, &mut lse)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("16-byte boundary") && e.contains("offset 2"), "{e}");
+    let plain = AttnConfig { tma_store: false, ..cfg };
+    api::attention_with(&Interp, plain, &q, &k, &v, None, &mut o_view, &mut lse).unwrap();
+    let got = o_view.to_vec::<half::f16>().unwrap();
+    for (i, (g, w)) in got.iter().zip(&want_o).enumerate() {
+        let g = g.to_f64();
+        assert!((g - w).abs() <= 2.0 / 1024.0 + w.abs() / 2048.0, "O[{i}] = {g}, reference {w}");
     }
 }

@@ -525,6 +525,11 @@ impl<'k> Emitter<'k> {
                 }
             }
             Op::Cvt(a) => self.cvt(res(0), *a)?,
+            Op::CvtPack(t, lo, hi) => {
+                // d = {hi → upper half, lo → lower half}; sm_80 and later
+                let (d, lo, hi) = (self.reg(res(0)), self.reg(*lo), self.reg(*hi));
+                self.line(format!("cvt.rn.{}x2.f32 {d}, {hi}, {lo};", t.name()));
+            }
             Op::Load { mem, offset, width, mask } => {
                 self.load(inst, *mem, *offset, *width as usize, *mask, None)?
             }

@@ -777,6 +777,11 @@ impl<'a> BlockExec<'a> {
                     (U32, I64), (I64, U32), (F32, F64), (F64, F32));
                 self.poison_from(r, &[a], m);
             }
+            Op::CvtPack(to, lo, hi) => {
+                let (to, lo, hi) = (*to, *lo, *hi);
+                self.map2(r, lo, hi, m, |x, y| crate::eval::eval_pack(to, x, y));
+                self.poison_from(r, &[lo, hi], m);
+            }
             Op::Load { mem, offset, width, mask } => match mem.space {
                 MemSpace::Global(p) => {
                     let g: &'a Global = self.global(inst, p)?;

@@ -7,6 +7,7 @@
 use crate::interp::error::InterpError;
 use crate::kernel::{Kernel, ParamKind};
 use crate::op::{Block, Inst, MemRef, MemSpace, Op, ValueId};
+use crate::types::ScalarType;
 
 /// Threads per block the interpreter accepts (the CUDA limit).
 const MAX_THREADS: u64 = 1024;
@@ -134,6 +135,22 @@ fn check_inst(
         Op::Const(_) | Op::Special(_) | Op::Unary(..) | Op::Binary(..) | Op::Fma(..) => count(1),
         Op::Cmp(..) | Op::Select(..) | Op::Cvt(_) | Op::Shfl { .. } | Op::Vote(..) => count(1),
         Op::Elect => count(1),
+        Op::CvtPack(t, a, b) => {
+            count(1)?;
+            let f32s = [a, b].iter().all(|v| k.ty(**v) == ScalarType::F32);
+            if !matches!(t, ScalarType::F16 | ScalarType::BF16)
+                || !f32s
+                || k.ty(inst.results[0]) != ScalarType::U32
+            {
+                return Err(bad(format!(
+                    "cvt.rn.{t}x2 packs two f32 into a u32 (f16 or bf16 halves): {} and {} into {}",
+                    k.ty(*a),
+                    k.ty(*b),
+                    k.ty(inst.results[0])
+                )));
+            }
+            Ok(())
+        }
         Op::Param(i) => {
             count(1)?;
             match k.params.get(*i as usize).map(|d| d.kind) {
@@ -198,7 +215,12 @@ fn check_inst(
                 crate::wgmma::WgmmaOp::Mma { shape, a, c, .. } => {
                     let a_ok = match a {
                         crate::wgmma::WgmmaA::Desc(_) => true,
-                        crate::wgmma::WgmmaA::Regs(r) => r.len() == shape.ty.a_regs(),
+                        crate::wgmma::WgmmaA::Regs(r) => {
+                            r.len() == shape.ty.a_regs()
+                                || (shape.ty.elem().size_bytes() == 2
+                                    && 2 * r.len() == shape.ty.a_regs()
+                                    && r.iter().all(|v| k.ty(*v) == ScalarType::U32))
+                        }
                     };
                     if !a_ok || !(c.is_empty() || c.len() == shape.acc_regs()) {
                         return Err(bad(format!(

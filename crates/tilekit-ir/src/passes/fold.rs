@@ -32,7 +32,7 @@
 
 use crate::builder::Ctx;
 use crate::error::{IrError, Result};
-use crate::eval::{eval_binary, eval_cmp, eval_cvt, eval_fma, eval_unary, EvalError};
+use crate::eval::{eval_binary, eval_cmp, eval_cvt, eval_fma, eval_pack, eval_unary, EvalError};
 use crate::op::{BinOp, CmpOp, Op, UnOp, ValueId};
 use crate::types::{Lit, ScalarType};
 
@@ -484,5 +484,24 @@ impl Ctx {
             None
         };
         Ok(self.intern(Op::Cvt(a), to, range))
+    }
+
+    /// A folded pack of two f32 rounded to `to` (F16 or BF16) into a u32 (`lo` low).
+    pub(crate) fn cvt_pack(&mut self, lo: ValueId, hi: ValueId, to: ScalarType) -> Result<ValueId> {
+        let op = format!("cvt.rn.{to}x2.f32");
+        if !matches!(to, ScalarType::F16 | ScalarType::BF16) {
+            return Err(IrError::WrongType { op, ty: to, valid: "f16 or bf16".into() });
+        }
+        for v in [lo, hi] {
+            let ty = self.ty(v);
+            if ty != ScalarType::F32 {
+                return Err(IrError::WrongType { op, ty, valid: "f32 operands".into() });
+            }
+        }
+        if let (Some(x), Some(y)) = (self.konst_of(lo), self.konst_of(hi)) {
+            let bits = eval_pack(to, x.bits(), y.bits());
+            return Ok(self.konst(Lit::from_bits(ScalarType::U32, bits)));
+        }
+        Ok(self.intern(Op::CvtPack(to, lo, hi), ScalarType::U32, None))
     }
 }

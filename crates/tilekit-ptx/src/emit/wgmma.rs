@@ -6,7 +6,12 @@
 //! into `d[i]` first — before the `wgmma.fence` when the wgmma follows one in its block. A
 //! 16-bit A fragment travels in `.b32` pairs: the pairs of the wgmmas that
 //! follow a `wgmma.fence` in its block are packed *before* the fence (so no register is written
-//! between the fence and the wgmma reading it); others are packed at the wgmma.
+//! between the fence and the wgmma reading it); others are packed at the wgmma. Pairs packed
+//! already (`u32` words of [`tilekit_ir::Op::CvtPack`]) are passed through a byte permute
+//! (`prmt.b32 w, x, 0, 0x3210`, the identity), not a copy: ptxas coalesces a copy with the
+//! word's other copies, so in a software-pipelined loop the next tile's words — written while
+//! this wgmma is still in flight — would land in the registers it reads, and ptxas then
+//! serializes the wgmmas ("C7513 … non wgmma instructions defining input registers").
 
 use std::collections::HashMap;
 
@@ -105,9 +110,19 @@ fn count_uses(b: &Block, uses: &mut HashMap<ValueId, usize>) {
 }
 
 impl Emitter<'_> {
-    /// The `.b32` registers of an A fragment: 16-bit values in pairs, tf32 one each.
+    /// The `.b32` registers of an A fragment: 16-bit values in pairs, packed pairs through an
+    /// identity permute (see the module docs), tf32 one each.
     fn pack_a(&mut self, vals: &[ValueId]) -> Vec<String> {
-        if self.ty(vals[0]).size_bytes() == 2 {
+        if self.ty(vals[0]) == ScalarType::U32 {
+            vals.iter()
+                .map(|&v| {
+                    let w = self.tmp(ScalarType::U32);
+                    let x = self.reg(v);
+                    self.line(format!("prmt.b32 {w}, {x}, 0, 0x3210;"));
+                    w
+                })
+                .collect()
+        } else if self.ty(vals[0]).size_bytes() == 2 {
             vals.chunks(2)
                 .map(|pair| {
                     let w = self.tmp(ScalarType::U32);

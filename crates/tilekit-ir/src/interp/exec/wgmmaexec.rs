@@ -491,11 +491,16 @@ impl<'a> BlockExec<'a> {
             }
             WgmmaA::Regs(r) => {
                 let mut out = vec![0f64; 64 * kk];
+                // 16-bit values one per register, or two per u32 word (value 2j low)
+                let per = if r.len() < shape.ty.a_regs() { 2 } else { 1 };
                 for l in 0..128 {
-                    for (i, &v) in r.iter().enumerate() {
-                        let (row, col) = a_coord(shape.ty, l, i);
+                    for (j, &v) in r.iter().enumerate() {
                         let x = self.defined(inst, v, base + l, "wgmma A fragment")?;
-                        out[row * kk + col] = shape.ty.input(to_f64(shape.ty.elem(), x));
+                        for h in 0..per {
+                            let (row, col) = a_coord(shape.ty, l, per * j + h);
+                            let bits = if per == 2 { (x >> (16 * h)) & 0xffff } else { x };
+                            out[row * kk + col] = shape.ty.input(to_f64(shape.ty.elem(), bits));
+                        }
                     }
                 }
                 out
