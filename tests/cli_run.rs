@@ -84,7 +84,12 @@ fn help_lists_every_kernel_with_ranks_and_dtypes() {
                 .unwrap_or_else(|| panic!("{cmd} --help has no line for {}:\n{out}", k.name));
             assert!(line.contains(k.shape) && line.ends_with(&types.join(", ")), "{line}");
         }
-        assert!(out.contains("gemm        MxNxK (multiples of 64, 64, 32)    f16, bf16"), "{out}");
+        assert!(
+            out.contains(
+                "gemm        MxNxK (f16/bf16: multiples of 64, 64, 32; f32: any) f16, bf16, f32"
+            ),
+            "{out}"
+        );
     }
     let (_, out, _) = tilekit(&["bench", "--help"]);
     assert!(out.contains("softmax 16384x16384 bf16") && out.contains("copy-example"), "{out}");
