@@ -1897,6 +1897,89 @@ pub fn gemm_ex<
     }
 }
 
+/// Strided batches: `C[i] = act(alpha · A[i]·B[i] + beta · C[i] + bias)` for every batch index
+/// `i` of rank-3 tensors A (`batch × M × K`), B (`batch × K × N`) and C (`batch × M × N`), each
+/// matrix as [`gemm_ex`] takes it (any strides; A or B with a batch length of 1 — or a stride of
+/// 0 — is shared by every entry); C of f32, or the inputs' type on a Hopper backend. f32 inputs
+/// run on the CUDA cores (plain product only). One GEMM launch per batch entry, stream-ordered.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// use tilekit_ops::{api::{self, GemmOptions}, backend::Interp};
+/// use half::bf16;
+/// // two batches of 16×32 · 32×8; B shared (batch length 1)
+/// let a: Vec<bf16> = (0..2 * 16 * 32).map(|i| bf16::from_f32(if i < 16 * 32 { 1.0 } else { 2.0 })).collect();
+/// let a = HostTensor::from_slice(&a, &[2, 16, 32]).unwrap();
+/// let w = HostTensor::from_slice(&vec![bf16::from_f32(0.5); 32 * 8], &[1, 32, 8]).unwrap();
+/// let mut c = HostTensor::from_slice(&vec![f32::NAN; 2 * 16 * 8], &[2, 16, 8]).unwrap();
+/// api::gemm_batched_into(&Interp, &a, &w, &mut c, &GemmOptions::new()).unwrap();
+/// let got = c.to_vec::<f32>().unwrap();
+/// assert!(got[..128].iter().all(|&v| v == 16.0) && got[128..].iter().all(|&v| v == 32.0));
+/// let mut wrong = HostTensor::from_slice(&vec![0.0f32; 3 * 16 * 8], &[3, 16, 8]).unwrap();
+/// let e = api::gemm_batched_into(&Interp, &a, &w, &mut wrong, &GemmOptions::new()).unwrap_err();
+/// assert!(e.to_string().contains("batch"), "{e}");
+/// ```
+pub fn gemm_batched_into<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+    opts: &GemmOptions<'_, B>,
+) -> Result<()> {
+    let (al, bl, cl) = (a.layout().clone(), bm.layout().clone(), c.layout().clone());
+    if al.rank() != 3 || bl.rank() != 3 || cl.rank() != 3 {
+        return Err(OpsError::invalid(
+            "gemm batched",
+            "ranks",
+            format!("A {}, B {}, C {}", al.rank(), bl.rank(), cl.rank()),
+            "3 each: batch × rows × columns",
+        ));
+    }
+    let batch = cl.shape()[0];
+    for (what, l) in [("A", &al), ("B", &bl)] {
+        if l.shape()[0] != batch && l.shape()[0] != 1 {
+            return Err(OpsError::invalid(
+                "gemm batched",
+                "batch",
+                format!("{what} {:?}, C {:?}", l.shape(), cl.shape()),
+                format!("{batch} (C's) or 1 (shared by every entry)"),
+            ));
+        }
+    }
+    // entry i of a batch-1 (shared) operand is entry 0
+    let entry = |l: &TensorLayout, i: i64| -> Result<TensorLayout> {
+        let i = if l.shape()[0] == 1 { 0 } else { i };
+        let (shape, strides) = (l.shape()[1..].to_vec(), l.strides()[1..].to_vec());
+        Ok(TensorLayout::strided(l.dtype(), shape, strides, l.offset() + i * l.strides()[0])?)
+    };
+    let f32_in = al.dtype() == ScalarType::F32;
+    if f32_in && !opts.is_plain() {
+        return Err(OpsError::invalid(
+            "gemm batched",
+            "options",
+            "an epilogue",
+            "the plain product for f32 inputs (the CUDA-core kernel has no fused epilogue)",
+        ));
+    }
+    for i in 0..batch {
+        let ai = ReshapedIn { t: a, layout: entry(&al, i)? };
+        let bi = ReshapedIn { t: bm, layout: entry(&bl, i)? };
+        let layout = entry(&cl, i)?;
+        let mut ci = Reshaped { t: &mut *c, layout };
+        if f32_in {
+            gemm_into(b, &ai, &bi, &mut ci)?;
+        } else {
+            gemm_ex(b, &ai, &bi, &mut ci, opts)?;
+        }
+    }
+    Ok(())
+}
+
 /// `C = A · B` in f32 on the CUDA cores ([`crate::gemm_simt`], no tensor cores, no TF32) with
 /// an explicit configuration: A `M × K`, B `K × N` (a row-major matrix, or the transposed view
 /// `w.t()` of an `N × K` row-major one, which is read in its own row order), C `M × N`; any

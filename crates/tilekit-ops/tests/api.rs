@@ -53,6 +53,7 @@ on_backends!(
     gemm_hopper_weights,
     gemm_every_layout,
     gemm_stages_operands_tma_cannot_read,
+    gemm_batches,
     gemm_ex_epilogues,
     gemm_ex_typed_errors,
     typed_errors,
@@ -421,6 +422,47 @@ fn gemm_stages_operands_tma_cannot_read<B: Backend>(b: &B) {
     api::gemm_ex(b, &a, &bt, &mut c, &GemmOptions::new().alpha(0.5).beta(-2.0)).unwrap();
     let want3: Vec<f64> = want.iter().zip(&before).map(|(p, c0)| 0.5 * p - 2.0 * c0).collect();
     check("gemm_ex staged C, beta -2", &values(&b.to_host(&c).unwrap()), &want3, 3.0 * tol);
+}
+
+/// Strided batches through `api::gemm_batched_into`: 3 entries of 70 × 40 × 48 bf16 with B
+/// shared (batch length 1) and A's entries strided apart by more than a matrix, into a bf16 C
+/// with alpha; and f32 inputs (the CUDA-core kernel) with a transposed B per entry; vs f64.
+fn gemm_batches<B: Backend>(b: &B) {
+    use tilekit_ops::api::GemmOptions;
+    let (batch, m, n, k) = (3i64, 70i64, 40i64, 48i64);
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    // A: the first 70 rows of each of 3 slabs of 72 rows (entries 72·48 elements apart)
+    let a_full = random(BF16, &[batch, m + 2, k], 170);
+    let afv = values(&a_full);
+    let a = view(b, &b.from_host(&a_full).unwrap(), |l| l.narrow(1, 0, m));
+    let w = random(BF16, &[1, k, n], 171);
+    let wv = values(&w);
+    let z = b.from_host(&w).unwrap();
+    let mut c = poisoned(b, BF16, &[batch, m, n]);
+    api::gemm_batched_into(b, &a, &z, &mut c, &GemmOptions::new().alpha(0.5)).unwrap();
+    let want: Vec<f64> = (0..batch as usize * mu * nu)
+        .map(|e| {
+            let (s, i, j) = (e / (mu * nu), e / nu % mu, e % nu);
+            0.5 * (0..ku).map(|x| afv[(s * (mu + 2) + i) * ku + x] * wv[x * nu + j]).sum::<f64>()
+        })
+        .collect();
+    check("gemm batched bf16", &values(&b.to_host(&c).unwrap()), &want, 1.0 / 64.0);
+
+    // f32: B stored N × K per entry and passed transposed
+    let a32 = random(F32, &[batch, m, k], 172);
+    let w32 = random(F32, &[batch, n, k], 173);
+    let (av, wv) = (values(&a32), values(&w32));
+    let zt = view(b, &b.from_host(&w32).unwrap(), |l| l.transpose(1, 2));
+    let mut c32 = poisoned(b, F32, &[batch, m, n]);
+    let a32d = b.from_host(&a32).unwrap();
+    api::gemm_batched_into(b, &a32d, &zt, &mut c32, &GemmOptions::new()).unwrap();
+    let want32: Vec<f64> = (0..batch as usize * mu * nu)
+        .map(|e| {
+            let (s, i, j) = (e / (mu * nu), e / nu % mu, e % nu);
+            (0..ku).map(|x| av[(s * mu + i) * ku + x] * wv[(s * nu + j) * ku + x]).sum::<f64>()
+        })
+        .collect();
+    check("gemm batched f32", &values(&b.to_host(&c32).unwrap()), &want32, 1e-4);
 }
 
 /// `act(alpha·A·B + beta·C + bias)` through `api::gemm_ex`: bf16 C read (beta ≠ 0) and
