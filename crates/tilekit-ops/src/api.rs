@@ -1295,9 +1295,15 @@ fn gemm_hopper<
     c: &mut Y,
     opts: &GemmOptions<'_, B>,
 ) -> Result<()> {
-    let stage = |x_layout: &TensorLayout, k_dim: usize, aligned: bool| {
-        sm90_major(x_layout, k_dim).is_none() || !aligned
-    };
+    use tilekit_ir::wgmma::Major;
+    // tf32 wgmma reads only K-major tiles: f32 operands stored otherwise are staged too
+    let k_major_only = a.layout().dtype() == ScalarType::F32;
+    let stage =
+        |x_layout: &TensorLayout, k_dim: usize, aligned: bool| match sm90_major(x_layout, k_dim) {
+            None => true,
+            Some(Major::MN) if k_major_only => true,
+            Some(_) => !aligned,
+        };
     let (al, bl, cl) = (a.layout().clone(), bm.layout().clone(), c.layout().clone());
     let a_in: Staged<'_, B, X> = if stage(&al, 1, tma_aligned(a)) {
         let mut t = padded_empty(b, al.dtype(), al.shape()[0], al.shape()[1])?;
@@ -1306,7 +1312,14 @@ fn gemm_hopper<
     } else {
         Staged::Given(a)
     };
-    let b_in: Staged<'_, B, Z> = if stage(&bl, 0, tma_aligned(bm)) {
+    let b_in: Staged<'_, B, Z> = if stage(&bl, 0, tma_aligned(bm)) && k_major_only {
+        // B (K × N) stored N × K: a padded row-major N × K copy, viewed transposed
+        let (k, n) = (bl.shape()[0], bl.shape()[1]);
+        let mut t = padded_empty(b, bl.dtype(), n, k)?;
+        let kn = TensorIn::<B>::layout(&t).transpose(0, 1)?;
+        copy_into(b, bm, &mut Reshaped { t: &mut t, layout: kn })?;
+        Staged::Copy(tilekit_ir::tensor::TensorView::transpose(&t, 0, 1)?)
+    } else if stage(&bl, 0, tma_aligned(bm)) {
         let mut t = padded_empty(b, bl.dtype(), bl.shape()[0], bl.shape()[1])?;
         copy_into(b, bm, &mut t)?;
         Staged::Copy(t)
@@ -1738,11 +1751,15 @@ pub struct GemmOptions<'a, B: Backend> {
     pub bias: Option<&'a dyn TensorIn<B>>,
     /// The activation, applied last.
     pub activation: Activation,
+    /// f32 A and B on the tensor cores as tf32 (their low 13 mantissa bits ignored: about 3
+    /// decimal digits per operand, products accumulated in f32). Off by default: f32 inputs
+    /// then need [`gemm_into`] (the CUDA cores, exact f32).
+    pub tf32: bool,
 }
 
 impl<B: Backend> Default for GemmOptions<'_, B> {
     fn default() -> Self {
-        GemmOptions { alpha: 1.0, beta: 0.0, bias: None, activation: Activation::None }
+        GemmOptions { alpha: 1.0, beta: 0.0, bias: None, activation: Activation::None, tf32: false }
     }
 }
 
@@ -1807,6 +1824,15 @@ impl<'a, B: Backend> GemmOptions<'a, B> {
             && self.bias.is_none()
             && self.activation == Activation::None
     }
+    /// Opts f32 inputs into the tensor cores as tf32 ([`GemmOptions::tf32`]).
+    ///
+    /// ```
+    /// let o = tilekit_ops::api::GemmOptions::<tilekit_ops::backend::Interp>::new().tf32(true);
+    /// assert!(o.tf32 && o.is_plain());
+    /// ```
+    pub fn tf32(self, tf32: bool) -> Self {
+        GemmOptions { tf32, ..self }
+    }
 }
 
 /// `C = act(alpha · A·B + beta · C + bias)` into a caller's `M × N` C of f32 or the inputs'
@@ -1849,7 +1875,21 @@ pub fn gemm_ex<
     let op = "gemm";
     let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
-    let (m, n, _) = gemm_operands(&al, &bl, &crate::gemm::TYPES)?;
+    if ty == ScalarType::F32 && !opts.tf32 {
+        return Err(OpsError::invalid(
+            op,
+            "input type",
+            "f32",
+            "f16 or bf16; f32 with GemmOptions::tf32(true) (tensor cores, tf32 precision), or \
+             api::gemm_into for exact f32 on the CUDA cores",
+        ));
+    }
+    let types: &[ScalarType] = if opts.tf32 {
+        &[ScalarType::F16, ScalarType::BF16, ScalarType::F32]
+    } else {
+        &crate::gemm::TYPES
+    };
+    let (m, n, _) = gemm_operands(&al, &bl, types)?;
     let out = c.layout().dtype();
     if out != ScalarType::F32 && out != ty {
         return Err(OpsError::invalid(
@@ -1957,13 +1997,14 @@ pub fn gemm_batched_into<
         let (shape, strides) = (l.shape()[1..].to_vec(), l.strides()[1..].to_vec());
         Ok(TensorLayout::strided(l.dtype(), shape, strides, l.offset() + i * l.strides()[0])?)
     };
-    let f32_in = al.dtype() == ScalarType::F32;
+    let f32_in = al.dtype() == ScalarType::F32 && !opts.tf32;
     if f32_in && !opts.is_plain() {
         return Err(OpsError::invalid(
             "gemm batched",
             "options",
             "an epilogue",
-            "the plain product for f32 inputs (the CUDA-core kernel has no fused epilogue)",
+            "the plain product for f32 inputs on the CUDA cores (no fused epilogue there), or \
+             GemmOptions::tf32(true)",
         ));
     }
     for i in 0..batch {

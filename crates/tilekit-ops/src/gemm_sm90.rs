@@ -67,6 +67,10 @@
 //!     MN A, MN B      (NT)                                 └────────┴────────┘
 //! ```
 //!
+//! f32 inputs run as tf32 (wgmma `.tf32`, k 8): the same 128-byte swizzled rows hold 32 of them,
+//! so a stage covers K = 32 ([`GemmConfig::bk`]) in four wgmmas; tf32 has no transpose, so both
+//! operands are K-major (the API stages others).
+//!
 //! Split K ([`GemmConfig::split_k`] = s > 1): for a C of few tiles and a long K (64 × 8192 × 8192
 //! is 32 tiles of 128 × 256 on 132 SMs), the walk covers s × tiles: tile t of split j streams
 //! k-slices `j·⌈S/s⌉ ..` (S = ⌈K/64⌉; the last splits may get fewer, or none, and then store
@@ -104,7 +108,8 @@ use crate::error::{OpsError, Result};
 
 /// Rows of C per block (two consumer warpgroups of 64).
 pub const BM: i64 = 128;
-/// K per stage (one 128-byte swizzle row of 16-bit elements).
+/// K per stage of 16-bit inputs (one 128-byte swizzle row); f32 inputs (tf32) take half as
+/// many, [`GemmConfig::bk`].
 pub const BK: i64 = 64;
 
 /// The largest [`GemmConfig::split_k`].
@@ -339,7 +344,8 @@ impl EpilogueOp {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GemmConfig {
-    /// Input element type (F16 or BF16).
+    /// Input element type: F16 or BF16, or F32 read as tf32 (the low 13 mantissa bits ignored;
+    /// K-major operands only, 32 K per stage).
     pub input: ScalarType,
     /// Output element type (the input type or F32).
     pub output: ScalarType,
@@ -452,11 +458,24 @@ impl GemmConfig {
     /// assert_eq!(c.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2 + 128 * 128 * 2);
     /// ```
     pub fn shared_bytes(&self) -> i64 {
-        let ring = self.stages * (BM * BK + self.bn * BK) * self.input.size_bytes() as i64;
+        let ring =
+            self.stages * (BM * self.bk() + self.bn * self.bk()) * self.input.size_bytes() as i64;
         match self.epilogue {
             Epilogue::Registers => ring,
             Epilogue::Tma => ring + BM * self.bn * self.output.size_bytes() as i64,
         }
+    }
+
+    /// K per stage: one 128-byte swizzle row of the input type (64 of f16 / bf16, 32 of f32).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_sm90::GemmConfig;
+    /// assert_eq!(GemmConfig::default().bk(), 64);
+    /// assert_eq!(GemmConfig { input: ScalarType::F32, output: ScalarType::F32, ..GemmConfig::default() }.bk(), 32);
+    /// ```
+    pub fn bk(&self) -> i64 {
+        128 / self.input.size_bytes() as i64
     }
 
     /// Types, tile width, stages and raster group; a named error otherwise.
@@ -469,8 +488,16 @@ impl GemmConfig {
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "gemm_sm90";
-        if !matches!(self.input, ScalarType::F16 | ScalarType::BF16) {
-            return Err(OpsError::invalid(op, "input type", self.input, "f16 or bf16"));
+        if !matches!(self.input, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32) {
+            return Err(OpsError::invalid(op, "input type", self.input, "f16, bf16 or f32 (tf32)"));
+        }
+        if self.input == ScalarType::F32 && (self.a_major != Major::K || self.b_major != Major::K) {
+            return Err(OpsError::invalid(
+                op,
+                "operand majors",
+                format!("A {:?}, B {:?}", self.a_major, self.b_major),
+                "K-major for f32 inputs (tf32 wgmma has no transpose)",
+            ));
         }
         if self.output != self.input && self.output != ScalarType::F32 {
             return Err(OpsError::invalid(
@@ -505,8 +532,8 @@ impl GemmConfig {
                 self.stages,
                 format!(
                     "2..=8 whose tiles fit 227 KiB ({} KiB a stage, {} KiB besides)",
-                    (BM + self.bn) * BK * 2 / 1024,
-                    (self.shared_bytes() - self.stages * (BM + self.bn) * BK * 2) / 1024
+                    (BM + self.bn) * 128 / 1024,
+                    (self.shared_bytes() - self.stages * (BM + self.bn) * 128) / 1024
                 ),
             ));
         }
@@ -714,17 +741,20 @@ struct Slices {
 pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     cfg.check()?;
     let (elem, bn, stages) = (cfg.input, cfg.bn, cfg.stages);
-    let ty = WgmmaType::of(elem).expect("checked: f16 or bf16");
+    let ty = WgmmaType::of(elem).expect("checked: f16, bf16 or f32 (tf32)");
+    // K per stage: one 128-byte swizzle row (64 of 16-bit elements, 32 tf32)
+    let bk = cfg.bk();
     let eb = elem.size_bytes() as i64;
     let b = KernelBuilder::new("gemm_sm90", [384, 1, 1])?;
     let ga = b.ptr_param("a", elem)?;
     let gb = b.ptr_param("b", elem)?;
     // an MN-major operand's tile is slabs of SLAB MN-columns × BK K-rows (one 128-byte swizzle
     // row of MN each), one TMA box a slab: the map's box is derived from the slab's layout
-    let slab = HopperSwizzle::B128.descriptor(BK, SLAB, eb)?;
+    // (16-bit inputs only: f32 operands are K-major, checked)
+    let slab = HopperSwizzle::B128.descriptor(bk, 128 / eb, eb)?;
     let spec = |major: Major, rows: i64| match major {
         Major::K => {
-            TensorMapSpec::new(elem, &[BK as u32, rows as u32], TmaSwizzle::B128, OobFill::Zero)
+            TensorMapSpec::new(elem, &[bk as u32, rows as u32], TmaSwizzle::B128, OobFill::Zero)
         }
         Major::MN => {
             TensorMapSpec::from_layout(elem, &[SLAB as u32, BK as u32], &slab, OobFill::Zero)
@@ -804,18 +834,18 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     // the tiles: TMA box images with the 128-byte swizzle, and the wgmma views of them (a
     // consumer's A: 64 rows of M; MN-major, that is one slab; B MN-major: bn / SLAB slabs)
     let a_layout = match cfg.a_major {
-        Major::K => HopperSwizzle::B128.descriptor(64, BK, eb)?,
+        Major::K => HopperSwizzle::B128.descriptor(64, bk, eb)?,
         Major::MN => slab.clone(),
     };
     let b_layout = match cfg.b_major {
-        Major::K => HopperSwizzle::B128.descriptor(bn, BK, eb)?,
+        Major::K => HopperSwizzle::B128.descriptor(bn, bk, eb)?,
         Major::MN => HopperSwizzle::B128.descriptor_atoms(BK, bn, eb)?,
     };
     let ma =
         SmemMatrix::from_layout(&a_layout, cfg.a_major, elem).map_err(tilekit_ir::IrError::from)?;
     let mb =
         SmemMatrix::from_layout(&b_layout, cfg.b_major, elem).map_err(tilekit_ir::IrError::from)?;
-    let (a_elems, b_elems) = (BM * BK, bn * BK);
+    let (a_elems, b_elems) = (BM * bk, bn * bk);
     let sa = b.shared("a_ring", elem, (stages * a_elems) as usize)?;
     let sb = b.shared("b_ring", elem, (stages * b_elems) as usize)?;
     let sc = match cfg.epilogue {
@@ -837,7 +867,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     })?;
     b.barrier();
     let i32v = |b: &KernelBuilder, v: &Val| b.cvt(v, ScalarType::I32);
-    let tiles = i32v(&b, &((kk.clone() + lit(BK - 1)) / lit(BK)))?;
+    let tiles = i32v(&b, &((kk.clone() + lit(bk - 1)) / lit(bk)))?;
     let split = cfg.split_k;
     // C's rows: the workspace of a split holds `split` slabs of M rows
     let m_rows = if split > 1 { c.lengths[0].clone() / lit(split) } else { c.lengths[0].clone() };
@@ -910,7 +940,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let parity = (round.clone() + lit(1)) % lit(2);
                         b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
-                        let k0 = i32v(b, &((sl.first.clone() + kt.clone()) * lit(BK)))?;
+                        let k0 = i32v(b, &((sl.first.clone() + kt.clone()) * lit(bk)))?;
                         // a K-major tile is one box at (k0, mn0); an MN-major one a box per
                         // slab at (mn0 + j·SLAB, k0), slab j at element j·SLAB·BK of the tile
                         let load = |mem, at: Val, map, major, mn0: &Val, rows: i64| match major {
@@ -950,10 +980,10 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     let parity = (g / lit(stages)) % lit(2);
                     b.mbarrier_wait(full, &s, &parity)?;
                     b.wgmma_fence()?;
-                    let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * BK);
+                    let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * bk);
                     let b_at = s.clone() * lit(b_elems);
                     let mut acc = acc.to_vec();
-                    for blk in 0..(BK / 16) as usize {
+                    for blk in 0..bk as usize / ty.k() {
                         let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
                         let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
                         acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;

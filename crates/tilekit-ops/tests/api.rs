@@ -54,6 +54,7 @@ on_backends!(
     gemm_every_layout,
     gemm_stages_operands_tma_cannot_read,
     gemm_batches,
+    gemm_tf32,
     gemm_ex_epilogues,
     gemm_ex_typed_errors,
     typed_errors,
@@ -422,6 +423,32 @@ fn gemm_stages_operands_tma_cannot_read<B: Backend>(b: &B) {
     api::gemm_ex(b, &a, &bt, &mut c, &GemmOptions::new().alpha(0.5).beta(-2.0)).unwrap();
     let want3: Vec<f64> = want.iter().zip(&before).map(|(p, c0)| 0.5 * p - 2.0 * c0).collect();
     check("gemm_ex staged C, beta -2", &values(&b.to_host(&c).unwrap()), &want3, 3.0 * tol);
+}
+
+/// f32 operands on the tensor cores as tf32 (opt-in): A row-major, B row-major (staged into a
+/// K-major copy: tf32 wgmma has no transpose), a ReLU epilogue; vs f64 of the operands with
+/// their low 13 mantissa bits cleared (what tf32 reads). Without the opt-in: a typed error.
+fn gemm_tf32<B: Backend>(b: &B) {
+    use tilekit_ops::api::{Activation, GemmOptions};
+    let (m, n, k) = (200i64, 136i64, 96i64);
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let a = random(F32, &[m, k], 180);
+    let z = random(F32, &[k, n], 181);
+    let t = |x: f64| f64::from(f32::from_bits((x as f32).to_bits() & !0x1fff));
+    let (av, zv): (Vec<f64>, Vec<f64>) =
+        (values(&a).into_iter().map(t).collect(), values(&z).into_iter().map(t).collect());
+    let (ad, zd) = (b.from_host(&a).unwrap(), b.from_host(&z).unwrap());
+    let mut c = poisoned(b, F32, &[m, n]);
+    let opts = GemmOptions::new().tf32(true).activation(Activation::Relu);
+    api::gemm_ex(b, &ad, &zd, &mut c, &opts).unwrap();
+    let want: Vec<f64> = (0..mu * nu)
+        .map(|ij| {
+            (0..ku).map(|x| av[ij / nu * ku + x] * zv[x * nu + ij % nu]).sum::<f64>().max(0.0)
+        })
+        .collect();
+    check("gemm tf32", &values(&b.to_host(&c).unwrap()), &want, 1e-4);
+    let e = api::gemm_ex(b, &ad, &zd, &mut c, &GemmOptions::new()).unwrap_err().to_string();
+    assert!(e.contains("GemmOptions::tf32(true)"), "{e}");
 }
 
 /// Strided batches through `api::gemm_batched_into`: 3 entries of 70 × 40 × 48 bf16 with B

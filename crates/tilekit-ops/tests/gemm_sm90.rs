@@ -102,6 +102,14 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     let grid = launch_grid(&cfg, m, n, sms).unwrap();
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {m}x{n}x{k}: {e}"));
     let (av, bv) = (host::to_f64(a.buffer()), host::to_f64(b.buffer()));
+    // f32 inputs run as tf32: wgmma reads the top 19 bits (the low 13 mantissa bits ignored)
+    let tf32 = |v: Vec<f64>| -> Vec<f64> {
+        if cfg.input != ScalarType::F32 {
+            return v;
+        }
+        v.into_iter().map(|x| f64::from(f32::from_bits((x as f32).to_bits() & !0x1fff))).collect()
+    };
+    let (av, bv) = (tf32(av), tf32(bv));
     let ku = k as usize;
     // element (row, x) of an operand of row pitch `pitch`, through its storage order
     let at = |major, v: &[f64], pitch: usize, row: usize, x: usize| match major {
@@ -366,6 +374,44 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
                     .join(" | ")
             );
         }
+    }
+}
+
+#[test]
+fn f32_inputs_run_as_tf32() {
+    // K-major f32 operands, 32 K per stage (a 128-byte row), 4 wgmma k8 per stage: edges in
+    // M, N and K (K = 200: the last stage 8 deep), persistent TMA-store and register epilogues
+    let base = GemmConfig {
+        input: ScalarType::F32,
+        output: ScalarType::F32,
+        bn: 128,
+        stages: 3,
+        overlap: true,
+        ..GemmConfig::default()
+    };
+    run(base, 130, 72, 200, 81);
+    run(
+        GemmConfig {
+            persistent: true,
+            raster: Raster::Grouped(2),
+            epilogue: Epilogue::Tma,
+            ..base
+        },
+        200,
+        136,
+        96,
+        82,
+    );
+    // MN-major f32 operands are refused by name (tf32 wgmma has no transpose)
+    let e = GemmConfig { b_major: Major::MN, ..base }.check().unwrap_err().to_string();
+    assert!(e.contains("K-major for f32 inputs"), "{e}");
+    let k = build_gemm_sm90(base).unwrap();
+    assert!(k.to_string().contains(".tf32"));
+    let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+    if let Some(report) =
+        tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, "gemm_sm90").unwrap()
+    {
+        assert!(report.contains("0 bytes spill stores"), "{report}");
     }
 }
 
