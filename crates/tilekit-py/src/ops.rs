@@ -271,10 +271,11 @@ pub fn gemm_into(
     })
 }
 
-/// `c = act(alpha · a @ b + beta · c + bias)` (f16/bf16 in; c f32 or the inputs' type; bias
-/// `None` or N elements of c's type or f32; `activation` "none", "relu" or "gelu").
+/// `c = act(alpha · a @ b + beta · c + bias)` (f16/bf16 in, or f32 with `tf32`; c f32 or the
+/// inputs' type; bias `None` or N elements of c's type or f32; `activation` "none", "relu" or
+/// "gelu").
 #[pyfunction]
-#[pyo3(signature = (a, b, c, bias, alpha, beta, activation, stream))]
+#[pyo3(signature = (a, b, c, bias, alpha, beta, activation, stream, tf32 = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_ex_into(
     py: Python<'_>,
@@ -286,6 +287,7 @@ pub fn gemm_ex_into(
     beta: f32,
     activation: &str,
     stream: u64,
+    tf32: bool,
 ) -> PyResult<()> {
     let act = match activation {
         "none" => api::Activation::None,
@@ -304,7 +306,7 @@ pub fn gemm_ex_into(
     run(py, &objs, stream, move |cu, t| {
         let (abc, rest) = t.split_at_mut(3);
         let (ab, c) = abc.split_at_mut(2);
-        let mut opts = api::GemmOptions::new().alpha(alpha).beta(beta).activation(act);
+        let mut opts = api::GemmOptions::new().alpha(alpha).beta(beta).activation(act).tf32(tf32);
         if let Some(bias) = rest.first() {
             opts = opts.bias(bias);
         }

@@ -402,3 +402,17 @@ def test_out_is_written_in_place_and_returned():
     ptr = out.data_ptr()
     assert tilekit.transpose(x, out=out) is out and out.data_ptr() == ptr
     exact(out, x.t().contiguous())
+
+
+def test_gemm_tf32_opt_in():
+    # float32 on the tensor cores as tf32: compare with torch's product of the tf32-truncated
+    # operands (low 13 mantissa bits cleared), a ReLU fused; b row-major is staged K-major
+    if not hopper():
+        pytest.skip("the Hopper kernel needs sm_90")
+    m, n, k = 200, 136, 96
+    a, b = rand(m, k, seed=31), rand(k, n, seed=32)
+    trunc = lambda x: (x.view(torch.int32) & ~0x1FFF).view(torch.float32).double()
+    want = torch.relu(trunc(a) @ trunc(b))
+    got = tilekit.gemm(a, b, poisoned((m, n), torch.float32), activation="relu", tf32=True)
+    err = ((got.double() - want).abs() / (want.abs() + 1)).max()
+    assert err <= 1e-4, err

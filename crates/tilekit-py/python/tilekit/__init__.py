@@ -243,7 +243,7 @@ def maximum(a, b, out=None):
 _ACTIVATIONS = ("relu", "gelu")
 
 
-def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None):
+def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf32=False):
     """``activation(alpha * (a @ b) + beta * out + bias)`` of float16 or bfloat16 matrices
     (M×K times K×N) on tensor cores; by default simply ``a @ b`` in float32.
 
@@ -252,7 +252,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None):
     ``w.T`` of a linear layer's (N, K) weight) whose rows are a multiple of 16 bytes; the
     epilogue (``alpha``, ``beta``, ``bias``, ``activation``) is fused into its stores. Elsewhere
     only the plain product runs, with M, N and K multiples of 64, 64 and 32. float32 matrices
-    run on the CUDA cores (no TF32), any shape and strides, plain product only.
+    run on the CUDA cores (no TF32), any shape and strides, plain product only — or, with
+    ``tf32=True``, on the tensor cores as tf32 (low 13 mantissa bits ignored) with the epilogue.
 
     ``out``: the (M, N) result, float32 or the inputs' dtype (float32 when omitted); with
     ``beta != 0`` it is also read (C), so it must be given. ``bias``: an (N,) tensor of
@@ -284,7 +285,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None):
         )
     y = _output(out, (a.shape[0], b.shape[1]), a, dtype=dtype)
     plain = alpha == 1.0 and beta == 0.0 and bias is None and activation is None
-    if plain and dtype == torch.float32:
+    if plain and dtype == torch.float32 and not tf32:
         _tilekit.gemm_into(a, b, _d(y), _stream(a))
         return y
     if bias is not None:
@@ -299,6 +300,6 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None):
         if bias.device != a.device:
             raise DeviceError(f"bias is on {bias.device}: the inputs are on {a.device}")
     _tilekit.gemm_ex_into(
-        a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a)
+        a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a), tf32=bool(tf32)
     )
     return y
