@@ -356,9 +356,9 @@ impl GemmProblem {
             }
             // a C of few tiles and a long K: the K split over 2, 4 or 8 blocks a tile (partial
             // products in an f32 workspace, summed by a second kernel into C of any type), each
-            // split at least 4 k-slices
+            // split at least 4 k-slices (problems of at most 64 tiles)
             let k_slices = (self.k + 63) / 64;
-            if tiles(bn) < 64 {
+            if tiles(bn) <= 64 {
                 for split_k in [2, 4, 8] {
                     if k_slices < 4 * split_k {
                         continue;

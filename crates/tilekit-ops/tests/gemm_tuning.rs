@@ -275,7 +275,7 @@ fn split_candidates_appear_for_few_tiles_and_long_k() {
     let splits: Vec<i64> =
         skinny.candidates().iter().map(|c| c.split_k).filter(|&s| s > 1).collect();
     assert!(splits.contains(&2) && splits.contains(&4) && splits.contains(&8), "{splits:?}");
-    // 64 tiles of 128 × 128 or more: no split; a short K (8 slices): at most 2
+    // more than 64 tiles of 128 × 128: no split; a short K (8 slices): at most 2
     let square = GemmProblem::new(4096, 4096, 4096, BF, F32, true);
     assert!(square.candidates().iter().filter(|c| c.bn == 128).all(|c| c.split_k == 1));
     let short = GemmProblem::new(64, 8192, 512, BF, F32, true);
