@@ -300,6 +300,19 @@ fn sm90_best(
         }
         Ok(())
     };
+    // a timed config's C checked, its time printed, and kept if it is the fastest so far
+    let keep = |best: &mut Option<(f64, String)>,
+                label: String,
+                ms: f64,
+                c: &tilekit_cuda::DeviceTensor|
+     -> Result<(), String> {
+        check_c(&host::to_f64(cuda.to_host(c).map_err(e)?.buffer()), &label)?;
+        eprintln!("    {ms:.3} ms, {:.1} TFLOP/s, checked", tflops(flops, ms));
+        if best.as_ref().is_none_or(|(b, _)| ms < *b) {
+            *best = Some((ms, label));
+        }
+        Ok(())
+    };
     let mut best: Option<(f64, String)> = None;
     for base in SM90_CONFIGS {
         let cfg = GemmConfig { input: ty, output: ty, a_major, b_major, ..*base };
@@ -379,15 +392,7 @@ fn sm90_best(
         };
         eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, {label}, grid {grid:?} …");
         let t = cuda.time(3, reps, |_| launch(&mut c)).map_err(|x| format!("{label}: {x}"))?;
-        check_c(&host::to_f64(cuda.to_host(&c).map_err(e)?.buffer()), &label)?;
-        eprintln!(
-            "    {:.3} ms, {:.1} TFLOP/s, checked",
-            t.median_ms(),
-            tflops(flops, t.median_ms())
-        );
-        if best.as_ref().is_none_or(|(ms, _)| t.median_ms() < *ms) {
-            best = Some((t.median_ms(), label));
-        }
+        keep(&mut best, label, t.median_ms(), &c)?;
     }
     // a C of few tiles and a long K: split K through the API (f32 workspace, then the sum
     // into C), the operands viewed as M × K and K × N
@@ -420,15 +425,7 @@ fn sm90_best(
             let t = cuda
                 .time(3, reps, |_| tilekit_ops::api::gemm_with(cuda, choice, &av_, &bv_, &mut c))
                 .map_err(|x| format!("{label}: {x}"))?;
-            check_c(&host::to_f64(cuda.to_host(&c).map_err(e)?.buffer()), &label)?;
-            eprintln!(
-                "    {:.3} ms, {:.1} TFLOP/s, checked",
-                t.median_ms(),
-                tflops(flops, t.median_ms())
-            );
-            if best.as_ref().is_none_or(|(ms, _)| t.median_ms() < *ms) {
-                best = Some((t.median_ms(), label));
-            }
+            keep(&mut best, label, t.median_ms(), &c)?;
         }
     }
     Ok(best)

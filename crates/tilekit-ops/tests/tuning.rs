@@ -4,6 +4,21 @@
 use tilekit_ir::ScalarType;
 use tilekit_ops::tuning::{file_name, Tuning, TuningError, TuningSource};
 
+/// The saved file `path` (text `text`) with `from` replaced by `to` is refused as corrupt,
+/// naming `why` (e.g. `softmax_coop.threads = 500`) as out of range.
+fn assert_out_of_range(path: &std::path::Path, text: &str, from: &str, to: &str, why: &str) {
+    assert!(text.contains(from), "{text}");
+    std::fs::write(path, text.replace(from, to)).unwrap();
+    let dir = path.parent().unwrap();
+    let dev = "Some GPU";
+    assert_eq!(path.file_name().unwrap().to_str().unwrap(), file_name(dev));
+    let e = Tuning::load(dir, dev).unwrap_err();
+    assert!(
+        matches!(&e, TuningError::Corrupt { why: w, .. } if *w == format!("{why} is out of range")),
+        "{e}"
+    );
+}
+
 #[test]
 fn the_table_gives_h100_and_h200_their_shapes_and_everyone_else_the_defaults() {
     let h200 = Tuning::for_device("NVIDIA H200");
@@ -100,13 +115,7 @@ fn transpose_loops_are_saved_validated_and_default_to_one_tile_per_block() {
         ),
         ("\"buffers\": 2", "\"buffers\": 3", "transpose_loop_f32.buffers = 3"),
     ] {
-        assert!(text.contains(from), "{text}");
-        std::fs::write(&path, text.replace(from, to)).unwrap();
-        let e = Tuning::load(tmp.path(), dev).unwrap_err();
-        assert!(
-            matches!(&e, TuningError::Corrupt { why: w, .. } if *w == format!("{why} is out of range")),
-            "{e}"
-        );
+        assert_out_of_range(&path, &text, from, to, why);
     }
     // a file of this version written before the loops existed loads with the default loops
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -143,13 +152,7 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
         ("\"threads\": 512", "\"threads\": 500", "softmax_coop.threads = 500"),
         ("\"per_thread\": 48", "\"per_thread\": 65", "softmax_coop.per_thread = 65"),
     ] {
-        assert!(text.contains(from), "{text}");
-        std::fs::write(&path, text.replace(from, to)).unwrap();
-        let e = Tuning::load(tmp.path(), dev).unwrap_err();
-        assert!(
-            matches!(&e, TuningError::Corrupt { why: w, .. } if *w == format!("{why} is out of range")),
-            "{e}"
-        );
+        assert_out_of_range(&path, &text, from, to, why);
     }
     // a file written before the coop existed loads with it off
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
