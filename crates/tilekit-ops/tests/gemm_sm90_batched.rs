@@ -142,7 +142,7 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
     for e in 0..batch as usize {
         let eb = if shared_b { 0 } else { e };
         for i in 0..mu {
-            for j in 0..nu {
+            for (j, &bias_j) in biases.iter().enumerate() {
                 let terms = (0..ku).map(|x| {
                     at(cfg.a_major, &av, a_pitch, a_entry, e, i, x)
                         * at(cfg.b_major, &bv, b_pitch, b_entry, eb, j, x)
@@ -150,11 +150,11 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
                 let product: f64 = terms.clone().sum();
                 let place = e * ce as usize + i * cp + j;
                 let old = if cfg.op.beta { c_old[place] } else { 0.0 };
-                let want = cfg.op.reference(product, alpha, beta, old, biases[j]);
+                let want = cfg.op.reference(product, alpha, beta, old, bias_j);
                 live += usize::from(want != 0.0);
                 let pre = terms.map(f64::abs).sum::<f64>() * alpha.abs().max(1.0)
                     + (beta * old).abs()
-                    + biases[j].abs();
+                    + bias_j.abs();
                 let act = if cfg.op.act == Activation::Gelu { pre * 1e-6 } else { 0.0 };
                 let tol = pre * 8.0 * f32::EPSILON as f64 + want.abs() * out_eps + act + 1e-30;
                 let g = got[place];
