@@ -1981,7 +1981,8 @@ fn gemm_ex_check<B: Backend>(
 /// On a Hopper backend, where every entry's matrices can be read and written in place (as
 /// [`gemm_ex`] reads them without staging: K or M / N contiguous, 16-byte pitches and first
 /// element, C with unit column stride and even pitch and width) and each batch stride is a
-/// multiple of 16 bytes (TMA; C's an even number of elements), the whole batch is **one launch**
+/// multiple of 16 bytes (TMA; C's an even number of elements) and at least an entry's span
+/// (entries one after another, not a permuted batch dim), the whole batch is **one launch**
 /// of the batched Hopper kernel ([`GemmConfig::batched`](crate::gemm_sm90::GemmConfig::batched):
 /// the strided-batch case — a shared operand reads its one entry for all); the TMA-store
 /// epilogue only where C's batch stride is a multiple of 16 bytes too. Otherwise one GEMM launch
@@ -2087,7 +2088,8 @@ struct BatchedPlan {
 /// operand), or `None` where some entry cannot be read or written in place by the batched
 /// kernel (then each entry is its own launch): every entry's matrix as [`sm90_major`] and
 /// [`tma_aligned`] require (K-major only for `k_major_only`, tf32), C as the register epilogue
-/// stores it, each batch stride a multiple of 16 bytes (C's: even).
+/// stores it, each batch stride a multiple of 16 bytes (C's: even) and past its entry
+/// ([`entry_extent`]).
 fn batched_plan<
     B: Backend,
     X: TensorIn<B> + ?Sized,
@@ -2115,10 +2117,10 @@ fn batched_plan<
         }
         let eb = l.dtype().size_bytes() as i64;
         let shared = sh[0] == 1 || st[0] == 0;
+        let extent = entry_extent(l);
         let (len0, stride0) = if shared {
-            let extent = (1..3).map(|d| sh[d] * st[d]).max().unwrap_or(1).max(1);
             (1, (extent * eb + 15) / 16 * 16 / eb)
-        } else if st[0] > 0 && (st[0] * eb) % 16 == 0 {
+        } else if st[0] >= extent && (st[0] * eb) % 16 == 0 {
             (sh[0], st[0])
         } else {
             return None;
@@ -2152,8 +2154,16 @@ fn batched_plan<
         a: a3,
         bm: b3,
         batch: Batch { count, a_step, b_step },
-        c_tma_batch: (sc[0] * eb) % 16 == 0,
+        c_tma_batch: (sc[0] * eb) % 16 == 0 && sc[0] >= entry_extent(cl),
     })
+}
+
+/// Elements one entry of a rank-3 layout spans (its matrix's larger `length × stride`, at
+/// least 1): the batched kernel's maps take batch strides of at least this (entries stored one
+/// after another, as strided batches are; a permuted batch dim launches per entry).
+fn entry_extent(l: &TensorLayout) -> i64 {
+    let (sh, st) = (l.shape(), l.strides());
+    (1..3).map(|d| sh[d] * st[d]).max().unwrap_or(1).max(1)
 }
 
 /// One launch of the batched Hopper GEMM for [`gemm_batched_into`] on `plan`: the backend's

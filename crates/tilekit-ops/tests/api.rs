@@ -800,6 +800,18 @@ fn strided_batches_are_one_launch_where_tma_can_step_over_the_entries() {
     let gemms: Vec<_> = l.iter().filter(|(name, _)| name == "gemm_sm90").collect();
     assert_eq!((gemms.len(), l.len()), (64, 96), "{l:?}");
     assert!(gemms.iter().all(|(_, batched)| !batched), "{l:?}");
+    // a permuted batch dim (entries 512 elements apart, rows 64 · 512): one launch per entry
+    let permuted = tilekit_ir::tensor::TensorLayout::strided(
+        BF16,
+        vec![64, 512, 512],
+        vec![512, 64 * 512, 1],
+        0,
+    )
+    .unwrap();
+    let a = LayoutTensor::new(permuted, 0);
+    api::gemm_batched_into(&rec, &a, &t(&[64, 512, 512]), &mut c, &plain).unwrap();
+    let l = names(&rec);
+    assert!(l.len() == 64 && l.iter().all(|(n, batched)| n == "gemm_sm90" && !batched), "{l:?}");
     // f32 inputs: the CUDA-core kernel, one launch per entry
     let f = |shape: &[i64]| LayoutTensor::contiguous(F32, shape).unwrap();
     api::gemm_batched_into(&rec, &f(&[64, 512, 512]), &f(&[64, 512, 512]), &mut c, &plain).unwrap();
