@@ -806,6 +806,8 @@ struct Slices {
 /// any row stride), with [`Epilogue::Tma`] also `cm` (C's tensor map: boxes of 128 bytes ×
 /// 128 rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
 /// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
+/// [`GemmConfig::batched`]: `c` is `batch × M × N`, the maps 3-D (entry last, innermost first),
+/// i32 `a_batch_step`, `b_batch_step`; launch on [`launch_grid_batched`].
 ///
 /// ```
 /// use tilekit_ops::gemm_sm90::{build_gemm_sm90, Epilogue, GemmConfig};
@@ -814,6 +816,9 @@ struct Slices {
 /// assert!(k.to_string().contains("wgmma.mma_async"));
 /// let t = build_gemm_sm90(GemmConfig { persistent: true, epilogue: Epilogue::Tma, ..GemmConfig::default() });
 /// assert!(t.unwrap().to_string().contains("cp.async.bulk.tensor.2d.global.shared cm"));
+/// let bt = build_gemm_sm90(GemmConfig { batched: true, ..GemmConfig::default() }).unwrap();
+/// assert!(bt.params.iter().any(|p| p.name == "b_batch_step"));
+/// assert_eq!(bt.tensors[0].rank, 3); // c: batch × M × N
 /// ```
 pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     cfg.check()?;
@@ -962,7 +967,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let tiles_n = i32v(&b, &((c_n.clone() + lit(bn - 1)) / lit(bn)))?;
     // the tile walk: body(b, m0, n0, it, slices) for each tile of the block — its first row and
     // column of C, `it`, the k-slices the ring streamed before it (carried across tiles), and
-    // `slices`: its first k-slice, how many, and its split (with split_k > 1)
+    // `slices`: its first k-slice, how many, its split (with split_k > 1) and entry (batched)
     let walk = |b: &KernelBuilder, body: &TileBody| -> IrResult<()> {
         let zero = b.i32(0);
         // (a one-block-per-tile grid is the same walk with one step: its blocks' linear id, a
