@@ -58,6 +58,11 @@ pub struct Args {
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
     #[arg(long)]
     pub gemm_shape: Option<String>,
+    /// `gemm` only: strided batches — this many products of `--gemm-shape` (default
+    /// 512x512x512) in one call, tilekit's batched Hopper kernel (one launch) beside cuBLASLt
+    /// strided batched and beside one launch per entry ([`crate::bench_gemm_batched`]).
+    #[arg(long)]
+    pub batch: Option<usize>,
     /// `gemm` only: the operands' storage for the Hopper kernel and its cuBLASLt baseline, BLAS
     /// letters of A then B for a row-major `C = A·B` (`n`: row-major, `t`: column-major): `nt`
     /// (A row-major, B column-major = a weight `N × K`: both K-contiguous), `nn` (both

@@ -150,6 +150,7 @@ const fn sm90(
         b_major: Major::K,
         op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
         split_k: 1,
+        batched: false,
     }
 }
 
@@ -457,6 +458,9 @@ pub fn parse_shape(text: &str) -> Result<(usize, usize, usize), CliError> {
 /// Runs `tilekit bench gemm`: the table (or JSON lines) on stdout; a cuBLASLt failure is
 /// reported on stderr as `FAIL …` and makes the exit code 1.
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    if a.batch.is_some() {
+        return crate::bench_gemm_batched::run(a);
+    }
     if a.dtype == Some(ScalarType::F32) {
         return crate::bench_gemm_simt::run(a);
     }

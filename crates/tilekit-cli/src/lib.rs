@@ -21,6 +21,7 @@ pub mod banks;
 pub mod bench;
 pub mod bench_attention;
 pub mod bench_gemm;
+pub mod bench_gemm_batched;
 pub mod bench_gemm_simt;
 pub mod bench_launch;
 pub mod conformance;

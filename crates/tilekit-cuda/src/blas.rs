@@ -93,7 +93,8 @@ impl Order {
 
 /// A cuBLASLt GEMM baseline: row-major `C (M×N) = A (M×K) · B (K×N)`, inputs of one type
 /// (f16, bf16, or f32), f32 accumulation, output `output` (the input type or f32); f32 inputs
-/// use plain f32 math (no TF32) unless `tf32`.
+/// use plain f32 math (no TF32) unless `tf32`; `batch` products of that shape in one call
+/// (strided batched: each operand's entries one packed matrix apart).
 ///
 /// ```
 /// use tilekit_cuda::blas::{LtSpec, Order};
@@ -102,6 +103,8 @@ impl Order {
 /// assert_eq!((s.a, s.b, s.output), (Order::RowMajor, Order::RowMajor, ScalarType::BF16));
 /// assert_eq!(s.flops(), 2e9);
 /// assert!(s.check().is_ok());
+/// assert_eq!(LtSpec { batch: 64, ..LtSpec::new(512, 512, 512, ScalarType::BF16) }.flops(), 64.0 * 2.0 * 512f64.powi(3));
+/// assert!(LtSpec { batch: 0, ..s }.check().is_err());
 /// assert!(LtSpec { output: ScalarType::F16, ..s }.check().is_err()); // bf16 in, f16 out
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +125,9 @@ pub struct LtSpec {
     pub output: ScalarType,
     /// f32 inputs: allow TF32 tensor cores.
     pub tf32: bool,
+    /// Products in one call (1: a plain GEMM; more: strided batched, cuBLASLt's batch count
+    /// and strided batch offsets on every matrix layout).
+    pub batch: usize,
 }
 
 impl LtSpec {
@@ -136,12 +142,13 @@ impl LtSpec {
             input,
             output: input,
             tf32: false,
+            batch: 1,
         }
     }
 
-    /// `2·M·N·K`.
+    /// `2·M·N·K` per product, times the batch.
     pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64 * self.batch as f64
     }
 
     /// Types cuBLASLt takes here, and non-empty sizes; a named error otherwise.
@@ -164,6 +171,9 @@ impl LtSpec {
         }
         if self.m == 0 || self.n == 0 || self.k == 0 {
             return Err(bad("shape", format!("{}x{}x{}", self.m, self.n, self.k), "M, N, K ≥ 1"));
+        }
+        if !(1..=i32::MAX as usize).contains(&self.batch) {
+            return Err(bad("batch", self.batch.to_string(), "1..=2³¹−1 products"));
         }
         Ok(())
     }
@@ -258,9 +268,10 @@ pub fn time_gemm_lt(gpu: &Gpu, spec: LtSpec, algos: usize, reps: usize) -> Resul
             _ => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
     };
-    let a = gpu.upload(&bytes_of(rnd(m * k)))?;
-    let b = gpu.upload(&bytes_of(rnd(k * n)))?;
-    let mut c = gpu.alloc_zeros::<u8>(m * n * spec.output.size_bytes())?;
+    let batch = spec.batch;
+    let a = gpu.upload(&bytes_of(rnd(batch * m * k)))?;
+    let b = gpu.upload(&bytes_of(rnd(batch * k * n)))?;
+    let mut c = gpu.alloc_zeros::<u8>(batch * m * n * spec.output.size_bytes())?;
     let workspace_size = 32usize << 20;
     let mut workspace = gpu.alloc_zeros::<u8>(workspace_size)?;
     // row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLASLt's (m, n, k) = (N, M, K) with
@@ -301,10 +312,32 @@ pub fn time_gemm_lt(gpu: &Gpu, spec: LtSpec, algos: usize, reps: usize) -> Resul
     for (ty, rows, cols, ld) in
         [(it, b_rows, b_cols, ldb), (it, a_rows, a_cols, lda), (lt_type(spec.output), n, m, n)]
     {
-        obj.layouts.push(
-            r::create_matrix_layout(ty, rows as u64, cols as u64, ld as i64)
-                .map_err(lt("cublasLtMatrixLayoutCreate"))?,
-        );
+        let layout = r::create_matrix_layout(ty, rows as u64, cols as u64, ld as i64)
+            .map_err(lt("cublasLtMatrixLayoutCreate"))?;
+        obj.layouts.push(layout);
+        if batch > 1 {
+            // strided batched: `batch` matrices, each one packed matrix after the last
+            let (count, offset) = (batch as i32, (rows * cols) as i64);
+            use sys::cublasLtMatrixLayoutAttribute_t as A;
+            // SAFETY: BATCH_COUNT is an i32 and STRIDED_BATCH_OFFSET an i64 (elements), each
+            // passed by address and size to a live layout.
+            unsafe {
+                r::set_matrix_layout_attribute(
+                    layout,
+                    A::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                    (&count) as *const i32 as *const _,
+                    4,
+                )
+                .map_err(lt("cublasLtMatrixLayoutSetAttribute"))?;
+                r::set_matrix_layout_attribute(
+                    layout,
+                    A::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                    (&offset) as *const i64 as *const _,
+                    8,
+                )
+                .map_err(lt("cublasLtMatrixLayoutSetAttribute"))?;
+            }
+        }
     }
     obj.pref = r::create_matmul_pref().map_err(lt("cublasLtMatmulPreferenceCreate"))?;
     let ws = workspace_size as u64;

@@ -1418,7 +1418,8 @@ fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
             Activation::None => 0,
             Activation::Relu => 1,
             Activation::Gelu => 2,
-        } << 16;
+        } << 16
+        | i64::from(cfg.batched) << 20;
     let raster = match cfg.raster {
         Raster::Linear => 0,
         Raster::Grouped(g) => i64::from(g),
@@ -1472,14 +1473,14 @@ fn gemm_sm90_into<
     }
     let kc = cached(sm90_key(&cfg), || build_gemm_sm90(cfg))?;
     if cfg.split_k == 1 {
-        return launch_sm90(b, &kc, &cfg, (a, bm, c), &p, opts);
+        return launch_sm90(b, &kc, &cfg, (a, bm, c), &p, opts, None);
     }
     // split K: the splits' partial products in an f32 workspace of split · M rows (its width
     // even: the epilogue stores column pairs), summed into C
     let (split, nw) = (cfg.split_k.min(MAX_SPLIT_K), p.n + p.n % 2);
     let mut ws = b.empty(ScalarType::F32, &[split * p.m, nw])?;
     let wp = crate::gemm_tuning::GemmProblem { n: nw, ..p.clone() };
-    launch_sm90(b, &kc, &cfg, (a, bm, &mut ws), &wp, opts)?;
+    launch_sm90(b, &kc, &cfg, (a, bm, &mut ws), &wp, opts, None)?;
     let out = c.layout().dtype();
     let rk = cached(KernelKey::new("gemm_split_reduce", out, [0; 4]), || build_split_reduce(out))?;
     let slabs =
@@ -1489,8 +1490,18 @@ fn gemm_sm90_into<
     b.launch(&rk, split_reduce_grid(p.m, p.n)?, args)
 }
 
+/// The batch of a [`GemmConfig::batched`](crate::gemm_sm90::GemmConfig::batched) launch:
+/// entries, and per operand its batch step (1: one entry each, 0: one entry shared by all).
+#[derive(Clone, Copy)]
+struct Batch {
+    count: i64,
+    a_step: i64,
+    b_step: i64,
+}
+
 /// Binds and launches a built Hopper GEMM `kc` of `cfg` on A, B and its `c` (C, or a split's
-/// workspace) for problem `p`.
+/// workspace) for problem `p`; with `batch`, A, B and C are rank 3 (the entry first) and the
+/// kernel batched.
 fn launch_sm90<
     B: Backend,
     X: TensorIn<B> + ?Sized,
@@ -1503,10 +1514,12 @@ fn launch_sm90<
     (a, bm, c): (&X, &Z, &mut Y),
     p: &crate::gemm_tuning::GemmProblem,
     opts: &GemmOptions<'_, B>,
+    batch: Option<Batch>,
 ) -> Result<()> {
-    use crate::gemm_sm90::{hilbert_order, launch_grid, Epilogue, Raster, BM};
+    use crate::gemm_sm90::{hilbert_order, launch_grid_batched, Epilogue, Raster, BM};
     use tilekit_ir::wgmma::Major;
-    let grid = launch_grid(cfg, p.m, p.n, b.multiprocessors())?;
+    let count = batch.map_or(1, |t| t.count);
+    let grid = launch_grid_batched(cfg, count, p.m, p.n, b.multiprocessors())?;
     let c_map = crate::bind::map_arg(c.layout())?;
     // the Hilbert walk reads its tile order from a table the host builds
     let order = match cfg.raster {
@@ -1516,13 +1529,25 @@ fn launch_sm90<
         }
         _ => None,
     };
-    // the maps run over the operands' storage order: A M×K or K×M, B N×K or K×N
-    let perm = |major| if major == Major::K { [0, 1] } else { [1, 0] };
+    // the maps run over the operands' storage order: A M×K or K×M, B N×K or K×N (batched:
+    // the entry outermost, dim 0 of the permuted layout)
+    let perm = |major, b_side: bool| -> Vec<usize> {
+        let flip = (major == Major::K) == b_side;
+        match (batch.is_some(), flip) {
+            (false, false) => vec![0, 1],
+            (false, true) => vec![1, 0],
+            (true, false) => vec![0, 1, 2],
+            (true, true) => vec![0, 2, 1],
+        }
+    };
     let mut args = Bindings::new(kc)
-        .input_mapped_permuted("a", "am", a, &perm(cfg.a_major), b)?
-        .input_mapped_permuted("b", "bm", bm, &perm(cfg.b_major).map(|d| 1 - d), b)?
+        .input_mapped_permuted("a", "am", a, &perm(cfg.a_major, false), b)?
+        .input_mapped_permuted("b", "bm", bm, &perm(cfg.b_major, true), b)?
         .output("c", c, b)?
         .int("k", p.k)?;
+    if let Some(t) = batch {
+        args = args.int("a_batch_step", t.a_step)?.int("b_batch_step", t.b_step)?;
+    }
     if cfg.epilogue == Epilogue::Tma {
         args = args.tensor_map("cm", c_map)?;
     }
@@ -1872,8 +1897,30 @@ pub fn gemm_ex<
     c: &mut Y,
     opts: &GemmOptions<'_, B>,
 ) -> Result<()> {
+    let out = gemm_ex_check(a.layout(), bm.layout(), c.layout(), opts)?;
+    if b.hopper() {
+        gemm_hopper(b, a, bm, c, opts)
+    } else if opts.is_plain() && out == ScalarType::F32 {
+        gemm_into(b, a, bm, c)
+    } else {
+        Err(OpsError::invalid(
+            "gemm",
+            "backend",
+            b.name(),
+            "one that runs sm_90a (a Hopper GPU, or the interpreter): the fused epilogue and a \
+             16-bit C need the Hopper kernel",
+        ))
+    }
+}
+
+/// [`gemm_ex`]'s checks of the operands, C and the options (types, shapes, the bias); C's type.
+fn gemm_ex_check<B: Backend>(
+    al: &TensorLayout,
+    bl: &TensorLayout,
+    cl: &TensorLayout,
+    opts: &GemmOptions<'_, B>,
+) -> Result<ScalarType> {
     let op = "gemm";
-    let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
     if ty == ScalarType::F32 && !opts.tf32 {
         return Err(OpsError::invalid(
@@ -1889,8 +1936,8 @@ pub fn gemm_ex<
     } else {
         &crate::gemm::TYPES
     };
-    let (m, n, _) = gemm_operands(&al, &bl, types)?;
-    let out = c.layout().dtype();
+    let (m, n, _) = gemm_operands(al, bl, types)?;
+    let out = cl.dtype();
     if out != ScalarType::F32 && out != ty {
         return Err(OpsError::invalid(
             op,
@@ -1899,7 +1946,7 @@ pub fn gemm_ex<
             format!("f32 or {ty} (the inputs' type)"),
         ));
     }
-    check_same(op, "C", c.layout(), &[m, n], out)?;
+    check_same(op, "C", cl, &[m, n], out)?;
     if let Some(bias) = opts.bias {
         let l = bias.layout();
         if l.shape() != [n] {
@@ -1922,26 +1969,24 @@ pub fn gemm_ex<
             return Err(OpsError::invalid(op, "bias stride", l.strides()[0], "1 (contiguous)"));
         }
     }
-    if b.hopper() {
-        gemm_hopper(b, a, bm, c, opts)
-    } else if opts.is_plain() && out == ScalarType::F32 {
-        gemm_into(b, a, bm, c)
-    } else {
-        Err(OpsError::invalid(
-            op,
-            "backend",
-            b.name(),
-            "one that runs sm_90a (a Hopper GPU, or the interpreter): the fused epilogue and a \
-             16-bit C need the Hopper kernel",
-        ))
-    }
+    Ok(out)
 }
 
 /// Strided batches: `C[i] = act(alpha · A[i]·B[i] + beta · C[i] + bias)` for every batch index
 /// `i` of rank-3 tensors A (`batch × M × K`), B (`batch × K × N`) and C (`batch × M × N`), each
 /// matrix as [`gemm_ex`] takes it (any strides; A or B with a batch length of 1 — or a stride of
 /// 0 — is shared by every entry); C of f32, or the inputs' type on a Hopper backend. f32 inputs
-/// run on the CUDA cores (plain product only). One GEMM launch per batch entry, stream-ordered.
+/// run on the CUDA cores (plain product only), one [`gemm_simt_into`] launch per entry.
+///
+/// On a Hopper backend, where every entry's matrices can be read and written in place (as
+/// [`gemm_ex`] reads them without staging: K or M / N contiguous, 16-byte pitches and first
+/// element, C with unit column stride and even pitch and width) and each batch stride is a
+/// multiple of 16 bytes (TMA; C's an even number of elements) and at least an entry's span
+/// (entries one after another, not a permuted batch dim), the whole batch is **one launch**
+/// of the batched Hopper kernel ([`GemmConfig::batched`](crate::gemm_sm90::GemmConfig::batched):
+/// the strided-batch case — a shared operand reads its one entry for all); the TMA-store
+/// epilogue only where C's batch stride is a multiple of 16 bytes too. Otherwise one GEMM launch
+/// per entry, stream-ordered ([`gemm_ex`], staging what it must).
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -2007,6 +2052,13 @@ pub fn gemm_batched_into<
              GemmOptions::tf32(true)",
         ));
     }
+    if !f32_in && batch > 1 && b.hopper() {
+        // every entry checked as gemm_ex checks one (the entries share shapes and types)
+        gemm_ex_check(&entry(&al, 0)?, &entry(&bl, 0)?, &entry(&cl, 0)?, opts)?;
+        if let Some(plan) = batched_plan(a, bm, c, opts.tf32 || al.dtype() == ScalarType::F32) {
+            return gemm_sm90_batched(b, (a, bm, c), plan, opts);
+        }
+    }
     for i in 0..batch {
         let ai = ReshapedIn { t: a, layout: entry(&al, i)? };
         let bi = ReshapedIn { t: bm, layout: entry(&bl, i)? };
@@ -2019,6 +2071,144 @@ pub fn gemm_batched_into<
         }
     }
     Ok(())
+}
+
+/// How [`gemm_batched_into`] launches a batch as one batched Hopper GEMM: the operands' majors,
+/// A's and B's rank-3 layouts as the tensor maps read them (a shared operand's batch dim 1 with
+/// a stride TMA takes), the batch and whether C's batch stride takes TMA stores.
+struct BatchedPlan {
+    majors: (tilekit_ir::wgmma::Major, tilekit_ir::wgmma::Major),
+    a: TensorLayout,
+    bm: TensorLayout,
+    batch: Batch,
+    c_tma_batch: bool,
+}
+
+/// The [`BatchedPlan`] of rank-3 A, B, C (batch lengths checked: C's, or 1 for a shared
+/// operand), or `None` where some entry cannot be read or written in place by the batched
+/// kernel (then each entry is its own launch): every entry's matrix as [`sm90_major`] and
+/// [`tma_aligned`] require (K-major only for `k_major_only`, tf32), C as the register epilogue
+/// stores it, each batch stride a multiple of 16 bytes (C's: even) and past its entry
+/// ([`entry_extent`]).
+fn batched_plan<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    a: &X,
+    bm: &Z,
+    c: &Y,
+    k_major_only: bool,
+) -> Option<BatchedPlan> {
+    use tilekit_ir::wgmma::Major;
+    let (al, bl, cl) = (a.layout(), bm.layout(), c.layout());
+    let count = cl.shape()[0];
+    // an operand's rank-3 layout for its map and its batch step: a shared one (batch length 1
+    // or stride 0) gets batch length 1 and a 16-byte stride past its one entry (any other
+    // entry coordinate is 0)
+    let operand = |l: &TensorLayout, k_dim: usize| -> Option<(TensorLayout, Major, i64)> {
+        let (sh, st) = (l.shape(), l.strides());
+        let matrix =
+            TensorLayout::strided(l.dtype(), sh[1..].to_vec(), st[1..].to_vec(), 0).ok()?;
+        let major = sm90_major(&matrix, k_dim)?;
+        if k_major_only && major != Major::K {
+            return None;
+        }
+        let eb = l.dtype().size_bytes() as i64;
+        let shared = sh[0] == 1 || st[0] == 0;
+        let extent = entry_extent(l);
+        let (len0, stride0) = if shared {
+            (1, (extent * eb + 15) / 16 * 16 / eb)
+        } else if st[0] >= extent && (st[0] * eb) % 16 == 0 {
+            (sh[0], st[0])
+        } else {
+            return None;
+        };
+        let layout = TensorLayout::strided(
+            l.dtype(),
+            vec![len0, sh[1], sh[2]],
+            vec![stride0, st[1], st[2]],
+            l.offset(),
+        )
+        .ok()?;
+        Some((layout, major, i64::from(!shared)))
+    };
+    if !tma_aligned(a) || !tma_aligned(bm) {
+        return None;
+    }
+    let (a3, a_major, a_step) = operand(al, 1)?;
+    let (b3, b_major, b_step) = operand(bl, 0)?;
+    // C: each entry stored in place by column pairs, entries an even number of elements apart
+    let (sc, n) = (cl.strides(), cl.shape()[2]);
+    let eb = cl.dtype().size_bytes() as i64;
+    let first = c.base_address() + cl.offset().max(0) as u64 * eb as u64;
+    let c_ok = sc[2] == 1
+        && sc[1] % 2 == 0
+        && n % 2 == 0
+        && sc[0] > 0
+        && sc[0] % 2 == 0
+        && first.is_multiple_of(2 * eb as u64);
+    c_ok.then_some(BatchedPlan {
+        majors: (a_major, b_major),
+        a: a3,
+        bm: b3,
+        batch: Batch { count, a_step, b_step },
+        c_tma_batch: (sc[0] * eb) % 16 == 0 && sc[0] >= entry_extent(cl),
+    })
+}
+
+/// Elements one entry of a rank-3 layout spans (its matrix's larger `length × stride`, at
+/// least 1): the batched kernel's maps take batch strides of at least this (entries stored one
+/// after another, as strided batches are; a permuted batch dim launches per entry).
+fn entry_extent(l: &TensorLayout) -> i64 {
+    let (sh, st) = (l.shape(), l.strides());
+    (1..3).map(|d| sh[d] * st[d]).max().unwrap_or(1).max(1)
+}
+
+/// One launch of the batched Hopper GEMM for [`gemm_batched_into`] on `plan`: the backend's
+/// choice for one entry's problem (no split K; the TMA epilogue only where every entry of C
+/// takes it).
+fn gemm_sm90_batched<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    (a, bm, c): (&X, &Z, &mut Y),
+    plan: BatchedPlan,
+    opts: &GemmOptions<'_, B>,
+) -> Result<()> {
+    use crate::gemm_sm90::{build_gemm_sm90, Epilogue, EpilogueOp, GemmConfig};
+    let cl = c.layout().clone();
+    let entry = TensorLayout::strided(
+        cl.dtype(),
+        cl.shape()[1..].to_vec(),
+        cl.strides()[1..].to_vec(),
+        cl.offset(),
+    )?;
+    let matrix = |l: &TensorLayout| {
+        TensorLayout::strided(l.dtype(), l.shape()[1..].to_vec(), l.strides()[1..].to_vec(), 0)
+    };
+    let mut p = sm90_problem(&matrix(&plan.a)?, &entry, plan.majors);
+    p.c_tma = p.c_tma && plan.c_tma_batch;
+    let choice = GemmChoice { split_k: 1, ..b.gemm_table().choose(&p) };
+    let op = EpilogueOp {
+        alpha: opts.alpha != 1.0,
+        beta: opts.beta != 0.0,
+        bias: opts.bias.map(|t| t.layout().dtype()),
+        act: opts.activation,
+    };
+    let mut cfg = GemmConfig { op, batched: true, ..p.config(&choice) };
+    if !p.c_tma {
+        cfg.epilogue = Epilogue::Registers;
+    }
+    cfg.check()?;
+    let kc = cached(sm90_key(&cfg), || build_gemm_sm90(cfg))?;
+    let a3 = ReshapedIn { t: a, layout: plan.a };
+    let b3 = ReshapedIn { t: bm, layout: plan.bm };
+    launch_sm90(b, &kc, &cfg, (&a3, &b3, c), &p, opts, Some(plan.batch))
 }
 
 /// `C = A · B` in f32 on the CUDA cores ([`crate::gemm_simt`], no tensor cores, no TF32) with

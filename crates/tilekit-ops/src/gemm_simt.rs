@@ -1,5 +1,8 @@
 //! fp32 GEMM on the CUDA cores (no tensor cores, no TF32): `C = A·B`, A `M × K`, B `K × N`
 //! (or B given as its `N × K` transpose), C `M × N`, all f32, any M, N, K and any row pitches.
+//! It has no batch dim: [`api::gemm_batched_into`](crate::api::gemm_batched_into) launches it
+//! once per entry for f32 inputs (the one-launch strided batch is the Hopper kernel's,
+//! [`GemmConfig::batched`](crate::gemm_sm90::GemmConfig::batched), tf32 included).
 //!
 //! Each block computes a `bm × bn` tile of C; each of its `threads` threads owns a `tm × tn`
 //! sub-tile of accumulators in registers (an outer product per k: `tm + tn` shared loads feed

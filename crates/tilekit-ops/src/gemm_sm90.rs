@@ -84,6 +84,21 @@
 //!   └──────── split s−1 ─────┘
 //! ```
 //!
+//! Strided batches ([`GemmConfig::batched`]): one launch for `batch` products of one shape —
+//! for many small entries the ~5 µs of a launch per entry dominate. C is `batch × M × N`; A's,
+//! B's (and the TMA epilogue's C) tensor maps get a third dim, the entry, whose byte stride
+//! TMA needs a multiple of 16 (the API launches per entry otherwise); the walk runs over the
+//! entries' tiles one after another and every TMA coordinate list and C offset carries the
+//! tile's entry (an operand's `a_batch_step` / `b_batch_step` 0: entry 0 for all, shared):
+//!
+//! ```text
+//!   t = 0 .. batch·tiles:   entry e = t / tiles,  (M-tile, N-tile) = raster(t mod tiles)
+//!   A box at (k0, m0, e·a_step)   B box at (k0, n0, e·b_step)   C at e·C.stride(0) + …
+//!   (one block per tile in linear order: grid (tiles_n, tiles_m, batch), e = blockIdx.z)
+//! ```
+//!
+//! Not with a split K (refused by name). With `batched` off the kernel is the 2-D one, op for op.
+//!
 //! Edges: TMA fills the parts of a box outside A or B with zeros (so K need not be a multiple
 //! of 64, nor M, N of the tile); the register stores of C are masked, the TMA stores clipped at
 //! C's far edges (dim 0 at 16-byte granularity, so the TMA epilogue needs C's row pitch a
@@ -378,6 +393,14 @@ pub struct GemmConfig {
     /// long K (64 × 8192 × 8192 has 32 tiles of 128 × 256 for 132 SMs). Register epilogue,
     /// plain product, f32 output only.
     pub split_k: i64,
+    /// Strided batches in one launch ([`launch_grid_batched`]): C is a rank-3 tensor
+    /// `batch × M × N` (its dim 0 the batch count), the tensor maps of A, B (and C with
+    /// [`Epilogue::Tma`]) have a third dim, the batch, whose byte stride must be a multiple of
+    /// 16 (TMA), and the walk covers `batch × tiles` — tile `t` is entry `t / tiles` of C, the
+    /// raster inside the entry. i32 params `a_batch_step`, `b_batch_step` (1: entry `b` reads
+    /// the operand's entry `b`; 0: every entry reads entry 0, a shared operand). Not with a
+    /// split K. `false`: the plain 2-D kernel (one C).
+    pub batched: bool,
 }
 
 impl Default for GemmConfig {
@@ -395,6 +418,7 @@ impl Default for GemmConfig {
             b_major: Major::K,
             op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
             split_k: 1,
+            batched: false,
         }
     }
 }
@@ -445,6 +469,9 @@ impl GemmConfig {
         }
         if self.split_k > 1 {
             s += &format!(", split k {}", self.split_k);
+        }
+        if self.batched {
+            s += ", batched";
         }
         s
     }
@@ -558,6 +585,14 @@ impl GemmConfig {
                  (the split's partial products go to an f32 workspace)",
             ));
         }
+        if self.split_k > 1 && self.batched {
+            return Err(OpsError::invalid(
+                op,
+                "split_k",
+                self.split_k,
+                "1 for a batched kernel (a batch's entries are the extra blocks a split would add)",
+            ));
+        }
         Ok(())
     }
 }
@@ -566,7 +601,7 @@ impl GemmConfig {
 /// multiprocessors ([`Backend::multiprocessors`](crate::backend::Backend::multiprocessors)):
 /// persistent, `min(tiles, sms)` blocks in x; otherwise one block per tile, `(⌈n/bn⌉, ⌈m/128⌉)`
 /// in linear order and `(tiles, 1)` in any other. A named error for a bad config or an empty
-/// or too large problem.
+/// or too large problem. (One C: [`launch_grid_batched`] with a batch of 1.)
 ///
 /// ```
 /// use tilekit_ops::gemm_sm90::{launch_grid, GemmConfig, Raster};
@@ -578,27 +613,67 @@ impl GemmConfig {
 /// assert!(launch_grid(&cfg, 0, 64, 132).is_err());
 /// ```
 pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3]> {
+    launch_grid_batched(cfg, 1, m, n, sms)
+}
+
+/// [`launch_grid`] for `batch` entries of C, each `m × n` ([`GemmConfig::batched`]; a
+/// batch of 1 for the plain kernel): persistent, `min(batch · tiles, sms)` blocks; one block
+/// per tile, `(⌈n/bn⌉, ⌈m/128⌉, batch)` in linear order (batch at most 65535) and
+/// `(batch · tiles, 1, 1)` in any other. A named error for a batch other than 1 of the plain
+/// kernel.
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::{launch_grid_batched, GemmConfig, Raster};
+/// let cfg = GemmConfig { batched: true, ..GemmConfig::default() };
+/// assert_eq!(launch_grid_batched(&cfg, 64, 512, 512, 132).unwrap(), [4, 4, 64]);
+/// let p = GemmConfig { persistent: true, raster: Raster::Grouped(8), ..cfg };
+/// assert_eq!(launch_grid_batched(&p, 64, 512, 512, 132).unwrap(), [132, 1, 1]); // 1024 tiles
+/// assert_eq!(launch_grid_batched(&p, 3, 200, 136, 132).unwrap(), [12, 1, 1]);
+/// let e = launch_grid_batched(&GemmConfig::default(), 2, 64, 64, 132).unwrap_err();
+/// assert!(e.to_string().contains("batch"), "{e}");
+/// ```
+pub fn launch_grid_batched(
+    cfg: &GemmConfig,
+    batch: i64,
+    m: i64,
+    n: i64,
+    sms: u32,
+) -> Result<[u32; 3]> {
     cfg.check()?;
     let op = "gemm_sm90";
     if m < 1 || n < 1 {
         return Err(OpsError::invalid(op, "shape of C", format!("{m}×{n}"), "M, N ≥ 1"));
     }
+    if batch < 1 || (!cfg.batched && batch != 1) {
+        return Err(OpsError::invalid(
+            op,
+            "batch",
+            batch,
+            if cfg.batched { "≥ 1" } else { "1 (GemmConfig::batched is off)" },
+        ));
+    }
     let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
     let tiles = tm * tn * cfg.split_k;
-    if tiles > i32::MAX as i64 || tm * cfg.split_k > 65535 {
+    let linear = !cfg.persistent && cfg.raster == Raster::Linear;
+    if tiles.saturating_mul(batch) > i32::MAX as i64
+        || tm * cfg.split_k > 65535
+        || (linear && batch > 65535)
+    {
         return Err(OpsError::invalid(
             op,
             "shape of C",
-            format!("{m}×{n}"),
-            "fewer than 2³¹ tiles and 65535 M-tiles",
+            format!("{batch}×{m}×{n}"),
+            "fewer than 2³¹ tiles in all, 65535 M-tiles, and (one block per tile in linear \
+             order) 65535 batch entries",
         ));
     }
+    let all = tiles * batch;
     Ok(if cfg.persistent {
-        [tiles.min(sms.max(1) as i64) as u32, 1, 1]
-    } else if cfg.raster == Raster::Linear {
-        [tn as u32, (tm * cfg.split_k) as u32, 1]
+        [all.min(sms.max(1) as i64) as u32, 1, 1]
+    } else if linear {
+        [tn as u32, (tm * cfg.split_k) as u32, batch as u32]
     } else {
-        [tiles as u32, 1, 1]
+        [all as u32, 1, 1]
     })
 }
 
@@ -715,11 +790,13 @@ fn lit(v: i64) -> Val {
 /// What the tile walk runs per tile: `(builder, m0, n0, it, slices)`.
 type TileBody<'a> = dyn Fn(&KernelBuilder, Val, Val, Val, &Slices) -> IrResult<()> + 'a;
 
-/// The k-slices of one tile of the walk: the first, how many, and (split K) the split's index.
+/// The k-slices of one tile of the walk: the first, how many, (split K) the split's index,
+/// and (batched) the tile's batch entry.
 struct Slices {
     first: Val,
     count: Val,
     split: Option<Val>,
+    entry: Option<Val>,
 }
 
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
@@ -729,6 +806,8 @@ struct Slices {
 /// any row stride), with [`Epilogue::Tma`] also `cm` (C's tensor map: boxes of 128 bytes ×
 /// 128 rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
 /// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
+/// [`GemmConfig::batched`]: `c` is `batch × M × N`, the maps 3-D (entry last, innermost first),
+/// i32 `a_batch_step`, `b_batch_step`; launch on [`launch_grid_batched`].
 ///
 /// ```
 /// use tilekit_ops::gemm_sm90::{build_gemm_sm90, Epilogue, GemmConfig};
@@ -737,6 +816,9 @@ struct Slices {
 /// assert!(k.to_string().contains("wgmma.mma_async"));
 /// let t = build_gemm_sm90(GemmConfig { persistent: true, epilogue: Epilogue::Tma, ..GemmConfig::default() });
 /// assert!(t.unwrap().to_string().contains("cp.async.bulk.tensor.2d.global.shared cm"));
+/// let bt = build_gemm_sm90(GemmConfig { batched: true, ..GemmConfig::default() }).unwrap();
+/// assert!(bt.params.iter().any(|p| p.name == "b_batch_step"));
+/// assert_eq!(bt.tensors[0].rank, 3); // c: batch × M × N
 /// ```
 pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     cfg.check()?;
@@ -752,17 +834,24 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     // row of MN each), one TMA box a slab: the map's box is derived from the slab's layout
     // (16-bit inputs only: f32 operands are K-major, checked)
     let slab = HopperSwizzle::B128.descriptor(bk, 128 / eb, eb)?;
+    // batched: every map has a third dim, the batch entry (a box one entry deep)
+    let boxd = |inner: i64, outer: i64| -> Vec<u32> {
+        let mut d = vec![inner as u32, outer as u32];
+        if cfg.batched {
+            d.push(1);
+        }
+        d
+    };
     let spec = |major: Major, rows: i64| match major {
-        Major::K => {
-            TensorMapSpec::new(elem, &[bk as u32, rows as u32], TmaSwizzle::B128, OobFill::Zero)
-        }
-        Major::MN => {
-            TensorMapSpec::from_layout(elem, &[SLAB as u32, BK as u32], &slab, OobFill::Zero)
-        }
+        Major::K => TensorMapSpec::new(elem, &boxd(bk, rows), TmaSwizzle::B128, OobFill::Zero),
+        Major::MN => TensorMapSpec::from_layout(elem, &boxd(SLAB, BK), &slab, OobFill::Zero),
     };
     let am = b.tensor_map_param("am", ga, spec(cfg.a_major, BM)?)?;
     let bmap = b.tensor_map_param("bm", gb, spec(cfg.b_major, bn)?)?;
-    let c = b.tensor_param("c", cfg.output, 2)?;
+    let c = b.tensor_param("c", cfg.output, if cfg.batched { 3 } else { 2 })?;
+    // C's matrix dims (batched: dims 1, 2 of the `batch × M × N` tensor; dim 0 the entries)
+    let cd = usize::from(cfg.batched);
+    let (c_n, c_pitch) = (c.lengths[cd + 1].clone(), c.strides[cd].clone());
     // the C tile of the TMA epilogue: bn / cw column blocks of BM rows × 128 bytes, each the
     // box image of C's map with the 128-byte swizzle (a fragment row's 4 lanes fill one
     // 16-byte chunk, the 8 rows of a warp's store land in 8 different chunks: no conflicts)
@@ -774,17 +863,20 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     }
     let cmap = match cfg.epilogue {
         Epilogue::Registers => None,
-        Epilogue::Tma => Some(b.tensor_map_for_layout(
-            "cm",
-            c.mem,
-            &[cw as u32, BM as u32],
-            &c_layout,
-            OobFill::Zero,
-        )?),
+        Epilogue::Tma => {
+            Some(b.tensor_map_for_layout("cm", c.mem, &boxd(cw, BM), &c_layout, OobFill::Zero)?)
+        }
     };
     // pairs of columns stored together: unit column stride, even row stride (binding checks)
     c.descriptor(Some((2, 1)))?;
     let kk = b.scalar_param("k", ScalarType::I32)?;
+    // batched: per operand, 1 (entry b reads its own entry) or 0 (a shared operand)
+    let steps = if cfg.batched {
+        let a = b.scalar_param("a_batch_step", ScalarType::I32)?;
+        Some((a, b.scalar_param("b_batch_step", ScalarType::I32)?))
+    } else {
+        None
+    };
     let order = match cfg.raster {
         Raster::Hilbert => Some(b.ptr_param("order", ScalarType::I32)?),
         _ => None,
@@ -870,27 +962,43 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let tiles = i32v(&b, &((kk.clone() + lit(bk - 1)) / lit(bk)))?;
     let split = cfg.split_k;
     // C's rows: the workspace of a split holds `split` slabs of M rows
-    let m_rows = if split > 1 { c.lengths[0].clone() / lit(split) } else { c.lengths[0].clone() };
+    let m_rows = if split > 1 { c.lengths[0].clone() / lit(split) } else { c.lengths[cd].clone() };
     let tiles_m = i32v(&b, &((m_rows.clone() + lit(BM - 1)) / lit(BM)))?;
-    let tiles_n = i32v(&b, &((c.lengths[1].clone() + lit(bn - 1)) / lit(bn)))?;
+    let tiles_n = i32v(&b, &((c_n.clone() + lit(bn - 1)) / lit(bn)))?;
     // the tile walk: body(b, m0, n0, it, slices) for each tile of the block — its first row and
     // column of C, `it`, the k-slices the ring streamed before it (carried across tiles), and
-    // `slices`: its first k-slice, how many, and its split (with split_k > 1)
+    // `slices`: its first k-slice, how many, its split (with split_k > 1) and entry (batched)
     let walk = |b: &KernelBuilder, body: &TileBody| -> IrResult<()> {
         let zero = b.i32(0);
         // (a one-block-per-tile grid is the same walk with one step: its blocks' linear id, a
         // step past the end; in a loop, ptxas keeps the epilogue's addresses out of the
         // mainloop — computed from block ids before it, bn 256 spilled 132 bytes)
+        // batched: the entries' tiles one after another (C's dim 0 entries)
+        let entries = |b: &KernelBuilder, tiles: Val| -> IrResult<Val> {
+            Ok(if cfg.batched { tiles * i32v(b, &c.lengths[0])? } else { tiles })
+        };
         let (lo, step) = if cfg.persistent {
             (i32v(b, &b.block_id(Axis::X))?, i32v(b, &b.grid_dim(Axis::X))?)
         } else {
-            let linear = b.block_id(Axis::Y) * b.grid_dim(Axis::X) + b.block_id(Axis::X);
+            let y = if cfg.batched {
+                b.block_id(Axis::Z) * b.grid_dim(Axis::Y) + b.block_id(Axis::Y)
+            } else {
+                b.block_id(Axis::Y)
+            };
+            let linear = y * b.grid_dim(Axis::X) + b.block_id(Axis::X);
             let total = tiles_m.clone() * tiles_n.clone() * lit(split);
-            (i32v(b, &linear)?, i32v(b, &total)?)
+            (i32v(b, &linear)?, entries(b, i32v(b, &total)?)?)
         };
         let per_split = tiles_m.clone() * tiles_n.clone();
         let total = if split > 1 { per_split.clone() * lit(split) } else { per_split.clone() };
+        let total = entries(b, total)?;
         b.for_range(&lo, &total, &step, &[zero], |b, t, it| {
+            // batched: (entry, tile of the entry)
+            let (t, entry) = if cfg.batched {
+                (t.clone() % per_split.clone(), Some(t / per_split.clone()))
+            } else {
+                (t, None)
+            };
             // a split's tiles follow the previous split's: (split, tile of C)
             let (t, sl) = if split > 1 {
                 let ks = t.clone() / per_split.clone();
@@ -898,9 +1006,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 let first = b.binary(BinOp::Min, &(ks.clone() * per.clone()), &tiles)?;
                 let end = b.binary(BinOp::Min, &(first.clone() + per), &tiles)?;
                 let count = end - first.clone();
-                (t % per_split.clone(), Slices { first, count, split: Some(ks) })
+                (t % per_split.clone(), Slices { first, count, split: Some(ks), entry })
             } else {
-                (t, Slices { first: lit(0), count: tiles.clone(), split: None })
+                (t, Slices { first: lit(0), count: tiles.clone(), split: None, entry })
             };
             let (mt, nt) = match cfg.raster {
                 Raster::Linear => (t.clone() / tiles_n.clone(), t % tiles_n.clone()),
@@ -942,19 +1050,37 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
                         let k0 = i32v(b, &((sl.first.clone() + kt.clone()) * lit(bk)))?;
                         // a K-major tile is one box at (k0, mn0); an MN-major one a box per
-                        // slab at (mn0 + j·SLAB, k0), slab j at element j·SLAB·BK of the tile
-                        let load = |mem, at: Val, map, major, mn0: &Val, rows: i64| match major {
-                            Major::K => {
-                                b.tensor_load(mem, &at, map, &[k0.clone(), mn0.clone()], full, &s)
+                        // slab at (mn0 + j·SLAB, k0), slab j at element j·SLAB·BK of the tile;
+                        // batched, the operand's entry (the tile's, or 0 if shared) last
+                        let at3 = |mut xy: Vec<Val>, step: &Val| {
+                            if let Some(e) = &sl.entry {
+                                xy.push(e.clone() * step.clone());
                             }
-                            Major::MN => (0..rows / SLAB).try_for_each(|j| {
-                                let x = mn0.clone() + lit(j * SLAB);
-                                let at = at.clone() + lit(j * SLAB * BK);
-                                b.tensor_load(mem, &at, map, &[x, k0.clone()], full, &s)
-                            }),
+                            xy
                         };
-                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &m0, BM)?;
-                        load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn)?;
+                        let load = |mem, at: Val, map, major, mn0: &Val, rows: i64, step: &Val| {
+                            match major {
+                                Major::K => {
+                                    let xy = at3(vec![k0.clone(), mn0.clone()], step);
+                                    b.tensor_load(mem, &at, map, &xy, full, &s)
+                                }
+                                Major::MN => (0..rows / SLAB).try_for_each(|j| {
+                                    let x = mn0.clone() + lit(j * SLAB);
+                                    let at = at.clone() + lit(j * SLAB * BK);
+                                    b.tensor_load(
+                                        mem,
+                                        &at,
+                                        map,
+                                        &at3(vec![x, k0.clone()], step),
+                                        full,
+                                        &s,
+                                    )
+                                }),
+                            }
+                        };
+                        let (sta, stb) = steps.clone().unwrap_or((lit(1), lit(1)));
+                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &m0, BM, &sta)?;
+                        load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn, &stb)?;
                         Ok(vec![])
                     })?;
                     Ok(())
@@ -1021,11 +1147,16 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         + lit(r0 as i64);
                     (row, lane.clone() % lit(4) * lit(2) + lit(c0 as i64))
                 };
+                // an element's offset in the tile's entry of C (batched: past the entries before)
+                let in_entry = |at: Val| match &sl.entry {
+                    Some(e) => e.clone() * c.strides[0].clone() + at,
+                    None => at,
+                };
                 // (row, col) is inside C
                 let inside =
                     |b: &KernelBuilder, row: &Val, col: &Val| -> IrResult<tilekit_ir::Pred> {
                         let rows_left = m_rows.clone() - lit(1) - row.clone();
-                        let cols_left = c.lengths[1].clone() - lit(1) - col.clone();
+                        let cols_left = c_n.clone() - lit(1) - col.clone();
                         let least = b.binary(BinOp::Min, &rows_left, &cols_left)?;
                         b.cmp(CmpOp::Ge, &least, &lit(0))
                     };
@@ -1057,7 +1188,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                             // loads are masked to it)
                             let (r, cc) = frag(i);
                             let (row, col) = (m0.clone() + r, n0.clone() + cc);
-                            let g = row.clone() * c.strides[0].clone() + col.clone();
+                            let g = in_entry(row.clone() * c_pitch.clone() + col.clone());
                             let mut out = Vec::with_capacity(2);
                             for e in 0..2 {
                                 let col = col.clone() + lit(e);
@@ -1079,8 +1210,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     b.named_barrier(1, 256)?;
                     b.if_then(&storer, |b| {
                         for j in 0..bn / cw {
-                            let x = n0.clone() + lit(j * cw);
-                            b.tensor_store(cmap, &[x, m0.clone()], sc, &lit(j * BM * cw))?;
+                            let mut xy = vec![n0.clone() + lit(j * cw), m0.clone()];
+                            xy.extend(sl.entry.clone());
+                            b.tensor_store(cmap, &xy, sc, &lit(j * BM * cw))?;
                         }
                         b.bulk_commit();
                         Ok(())
@@ -1089,7 +1221,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     b.note(
                         "gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges",
                     );
-                    let (m, n) = (m_rows.clone(), c.lengths[1].clone());
+                    let (m, n) = (m_rows.clone(), c_n.clone());
                     // a split's partial product goes to its slab of the workspace
                     let slab_row = match &sl.split {
                         Some(ks) => ks.clone() * m.clone(),
@@ -1099,8 +1231,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let (r, cc) = frag(i);
                         let row = m0.clone() + r;
                         let col = n0.clone() + cc;
-                        let at =
-                            (slab_row.clone() + row.clone()) * c.strides[0].clone() + col.clone();
+                        let at = in_entry(
+                            (slab_row.clone() + row.clone()) * c_pitch.clone() + col.clone(),
+                        );
                         let plain = cfg.op.is_identity();
                         let vals = if plain {
                             vec![b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]

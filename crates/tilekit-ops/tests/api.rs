@@ -54,6 +54,7 @@ on_backends!(
     gemm_every_layout,
     gemm_stages_operands_tma_cannot_read,
     gemm_batches,
+    gemm_batches_in_one_launch,
     gemm_tf32,
     gemm_ex_epilogues,
     gemm_ex_typed_errors,
@@ -492,6 +493,72 @@ fn gemm_batches<B: Backend>(b: &B) {
     check("gemm batched f32", &values(&b.to_host(&c32).unwrap()), &want32, 1e-4);
 }
 
+/// Strided batches as one launch of the batched Hopper kernel (`gemm_batched_into`), 3 entries
+/// of 130 × 72 × 80 bf16 (edge tiles in M, N and K): A MN-major (each entry stored K × M) with
+/// B row-major into a NaN-poisoned f32 C with an f32 bias and ReLU; B one shared K-major entry
+/// (`Wᵀ`) into a random bf16 C with alpha and beta; and A's entries 4 elements further apart
+/// than a matrix (8 bytes: no tensor map over the batch, one launch per entry) — vs f64.
+fn gemm_batches_in_one_launch<B: Backend>(b: &B) {
+    use tilekit_ir::tensor::TensorLayout;
+    use tilekit_ops::api::{Activation, GemmOptions};
+    let (batch, m, n, k) = (3i64, 130i64, 72i64, 80i64);
+    let (bu, mu, nu, ku) = (batch as usize, m as usize, n as usize, k as usize);
+    // C[e][i][j] = f(Σ_x A[e][i][x]·B[e or 0][x][j], e·M·N + i·N + j, j) on logical views
+    let reference = |a: &HostTensor, w: &HostTensor, f: &dyn Fn(f64, usize, usize) -> f64| {
+        let (av, wv) = (values(a), values(w));
+        let shared = w.shape()[0] == 1;
+        (0..bu * mu * nu)
+            .map(|e| {
+                let (s, i, j) = (e / (mu * nu), e / nu % mu, e % nu);
+                let sw = if shared { 0 } else { s };
+                let p = (0..ku).map(|x| av[(s * mu + i) * ku + x] * wv[(sw * ku + x) * nu + j]);
+                f(p.sum::<f64>(), e, j)
+            })
+            .collect::<Vec<f64>>()
+    };
+    // A MN-major, B row-major (MN-major), f32 C, bias + ReLU
+    let a_st = random(BF16, &[batch, k, m], 180);
+    let a_h = a_st.transpose(1, 2).unwrap();
+    let a = view(b, &b.from_host(&a_st).unwrap(), |l| l.transpose(1, 2));
+    let w = random(BF16, &[batch, k, n], 181);
+    let bias = random(F32, &[n], 182);
+    let bv = values(&bias);
+    let mut c = poisoned(b, F32, &[batch, m, n]);
+    let bias_d = b.from_host(&bias).unwrap();
+    let opts = GemmOptions::new().bias(&bias_d).activation(Activation::Relu);
+    api::gemm_batched_into(b, &a, &b.from_host(&w).unwrap(), &mut c, &opts).unwrap();
+    let want = reference(&a_h, &w, &|p, _, j| (p + bv[j]).max(0.0));
+    check("batched MN-major A, bias, relu", &values(&b.to_host(&c).unwrap()), &want, 1e-3);
+
+    // one shared B = Wᵀ (K-major), a random bf16 C read with beta, alpha
+    let a2 = random(BF16, &[batch, m, k], 183);
+    let w_st = random(BF16, &[1, n, k], 184);
+    let w_h = w_st.transpose(1, 2).unwrap();
+    let wd = view(b, &b.from_host(&w_st).unwrap(), |l| l.transpose(1, 2));
+    let c0 = random(BF16, &[batch, m, n], 185);
+    let c_old = values(&c0);
+    let mut c2 = b.from_host(&c0).unwrap();
+    let opts = GemmOptions::new().alpha(2.0).beta(0.5);
+    api::gemm_batched_into(b, &b.from_host(&a2).unwrap(), &wd, &mut c2, &opts).unwrap();
+    let want = reference(&a2, &w_h, &|p, e, _| 2.0 * p + 0.5 * c_old[e]);
+    check("batched shared Wᵀ, alpha, beta", &values(&b.to_host(&c2).unwrap()), &want, 1.0 / 16.0);
+
+    // entries 8 bytes further apart than a matrix: per-entry launches, the same products
+    let stride = m * k + 4;
+    let flat = random(BF16, &[batch * stride], 186);
+    let odd = |l: &TensorLayout| {
+        TensorLayout::strided(l.dtype(), vec![batch, m, k], vec![stride, k, 1], 0)
+    };
+    let a3_h = flat.with_layout(odd(flat.layout()).unwrap()).unwrap();
+    let a3 = view(b, &b.from_host(&flat).unwrap(), odd);
+    let w3 = random(BF16, &[batch, k, n], 187);
+    let mut c3 = poisoned(b, F32, &[batch, m, n]);
+    api::gemm_batched_into(b, &a3, &b.from_host(&w3).unwrap(), &mut c3, &GemmOptions::new())
+        .unwrap();
+    let want = reference(&a3_h, &w3, &|p, _, _| p);
+    check("batched, unaligned batch stride", &values(&b.to_host(&c3).unwrap()), &want, 1e-3);
+}
+
 /// `act(alpha·A·B + beta·C + bias)` through `api::gemm_ex`: bf16 C read (beta ≠ 0) and
 /// written with an f32 bias and GELU (A transposed, B row-major); f32 C poisoned with NaN and
 /// beta = 0 (C never read) with ReLU (B = Wᵀ); bf16 C with a bf16 bias (both transposed); vs
@@ -694,4 +761,110 @@ fn cudarc_buffers_are_inputs_and_outputs() {
     let s = api::row_sum(&cuda, &xn).unwrap();
     let want = row_refs(&values(&x.narrow(1, 5, 100).unwrap()), 37, 100).0;
     check("row_sum of a borrowed view", &values(&cuda.to_host(&s).unwrap()), &want, 1e-4);
+}
+
+#[test]
+fn strided_batches_are_one_launch_where_tma_can_step_over_the_entries() {
+    use tilekit_ops::api::GemmOptions;
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    let rec = Record::new();
+    let t = |shape: &[i64]| LayoutTensor::contiguous(BF16, shape).unwrap();
+    let mut c = LayoutTensor::contiguous(F32, &[64, 512, 512]).unwrap();
+    let names = |rec: &Record| -> Vec<(String, bool)> {
+        rec.take()
+            .iter()
+            .map(|l| {
+                let k = l.kernel.kernel();
+                (k.name.clone(), k.params.iter().any(|p| p.name == "a_batch_step"))
+            })
+            .collect()
+    };
+    // 64 entries of 512³: one batched launch; a shared B too
+    let plain = GemmOptions::new();
+    api::gemm_batched_into(&rec, &t(&[64, 512, 512]), &t(&[64, 512, 512]), &mut c, &plain).unwrap();
+    assert_eq!(names(&rec), vec![("gemm_sm90".to_string(), true)]);
+    api::gemm_batched_into(&rec, &t(&[64, 512, 512]), &t(&[1, 512, 512]), &mut c, &plain).unwrap();
+    assert_eq!(names(&rec), vec![("gemm_sm90".to_string(), true)]);
+    // A's entries 8 bytes off a 16-byte step: one plain launch per entry
+    let odd = tilekit_ir::tensor::TensorLayout::strided(
+        BF16,
+        vec![64, 512, 512],
+        vec![512 * 512 + 4, 512, 1],
+        0,
+    )
+    .unwrap();
+    let a = LayoutTensor::new(odd, 0);
+    api::gemm_batched_into(&rec, &a, &t(&[64, 512, 512]), &mut c, &plain).unwrap();
+    // (every other entry starts 8 bytes off 16 and is staged through a copy first)
+    let l = names(&rec);
+    let gemms: Vec<_> = l.iter().filter(|(name, _)| name == "gemm_sm90").collect();
+    assert_eq!((gemms.len(), l.len()), (64, 96), "{l:?}");
+    assert!(gemms.iter().all(|(_, batched)| !batched), "{l:?}");
+    // a permuted batch dim (entries 512 elements apart, rows 64 · 512): one launch per entry
+    let permuted = tilekit_ir::tensor::TensorLayout::strided(
+        BF16,
+        vec![64, 512, 512],
+        vec![512, 64 * 512, 1],
+        0,
+    )
+    .unwrap();
+    let a = LayoutTensor::new(permuted, 0);
+    api::gemm_batched_into(&rec, &a, &t(&[64, 512, 512]), &mut c, &plain).unwrap();
+    let l = names(&rec);
+    assert!(l.len() == 64 && l.iter().all(|(n, batched)| n == "gemm_sm90" && !batched), "{l:?}");
+    // f32 inputs: the CUDA-core kernel, one launch per entry
+    let f = |shape: &[i64]| LayoutTensor::contiguous(F32, shape).unwrap();
+    api::gemm_batched_into(&rec, &f(&[64, 512, 512]), &f(&[64, 512, 512]), &mut c, &plain).unwrap();
+    assert_eq!(rec.take().len(), 64);
+}
+
+#[test]
+fn mismatched_batches_are_typed_errors() {
+    use tilekit_ops::api::GemmOptions;
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    let rec = Record::new();
+    let t = |ty, shape: &[i64]| LayoutTensor::contiguous(ty, shape).unwrap();
+    let plain = GemmOptions::new();
+    let mut c = t(F32, &[3, 64, 32]);
+    // B's batch 2 against C's 3
+    let e = api::gemm_batched_into(
+        &rec,
+        &t(BF16, &[3, 64, 16]),
+        &t(BF16, &[2, 16, 32]),
+        &mut c,
+        &plain,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("batch") && e.contains("[2, 16, 32]"), "{e}");
+    // inner dims 16 and 24
+    let e = api::gemm_batched_into(
+        &rec,
+        &t(BF16, &[3, 64, 16]),
+        &t(BF16, &[3, 24, 32]),
+        &mut c,
+        &plain,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("inner dims"), "{e}");
+    // C's entries 64 × 30 for products of 64 × 32
+    let mut narrow = t(F32, &[3, 64, 30]);
+    let e = api::gemm_batched_into(
+        &rec,
+        &t(BF16, &[3, 64, 16]),
+        &t(BF16, &[3, 16, 32]),
+        &mut narrow,
+        &plain,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("30"), "{e}");
+    // a rank-2 A
+    let e =
+        api::gemm_batched_into(&rec, &t(BF16, &[64, 16]), &t(BF16, &[3, 16, 32]), &mut c, &plain)
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("ranks"), "{e}");
+    assert!(rec.take().is_empty());
 }
