@@ -110,6 +110,19 @@ pub enum AsyncOp {
         /// Bytes the phase expects from bulk copies.
         tx: Option<ValueId>,
     },
+    /// `mbarrier.arrive.release.cluster.shared::cluster`: one arrival on barrier `index` of
+    /// `bar` **in the block of rank `cta` of the cluster** (`mapa` of this block's own barrier
+    /// address; `cta` may be the block's own rank). A consumer releases a stage that another
+    /// block's multicast copies write into this way. The owner must not exit before the
+    /// arrival: a `barrier.cluster` follows it (the interpreter checks).
+    MbarrierArriveCluster {
+        /// The barrier allocation.
+        bar: MemRef,
+        /// Which barrier.
+        index: ValueId,
+        /// The rank of the block whose barrier receives the arrival (`0..cluster size`).
+        cta: ValueId,
+    },
     /// Waits (a `try_wait.parity` loop) until the phase of parity `parity` has completed.
     MbarrierWait {
         /// The barrier allocation.
@@ -258,6 +271,7 @@ impl AsyncOp {
             AsyncOp::MbarrierInit { .. } => "mbarrier.init",
             AsyncOp::MbarrierArrive { tx: None, .. } => "mbarrier.arrive",
             AsyncOp::MbarrierArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
+            AsyncOp::MbarrierArriveCluster { .. } => "mbarrier.arrive.shared::cluster",
             AsyncOp::MbarrierWait { .. } => "mbarrier.try_wait.parity",
             AsyncOp::MbarrierInval { .. } => "mbarrier.inval",
             AsyncOp::FenceProxyAsync => "fence.proxy.async",
@@ -291,6 +305,7 @@ impl AsyncOp {
             AsyncOp::MbarrierArrive { index, tx, .. } => {
                 std::iter::once(*index).chain(*tx).collect()
             }
+            AsyncOp::MbarrierArriveCluster { index, cta, .. } => vec![*index, *cta],
             AsyncOp::MbarrierWait { index, parity, .. } => vec![*index, *parity],
             AsyncOp::MbarrierInval { index, .. } => vec![*index],
             AsyncOp::FenceProxyAsync
@@ -326,6 +341,7 @@ impl AsyncOp {
                 v.extend(tx.as_mut());
                 v
             }
+            AsyncOp::MbarrierArriveCluster { index, cta, .. } => vec![index, cta],
             AsyncOp::MbarrierWait { index, parity, .. } => vec![index, parity],
             AsyncOp::MbarrierInval { index, .. } => vec![index],
             AsyncOp::FenceProxyAsync
