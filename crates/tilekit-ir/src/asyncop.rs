@@ -51,12 +51,15 @@
 //! byte counts that differ from what arrives; waiting on a phase nothing can complete
 //! (deadlock); using an mbarrier before `init`, or its memory as data; a bulk store of shared
 //! memory written by threads without a `fence.proxy.async` between; a block that ends while a
-//! bulk store may still read its shared memory; misaligned or ragged bulk copies. Kernels whose
-//! warps wait on each other (a named barrier, or an mbarrier wait inside an `if`) run one warp at
-//! a time (the interpreter's independent warp schedule); there a deadlock lists every blocked
-//! warp with the barrier, index and parity (or the named barrier's count) it waits on, and
-//! named barriers whose warps disagree on the count, or that one warp arrives at twice in a
-//! generation, are errors.
+//! bulk store may still read its shared memory; misaligned or ragged bulk copies; an arrival
+//! on another block's mbarrier (a cluster's shared ring) with no `barrier.cluster` after it.
+//! Kernels whose warps wait on each other (a named barrier, or an mbarrier wait inside an
+//! `if`) run one warp at a time (the interpreter's independent warp schedule); there a deadlock
+//! lists every blocked warp with the barrier, index and parity (or the named barrier's count)
+//! it waits on, named barriers whose warps disagree on the count, or that one warp arrives at
+//! twice in a generation, are errors, and a bulk or tensor load into shared memory that some
+//! thread (or wgmma) accessed without a barrier phase ordering that access before the copy —
+//! a consumer of any block of the cluster that has not released the stage — is named.
 //!
 //! ```
 //! use tilekit_ir::{KernelBuilder, ScalarType, Axis, CmpOp};

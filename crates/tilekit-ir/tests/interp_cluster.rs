@@ -8,6 +8,7 @@
 //! `barrier.cluster` after it, and a rank outside the cluster are named.
 
 use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
+use tilekit_ir::tma::{OobFill, TensorMapArg, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, ShflMode, Val};
 use tilekit_layout::Idx;
 
@@ -197,11 +198,16 @@ const RING_ROUNDS: i64 = 5;
 /// consumer warp waits for the whole stage, writes `v + 1000·r` to `y` and releases the stage
 /// with an arrival on the `empty` barrier of **both** blocks (each expects 2 × 32 arrivals), so
 /// neither producer refills a stage that a peer still reads.
-fn shared_ring(bug: RingBug) -> Kernel {
+/// `tensor`: the halves travel by TMA tensor copies (boxes of 32 × 1 of `x` viewed as rows of
+/// 64) instead of bulk copies.
+fn shared_ring(bug: RingBug, tensor: bool) -> Kernel {
     let b = KernelBuilder::new("shared_ring", [64, 1, 1]).unwrap();
     b.set_cluster_dim([2, 1, 1]).unwrap();
     let x = b.ptr_param("x", ScalarType::F32).unwrap();
     let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let spec =
+        TensorMapSpec::new(ScalarType::F32, &[32, 1], TmaSwizzle::None, OobFill::Zero).unwrap();
+    let xm = if tensor { Some(b.tensor_map_param("xm", x, spec).unwrap()) } else { None };
     let buf = b.shared("buf", ScalarType::F32, 128).unwrap();
     let full = b.mbarrier("full", 2).unwrap();
     let empty = b.mbarrier("empty", 2).unwrap();
@@ -232,10 +238,18 @@ fn shared_ring(bug: RingBug) -> Kernel {
                     let parity = (i.clone() / Idx::lit(2) + Idx::lit(1)) % Idx::lit(2);
                     b.mbarrier_wait(empty, &s, &parity)?;
                     b.mbarrier_arrive(full, &s, Some(&Idx::lit(64 * 4)))?;
-                    let src = (cluster.clone() * Idx::lit(RING_ROUNDS) + i) * Idx::lit(64)
-                        + rank.clone() * Idx::lit(32);
-                    let dst = s * Idx::lit(64) + rank.clone() * Idx::lit(32);
+                    let row = cluster.clone() * Idx::lit(RING_ROUNDS) + i;
+                    let src = row.clone() * Idx::lit(64) + rank.clone() * Idx::lit(32);
+                    let dst = s.clone() * Idx::lit(64) + rank.clone() * Idx::lit(32);
                     let mask = Idx::lit(3);
+                    if let Some(xm) = xm {
+                        let xy = [
+                            b.cvt(&(rank.clone() * Idx::lit(32)), ScalarType::I32)?,
+                            b.cvt(&row, ScalarType::I32)?,
+                        ];
+                        b.tensor_load_multicast(buf, &dst, xm, &xy, full, &s, &mask)?;
+                        return Ok(vec![]);
+                    }
                     b.bulk_load_multicast(
                         buf,
                         &dst,
@@ -293,13 +307,20 @@ fn shared_ring(bug: RingBug) -> Kernel {
     b.finish().unwrap()
 }
 
-fn run_ring(bug: RingBug, blocks: usize) -> (Result<(), InterpError>, Vec<f32>, Vec<f32>) {
+fn run_ring(
+    bug: RingBug,
+    blocks: usize,
+    tensor: bool,
+) -> (Result<(), InterpError>, Vec<f32>, Vec<f32>) {
     let n = blocks * RING_ROUNDS as usize * 64;
     // distinct, non-zero values: element i of x is 0.25 + i·1.5 (mod a prime spread)
     let x: Vec<f32> = (0..n / 2).map(|i| ((i * 7919) % 1009) as f32 * 0.5 + 0.25).collect();
     let mut a = Args::new();
     a.buffer(HostBuffer::from_f32(&x)).buffer(HostBuffer::from_f32(&vec![f32::NAN; n]));
-    let r = run(&shared_ring(bug), [blocks as u32, 1, 1], &mut a).map(|_| ());
+    if tensor {
+        a.tensor_map(TensorMapArg::packed(&[64, (x.len() / 64) as u64], 4));
+    }
+    let r = run(&shared_ring(bug, tensor), [blocks as u32, 1, 1], &mut a).map(|_| ());
     let y = a.take_buffer(1).unwrap().to_f32().unwrap();
     (r, x, y)
 }
@@ -313,9 +334,9 @@ fn async_kind(r: Result<(), InterpError>) -> (AsyncBug, String) {
 
 #[test]
 fn a_stage_released_on_both_blocks_of_a_cluster_carries_the_multicast_ring() {
-    for blocks in [2usize, 6] {
-        let (r, x, y) = run_ring(RingBug::None, blocks);
-        r.unwrap_or_else(|e| panic!("{blocks} blocks: {e}"));
+    for (blocks, tensor) in [(2usize, false), (6, false), (4, true)] {
+        let (r, x, y) = run_ring(RingBug::None, blocks, tensor);
+        r.unwrap_or_else(|e| panic!("{blocks} blocks, tensor copies {tensor}: {e}"));
         for blk in 0..blocks {
             let (cluster, rank) = (blk / 2, blk % 2);
             for i in 0..RING_ROUNDS as usize {
@@ -333,15 +354,18 @@ fn a_stage_released_on_both_blocks_of_a_cluster_carries_the_multicast_ring() {
 
 #[test]
 fn releasing_only_the_own_block_lets_the_peer_overwrite_a_stage_being_read() {
-    let (r, _, _) = run_ring(RingBug::LocalRelease, 2);
-    let (kind, text) = async_kind(r);
-    assert_eq!(kind, AsyncBug::OverwriteWhileRead, "{text}");
-    assert!(text.contains("\"buf\""), "{text}");
+    // bulk and tensor copies alike
+    for tensor in [false, true] {
+        let (r, _, _) = run_ring(RingBug::LocalRelease, 2, tensor);
+        let (kind, text) = async_kind(r);
+        assert_eq!(kind, AsyncBug::OverwriteWhileRead, "tensor copies {tensor}: {text}");
+        assert!(text.contains("\"buf\"") && text.contains("nothing orders"), "{text}");
+    }
 }
 
 #[test]
 fn a_remote_arrival_without_a_cluster_barrier_after_it_is_named() {
-    let (r, _, _) = run_ring(RingBug::NoBarrierAtExit, 2);
+    let (r, _, _) = run_ring(RingBug::NoBarrierAtExit, 2, false);
     let (kind, text) = async_kind(r);
     assert_eq!(kind, AsyncBug::RemoteArriveAtExit, "{text}");
     assert!(
@@ -352,7 +376,7 @@ fn a_remote_arrival_without_a_cluster_barrier_after_it_is_named() {
 
 #[test]
 fn a_remote_arrival_outside_the_cluster_is_named() {
-    let (r, _, _) = run_ring(RingBug::RankOutOfRange, 2);
+    let (r, _, _) = run_ring(RingBug::RankOutOfRange, 2, false);
     match r {
         Err(InterpError::ClusterRank { rank, size, .. }) => assert_eq!((rank, size), (2, 2)),
         other => panic!("expected a rank error, got {other:?}"),

@@ -47,6 +47,10 @@ pub(crate) struct Load {
     pub(crate) inst: u32,
 }
 
+/// An arrival on another block's mbarrier: (block, allocation, index) of the barrier, the
+/// epoch, the arriving lane and the instruction.
+type RemoteArrive = ((usize, u32, usize), u32, usize, u32);
+
 /// An mbarrier wait that has not returned: the first waiting lane, its barrier (block,
 /// allocation, index) and the parity it waits for.
 #[derive(Debug, Clone, Copy)]
@@ -78,8 +82,8 @@ pub(crate) struct AsyncState {
     /// warp schedule: per (warpgroup of the cluster, setmaxnreg instruction), the warps of the
     /// warpgroup that ran it (bits 0..4) and the first lane that did
     maxnreg: HashMap<(usize, u32), (u8, usize)>,
-    /// the latest arrival on another block's mbarrier: (barrier, epoch, lane, instruction)
-    remote_arrive: Option<((usize, u32, usize), u32, usize, u32)>,
+    /// the latest arrival on another block's mbarrier
+    remote_arrive: Option<RemoteArrive>,
 }
 
 impl AsyncState {
@@ -782,38 +786,7 @@ impl<'a> BlockExec<'a> {
             Global::Scalar => return Err(self.not_a_buffer(p)),
         }
         for x in so..so + n {
-            let k = (cta, s, x);
-            self.wg_shared_write(inst, cta, s, x, t)?;
-            if let Some(&(rt, g)) = self.asy.reads.get(&k) {
-                let detail = format!(
-                    "thread {:?}'s bulk group {g} may still be reading it",
-                    self.thread(rt)
-                );
-                let kind = AsyncBug::OverwriteWhileStoreReads;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
-            if self.p.warps {
-                let hb = super::warps::Hb::new(&self.vc, self.cur_warp, self.p.cta_threads);
-                let mem = &self.shared[cta][s as usize];
-                if let Some((r, w)) = mem.unordered(x, t as u32, |r| hb.ordered(r)) {
-                    let detail = format!(
-                        "thread {:?} of block {:?} {} it (`{}`) and nothing orders that access \
-                         before this copy (the issuer must wait on a barrier phase the accessing \
-                         thread arrived on after it, such as the stage's `empty` mbarrier)",
-                        self.thread(r.thread as usize),
-                        self.block_of(r.thread as usize),
-                        if w { "wrote" } else { "read" },
-                        self.inst_text_of(r.inst)
-                    );
-                    let kind = AsyncBug::OverwriteWhileRead;
-                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-                }
-            }
-            if self.asy.landing.contains_key(&k) {
-                let detail = "another bulk load in flight writes it too".to_string();
-                let kind = AsyncBug::WriteBeforeComplete;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
+            self.copy_target(inst, (cta, s, x), t)?;
         }
         let i = self.asy.loads.len();
         for x in so..so + n {
@@ -821,6 +794,43 @@ impl<'a> BlockExec<'a> {
         }
         let id = self.p.inst_id(inst);
         self.asy.loads.push(Load { cta, s, start: so, bits, bar: key, thread: t, inst: id });
+        Ok(())
+    }
+
+    /// Shared element `k` (block, allocation, element) as the destination of a bulk or tensor
+    /// load issued by lane `t`: no in-flight wgmma, bulk store or other load may still read or
+    /// write it, and (warp schedule) every thread's access to it is ordered before the copy.
+    pub(crate) fn copy_target(&self, inst: &Inst, k: (usize, u32, usize), t: usize) -> R {
+        let (cta, s, x) = k;
+        self.wg_shared_write(inst, cta, s, x, t)?;
+        if let Some(&(rt, g)) = self.asy.reads.get(&k) {
+            let detail =
+                format!("thread {:?}'s bulk group {g} may still be reading it", self.thread(rt));
+            let kind = AsyncBug::OverwriteWhileStoreReads;
+            return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+        }
+        if self.p.warps {
+            let hb = super::warps::Hb::new(&self.vc, self.cur_warp, self.p.cta_threads);
+            let mem = &self.shared[cta][s as usize];
+            if let Some((r, w)) = mem.unordered(x, t as u32, |r| hb.ordered(r)) {
+                let detail = format!(
+                    "thread {:?} of block {:?} {} it (`{}`) and nothing orders that access \
+                     before this copy (the issuer must wait on a barrier phase the accessing \
+                     thread arrived on after it, such as the stage's `empty` mbarrier)",
+                    self.thread(r.thread as usize),
+                    self.block_of(r.thread as usize),
+                    if w { "wrote" } else { "read" },
+                    self.inst_text_of(r.inst)
+                );
+                let kind = AsyncBug::OverwriteWhileRead;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+        }
+        if self.asy.landing.contains_key(&k) {
+            let detail = "another bulk load in flight writes it too".to_string();
+            let kind = AsyncBug::WriteBeforeComplete;
+            return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+        }
         Ok(())
     }
 
