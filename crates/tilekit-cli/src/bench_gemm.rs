@@ -151,17 +151,26 @@ const fn sm90(
         op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
         split_k: 1,
         batched: false,
+        cluster: 1,
     }
+}
+
+/// `c` run by pairs of blocks (2-block clusters) sharing B by TMA multicast.
+const fn pair(c: GemmConfig) -> GemmConfig {
+    GemmConfig { cluster: 2, ..c }
 }
 
 /// The Hopper kernel's configurations timed per problem (input and output types are set per
 /// problem): the two winners of the one-block-per-tile kernel (bn 128 / 6 stages, bn 256 / 4
 /// stages, one wgmma group in flight), then the persistent grid in linear, grouped and Hilbert
-/// order, with the register epilogue and the TMA-store one. TMA-store configs are skipped
-/// where C's row pitch is not a multiple of 16 bytes.
+/// order, with the register epilogue and the TMA-store one; then pairs of blocks in 2-block
+/// clusters sharing B by multicast (labels end in `cluster 2`; grouped g = g pairs of M-tiles).
+/// TMA-store configs are skipped where C's row pitch is not a multiple of 16 bytes.
 ///
 /// ```
-/// assert!(tilekit_cli::bench_gemm::SM90_CONFIGS.len() <= 16);
+/// use tilekit_cli::bench_gemm::SM90_CONFIGS;
+/// assert!(SM90_CONFIGS.len() <= 22);
+/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.cluster == 2).count(), 6);
 /// ```
 pub const SM90_CONFIGS: &[GemmConfig] = &[
     sm90(128, 6, false, Raster::Linear, Epilogue::Registers),
@@ -180,6 +189,12 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     sm90(256, 3, true, Raster::Grouped(8), Epilogue::Tma),
     sm90(128, 6, true, Raster::Hilbert, Epilogue::Tma),
     sm90(256, 3, true, Raster::Hilbert, Epilogue::Tma),
+    pair(sm90(256, 3, true, Raster::Grouped(4), Epilogue::Tma)),
+    pair(sm90(256, 3, true, Raster::Grouped(8), Epilogue::Tma)),
+    pair(sm90(256, 4, true, Raster::Grouped(4), Epilogue::Registers)),
+    pair(sm90(192, 4, true, Raster::Grouped(4), Epilogue::Tma)),
+    pair(sm90(128, 5, true, Raster::Grouped(4), Epilogue::Tma)),
+    pair(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma)),
 ];
 
 /// `--layout` → the storage of A and B.
@@ -419,6 +434,7 @@ fn sm90_best(
                 raster: Raster::Linear,
                 epilogue: Epilogue::Registers,
                 split_k,
+                cluster: 1,
             };
             let label = format!("api, {}", choice.label());
             let mut c = cuda.from_host(&ch).map_err(e)?;

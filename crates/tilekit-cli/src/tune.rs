@@ -51,7 +51,8 @@ pub struct Args {
     #[arg(long)]
     pub filter: Option<String>,
     /// Only softmax candidates whose launch shape contains this text (e.g. `coop` for the
-    /// cooperative kernel's shapes). With `--save`, the winners are chosen among these alone.
+    /// cooperative kernel's shapes), or gemm candidates whose configuration label does (e.g.
+    /// `cluster 2`). With `--save`, the winners are chosen among these alone.
     #[arg(long)]
     pub config: Option<String>,
     /// Timed repetitions per candidate (the median is reported).

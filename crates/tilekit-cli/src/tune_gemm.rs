@@ -7,6 +7,7 @@
 //!   A, B random on the device, stored as --layout says (nt: A M×K, B N×K), C poisoned (NaN)
 //!   before each candidate
 //!   GemmProblem::candidates()  ─► per candidate: [i/n] label … warm-up ×3, median of reps,
+//!   (--config TEXT: those whose label contains TEXT)
 //!                                  64 sampled elements of C against an f64 reference
 //!   table, fastest first, beside the heuristic's choice (what api::gemm runs untuned)
 //!   --save: the winner into <cache>/tuning/gemm-<device>.json, class "bf16>f32 nt m… n… k…"
@@ -169,7 +170,23 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let heuristic = GemmChoice::heuristic(&problem);
     let table = cuda.gemm_table();
     let in_use = table.choose(&problem);
-    let cands = problem.candidates();
+    // --config: only the candidates whose label contains the text (e.g. `cluster 2`, or
+    // `bn 256, 3 stages` for a config with and without pairs)
+    let cands: Vec<GemmChoice> = problem
+        .candidates()
+        .into_iter()
+        .filter(|c| a.config.as_ref().is_none_or(|t| c.label().contains(t.as_str())))
+        .collect();
+    if cands.is_empty() {
+        return Err(CliError::BadArgument {
+            flag: "--config".into(),
+            value: a.config.clone().unwrap_or_default(),
+            rule: format!(
+                "text in at least one candidate's label, such as `cluster 2` or `{}`",
+                heuristic.label()
+            ),
+        });
+    }
     let flops = 2.0 * (m * n * k) as f64;
     outln!(
         "device {device}; gemm {shape} {ty} → {output}, layout {} (A {}, B {})",

@@ -51,12 +51,15 @@
 //! byte counts that differ from what arrives; waiting on a phase nothing can complete
 //! (deadlock); using an mbarrier before `init`, or its memory as data; a bulk store of shared
 //! memory written by threads without a `fence.proxy.async` between; a block that ends while a
-//! bulk store may still read its shared memory; misaligned or ragged bulk copies. Kernels whose
-//! warps wait on each other (a named barrier, or an mbarrier wait inside an `if`) run one warp at
-//! a time (the interpreter's independent warp schedule); there a deadlock lists every blocked
-//! warp with the barrier, index and parity (or the named barrier's count) it waits on, and
-//! named barriers whose warps disagree on the count, or that one warp arrives at twice in a
-//! generation, are errors.
+//! bulk store may still read its shared memory; misaligned or ragged bulk copies; an arrival
+//! on another block's mbarrier (a cluster's shared ring) with no `barrier.cluster` after it.
+//! Kernels whose warps wait on each other (a named barrier, or an mbarrier wait inside an
+//! `if`) run one warp at a time (the interpreter's independent warp schedule); there a deadlock
+//! lists every blocked warp with the barrier, index and parity (or the named barrier's count)
+//! it waits on, named barriers whose warps disagree on the count, or that one warp arrives at
+//! twice in a generation, are errors, and a bulk or tensor load into shared memory that some
+//! thread (or wgmma) accessed without a barrier phase ordering that access before the copy —
+//! a consumer of any block of the cluster that has not released the stage — is named.
 //!
 //! ```
 //! use tilekit_ir::{KernelBuilder, ScalarType, Axis, CmpOp};
@@ -109,6 +112,19 @@ pub enum AsyncOp {
         index: ValueId,
         /// Bytes the phase expects from bulk copies.
         tx: Option<ValueId>,
+    },
+    /// `mbarrier.arrive.release.cluster.shared::cluster`: one arrival on barrier `index` of
+    /// `bar` **in the block of rank `cta` of the cluster** (`mapa` of this block's own barrier
+    /// address; `cta` may be the block's own rank). A consumer releases a stage that another
+    /// block's multicast copies write into this way. The owner must not exit before the
+    /// arrival: a `barrier.cluster` follows it (the interpreter checks).
+    MbarrierArriveCluster {
+        /// The barrier allocation.
+        bar: MemRef,
+        /// Which barrier.
+        index: ValueId,
+        /// The rank of the block whose barrier receives the arrival (`0..cluster size`).
+        cta: ValueId,
     },
     /// Waits (a `try_wait.parity` loop) until the phase of parity `parity` has completed.
     MbarrierWait {
@@ -258,6 +274,7 @@ impl AsyncOp {
             AsyncOp::MbarrierInit { .. } => "mbarrier.init",
             AsyncOp::MbarrierArrive { tx: None, .. } => "mbarrier.arrive",
             AsyncOp::MbarrierArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
+            AsyncOp::MbarrierArriveCluster { .. } => "mbarrier.arrive.shared::cluster",
             AsyncOp::MbarrierWait { .. } => "mbarrier.try_wait.parity",
             AsyncOp::MbarrierInval { .. } => "mbarrier.inval",
             AsyncOp::FenceProxyAsync => "fence.proxy.async",
@@ -291,6 +308,7 @@ impl AsyncOp {
             AsyncOp::MbarrierArrive { index, tx, .. } => {
                 std::iter::once(*index).chain(*tx).collect()
             }
+            AsyncOp::MbarrierArriveCluster { index, cta, .. } => vec![*index, *cta],
             AsyncOp::MbarrierWait { index, parity, .. } => vec![*index, *parity],
             AsyncOp::MbarrierInval { index, .. } => vec![*index],
             AsyncOp::FenceProxyAsync
@@ -326,6 +344,7 @@ impl AsyncOp {
                 v.extend(tx.as_mut());
                 v
             }
+            AsyncOp::MbarrierArriveCluster { index, cta, .. } => vec![index, cta],
             AsyncOp::MbarrierWait { index, parity, .. } => vec![index, parity],
             AsyncOp::MbarrierInval { index, .. } => vec![index],
             AsyncOp::FenceProxyAsync

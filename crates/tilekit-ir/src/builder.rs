@@ -1084,6 +1084,36 @@ impl KernelBuilder {
         Ok(())
     }
 
+    /// `mbarrier.arrive.release.cluster.shared::cluster`: one arrival on barrier `index` of
+    /// `bar` **of the cluster's block of rank `cta`** (its own rank included): how the consumers
+    /// of a cluster release a stage that the other blocks' multicast copies write into, so that
+    /// no producer reuses it before every block has read it. The barrier's arrival count
+    /// includes these arrivals; the owner must not exit before them — end the kernel with a
+    /// [`cluster_barrier`](Self::cluster_barrier) (the interpreter checks). Only in cluster
+    /// kernels.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, Val};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let bar = b.mbarrier("empty", 1).unwrap();
+    /// assert!(b.mbarrier_arrive_cluster(bar, &Idx::lit(0), &Idx::lit(0)).is_err()); // no cluster
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.set_cluster_dim([2, 1, 1]).unwrap();
+    /// let bar = b.mbarrier("empty", 1).unwrap();
+    /// let peer = Val::lit(1) - b.cluster_cta_rank();
+    /// b.mbarrier_arrive_cluster(bar, &Idx::lit(0), &peer).unwrap();
+    /// assert!(b.finish().unwrap().to_string().contains("mbarrier.arrive.shared::cluster"));
+    /// ```
+    pub fn mbarrier_arrive_cluster(&self, bar: MemRef, index: &Val, cta: &Val) -> Result<()> {
+        let op = "mbarrier.arrive.shared::cluster";
+        self.need_cluster(op)?;
+        let index = self.bar_operands(op, bar, index)?;
+        let cta = self.offset_operand(cta, op)?;
+        self.push_async(crate::asyncop::AsyncOp::MbarrierArriveCluster { bar, index, cta });
+        Ok(())
+    }
+
     /// Waits until the phase of parity `parity` (0 or 1) of barrier `index` has completed
     /// (`mbarrier.try_wait.parity` in a loop).
     ///

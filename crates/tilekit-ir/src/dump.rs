@@ -93,6 +93,9 @@ fn async_text(k: &Kernel, a: &crate::asyncop::AsyncOp, mn: String) -> String {
             format!("{mn} {}", bar(b, index))
         }
         A::MbarrierWait { bar: b, index, parity } => format!("{mn} {}, {parity}", bar(b, index)),
+        A::MbarrierArriveCluster { bar: b, index, cta } => {
+            format!("{mn} {} of cta {cta}", bar(b, index))
+        }
         A::FenceProxyAsync | A::FenceMbarrierInit | A::BulkCommit => mn,
         A::BulkWait { pending, .. } => format!("{mn} {pending}"),
         A::SetMaxNReg { regs, .. } => format!("{mn} {regs}"),

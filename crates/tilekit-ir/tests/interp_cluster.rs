@@ -2,10 +2,14 @@
 //! cluster gives the right values, and the bugs clusters make possible — reading a peer's
 //! shared memory before a `barrier.cluster`, overwriting it while a peer may still read it,
 //! exiting while a peer may still read it, naming a rank outside the cluster, a grid that is not
-//! a multiple of the cluster — are named errors.
+//! a multiple of the cluster — are named errors. A ring of stages filled by multicast copies
+//! from both blocks runs when consumers release each stage on both blocks' `empty` barriers
+//! (`mbarrier.arrive.shared::cluster`); releasing only the own block, a remote arrival with no
+//! `barrier.cluster` after it, and a rank outside the cluster are named.
 
-use tilekit_ir::interp::{run, Args, HostBuffer, InterpError};
-use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, ShflMode, Val};
+use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
+use tilekit_ir::tma::{OobFill, TensorMapArg, TensorMapSpec, TmaSwizzle};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, ShflMode, Val};
 use tilekit_layout::Idx;
 
 const C: u32 = 4;
@@ -173,4 +177,208 @@ fn cluster_dims_are_checked_by_the_builder() {
     let k = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     k.set_cluster_dim([4, 2, 2]).unwrap();
     assert_eq!(k.finish().unwrap().cluster_size(), 16);
+}
+
+/// What the shared-ring kernel gets wrong (each variant plants one bug).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum RingBug {
+    None,
+    /// consumers release only their own block's stage (count 32, a local arrive)
+    LocalRelease,
+    /// no barrier.cluster at the end: a peer may exit before the remote arrivals
+    NoBarrierAtExit,
+    /// the remote arrival names rank 2 of a 2-block cluster
+    RankOutOfRange,
+}
+
+const RING_ROUNDS: i64 = 5;
+
+/// A ring of 2 stages of 64 f32 shared by a 2-block cluster: per round, the producer thread
+/// of rank r multicasts its half (32 values of `x`) into the stage of both blocks; each block's
+/// consumer warp waits for the whole stage, writes `v + 1000·r` to `y` and releases the stage
+/// with an arrival on the `empty` barrier of **both** blocks (each expects 2 × 32 arrivals), so
+/// neither producer refills a stage that a peer still reads.
+/// `tensor`: the halves travel by TMA tensor copies (boxes of 32 × 1 of `x` viewed as rows of
+/// 64) instead of bulk copies.
+fn shared_ring(bug: RingBug, tensor: bool) -> Kernel {
+    let b = KernelBuilder::new("shared_ring", [64, 1, 1]).unwrap();
+    b.set_cluster_dim([2, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let spec =
+        TensorMapSpec::new(ScalarType::F32, &[32, 1], TmaSwizzle::None, OobFill::Zero).unwrap();
+    let xm = if tensor { Some(b.tensor_map_param("xm", x, spec).unwrap()) } else { None };
+    let buf = b.shared("buf", ScalarType::F32, 128).unwrap();
+    let full = b.mbarrier("full", 2).unwrap();
+    let empty = b.mbarrier("empty", 2).unwrap();
+    let tid = b.thread_id(Axis::X);
+    let lane = b.lane_id();
+    let rank = b.cluster_cta_rank();
+    let releases = if bug == RingBug::LocalRelease { 32 } else { 64 };
+    let first = b.cmp(CmpOp::Eq, &tid, &Idx::lit(0)).unwrap();
+    b.if_then(&first, |b| {
+        for s in 0..2 {
+            b.mbarrier_init(full, &Idx::lit(s), &Idx::lit(1))?;
+            b.mbarrier_init(empty, &Idx::lit(s), &Idx::lit(releases))?;
+        }
+        b.fence_mbarrier_init();
+        Ok(())
+    })
+    .unwrap();
+    // every block's barriers are initialised before a peer copies or arrives on them
+    b.cluster_barrier().unwrap();
+    let cluster = b.block_id(Axis::X) / Idx::lit(2);
+    let producer = b.cmp(CmpOp::Eq, &b.warp_id(), &Idx::lit(0)).unwrap();
+    b.if_then_else(
+        &producer,
+        |b| {
+            b.if_then(&first, |b| {
+                b.for_range(&Idx::lit(0), &Idx::lit(RING_ROUNDS), &Idx::lit(1), &[], |b, i, _| {
+                    let s = i.clone() % Idx::lit(2);
+                    let parity = (i.clone() / Idx::lit(2) + Idx::lit(1)) % Idx::lit(2);
+                    b.mbarrier_wait(empty, &s, &parity)?;
+                    b.mbarrier_arrive(full, &s, Some(&Idx::lit(64 * 4)))?;
+                    let row = cluster.clone() * Idx::lit(RING_ROUNDS) + i;
+                    let src = row.clone() * Idx::lit(64) + rank.clone() * Idx::lit(32);
+                    let dst = s.clone() * Idx::lit(64) + rank.clone() * Idx::lit(32);
+                    let mask = Idx::lit(3);
+                    if let Some(xm) = xm {
+                        let xy = [
+                            b.cvt(&(rank.clone() * Idx::lit(32)), ScalarType::I32)?,
+                            b.cvt(&row, ScalarType::I32)?,
+                        ];
+                        b.tensor_load_multicast(buf, &dst, xm, &xy, full, &s, &mask)?;
+                        return Ok(vec![]);
+                    }
+                    b.bulk_load_multicast(
+                        buf,
+                        &dst,
+                        x,
+                        &src,
+                        &Idx::lit(32),
+                        full,
+                        &(dst.clone() / Idx::lit(64)),
+                        &mask,
+                    )?;
+                    Ok(vec![])
+                })?;
+                Ok(())
+            })?;
+            Ok(vec![])
+        },
+        |b| {
+            b.for_range(&Idx::lit(0), &Idx::lit(RING_ROUNDS), &Idx::lit(1), &[], |b, i, _| {
+                let s = i.clone() % Idx::lit(2);
+                b.mbarrier_wait(full, &s, &((i.clone() / Idx::lit(2)) % Idx::lit(2)))?;
+                let v = b.load(buf, &(s.clone() * Idx::lit(64) + lane.clone()), 1, None)?;
+                let w = b.load(
+                    buf,
+                    &(s.clone() * Idx::lit(64) + Idx::lit(32) + lane.clone()),
+                    1,
+                    None,
+                )?;
+                match bug {
+                    RingBug::LocalRelease => b.mbarrier_arrive(empty, &s, None)?,
+                    RingBug::RankOutOfRange => {
+                        b.mbarrier_arrive_cluster(empty, &s, &Idx::lit(2))?
+                    }
+                    _ => {
+                        for r in 0..2 {
+                            b.mbarrier_arrive_cluster(empty, &s, &Idx::lit(r))?;
+                        }
+                    }
+                }
+                let off = b.cvt(&(rank.clone() * Idx::lit(1000)), ScalarType::F32)?;
+                let at =
+                    (b.block_id(Axis::X) * Idx::lit(RING_ROUNDS) + i) * Idx::lit(64) + lane.clone();
+                let v = b.binary(BinOp::Add, &v[0], &off)?;
+                let w = b.binary(BinOp::Add, &w[0], &off)?;
+                b.store(y, &at, &[v], None)?;
+                b.store(y, &(at + Idx::lit(32)), &[w], None)?;
+                Ok(vec![])
+            })?;
+            Ok(vec![])
+        },
+    )
+    .unwrap();
+    if bug != RingBug::NoBarrierAtExit {
+        b.cluster_barrier().unwrap();
+    }
+    b.finish().unwrap()
+}
+
+fn run_ring(
+    bug: RingBug,
+    blocks: usize,
+    tensor: bool,
+) -> (Result<(), InterpError>, Vec<f32>, Vec<f32>) {
+    let n = blocks * RING_ROUNDS as usize * 64;
+    // distinct, non-zero values: element i of x is 0.25 + i·1.5 (mod a prime spread)
+    let x: Vec<f32> = (0..n / 2).map(|i| ((i * 7919) % 1009) as f32 * 0.5 + 0.25).collect();
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(&x)).buffer(HostBuffer::from_f32(&vec![f32::NAN; n]));
+    if tensor {
+        a.tensor_map(TensorMapArg::packed(&[64, (x.len() / 64) as u64], 4));
+    }
+    let r = run(&shared_ring(bug, tensor), [blocks as u32, 1, 1], &mut a).map(|_| ());
+    let y = a.take_buffer(1).unwrap().to_f32().unwrap();
+    (r, x, y)
+}
+
+fn async_kind(r: Result<(), InterpError>) -> (AsyncBug, String) {
+    match r {
+        Err(e @ InterpError::Async { kind, .. }) => (kind, e.to_string()),
+        other => panic!("expected an async bug, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_stage_released_on_both_blocks_of_a_cluster_carries_the_multicast_ring() {
+    for (blocks, tensor) in [(2usize, false), (6, false), (4, true)] {
+        let (r, x, y) = run_ring(RingBug::None, blocks, tensor);
+        r.unwrap_or_else(|e| panic!("{blocks} blocks, tensor copies {tensor}: {e}"));
+        for blk in 0..blocks {
+            let (cluster, rank) = (blk / 2, blk % 2);
+            for i in 0..RING_ROUNDS as usize {
+                for e in 0..64 {
+                    // both blocks of a cluster get the same 64 values, each half from one rank
+                    let want =
+                        x[(cluster * RING_ROUNDS as usize + i) * 64 + e] + 1000.0 * rank as f32;
+                    let got = y[(blk * RING_ROUNDS as usize + i) * 64 + e];
+                    assert_eq!(got, want, "block {blk} round {i} element {e}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn releasing_only_the_own_block_lets_the_peer_overwrite_a_stage_being_read() {
+    // bulk and tensor copies alike
+    for tensor in [false, true] {
+        let (r, _, _) = run_ring(RingBug::LocalRelease, 2, tensor);
+        let (kind, text) = async_kind(r);
+        assert_eq!(kind, AsyncBug::OverwriteWhileRead, "tensor copies {tensor}: {text}");
+        assert!(text.contains("\"buf\"") && text.contains("nothing orders"), "{text}");
+    }
+}
+
+#[test]
+fn a_remote_arrival_without_a_cluster_barrier_after_it_is_named() {
+    let (r, _, _) = run_ring(RingBug::NoBarrierAtExit, 2, false);
+    let (kind, text) = async_kind(r);
+    assert_eq!(kind, AsyncBug::RemoteArriveAtExit, "{text}");
+    assert!(
+        text.contains("mbarrier.arrive.shared::cluster") && text.contains("\"empty\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_remote_arrival_outside_the_cluster_is_named() {
+    let (r, _, _) = run_ring(RingBug::RankOutOfRange, 2, false);
+    match r {
+        Err(InterpError::ClusterRank { rank, size, .. }) => assert_eq!((rank, size), (2, 2)),
+        other => panic!("expected a rank error, got {other:?}"),
+    }
 }

@@ -1414,6 +1414,7 @@ fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
         | i64::from(op.alpha) << 10
         | i64::from(op.beta) << 11
         | op.bias.map_or(0, |t| t.size_bytes() as i64) << 12
+        | (cfg.cluster - 1) << 20
         | match op.act {
             Activation::None => 0,
             Activation::Relu => 1,

@@ -27,6 +27,24 @@
 //!     SM0 │ t0 ld+mma │ t4 ld+mma │ t8 … (grid 4)          (the same walk, one step)
 //!         │           │▒ st t0   │▒ st t4     ▒ = epilogue overlapping the next loads
 //!
+//!   pairs (GemmConfig::cluster = 2): a cluster of 2 blocks (ranks 0, 1) on M-tiles 2p, 2p + 1
+//!   of one N-tile; the walk (and the tile order below) runs over pairs: ⌈tiles_m / 2⌉ × tiles_n
+//!     rank r's producer, per stage:  A rows of its own M-tile    → its own ring (as above)
+//!                                    B rows r·BN/2 .. (r+1)·BN/2  → both rings, multicast 0b11
+//!                                    (MN-major B: slabs j ≡ r mod 2)
+//!     full[s] of each block: expect_tx(A + all of B) — its own A box and both halves of B
+//!     empty[s] of each block: 2 × 8 arrivals — lane 0 of every consumer warp of both blocks,
+//!       after the warpgroup's wait_group, arrives on empty[s] of rank 0 and of rank 1 (mapa +
+//!       mbarrier.arrive.release.cluster): a producer refills a stage only when both blocks
+//!       have read it, because its multicast writes into both
+//!     barrier.cluster after the barriers' init and before exit (no block exits while its
+//!       peer may still multicast into it or arrive on its barriers)
+//!     the last pair of an odd tiles_m: rank 1's tile lies below C — it loads the last real
+//!       tile's A (no box wholly outside A), computes in step, and stores nothing (masked /
+//!       skipped)
+//!   (the pair shares B rather than A: for bn ≥ 128 B's box is the larger, so L2 → SM traffic
+//!   per stage and block falls from A + B to A + B/2 — bn 256: 32 KiB instead of 48)
+//!
 //!   tile order, t → (M-tile, N-tile) on tiles_m × tiles_n:
 //!     Linear        (t / tiles_n, t mod tiles_n)
 //!     Grouped(g)    groups of g M-tiles walked column by column (CUTLASS / Triton swizzle):
@@ -401,6 +419,12 @@ pub struct GemmConfig {
     /// the operand's entry `b`; 0: every entry reads entry 0, a shared operand). Not with a
     /// split K. `false`: the plain 2-D kernel (one C).
     pub batched: bool,
+    /// Blocks per thread-block cluster: 1 (no cluster) or 2 — a pair of blocks on two
+    /// vertically adjacent tiles of C (M-tiles `2p`, `2p + 1`, the same N-tile) that share
+    /// B's tile: each loads its own A tile and half of B's, multicast into both blocks (see the
+    /// module docs). The walk hands out tile pairs ([`Raster`] over pairs of M-tiles; not
+    /// [`Raster::Hilbert`]); no split K.
+    pub cluster: i64,
 }
 
 impl Default for GemmConfig {
@@ -419,6 +443,7 @@ impl Default for GemmConfig {
             op: EpilogueOp { alpha: false, beta: false, bias: None, act: Activation::None },
             split_k: 1,
             batched: false,
+            cluster: 1,
         }
     }
 }
@@ -473,6 +498,9 @@ impl GemmConfig {
         if self.batched {
             s += ", batched";
         }
+        if self.cluster > 1 {
+            s += &format!(", cluster {}", self.cluster);
+        }
         s
     }
 
@@ -512,6 +540,9 @@ impl GemmConfig {
     /// assert!(GemmConfig { bn: 96, ..GemmConfig::default() }.check().is_err());
     /// assert!(GemmConfig { stages: 7, bn: 256, ..GemmConfig::default() }.check().is_err()); // 336 KiB
     /// assert!(GemmConfig { raster: Raster::Grouped(0), ..GemmConfig::default() }.check().is_err());
+    /// assert!(GemmConfig { cluster: 2, ..GemmConfig::default() }.check().is_ok());
+    /// assert!(GemmConfig { cluster: 4, ..GemmConfig::default() }.check().is_err());
+    /// assert!(GemmConfig { cluster: 2, raster: Raster::Hilbert, ..GemmConfig::default() }.check().is_err());
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "gemm_sm90";
@@ -593,6 +624,21 @@ impl GemmConfig {
                 "1 for a batched kernel (a batch's entries are the extra blocks a split would add)",
             ));
         }
+        if !(1..=2).contains(&self.cluster) {
+            return Err(OpsError::invalid(op, "cluster", self.cluster, "1 or 2 blocks"));
+        }
+        if self.cluster > 1 && (self.split_k > 1 || self.raster == Raster::Hilbert) {
+            return Err(OpsError::invalid(
+                op,
+                "cluster",
+                self.cluster,
+                format!(
+                    "1 with {} (a cluster walks pairs of M-tiles in linear or grouped order, \
+                     unsplit)",
+                    if self.split_k > 1 { "a split K" } else { "Hilbert order" }
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -600,8 +646,11 @@ impl GemmConfig {
 /// The launch grid of a [`build_gemm_sm90`] kernel for C of `m × n` on a device of `sms`
 /// multiprocessors ([`Backend::multiprocessors`](crate::backend::Backend::multiprocessors)):
 /// persistent, `min(tiles, sms)` blocks in x; otherwise one block per tile, `(⌈n/bn⌉, ⌈m/128⌉)`
-/// in linear order and `(tiles, 1)` in any other. A named error for a bad config or an empty
-/// or too large problem. (One C: [`launch_grid_batched`] with a batch of 1.)
+/// in linear order and `(tiles, 1)` in any other. With [`GemmConfig::cluster`] 2, pairs of
+/// blocks over pairs of tiles (`⌈tiles_m / 2⌉ · tiles_n` pairs, times the batch):
+/// `2 · min(pairs, ⌊sms / 2⌋)` blocks persistent, else `2 · pairs`, in x. A named error for a
+/// bad config or an empty or too large problem. (One C: [`launch_grid_batched`] with a batch of
+/// 1.)
 ///
 /// ```
 /// use tilekit_ops::gemm_sm90::{launch_grid, GemmConfig, Raster};
@@ -611,6 +660,10 @@ impl GemmConfig {
 /// assert_eq!(launch_grid(&p, 8192, 8192, 132).unwrap(), [132, 1, 1]);
 /// assert_eq!(launch_grid(&p, 200, 136, 132).unwrap(), [4, 1, 1]); // 2 × 2 tiles
 /// assert!(launch_grid(&cfg, 0, 64, 132).is_err());
+/// let pair = GemmConfig { cluster: 2, ..p };
+/// assert_eq!(launch_grid(&pair, 8192, 8192, 132).unwrap(), [132, 1, 1]);
+/// assert_eq!(launch_grid(&pair, 300, 136, 132).unwrap(), [8, 1, 1]); // 3 × 2 tiles: 2 × 2 pairs
+/// assert_eq!(launch_grid(&GemmConfig { cluster: 2, ..cfg }, 300, 136, 132).unwrap(), [8, 1, 1]);
 /// ```
 pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3]> {
     launch_grid_batched(cfg, 1, m, n, sms)
@@ -666,6 +719,11 @@ pub fn launch_grid_batched(
             "fewer than 2³¹ tiles in all, 65535 M-tiles, and (one block per tile in linear \
              order) 65535 batch entries",
         ));
+    }
+    if cfg.cluster > 1 {
+        let pairs = (tm + 1) / 2 * tn * batch;
+        let clusters = if cfg.persistent { pairs.min((sms / 2).max(1) as i64) } else { pairs };
+        return Ok([(2 * clusters) as u32, 1, 1]);
     }
     let all = tiles * batch;
     Ok(if cfg.persistent {
@@ -828,6 +886,11 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let bk = cfg.bk();
     let eb = elem.size_bytes() as i64;
     let b = KernelBuilder::new("gemm_sm90", [384, 1, 1])?;
+    // a pair of blocks (cluster 2) on M-tiles 2p, 2p + 1 sharing B's tile
+    let pair = cfg.cluster > 1;
+    if pair {
+        b.set_cluster_dim([cfg.cluster as u32, 1, 1])?;
+    }
     let ga = b.ptr_param("a", elem)?;
     let gb = b.ptr_param("b", elem)?;
     // an MN-major operand's tile is slabs of SLAB MN-columns × BK K-rows (one 128-byte swizzle
@@ -847,7 +910,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         Major::MN => TensorMapSpec::from_layout(elem, &boxd(SLAB, BK), &slab, OobFill::Zero),
     };
     let am = b.tensor_map_param("am", ga, spec(cfg.a_major, BM)?)?;
-    let bmap = b.tensor_map_param("bm", gb, spec(cfg.b_major, bn)?)?;
+    // (a pair's blocks each load half of a K-major B tile: boxes of bn / 2 rows)
+    let bmap = b.tensor_map_param("bm", gb, spec(cfg.b_major, bn / cfg.cluster)?)?;
     let c = b.tensor_param("c", cfg.output, if cfg.batched { 3 } else { 2 })?;
     // C's matrix dims (batched: dims 1, 2 of the `batch × M × N` tensor; dim 0 the entries)
     let cd = usize::from(cfg.batched);
@@ -948,16 +1012,27 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let empty = b.mbarrier("empty", stages as usize)?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
-    b.note("gemm_sm90: the ring's barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals)");
+    b.note(if pair {
+        "gemm_sm90: the ring's barriers (full: the producer's TMA bytes, own A and both halves of B; empty: lane 0 of the 8 consumer warps of both blocks of the pair)"
+    } else {
+        "gemm_sm90: the ring's barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals)"
+    });
+    let releases = if pair { 2 * 8 } else { 256 };
     b.if_then(&first, |b| {
         for s in 0..stages {
             b.mbarrier_init(full, &lit(s), &lit(1))?;
-            b.mbarrier_init(empty, &lit(s), &lit(256))?;
+            b.mbarrier_init(empty, &lit(s), &lit(releases))?;
         }
         b.fence_mbarrier_init();
         Ok(())
     })?;
-    b.barrier();
+    if pair {
+        // both blocks' barriers are initialised before either multicasts or arrives on them
+        b.cluster_barrier()?;
+    } else {
+        b.barrier();
+    }
+    let rank = b.cluster_cta_rank();
     let i32v = |b: &KernelBuilder, v: &Val| b.cvt(v, ScalarType::I32);
     let tiles = i32v(&b, &((kk.clone() + lit(bk - 1)) / lit(bk)))?;
     let split = cfg.split_k;
@@ -965,6 +1040,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let m_rows = if split > 1 { c.lengths[0].clone() / lit(split) } else { c.lengths[cd].clone() };
     let tiles_m = i32v(&b, &((m_rows.clone() + lit(BM - 1)) / lit(BM)))?;
     let tiles_n = i32v(&b, &((c_n.clone() + lit(bn - 1)) / lit(bn)))?;
+    // the walk's rows: M-tiles, or pairs of M-tiles (the last pair of an odd count has its
+    // second tile outside C: computed in step, stored nowhere)
+    let walk_m = if pair { (tiles_m.clone() + lit(1)) / lit(2) } else { tiles_m.clone() };
     // the tile walk: body(b, m0, n0, it, slices) for each tile of the block — its first row and
     // column of C, `it`, the k-slices the ring streamed before it (carried across tiles), and
     // `slices`: its first k-slice, how many, its split (with split_k > 1) and entry (batched)
@@ -977,7 +1055,16 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         let entries = |b: &KernelBuilder, tiles: Val| -> IrResult<Val> {
             Ok(if cfg.batched { tiles * i32v(b, &c.lengths[0])? } else { tiles })
         };
-        let (lo, step) = if cfg.persistent {
+        let (lo, step) = if pair {
+            // both blocks of a cluster (consecutive x) walk the same tile pairs
+            let c = lit(cfg.cluster);
+            let id = i32v(b, &(b.block_id(Axis::X) / c.clone()))?;
+            if cfg.persistent {
+                (id, i32v(b, &(b.grid_dim(Axis::X) / c))?)
+            } else {
+                (id, entries(b, walk_m.clone() * tiles_n.clone())?)
+            }
+        } else if cfg.persistent {
             (i32v(b, &b.block_id(Axis::X))?, i32v(b, &b.grid_dim(Axis::X))?)
         } else {
             let y = if cfg.batched {
@@ -989,7 +1076,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             let total = tiles_m.clone() * tiles_n.clone() * lit(split);
             (i32v(b, &linear)?, entries(b, i32v(b, &total)?)?)
         };
-        let per_split = tiles_m.clone() * tiles_n.clone();
+        let per_split = walk_m.clone() * tiles_n.clone();
         let total = if split > 1 { per_split.clone() * lit(split) } else { per_split.clone() };
         let total = entries(b, total)?;
         b.for_range(&lo, &total, &step, &[zero], |b, t, it| {
@@ -1016,7 +1103,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     let g = lit(g as i64);
                     let group = g.clone() * tiles_n.clone();
                     let firstm = t.clone() / group.clone() * g.clone();
-                    let rows = b.binary(BinOp::Min, &(tiles_m.clone() - firstm.clone()), &g)?;
+                    let rows = b.binary(BinOp::Min, &(walk_m.clone() - firstm.clone()), &g)?;
                     let r = t % group;
                     (firstm + r.clone() % rows.clone(), r / rows)
                 }
@@ -1026,6 +1113,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     (id.clone() / tiles_n.clone(), id % tiles_n.clone())
                 }
             };
+            // a pair's blocks take the pair's two M-tiles
+            let mt = if pair { mt * lit(cfg.cluster) + rank.clone() } else { mt };
             body(b, mt * lit(BM), nt * lit(bn), it[0].clone(), &sl)?;
             Ok(vec![it[0].clone() + sl.count.clone()])
         })?;
@@ -1078,9 +1167,45 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                                 }),
                             }
                         };
+                        // (a pair's second tile below C loads the last tile's A instead: a box
+                        // wholly outside the tensor is not relied upon; nothing of it is stored)
+                        let a0 = if pair {
+                            let last = (tiles_m.clone() - lit(1)) * lit(BM);
+                            b.binary(BinOp::Min, &m0, &last)?
+                        } else {
+                            m0.clone()
+                        };
                         let (sta, stb) = steps.clone().unwrap_or((lit(1), lit(1)));
-                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &m0, BM, &sta)?;
-                        load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn, &stb)?;
+                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &a0, BM, &sta)?;
+                        if !pair {
+                            load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn, &stb)?;
+                            return Ok(vec![]);
+                        }
+                        // a pair shares B's tile: each block multicasts its part of it into the
+                        // same place of both blocks' stage (K-major: rows rank·bn/2 ..; MN-major:
+                        // the slabs j ≡ rank mod 2), both full barriers counting its bytes
+                        let both = lit(0b11);
+                        let at = s.clone() * lit(b_elems);
+                        match cfg.b_major {
+                            Major::K => {
+                                let half = bn / 2;
+                                let x = n0.clone() + rank.clone() * lit(half);
+                                let at = at + rank.clone() * lit(half * bk);
+                                let xy = at3(vec![k0.clone(), x], &stb);
+                                b.tensor_load_multicast(sb, &at, bmap, &xy, full, &s, &both)?;
+                            }
+                            Major::MN => {
+                                for j in 0..bn / SLAB {
+                                    let mine = b.cmp(CmpOp::Eq, &rank, &lit(j % 2))?;
+                                    b.if_then(&mine, |b| {
+                                        let x = n0.clone() + lit(j * SLAB);
+                                        let at = at.clone() + lit(j * SLAB * BK);
+                                        let xy = at3(vec![x, k0.clone()], &stb);
+                                        b.tensor_load_multicast(sb, &at, bmap, &xy, full, &s, &both)
+                                    })?;
+                                }
+                            }
+                        }
                         Ok(vec![])
                     })?;
                     Ok(())
@@ -1096,6 +1221,20 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
             let (warp, lane) = (t.clone() / lit(32), t % lit(32));
             let storer = b.cmp(CmpOp::Eq, &tid, &lit(128))?;
+            // a stage is released when every consumer warp has finished reading it: all 256
+            // threads arrive; in a pair, lane 0 of each warp (after the warpgroup's
+            // wait_group) arrives on the stage's `empty` barrier of both blocks, since both
+            // producers multicast into it
+            let lane0 = if pair { Some(b.cmp(CmpOp::Eq, &lane, &lit(0))?) } else { None };
+            let release = |b: &KernelBuilder, stage: &Val| -> IrResult<()> {
+                match &lane0 {
+                    Some(lane0) => b.if_then(lane0, |b| {
+                        (0..cfg.cluster)
+                            .try_for_each(|r| b.mbarrier_arrive_cluster(empty, stage, &lit(r)))
+                    }),
+                    None => b.mbarrier_arrive(empty, stage, None),
+                }
+            };
             walk(b, &|b, m0, n0, it, sl| {
                 b.note("gemm_sm90 consumers: wgmma over the landed stages");
                 let zero = b.f32(0.0);
@@ -1121,11 +1260,11 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
                         b.if_then(&has_prev, |b| {
                             let prev = (s.clone() + lit(stages - 1)) % lit(stages);
-                            b.mbarrier_arrive(empty, &prev, None)
+                            release(b, &prev)
                         })?;
                     } else {
                         b.wgmma_wait(0)?;
-                        b.mbarrier_arrive(empty, &s, None)?;
+                        release(b, &s)?;
                     }
                     Ok(acc)
                 })?;
@@ -1135,7 +1274,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     let any = b.cmp(CmpOp::Gt, &sl.count, &lit(0))?;
                     b.if_then(&any, |b| {
                         let last = (it.clone() + sl.count.clone() - lit(1)) % lit(stages);
-                        b.mbarrier_arrive(empty, &last, None)
+                        release(b, &last)
                     })?;
                 }
                 // the fragment's (row, column) in the tile for accumulator registers i, i + 1
@@ -1208,7 +1347,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     }
                     b.fence_proxy_async();
                     b.named_barrier(1, 256)?;
-                    b.if_then(&storer, |b| {
+                    let stores = |b: &KernelBuilder| -> IrResult<()> {
                         for j in 0..bn / cw {
                             let mut xy = vec![n0.clone() + lit(j * cw), m0.clone()];
                             xy.extend(sl.entry.clone());
@@ -1216,6 +1355,15 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         }
                         b.bulk_commit();
                         Ok(())
+                    };
+                    b.if_then(&storer, |b| {
+                        if pair {
+                            // the second tile of an odd count's last pair is outside C
+                            let inside = b.cmp(CmpOp::Lt, &m0, &m_rows)?;
+                            b.if_then(&inside, stores)
+                        } else {
+                            stores(b)
+                        }
                     })?;
                 } else {
                     b.note(
@@ -1284,5 +1432,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             Ok(vec![])
         },
     )?;
+    if pair {
+        // no block exits while its peer may still multicast into it or arrive on its barriers
+        b.cluster_barrier()?;
+    }
     Ok(b.finish()?)
 }

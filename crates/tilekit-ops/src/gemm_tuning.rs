@@ -44,7 +44,7 @@ use crate::tuning::{TuningError, TuningSource};
 /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
 /// use tilekit_ops::gemm_tuning::GemmChoice;
 /// let c = GemmChoice { bn: 256, stages: 3, overlap: true, persistent: true,
-///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma, split_k: 1 };
+///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma, split_k: 1, cluster: 1 };
 /// let cfg = c.apply(GemmConfig { input: ScalarType::F16, output: ScalarType::F16, ..GemmConfig::default() });
 /// assert_eq!((cfg.input, cfg.bn, cfg.stages), (ScalarType::F16, 256, 3));
 /// assert_eq!(GemmChoice::of(&cfg), c);
@@ -69,6 +69,10 @@ pub struct GemmChoice {
     /// K split over this many blocks per C tile (1: none; see [`GemmConfig::split_k`]).
     #[serde(default = "one")]
     pub split_k: i64,
+    /// Blocks per cluster: 1, or 2 — pairs of blocks sharing B by multicast (see
+    /// [`GemmConfig::cluster`]). Files written before clusters existed read as 1.
+    #[serde(default = "one")]
+    pub cluster: i64,
 }
 
 fn one() -> i64 {
@@ -93,6 +97,7 @@ impl GemmChoice {
             raster: self.raster,
             epilogue: self.epilogue,
             split_k: self.split_k,
+            cluster: self.cluster,
             ..base
         }
     }
@@ -113,6 +118,7 @@ impl GemmChoice {
             raster: cfg.raster,
             epilogue: cfg.epilogue,
             split_k: cfg.split_k,
+            cluster: cfg.cluster,
         }
     }
 
@@ -149,6 +155,7 @@ impl GemmChoice {
             raster: Raster::Grouped(8),
             epilogue: Epilogue::Tma,
             split_k: 1,
+            cluster: 1,
         };
         let tma = measured_winner.apply(p.base());
         if p.c_tma && tma.check().is_ok() {
@@ -299,7 +306,8 @@ impl GemmProblem {
     }
 
     /// The configurations `tilekit tune gemm` times for this problem: tile widths, ring depths,
-    /// persistence, raster orders and epilogues, each one that passes [`GemmConfig::check`] for
+    /// persistence, raster orders, epilogues and 2-block clusters (persistent, grouped 4 and 8
+    /// pairs, where M has at least two tiles), each one that passes [`GemmConfig::check`] for
     /// the types and can store this C (the TMA epilogue only where [`c_tma`](Self::c_tma)).
     /// Tile widths wider than N (rounded up to 64) are left out, as are persistent grids for a
     /// problem of one tile.
@@ -312,13 +320,17 @@ impl GemmProblem {
     /// let c = p.candidates();
     /// assert!(c.len() >= 20);
     /// assert!(c.iter().all(|c| c.apply(p.base()).check().is_ok()));
+    /// assert!(c.iter().any(|c| c.cluster == 2));
+    /// let one_row = GemmProblem::new(128, 8192, 4096, ScalarType::BF16, ScalarType::BF16, true);
+    /// assert!(one_row.candidates().iter().all(|c| c.cluster == 1));
     /// let f32_odd = GemmProblem::new(4096, 4095, 4096, ScalarType::BF16, ScalarType::F32, false);
     /// assert!(f32_odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
     /// ```
     pub fn candidates(&self) -> Vec<GemmChoice> {
         let mut out = Vec::new();
         let n_cap = (self.n.max(1) + 63) / 64 * 64;
-        let tiles = |bn: i64| ((self.m + BM - 1) / BM) * ((self.n + bn - 1) / bn);
+        let tiles_m = (self.m + BM - 1) / BM;
+        let tiles = |bn: i64| tiles_m * ((self.n + bn - 1) / bn);
         for bn in [128, 192, 256] {
             if bn > n_cap.max(128) {
                 continue;
@@ -347,9 +359,29 @@ impl GemmProblem {
                             raster,
                             epilogue,
                             split_k: 1,
+                            cluster: 1,
                         };
                         if c.apply(self.base()).check().is_ok() {
                             out.push(c);
+                        }
+                    }
+                    // pairs of blocks sharing B by multicast (groups of 4 and 8 pairs: 8 and
+                    // 16 M-tiles), where there are at least two M-tiles to pair
+                    if tiles_m >= 2 {
+                        for g in [4, 8] {
+                            let c = GemmChoice {
+                                bn,
+                                stages,
+                                overlap: true,
+                                persistent: true,
+                                raster: Raster::Grouped(g),
+                                epilogue,
+                                split_k: 1,
+                                cluster: 2,
+                            };
+                            if c.apply(self.base()).check().is_ok() {
+                                out.push(c);
+                            }
                         }
                     }
                 }
@@ -374,6 +406,7 @@ impl GemmProblem {
                             raster,
                             epilogue: Epilogue::Registers,
                             split_k,
+                            cluster: 1,
                         };
                         if self.config(&c).check().is_ok() {
                             out.push(c);

@@ -1,6 +1,7 @@
 //! The Hopper GEMM (TMA ring + wgmma, warp-specialised) on the interpreter: edge tiles in M, N
 //! and K (TMA's zero fill, masked stores), every output type, K- and MN-major operands (all
-//! four transposes), against an f64 reference; and its PTX assembles for sm_90a.
+//! four transposes), pairs of blocks in a cluster sharing B by multicast, against an f64
+//! reference; and its PTX assembles for sm_90a.
 
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::tma::TensorMapArg;
@@ -345,6 +346,30 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
         };
         [api, GemmConfig { bn: 128, epilogue: Epilogue::Tma, ..api }]
     }))
+    .chain(
+        [
+            (256, 3, Epilogue::Tma, ScalarType::BF16, Major::K),
+            (128, 5, Epilogue::Tma, ScalarType::BF16, Major::K),
+            (256, 4, Epilogue::Registers, ScalarType::F32, Major::K),
+            (256, 3, Epilogue::Tma, ScalarType::BF16, Major::MN),
+        ]
+        .map(|(bn, stages, epilogue, output, b_major)| {
+            // pairs of blocks sharing B by multicast (the bench's and the tuner's cluster
+            // candidates)
+            GemmConfig {
+                bn,
+                stages,
+                output,
+                epilogue,
+                b_major,
+                overlap: true,
+                persistent: true,
+                raster: Raster::Grouped(8),
+                cluster: 2,
+                ..GemmConfig::default()
+            }
+        }),
+    )
     .chain([128, 256].map(|bn| {
         // a split K's kernel: f32 partial products, the split's slab of the workspace
         GemmConfig {
@@ -525,4 +550,73 @@ fn a_bias_of_another_type_is_refused() {
     let op = EpilogueOp { bias: Some(ScalarType::F16), ..EpilogueOp::default() };
     let e = build_gemm_sm90(GemmConfig { op, ..GemmConfig::default() }).unwrap_err();
     assert!(e.to_string().contains("bias type") && e.to_string().contains("f32"), "{e}");
+}
+
+#[test]
+fn cluster_pairs_sharing_b_match_the_reference_with_edge_tiles() {
+    // 3 M-tiles (an odd count: the second tile of the last pair lies outside C, computed in
+    // step and stored nowhere), ragged N and K (K = 136: the last stage half zero-filled), one
+    // pair per cluster; f32 output through the register epilogue
+    let pair = GemmConfig { bn: 64, stages: 2, cluster: 2, ..GemmConfig::default() };
+    run(GemmConfig { output: ScalarType::F32, ..pair }, 300, 100, 136, 61);
+    // persistent: 2 clusters walking 2 × 3 pairs (3 each) in grouped order, one wgmma group in
+    // flight, the TMA-store epilogue (bf16), 4 k-slices a tile over 3 stages
+    let persistent = GemmConfig {
+        stages: 3,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(1),
+        epilogue: Epilogue::Tma,
+        ..pair
+    };
+    run_on(persistent, 300, 136, 200, 63, 4);
+    // one cluster for everything: M of one tile (the pair's second block idle but in step)
+    run_on(GemmConfig { raster: Raster::Linear, ..persistent }, 100, 136, 72, 65, 2);
+}
+
+#[test]
+fn cluster_pairs_with_mn_major_operands_match_the_reference() {
+    // B MN-major in bn 192: three slabs a stage, two multicast by rank 0 and one by rank 1; A
+    // MN-major
+    let cfg = GemmConfig {
+        bn: 192,
+        stages: 2,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(2),
+        a_major: Major::MN,
+        b_major: Major::MN,
+        cluster: 2,
+        ..GemmConfig::default()
+    };
+    run_on(cfg, 260, 200, 72, 67, 2);
+    // tf32 (f32 inputs, K-major, 32 K a stage) in pairs, bn 128 (halves of 64 rows)
+    let tf32 = GemmConfig {
+        input: ScalarType::F32,
+        output: ScalarType::F32,
+        bn: 128,
+        a_major: Major::K,
+        b_major: Major::K,
+        ..cfg
+    };
+    run_on(tf32, 200, 130, 72, 69, 2);
+}
+
+#[test]
+fn cluster_configs_are_checked_and_launch_in_pairs() {
+    let pair = GemmConfig { cluster: 2, ..GemmConfig::default() };
+    assert_eq!(pair.label(), "bn 128, 4 stages, cluster 2");
+    let e = GemmConfig { cluster: 3, ..GemmConfig::default() }.check().unwrap_err().to_string();
+    assert!(e.contains("cluster") && e.contains('3') && e.contains("1 or 2"), "{e}");
+    let split = GemmConfig { split_k: 2, output: ScalarType::F32, ..pair };
+    assert!(split.check().unwrap_err().to_string().contains("split K"));
+    let k = build_gemm_sm90(pair).unwrap();
+    assert_eq!(k.cluster_dim, [2, 1, 1]);
+    let text = k.to_string();
+    assert!(text.contains("multicast to ctas") && text.contains("mbarrier.arrive.shared::cluster"));
+    // 5 × 3 tiles: 3 × 3 pairs; persistent on 7 SMs: 3 clusters (an even grid)
+    assert_eq!(launch_grid(&pair, 600, 300, 132).unwrap(), [18, 1, 1]);
+    let p = GemmConfig { persistent: true, ..pair };
+    assert_eq!(launch_grid(&p, 600, 300, 7).unwrap(), [6, 1, 1]);
+    assert_eq!(launch_grid(&p, 100, 100, 1).unwrap(), [2, 1, 1]);
 }

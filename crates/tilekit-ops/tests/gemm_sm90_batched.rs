@@ -228,6 +228,26 @@ fn the_persistent_batched_walk_crosses_entries() {
 }
 
 #[test]
+fn batched_pairs_of_blocks_share_b_within_each_entry() {
+    // 2-block clusters: 3 entries of 3 × 3 tiles (2 × 3 pairs each, the last pair half below
+    // C), 2 clusters walking 18 pairs that span entries, register and TMA-store epilogues
+    let pair = GemmConfig {
+        bn: 64,
+        stages: 3,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(1),
+        cluster: 2,
+        ..GemmConfig::default()
+    };
+    run(pair, 3, (300, 136, 136), false, 4);
+    run(GemmConfig { epilogue: Epilogue::Tma, ..pair }, 3, (300, 136, 72), false, 4);
+    // one pair per cluster (no persistence), B MN-major and shared by the entries
+    let shared = GemmConfig { persistent: false, b_major: Major::MN, bn: 128, ..pair };
+    run(shared, 2, (130, 200, 72), true, 132);
+}
+
+#[test]
 fn a_shared_operand_is_read_by_every_entry() {
     // B one entry (batch step 0), A three: the per-entry products of a shared weight
     let cfg = GemmConfig { bn: 64, stages: 2, persistent: true, ..GemmConfig::default() };
@@ -313,6 +333,15 @@ fn the_batched_gemm_assembles_for_sm_90a_without_spills() {
             GemmConfig { op: all, bn: 128, epilogue: Epilogue::Tma, ..api },
             GemmConfig { batched: true, ..GemmConfig::default() },
             GemmConfig { raster: Raster::Hilbert, ..api },
+            // pairs of blocks sharing B (the multicast coordinates carry the entry)
+            GemmConfig {
+                cluster: 2,
+                bn: 256,
+                stages: 3,
+                epilogue: Epilogue::Tma,
+                output: ScalarType::BF16,
+                ..api
+            },
         ]);
     for cfg in configs {
         let k = build_gemm_sm90(cfg).unwrap();

@@ -29,7 +29,8 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     let p = GemmProblem::new(4096, 4096, 4096, BF, BF, true);
     let c = p.candidates();
     // brute force over the same knobs: widths 128/192/256 × both epilogues × 3..=6 stages ×
-    // 4 grids, kept where GemmConfig::check accepts the shared memory
+    // (4 grids + 2 grids of 2-block clusters), kept where GemmConfig::check accepts the shared
+    // memory
     let mut want = 0;
     for bn in [128i64, 192, 256] {
         for tma in [false, true] {
@@ -37,7 +38,7 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
                 let ring = stages * (128 + bn) * 64 * 2;
                 let c_tile = if tma { 128 * bn * 2 } else { 0 };
                 if ring + c_tile <= 227 * 1024 {
-                    want += 4;
+                    want += 4 + 2;
                 }
             }
         }
@@ -48,6 +49,10 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     uniq.dedup();
     assert_eq!(uniq.len(), c.len(), "no choice twice");
     assert!(c.contains(&GemmChoice::heuristic(&p)), "the heuristic is among the candidates");
+    // the heuristic's knobs in pairs of blocks, in groups of 4 pairs (8 M-tiles)
+    let paired = GemmChoice { cluster: 2, raster: Raster::Grouped(4), ..GemmChoice::heuristic(&p) };
+    assert!(c.contains(&paired));
+    assert_eq!(c.iter().filter(|c| c.cluster == 2).count(), want / 3);
     // a C that TMA cannot store: register epilogues only; one tile: no persistent grids
     let odd = GemmProblem::new(4096, 4095, 4096, BF, F32, false);
     assert!(odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
@@ -68,6 +73,7 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
         raster: Raster::Grouped(8),
         epilogue: Epilogue::Tma,
         split_k: 1,
+        cluster: 1,
     };
     assert_eq!(GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, BF, true)), won);
     // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
@@ -91,6 +97,7 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
         raster: Raster::Hilbert,
         epilogue: Epilogue::Tma,
         split_k: 1,
+        cluster: 1,
     };
     assert!(won.apply(p.base()).check().is_ok());
     let mut t = GemmTable::default();
@@ -113,6 +120,14 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
     assert_eq!(big.choose(&p), GemmChoice::heuristic(&p));
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"raster\": \"hilbert\"") && text.contains("\"epilogue\": \"tma\""));
+    // a file written before clusters (no `cluster` field) reads as unclustered choices
+    assert!(text.contains("\"cluster\": 1"), "{text}");
+    let before = text.replace(",\n          \"cluster\": 1", "");
+    assert!(!before.contains("cluster"), "{before}");
+    std::fs::write(&path, before).unwrap();
+    let (old, _) = GemmTable::resolve(tmp.path(), dev);
+    assert_eq!((old.choose(&p), old.choose(&p).cluster), (won, 1));
+    std::fs::write(&path, &text).unwrap();
 
     // another device's file under this name, a bad raster, an impossible tile: corrupt
     let other = text.replace(dev, "Another GPU");
@@ -209,6 +224,7 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         raster: Raster::Hilbert,
         epilogue: Epilogue::Registers,
         split_k: 1,
+        cluster: 1,
     };
     // Hilbert order: the API builds and binds the tile table (3 × 2 tiles over 4 "SMs")
     check_with(base, (300, 200, 72), F32, 11);
@@ -218,6 +234,14 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         (130, 136, 64),
         BF,
         12,
+    );
+    // pairs of blocks sharing B (2-block clusters): 3 M-tiles (the last pair half outside C)
+    // walked by the API's persistent grid in groups of one pair
+    check_with(
+        GemmChoice { cluster: 2, raster: Raster::Grouped(1), ..base },
+        (300, 200, 72),
+        F32,
+        13,
     );
 }
 
@@ -234,6 +258,7 @@ fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
         raster: Raster::Linear,
         epilogue: Epilogue::Tma,
         split_k: 1,
+        cluster: 1,
     };
     let e = api::gemm_with(&Interp, tma, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap_err();
     let e = e.to_string();
@@ -254,6 +279,7 @@ fn a_split_k_sums_its_partial_products() {
         raster: if persistent { Raster::Grouped(8) } else { Raster::Linear },
         epilogue: Epilogue::Registers,
         split_k,
+        cluster: 1,
     };
     // 10 k-slices over 3 splits: 4 + 4 + 2; an f32 C
     check_with(split(3, false), (64, 136, 640), F32, 21);

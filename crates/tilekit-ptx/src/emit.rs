@@ -648,6 +648,16 @@ impl<'k> Emitter<'k> {
                     None => self.line(format!("mbarrier.arrive.shared::cta.b64 _, [{addr}];")),
                 }
             }
+            A::MbarrierArriveCluster { bar, index, cta } => {
+                // the same barrier in the shared memory of the cluster's block of rank `cta`
+                let (addr, _) = self.address(*bar, *index)?;
+                let rank = self.u32_of(*cta);
+                let remote = self.tmp(ScalarType::U32);
+                self.line(format!("mapa.shared::cluster.u32 {remote}, {addr}, {rank};"));
+                self.line(format!(
+                    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}];"
+                ));
+            }
             A::MbarrierWait { bar, index, parity } => {
                 let (addr, _) = self.address(*bar, *index)?;
                 let par = self.u32_of(*parity);

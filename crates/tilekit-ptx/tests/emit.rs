@@ -237,6 +237,39 @@ fn a_multicast_bulk_copy_reaches_both_blocks_of_the_cluster() {
 }
 
 #[test]
+fn a_remote_mbarrier_arrival_maps_the_peer_address_and_assembles() {
+    use tilekit_ir::{Axis, CmpOp, Val};
+    let b = KernelBuilder::new("remote_arrive", [64, 1, 1]).unwrap();
+    b.set_cluster_dim([2, 1, 1]).unwrap();
+    let bar = b.mbarrier("empty", 2).unwrap();
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Idx::lit(0)).unwrap();
+    b.if_then(&first, |b| {
+        b.mbarrier_init(bar, &Idx::lit(1), &Idx::lit(2))?;
+        b.fence_mbarrier_init();
+        Ok(())
+    })
+    .unwrap();
+    b.cluster_barrier().unwrap();
+    // thread 0 of each block arrives on its own barrier 1 and on the peer's
+    b.if_then(&first, |b| {
+        b.mbarrier_arrive_cluster(bar, &Idx::lit(1), &b.cluster_cta_rank())?;
+        b.mbarrier_arrive_cluster(bar, &Idx::lit(1), &(Val::lit(1) - b.cluster_cta_rank()))
+    })
+    .unwrap();
+    b.mbarrier_wait(bar, &Idx::lit(1), &Idx::lit(0)).unwrap();
+    b.cluster_barrier().unwrap();
+    let k = b.finish().unwrap();
+    tilekit_ir::interp::run(&k, [4, 1, 1], &mut tilekit_ir::interp::Args::new()).unwrap();
+    let ptx = check(&k);
+    assert_eq!(ptx.matches("mapa.shared::cluster.u32").count(), 2, "{ptx}");
+    assert_eq!(
+        ptx.matches("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [").count(),
+        2,
+        "{ptx}"
+    );
+}
+
+#[test]
 fn elect_and_setmaxnreg_need_hopper() {
     let b = KernelBuilder::new("wg", [256, 1, 1]).unwrap();
     let y = b.ptr_param("y", ScalarType::I32).unwrap();

@@ -150,6 +150,10 @@ pub enum AsyncBug {
     /// The block ends with a wgmma group never retired by a wait_group.
     #[error("block ends with a wgmma in flight (no wait_group retired it)")]
     WgmmaAtExit,
+    /// An arrival on another block's mbarrier (`mbarrier.arrive.shared::cluster`) with no
+    /// `barrier.cluster` after it: the owner may exit first.
+    #[error("arrival on another block's mbarrier not followed by a barrier.cluster")]
+    RemoteArriveAtExit,
 }
 
 /// Why a run failed.

@@ -47,6 +47,10 @@ pub(crate) struct Load {
     pub(crate) inst: u32,
 }
 
+/// An arrival on another block's mbarrier: (block, allocation, index) of the barrier, the
+/// epoch, the arriving lane and the instruction.
+type RemoteArrive = ((usize, u32, usize), u32, usize, u32);
+
 /// An mbarrier wait that has not returned: the first waiting lane, its barrier (block,
 /// allocation, index) and the parity it waits for.
 #[derive(Debug, Clone, Copy)]
@@ -78,6 +82,8 @@ pub(crate) struct AsyncState {
     /// warp schedule: per (warpgroup of the cluster, setmaxnreg instruction), the warps of the
     /// warpgroup that ran it (bits 0..4) and the first lane that did
     maxnreg: HashMap<(usize, u32), (u8, usize)>,
+    /// the latest arrival on another block's mbarrier
+    remote_arrive: Option<RemoteArrive>,
 }
 
 impl AsyncState {
@@ -92,6 +98,7 @@ impl AsyncState {
         self.rel.clear();
         self.done.clear();
         self.maxnreg.clear();
+        self.remote_arrive = None;
     }
 }
 
@@ -243,6 +250,20 @@ impl<'a> BlockExec<'a> {
                 return Err(self.async_error(kind, inst, String::new(), 0, t, detail));
             }
         }
+        if let Some(((owner, s, x), epoch, t, id)) = self.asy.remote_arrive {
+            if epoch >= self.cluster_start {
+                if let Some(inst) = self.p.insts.get(id as usize).copied() {
+                    let detail = format!(
+                        "it arrives on block {:?}'s barrier and no barrier.cluster follows: the \
+                         owner may have exited (end the kernel with a barrier.cluster)",
+                        self.cta_block(owner)
+                    );
+                    let name = self.shared_name(s);
+                    let kind = AsyncBug::RemoteArriveAtExit;
+                    return Err(self.async_error(kind, inst, name, x, t, detail));
+                }
+            }
+        }
         if let Some(l) = self.asy.loads.first() {
             let (inst, t) = (self.p.insts.get(l.inst as usize).copied(), l.thread);
             let detail = format!("{} elements never landed", l.bits.len());
@@ -319,6 +340,39 @@ impl<'a> BlockExec<'a> {
             }
         }
         Ok(())
+    }
+
+    /// One arrival of lane `t` (with `tx`: after adding `tx` expected bytes) on barrier `key`
+    /// (block, allocation, index), which may be another block's of the cluster.
+    fn mbar_arrive(
+        &mut self,
+        inst: &Inst,
+        key: (usize, u32, usize),
+        tx: Option<i64>,
+        t: usize,
+    ) -> R {
+        let mut b = self.bar_state(inst, key, t)?;
+        if self.p.warps {
+            let vc = &self.vc[self.cur_warp];
+            super::warps::join(self.asy.rel.entry(key).or_default(), vc);
+        }
+        if let Some(tx) = tx {
+            b.tx += tx;
+        }
+        if b.arrivals == 0 {
+            let detail = format!(
+                "more arrivals than the {} the barrier expects: phase {} has all \
+                 its arrivals and waits for {} bytes, so this arrival belongs to a \
+                 phase that has not begun (did a producer reuse a stage before its \
+                 consumers released it?)",
+                b.count, b.phases, b.tx
+            );
+            let name = self.shared_name(key.1);
+            return Err(self.async_error(AsyncBug::TxMismatch, inst, name, key.2, t, detail));
+        }
+        b.arrivals -= 1;
+        self.asy.bars.insert(key, b);
+        self.bar_settle(inst, key, t)
     }
 
     /// Polls an `mbarrier.try_wait.parity` for the lanes of `m` (landing the copies that
@@ -457,35 +511,42 @@ impl<'a> BlockExec<'a> {
                 for &t in &m.active {
                     let t = t as usize;
                     let key = self.bar_key(inst, *bar, *index, t)?;
-                    let mut b = self.bar_state(inst, key, t)?;
-                    if self.p.warps {
-                        let vc = &self.vc[self.cur_warp];
-                        super::warps::join(self.asy.rel.entry(key).or_default(), vc);
+                    let tx = match tx {
+                        Some(tx) => Some(self.defined(inst, *tx, t, "transaction bytes")? as i64),
+                        None => None,
+                    };
+                    self.mbar_arrive(inst, key, tx, t)?;
+                }
+            }
+            AsyncOp::MbarrierArriveCluster { bar, index, cta } => {
+                if self.p.warps {
+                    self.warp_tick()?;
+                }
+                for &t in &m.active {
+                    let t = t as usize;
+                    let (own, s, e) = self.bar_key(inst, *bar, *index, t)?;
+                    let rank = self.defined(inst, *cta, t, "cluster rank")? as i64;
+                    let rank = if self.k.ty(*cta) == crate::ScalarType::U32 {
+                        rank & 0xffff_ffff
+                    } else {
+                        rank
+                    };
+                    if rank < 0 || rank >= self.p.ctas as i64 {
+                        return Err(InterpError::ClusterRank {
+                            inst: self.text(inst),
+                            rank,
+                            size: self.p.ctas,
+                            block: self.block_of(t),
+                            thread: self.thread(t),
+                        });
                     }
-                    if let Some(tx) = tx {
-                        b.tx += self.defined(inst, *tx, t, "transaction bytes")? as i64;
+                    let owner = rank as usize;
+                    self.mbar_arrive(inst, (owner, s, e), None, t)?;
+                    if owner != own {
+                        // the owner must not exit before the arrival: a barrier.cluster after it
+                        let id = self.p.inst_id(inst);
+                        self.asy.remote_arrive = Some(((owner, s, e), self.epoch, t, id));
                     }
-                    if b.arrivals == 0 {
-                        let detail = format!(
-                            "more arrivals than the {} the barrier expects: phase {} has all \
-                             its arrivals and waits for {} bytes, so this arrival belongs to a \
-                             phase that has not begun (did a producer reuse a stage before its \
-                             consumers released it?)",
-                            b.count, b.phases, b.tx
-                        );
-                        let name = self.shared_name(key.1);
-                        return Err(self.async_error(
-                            AsyncBug::TxMismatch,
-                            inst,
-                            name,
-                            key.2,
-                            t,
-                            detail,
-                        ));
-                    }
-                    b.arrivals -= 1;
-                    self.asy.bars.insert(key, b);
-                    self.bar_settle(inst, key, t)?;
                 }
             }
             AsyncOp::MbarrierWait { bar, index, parity } => {
@@ -725,38 +786,7 @@ impl<'a> BlockExec<'a> {
             Global::Scalar => return Err(self.not_a_buffer(p)),
         }
         for x in so..so + n {
-            let k = (cta, s, x);
-            self.wg_shared_write(inst, cta, s, x, t)?;
-            if let Some(&(rt, g)) = self.asy.reads.get(&k) {
-                let detail = format!(
-                    "thread {:?}'s bulk group {g} may still be reading it",
-                    self.thread(rt)
-                );
-                let kind = AsyncBug::OverwriteWhileStoreReads;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
-            if self.p.warps {
-                let hb = super::warps::Hb::new(&self.vc, self.cur_warp, self.p.cta_threads);
-                let mem = &self.shared[cta][s as usize];
-                if let Some((r, w)) = mem.unordered(x, t as u32, |r| hb.ordered(r)) {
-                    let detail = format!(
-                        "thread {:?} of block {:?} {} it (`{}`) and nothing orders that access \
-                         before this copy (the issuer must wait on a barrier phase the accessing \
-                         thread arrived on after it, such as the stage's `empty` mbarrier)",
-                        self.thread(r.thread as usize),
-                        self.block_of(r.thread as usize),
-                        if w { "wrote" } else { "read" },
-                        self.inst_text_of(r.inst)
-                    );
-                    let kind = AsyncBug::OverwriteWhileRead;
-                    return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-                }
-            }
-            if self.asy.landing.contains_key(&k) {
-                let detail = "another bulk load in flight writes it too".to_string();
-                let kind = AsyncBug::WriteBeforeComplete;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
+            self.copy_target(inst, (cta, s, x), t)?;
         }
         let i = self.asy.loads.len();
         for x in so..so + n {
@@ -764,6 +794,43 @@ impl<'a> BlockExec<'a> {
         }
         let id = self.p.inst_id(inst);
         self.asy.loads.push(Load { cta, s, start: so, bits, bar: key, thread: t, inst: id });
+        Ok(())
+    }
+
+    /// Shared element `k` (block, allocation, element) as the destination of a bulk or tensor
+    /// load issued by lane `t`: no in-flight wgmma, bulk store or other load may still read or
+    /// write it, and (warp schedule) every thread's access to it is ordered before the copy.
+    pub(crate) fn copy_target(&self, inst: &Inst, k: (usize, u32, usize), t: usize) -> R {
+        let (cta, s, x) = k;
+        self.wg_shared_write(inst, cta, s, x, t)?;
+        if let Some(&(rt, g)) = self.asy.reads.get(&k) {
+            let detail =
+                format!("thread {:?}'s bulk group {g} may still be reading it", self.thread(rt));
+            let kind = AsyncBug::OverwriteWhileStoreReads;
+            return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+        }
+        if self.p.warps {
+            let hb = super::warps::Hb::new(&self.vc, self.cur_warp, self.p.cta_threads);
+            let mem = &self.shared[cta][s as usize];
+            if let Some((r, w)) = mem.unordered(x, t as u32, |r| hb.ordered(r)) {
+                let detail = format!(
+                    "thread {:?} of block {:?} {} it (`{}`) and nothing orders that access \
+                     before this copy (the issuer must wait on a barrier phase the accessing \
+                     thread arrived on after it, such as the stage's `empty` mbarrier)",
+                    self.thread(r.thread as usize),
+                    self.block_of(r.thread as usize),
+                    if w { "wrote" } else { "read" },
+                    self.inst_text_of(r.inst)
+                );
+                let kind = AsyncBug::OverwriteWhileRead;
+                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+            }
+        }
+        if self.asy.landing.contains_key(&k) {
+            let detail = "another bulk load in flight writes it too".to_string();
+            let kind = AsyncBug::WriteBeforeComplete;
+            return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
+        }
         Ok(())
     }
 

@@ -222,21 +222,10 @@ impl<'a> BlockExec<'a> {
             }
             Global::Scalar => return Err(self.not_a_buffer(c.param)),
         }
+        // the same checks as a bulk load's: no wgmma, bulk store or load in flight there, and
+        // (warp schedule) every thread's access ordered before the copy
         for x in so..so + n {
-            let k = (cta, s, x);
-            if let Some(&(rt, g)) = self.asy.reads.get(&k) {
-                let detail = format!(
-                    "thread {:?}'s bulk group {g} may still be reading it",
-                    self.thread(rt)
-                );
-                let kind = AsyncBug::OverwriteWhileStoreReads;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
-            if self.asy.landing.contains_key(&k) {
-                let detail = "another bulk load in flight writes it too".to_string();
-                let kind = AsyncBug::WriteBeforeComplete;
-                return Err(self.async_error(kind, inst, self.shared_name(s), x, t, detail));
-            }
+            self.copy_target(inst, (cta, s, x), t)?;
         }
         let i = self.asy.loads.len();
         for x in so..so + n {
