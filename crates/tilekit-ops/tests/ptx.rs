@@ -135,6 +135,8 @@ fn the_coop_softmax_assembles_without_spills_for_every_tuned_shape() {
                     let ptx = emit_kernel(&kern, t).unwrap();
                     assert!(ptx.contains("atom.release.gpu.global.add.u32"), "{ty} {c:?}");
                     assert!(ptx.contains("ld.acquire.gpu.global.u32"), "{ty} {c:?}");
+                    // one poller per block, sleeping between polls
+                    assert_eq!(ptx.matches("nanosleep.u32").count(), 1, "{ty} {c:?}");
                     let name = format!("softmax_coop_{}_{}_{}_{k}", ty.name(), c.threads, chunks);
                     if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
                         assert!(

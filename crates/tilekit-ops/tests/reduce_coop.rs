@@ -97,14 +97,21 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
     let e = run_coop(&x, (m, n), ScalarType::F32, (128, 4, 1), 7).unwrap_err();
     match &e {
         InterpError::WarpDeadlock { warps, .. } => {
-            assert!(!warps.is_empty(), "{e}");
-            assert!(warps.iter().all(|w| w.waits.contains("global counter")), "{e}");
-            // three blocks of the incomplete row wait, every warp of them (4 warps each)
+            // three blocks of the incomplete row wait, every warp of them (4 warps each):
+            // warp 0 (thread 0) polls the counter with a backoff, warps 1–3 wait at the barrier
             let mut blocks: Vec<u32> = warps.iter().map(|w| w.block[0]).collect();
             blocks.sort_unstable();
             blocks.dedup();
             assert_eq!(blocks.len(), 3, "{e}");
             assert_eq!(warps.len(), 12, "{e}");
+            for w in warps {
+                if w.warp == 0 {
+                    assert!(w.waits.contains("global counter"), "{e}");
+                    assert!(w.inst.contains("nanosleep 64"), "{e}");
+                } else {
+                    assert!(w.inst.contains("bar.sync"), "{e}");
+                }
+            }
         }
         _ => panic!("expected a warp deadlock, got {e}"),
     }

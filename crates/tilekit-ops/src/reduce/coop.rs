@@ -16,7 +16,8 @@
 //!     row = t / k, part = t mod k        columns [part·L, (part+1)·L) of the row, L = T·V·chunks
 //!     x slice ──► registers (f32); m = block max (≥ lowest f32); e = exp2((x − m)·log2 e); s = Σ e
 //!     thread 0: stats[row, part] = (m, s); fence.acq_rel.gpu; red.release.gpu ws[1 + row] += 1
-//!     all:      spin ld.acquire.gpu ws[1 + row] until it is k
+//!     thread 0: spin ld.acquire.gpu ws[1 + row] until it is k (nanosleep between polls)
+//!     all:      bar.sync (the other threads wait here, issuing nothing)
 //!               M = max_j m_j, S = Σ_j s_j · exp2((m_j − M)·log2 e)      the k pairs of the row
 //!               y slice = cast(e · exp2((m − M)·log2 e) / S)
 //! ```
@@ -32,10 +33,15 @@
 //! ([`coop_resident_blocks`] × multiprocessors) with a typed error.
 //!
 //! **Ordering.** Thread 0's stores of `(m, s)` come before its release add (the fence and the
-//! release make them visible to whoever acquires the counter); every thread of the row's blocks
-//! reads the pairs only after its own acquire of the count `k`. The interpreter checks exactly
-//! this (release adds and finished acquire waits are happens-before edges of its race checker)
-//! and runs the whole grid as one unit, so its blocks can wait on each other.
+//! release make them visible to whoever acquires the counter); thread 0 of every block of the
+//! row acquires the count `k`, and the block barrier after its wait orders every other thread
+//! of the block after that acquire (acquire, then `bar.sync`: the CUDA memory model's
+//! causality order), so each thread reads the pairs after the release of every block. Only
+//! one thread per block polls, sleeping between polls: the other threads wait at the barrier
+//! without issuing, leaving the SM's issue slots and the L2 to co-resident blocks. The
+//! interpreter checks the release → acquire → barrier chain (release adds, finished acquire
+//! waits and barriers are happens-before edges of its race checker) and runs the whole grid
+//! as one unit, so its blocks can wait on each other.
 //!
 //! The workspace costs a stream-ordered allocation and memset of `4·(rows + 1)` bytes per call
 //! (`api::softmax` makes it with `Backend::zeros`); `stats` needs no zeroing (every pair is
@@ -160,6 +166,30 @@ pub fn coop_resident_blocks(ty: ScalarType, threads: u32, chunks: i64) -> u32 {
     by_regs.min(by_threads).clamp(1, 32)
 }
 
+/// Nanoseconds the waiting thread sleeps between polls of its row's counter: short against
+/// the exchange itself (an L2 round trip is ~0.6 µs), long enough that a waiting block issues
+/// next to nothing.
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::coop::COOP_BACKOFF_NS, 64);
+/// ```
+pub const COOP_BACKOFF_NS: u32 = 64;
+
+/// The row's rendezvous: thread 0 alone polls `ws[counter]` (acquire, sleeping
+/// [`COOP_BACKOFF_NS`] between polls) until it reaches `k`, then the block barrier hands its
+/// acquire to every other thread, which waits at the barrier without issuing loads.
+pub(crate) fn wait_row(
+    b: &KernelBuilder,
+    first: &tilekit_ir::Pred,
+    ws: tilekit_ir::MemRef,
+    counter: &Val,
+    k: i64,
+) -> Result<()> {
+    b.if_then(first, |b| b.wait_acquire_backoff(ws, counter, &Val::lit(k), COOP_BACKOFF_NS))?;
+    b.barrier();
+    Ok(())
+}
+
 /// Row softmax with each row split over `k` cooperating blocks (see the [module docs](self)):
 /// block part `p` of a row holds columns `[p·L, (p+1)·L)` in registers (`L = threads · V ·
 /// chunks`, V = 16 bytes / element size), the blocks exchange their (max, sum) through global
@@ -239,8 +269,8 @@ pub fn build_softmax_coop(
         b.atomic_add(ws, &counter, &Val::lit(1), true)?;
         Ok(())
     })?;
-    b.note(format!("{name}: wait (acquire) until all {k} blocks of the row are counted"));
-    b.wait_acquire(ws, &counter, &Val::lit(kk))?;
+    b.note(format!("{name}: thread 0 waits (acquire, backoff) for all {k} blocks of the row"));
+    wait_row(&b, &first, ws, &counter, kk)?;
     let parts = (0..kk)
         .map(|j| {
             Ok(b.load(stats, &((row.clone() * Val::lit(kk) + Val::lit(j)) * Val::lit(2)), 2, None)?)
