@@ -41,7 +41,7 @@ use crate::elementwise::Binary;
 use crate::error::{OpsError, Result};
 use crate::gemm_tuning::GemmChoice;
 use crate::host;
-use crate::reduce::{ClusterTuning, Reduction};
+use crate::reduce::{ClusterTuning, CoopTuning, Reduction};
 
 /// The widest vector (elements, a power of two up to 16 bytes) a kernel can use on the last
 /// dim of `layout` whose storage starts at byte `address`: last stride 1, and the vector
@@ -575,7 +575,11 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         });
         let fits_registers = chunks * vw <= 64;
         if let Some((c, (blocks, cchunks))) =
-            tune.softmax_coop.filter(|_| !fits_registers).and_then(|c| Some((c, c.plan(ty, n)?)))
+            tune.softmax_coop.filter(|_| !fits_registers).and_then(|c| {
+                // bulk copies move whole 16-byte units of 16-byte aligned rows
+                let c = if c.bulk && !aligned { CoopTuning { bulk: false, ..c } } else { c };
+                Some((c, c.plan(ty, n)?))
+            })
         {
             // the row split over `blocks` cooperating blocks, each holding its slice in
             // registers (or shared memory), meeting at a counter in global memory
@@ -706,9 +710,9 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
             ),
         ));
     }
-    // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8)
+    // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8) and bulk
     let key = if c.smem() {
-        let vu = v * 16 + c.unroll(ty);
+        let vu = v * 100 + c.unroll(ty) * 10 + i64::from(c.bulk);
         KernelKey::new("softmax_coop_smem", ty, [vu, chunks, threads as i64, k as i64])
     } else {
         KernelKey::new("softmax_coop", ty, [v, chunks, threads as i64, k as i64])

@@ -50,7 +50,7 @@
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
-//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0 };
+//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false };
 //! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
 //! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
 //! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
@@ -84,11 +84,11 @@ pub const MAX_COOP_BLOCKS: u32 = 64;
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::CoopTuning;
-/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0 };
+/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false };
 /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
 /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
 /// // 32 KiB of f32 in shared memory a block: 8192 elements, 2 steps of 512 × 8
-/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32 };
+/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((32, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -102,34 +102,47 @@ pub struct CoopTuning {
     /// slice takes (1..=200).
     #[serde(default)]
     pub smem_kib: u32,
+    /// Shared memory only: thread 0 brings the slice in with bulk copies (`cp.async.bulk`, one
+    /// mbarrier per step; sm_90) instead of every thread loading and storing it, where rows
+    /// are 16-byte aligned whole vectors (elsewhere `api::softmax` uses the loads).
+    #[serde(default)]
+    pub bulk: bool,
 }
 
 impl CoopTuning {
     /// The shapes `tilekit tune` sweeps. Registers: 128 to 1024 threads × 16, 32 or 64
     /// elements a thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread:
     /// ptxas spills the slice). Shared memory: 256 or 512 threads × 16 or 32 elements a step ×
-    /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory).
+    /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
+    /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
+    /// by bulk copies.
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12);
+    /// assert_eq!(c.len(), 11 + 12 + 6);
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 12);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 18);
+    /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// ```
     pub fn candidates() -> Vec<CoopTuning> {
         let mut v = Vec::new();
         for threads in [128u32, 256, 512, 1024] {
             for per_thread in [16i64, 32, 64] {
                 if threads * per_thread as u32 <= 32768 {
-                    v.push(CoopTuning { threads, per_thread, smem_kib: 0 });
+                    v.push(CoopTuning { threads, per_thread, smem_kib: 0, bulk: false });
                 }
             }
         }
         for threads in [256u32, 512] {
             for per_thread in [16i64, 32] {
                 for smem_kib in [16u32, 32, 64] {
-                    v.push(CoopTuning { threads, per_thread, smem_kib });
+                    v.push(CoopTuning { threads, per_thread, smem_kib, bulk: false });
                 }
+            }
+        }
+        for threads in [256u32, 512] {
+            for smem_kib in [16u32, 32, 64] {
+                v.push(CoopTuning { threads, per_thread: 32, smem_kib, bulk: true });
             }
         }
         v
@@ -139,8 +152,8 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ops::reduce::CoopTuning;
-    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32 }.smem());
-    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0 }.smem());
+    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false }.smem());
+    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false }.smem());
     /// ```
     pub fn smem(&self) -> bool {
         self.smem_kib > 0
@@ -151,7 +164,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false };
     /// assert_eq!((t.unroll(ScalarType::F32), t.unroll(ScalarType::BF16)), (8, 4));
     /// ```
     pub fn unroll(&self, ty: ScalarType) -> i64 {
@@ -167,11 +180,11 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false };
     /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
     /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
     /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
-    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64 };
+    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false };
     /// assert_eq!(s.plan(ScalarType::BF16, 65536), Some((2, 8))); // 2 × 8 steps of 256 × 8 × 2
     /// assert_eq!(s.plan(ScalarType::F32, 262145), Some((17, 4)));
     /// ```
@@ -202,13 +215,14 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
     /// let (k, chunks) = t.plan(ScalarType::F32, 65536).unwrap();
     /// assert_eq!(t.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem");
     /// ```
     pub fn build(&self, ty: ScalarType, vx: i64, k: u32, chunks: i64) -> Result<Kernel> {
         if self.smem() {
-            super::build_softmax_coop_smem(ty, self.threads, vx, k, self.unroll(ty), chunks)
+            let u = self.unroll(ty);
+            super::build_softmax_coop_smem(ty, self.threads, vx, k, u, chunks, self.bulk)
         } else {
             build_softmax_coop(ty, self.threads, vx, k, chunks)
         }
@@ -220,12 +234,13 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
     /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 5);
     /// ```
     pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {
         if self.smem() {
-            super::coop_smem_resident_blocks(ty, self.threads, self.unroll(ty), chunks)
+            let u = self.unroll(ty);
+            super::coop_smem_resident_blocks(ty, self.threads, u, chunks, self.bulk)
         } else {
             coop_resident_blocks(ty, self.threads, chunks)
         }

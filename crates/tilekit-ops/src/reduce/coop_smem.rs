@@ -25,6 +25,11 @@
 //!
 //!   every thread reads back exactly the stash elements it wrote (the same distribution):
 //!   no barrier between pass 1's st.shared and pass 2's ld.shared is needed for the data
+//!
+//!   bulk (sm_90, aligned rows): thread 0 issues every step's cp.async.bulk right after the
+//!   ticket (one mbarrier each); pass 1 waits on step c's mbarrier, reads it from shared
+//!   memory, writes −∞ over the vectors past the row's end (the block max's barriers order
+//!   those writes before pass 2)
 //! ```
 //!
 //! Global memory sees one read and one write of every element (a device copy's traffic);
@@ -41,8 +46,8 @@
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop_smem, coop_smem_shared_bytes};
 //! // 256 threads, 2 vectors of 4 f32 a step, 8 steps: a 16384-element (64 KiB) slice
-//! let k = build_softmax_coop_smem(ScalarType::F32, 256, 4, 16, 2, 8).unwrap();
-//! assert_eq!(k.shared_bytes(), coop_smem_shared_bytes(256, 2, 8));
+//! let k = build_softmax_coop_smem(ScalarType::F32, 256, 4, 16, 2, 8, false).unwrap();
+//! assert_eq!(k.shared_bytes(), coop_smem_shared_bytes(256, 2, 8, false));
 //! assert!(k.to_string().contains("st.shared.v4.f32"));
 //! ```
 
@@ -67,15 +72,19 @@ pub const COOP_SMEM_MAX_BYTES: i64 = 200 * 1024;
 
 /// Shared memory one block of [`build_softmax_coop_smem`] declares, in bytes: the slice
 /// (`chunks · threads · V · unroll` raw elements, V = 16 bytes / element size), one f32 per
-/// warp for the block reductions, the 4-byte ticket slot.
+/// warp for the block reductions, the 4-byte ticket slot and, with `bulk`, one 8-byte
+/// mbarrier per step (the sum of the allocations, as `Kernel::shared_bytes`; the PTX aligns
+/// each, which [`coop_smem_resident_blocks`] allows for).
 ///
 /// ```
 /// use tilekit_ops::reduce::coop_smem_shared_bytes;
-/// assert_eq!(coop_smem_shared_bytes(512, 2, 4), 4 * 512 * 16 * 2 + 16 * 4 + 4);
+/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, false), 4 * 512 * 16 * 2 + 16 * 4 + 4);
+/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, true), 4 * 512 * 16 * 2 + 16 * 4 + 4 + 4 * 8);
 /// ```
-pub fn coop_smem_shared_bytes(threads: u32, unroll: i64, chunks: i64) -> usize {
+pub fn coop_smem_shared_bytes(threads: u32, unroll: i64, chunks: i64, bulk: bool) -> usize {
     let slice = chunks.max(0) as usize * threads as usize * 16 * unroll.max(0) as usize;
-    slice + threads as usize / 32 * 4 + 4
+    let bars = if bulk { 8 * chunks.max(0) as usize } else { 0 };
+    slice + threads as usize / 32 * 4 + 4 + bars
 }
 
 /// Registers per thread [`coop_smem_resident_blocks`] assumes: an upper estimate of what ptxas
@@ -98,20 +107,27 @@ pub fn coop_smem_registers(ty: ScalarType, unroll: i64) -> u32 {
 
 /// How many blocks of [`build_softmax_coop_smem`] one Hopper (sm_90) SM holds at once: the fewest allowed by
 /// shared memory (228 KiB per SM, each block's [`coop_smem_shared_bytes`] plus 1 KiB the
-/// hardware reserves), threads (2048 per SM), registers (65536 per SM at
+/// hardware reserves and 256 bytes of alignment), threads (2048 per SM), registers (65536 per SM at
 /// [`coop_smem_registers`] a thread) and blocks (32 per SM); at least 1. `api::softmax`
 /// multiplies it by the multiprocessors for the deadlock bound `k ≤ resident blocks`.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::coop_smem_resident_blocks;
-/// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 8), 3);  // 64 KiB slices
-/// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 4), 5);  // 32 KiB: 48 registers
-/// assert_eq!(coop_smem_resident_blocks(ScalarType::BF16, 512, 2, 2), 2); // 48 registers
+/// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 8, false), 3);  // 64 KiB slices
+/// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 4, true), 5);   // 32 KiB: 48 registers
+/// assert_eq!(coop_smem_resident_blocks(ScalarType::BF16, 512, 2, 2, false), 2); // 48 registers
 /// ```
-pub fn coop_smem_resident_blocks(ty: ScalarType, threads: u32, unroll: i64, chunks: i64) -> u32 {
+pub fn coop_smem_resident_blocks(
+    ty: ScalarType,
+    threads: u32,
+    unroll: i64,
+    chunks: i64,
+    bulk: bool,
+) -> u32 {
     let threads = threads.max(32);
-    let bytes = coop_smem_shared_bytes(threads, unroll, chunks) as u32 + 1024;
+    // + 1 KiB the hardware reserves per block, + 256 for the PTX's alignment of allocations
+    let bytes = coop_smem_shared_bytes(threads, unroll, chunks, bulk) as u32 + 1024 + 256;
     let by_smem = 228 * 1024 / bytes;
     let by_threads = 2048 / threads;
     let by_regs = 65536 / (threads * coop_smem_registers(ty, unroll));
@@ -120,23 +136,33 @@ pub fn coop_smem_resident_blocks(ty: ScalarType, threads: u32, unroll: i64, chun
 
 /// Row softmax with each row split over `k` cooperating blocks, each block's slice held in
 /// **shared memory** (see the [module docs](self)): block part `p` of a row owns columns
-/// `[p·L, (p+1)·L)`, `L = chunks · threads · V · unroll` (V = 16 bytes / element size), read
-/// `unroll` vectors per thread per step. Params as [`super::build_softmax_coop`]: `x`, `y`
-/// (2-D, same type), `ws` (u32, `1 + rows` elements, **zero** at launch), `stats` (f32,
-/// `2 · k · rows` elements); launch on `k · rows` blocks along x. Columns past `k · L` are not
-/// written (`api::softmax` picks a covering shape, [`super::CoopTuning::plan`]); `x` and `y`
-/// are accessed with vectors of `vx` elements.
+/// `[p·L, (p+1)·L)`, `L = chunks · threads · V · unroll` (V = 16 bytes / element size), in
+/// `chunks` steps of `unroll` vectors per thread. Params as [`super::build_softmax_coop`]:
+/// `x`, `y` (2-D, same type), `ws` (u32, `1 + rows` elements, **zero** at launch), `stats`
+/// (f32, `2 · k · rows` elements); launch on `k · rows` blocks along x. Columns past `k · L`
+/// are not written (`api::softmax` picks a covering shape, [`super::CoopTuning::plan`]); `x`
+/// and `y` are accessed with vectors of `vx` elements.
+///
+/// With `bulk`, thread 0 brings the whole slice in with bulk copies (`cp.async.bulk`, one
+/// mbarrier per step, sm_90) right after its ticket, and pass 1 reads each step from shared
+/// memory as it lands (filling the vectors past the row's end with −∞): no thread waits on its
+/// own loads, and the slice's bytes are all in flight at once. Rows must then be 16-byte aligned
+/// whole vectors (`vx = V`; binding checks the alignment).
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::build_softmax_coop_smem;
-/// let k = build_softmax_coop_smem(ScalarType::BF16, 512, 8, 8, 2, 4).unwrap(); // 64 KiB slices
+/// let k = build_softmax_coop_smem(ScalarType::BF16, 512, 8, 8, 2, 4, false).unwrap(); // 64 KiB
 /// assert_eq!((k.name.as_str(), k.block_dim), ("softmax_coop_smem", [512, 1, 1]));
 /// let text = k.to_string();
 /// assert!(text.contains("st.shared.v8.bf16") && text.contains("nanosleep 64"));
-/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 8, 9, 1).is_err());  // unroll 9
-/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 8, 8, 8).is_err());  // 512 KiB
-/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 65, 1, 1).is_err()); // k = 65
+/// let k = build_softmax_coop_smem(ScalarType::F32, 256, 4, 8, 8, 4, true).unwrap();
+/// assert_eq!(k.name, "softmax_coop_smem_bulk");
+/// assert!(k.to_string().contains("cp.async.bulk.shared.global"));
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 256, 1, 8, 8, 4, true).is_err()); // vx 1
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 8, 9, 1, false).is_err()); // unroll 9
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 8, 8, 8, false).is_err()); // 512 KiB
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 65, 1, 1, false).is_err()); // k = 65
 /// ```
 pub fn build_softmax_coop_smem(
     ty: ScalarType,
@@ -145,6 +171,7 @@ pub fn build_softmax_coop_smem(
     k: u32,
     unroll: i64,
     chunks: i64,
+    bulk: bool,
 ) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
     check_threads(threads)?;
@@ -175,7 +202,15 @@ pub fn build_softmax_coop_smem(
             ),
         ));
     }
-    let name = "softmax_coop_smem";
+    if bulk && vx != v {
+        return Err(OpsError::invalid(
+            "softmax",
+            "vector width (bulk copies)",
+            vx,
+            format!("{v}: bulk copies move whole 16-byte vectors of 16-byte aligned rows"),
+        ));
+    }
+    let name = if bulk { "softmax_coop_smem_bulk" } else { "softmax_coop_smem" };
     let len = chunks * c;
     let kk = k as i64;
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
@@ -187,7 +222,18 @@ pub fn build_softmax_coop_smem(
     let slot = b.shared("ticket", ScalarType::U32, 1)?;
     let desc = tilekit_layout::TensorDescriptor::packed(vec![1, len], Some(v))?;
     let stash = View::shared(&b, "slice", ty, &desc)?;
-    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
+    let bars = if bulk {
+        // full 16-byte vectors: the binding checks 16-byte aligned rows
+        x.descriptor(Some((v, 1)))?;
+        Some(b.mbarrier("chunk", chunks as usize)?)
+    } else {
+        None
+    };
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &Val::lit(0))?;
+    if let Some(bars) = bars {
+        super::init_chunk_barriers(&b, &first, bars, chunks)?;
+    }
     let (row, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
     let d = dist::row_major(1, c, threads as i64, v)?;
     let lo = part.clone() * Val::lit(len);
@@ -196,15 +242,46 @@ pub fn build_softmax_coop_smem(
     let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
     let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
     let steps = |init: &[Val]| (&zero, &end, &step, init.to_vec());
-    b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
     let (lo0, hi, st, init) = steps(&[b.f32(f32::MIN)]);
-    let mx = crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
-        let raw = Window::new(b, &xv, &[1, c], &[row.clone(), lo.clone() + c0.clone()], &d)?
-            .load_or(b, &ninf)?;
-        Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
-        let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
-        Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
-    })?;
+    let mx = if let Some(bars) = bars {
+        let n = x.lengths[1].clone();
+        let xrow = row.clone() * x.strides[0].clone();
+        b.note(format!("{name}: thread 0 puts every chunk's bulk copy in flight"));
+        b.if_then(&first, |b| {
+            let zero = Val::lit(0);
+            super::issue_slice(b, &x, stash.mem, bars, (&xrow, &lo, &n), (c, chunks), &zero, &zero)
+        })?;
+        b.note(format!("{name} pass 1: each chunk as it lands, the thread's max; −∞ past the row"));
+        let fill = b.konst(lit(ty, f64::NEG_INFINITY)?);
+        let pad = vec![fill; v as usize];
+        crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
+            b.mbarrier_wait(bars, &(c0.clone() / Val::lit(c)), &Val::lit(0))?;
+            let mut xs = vec![];
+            for u in 0..unroll {
+                let off = c0.clone() + (Val::lit(u * threads as i64) + tid.clone()) * Val::lit(v);
+                // rows are whole vectors: a vector is inside the row or past its end
+                let inside = b.cmp(CmpOp::Lt, &(lo.clone() + off.clone()), &n)?;
+                let outside = b.cmp(CmpOp::Ge, &(lo.clone() + off.clone()), &n)?;
+                b.store(stash.mem, &off, &pad, Some(&outside))?;
+                for e in b.load(stash.mem, &off, v as usize, Some(&inside))? {
+                    let f = b.cvt(&e, ScalarType::F32)?;
+                    xs.push(b.select(&inside, &f, &b.f32(f32::NEG_INFINITY))?);
+                }
+            }
+            let t = crate::tile::tree_reduce(b, xs, BinOp::Max)?;
+            Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
+        })?
+    } else {
+        b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
+        crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
+            let raw = Window::new(b, &xv, &[1, c], &[row.clone(), lo.clone() + c0.clone()], &d)?
+                .load_or(b, &ninf)?;
+            Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
+            let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
+            Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
+        })?
+    };
+    // (the block max's barriers also order the bulk path's −∞ fills before pass 2's reads)
     // at least the lowest finite f32: a block of padding only gets e = 0, s = 0
     let m = block_reduce(&b, &mx[0], BinOp::Max, scratch)?;
     b.note(format!("{name} pass 2: the block's sum of exp from shared memory"));
