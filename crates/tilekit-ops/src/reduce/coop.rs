@@ -19,6 +19,7 @@
 //!     thread 0: spin ld.acquire.gpu ws[1 + row] until it is k (nanosleep between polls)
 //!     all:      bar.sync (the other threads wait here, issuing nothing)
 //!               M = max_j m_j, S = Σ_j s_j · exp2((m_j − M)·log2 e)      the k pairs of the row
+//!               (in every warp: lane l reads pairs l and l + 32, butterfly shuffles combine)
 //!               y slice = cast(e · exp2((m − M)·log2 e) / S)
 //! ```
 //!
