@@ -51,8 +51,11 @@ pub struct Args {
           value_parser = RangedU64ValueParser::<usize>::new().range(100..=10_000_000))]
     pub calls: usize,
     /// Softmax rows too long for one block's registers take the cooperative kernel
-    /// (`reduce::coop`) with this shape, `THREADS,PER_THREAD` (threads per block, elements a
-    /// thread holds), instead of what the device's tuning picks; e.g. `256,32`.
+    /// with this shape instead of what the device's tuning picks: `THREADS,PER_THREAD` (slices
+    /// in registers, `reduce::coop`: threads per block, elements a thread holds), e.g. `256,32`;
+    /// or `THREADS,PER_THREAD,KIBk` (slices in shared memory, `reduce::coop_smem`: at most KIB
+    /// KiB a block, PER_THREAD elements a thread per step), e.g. `256,16,32k`; `,bulk` after
+    /// it brings the slices in with bulk copies (sm_90, aligned rows), e.g. `256,32,64k,bulk`.
     #[arg(long, value_parser = parse_coop)]
     pub softmax_coop: Option<CoopTuning>,
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
@@ -87,27 +90,61 @@ pub struct Args {
     pub device: usize,
 }
 
-/// `THREADS,PER_THREAD` as a [`CoopTuning`], checked as a saved tuning would be.
+/// `THREADS,PER_THREAD` (slices in registers: elements a thread holds),
+/// `THREADS,PER_THREAD,KIBk` (slices in shared memory: at most KIB KiB a block, PER_THREAD
+/// elements a thread per step, loaded by every thread) or `THREADS,PER_THREAD,KIBk,bulk` (the
+/// same, brought in by bulk copies where rows are 16-byte aligned) as a [`CoopTuning`],
+/// checked as a saved tuning would be.
 ///
 /// ```
 /// use tilekit_cli::bench::parse_coop;
 /// let c = parse_coop("512,64").unwrap();
-/// assert_eq!((c.threads, c.per_thread), (512, 64));
+/// assert_eq!((c.threads, c.per_thread, c.smem_kib, c.bulk), (512, 64, 0, false));
+/// let s = parse_coop("256,16,32k").unwrap();
+/// assert_eq!((s.threads, s.per_thread, s.smem_kib, s.bulk), (256, 16, 32, false));
+/// assert!(parse_coop("256,32,64k,bulk").unwrap().bulk);
 /// assert!(parse_coop("500,64").unwrap_err().contains("multiple of 32"));
 /// assert!(parse_coop("512").is_err() && parse_coop("512,65").is_err());
+/// assert!(parse_coop("256,16,32").unwrap_err().contains("KiB"));   // no `k`
+/// assert!(parse_coop("256,16,201k").unwrap_err().contains("1..=200"));
+/// assert!(parse_coop("256,16,32k,fast").unwrap_err().contains("bulk"));
 /// ```
 pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
-    let bad = || format!("`{s}`: expected THREADS,PER_THREAD, e.g. 256,32");
-    let (t, p) = s.split_once(',').ok_or_else(bad)?;
+    let bad =
+        || format!("`{s}`: expected THREADS,PER_THREAD[,KIBk[,bulk]], e.g. 256,32 or 256,16,32k");
+    let mut fields = s.split(',');
+    let (Some(t), Some(p)) = (fields.next(), fields.next()) else { return Err(bad()) };
     let threads: u32 = t.trim().parse().map_err(|_| bad())?;
     let per_thread: i64 = p.trim().parse().map_err(|_| bad())?;
+    let smem_kib = match fields.next() {
+        None => 0,
+        Some(f) => {
+            let f = f.trim();
+            let kib = f.strip_suffix(['k', 'K']).ok_or_else(|| {
+                format!("`{f}` in `{s}`: the shared-memory slice is KiB with a `k`, e.g. 32k")
+            })?;
+            let kib: u32 = kib.parse().map_err(|_| bad())?;
+            if !(1..=200).contains(&kib) {
+                return Err(format!("shared-memory slice {kib} KiB: must be 1..=200"));
+            }
+            kib
+        }
+    };
+    let bulk = match fields.next().map(str::trim) {
+        None => false,
+        Some("bulk") => true,
+        Some(f) => return Err(format!("`{f}` in `{s}`: the only word after the slice is `bulk`")),
+    };
+    if fields.next().is_some() {
+        return Err(bad());
+    }
     if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
         return Err(format!("threads {threads}: must be a multiple of 32 in 32..=1024"));
     }
     if !(1..=64).contains(&per_thread) {
         return Err(format!("elements per thread {per_thread}: must be 1..=64"));
     }
-    Ok(CoopTuning { threads, per_thread })
+    Ok(CoopTuning { threads, per_thread, smem_kib, bulk })
 }
 
 /// One measured kernel.

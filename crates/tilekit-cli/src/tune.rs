@@ -346,6 +346,28 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
     Ok(2.0 * n as f64 / (t.median_ms() * 1e-3) / 1e9)
 }
 
+/// The configurations `tilekit tune` times for softmax rows of `n` elements of `ty`: each
+/// one's label (what `--config` matches, as a substring) and knob, whether its kernel builds or
+/// not. Rows longer than the register kernel holds get the cooperative shapes, `coop, …` with
+/// slices in registers, `coop smem, …` with slices in shared memory and `coop smem bulk, …`
+/// with those brought in by bulk copies (sm_90 devices only: skipped elsewhere).
+///
+/// ```
+/// use tilekit_cli::tune::{softmax_configs, Knob};
+/// use tilekit_ir::ScalarType;
+/// let c = softmax_configs(ScalarType::F32, 262144);
+/// let smem: Vec<_> = c.iter().filter(|(l, _)| l.starts_with("coop smem")).collect();
+/// // 18 shapes less those whose one step (f32: threads × 16 B × vectors) exceeds the slice
+/// assert_eq!(smem.len(), 11);
+/// assert_eq!(smem.iter().filter(|(l, _)| l.starts_with("coop smem bulk")).count(), 3);
+/// assert!(smem.iter().all(|(_, k)| matches!(k, Knob::Coop(t) if t.smem_kib > 0)));
+/// assert!(smem.iter().any(|(l, _)| l == "coop smem, 16 blocks × 256 threads × 64 KiB slice (4 vectors a step)"));
+/// ```
+pub fn softmax_configs(ty: ScalarType, n: i64) -> Vec<(String, Knob)> {
+    let v = tilekit_ops::host::vector_for(ty, &[n]);
+    softmax_candidates(ty, n, v).into_iter().map(|(l, k, _, _)| (l, k)).collect()
+}
+
 /// The softmax candidates of a row length: the register kernel at 256/512/1024 threads when
 /// the row fits, the online kernel over threads × unroll × direction otherwise.
 fn softmax_candidates(
@@ -546,12 +568,25 @@ fn softmax_candidates(
     if n > reduce::MAX_REGISTER_ROW {
         for c in CoopTuning::candidates() {
             let Some((k, chunks)) = c.plan(ty, n) else { continue };
-            out.push((
-                format!("coop, {k} blocks × {} threads × {} elements", c.threads, chunks * vw),
-                Knob::Coop(c),
-                reduce::build_softmax_coop(ty, c.threads, v, k, chunks),
-                Grid::PerRow(k),
-            ));
+            if c.smem() && c.threads as i64 * 16 * c.unroll(ty) > i64::from(c.smem_kib) * 1024 {
+                // one step is larger than the slice asked for: the same kernel as a shape
+                // with a larger slice (e.g. f32 512 threads × 32 a step = 64 KiB), timed once
+                continue;
+            }
+            // registers: elements a thread holds; shared memory: the slice per block
+            let label = if c.smem() {
+                let slice = chunks * c.threads as i64 * vw * c.unroll(ty);
+                format!(
+                    "coop smem{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
+                    if c.bulk { " bulk" } else { "" },
+                    c.threads,
+                    slice * ty.size_bytes() as i64 / 1024,
+                    c.unroll(ty)
+                )
+            } else {
+                format!("coop, {k} blocks × {} threads × {} elements", c.threads, chunks * vw)
+            };
+            out.push((label, Knob::Coop(c), c.build(ty, v, k, chunks), Grid::PerRow(k)));
         }
     }
     // fewer rows in flight (their bytes stay in L2 for pass 2)

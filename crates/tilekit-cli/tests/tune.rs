@@ -1,4 +1,4 @@
-//! What `tilekit tune --save` keeps of a sweep (the selection, without a GPU).
+//! What `tilekit tune --save` keeps of a sweep (the selection, without a GPU), and what it offers.
 
 use tilekit_cli::tune::{winners, Candidate, Knob};
 use tilekit_ops::reduce::OnlineTuning;
@@ -94,10 +94,10 @@ fn transpose_loops_are_chosen_by_their_mean_over_the_permute_and_transpose_cases
 #[test]
 fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
     use tilekit_ops::reduce::CoopTuning;
-    let a = CoopTuning { threads: 256, per_thread: 32 };
-    let b = CoopTuning { threads: 512, per_thread: 64 };
+    let a = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false };
+    let b = CoopTuning { threads: 512, per_thread: 64, smem_kib: 0, bulk: false };
     // `small` ran only on the shorter rows (too many blocks for the longer): it does not compete
-    let small = CoopTuning { threads: 128, per_thread: 16 };
+    let small = CoopTuning { threads: 128, per_thread: 16, smem_kib: 0, bulk: false };
     let mut c = vec![
         cand("softmax 65536 f32", Knob::Online(O512), 0.70),
         cand("softmax 65536 f32", Knob::Coop(a), 0.93),
@@ -119,4 +119,38 @@ fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
     // without coop candidates the tuning's own choice stays
     let kept = Tuning { softmax_coop: Some(b), ..base };
     assert_eq!(winners(kept, &c[..1]).softmax_coop, Some(b));
+}
+
+#[test]
+fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
+    use tilekit_cli::tune::softmax_configs;
+    use tilekit_ir::ScalarType;
+    use tilekit_ops::reduce::CoopTuning;
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        // every shared-memory shape whose one step fits the slice it asks for (a larger step
+        // gives the kernel of a larger slice, timed once under that name)
+        let want: Vec<CoopTuning> = CoopTuning::candidates()
+            .into_iter()
+            .filter(|c| c.smem() && c.threads * 16 * c.unroll(ty) as u32 <= c.smem_kib * 1024)
+            .collect();
+        assert_eq!(want.len(), if ty == ScalarType::F32 { 11 } else { 16 }, "{ty}");
+        for n in [65536i64, 262144] {
+            let configs = softmax_configs(ty, n);
+            // what `--config coop` keeps: the register and the shared-memory shapes
+            let coop: Vec<&(String, Knob)> =
+                configs.iter().filter(|(l, _)| l.contains("coop")).collect();
+            let smem: Vec<CoopTuning> = coop
+                .iter()
+                .filter_map(|(_, k)| match k {
+                    Knob::Coop(c) if c.smem() => Some(*c),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(smem, want, "{ty} {n}");
+            for (label, k) in &coop {
+                let Knob::Coop(c) = k else { panic!("{label}: {k:?}") };
+                assert_eq!(label.starts_with("coop smem"), c.smem(), "{label}");
+            }
+        }
+    }
 }

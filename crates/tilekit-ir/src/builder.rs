@@ -763,7 +763,42 @@ impl KernelBuilder {
     /// assert!(b.finish().unwrap().to_string().contains("wait.acquire.gpu.global.u32"));
     /// ```
     pub fn wait_acquire(&self, mem: MemRef, offset: &Val, target: &Val) -> Result<()> {
+        self.wait_acquire_backoff(mem, offset, target, 0)
+    }
+
+    /// [`Self::wait_acquire`] with a **backoff**: after each poll that finds the counter below
+    /// `target` the thread sleeps `sleep_ns` nanoseconds (`nanosleep.u32`, sm_70+) before
+    /// polling again, so a waiting warp issues nothing and leaves the SM's issue slots and the
+    /// L2 to other blocks. `0` spins without sleeping; at most `1_000_000` (the hardware caps a
+    /// sleep near one millisecond). The interpreter polls exactly as for `wait_acquire` (a
+    /// sleep changes no value).
+    ///
+    /// ```
+    /// use tilekit_ir::{IrError, KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let c = b.ptr_param("counter", ScalarType::U32).unwrap();
+    /// b.wait_acquire_backoff(c, &Idx::lit(0), &Idx::lit(4), 100).unwrap();
+    /// let err = b.wait_acquire_backoff(c, &Idx::lit(0), &Idx::lit(4), 2_000_000).unwrap_err();
+    /// assert!(matches!(err, IrError::Invalid { .. }));
+    /// assert!(b.finish().unwrap().to_string().contains("nanosleep 100"));
+    /// ```
+    pub fn wait_acquire_backoff(
+        &self,
+        mem: MemRef,
+        offset: &Val,
+        target: &Val,
+        sleep_ns: u32,
+    ) -> Result<()> {
         let op = "wait.acquire.gpu.global";
+        if sleep_ns > 1_000_000 {
+            return Err(IrError::Invalid {
+                op: op.into(),
+                what: "nanosleep backoff (ns)".into(),
+                value: sleep_ns.to_string(),
+                valid: "0..=1000000 (the hardware caps a sleep near 1 ms)".into(),
+            });
+        }
         self.check_counter(mem, op)?;
         let off = self.offset_operand(offset, op)?;
         let t = self.operand(target, Some(ScalarType::U32), op)?;
@@ -771,7 +806,7 @@ impl KernelBuilder {
         if ty != ScalarType::U32 {
             return Err(IrError::WrongType { op: op.into(), ty, valid: "u32".into() });
         }
-        self.ctx.borrow_mut().push(Op::WaitAcquire { mem, offset: off, target: t }, &[]);
+        self.ctx.borrow_mut().push(Op::WaitAcquire { mem, offset: off, target: t, sleep_ns }, &[]);
         Ok(())
     }
 

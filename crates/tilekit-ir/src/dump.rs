@@ -201,8 +201,10 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         }
         Op::LoadAcquire { mem: m, offset } => format!("{mn}.{} {}", m.elem, mem(k, *m, *offset)),
         Op::FenceGpu => mn,
-        Op::WaitAcquire { mem: m, offset, target } => {
-            format!("{mn}.{} {} >= {target}", m.elem, mem(k, *m, *offset))
+        Op::WaitAcquire { mem: m, offset, target, sleep_ns } => {
+            let sleep =
+                if *sleep_ns > 0 { format!(" nanosleep {sleep_ns}") } else { String::new() };
+            format!("{mn}.{} {} >= {target}{sleep}", m.elem, mem(k, *m, *offset))
         }
         Op::Note(t) => format!("// {t}"),
         Op::Shfl { value, lane, .. } => format!("{mn}.{rty} {value}, {lane}"),

@@ -522,7 +522,9 @@ pub enum Op {
     },
     /// Spins on `ld.acquire.gpu.global.u32` of element `offset` of a global `u32` buffer until
     /// the value is at least `target` (unsigned): how a block waits for a counter that other
-    /// threads or blocks raise with a release [`Op::AtomicAdd`]. No results.
+    /// threads or blocks raise with a release [`Op::AtomicAdd`]. No results. With a nonzero
+    /// `sleep_ns` each failed poll is followed by `nanosleep.u32 sleep_ns` (a backoff that
+    /// frees the SM's issue slots and the L2 for co-resident blocks while this one waits).
     WaitAcquire {
         /// The global `u32` buffer.
         mem: MemRef,
@@ -530,6 +532,8 @@ pub enum Op {
         offset: ValueId,
         /// The `u32` value the counter must reach.
         target: ValueId,
+        /// Nanoseconds to sleep after each failed poll (0: spin without sleeping).
+        sleep_ns: u32,
     },
     /// `fence.acq_rel.gpu`: orders this thread's memory accesses before and after it at GPU scope.
     FenceGpu,

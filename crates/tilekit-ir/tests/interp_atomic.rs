@@ -218,3 +218,58 @@ fn reading_a_neighbour_without_the_release_acquire_edge_is_a_race() {
         _ => panic!("expected a global race on s, got {e}"),
     }
 }
+
+/// [`exchange`] with 64-thread blocks where only thread 0 waits, with a backoff
+/// ([`KernelBuilder::wait_acquire_backoff`]); a block barrier then hands its
+/// acquire to the other 63 threads (warp 1 included) before they read the neighbour's slots.
+fn exchange_one_waiter(blocks: u32) -> Kernel {
+    let b = KernelBuilder::new("exchange_one_waiter", [64, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    let s = b.ptr_param("s", ScalarType::F32).unwrap();
+    let c = b.ptr_param("c", ScalarType::U32).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let t = b.thread_id(Axis::X);
+    let j = b.block_id(Axis::X);
+    let me = j.clone() * Idx::lit(64) + t.clone();
+    let v = b.load(x, &me, 1, None).unwrap();
+    b.store(s, &me, &v, None).unwrap();
+    b.barrier();
+    let first = b.cmp(tilekit_ir::CmpOp::Eq, &t, &Idx::lit(0)).unwrap();
+    let target = Idx::lit(blocks as i64);
+    b.if_then(&first, |b| {
+        b.fence_gpu();
+        b.atomic_add(c, &Idx::lit(0), &Idx::lit(1), true)?;
+        b.wait_acquire_backoff(c, &Idx::lit(0), &target, 200)
+    })
+    .unwrap();
+    b.barrier();
+    let next = ((j + Idx::lit(1)) % Idx::lit(blocks as i64)) * Idx::lit(64) + t;
+    let w = b.load(s, &next, 1, None).unwrap();
+    b.store(y, &me, &w, None).unwrap();
+    b.finish().unwrap()
+}
+
+fn one_waiter_args(x: &[f32]) -> Args {
+    let mut a = Args::new();
+    a.buffer(HostBuffer::from_f32(x));
+    a.buffer(HostBuffer::from_f32(&vec![f32::NAN; x.len()]));
+    a.buffer(HostBuffer::from_u32(&[0]));
+    a.buffer(HostBuffer::from_f32(&vec![f32::NAN; x.len()]));
+    a
+}
+
+#[test]
+fn one_waiter_then_a_barrier_orders_every_thread_after_the_release() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for blocks in [2u32, 3] {
+        let n = 64 * blocks as usize;
+        let x: Vec<f32> = (0..n).map(|_| rand_u32(&mut seed) as f32 * 0.125 - 3.0).collect();
+        let mut a = one_waiter_args(&x);
+        run(&exchange_one_waiter(blocks), [blocks, 1, 1], &mut a).unwrap();
+        let y = a.take_buffer(3).unwrap().to_f32().unwrap();
+        for (g, &v) in y.iter().enumerate() {
+            let want = x[((g / 64 + 1) % blocks as usize) * 64 + g % 64];
+            assert_eq!(v.to_bits(), want.to_bits(), "blocks {blocks}, element {g}");
+        }
+    }
+}

@@ -41,7 +41,7 @@ use crate::elementwise::Binary;
 use crate::error::{OpsError, Result};
 use crate::gemm_tuning::GemmChoice;
 use crate::host;
-use crate::reduce::{ClusterTuning, Reduction};
+use crate::reduce::{ClusterTuning, CoopTuning, Reduction};
 
 /// The widest vector (elements, a power of two up to 16 bytes) a kernel can use on the last
 /// dim of `layout` whose storage starts at byte `address`: last stride 1, and the vector
@@ -575,11 +575,15 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         });
         let fits_registers = chunks * vw <= 64;
         if let Some((c, (blocks, cchunks))) =
-            tune.softmax_coop.filter(|_| !fits_registers).and_then(|c| Some((c, c.plan(ty, n)?)))
+            tune.softmax_coop.filter(|_| !fits_registers).and_then(|c| {
+                // bulk copies move whole 16-byte units of 16-byte aligned rows
+                let c = if c.bulk && !aligned { CoopTuning { bulk: false, ..c } } else { c };
+                Some((c, c.plan(ty, n)?))
+            })
         {
             // the row split over `blocks` cooperating blocks, each holding its slice in
-            // registers, meeting at a counter in global memory
-            return softmax_coop_into(b, &xv, &mut yv, (ty, v, m), (c.threads, blocks, cchunks));
+            // registers (or shared memory), meeting at a counter in global memory
+            return softmax_coop_into(b, &xv, &mut yv, (ty, v, m), (c, blocks, cchunks));
         }
         let mut grid = grid;
         let k = if fits_registers {
@@ -670,21 +674,23 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
     }
 }
 
-/// The cooperative softmax (`reduce::coop`) of `m` rows of `x` into `y`: `k` blocks of
-/// `threads` per row, `chunks` 16-byte chunks per thread, `x` read with vectors of `v`. Its
-/// counters come from [`Backend::zeros`] (zeroed in stream order on a GPU) and its (max, sum)
-/// pairs from [`Backend::empty`], both per call. A `k` above the blocks the device holds at
-/// once (multiprocessors × [`crate::reduce::coop_resident_blocks`]) could deadlock: a typed
-/// error names it.
+/// The cooperative softmax (`reduce::coop`, or `reduce::coop_smem` when the tuning holds the
+/// slice in shared memory) of `m` rows of `x` into `y`: `k` blocks of `c.threads` per row,
+/// `chunks` chunks per block (from [`crate::reduce::CoopTuning::plan`]), `x` read with vectors
+/// of `v`. Its counters come from [`Backend::zeros`] (zeroed in stream order on a GPU) and its
+/// (max, sum) pairs from [`Backend::empty`], both per call. A `k` above the blocks the device
+/// holds at once (multiprocessors × [`crate::reduce::CoopTuning::resident_blocks`]) could
+/// deadlock: a typed error names it.
 fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
     b: &B,
     x: &X,
     y: &mut Y,
     (ty, v, m): (ScalarType, i64, i64),
-    (threads, k, chunks): (u32, u32, i64),
+    (c, k, chunks): (crate::reduce::CoopTuning, u32, i64),
 ) -> Result<()> {
     let op = "softmax";
-    let per_sm = crate::reduce::coop_resident_blocks(ty, threads, chunks);
+    let threads = c.threads;
+    let per_sm = c.resident_blocks(ty, chunks);
     let resident = i64::from(b.multiprocessors()) * i64::from(per_sm);
     if i64::from(k) > resident {
         return Err(OpsError::invalid(
@@ -694,13 +700,24 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
             format!(
                 "at most {resident}: the blocks of a row wait for each other, so all of them \
                  must fit on the device at once ({} multiprocessors × {per_sm} blocks of \
-                 {threads} threads); tune a shape with more elements per thread",
-                b.multiprocessors()
+                 {threads} threads{}); tune a shape with more elements per thread",
+                b.multiprocessors(),
+                if c.smem() {
+                    format!(" and {} KiB of shared memory", c.smem_kib)
+                } else {
+                    String::new()
+                }
             ),
         ));
     }
-    let key = KernelKey::new("softmax_coop", ty, [v, chunks, threads as i64, k as i64]);
-    let kern = cached(key, || crate::reduce::build_softmax_coop(ty, threads, v, k, chunks))?;
+    // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8) and bulk
+    let key = if c.smem() {
+        let vu = v * 100 + c.unroll(ty) * 10 + i64::from(c.bulk);
+        KernelKey::new("softmax_coop_smem", ty, [vu, chunks, threads as i64, k as i64])
+    } else {
+        KernelKey::new("softmax_coop", ty, [v, chunks, threads as i64, k as i64])
+    };
+    let kern = cached(key, || c.build(ty, v, k, chunks))?;
     let grid = [grid_u32(op, "rows × blocks per row", m * i64::from(k))?, 1, 1];
     let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
     let pairs = 2 * m * i64::from(k);

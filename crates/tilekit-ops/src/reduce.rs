@@ -34,6 +34,8 @@
 //!   block takes ticket t (atom.add, in start order): row t / k, slice t mod k in registers
 //!   (m, s) of the slice → global stats; release add on counter[row]; acquire-wait for k
 //!   M, S from the row's k pairs; y = cast(e · exp2((m − M)·log2 e) / S)   one read, one write
+//!   (coop_smem.rs: the same with the slice held raw in shared memory — few registers, so
+//!   several blocks per SM overlap one block's exchange with others' loads and stores)
 //! ```
 //!
 //! [`softmax_kernel`] picks the register kernel when the row fits: it reads the row once; the
@@ -60,9 +62,11 @@ use crate::host;
 use crate::tile::{block_reduce, View, Window};
 
 pub mod coop;
+pub mod coop_smem;
 pub mod held;
 pub mod persistent;
 pub use coop::{build_softmax_coop, coop_resident_blocks, CoopTuning};
+pub use coop_smem::{build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes};
 pub use held::build_softmax_bulk_held;
 pub use persistent::{build_softmax_persistent, resident_blocks};
 

@@ -203,9 +203,11 @@ pub struct Tuning {
     #[serde(default = "default_cluster")]
     pub softmax_cluster: Option<ClusterTuning>,
     /// Rows too long for one block's registers are split over cooperating blocks with this
-    /// shape (`reduce::build_softmax_coop`: the row is read once, the blocks meet at a counter
-    /// in global memory; no clusters needed) when set and the row fits
-    /// [`CoopTuning::plan`]; this comes before the staged, cluster and online kernels.
+    /// shape (`reduce::build_softmax_coop`, slices in registers, or with
+    /// [`CoopTuning::smem_kib`] set `reduce::build_softmax_coop_smem`, slices in shared memory:
+    /// the row is read once, the blocks meet at a counter in global memory; no clusters needed)
+    /// when set and the row fits [`CoopTuning::plan`]; this comes before the staged, cluster
+    /// and online kernels. Off by default until measured.
     #[serde(default)]
     pub softmax_coop: Option<CoopTuning>,
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
@@ -371,6 +373,9 @@ impl Tuning {
             }
             if !(1..=64).contains(&c.per_thread) {
                 return Err(bad("softmax_coop.per_thread", c.per_thread));
+            }
+            if c.smem_kib > 200 {
+                return Err(bad("softmax_coop.smem_kib", i64::from(c.smem_kib)));
             }
         }
         if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {

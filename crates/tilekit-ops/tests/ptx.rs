@@ -135,12 +135,73 @@ fn the_coop_softmax_assembles_without_spills_for_every_tuned_shape() {
                     let ptx = emit_kernel(&kern, t).unwrap();
                     assert!(ptx.contains("atom.release.gpu.global.add.u32"), "{ty} {c:?}");
                     assert!(ptx.contains("ld.acquire.gpu.global.u32"), "{ty} {c:?}");
+                    // one poller per block, sleeping between polls
+                    assert_eq!(ptx.matches("nanosleep.u32").count(), 1, "{ty} {c:?}");
                     let name = format!("softmax_coop_{}_{}_{}_{k}", ty.name(), c.threads, chunks);
                     if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
                         assert!(
                             report.contains("0 bytes spill stores"),
                             "{name}: spills\n{report}"
                         );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// ptxas's register count in a `-v` report (`Used N registers`).
+fn registers(report: &str) -> u32 {
+    let at = report.find("Used ").expect("a resource line");
+    report[at + 5..].split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_coop_smem_softmax_assembles_without_spills_within_its_register_estimate() {
+    use tilekit_ir::ScalarType;
+    use tilekit_ops::reduce::coop_smem::coop_smem_registers;
+    use tilekit_ops::reduce::CoopTuning;
+    // every shared-memory shape `tilekit tune` sweeps (loads and bulk copies), at the row
+    // lengths of issue 11; the register estimate behind the deadlock bound must not be below
+    // what ptxas gives
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        for n in [65536i64, 262144] {
+            for c in CoopTuning::candidates().into_iter().filter(|c| c.smem()) {
+                let (k, chunks) = c.plan(ty, n).unwrap();
+                let kern = c.build(ty, v, k, chunks).unwrap();
+                let unroll = c.unroll(ty);
+                for t in Target::ALL {
+                    if c.bulk && t == Target::Sm80 {
+                        // bulk copies and mbarriers are sm_90: a named error, not PTX
+                        let e = emit_kernel(&kern, t).unwrap_err().to_string();
+                        assert!(e.contains("sm_90"), "{ty} {c:?}: {e}");
+                        continue;
+                    }
+                    let ptx = emit_kernel(&kern, t).unwrap();
+                    assert_eq!(ptx.matches("nanosleep.u32").count(), 1, "{ty} {c:?}");
+                    let name =
+                        format!("coop_smem_{}_{}_{unroll}_{chunks}_{k}", ty.name(), c.threads);
+                    if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
+                        assert!(
+                            report.contains("0 bytes spill stores"),
+                            "{name}: spills\n{report}"
+                        );
+                        let regs = registers(&report);
+                        // the residency model is Hopper's (sm_90: 228 KiB, 64K registers)
+                        if t != Target::Sm80 {
+                            assert!(
+                                regs <= coop_smem_registers(ty, unroll),
+                                "{name} {t:?}: {regs}"
+                            );
+                        }
+                        if t == Target::Sm90a {
+                            eprintln!(
+                                "{ty} n={n} {c:?}: k={k} chunks={chunks} smem={} B regs={regs} resident/SM={}",
+                                kern.shared_bytes(),
+                                c.resident_blocks(ty, chunks)
+                            );
+                        }
                     }
                 }
             }

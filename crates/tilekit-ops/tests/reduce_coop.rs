@@ -97,14 +97,21 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
     let e = run_coop(&x, (m, n), ScalarType::F32, (128, 4, 1), 7).unwrap_err();
     match &e {
         InterpError::WarpDeadlock { warps, .. } => {
-            assert!(!warps.is_empty(), "{e}");
-            assert!(warps.iter().all(|w| w.waits.contains("global counter")), "{e}");
-            // three blocks of the incomplete row wait, every warp of them (4 warps each)
+            // three blocks of the incomplete row wait, every warp of them (4 warps each):
+            // warp 0 (thread 0) polls the counter with a backoff, warps 1–3 wait at the barrier
             let mut blocks: Vec<u32> = warps.iter().map(|w| w.block[0]).collect();
             blocks.sort_unstable();
             blocks.dedup();
             assert_eq!(blocks.len(), 3, "{e}");
             assert_eq!(warps.len(), 12, "{e}");
+            for w in warps {
+                if w.warp == 0 {
+                    assert!(w.waits.contains("global counter"), "{e}");
+                    assert!(w.inst.contains("nanosleep 64"), "{e}");
+                } else {
+                    assert!(w.inst.contains("bar.sync"), "{e}");
+                }
+            }
         }
         _ => panic!("expected a warp deadlock, got {e}"),
     }
@@ -120,7 +127,7 @@ fn tensor(ty: ScalarType, vals: &[f64], shape: &[i64]) -> HostTensor {
 fn api_softmax_takes_the_coop_kernel_when_tuned_and_matches() {
     // rows longer than the register kernel holds (f32: 256 threads × 64 = 16384; bf16: 512 ×
     // 64 = 32768): 128 threads × 64 elements a block, so 3 blocks (f32) and 5 blocks (bf16)
-    let coop = CoopTuning { threads: 128, per_thread: 64 };
+    let coop = CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k) in [(ScalarType::F32, 20000i64, 3u32), (ScalarType::BF16, 40000, 5)] {
         let m = 2i64;
@@ -156,7 +163,7 @@ fn more_blocks_per_row_than_fit_at_once_is_a_typed_error() {
     // 1024 threads × 16 f32 a block: one block per SM by registers, 4 on the interpreter's 4
     // "multiprocessors"; a row of 5 blocks could wait forever on a real device
     let t = Tuning {
-        softmax_coop: Some(CoopTuning { threads: 1024, per_thread: 16 }),
+        softmax_coop: Some(CoopTuning { threads: 1024, per_thread: 16, smem_kib: 0, bulk: false }),
         ..Tuning::default()
     };
     let n = 1024 * 16 * 5;

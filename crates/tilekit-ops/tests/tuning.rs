@@ -142,7 +142,7 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
     assert_eq!(Tuning::default().softmax_coop, None);
     assert_eq!(Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop, None);
     let t = Tuning {
-        softmax_coop: Some(CoopTuning { threads: 512, per_thread: 48 }),
+        softmax_coop: Some(CoopTuning { threads: 512, per_thread: 48, smem_kib: 0, bulk: false }),
         ..Tuning::default()
     };
     let path = t.save(tmp.path(), dev).unwrap();
@@ -159,4 +159,34 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
     v["tuning"].as_object_mut().unwrap().remove("softmax_coop");
     std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap().unwrap().0.softmax_coop, None);
+}
+
+#[test]
+fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
+    use tilekit_ops::reduce::CoopTuning;
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = "Some GPU";
+    let t = Tuning {
+        softmax_coop: Some(CoopTuning { threads: 256, per_thread: 16, smem_kib: 48, bulk: false }),
+        ..Tuning::default()
+    };
+    let path = t.save(tmp.path(), dev).unwrap();
+    assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_out_of_range(
+        &path,
+        &text,
+        "\"smem_kib\": 48",
+        "\"smem_kib\": 201",
+        "softmax_coop.smem_kib = 201",
+    );
+    // a coop shape saved before the shared-memory variant existed holds its slice in registers
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["tuning"]["softmax_coop"].as_object_mut().unwrap().remove("smem_kib");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let c = Tuning::load(tmp.path(), dev).unwrap().unwrap().0.softmax_coop.unwrap();
+    assert_eq!(
+        (c, c.smem()),
+        (CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false }, false)
+    );
 }

@@ -546,7 +546,7 @@ impl<'k> Emitter<'k> {
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
             Op::FenceGpu => self.line("fence.acq_rel.gpu;"),
-            Op::WaitAcquire { mem, offset, target } => {
+            Op::WaitAcquire { mem, offset, target, sleep_ns } => {
                 let (addr, space) = self.address(*mem, *offset)?;
                 let v = self.tmp(ScalarType::U32);
                 let p = self.tmp(ScalarType::Pred);
@@ -555,7 +555,16 @@ impl<'k> Emitter<'k> {
                 self.out.push_str(&format!("{again}:\n"));
                 self.line(format!("ld.acquire.gpu.{space}.u32 {v}, [{addr}];"));
                 self.line(format!("setp.lt.u32 {p}, {v}, {t};"));
-                self.line(format!("@{p} bra {again};"));
+                if *sleep_ns == 0 {
+                    self.line(format!("@{p} bra {again};"));
+                } else {
+                    // back off between polls: the sleeping warp issues nothing
+                    let done = self.label();
+                    self.line(format!("@!{p} bra {done};"));
+                    self.line(format!("nanosleep.u32 {sleep_ns};"));
+                    self.line(format!("bra {again};"));
+                    self.out.push_str(&format!("{done}:\n"));
+                }
             }
             Op::AtomicAdd { mem, offset, value, release } => {
                 let (addr, space) = self.address(*mem, *offset)?;

@@ -414,4 +414,25 @@ fn atomics_and_acquire_release_emit() {
     assert!(ptx.contains("fence.acq_rel.gpu;"), "{ptx}");
     assert!(ptx.contains("ld.acquire.gpu.global.u32"), "{ptx}");
     assert!(ptx.contains("setp.lt.u32"), "{ptx}");
+    assert!(!ptx.contains("nanosleep"), "{ptx}");
+}
+
+/// A wait with a backoff: thread 0 alone spins (inside an `if`), sleeping 256 ns after each
+/// failed poll; the loop exits on the counter reaching its target, then the block barrier.
+#[test]
+fn wait_acquire_backoff_emits_nanosleep_loop() {
+    use tilekit_ir::{Axis, CmpOp};
+    let b = KernelBuilder::new("backoff", [128, 1, 1]).unwrap();
+    let c = b.ptr_param("c", ScalarType::U32).unwrap();
+    let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Idx::lit(0)).unwrap();
+    b.if_then(&first, |b| b.wait_acquire_backoff(c, &Idx::lit(3), &Idx::lit(8), 256)).unwrap();
+    b.barrier();
+    let ptx = check(&b.finish().unwrap());
+    let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+    let ld = lines.iter().position(|l| l.starts_with("ld.acquire.gpu.global.u32")).expect(&ptx);
+    assert!(lines[ld + 1].starts_with("setp.lt.u32"), "{ptx}");
+    assert!(lines[ld + 2].starts_with("@!") && lines[ld + 2].contains("bra"), "{ptx}");
+    assert_eq!(lines[ld + 3], "nanosleep.u32 256;", "{ptx}");
+    assert!(lines[ld + 4].starts_with("bra L"), "{ptx}");
+    assert_eq!(ptx.matches("nanosleep.u32").count(), 1, "{ptx}");
 }

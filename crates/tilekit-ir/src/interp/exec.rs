@@ -1046,7 +1046,7 @@ impl<'a> BlockExec<'a> {
     /// Whether the counter of `inst` (an [`Op::WaitAcquire`]) has reached its target for every
     /// active thread (an acquire read: not recorded for the race checker).
     pub(crate) fn counter_poll(&mut self, inst: &Inst, m: &Mask) -> Result<bool, InterpError> {
-        let Op::WaitAcquire { mem, offset, target } = &inst.op else { return Ok(true) };
+        let Op::WaitAcquire { mem, offset, target, .. } = &inst.op else { return Ok(true) };
         let MemSpace::Global(p) = mem.space else { return Err(self.not_a_buffer(u32::MAX)) };
         let lock = match self.global(inst, p)? {
             Global::Written(lock, _) => lock,

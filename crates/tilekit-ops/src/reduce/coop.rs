@@ -16,8 +16,10 @@
 //!     row = t / k, part = t mod k        columns [part·L, (part+1)·L) of the row, L = T·V·chunks
 //!     x slice ──► registers (f32); m = block max (≥ lowest f32); e = exp2((x − m)·log2 e); s = Σ e
 //!     thread 0: stats[row, part] = (m, s); fence.acq_rel.gpu; red.release.gpu ws[1 + row] += 1
-//!     all:      spin ld.acquire.gpu ws[1 + row] until it is k
+//!     thread 0: spin ld.acquire.gpu ws[1 + row] until it is k (nanosleep between polls)
+//!     all:      bar.sync (the other threads wait here, issuing nothing)
 //!               M = max_j m_j, S = Σ_j s_j · exp2((m_j − M)·log2 e)      the k pairs of the row
+//!               (in every warp: lane l reads pairs l and l + 32, butterfly shuffles combine)
 //!               y slice = cast(e · exp2((m − M)·log2 e) / S)
 //! ```
 //!
@@ -32,10 +34,15 @@
 //! ([`coop_resident_blocks`] × multiprocessors) with a typed error.
 //!
 //! **Ordering.** Thread 0's stores of `(m, s)` come before its release add (the fence and the
-//! release make them visible to whoever acquires the counter); every thread of the row's blocks
-//! reads the pairs only after its own acquire of the count `k`. The interpreter checks exactly
-//! this (release adds and finished acquire waits are happens-before edges of its race checker)
-//! and runs the whole grid as one unit, so its blocks can wait on each other.
+//! release make them visible to whoever acquires the counter); thread 0 of every block of the
+//! row acquires the count `k`, and the block barrier after its wait orders every other thread
+//! of the block after that acquire (acquire, then `bar.sync`: the CUDA memory model's
+//! causality order), so each thread reads the pairs after the release of every block. Only
+//! one thread per block polls, sleeping between polls: the other threads wait at the barrier
+//! without issuing, leaving the SM's issue slots and the L2 to co-resident blocks. The
+//! interpreter checks the release → acquire → barrier chain (release adds, finished acquire
+//! waits and barriers are happens-before edges of its race checker) and runs the whole grid
+//! as one unit, so its blocks can wait on each other.
 //!
 //! The workspace costs a stream-ordered allocation and memset of `4·(rows + 1)` bytes per call
 //! (`api::softmax` makes it with `Backend::zeros`); `stats` needs no zeroing (every pair is
@@ -44,13 +51,13 @@
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
-//! let t = CoopTuning { threads: 256, per_thread: 32 };
+//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false };
 //! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
 //! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
 //! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
 //! ```
 
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, MemRef, Pred, ScalarType, Val};
 use tilekit_layout::Idx;
 
 use crate::dist;
@@ -58,7 +65,7 @@ use crate::error::{OpsError, Result};
 use crate::host;
 use crate::tile::{View, Window};
 
-use super::{block_exp, check_threads, combine_pairs, exp_diff, lit, TYPES};
+use super::{block_exp, check_threads, exp_diff, lit, TYPES};
 
 /// The most blocks one row may be split over.
 ///
@@ -67,64 +74,132 @@ use super::{block_exp, check_threads, combine_pairs, exp_diff, lit, TYPES};
 /// ```
 pub const MAX_COOP_BLOCKS: u32 = 64;
 
-/// How `api::softmax` splits rows too long for one block's registers over cooperating blocks
-/// ([`build_softmax_coop`]): `threads` per block, each thread holding at most `per_thread`
-/// elements of the row (a multiple of 16 bytes' worth, at most 64). [`CoopTuning::plan`] picks
-/// the number of blocks per row `k` for a row length.
+/// How `api::softmax` splits rows too long for one block's registers over cooperating blocks:
+/// `threads` per block and, with `smem_kib = 0`, each thread holding at most `per_thread`
+/// elements of the row in registers ([`build_softmax_coop`]; a multiple of 16 bytes' worth, at
+/// most 64); with `smem_kib > 0`, each block holding a slice of at most `smem_kib` KiB in
+/// shared memory, read `per_thread` elements a thread per step
+/// ([`super::build_softmax_coop_smem`]; `per_thread / V` vectors, 1..=8). [`CoopTuning::plan`]
+/// picks the number of blocks per row `k` for a row length.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::CoopTuning;
-/// let t = CoopTuning { threads: 512, per_thread: 32 };
+/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false };
 /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
 /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
+/// // 32 KiB of f32 in shared memory a block: 8192 elements, 2 steps of 512 × 8
+/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false };
+/// assert_eq!(s.plan(ScalarType::F32, 262144), Some((32, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CoopTuning {
     /// Threads per block (a multiple of 32, at most 1024).
     pub threads: u32,
-    /// Most elements of the row a thread holds in registers (1..=64).
+    /// Registers: most elements of the row a thread holds (1..=64). Shared memory: elements a
+    /// thread reads per step (rounded down to whole 16-byte vectors, 1..=8 of them).
     pub per_thread: i64,
+    /// `0`: the slice is held in registers. Otherwise the most shared memory, in KiB, a block's
+    /// slice takes (1..=200).
+    #[serde(default)]
+    pub smem_kib: u32,
+    /// Shared memory only: thread 0 brings the slice in with bulk copies (`cp.async.bulk`, one
+    /// mbarrier per step; sm_90) instead of every thread loading and storing it, where rows
+    /// are 16-byte aligned whole vectors (elsewhere `api::softmax` uses the loads).
+    #[serde(default)]
+    pub bulk: bool,
 }
 
 impl CoopTuning {
-    /// The shapes `tilekit tune` sweeps: 128 to 1024 threads × 16, 32 or 64 elements a
-    /// thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread: ptxas spills
-    /// the slice).
+    /// The shapes `tilekit tune` sweeps. Registers: 128 to 1024 threads × 16, 32 or 64
+    /// elements a thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread:
+    /// ptxas spills the slice). Shared memory: 256 or 512 threads × 16 or 32 elements a step ×
+    /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
+    /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
+    /// by bulk copies.
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11);
+    /// assert_eq!(c.len(), 11 + 12 + 6);
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 18);
+    /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// ```
     pub fn candidates() -> Vec<CoopTuning> {
         let mut v = Vec::new();
         for threads in [128u32, 256, 512, 1024] {
             for per_thread in [16i64, 32, 64] {
                 if threads * per_thread as u32 <= 32768 {
-                    v.push(CoopTuning { threads, per_thread });
+                    v.push(CoopTuning { threads, per_thread, smem_kib: 0, bulk: false });
                 }
+            }
+        }
+        for threads in [256u32, 512] {
+            for per_thread in [16i64, 32] {
+                for smem_kib in [16u32, 32, 64] {
+                    v.push(CoopTuning { threads, per_thread, smem_kib, bulk: false });
+                }
+            }
+        }
+        for threads in [256u32, 512] {
+            for smem_kib in [16u32, 32, 64] {
+                v.push(CoopTuning { threads, per_thread: 32, smem_kib, bulk: true });
             }
         }
         v
     }
 
-    /// `(k, chunks)` for rows of `n` elements of `ty`: the fewest blocks `k` whose threads hold
-    /// the row at `per_thread` elements each, then the fewest chunks of `threads · V` elements
-    /// per block that cover the row with those `k` blocks (V = 16 bytes / element size).
-    /// `None` when `n < 1` or the row needs more than [`MAX_COOP_BLOCKS`] blocks.
+    /// Whether the slice is held in shared memory ([`super::build_softmax_coop_smem`]).
+    ///
+    /// ```
+    /// use tilekit_ops::reduce::CoopTuning;
+    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false }.smem());
+    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false }.smem());
+    /// ```
+    pub fn smem(&self) -> bool {
+        self.smem_kib > 0
+    }
+
+    /// Shared memory: 16-byte vectors a thread reads per step, `per_thread / V` within 1..=8
+    /// (V = 16 bytes / element size).
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false };
+    /// assert_eq!((t.unroll(ScalarType::F32), t.unroll(ScalarType::BF16)), (8, 4));
+    /// ```
+    pub fn unroll(&self, ty: ScalarType) -> i64 {
+        (self.per_thread / (16 / ty.size_bytes() as i64)).clamp(1, 8)
+    }
+
+    /// `(k, chunks)` for rows of `n` elements of `ty`: the fewest blocks `k` whose slices hold
+    /// the row, then the fewest chunks per block that cover the row with those `k` blocks.
+    /// Registers: a chunk is `threads · V` elements (V = 16 bytes / element size), at most
+    /// `per_thread / V` of them a block. Shared memory: a chunk (a step) is `threads · V ·
+    /// unroll` elements, as many a block as fit `smem_kib` KiB (at least one). `None` when
+    /// `n < 1` or the row needs more than [`MAX_COOP_BLOCKS`] blocks.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false };
     /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
     /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
     /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
+    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false };
+    /// assert_eq!(s.plan(ScalarType::BF16, 65536), Some((2, 8))); // 2 × 8 steps of 256 × 8 × 2
+    /// assert_eq!(s.plan(ScalarType::F32, 262145), Some((17, 4)));
     /// ```
     pub fn plan(&self, ty: ScalarType, n: i64) -> Option<(u32, i64)> {
-        let v = 16 / ty.size_bytes() as i64;
-        let max_chunks = (self.per_thread.min(64) / v).max(1);
-        let per_chunk = self.threads as i64 * v;
+        let size = ty.size_bytes() as i64;
+        let v = 16 / size;
+        let (per_chunk, max_chunks) = if self.smem() {
+            let c = self.threads as i64 * v * self.unroll(ty);
+            let bytes =
+                (i64::from(self.smem_kib) * 1024).min(super::coop_smem::COOP_SMEM_MAX_BYTES);
+            (c, (bytes / (c * size).max(1)).max(1))
+        } else {
+            (self.threads as i64 * v, (self.per_thread.min(64) / v).max(1))
+        };
         if n < 1 || per_chunk < 1 {
             return None;
         }
@@ -134,6 +209,42 @@ impl CoopTuning {
         }
         let chunks = (n + k * per_chunk - 1) / (k * per_chunk);
         Some((k as u32, chunks))
+    }
+
+    /// The kernel of this shape for `k` blocks per row of `chunks` chunks each (from
+    /// [`CoopTuning::plan`]), `x` and `y` accessed with vectors of `vx`.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
+    /// let (k, chunks) = t.plan(ScalarType::F32, 65536).unwrap();
+    /// assert_eq!(t.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem");
+    /// ```
+    pub fn build(&self, ty: ScalarType, vx: i64, k: u32, chunks: i64) -> Result<Kernel> {
+        if self.smem() {
+            let u = self.unroll(ty);
+            super::build_softmax_coop_smem(ty, self.threads, vx, k, u, chunks, self.bulk)
+        } else {
+            build_softmax_coop(ty, self.threads, vx, k, chunks)
+        }
+    }
+
+    /// Blocks of this shape's kernel (`chunks` from [`CoopTuning::plan`]) one SM holds at
+    /// once: [`coop_resident_blocks`] or [`super::coop_smem_resident_blocks`]. A row's `k`
+    /// blocks must fit the device at once (`k ≤` this × multiprocessors).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
+    /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 5);
+    /// ```
+    pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {
+        if self.smem() {
+            let u = self.unroll(ty);
+            super::coop_smem_resident_blocks(ty, self.threads, u, chunks, self.bulk)
+        } else {
+            coop_resident_blocks(ty, self.threads, chunks)
+        }
     }
 }
 
@@ -158,6 +269,97 @@ pub fn coop_resident_blocks(ty: ScalarType, threads: u32, chunks: i64) -> u32 {
     let by_regs = 65536 / (threads * regs);
     let by_threads = 2048 / threads;
     by_regs.min(by_threads).clamp(1, 32)
+}
+
+/// Nanoseconds the waiting thread sleeps between polls of its row's counter: short against
+/// the exchange itself (an L2 round trip is ~0.6 µs), long enough that a waiting block issues
+/// next to nothing.
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::coop::COOP_BACKOFF_NS, 64);
+/// ```
+pub const COOP_BACKOFF_NS: u32 = 64;
+
+/// Thread `first` takes the block's ticket (`atom.add` on `ws[0]`, relaxed: tickets follow
+/// the blocks' start) and shares it through the shared `slot`; returns `(row, part)` =
+/// `(ticket / k, ticket mod k)` as index values.
+pub(crate) fn take_ticket(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    ws: MemRef,
+    slot: MemRef,
+    k: i64,
+) -> Result<(Val, Val)> {
+    b.note(format!("{name}: thread 0 takes the next ticket (tickets follow the blocks' start)"));
+    b.if_then(first, |b| {
+        let t = b.atomic_add(ws, &Val::lit(0), &Val::lit(1), false)?;
+        b.store(slot, &Val::lit(0), &[t], None)
+    })?;
+    b.barrier();
+    let ticket = b.load(slot, &Val::lit(0), 1, None)?.remove(0);
+    let index_ty = b.block_id(Axis::X).ty().unwrap_or(ScalarType::I32);
+    let ticket = b.cvt(&ticket, index_ty)?;
+    Ok((ticket.clone() / Val::lit(k), ticket % Val::lit(k)))
+}
+
+/// The row's exchange: thread `first` publishes this block's `(m, s)` as pair `part` of
+/// `row` in `stats`, fences and counts the block in (release add on `ws[1 + row]`), then
+/// polls the counter alone (acquire, sleeping [`COOP_BACKOFF_NS`] between polls) until all
+/// `k` blocks are in, and the block barrier hands its acquire to every other thread, which
+/// waits at the barrier without issuing loads. Returns the row's `(M, S)` from its `k` pairs.
+pub(crate) fn exchange(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, stats): (MemRef, MemRef),
+    (row, part, k): (&Val, &Val, i64),
+    (m, s): (&Val, &Val),
+) -> Result<(Val, Val)> {
+    let counter = row.clone() + Val::lit(1);
+    b.note(format!("{name}: thread 0 publishes (max, sum), then counts the block in (release)"));
+    b.if_then(first, |b| {
+        let at = (row.clone() * Val::lit(k) + part.clone()) * Val::lit(2);
+        b.store(stats, &at, &[m.clone(), s.clone()], None)?;
+        b.fence_gpu();
+        b.atomic_add(ws, &counter, &Val::lit(1), true)?;
+        Ok(())
+    })?;
+    b.note(format!("{name}: thread 0 waits (acquire, backoff) for all {k} blocks of the row"));
+    b.if_then(first, |b| b.wait_acquire_backoff(ws, &counter, &Val::lit(k), COOP_BACKOFF_NS))?;
+    b.barrier();
+    b.note(format!(
+        "{name}: every warp combines the row's {k} pairs, lane l taking pairs l, l + 32"
+    ));
+    let lane = b.lane_id();
+    let ninf = b.f32(f32::NEG_INFINITY);
+    // this lane's pairs (m_j, s_j); a lane past the last pair holds (−∞, 0)
+    let mut mine = vec![];
+    for j0 in (0..k).step_by(32) {
+        let j = lane.clone() + Val::lit(j0);
+        let inside = b.cmp(CmpOp::Lt, &j, &Val::lit(k))?;
+        let at = (row.clone() * Val::lit(k) + j) * Val::lit(2);
+        let p = b.load(stats, &at, 2, Some(&inside))?;
+        mine.push(vec![b.select(&inside, &p[0], &ninf)?, b.select(&inside, &p[1], &b.f32(0.0))?]);
+    }
+    let (lm, ls) = if mine.len() == 1 {
+        (mine[0][0].clone(), mine[0][1].clone())
+    } else {
+        // two pairs: rescale both to their max (a lane's max may be −∞ only if both are)
+        let lm =
+            crate::tile::tree_reduce(b, mine.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
+        let safe = b.binary(BinOp::Max, &lm, &b.f32(f32::MIN))?;
+        let scaled = mine
+            .iter()
+            .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &exp_diff(b, &p[0], &safe)?)?))
+            .collect::<Result<Vec<_>>>()?;
+        (lm, crate::tile::tree_reduce(b, scaled, BinOp::Add)?)
+    };
+    // every pair's max is at least the lowest finite f32, so M is finite
+    let big_m = crate::tile::warp_reduce(b, &lm, BinOp::Max)?;
+    let part_s = b.binary(BinOp::Mul, &ls, &exp_diff(b, &lm, &big_m)?)?;
+    let big_s = crate::tile::warp_reduce(b, &part_s, BinOp::Add)?;
+    Ok((big_m, big_s))
 }
 
 /// Row softmax with each row split over `k` cooperating blocks (see the [module docs](self)):
@@ -209,17 +411,7 @@ pub fn build_softmax_coop(
     let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
     let slot = b.shared("ticket", ScalarType::U32, 1)?;
     let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
-    b.note(format!("{name}: thread 0 takes the next ticket (tickets follow the blocks' start)"));
-    b.if_then(&first, |b| {
-        let t = b.atomic_add(ws, &Val::lit(0), &Val::lit(1), false)?;
-        b.store(slot, &Val::lit(0), &[t], None)
-    })?;
-    b.barrier();
-    let ticket = b.load(slot, &Val::lit(0), 1, None)?.remove(0);
-    let index_ty = b.block_id(Axis::X).ty().unwrap_or(ScalarType::I32);
-    let ticket = b.cvt(&ticket, index_ty)?;
-    let row = ticket.clone() / Val::lit(kk);
-    let part = ticket % Val::lit(kk);
+    let (row, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
     let d = dist::row_major(1, len, threads as i64, v)?;
     let origin = [row.clone(), part.clone() * Val::lit(len)];
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
@@ -230,23 +422,7 @@ pub fn build_softmax_coop(
         .load_or(&b, &ninf)?
         .cast(&b, ScalarType::F32)?;
     let (e, m, s) = block_exp(&b, &t, scratch, true)?;
-    let counter = row.clone() + Val::lit(1);
-    b.note(format!("{name}: thread 0 publishes (max, sum), then counts the block in (release)"));
-    b.if_then(&first, |b| {
-        let at = (row.clone() * Val::lit(kk) + part.clone()) * Val::lit(2);
-        b.store(stats, &at, &[m.clone(), s.clone()], None)?;
-        b.fence_gpu();
-        b.atomic_add(ws, &counter, &Val::lit(1), true)?;
-        Ok(())
-    })?;
-    b.note(format!("{name}: wait (acquire) until all {k} blocks of the row are counted"));
-    b.wait_acquire(ws, &counter, &Val::lit(kk))?;
-    let parts = (0..kk)
-        .map(|j| {
-            Ok(b.load(stats, &((row.clone() * Val::lit(kk) + Val::lit(j)) * Val::lit(2)), 2, None)?)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let (big_m, big_s) = combine_pairs(&b, &parts)?;
+    let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
     let f = b.binary(BinOp::Div, &exp_diff(&b, &m, &big_m)?, &big_s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(&b, ty)?;
     Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;

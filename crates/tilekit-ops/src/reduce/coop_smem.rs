@@ -1,0 +1,311 @@
+//! The cooperative softmax ([`super::coop`]) with each block's slice of the row held in
+//! **shared memory** instead of registers: the same tickets, counters and exchange, but a
+//! thread keeps only one step of `unroll` 16-byte vectors in registers at a time, so a block
+//! needs few registers and an SM holds several blocks at different phases.
+//!
+//! Why: the register-held coop kernel keeps 64 f32 a thread, so one or two blocks fill an SM;
+//! while a block waits at its row's counter the SM has nothing else to load or store, and its
+//! DRAM traffic stops (H100, 2026-11-26: 0.86 of copy f32 262144, 0.68 bf16). Here a block
+//! holds 16–64 KiB of raw elements (bf16 stays bf16: half the bytes) in shared memory, so
+//! 3–8 blocks share an SM (228 KiB), and one block's loads and stores overlap another's
+//! exchange:
+//!
+//! ```text
+//!   block (any of rows·k): ticket t → row = t / k, part = t mod k  (as coop.rs)
+//!   slice = columns [part·L, (part+1)·L),  L = chunks · C,  C = threads · V · unroll
+//!
+//!   pass 1  for c in 0..chunks:   x = x[row, part·L + c·C ..] (vectors, −∞ past the row)
+//!                                 stash[c·C ..] = x  (raw: bf16 stays bf16);  m ⊕= max x
+//!           m = block max (≥ lowest f32)
+//!   pass 2  for c in 0..chunks:   s += Σ exp2((stash − m)·log2 e)          (shared memory)
+//!           s = block sum
+//!   exchange  (m, s) → stats; release; thread 0 polls the counter (nanosleep); bar.sync
+//!             M, S from the row's k pairs
+//!   pass 3  for c in 0..chunks:   y[row, part·L + c·C ..] = exp2((stash − M)·log2 e) / S
+//!
+//!   every thread reads back exactly the stash elements it wrote (the same distribution):
+//!   no barrier between pass 1's st.shared and pass 2's ld.shared is needed for the data
+//!
+//!   bulk (sm_90, aligned rows): thread 0 issues every step's cp.async.bulk right after the
+//!   ticket (one mbarrier each); pass 1 waits on step c's mbarrier, reads it from shared
+//!   memory, writes −∞ over the vectors past the row's end (the block max's barriers order
+//!   those writes before pass 2)
+//! ```
+//!
+//! Global memory sees one read and one write of every element (a device copy's traffic);
+//! shared memory sees one write and two reads. Two `ex2` per element, as the bulk-copy
+//! kernels (MUFU is not the limit: bench/NOTES.md §3, sixth change).
+//!
+//! **Deadlock bound.** As for the register kernel, the `k` blocks of a row must fit on the
+//! device at once; here the shared memory usually decides how many blocks an SM holds:
+//! [`coop_smem_resident_blocks`] counts shared memory (228 KiB per SM, 1 KiB reserved per
+//! block), threads (2048 per SM) and an upper estimate of registers, and `api::softmax`
+//! refuses a `k` above the device's total with a typed error.
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! use tilekit_ops::reduce::{build_softmax_coop_smem, coop_smem_shared_bytes};
+//! // 256 threads, 2 vectors of 4 f32 a step, 8 steps: a 16384-element (64 KiB) slice
+//! let k = build_softmax_coop_smem(ScalarType::F32, 256, 4, 16, 2, 8, false).unwrap();
+//! assert_eq!(k.shared_bytes(), coop_smem_shared_bytes(256, 2, 8, false));
+//! assert!(k.to_string().contains("st.shared.v4.f32"));
+//! ```
+
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_layout::Idx;
+
+use crate::dist;
+use crate::error::{OpsError, Result};
+use crate::host;
+use crate::tile::{block_reduce, View, Window};
+
+use super::coop::{exchange, take_ticket, MAX_COOP_BLOCKS};
+use super::{check_threads, exp_diff, lit, TYPES};
+
+/// The largest slice one block of [`build_softmax_coop_smem`] holds in shared memory: 200 KiB
+/// (an SM has 228 KiB, at most 227 KiB for one block).
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::coop_smem::COOP_SMEM_MAX_BYTES, 200 * 1024);
+/// ```
+pub const COOP_SMEM_MAX_BYTES: i64 = 200 * 1024;
+
+/// Shared memory one block of [`build_softmax_coop_smem`] declares, in bytes: the slice
+/// (`chunks · threads · V · unroll` raw elements, V = 16 bytes / element size), one f32 per
+/// warp for the block reductions, the 4-byte ticket slot and, with `bulk`, one 8-byte
+/// mbarrier per step (the sum of the allocations, as `Kernel::shared_bytes`; the PTX aligns
+/// each, which [`coop_smem_resident_blocks`] allows for).
+///
+/// ```
+/// use tilekit_ops::reduce::coop_smem_shared_bytes;
+/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, false), 4 * 512 * 16 * 2 + 16 * 4 + 4);
+/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, true), 4 * 512 * 16 * 2 + 16 * 4 + 4 + 4 * 8);
+/// ```
+pub fn coop_smem_shared_bytes(threads: u32, unroll: i64, chunks: i64, bulk: bool) -> usize {
+    let slice = chunks.max(0) as usize * threads as usize * 16 * unroll.max(0) as usize;
+    let bars = if bulk { 8 * chunks.max(0) as usize } else { 0 };
+    slice + threads as usize / 32 * 4 + 4 + bars
+}
+
+/// Registers per thread [`coop_smem_resident_blocks`] assumes: an upper estimate of what ptxas
+/// gives the kernel for sm_90/sm_90a, `40 + unroll · V / 2` rounded up to 8 (one step's elements, bf16 two to a
+/// register, plus addresses, loop state and reductions; the row's exchange is combined across
+/// a warp's lanes, so `k` adds none). ptxas (CUDA 13.0, sm_90a) gives the tuned shapes 32–46;
+/// the ptx tests check every tuned shape stays at or below this, so the residency it gives is
+/// never above the device's.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::coop_smem_registers;
+/// assert_eq!(coop_smem_registers(ScalarType::F32, 2), 48);
+/// assert_eq!(coop_smem_registers(ScalarType::BF16, 4), 56);
+/// ```
+pub fn coop_smem_registers(ty: ScalarType, unroll: i64) -> u32 {
+    let v = 16 / ty.size_bytes() as i64;
+    ((40 + unroll.max(0) * v / 2 + 7) / 8 * 8).min(255) as u32
+}
+
+/// How many blocks of [`build_softmax_coop_smem`] one Hopper (sm_90) SM holds at once: the fewest allowed by
+/// shared memory (228 KiB per SM, each block's [`coop_smem_shared_bytes`] plus 1 KiB the
+/// hardware reserves and 256 bytes of alignment), threads (2048 per SM), registers (65536 per SM at
+/// [`coop_smem_registers`] a thread) and blocks (32 per SM); at least 1. `api::softmax`
+/// multiplies it by the multiprocessors for the deadlock bound `k ≤ resident blocks`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem_resident_blocks;
+/// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 8, false), 3);  // 64 KiB slices
+/// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 4, true), 5);   // 32 KiB: 48 registers
+/// assert_eq!(coop_smem_resident_blocks(ScalarType::BF16, 512, 2, 2, false), 2); // 48 registers
+/// ```
+pub fn coop_smem_resident_blocks(
+    ty: ScalarType,
+    threads: u32,
+    unroll: i64,
+    chunks: i64,
+    bulk: bool,
+) -> u32 {
+    let threads = threads.max(32);
+    // + 1 KiB the hardware reserves per block, + 256 for the PTX's alignment of allocations
+    let bytes = coop_smem_shared_bytes(threads, unroll, chunks, bulk) as u32 + 1024 + 256;
+    let by_smem = 228 * 1024 / bytes;
+    let by_threads = 2048 / threads;
+    let by_regs = 65536 / (threads * coop_smem_registers(ty, unroll));
+    by_smem.min(by_threads).min(by_regs).clamp(1, 32)
+}
+
+/// Row softmax with each row split over `k` cooperating blocks, each block's slice held in
+/// **shared memory** (see the [module docs](self)): block part `p` of a row owns columns
+/// `[p·L, (p+1)·L)`, `L = chunks · threads · V · unroll` (V = 16 bytes / element size), in
+/// `chunks` steps of `unroll` vectors per thread. Params as [`super::build_softmax_coop`]:
+/// `x`, `y` (2-D, same type), `ws` (u32, `1 + rows` elements, **zero** at launch), `stats`
+/// (f32, `2 · k · rows` elements); launch on `k · rows` blocks along x. Columns past `k · L`
+/// are not written (`api::softmax` picks a covering shape, [`super::CoopTuning::plan`]); `x`
+/// and `y` are accessed with vectors of `vx` elements.
+///
+/// With `bulk`, thread 0 brings the whole slice in with bulk copies (`cp.async.bulk`, one
+/// mbarrier per step, sm_90) right after its ticket, and pass 1 reads each step from shared
+/// memory as it lands (filling the vectors past the row's end with −∞): no thread waits on its
+/// own loads, and the slice's bytes are all in flight at once. Rows must then be 16-byte aligned
+/// whole vectors (`vx = V`; binding checks the alignment).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::build_softmax_coop_smem;
+/// let k = build_softmax_coop_smem(ScalarType::BF16, 512, 8, 8, 2, 4, false).unwrap(); // 64 KiB
+/// assert_eq!((k.name.as_str(), k.block_dim), ("softmax_coop_smem", [512, 1, 1]));
+/// let text = k.to_string();
+/// assert!(text.contains("st.shared.v8.bf16") && text.contains("nanosleep 64"));
+/// let k = build_softmax_coop_smem(ScalarType::F32, 256, 4, 8, 8, 4, true).unwrap();
+/// assert_eq!(k.name, "softmax_coop_smem_bulk");
+/// assert!(k.to_string().contains("cp.async.bulk.shared.global"));
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 256, 1, 8, 8, 4, true).is_err()); // vx 1
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 8, 9, 1, false).is_err()); // unroll 9
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 8, 8, 8, false).is_err()); // 512 KiB
+/// assert!(build_softmax_coop_smem(ScalarType::F32, 512, 4, 65, 1, 1, false).is_err()); // k = 65
+/// ```
+pub fn build_softmax_coop_smem(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    unroll: i64,
+    chunks: i64,
+    bulk: bool,
+) -> Result<Kernel> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
+    if !(1..=MAX_COOP_BLOCKS).contains(&k) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "blocks per row",
+            k,
+            format!("1..={MAX_COOP_BLOCKS}"),
+        ));
+    }
+    if !(1..=8).contains(&unroll) {
+        return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
+    }
+    let size = ty.size_bytes() as i64;
+    let v = 16 / size;
+    let c = threads as i64 * v * unroll;
+    if chunks < 1 || chunks * c * size > COOP_SMEM_MAX_BYTES {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks",
+            chunks,
+            format!(
+                "1..={} (the slice of {threads} threads × {unroll} vectors a step must fit \
+                 {} KiB of shared memory)",
+                COOP_SMEM_MAX_BYTES / (c * size),
+                COOP_SMEM_MAX_BYTES / 1024
+            ),
+        ));
+    }
+    if bulk && vx != v {
+        return Err(OpsError::invalid(
+            "softmax",
+            "vector width (bulk copies)",
+            vx,
+            format!("{v}: bulk copies move whole 16-byte vectors of 16-byte aligned rows"),
+        ));
+    }
+    let name = if bulk { "softmax_coop_smem_bulk" } else { "softmax_coop_smem" };
+    let len = chunks * c;
+    let kk = k as i64;
+    let b = KernelBuilder::new(name, [threads, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let ws = b.ptr_param("ws", ScalarType::U32)?;
+    let stats = b.ptr_param("stats", ScalarType::F32)?;
+    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    let slot = b.shared("ticket", ScalarType::U32, 1)?;
+    let desc = tilekit_layout::TensorDescriptor::packed(vec![1, len], Some(v))?;
+    let stash = View::shared(&b, "slice", ty, &desc)?;
+    let bars = if bulk {
+        // full 16-byte vectors: the binding checks 16-byte aligned rows
+        x.descriptor(Some((v, 1)))?;
+        Some(b.mbarrier("chunk", chunks as usize)?)
+    } else {
+        None
+    };
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &Val::lit(0))?;
+    if let Some(bars) = bars {
+        super::init_chunk_barriers(&b, &first, bars, chunks)?;
+    }
+    let (row, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
+    let d = dist::row_major(1, c, threads as i64, v)?;
+    let lo = part.clone() * Val::lit(len);
+    let xv = View::global(&x, vx)?.pad(&[1, c])?;
+    let yv = View::global(&y, vx)?.pad(&[1, c])?;
+    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
+    let steps = |init: &[Val]| (&zero, &end, &step, init.to_vec());
+    let (lo0, hi, st, init) = steps(&[b.f32(f32::MIN)]);
+    let mx = if let Some(bars) = bars {
+        let n = x.lengths[1].clone();
+        let xrow = row.clone() * x.strides[0].clone();
+        b.note(format!("{name}: thread 0 puts every chunk's bulk copy in flight"));
+        b.if_then(&first, |b| {
+            let zero = Val::lit(0);
+            super::issue_slice(b, &x, stash.mem, bars, (&xrow, &lo, &n), (c, chunks), &zero, &zero)
+        })?;
+        b.note(format!("{name} pass 1: each chunk as it lands, the thread's max; −∞ past the row"));
+        let fill = b.konst(lit(ty, f64::NEG_INFINITY)?);
+        let pad = vec![fill; v as usize];
+        crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
+            b.mbarrier_wait(bars, &(c0.clone() / Val::lit(c)), &Val::lit(0))?;
+            let mut xs = vec![];
+            for u in 0..unroll {
+                let off = c0.clone() + (Val::lit(u * threads as i64) + tid.clone()) * Val::lit(v);
+                // rows are whole vectors: a vector is inside the row or past its end
+                let inside = b.cmp(CmpOp::Lt, &(lo.clone() + off.clone()), &n)?;
+                let outside = b.cmp(CmpOp::Ge, &(lo.clone() + off.clone()), &n)?;
+                b.store(stash.mem, &off, &pad, Some(&outside))?;
+                for e in b.load(stash.mem, &off, v as usize, Some(&inside))? {
+                    let f = b.cvt(&e, ScalarType::F32)?;
+                    xs.push(b.select(&inside, &f, &b.f32(f32::NEG_INFINITY))?);
+                }
+            }
+            let t = crate::tile::tree_reduce(b, xs, BinOp::Max)?;
+            Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
+        })?
+    } else {
+        b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
+        crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
+            let raw = Window::new(b, &xv, &[1, c], &[row.clone(), lo.clone() + c0.clone()], &d)?
+                .load_or(b, &ninf)?;
+            Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
+            let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
+            Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
+        })?
+    };
+    // (the block max's barriers also order the bulk path's −∞ fills before pass 2's reads)
+    // at least the lowest finite f32: a block of padding only gets e = 0, s = 0
+    let m = block_reduce(&b, &mx[0], BinOp::Max, scratch)?;
+    b.note(format!("{name} pass 2: the block's sum of exp from shared memory"));
+    let (lo0, hi, st, init) = steps(&[b.f32(0.0)]);
+    let sum = crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
+        let t = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?
+            .load(b)?
+            .cast(b, ScalarType::F32)?;
+        let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m)?))?.reduce_thread(b, BinOp::Add)?;
+        Ok(vec![b.binary(BinOp::Add, &acc[0], &e)?])
+    })?;
+    let s = block_reduce(&b, &sum[0], BinOp::Add, scratch)?;
+    let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
+    b.note(format!("{name} pass 3: normalise from shared memory and store"));
+    let (lo0, hi, st, init) = steps(&[]);
+    crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, _| {
+        let out = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0.clone()], &d)?
+            .load(b)?
+            .cast(b, ScalarType::F32)?
+            .map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
+            .cast(b, ty)?;
+        Window::new(b, &yv, &[1, c], &[row.clone(), lo.clone() + c0], &d)?.store(b, &out)?;
+        Ok(vec![])
+    })?;
+    Ok(b.finish()?)
+}

@@ -1,0 +1,265 @@
+//! The cooperative softmax with slices in shared memory (`reduce::coop_smem`): the kernel on
+//! the interpreter (the whole grid as one unit, so blocks wait on each other; its race checker
+//! on) against the f64 reference, the op's choice of it through the tuning, the deadlock bound
+//! from its shared memory, its typed errors, and a missing block caught as a deadlock.
+
+mod common;
+
+use common::assert_close_relative;
+use tilekit_ir::interp::{self, Args, HostBuffer, InterpError};
+use tilekit_ir::tensor::{HostTensor, TensorLayout};
+use tilekit_ir::ScalarType;
+use tilekit_ops::api;
+use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
+use tilekit_ops::host;
+use tilekit_ops::reduce::{
+    build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes, reference,
+    CoopTuning, Reduction,
+};
+use tilekit_ops::tuning::Tuning;
+use tilekit_ops::OpsError;
+
+/// Random row values (xorshift): uniform in [−6, 6) plus a per-(row, block-sized part) offset
+/// of up to ±20, so the blocks of a row see different maxima and must rescale their sums.
+fn random_rows(m: usize, n: usize, part: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let offsets: Vec<f64> = (0..m * n.div_ceil(part)).map(|_| 40.0 * next() - 20.0).collect();
+    (0..m * n)
+        .map(|i| {
+            let (r, c) = (i / n, i % n);
+            12.0 * next() - 6.0 + offsets[r * n.div_ceil(part) + c / part]
+        })
+        .collect()
+}
+
+/// Runs the kernel directly: `m` rows of `n`, `k` blocks of `threads` per row, `unroll`
+/// vectors a step, `chunks` steps per block, the slice loaded by the threads or (`bulk`) by
+/// bulk copies, on `blocks` blocks (normally `m · k`); output and stats poisoned with NaN.
+/// Checks the shared memory it declares and the tickets and counters the blocks leave.
+fn run_smem(
+    x: &HostBuffer,
+    (m, n): (usize, usize),
+    ty: ScalarType,
+    (threads, k, unroll, chunks): (u32, u32, i64, i64),
+    (blocks, bulk): (u32, bool),
+) -> Result<HostBuffer, InterpError> {
+    let v = host::vector_for(ty, &[n as i64]);
+    let kern = build_softmax_coop_smem(ty, threads, v, k, unroll, chunks, bulk).unwrap();
+    assert_eq!(kern.shared_bytes(), coop_smem_shared_bytes(threads, unroll, chunks, bulk));
+    let mut a = Args::new();
+    let (mi, ni) = (m as i64, n as i64);
+    let y = host::poisoned(ty, m * n).unwrap();
+    a.tensor(x.clone(), &[mi, ni], &[ni, 1]).tensor(y, &[mi, ni], &[ni, 1]);
+    a.buffer(HostBuffer::from_u32(&vec![0; m + 1]));
+    a.buffer(HostBuffer::from_f32(&vec![f32::NAN; 2 * m * k as usize]));
+    interp::run(&kern, [blocks, 1, 1], &mut a)?;
+    let ws = a.take_buffer(10).unwrap().to_u32().unwrap();
+    assert_eq!(ws[0], blocks, "tickets");
+    assert!(ws[1..].iter().all(|&c| c == k), "counters {ws:?}");
+    Ok(a.take_buffer(5).unwrap())
+}
+
+#[test]
+fn coop_smem_softmax_matches_the_f64_reference() {
+    // (rows, n) × (threads, k, unroll, chunks) for f32 (bf16: half the unroll, so the same
+    // elements a step): an exact split over 4 blocks, an odd length (scalar accesses, a tail
+    // inside the last block), a last block of padding only, 2 blocks of one long step each,
+    // one block per row
+    type Case = ((usize, usize), (u32, u32, i64, i64));
+    let cases: [Case; 5] = [
+        ((3, 4096), (64, 4, 2, 2)),
+        ((2, 3001), (64, 3, 2, 2)),
+        ((3, 1500), (32, 4, 2, 2)),
+        ((2, 2047), (128, 2, 2, 1)),
+        ((2, 999), (32, 1, 2, 4)),
+    ];
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        for (i, ((m, n), (threads, k, unroll, chunks))) in cases.into_iter().enumerate() {
+            let unroll = if v == 8 { unroll / 2 } else { unroll };
+            let part = threads as usize * (v * unroll * chunks) as usize;
+            assert!(k as usize * part >= n, "case {i} covers its rows");
+            if i == 2 {
+                assert!((k as usize - 1) * part >= n, "case 2: the last block is padding only");
+            }
+            let x = host::from_f64(ty, &random_rows(m, n, part, i as u64 + 11));
+            let shape = (threads, k, unroll, chunks);
+            let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+            // bulk copies only take rows of whole 16-byte vectors
+            for bulk in [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0) {
+                let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk))
+                    .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
+                let what = format!("coop smem {ty} {m}x{n} {shape:?} bulk {bulk}");
+                assert_close_relative(&got, &want, n, ty, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn bulk_copies_cover_rows_ending_inside_a_step_and_blocks_past_the_row() {
+    // whole-vector rows whose end falls inside a step (the vectors past it are filled with
+    // −∞ in shared memory) and a last block entirely past the row (its copies move 0 bytes)
+    for (ty, n) in [(ScalarType::F32, 1500usize), (ScalarType::BF16, 1496)] {
+        let v = 16 / ty.size_bytes() as i64;
+        let (m, threads, k, chunks) = (2usize, 32u32, 4u32, 2i64);
+        let unroll = 8 / v; // 8 elements a step
+        let part = threads as usize * (v * unroll * chunks) as usize;
+        assert!(n % part != 0 && (k as usize - 1) * part >= n, "{ty}");
+        let x = host::from_f64(ty, &random_rows(m, n, part, 21));
+        let got = run_smem(&x, (m, n), ty, (threads, k, unroll, chunks), (8, true))
+            .unwrap_or_else(|e| panic!("{ty}: {e}"));
+        let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+        assert_close_relative(&got, &want, n, ty, &format!("coop smem bulk {ty} {n}"));
+    }
+}
+
+#[test]
+fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
+    // 2 rows × 3 blocks launched on 5: the last row's 2 blocks wait for a third; in each, warp
+    // 0 polls the counter and warp 1 waits at the barrier
+    let (m, n) = (2usize, 1536usize);
+    let x = host::from_f64(ScalarType::F32, &random_rows(m, n, 512, 5));
+    let e = run_smem(&x, (m, n), ScalarType::F32, (64, 3, 1, 2), (5, false)).unwrap_err();
+    match &e {
+        InterpError::WarpDeadlock { warps, .. } => {
+            let mut blocks: Vec<u32> = warps.iter().map(|w| w.block[0]).collect();
+            blocks.sort_unstable();
+            blocks.dedup();
+            assert_eq!((blocks.len(), warps.len()), (2, 4), "{e}");
+            for w in warps {
+                let want = if w.warp == 0 { "wait.acquire" } else { "bar.sync" };
+                assert!(w.inst.contains(want), "{e}");
+            }
+        }
+        _ => panic!("expected a warp deadlock, got {e}"),
+    }
+}
+
+/// A host tensor of `ty` holding `vals`.
+fn tensor(ty: ScalarType, vals: &[f64], shape: &[i64]) -> HostTensor {
+    let layout = TensorLayout::contiguous(ty, shape.to_vec()).unwrap();
+    HostTensor::new(host::from_f64(ty, vals), layout).unwrap()
+}
+
+#[test]
+fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
+    // 128 threads × 16 elements a step, 16 KiB a block: f32 4096 elements (2 steps), bf16
+    // 8192 (4 steps); rows longer than the register kernel holds (f32 16384, bf16 32768)
+    let coop = CoopTuning { threads: 128, per_thread: 16, smem_kib: 16, bulk: false };
+    let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
+    for (ty, n, k, chunks) in
+        [(ScalarType::F32, 20001i64, 5u32, 2i64), (ScalarType::BF16, 40000, 5, 4)]
+    {
+        let m = 2i64;
+        assert_eq!(coop.plan(ty, n), Some((k, chunks)), "{ty}");
+        let rec = Record::with_tuning(t);
+        let lx = LayoutTensor::contiguous(ty, &[m, n]).unwrap();
+        let mut ly = lx.clone();
+        api::softmax_into(&rec, &lx, &mut ly).unwrap();
+        let l = rec.take().remove(0);
+        let kern = l.kernel.kernel();
+        assert_eq!((kern.name.as_str(), l.grid), ("softmax_coop_smem", [m as u32 * k, 1, 1]));
+        assert_eq!(kern.block_dim, [128, 1, 1]);
+        assert_eq!(
+            kern.shared_bytes(),
+            coop_smem_shared_bytes(128, coop.unroll(ty), chunks, false)
+        );
+        let part = (n as usize).div_ceil(k as usize);
+        let x = tensor(ty, &random_rows(m as usize, n as usize, part, 7), &[m, n]);
+        let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
+        api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
+        let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
+        assert_close_relative(y.buffer(), &want, n as usize, ty, &format!("api coop smem {ty}"));
+    }
+}
+
+#[test]
+fn the_deadlock_bound_counts_shared_memory() {
+    // 228 KiB per SM, 1 KiB reserved per block: 64 KiB slices fit 3 by shared memory, 32 KiB
+    // 6, 16 KiB 13; 48 registers a thread (the estimate) hold 5 blocks of 256 threads
+    assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 8, false), 3); // 64 KiB
+    assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 128, 2, 8, true), 6); // 32 KiB
+    assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 1, 4, false), 5); // registers
+    assert_eq!(coop_smem_resident_blocks(ScalarType::BF16, 1024, 4, 3, true), 1); // 192 KiB
+                                                                                  // 200 KiB slices: one block per SM, 4 on the interpreter's 4 "multiprocessors"; a row of
+                                                                                  // 5 such blocks could wait forever on a real device
+    let c = CoopTuning { threads: 512, per_thread: 16, smem_kib: 200, bulk: false };
+    let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
+    let (k, chunks) = c.plan(ScalarType::F32, 5 * 49152).unwrap();
+    assert_eq!((k, chunks, c.resident_blocks(ScalarType::F32, chunks)), (5, 6, 1));
+    let x = LayoutTensor::contiguous(ScalarType::F32, &[2, 5 * 49152]).unwrap();
+    let e = api::softmax_into(&Record::with_tuning(t), &x, &mut x.clone()).unwrap_err();
+    match &e {
+        OpsError::Invalid { field, value, rule, .. } => {
+            assert_eq!(
+                (field.as_str(), value.as_str()),
+                ("blocks per row (cooperative softmax)", "5")
+            );
+            assert!(rule.contains("at most 4") && rule.contains("200 KiB"), "{e}");
+        }
+        _ => panic!("expected a typed error, got {e}"),
+    }
+    // four blocks fit
+    let x = LayoutTensor::contiguous(ScalarType::F32, &[2, 4 * 49152]).unwrap();
+    let rec = Record::with_tuning(t);
+    api::softmax_into(&rec, &x, &mut x.clone()).unwrap();
+    assert_eq!(rec.take().remove(0).grid, [8, 1, 1]);
+}
+
+#[test]
+fn the_builder_refuses_bad_shapes_with_typed_errors() {
+    for (threads, k, unroll, chunks, what) in [
+        (128u32, 0u32, 2i64, 2i64, "blocks per row"),
+        (128, 65, 2, 2, "blocks per row"),
+        (128, 4, 0, 2, "unroll"),
+        (128, 4, 9, 2, "unroll"),
+        (128, 4, 2, 0, "chunks"),
+        (1024, 4, 8, 2, "chunks"), // 256 KiB
+        (100, 4, 2, 2, "threads per block"),
+    ] {
+        let e = build_softmax_coop_smem(ScalarType::F32, threads, 4, k, unroll, chunks, false)
+            .unwrap_err();
+        match &e {
+            OpsError::Invalid { field, .. } => assert_eq!(field, what, "{e}"),
+            _ => panic!("expected a typed error, got {e}"),
+        }
+    }
+    assert!(build_softmax_coop_smem(ScalarType::F16, 128, 8, 4, 2, 2, false).is_err());
+    // bulk copies need whole 16-byte vectors
+    let e = build_softmax_coop_smem(ScalarType::BF16, 128, 4, 4, 2, 2, true).unwrap_err();
+    match &e {
+        OpsError::Invalid { field, value, .. } => {
+            assert_eq!((field.as_str(), value.as_str()), ("vector width (bulk copies)", "4"))
+        }
+        _ => panic!("expected a typed error, got {e}"),
+    }
+}
+
+#[test]
+fn api_softmax_takes_bulk_copies_for_aligned_rows_and_loads_elsewhere() {
+    let coop = CoopTuning { threads: 128, per_thread: 16, smem_kib: 16, bulk: true };
+    let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
+    // f32 rows of 20000 are whole 16-byte vectors; 20001 are not
+    for (n, name) in [(20000i64, "softmax_coop_smem_bulk"), (20001, "softmax_coop_smem")] {
+        let (m, ty) = (2i64, ScalarType::F32);
+        let (k, _) = coop.plan(ty, n).unwrap();
+        let rec = Record::with_tuning(t);
+        let lx = LayoutTensor::contiguous(ty, &[m, n]).unwrap();
+        api::softmax_into(&rec, &lx, &mut lx.clone()).unwrap();
+        let l = rec.take().remove(0);
+        assert_eq!((l.kernel.kernel().name.as_str(), l.grid), (name, [m as u32 * k, 1, 1]));
+        let part = (n as usize).div_ceil(k as usize);
+        let x = tensor(ty, &random_rows(m as usize, n as usize, part, 13), &[m, n]);
+        let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
+        api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
+        let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
+        assert_close_relative(y.buffer(), &want, n as usize, ty, &format!("api {name} {n}"));
+    }
+}
