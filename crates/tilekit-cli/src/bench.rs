@@ -347,7 +347,9 @@ fn ops_bench(
             ),
         });
     }
-    let (k, grid) = tilekit_ops::check::plan_tuned(op, shape, dtype, cuda.tuning()).map_err(err)?;
+    let (k, grid) =
+        tilekit_ops::check::plan_device(op, shape, dtype, cuda.tuning(), cuda.multiprocessors())
+            .map_err(err)?;
     let info = cuda.loaded(&k).map_err(err)?;
     let median_ms = t.median_ms();
     let bytes = p.bytes();
@@ -397,7 +399,12 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
     let cuda = Cuda::new(gpu.clone());
     let cuda = match a.softmax_coop {
-        Some(c) => cuda.with_tuning(Tuning { softmax_coop: Some(c), ..cuda.tuning() }),
+        Some(c) => cuda.with_tuning(Tuning {
+            softmax_coop: Some(c),
+            softmax_coop_16bit: Some(c),
+            softmax_staged: None,
+            ..cuda.tuning()
+        }),
         None => cuda,
     };
     let copy_gbs = copy_baseline(&gpu, a.mib << 20, a.reps)?;

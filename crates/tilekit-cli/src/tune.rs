@@ -290,8 +290,18 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             _ => None,
         })
         .collect();
-    if let Some((k, beats)) = split_winner(&coop, |case| api_ratio(cands, &t, case, true)) {
-        t.softmax_coop = beats.then_some(k);
+    // one shape for 4-byte rows, one for 2-byte rows (half the bytes per element want other
+    // shapes: bench/RESULTS.md session 8)
+    for sixteen in [false, true] {
+        let part: Vec<(&str, CoopTuning, f64)> =
+            coop.iter().filter(|(case, _, _)| case.ends_with("f32") != sixteen).copied().collect();
+        if let Some((k, beats)) = split_winner(&part, |case| api_ratio(cands, &t, case, true)) {
+            if sixteen {
+                t.softmax_coop_16bit = beats.then_some(k);
+            } else {
+                t.softmax_coop = beats.then_some(k);
+            }
+        }
     }
     if let Some(u) = mean_best(
         cands
@@ -681,6 +691,8 @@ fn tune_softmax(
         let coop = match knob {
             Knob::Coop(c) => Some(cuda.with_tuning(Tuning {
                 softmax_coop: Some(c),
+                softmax_coop_16bit: Some(c),
+                softmax_staged: None,
                 softmax_threads_bf16: 256,
                 softmax_threads_f32: 256,
                 ..cuda.tuning()

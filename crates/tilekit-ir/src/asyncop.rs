@@ -113,7 +113,7 @@ pub enum AsyncOp {
         /// Bytes the phase expects from bulk copies.
         tx: Option<ValueId>,
     },
-    /// `mbarrier.arrive.release.cluster.shared::cluster`: one arrival on barrier `index` of
+    /// `mbarrier.arrive.shared::cluster` (release at CTA scope, the default: a cluster-scope release costs every arrival a `MEMBAR`): one arrival on barrier `index` of
     /// `bar` **in the block of rank `cta` of the cluster** (`mapa` of this block's own barrier
     /// address; `cta` may be the block's own rank). A consumer releases a stage that another
     /// block's multicast copies write into this way. The owner must not exit before the

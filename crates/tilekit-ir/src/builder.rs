@@ -1119,7 +1119,7 @@ impl KernelBuilder {
         Ok(())
     }
 
-    /// `mbarrier.arrive.release.cluster.shared::cluster`: one arrival on barrier `index` of
+    /// `mbarrier.arrive.shared::cluster` (release at CTA scope, the default: a cluster-scope release costs every arrival a `MEMBAR`): one arrival on barrier `index` of
     /// `bar` **of the cluster's block of rank `cta`** (its own rank included): how the consumers
     /// of a cluster release a stage that the other blocks' multicast copies write into, so that
     /// no producer reuses it before every block has read it. The barrier's arrival count

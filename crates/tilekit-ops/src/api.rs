@@ -574,8 +574,14 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             Some((c, c.plan(ty, n)?))
         });
         let fits_registers = chunks * vw <= 64;
+        // rows the staged kernel holds in one block's shared memory stay there
+        let fits_staged = tune.softmax_staged.is_some_and(|(st, su)| {
+            let chunk = st as i64 * vw * su;
+            (n + chunk - 1) / chunk * chunk * ty.size_bytes() as i64
+                <= crate::tuning::STAGED_MAX_BYTES
+        });
         if let Some((c, (blocks, cchunks))) =
-            tune.softmax_coop.filter(|_| !fits_registers).and_then(|c| {
+            tune.softmax_coop_for(ty).filter(|_| !fits_registers && !fits_staged).and_then(|c| {
                 // bulk copies move whole 16-byte units of 16-byte aligned rows
                 let c = if c.bulk && !aligned { CoopTuning { bulk: false, ..c } } else { c };
                 Some((c, c.plan(ty, n)?))

@@ -509,6 +509,8 @@ pub struct Launch {
 pub struct Record {
     launches: std::cell::RefCell<Vec<Launch>>,
     tuning: Tuning,
+    /// `None`: the interpreter's count (4).
+    multiprocessors: Option<u32>,
 }
 
 impl Record {
@@ -535,7 +537,20 @@ impl Record {
     /// assert_eq!((l[0].kernel.kernel().name.as_str(), l[0].grid), ("transpose_tiled", [256, 64, 1]));
     /// ```
     pub fn with_tuning(tuning: Tuning) -> Record {
-        Record { launches: Default::default(), tuning }
+        Record { launches: Default::default(), tuning, multiprocessors: None }
+    }
+
+    /// The same recorder planning for a device of `n` multiprocessors (persistent grids and
+    /// the cooperative softmax's residency bound depend on it; the default is the
+    /// interpreter's 4).
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Record};
+    /// assert_eq!(Record::new().multiprocessors(), 4);
+    /// assert_eq!(Record::new().on_multiprocessors(132).multiprocessors(), 132);
+    /// ```
+    pub fn on_multiprocessors(self, n: u32) -> Record {
+        Record { multiprocessors: Some(n), ..self }
     }
 
     /// The launches recorded so far (drained).
@@ -596,6 +611,10 @@ impl Backend for Record {
 
     fn tuning(&self) -> Tuning {
         self.tuning
+    }
+
+    fn multiprocessors(&self) -> u32 {
+        self.multiprocessors.unwrap_or(4)
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -722,8 +722,31 @@ pub fn plan_tuned(
     dtype: ScalarType,
     tuning: crate::tuning::Tuning,
 ) -> Result<(CompiledKernel, [u32; 3])> {
+    plan_device(op, shape, dtype, tuning, 4)
+}
+
+/// [`plan_tuned`] on a device of `multiprocessors` SMs (persistent grids and the cooperative
+/// softmax's residency bound depend on it; [`plan_tuned`] assumes the interpreter's 4).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::check::{plan_device, plan_tuned, Op};
+/// use tilekit_ops::tuning::Tuning;
+/// let (t, op) = (Tuning::for_device("NVIDIA H100 80GB HBM3"), Op::named("softmax").unwrap());
+/// // f32 rows of 262144 in 64 KiB slices: 16 blocks a row, more than 4 SMs hold at once
+/// assert!(plan_tuned(op, &[2, 262144], ScalarType::F32, t).is_err());
+/// let (k, grid) = plan_device(op, &[2, 262144], ScalarType::F32, t, 132).unwrap();
+/// assert_eq!((k.kernel().name.as_str(), grid), ("softmax_coop_smem", [32, 1, 1]));
+/// ```
+pub fn plan_device(
+    op: Op,
+    shape: &[i64],
+    dtype: ScalarType,
+    tuning: crate::tuning::Tuning,
+    multiprocessors: u32,
+) -> Result<(CompiledKernel, [u32; 3])> {
     validate(op, shape, dtype)?;
-    let rec = Record::with_tuning(tuning);
+    let rec = Record::with_tuning(tuning).on_multiprocessors(multiprocessors);
     let xs = input_shapes(op, shape, dtype)?
         .into_iter()
         .map(|(t, s)| LayoutTensor::contiguous(t, &s))

@@ -35,7 +35,7 @@
 //!     full[s] of each block: expect_tx(A + all of B) — its own A box and both halves of B
 //!     empty[s] of each block: 2 × 8 arrivals — lane 0 of every consumer warp of both blocks,
 //!       after the warpgroup's wait_group, arrives on empty[s] of rank 0 and of rank 1 (mapa +
-//!       mbarrier.arrive.release.cluster): a producer refills a stage only when both blocks
+//!       mbarrier.arrive.shared::cluster): a producer refills a stage only when both blocks
 //!       have read it, because its multicast writes into both
 //!     barrier.cluster after the barriers' init and before exit (no block exits while its
 //!       peer may still multicast into it or arrive on its barriers)

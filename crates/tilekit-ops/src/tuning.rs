@@ -206,10 +206,18 @@ pub struct Tuning {
     /// shape (`reduce::build_softmax_coop`, slices in registers, or with
     /// [`CoopTuning::smem_kib`] set `reduce::build_softmax_coop_smem`, slices in shared memory:
     /// the row is read once, the blocks meet at a counter in global memory; no clusters needed)
-    /// when set and the row fits [`CoopTuning::plan`]; this comes before the staged, cluster
-    /// and online kernels. Off by default until measured.
+    /// when set and the row fits [`CoopTuning::plan`]; rows the staged kernel holds (when
+    /// [`softmax_staged`](Self::softmax_staged) is set) stay there, the coop kernel comes
+    /// before the cluster and online kernels. For 4-byte types, and for 2-byte types too
+    /// unless [`softmax_coop_16bit`](Self::softmax_coop_16bit) is set.
     #[serde(default)]
     pub softmax_coop: Option<CoopTuning>,
+    /// [`softmax_coop`](Self::softmax_coop) for 2-byte types (bf16, f16), where it differs:
+    /// a thread's step is counted in elements, and half as many bytes per element want other
+    /// shapes (H100 and H200: 2 vectors a step into 32 KiB slices for bf16, 8 vectors into 64
+    /// KiB for f32).
+    #[serde(default)]
+    pub softmax_coop_16bit: Option<CoopTuning>,
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
     /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
     pub transpose_micro_16bit: i64,
@@ -237,12 +245,23 @@ impl Default for Tuning {
             softmax_cluster: default_cluster(),
             // not yet measured on a GPU: `tilekit tune` sweeps it, `--save` keeps it if it wins
             softmax_coop: None,
+            softmax_coop_16bit: None,
             transpose_micro_16bit: 8,
             transpose_loop_f32: TransposeLoop::default(),
             transpose_loop_16bit: TransposeLoop::default(),
         }
     }
 }
+
+/// The cooperative softmax shape that won the f32 rows of 65536 and 262144 on both the H100 and
+/// the H200 (`tilekit tune --config coop`, 2026-11-26): 256 threads reading 8 vectors a step
+/// into 64 KiB slices of shared memory.
+const COOP_SMEM_F32: CoopTuning =
+    CoopTuning { threads: 256, per_thread: 32, smem_kib: 64, bulk: false };
+
+/// The same for bf16 rows: 256 threads, 2 vectors a step, 32 KiB slices.
+const COOP_SMEM_16BIT: CoopTuning =
+    CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
 
 fn default_cluster() -> Option<ClusterTuning> {
     Some(ClusterTuning::default())
@@ -262,8 +281,13 @@ impl Tuning {
             // threads × 4 vectors, pass 2 reversed; rows past registers streamed by clusters of
             // up to 8 blocks of 256 threads × 4 vectors (the shape with the best mean over the
             // rows of 65536 and 262144: 0.70–0.84 of copy, the online kernel 0.65–0.77)
+            // rows past one block's registers (2026-11-26, bench/RESULTS.md session 8): the
+            // cooperative kernel with slices in shared memory, f32 0.851 / 0.836 of copy at
+            // 65536 / 262144 (stream cluster 0.834 / 0.639), bf16 0.787 / 0.755 (0.664 / 0.677)
             return Tuning {
                 online: OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 },
+                softmax_coop: Some(COOP_SMEM_F32),
+                softmax_coop_16bit: Some(COOP_SMEM_16BIT),
                 ..Tuning::default()
             };
         }
@@ -274,6 +298,11 @@ impl Tuning {
             return Tuning {
                 online: OnlineTuning { threads: 1024, unroll: 4, reverse: true, blocks_per_sm: 0 },
                 softmax_staged: Some((1024, 4)),
+                // 2026-11-26 (bench/RESULTS.md session 8): rows the staged kernel cannot hold
+                // take the cooperative kernel with slices in shared memory: f32 65536 0.935,
+                // f32 262144 0.920, bf16 262144 0.876 of copy (cluster: 0.906, 0.675, 0.684)
+                softmax_coop: Some(COOP_SMEM_F32),
+                softmax_coop_16bit: Some(COOP_SMEM_16BIT),
                 softmax_cluster: Some(ClusterTuning {
                     threads: 512,
                     per_thread: 16,
@@ -367,15 +396,18 @@ impl Tuning {
                 return Err(bad("softmax_cluster.max_cluster", i64::from(c.max_cluster)));
             }
         }
-        if let Some(c) = t.softmax_coop {
+        for (what, c) in
+            [("softmax_coop", t.softmax_coop), ("softmax_coop_16bit", t.softmax_coop_16bit)]
+        {
+            let Some(c) = c else { continue };
             if c.threads == 0 || c.threads % 32 != 0 || c.threads > 1024 {
-                return Err(bad("softmax_coop.threads", i64::from(c.threads)));
+                return Err(bad(&format!("{what}.threads"), i64::from(c.threads)));
             }
             if !(1..=64).contains(&c.per_thread) {
-                return Err(bad("softmax_coop.per_thread", c.per_thread));
+                return Err(bad(&format!("{what}.per_thread"), c.per_thread));
             }
             if c.smem_kib > 200 {
-                return Err(bad("softmax_coop.smem_kib", i64::from(c.smem_kib)));
+                return Err(bad(&format!("{what}.smem_kib"), i64::from(c.smem_kib)));
             }
         }
         if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {
@@ -412,6 +444,25 @@ impl Tuning {
             Ok(Some((t, path))) => (t, TuningSource::Saved(path)),
             Ok(None) => (Tuning::for_device(device), TuningSource::Table),
             Err(e) => (Tuning::for_device(device), TuningSource::TableAfter(e)),
+        }
+    }
+
+    /// The cooperative softmax shape for rows of `ty` ([`softmax_coop_16bit`](Self::softmax_coop_16bit)
+    /// for 2-byte types when set, else [`softmax_coop`](Self::softmax_coop)).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::tuning::Tuning;
+    /// let t = Tuning::for_device("NVIDIA H100 80GB HBM3");
+    /// assert_eq!(t.softmax_coop_for(ScalarType::BF16).unwrap().smem_kib, 32);
+    /// assert_eq!(t.softmax_coop_for(ScalarType::F32).unwrap().smem_kib, 64);
+    /// assert_eq!(Tuning::default().softmax_coop_for(ScalarType::F32), None);
+    /// ```
+    pub fn softmax_coop_for(&self, ty: ScalarType) -> Option<CoopTuning> {
+        if ty.size_bytes() == 2 {
+            self.softmax_coop_16bit.or(self.softmax_coop)
+        } else {
+            self.softmax_coop
         }
     }
 

@@ -139,8 +139,14 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
     use tilekit_ops::reduce::CoopTuning;
     let tmp = tempfile::tempdir().unwrap();
     let dev = "Some GPU";
+    // off where nothing was measured; on for the H100 and the H200 (measured 2026-11-26)
     assert_eq!(Tuning::default().softmax_coop, None);
-    assert_eq!(Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop, None);
+    assert_eq!(Tuning::default().softmax_coop_16bit, None);
+    assert_eq!(Tuning::for_device("Some Future GPU").softmax_coop, None);
+    assert_eq!(
+        Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop,
+        Some(CoopTuning { threads: 256, per_thread: 32, smem_kib: 64, bulk: false })
+    );
     let t = Tuning {
         softmax_coop: Some(CoopTuning { threads: 512, per_thread: 48, smem_kib: 0, bulk: false }),
         ..Tuning::default()
@@ -189,4 +195,50 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
         (c, c.smem()),
         (CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false }, false)
     );
+}
+
+/// The device tables route long softmax rows by dtype (bench/RESULTS.md session 8): on the
+/// H100, bf16 rows the staged kernel holds stay staged, longer bf16 rows and every long f32 row
+/// take the cooperative kernel with slices in shared memory, each dtype with its own shape; on
+/// the H200 (no staged kernel) every long row is cooperative.
+#[test]
+fn device_tables_route_long_softmax_rows_by_dtype() {
+    use tilekit_ops::check::{plan_tuned, Op};
+    let softmax = Op::named("softmax").unwrap();
+    let h100 = Tuning::for_device("NVIDIA H100 80GB HBM3");
+    let h200 = Tuning::for_device("NVIDIA H200");
+    let name = |t: Tuning, cols: i64, ty: ScalarType| {
+        let (k, grid) = plan_tuned(softmax, &[4, cols], ty, t).unwrap();
+        (k.kernel().name.clone(), k.kernel().block_dim[0], grid[0])
+    };
+    // bf16 65536 = 128 KiB: staged in one block on the H100 (1024 threads, one block a row)
+    assert_eq!(name(h100, 65536, ScalarType::BF16), ("softmax_staged".into(), 1024, 4));
+    // f32 65536 = 256 KiB in 64 KiB slices: 4 blocks a row of 256 threads
+    assert_eq!(name(h100, 65536, ScalarType::F32), ("softmax_coop_smem".into(), 256, 16));
+    // bf16 262144 = 512 KiB in 32 KiB slices: 16 blocks a row
+    assert_eq!(name(h100, 262144, ScalarType::BF16), ("softmax_coop_smem".into(), 256, 64));
+    assert_eq!(name(h200, 65536, ScalarType::BF16), ("softmax_coop_smem".into(), 256, 16));
+    assert_eq!(name(h200, 65536, ScalarType::F32), ("softmax_coop_smem".into(), 256, 16));
+    // rows that fit registers never take it
+    assert_eq!(name(h200, 16384, ScalarType::F32).0, "softmax");
+}
+
+#[test]
+fn the_16bit_coop_shape_is_validated_and_absent_from_old_files() {
+    use tilekit_ops::reduce::CoopTuning;
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = "Some GPU";
+    let c = CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
+    let t = Tuning { softmax_coop_16bit: Some(c), ..Tuning::default() };
+    let path = t.save(tmp.path(), dev).unwrap();
+    assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["tuning"]["softmax_coop_16bit"]["threads"] = 1000.into();
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let e = Tuning::load(tmp.path(), dev).unwrap_err().to_string();
+    assert!(e.contains("softmax_coop_16bit.threads") && e.contains("1000"), "{e}");
+    v["tuning"].as_object_mut().unwrap().remove("softmax_coop_16bit");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    assert_eq!(Tuning::load(tmp.path(), dev).unwrap().unwrap().0.softmax_coop_16bit, None);
 }

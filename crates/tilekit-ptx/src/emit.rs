@@ -663,9 +663,7 @@ impl<'k> Emitter<'k> {
                 let rank = self.u32_of(*cta);
                 let remote = self.tmp(ScalarType::U32);
                 self.line(format!("mapa.shared::cluster.u32 {remote}, {addr}, {rank};"));
-                self.line(format!(
-                    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}];"
-                ));
+                self.line(format!("mbarrier.arrive.shared::cluster.b64 _, [{remote}];"));
             }
             A::MbarrierWait { bar, index, parity } => {
                 let (addr, _) = self.address(*bar, *index)?;

@@ -262,11 +262,7 @@ fn a_remote_mbarrier_arrival_maps_the_peer_address_and_assembles() {
     tilekit_ir::interp::run(&k, [4, 1, 1], &mut tilekit_ir::interp::Args::new()).unwrap();
     let ptx = check(&k);
     assert_eq!(ptx.matches("mapa.shared::cluster.u32").count(), 2, "{ptx}");
-    assert_eq!(
-        ptx.matches("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [").count(),
-        2,
-        "{ptx}"
-    );
+    assert_eq!(ptx.matches("mbarrier.arrive.shared::cluster.b64 _, [").count(), 2, "{ptx}");
 }
 
 #[test]
