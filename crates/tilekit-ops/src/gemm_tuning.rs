@@ -27,6 +27,12 @@
 //! tile of 128×256 does not fit shared memory beside 3 stages, so f32 outputs (and C pitches TMA
 //! cannot describe) take the register epilogue with 4 stages, the configuration the API has
 //! used since it gained the Hopper path.
+//!
+//! Problems of few tiles (fewer than [`FEW_TILES`] tiles of 128 × 256, i.e. under one wave
+//! of 256-wide blocks on a 132-SM device) take `bn 128, 6 stages` instead (session 8, H100,
+//! bench/RESULTS.md): 64×8192×8192 140.8 TFLOP/s against 97.0 for the bn-256 choice (f32
+//! out, `tilekit tune gemm`), 1000³ bf16 160 against 116 (`tilekit bench gemm`): twice the
+//! blocks, and six stages keep the long K streaming.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -146,7 +152,41 @@ impl GemmChoice {
     /// let f32_out = GemmProblem::new(4096, 4096, 4096, ScalarType::BF16, ScalarType::F32, true);
     /// assert_eq!(GemmChoice::heuristic(&f32_out).epilogue, Epilogue::Registers);
     /// ```
+    ///
+    /// Few tiles (under [`FEW_TILES`] of 128 × 256) take 128-wide blocks with 6 stages:
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
+    /// let skinny = GemmProblem::new(64, 8192, 8192, ScalarType::BF16, ScalarType::F32, true);
+    /// assert_eq!(GemmChoice::heuristic(&skinny).label(), "bn 128, 6 stages, overlap, persistent, grouped 8");
+    /// let small = GemmProblem::new(1000, 1000, 1000, ScalarType::BF16, ScalarType::BF16, true);
+    /// assert_eq!(GemmChoice::heuristic(&small).label(), "bn 128, 6 stages, overlap, persistent, grouped 8, tma store");
+    /// // 2048² is 128 tiles of 128 × 256: the big-tile choice
+    /// let square = GemmProblem::new(2048, 2048, 2048, ScalarType::BF16, ScalarType::BF16, true);
+    /// assert_eq!(GemmChoice::heuristic(&square).bn, 256);
+    /// ```
     pub fn heuristic(p: &GemmProblem) -> GemmChoice {
+        let tiles = (p.m + BM - 1) / BM * ((p.n + 255) / 256);
+        if tiles < FEW_TILES {
+            let few = GemmChoice {
+                bn: 128,
+                stages: 6,
+                overlap: true,
+                persistent: true,
+                raster: Raster::Grouped(8),
+                epilogue: Epilogue::Tma,
+                split_k: 1,
+                cluster: 1,
+            };
+            if p.c_tma && few.apply(p.base()).check().is_ok() {
+                return few;
+            }
+            let regs = GemmChoice { epilogue: Epilogue::Registers, ..few };
+            if regs.apply(p.base()).check().is_ok() {
+                return regs;
+            }
+        }
         let measured_winner = GemmChoice {
             bn: 256,
             stages: 3,
@@ -164,6 +204,14 @@ impl GemmChoice {
         GemmChoice { stages: 4, epilogue: Epilogue::Registers, ..measured_winner }
     }
 }
+
+/// Problems with fewer tiles of 128 × 256 than this take [`GemmChoice::heuristic`]'s few-tile
+/// choice (128-wide blocks, 6 stages).
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::FEW_TILES, 128);
+/// ```
+pub const FEW_TILES: i64 = 128;
 
 /// A GEMM as the tuner and the API see it: C (M×N) = A (M×K) · B (K×N), the element types, the
 /// operands' layout and whether C's rows can take TMA stores (a row pitch that is a multiple of
