@@ -167,26 +167,6 @@ impl GemmChoice {
     /// assert_eq!(GemmChoice::heuristic(&square).bn, 256);
     /// ```
     pub fn heuristic(p: &GemmProblem) -> GemmChoice {
-        let tiles = (p.m + BM - 1) / BM * ((p.n + 255) / 256);
-        if tiles < FEW_TILES {
-            let few = GemmChoice {
-                bn: 128,
-                stages: 6,
-                overlap: true,
-                persistent: true,
-                raster: Raster::Grouped(8),
-                epilogue: Epilogue::Tma,
-                split_k: 1,
-                cluster: 1,
-            };
-            if p.c_tma && few.apply(p.base()).check().is_ok() {
-                return few;
-            }
-            let regs = GemmChoice { epilogue: Epilogue::Registers, ..few };
-            if regs.apply(p.base()).check().is_ok() {
-                return regs;
-            }
-        }
         let measured_winner = GemmChoice {
             bn: 256,
             stages: 3,
@@ -197,6 +177,17 @@ impl GemmChoice {
             split_k: 1,
             cluster: 1,
         };
+        let tiles = (p.m + BM - 1) / BM * ((p.n + 255) / 256);
+        if tiles < FEW_TILES {
+            let few = GemmChoice { bn: 128, stages: 6, ..measured_winner };
+            if p.c_tma && few.apply(p.base()).check().is_ok() {
+                return few;
+            }
+            let regs = GemmChoice { epilogue: Epilogue::Registers, ..few };
+            if regs.apply(p.base()).check().is_ok() {
+                return regs;
+            }
+        }
         let tma = measured_winner.apply(p.base());
         if p.c_tma && tma.check().is_ok() {
             return measured_winner;
