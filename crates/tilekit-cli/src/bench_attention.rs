@@ -250,10 +250,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                 match case(&cuda, &device, ScalarType::BF16, d, causal, seq, a.reps, filter) {
                     Ok(row) => {
                         if a.json {
-                            let line = serde_json::to_string(&row).map_err(|e| {
-                                CliError::Check { what: "json".into(), why: e.to_string() }
-                            })?;
-                            outln!("{line}")?;
+                            crate::output::json_line(&row)?;
                         } else {
                             let figs: Vec<String> = names
                                 .iter()

@@ -581,12 +581,9 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             sm90_ratio: sm90_tflops.zip(tn).map(|(o, t)| o / t),
         };
         if a.json {
-            let line = serde_json::to_string(&row)
-                .map_err(|e| CliError::Check { what: "json".into(), why: e.to_string() })?;
-            outln!("{line}")?;
+            crate::output::json_line(&row)?;
         } else {
-            let opt =
-                |v: Option<f64>, p: usize| v.map_or("—".to_string(), |x| format!("{x:.p$}"));
+            let opt = crate::output::cell;
             outln!(
                 "{:<18} {:>5} {:>12.1} {:>12.1} {:>14} {:>10} {:>7} {:>10} {:>10} {:>7}  {}",
                 row.shape,

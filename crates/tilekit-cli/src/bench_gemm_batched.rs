@@ -250,12 +250,9 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             speedup_over_per_entry: batched.zip(per_entry).map(|(b, p)| b / p),
         };
         if a.json {
-            let line = serde_json::to_string(&row)
-                .map_err(|e| CliError::Check { what: "json".into(), why: e.to_string() })?;
-            outln!("{line}")?;
+            crate::output::json_line(&row)?;
         } else {
-            let opt =
-                |v: Option<f64>, p: usize| v.map_or("—".to_string(), |x| format!("{x:.p$}"));
+            let opt = crate::output::cell;
             outln!(
                 "{:<14} {:>6} {:>5} {:>12.1} {:>14} {:>7} {:>14} {:>9}",
                 row.shape,

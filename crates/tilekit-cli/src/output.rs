@@ -46,6 +46,27 @@ pub fn flush_stdout() -> Result<(), CliError> {
     std::io::stdout().flush().map_err(CliError::Output)
 }
 
+/// Writes `row` as one line of JSON (the `--json` output of the bench commands).
+///
+/// ```
+/// tilekit_cli::output::json_line(&serde_json::json!({ "ratio": 0.5 })).unwrap();
+/// ```
+pub fn json_line<T: serde::Serialize>(row: &T) -> Result<(), CliError> {
+    let line = serde_json::to_string(row)
+        .map_err(|e| CliError::Check { what: "json".into(), why: e.to_string() })?;
+    write_stdout(format_args!("{line}\n"))
+}
+
+/// A table cell for a figure that may be missing: `p` decimals, or `—`.
+///
+/// ```
+/// use tilekit_cli::output::cell;
+/// assert_eq!((cell(Some(0.91234), 3), cell(None, 1)), ("0.912".to_string(), "—".to_string()));
+/// ```
+pub fn cell(v: Option<f64>, p: usize) -> String {
+    v.map_or("—".to_string(), |x| format!("{x:.p$}"))
+}
+
 /// `print!` that returns `Result<(), CliError>` instead of panicking.
 ///
 /// ```
