@@ -289,16 +289,25 @@ pub fn gemm_ex_into(
     stream: u64,
     tf32: bool,
 ) -> PyResult<()> {
-    let act = match activation {
-        "none" => api::Activation::None,
-        "relu" => api::Activation::Relu,
-        "gelu" => api::Activation::Gelu,
-        other => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "activation {other:?}: valid are \"none\", \"relu\", \"gelu\""
-            )))
-        }
-    };
+    run_gemm(py, (a, b, c, bias), (alpha, beta, activation, tf32), stream, false)
+}
+
+/// The Python tensors a, b, c and an optional bias through `api::gemm_ex` or (`batched`, rank-3
+/// operands) `api::gemm_batched_into`, with the epilogue (alpha, beta, activation name, tf32).
+#[allow(clippy::type_complexity)]
+fn run_gemm(
+    py: Python<'_>,
+    (a, b, c, bias): (
+        &Bound<'_, PyAny>,
+        &Bound<'_, PyAny>,
+        &Bound<'_, PyAny>,
+        Option<&Bound<'_, PyAny>>,
+    ),
+    (alpha, beta, activation, tf32): (f32, f32, &str, bool),
+    stream: u64,
+    batched: bool,
+) -> PyResult<()> {
+    let act = activation_named(activation)?;
     let mut objs = vec![(a, "a"), (b, "b"), (c, "out")];
     if let Some(bias) = bias {
         objs.push((bias, "bias"));
@@ -310,8 +319,45 @@ pub fn gemm_ex_into(
         if let Some(bias) = rest.first() {
             opts = opts.bias(bias);
         }
-        api::gemm_ex(cu, &ab[0], &ab[1], &mut c[0], &opts)
+        if batched {
+            api::gemm_batched_into(cu, &ab[0], &ab[1], &mut c[0], &opts)
+        } else {
+            api::gemm_ex(cu, &ab[0], &ab[1], &mut c[0], &opts)
+        }
     })
+}
+
+/// The epilogue's activation by its Python name.
+fn activation_named(activation: &str) -> PyResult<api::Activation> {
+    match activation {
+        "none" => Ok(api::Activation::None),
+        "relu" => Ok(api::Activation::Relu),
+        "gelu" => Ok(api::Activation::Gelu),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "activation {other:?}: valid are \"none\", \"relu\", \"gelu\""
+        ))),
+    }
+}
+
+/// `c[i] = act(alpha · a[i] @ b[i] + beta · c[i] + bias)` for every entry i of rank-3 a, b, c
+/// (a batch length of 1 is shared by every entry): `api::gemm_batched_into`, one launch for a
+/// strided batch on a Hopper GPU.
+#[pyfunction]
+#[pyo3(signature = (a, b, c, bias, alpha, beta, activation, stream, tf32 = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_batched_into(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    c: &Bound<'_, PyAny>,
+    bias: Option<&Bound<'_, PyAny>>,
+    alpha: f32,
+    beta: f32,
+    activation: &str,
+    stream: u64,
+    tf32: bool,
+) -> PyResult<()> {
+    run_gemm(py, (a, b, c, bias), (alpha, beta, activation, tf32), stream, true)
 }
 
 /// Adds every op binding to the module.
@@ -330,5 +376,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(maximum_into, m)?)?;
     m.add_function(wrap_pyfunction!(gemm_into, m)?)?;
     m.add_function(wrap_pyfunction!(gemm_ex_into, m)?)?;
+    m.add_function(wrap_pyfunction!(gemm_batched_into, m)?)?;
     Ok(())
 }

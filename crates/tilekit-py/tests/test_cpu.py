@@ -73,6 +73,7 @@ def test_show_refuses_an_unknown_dtype():
         lambda: tilekit.mul([1.0], [2.0]),
         lambda: tilekit.maximum(b"a", b"b"),
         lambda: tilekit.gemm(1, 2),
+        lambda: tilekit.bmm(1, 2),
     ],
 )
 def test_ops_refuse_non_tensors_with_type_error(call):
@@ -85,6 +86,10 @@ def test_gemm_refuses_bad_epilogue_arguments_before_touching_tensors():
         tilekit.gemm(1, 2, activation="tanh")
     with pytest.raises(ValueError, match="beta = 0.5 reads C: pass out="):
         tilekit.gemm(1, 2, beta=0.5)
+    with pytest.raises(ValueError, match="'tanh' is not one of None, 'relu', 'gelu'"):
+        tilekit.bmm(1, 2, activation="tanh")
+    with pytest.raises(ValueError, match=r"beta = 2.0 reads C: pass out= the \(B, M, N\) tensor"):
+        tilekit.bmm(1, 2, beta=2)
 
 
 def test_ops_refuse_cpu_torch_tensors_with_device_error():
@@ -95,6 +100,7 @@ def test_ops_refuse_cpu_torch_tensors_with_device_error():
         lambda: tilekit.softmax(x),
         lambda: tilekit.add(x, x),
         lambda: tilekit.gemm(x, x.t()),
+        lambda: tilekit.bmm(x[None], x.t()),
     ]:
         with pytest.raises(tilekit.DeviceError, match=r"on cpu .*x\.cuda\(\)|on cpu .*a\.cuda\(\)"):
             call()

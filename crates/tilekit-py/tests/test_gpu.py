@@ -313,6 +313,48 @@ def test_gemm_epilogue_errors_name_the_problem():
         tilekit.gemm(a, b, poisoned((64, 48), torch.float16), alpha=2.0)
 
 
+@pytest.mark.parametrize("dtype", GEMM)
+@pytest.mark.parametrize("shared_b", [False, True])
+def test_bmm_strided_batches(dtype, shared_b):
+    # (B, M, K) @ (B, K, N), or a (K, N) weight view shared by every entry: on Hopper one
+    # launch of the batched kernel; every entry against float64, the output poisoned first
+    bsz, m, n, k = 5, 136, 200, 88
+    a = rand(bsz, m, k, dtype=dtype, seed=30)
+    b = rand(n, k, dtype=dtype, seed=31).T if shared_b else rand(bsz, k, n, dtype=dtype, seed=31)
+    got = tilekit.bmm(a, b, out=poisoned((bsz, m, n), torch.float32))
+    want = a.double() @ b.double()
+    assert got.shape == (bsz, m, n)
+    err = ((got.double() - want).abs() / (want.abs() + 1)).max()
+    assert err <= 1e-2, err
+
+
+def test_bmm_epilogue_and_non_contiguous_batches():
+    # a permuted batch dim (entries not one after another: one launch per entry), bf16 out,
+    # alpha/beta/bias/relu fused
+    if not hopper():
+        pytest.skip("the fused epilogue runs on the Hopper kernel")
+    bsz, m, n, k = 3, 64, 72, 40
+    a = rand(m, bsz, k, dtype=torch.bfloat16, seed=32).transpose(0, 1)
+    b = rand(bsz, k, n, dtype=torch.bfloat16, seed=33)
+    c0, bias = rand(bsz, m, n, dtype=torch.bfloat16, seed=34), rand(n, seed=35)
+    c = c0.clone()
+    got = tilekit.bmm(a, b, c, alpha=0.5, beta=0.25, bias=bias, activation="relu")
+    assert got is c
+    want = torch.relu(0.5 * (a.double() @ b.double()) + 0.25 * c0.double() + bias.double())
+    err = ((got.double() - want).abs() / (want.abs() + 1)).max()
+    assert err <= 3e-2, err
+
+
+def test_bmm_errors_name_the_problem():
+    a = rand(4, 32, 16, dtype=torch.bfloat16)
+    with pytest.raises(tilekit.ShapeError, match=r"batch lengths 4 \(a\) and 3 \(b\)"):
+        tilekit.bmm(a, rand(3, 16, 8, dtype=torch.bfloat16))
+    with pytest.raises(tilekit.ShapeError, match=r"\(4, 32, 16\) and \(4, 15, 8\)"):
+        tilekit.bmm(a, rand(4, 15, 8, dtype=torch.bfloat16))
+    with pytest.raises(tilekit.ShapeError, match=r"out has shape \(4, 32, 9\)"):
+        tilekit.bmm(a, rand(16, 8, dtype=torch.bfloat16), out=poisoned((4, 32, 9), torch.float32))
+
+
 @pytest.mark.parametrize("mnk", [(1, 1, 1), (77, 130, 33), (129, 257, 65), (512, 512, 256)])
 def test_gemm_f32_without_tensor_cores(mnk):
     # float32 runs on the CUDA cores (no TF32: an f32-accurate product), any shape; also b as

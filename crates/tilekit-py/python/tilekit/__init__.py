@@ -51,6 +51,7 @@ __all__ = [
     "mul",
     "maximum",
     "gemm",
+    "bmm",
 ]
 
 
@@ -243,6 +244,48 @@ def maximum(a, b, out=None):
 _ACTIVATIONS = ("relu", "gelu")
 
 
+def _epilogue(activation, alpha, beta, out, what):
+    """The epilogue's arguments checked before any tensor is touched."""
+    if activation is not None and activation not in _ACTIVATIONS:
+        raise ValueError(
+            f"activation {activation!r} is not one of None, 'relu', 'gelu'"
+        )
+    alpha, beta = float(alpha), float(beta)
+    if beta != 0.0 and out is None:
+        raise ValueError(
+            f"beta = {beta} reads C: pass out= the {what} tensor to accumulate into"
+        )
+    return alpha, beta
+
+
+def _out_dtype(out, a, op):
+    import torch
+
+    dtype = torch.float32 if out is None else getattr(out, "dtype", None)
+    if out is not None and dtype not in (torch.float32, a.dtype):
+        raise DTypeError(
+            f"out has dtype {dtype}: {op} writes float32 or the inputs' dtype {a.dtype}"
+        )
+    return dtype
+
+
+def _bias(bias, n, dtype, a, op):
+    import torch
+
+    if bias is None:
+        return None
+    bias = _check_tensor(bias, "bias")
+    if tuple(bias.shape) != (n,):
+        raise ShapeError(
+            f"bias has shape {tuple(bias.shape)}: {op} adds one value per column, shape ({n},)"
+        )
+    if bias.dtype not in (dtype, torch.float32):
+        raise DTypeError(f"bias has dtype {bias.dtype}: valid are {dtype} (out's) or float32")
+    if bias.device != a.device:
+        raise DeviceError(f"bias is on {bias.device}: the inputs are on {a.device}")
+    return bias
+
+
 def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf32=False):
     """``activation(alpha * (a @ b) + beta * out + bias)`` of float16 or bfloat16 matrices
     (M×K times K×N) on tensor cores; by default simply ``a @ b`` in float32.
@@ -259,15 +302,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf3
     ``beta != 0`` it is also read (C), so it must be given. ``bias``: an (N,) tensor of
     ``out``'s dtype or float32, added to every row. ``activation``: ``None``, ``"relu"`` or
     ``"gelu"`` (the tanh approximation, ``torch.nn.functional.gelu(x, approximate="tanh")``)."""
-    if activation is not None and activation not in _ACTIVATIONS:
-        raise ValueError(
-            f"activation {activation!r} is not one of None, 'relu', 'gelu'"
-        )
-    alpha, beta = float(alpha), float(beta)
-    if beta != 0.0 and out is None:
-        raise ValueError(
-            f"beta = {beta} reads C: pass out= the (M, N) tensor to accumulate into"
-        )
+    alpha, beta = _epilogue(activation, alpha, beta, out, "(M, N)")
     a = _check_tensor(a, "a")
     b = _check_tensor(b, "b")
     _same_device(a, b)
@@ -278,28 +313,49 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf3
         )
     import torch
 
-    dtype = torch.float32 if out is None else getattr(out, "dtype", None)
-    if out is not None and dtype not in (torch.float32, a.dtype):
-        raise DTypeError(
-            f"out has dtype {dtype}: gemm writes float32 or the inputs' dtype {a.dtype}"
-        )
+    dtype = _out_dtype(out, a, "gemm")
     y = _output(out, (a.shape[0], b.shape[1]), a, dtype=dtype)
     plain = alpha == 1.0 and beta == 0.0 and bias is None and activation is None
     if plain and dtype == torch.float32 and not tf32:
         _tilekit.gemm_into(a, b, _d(y), _stream(a))
         return y
-    if bias is not None:
-        bias = _check_tensor(bias, "bias")
-        if tuple(bias.shape) != (b.shape[1],):
-            raise ShapeError(
-                f"bias has shape {tuple(bias.shape)}: gemm adds one value per column, "
-                f"shape ({b.shape[1]},)"
-            )
-        if bias.dtype not in (dtype, torch.float32):
-            raise DTypeError(f"bias has dtype {bias.dtype}: valid are {dtype} (out's) or float32")
-        if bias.device != a.device:
-            raise DeviceError(f"bias is on {bias.device}: the inputs are on {a.device}")
+    bias = _bias(bias, b.shape[1], dtype, a, "gemm")
     _tilekit.gemm_ex_into(
+        a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a), tf32=bool(tf32)
+    )
+    return y
+
+
+def bmm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf32=False):
+    """Batched :func:`gemm`: ``out[i] = activation(alpha * (a[i] @ b[i]) + beta * out[i] + bias)``
+    for ``a`` of shape (B, M, K) and ``b`` of shape (B, K, N); an operand with a batch length of
+    1, or a 2-D ``b`` of shape (K, N) (a weight shared by every entry), serves every entry.
+
+    On a Hopper GPU a strided batch (entries one after another, 16-byte aligned) is **one
+    launch** of the batched Hopper kernel; other strides run one launch per entry. float32
+    inputs run on the CUDA cores one entry at a time (plain product only) unless ``tf32=True``.
+    ``out``: (B, M, N), float32 (the default) or the inputs' dtype. Other arguments as
+    :func:`gemm`."""
+    alpha, beta = _epilogue(activation, alpha, beta, out, "(B, M, N)")
+    a = _check_tensor(a, "a")
+    b = _check_tensor(b, "b")
+    _same_device(a, b)
+    if b.dim() == 2:
+        b = b.unsqueeze(0)
+    if a.dim() != 3 or b.dim() != 3 or a.shape[2] != b.shape[1]:
+        raise ShapeError(
+            f"bmm takes a of shape (B, M, K) and b of shape (B, K, N) or (K, N); got "
+            f"{tuple(a.shape)} and {tuple(b.shape)}"
+        )
+    batch = max(a.shape[0], b.shape[0])
+    if a.shape[0] not in (1, batch) or b.shape[0] not in (1, batch):
+        raise ShapeError(
+            f"bmm: batch lengths {a.shape[0]} (a) and {b.shape[0]} (b) differ and neither is 1"
+        )
+    dtype = _out_dtype(out, a, "bmm")
+    y = _output(out, (batch, a.shape[1], b.shape[2]), a, dtype=dtype)
+    bias = _bias(bias, b.shape[2], dtype, a, "bmm")
+    _tilekit.gemm_batched_into(
         a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a), tf32=bool(tf32)
     )
     return y
