@@ -66,7 +66,10 @@ pub mod coop_smem;
 pub mod held;
 pub mod persistent;
 pub use coop::{build_softmax_coop, coop_resident_blocks, CoopTuning};
-pub use coop_smem::{build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes};
+pub use coop_smem::{
+    build_softmax_coop_smem, build_softmax_coop_smem_one_exp, coop_smem_resident_blocks,
+    coop_smem_shared_bytes,
+};
 pub use held::build_softmax_bulk_held;
 pub use persistent::{build_softmax_persistent, resident_blocks};
 
