@@ -400,3 +400,29 @@ fn one_exp_without_a_shared_memory_slice_is_a_typed_error() {
         "{e}"
     );
 }
+
+#[test]
+fn one_exp_pass_1_issues_the_next_steps_loads_before_storing_a_step() {
+    // 3 steps of 2 vectors: steps 0 and 1's loads come before step 0's st.shared, step 2's
+    // before step 1's; the two-exponential kernel's loop has one step's loads in flight
+    let (ty, unroll) = (ScalarType::BF16, 2usize);
+    let text =
+        build_softmax_coop_smem_one_exp(ty, 64, 8, 2, unroll as i64, 3, false).unwrap().to_string();
+    let pass1 = &text[text.find("pass 1").unwrap()..text.find("pass 2").unwrap()];
+    let order: Vec<char> = pass1
+        .lines()
+        .filter_map(|l| {
+            if l.contains("ld.global.v8.bf16 x") {
+                Some('L')
+            } else if l.contains("st.shared.v8.bf16 slice") {
+                Some('S')
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(order.iter().collect::<String>(), "LLLLSSLLSSSS");
+    let two = build_softmax_coop_smem(ty, 64, 8, 2, unroll as i64, 3, false).unwrap().to_string();
+    let pass1 = &two[two.find("pass 1").unwrap()..two.find("pass 2").unwrap()];
+    assert_eq!(pass1.matches("ld.global.v8.bf16 x").count(), unroll, "one step, in a loop");
+}

@@ -34,7 +34,43 @@
 //!
 //! Global memory sees one read and one write of every element (a device copy's traffic);
 //! shared memory sees one write and two reads. Two `ex2` per element, as the bulk-copy
-//! kernels (MUFU is not the limit: bench/NOTES.md §3, sixth change).
+//! kernels (MUFU is not the limit at the H100's bandwidth: bench/NOTES.md §3, sixth change).
+//!
+//! **One exponential** ([`build_softmax_coop_smem_one_exp`], `CoopTuning::one_exp`). At the
+//! H200's 4.2 TB/s an SM must move ~16 bytes per clock (132 SMs, 1.98 GHz): 8 bf16 elements,
+//! and MUFU issues 16 `ex2` per SM clock — two per element is exactly the MUFU's rate, with
+//! no slack for the exchange's idle phases. The variant computes each exponential once:
+//!
+//! ```text
+//!   pass 1  as above (no ex2); without bulk, step c + 1's loads are issued before step c's
+//!           st.shared and max (steps unrolled at build time, ≤ ONE_EXP_PIPELINE_STEPS): two
+//!           steps of loads in flight per thread instead of one
+//!   pass 2  for c in 0..chunks:   e = exp2((stash − m)·log2 e)   (f32)
+//!                                 stash[c·C ..] = cast(e)        (bf16 stays bf16, in place)
+//!                                 s += Σ e                        (the unrounded f32 e)
+//!   exchange  (m, s) → M, S as above
+//!   pass 3  f = exp2((m − M)·log2 e) / S   (once per thread)
+//!           for c in 0..chunks:   y[row, part·L + c·C ..] = cast(stash · f)   one FMUL, no ex2
+//! ```
+//!
+//! Each thread rewrites exactly the elements it read in pass 2 (the same distribution), so
+//! the in-place write needs no barrier and the race checker sees none. Shared memory sees one
+//! more write per element (one write, one read, one write, one read); global traffic is the
+//! same.
+//!
+//! *Precision.* f32 slices hold `e` as f32: `y = e · f` differs from the two-exponential
+//! `exp2((x − M)·log2 e) / S` by a few f32 roundings (relative ~1e-7). bf16 slices hold `ê`,
+//! `e` rounded to bf16 (`e ∈ [0, 1]`, x ≤ m): `|ê − e| ≤ 2⁻⁸·e` (half an ulp; 8 significant
+//! bits), and `y` is `ê · f` rounded to bf16 once more. Let `v = e · f` be the exact value
+//! and `ulp` its bf16 spacing (`v < 2·2^E`, `ulp = 2^(E−7)`): `|ê·f − v| ≤ 2⁻⁸·v < ulp`, so
+//! `|y − v| < 1.5 ulp`, while the correctly rounded `ŷ` has `|ŷ − v| ≤ 0.5 ulp`. The grid
+//! points within 1.5 ulp of `v` are `ŷ` and its two neighbours: **`y` is within 1 bf16 ulp of
+//! the correctly rounded result** (up to the f32 arithmetic's ~2⁻²² relative), a relative
+//! 2⁻⁷ at most. The same holds for subnormal `e`: bf16 has f32's exponent range and
+//! `f ≤ 1/S ≤ 1` (the block holding the row's max has `e = 1` in `S`), so `ê`'s absolute error,
+//! at most half the subnormal spacing, times `f` stays within half of `y`'s spacing. The sum
+//! uses the unrounded f32 `e`. tests/reduce_coop_smem.rs checks every element against an f64
+//! reference within 2⁻⁷ relative for bf16 and 1e-5 for f32, and each row's sum.
 //!
 //! **Deadlock bound.** As for the register kernel, the `k` blocks of a row must fit on the
 //! device at once; here the shared memory usually decides how many blocks an SM holds:
