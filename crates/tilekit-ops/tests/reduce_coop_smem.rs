@@ -341,6 +341,9 @@ fn one_exp_kernels_compute_one_exponential_per_element() {
             let two = build_softmax_coop_smem(ty, 128, v, 8, unroll, 4, bulk).unwrap();
             let count = |k: &tilekit_ir::Kernel| k.to_string().matches("ex2.approx").count();
             assert_eq!(count(&one), per_step + 2, "{ty} bulk {bulk}");
+            // pass 2's flush subnormals to zero (one MUFU.EX2 each); the others do not
+            let ftz = |k: &tilekit_ir::Kernel| k.to_string().matches("ex2.approx.ftz").count();
+            assert_eq!((ftz(&one), ftz(&two)), (per_step, 0), "{ty} bulk {bulk}");
             assert_eq!(count(&two), 2 * per_step + 1, "{ty} bulk {bulk}");
             assert_eq!(one.shared_bytes(), two.shared_bytes(), "same shared memory");
         }
@@ -425,4 +428,41 @@ fn one_exp_pass_1_issues_the_next_steps_loads_before_storing_a_step() {
     let two = build_softmax_coop_smem(ty, 64, 8, 2, unroll as i64, 3, false).unwrap().to_string();
     let pass1 = &two[two.find("pass 1").unwrap()..two.find("pass 2").unwrap()];
     assert_eq!(pass1.matches("ld.global.v8.bf16 x").count(), unroll, "one step, in a loop");
+}
+
+#[test]
+fn one_exp_flushes_elements_far_below_the_block_max_to_zero() {
+    // f32 rows of 2 blocks, values in [0, 1) but every 7th element −89.5: e^−90 ≈ 8e-40 is
+    // a subnormal, and so is its softmax (~1e-42): the one-exponential kernel's
+    // ex2.approx.ftz makes those exactly 0, the two-exponential kernel keeps subnormals;
+    // every other element matches the reference
+    let (ty, m, n) = (ScalarType::F32, 2usize, 2000usize);
+    let (threads, k, unroll, chunks) = (32u32, 2u32, 2i64, 4i64);
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let vals: Vec<f64> = (0..m * n)
+        .map(|i| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            if i % 7 == 3 {
+                -89.5
+            } else {
+                (s >> 11) as f64 / (1u64 << 53) as f64
+            }
+        })
+        .collect();
+    let x = host::from_f64(ty, &vals);
+    let want = host::to_f64(&reference(Reduction::Softmax, &x, m, n, ty).unwrap());
+    let shape = (threads, k, unroll, chunks);
+    let one = host::to_f64(&run_smem(&x, (m, n), ty, shape, (4, false, true)).unwrap());
+    let two = host::to_f64(&run_smem(&x, (m, n), ty, shape, (4, false, false)).unwrap());
+    for i in 0..m * n {
+        if i % 7 == 3 {
+            assert!(want[i] > 0.0 && want[i] < 1e-38, "element {i}: {}", want[i]);
+            assert_eq!(one[i], 0.0, "element {i} flushed");
+            assert!(two[i] > 0.0, "element {i}: the two-exponential kernel keeps subnormals");
+        } else {
+            assert!((one[i] - want[i]).abs() <= 1e-5 * want[i], "element {i}");
+        }
+    }
 }

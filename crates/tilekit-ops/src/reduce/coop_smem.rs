@@ -45,7 +45,7 @@
 //!   pass 1  as above (no ex2); without bulk, step c + 1's loads are issued before step c's
 //!           st.shared and max (steps unrolled at build time, ≤ ONE_EXP_PIPELINE_STEPS): two
 //!           steps of loads in flight per thread instead of one
-//!   pass 2  for c in 0..chunks:   e = exp2((stash − m)·log2 e)   (f32)
+//!   pass 2  for c in 0..chunks:   e = exp2((stash − m)·log2 e)   (f32, ex2.approx.ftz)
 //!                                 stash[c·C ..] = cast(e)        (bf16 stays bf16, in place)
 //!                                 s += Σ e                        (the unrounded f32 e)
 //!   exchange  (m, s) → M, S as above
@@ -66,9 +66,15 @@
 //! `|y − v| < 1.5 ulp`, while the correctly rounded `ŷ` has `|ŷ − v| ≤ 0.5 ulp`. The grid
 //! points within 1.5 ulp of `v` are `ŷ` and its two neighbours: **`y` is within 1 bf16 ulp of
 //! the correctly rounded result** (up to the f32 arithmetic's ~2⁻²² relative), a relative
-//! 2⁻⁷ at most. The same holds for subnormal `e`: bf16 has f32's exponent range and
-//! `f ≤ 1/S ≤ 1` (the block holding the row's max has `e = 1` in `S`), so `ê`'s absolute error,
-//! at most half the subnormal spacing, times `f` stays within half of `y`'s spacing. The sum
+//! 2⁻⁷ at most.
+//!
+//! *Flush to zero.* Pass 2 uses `ex2.approx.ftz` (one `MUFU.EX2`; `ex2.approx` adds a range
+//! check and two multiplies per element to produce subnormal results, ~3 of pass 2's ~10
+//! instructions per bf16 element on sm_90a). So an element whose `e` would be below 2⁻¹²⁶
+//! — more than 126·ln 2 ≈ 87.3 below its block's max — comes out **0**, where the exact
+//! result is below 2⁻¹²⁶ (`y ≤ e`: `f ≤ 1/S ≤ 1`, the block holding the row's max has
+//! `e = 1` in `S`), i.e. an absolute error under 1.2·10⁻³⁸; the two-exponential kernel
+//! returns such elements as subnormals. The factor `f` and the exchange keep `ex2.approx`. The sum
 //! uses the unrounded f32 `e`. tests/reduce_coop_smem.rs checks every element against an f64
 //! reference within 2⁻⁷ relative for bf16 and 1e-5 for f32, and each row's sum.
 //!
@@ -87,7 +93,7 @@
 //! assert!(k.to_string().contains("st.shared.v4.f32"));
 //! ```
 
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
 use tilekit_layout::Idx;
 
 use crate::dist;
@@ -297,6 +303,13 @@ pub fn coop_smem_one_exp_resident_blocks(
     by_smem.min(by_regs).clamp(1, 32)
 }
 
+/// `exp2((a − m)·log2 e)` with subnormal results flushed to zero (`ex2.approx.ftz`: one
+/// `MUFU.EX2`, where `ex2.approx` adds a range check and two multiplies per element).
+fn exp_diff_ftz(b: &KernelBuilder, a: &Val, m: &Val) -> Result<Val> {
+    let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &b.f32(std::f32::consts::LOG2_E))?;
+    Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+}
+
 /// Whether pass 1 of the one-exponential kernel keeps the next step's loads in flight.
 fn pipelined(chunks: i64, bulk: bool) -> bool {
     !bulk && (2..=ONE_EXP_PIPELINE_STEPS).contains(&chunks)
@@ -456,7 +469,9 @@ fn build(
     let (lo0, hi, st, init) = steps(&[b.f32(0.0)]);
     let sum = crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
         let at = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?;
-        let e = at.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| Ok(exp_diff(b, xv, &m)?))?;
+        let e = at.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+            Ok(if one_exp { exp_diff_ftz(b, xv, &m)? } else { exp_diff(b, xv, &m)? })
+        })?;
         if one_exp {
             // every thread rewrites exactly the elements it read (the same distribution)
             at.store(b, &e.cast(b, ty)?)?;
