@@ -263,7 +263,10 @@ pub const ONE_EXP_PIPELINE_STEPS: i64 = 16;
 /// Registers per thread [`coop_smem_one_exp_resident_blocks`] assumes for
 /// [`build_softmax_coop_smem_one_exp`]: as [`coop_smem_registers`], but with two steps of
 /// elements held where pass 1 is pipelined (loads, `2 ≤ chunks ≤` [`ONE_EXP_PIPELINE_STEPS`]):
-/// `40 + unroll · V` rounded up to 8.
+/// `40 + unroll · V` rounded up to 8. An upper estimate for the deadlock bound only: ptxas
+/// (CUDA 13.0, sm_90a) gives the tuned one-exponential shapes 32–40 registers, as the
+/// two-exponential kernel, so the hardware holds as many blocks of either; the ptx tests check
+/// every tuned shape stays at or below this.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
