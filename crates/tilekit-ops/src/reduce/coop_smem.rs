@@ -37,9 +37,14 @@
 //! kernels (MUFU is not the limit at the H100's bandwidth: bench/NOTES.md §3, sixth change).
 //!
 //! **One exponential** ([`build_softmax_coop_smem_one_exp`], `CoopTuning::one_exp`). At the
-//! H200's 4.2 TB/s an SM must move ~16 bytes per clock (132 SMs, 1.98 GHz): 8 bf16 elements,
-//! and MUFU issues 16 `ex2` per SM clock — two per element is exactly the MUFU's rate, with
-//! no slack for the exchange's idle phases. The variant computes each exponential once:
+//! H200's 4.2 TB/s of copy traffic (reads + writes) an SM moves ~16 bytes per clock (132 SMs,
+//! 1.98 GHz): ~4 bf16 elements (2 bytes in, 2 out), i.e. ~31 lane-instructions per element of
+//! the 128 an SM issues per clock, and with 2 `ex2` each, 8 of the MUFU's 16 per clock. The two-exponential
+//! kernel spends ~25 instructions per bf16 element (sm_90a SASS of 256 threads × 2 vectors ×
+//! 32 KiB: pass 1 ~5.4, pass 2 ~9, pass 3 ~10.5; `ex2.approx` is a range check, two FMULs and
+//! a MUFU), ~80% of the issue rate at full copy speed. This variant computes each exponential
+//! once, with `ex2.approx.ftz` (one MUFU): ~17 per element (pass 1 ~5.8, pass 2 ~6.8, pass 3
+//! ~4.4); f32 ~20 → ~13 (of ~62 at its ~2 elements per clock):
 //!
 //! ```text
 //!   pass 1  as above (no ex2); without bulk, step c + 1's loads are issued before step c's
