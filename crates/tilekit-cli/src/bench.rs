@@ -55,7 +55,9 @@ pub struct Args {
     /// in registers, `reduce::coop`: threads per block, elements a thread holds), e.g. `256,32`;
     /// or `THREADS,PER_THREAD,KIBk` (slices in shared memory, `reduce::coop_smem`: at most KIB
     /// KiB a block, PER_THREAD elements a thread per step), e.g. `256,16,32k`; `,bulk` after
-    /// it brings the slices in with bulk copies (sm_90, aligned rows), e.g. `256,32,64k,bulk`.
+    /// it brings the slices in with bulk copies (sm_90, aligned rows), e.g. `256,32,64k,bulk`;
+    /// `,1exp` computes one exponential per element (`reduce::coop_smem`'s one-exponential
+    /// kernel), e.g. `256,16,32k,1exp` or `256,32,64k,bulk,1exp`.
     #[arg(long, value_parser = parse_coop)]
     pub softmax_coop: Option<CoopTuning>,
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
@@ -93,8 +95,9 @@ pub struct Args {
 /// `THREADS,PER_THREAD` (slices in registers: elements a thread holds),
 /// `THREADS,PER_THREAD,KIBk` (slices in shared memory: at most KIB KiB a block, PER_THREAD
 /// elements a thread per step, loaded by every thread) or `THREADS,PER_THREAD,KIBk,bulk` (the
-/// same, brought in by bulk copies where rows are 16-byte aligned) as a [`CoopTuning`],
-/// checked as a saved tuning would be.
+/// same, brought in by bulk copies where rows are 16-byte aligned), each shared-memory form
+/// optionally followed by `,1exp` (one exponential per element, `CoopTuning::one_exp`), as a
+/// [`CoopTuning`], checked as a saved tuning would be.
 ///
 /// ```
 /// use tilekit_cli::bench::parse_coop;
@@ -108,10 +111,20 @@ pub struct Args {
 /// assert!(parse_coop("256,16,32").unwrap_err().contains("KiB"));   // no `k`
 /// assert!(parse_coop("256,16,201k").unwrap_err().contains("1..=200"));
 /// assert!(parse_coop("256,16,32k,fast").unwrap_err().contains("bulk"));
+/// let o = parse_coop("256,16,32k,1exp").unwrap();
+/// assert_eq!((o.smem_kib, o.bulk, o.one_exp), (32, false, true));
+/// let ob = parse_coop("256,32,64k,bulk,1exp").unwrap();
+/// assert_eq!((ob.bulk, ob.one_exp), (true, true));
+/// assert!(!parse_coop("256,32,64k,bulk").unwrap().one_exp);
+/// assert!(parse_coop("256,32,64k,1exp,bulk").is_err());          // bulk comes first
+/// assert!(parse_coop("256,32,64k,bulk,1exp,1exp").is_err());
 /// ```
 pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
-    let bad =
-        || format!("`{s}`: expected THREADS,PER_THREAD[,KIBk[,bulk]], e.g. 256,32 or 256,16,32k");
+    let bad = || {
+        format!(
+            "`{s}`: expected THREADS,PER_THREAD[,KIBk[,bulk][,1exp]], e.g. 256,32 or 256,16,32k"
+        )
+    };
     let mut fields = s.split(',');
     let (Some(t), Some(p)) = (fields.next(), fields.next()) else { return Err(bad()) };
     let threads: u32 = t.trim().parse().map_err(|_| bad())?;
@@ -130,13 +143,13 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
             kib
         }
     };
-    let bulk = match fields.next().map(str::trim) {
-        None => false,
-        Some("bulk") => true,
-        Some(f) => return Err(format!("`{f}` in `{s}`: the only word after the slice is `bulk`")),
-    };
-    if fields.next().is_some() {
-        return Err(bad());
+    let mut words = fields.map(str::trim).peekable();
+    let bulk = words.next_if_eq(&"bulk").is_some();
+    let one_exp = words.next_if_eq(&"1exp").is_some();
+    if let Some(f) = words.next() {
+        return Err(format!(
+            "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp` (each at most once)"
+        ));
     }
     if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
         return Err(format!("threads {threads}: must be a multiple of 32 in 32..=1024"));
@@ -144,7 +157,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if !(1..=64).contains(&per_thread) {
         return Err(format!("elements per thread {per_thread}: must be 1..=64"));
     }
-    Ok(CoopTuning { threads, per_thread, smem_kib, bulk })
+    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp })
 }
 
 /// One measured kernel.

@@ -360,16 +360,22 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
 /// one's label (what `--config` matches, as a substring) and knob, whether its kernel builds or
 /// not. Rows longer than the register kernel holds get the cooperative shapes, `coop, …` with
 /// slices in registers, `coop smem, …` with slices in shared memory and `coop smem bulk, …`
-/// with those brought in by bulk copies (sm_90 devices only: skipped elsewhere).
+/// with those brought in by bulk copies (sm_90 devices only: skipped elsewhere); each
+/// shared-memory shape also as `coop smem 1exp, …` / `coop smem bulk 1exp, …`, one
+/// exponential per element (`CoopTuning::one_exp`).
 ///
 /// ```
 /// use tilekit_cli::tune::{softmax_configs, Knob};
 /// use tilekit_ir::ScalarType;
 /// let c = softmax_configs(ScalarType::F32, 262144);
 /// let smem: Vec<_> = c.iter().filter(|(l, _)| l.starts_with("coop smem")).collect();
-/// // 18 shapes less those whose one step (f32: threads × 16 B × vectors) exceeds the slice
-/// assert_eq!(smem.len(), 11);
-/// assert_eq!(smem.iter().filter(|(l, _)| l.starts_with("coop smem bulk")).count(), 3);
+/// // 18 shapes less those whose one step (f32: threads × 16 B × vectors) exceeds the slice,
+/// // each with two exponentials per element and with one
+/// assert_eq!(smem.len(), 22);
+/// assert_eq!(smem.iter().filter(|(l, _)| l.starts_with("coop smem bulk")).count(), 6);
+/// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" 1exp, ")).count(), 11);
+/// assert!(smem.iter().any(|(l, _)| l == "coop smem 1exp, 16 blocks × 256 threads × 64 KiB slice (4 vectors a step)"));
+/// assert!(smem.iter().all(|(l, k)| l.contains(" 1exp, ") == matches!(k, Knob::Coop(t) if t.one_exp)));
 /// assert!(smem.iter().all(|(_, k)| matches!(k, Knob::Coop(t) if t.smem_kib > 0)));
 /// assert!(smem.iter().any(|(l, _)| l == "coop smem, 16 blocks × 256 threads × 64 KiB slice (4 vectors a step)"));
 /// ```
@@ -587,8 +593,9 @@ fn softmax_candidates(
             let label = if c.smem() {
                 let slice = chunks * c.threads as i64 * vw * c.unroll(ty);
                 format!(
-                    "coop smem{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
+                    "coop smem{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
                     if c.bulk { " bulk" } else { "" },
+                    if c.one_exp { " 1exp" } else { "" },
                     c.threads,
                     slice * ty.size_bytes() as i64 / 1024,
                     c.unroll(ty)

@@ -94,10 +94,11 @@ fn transpose_loops_are_chosen_by_their_mean_over_the_permute_and_transpose_cases
 #[test]
 fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
     use tilekit_ops::reduce::CoopTuning;
-    let a = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false };
-    let b = CoopTuning { threads: 512, per_thread: 64, smem_kib: 0, bulk: false };
+    let a = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false };
+    let b = CoopTuning { threads: 512, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false };
     // `small` ran only on the shorter rows (too many blocks for the longer): it does not compete
-    let small = CoopTuning { threads: 128, per_thread: 16, smem_kib: 0, bulk: false };
+    let small =
+        CoopTuning { threads: 128, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false };
     let mut c = vec![
         cand("softmax 65536 f32", Knob::Online(O512), 0.70),
         cand("softmax 65536 f32", Knob::Coop(a), 0.93),
@@ -128,12 +129,14 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
     use tilekit_ops::reduce::CoopTuning;
     for ty in [ScalarType::F32, ScalarType::BF16] {
         // every shared-memory shape whose one step fits the slice it asks for (a larger step
-        // gives the kernel of a larger slice, timed once under that name)
+        // gives the kernel of a larger slice, timed once under that name), with two
+        // exponentials per element and with one
         let want: Vec<CoopTuning> = CoopTuning::candidates()
             .into_iter()
             .filter(|c| c.smem() && c.threads * 16 * c.unroll(ty) as u32 <= c.smem_kib * 1024)
             .collect();
-        assert_eq!(want.len(), if ty == ScalarType::F32 { 11 } else { 16 }, "{ty}");
+        assert_eq!(want.len(), if ty == ScalarType::F32 { 22 } else { 32 }, "{ty}");
+        assert_eq!(want.iter().filter(|c| c.one_exp).count(), want.len() / 2, "{ty}");
         for n in [65536i64, 262144] {
             let configs = softmax_configs(ty, n);
             // what `--config coop` keeps: the register and the shared-memory shapes
@@ -150,6 +153,7 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
             for (label, k) in &coop {
                 let Knob::Coop(c) = k else { panic!("{label}: {k:?}") };
                 assert_eq!(label.starts_with("coop smem"), c.smem(), "{label}");
+                assert_eq!(label.contains(" 1exp, "), c.one_exp, "{label}");
             }
         }
     }

@@ -140,6 +140,19 @@ pub enum UnOp {
     Abs,
     /// `2^x`, fast approximation on the GPU (`ex2.approx`; f32 only).
     Exp2Approx,
+    /// `2^x`, fast approximation with subnormals flushed to zero (`ex2.approx.ftz`; f32
+    /// only): a subnormal input counts as 0 (result 1) and a result below 2⁻¹²⁶ is +0. One
+    /// `MUFU.EX2` on sm_90; `ex2.approx` adds a range check and two multiplies to keep
+    /// subnormal results.
+    ///
+    /// ```
+    /// use tilekit_ir::{eval::eval_unary, ScalarType, UnOp};
+    /// let f = |x: f32| x.to_bits() as u64;
+    /// assert_eq!(eval_unary(UnOp::Exp2ApproxFtz, ScalarType::F32, f(3.0)), Ok(f(8.0)));
+    /// assert_eq!(eval_unary(UnOp::Exp2ApproxFtz, ScalarType::F32, f(-130.0)), Ok(f(0.0)));
+    /// assert_ne!(eval_unary(UnOp::Exp2Approx, ScalarType::F32, f(-130.0)), Ok(f(0.0)));
+    /// ```
+    Exp2ApproxFtz,
     /// `1/x`, fast approximation (`rcp.approx`; f32 only).
     RcpApprox,
     /// `1/sqrt(x)`, fast approximation (`rsqrt.approx`; f32 only).
@@ -162,6 +175,7 @@ impl UnOp {
             UnOp::Not => "not",
             UnOp::Abs => "abs",
             UnOp::Exp2Approx => "ex2.approx",
+            UnOp::Exp2ApproxFtz => "ex2.approx.ftz",
             UnOp::RcpApprox => "rcp.approx",
             UnOp::RsqrtApprox => "rsqrt.approx",
             UnOp::Lg2Approx => "lg2.approx",

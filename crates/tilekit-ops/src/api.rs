@@ -716,9 +716,10 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
             ),
         ));
     }
-    // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8) and bulk
+    // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8), bulk and
+    // one exponential per element
     let key = if c.smem() {
-        let vu = v * 100 + c.unroll(ty) * 10 + i64::from(c.bulk);
+        let vu = v * 1000 + i64::from(c.one_exp) * 100 + c.unroll(ty) * 10 + i64::from(c.bulk);
         KernelKey::new("softmax_coop_smem", ty, [vu, chunks, threads as i64, k as i64])
     } else {
         KernelKey::new("softmax_coop", ty, [v, chunks, threads as i64, k as i64])

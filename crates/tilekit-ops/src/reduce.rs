@@ -35,7 +35,8 @@
 //!   (m, s) of the slice → global stats; release add on counter[row]; acquire-wait for k
 //!   M, S from the row's k pairs; y = cast(e · exp2((m − M)·log2 e) / S)   one read, one write
 //!   (coop_smem.rs: the same with the slice held raw in shared memory — few registers, so
-//!   several blocks per SM overlap one block's exchange with others' loads and stores)
+//!   several blocks per SM overlap one block's exchange with others' loads and stores;
+//!   its one-exponential variant writes e over the slice and scales it: one ex2 an element)
 //! ```
 //!
 //! [`softmax_kernel`] picks the register kernel when the row fits: it reads the row once; the
@@ -66,7 +67,10 @@ pub mod coop_smem;
 pub mod held;
 pub mod persistent;
 pub use coop::{build_softmax_coop, coop_resident_blocks, CoopTuning};
-pub use coop_smem::{build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes};
+pub use coop_smem::{
+    build_softmax_coop_smem, build_softmax_coop_smem_one_exp, coop_smem_resident_blocks,
+    coop_smem_shared_bytes,
+};
 pub use held::build_softmax_bulk_held;
 pub use persistent::{build_softmax_persistent, resident_blocks};
 

@@ -145,10 +145,22 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
     assert_eq!(Tuning::for_device("Some Future GPU").softmax_coop, None);
     assert_eq!(
         Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop,
-        Some(CoopTuning { threads: 256, per_thread: 32, smem_kib: 64, bulk: false })
+        Some(CoopTuning {
+            threads: 256,
+            per_thread: 32,
+            smem_kib: 64,
+            bulk: false,
+            one_exp: false
+        })
     );
     let t = Tuning {
-        softmax_coop: Some(CoopTuning { threads: 512, per_thread: 48, smem_kib: 0, bulk: false }),
+        softmax_coop: Some(CoopTuning {
+            threads: 512,
+            per_thread: 48,
+            smem_kib: 0,
+            bulk: false,
+            one_exp: false,
+        }),
         ..Tuning::default()
     };
     let path = t.save(tmp.path(), dev).unwrap();
@@ -173,7 +185,13 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
     let tmp = tempfile::tempdir().unwrap();
     let dev = "Some GPU";
     let t = Tuning {
-        softmax_coop: Some(CoopTuning { threads: 256, per_thread: 16, smem_kib: 48, bulk: false }),
+        softmax_coop: Some(CoopTuning {
+            threads: 256,
+            per_thread: 16,
+            smem_kib: 48,
+            bulk: false,
+            one_exp: false,
+        }),
         ..Tuning::default()
     };
     let path = t.save(tmp.path(), dev).unwrap();
@@ -193,7 +211,10 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
     let c = Tuning::load(tmp.path(), dev).unwrap().unwrap().0.softmax_coop.unwrap();
     assert_eq!(
         (c, c.smem()),
-        (CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false }, false)
+        (
+            CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false },
+            false
+        )
     );
 }
 
@@ -228,7 +249,7 @@ fn the_16bit_coop_shape_is_validated_and_absent_from_old_files() {
     use tilekit_ops::reduce::CoopTuning;
     let tmp = tempfile::tempdir().unwrap();
     let dev = "Some GPU";
-    let c = CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
+    let c = CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false };
     let t = Tuning { softmax_coop_16bit: Some(c), ..Tuning::default() };
     let path = t.save(tmp.path(), dev).unwrap();
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));

@@ -51,7 +51,7 @@
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
-//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false };
+//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false };
 //! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
 //! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
 //! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
@@ -85,11 +85,11 @@ pub const MAX_COOP_BLOCKS: u32 = 64;
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::CoopTuning;
-/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false };
+/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false };
 /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
 /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
 /// // 32 KiB of f32 in shared memory a block: 8192 elements, 2 steps of 512 × 8
-/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false };
+/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((32, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -108,6 +108,13 @@ pub struct CoopTuning {
     /// are 16-byte aligned whole vectors (elsewhere `api::softmax` uses the loads).
     #[serde(default)]
     pub bulk: bool,
+    /// Shared memory only: one exponential per element
+    /// ([`super::coop_smem::build_softmax_coop_smem_one_exp`]): the sum pass writes
+    /// `e = exp2((x − m)·log2 e)` back over the slice and the output pass multiplies it by
+    /// one factor, instead of computing the exponential again; pass 1 also keeps the next
+    /// step's loads in flight. Labelled `1exp` by `tilekit tune` and `bench --softmax-coop`.
+    #[serde(default)]
+    pub one_exp: bool,
 }
 
 impl CoopTuning {
@@ -116,36 +123,61 @@ impl CoopTuning {
     /// ptxas spills the slice). Shared memory: 256 or 512 threads × 16 or 32 elements a step ×
     /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
     /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
-    /// by bulk copies.
+    /// by bulk copies; then each of those 18 shared-memory shapes with one exponential per
+    /// element (`one_exp`).
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6);
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18);
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 18);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 36);
     /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
+    /// assert!(c.iter().all(|t| !t.one_exp || t.smem_kib > 0));
+    /// assert_eq!(c.iter().filter(|t| t.one_exp && t.bulk).count(), 6);
     /// ```
     pub fn candidates() -> Vec<CoopTuning> {
         let mut v = Vec::new();
         for threads in [128u32, 256, 512, 1024] {
             for per_thread in [16i64, 32, 64] {
                 if threads * per_thread as u32 <= 32768 {
-                    v.push(CoopTuning { threads, per_thread, smem_kib: 0, bulk: false });
+                    v.push(CoopTuning {
+                        threads,
+                        per_thread,
+                        smem_kib: 0,
+                        bulk: false,
+                        one_exp: false,
+                    });
                 }
             }
         }
         for threads in [256u32, 512] {
             for per_thread in [16i64, 32] {
                 for smem_kib in [16u32, 32, 64] {
-                    v.push(CoopTuning { threads, per_thread, smem_kib, bulk: false });
+                    v.push(CoopTuning {
+                        threads,
+                        per_thread,
+                        smem_kib,
+                        bulk: false,
+                        one_exp: false,
+                    });
                 }
             }
         }
         for threads in [256u32, 512] {
             for smem_kib in [16u32, 32, 64] {
-                v.push(CoopTuning { threads, per_thread: 32, smem_kib, bulk: true });
+                v.push(CoopTuning {
+                    threads,
+                    per_thread: 32,
+                    smem_kib,
+                    bulk: true,
+                    one_exp: false,
+                });
             }
         }
+        // every shared-memory shape again with one exponential per element
+        let one: Vec<CoopTuning> =
+            v.iter().filter(|t| t.smem()).map(|t| CoopTuning { one_exp: true, ..*t }).collect();
+        v.extend(one);
         v
     }
 
@@ -153,8 +185,8 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ops::reduce::CoopTuning;
-    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false }.smem());
-    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false }.smem());
+    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false }.smem());
+    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false }.smem());
     /// ```
     pub fn smem(&self) -> bool {
         self.smem_kib > 0
@@ -165,7 +197,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false };
     /// assert_eq!((t.unroll(ScalarType::F32), t.unroll(ScalarType::BF16)), (8, 4));
     /// ```
     pub fn unroll(&self, ty: ScalarType) -> i64 {
@@ -181,11 +213,11 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false };
     /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
     /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
     /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
-    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false };
+    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false };
     /// assert_eq!(s.plan(ScalarType::BF16, 65536), Some((2, 8))); // 2 × 8 steps of 256 × 8 × 2
     /// assert_eq!(s.plan(ScalarType::F32, 262145), Some((17, 4)));
     /// ```
@@ -212,17 +244,43 @@ impl CoopTuning {
     }
 
     /// The kernel of this shape for `k` blocks per row of `chunks` chunks each (from
-    /// [`CoopTuning::plan`]), `x` and `y` accessed with vectors of `vx`.
+    /// [`CoopTuning::plan`]), `x` and `y` accessed with vectors of `vx`. `one_exp` without a
+    /// shared-memory slice is a typed error (the register kernel already computes one
+    /// exponential per element).
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false };
     /// let (k, chunks) = t.plan(ScalarType::F32, 65536).unwrap();
     /// assert_eq!(t.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem");
+    /// let one = tilekit_ops::reduce::CoopTuning { one_exp: true, ..t };
+    /// assert_eq!(one.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem_1exp");
+    /// let regs = tilekit_ops::reduce::CoopTuning { smem_kib: 0, ..one };
+    /// assert!(regs.build(ScalarType::F32, 4, 8, 8).is_err());
     /// ```
     pub fn build(&self, ty: ScalarType, vx: i64, k: u32, chunks: i64) -> Result<Kernel> {
+        if self.one_exp && !self.smem() {
+            return Err(OpsError::invalid(
+                "softmax",
+                "one_exp (cooperative softmax)",
+                true,
+                "false while smem_kib = 0: one_exp needs a shared-memory slice (smem_kib \
+                 1..=200); the register kernel computes one exponential per element already",
+            ));
+        }
         if self.smem() {
             let u = self.unroll(ty);
+            if self.one_exp {
+                return super::coop_smem::build_softmax_coop_smem_one_exp(
+                    ty,
+                    self.threads,
+                    vx,
+                    k,
+                    u,
+                    chunks,
+                    self.bulk,
+                );
+            }
             super::build_softmax_coop_smem(ty, self.threads, vx, k, u, chunks, self.bulk)
         } else {
             build_softmax_coop(ty, self.threads, vx, k, chunks)
@@ -235,12 +293,21 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false };
     /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 5);
     /// ```
     pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {
         if self.smem() {
             let u = self.unroll(ty);
+            if self.one_exp {
+                return super::coop_smem::coop_smem_one_exp_resident_blocks(
+                    ty,
+                    self.threads,
+                    u,
+                    chunks,
+                    self.bulk,
+                );
+            }
             super::coop_smem_resident_blocks(ty, self.threads, u, chunks, self.bulk)
         } else {
             coop_resident_blocks(ty, self.threads, chunks)

@@ -34,7 +34,54 @@
 //!
 //! Global memory sees one read and one write of every element (a device copy's traffic);
 //! shared memory sees one write and two reads. Two `ex2` per element, as the bulk-copy
-//! kernels (MUFU is not the limit: bench/NOTES.md §3, sixth change).
+//! kernels (MUFU is not the limit at the H100's bandwidth: bench/NOTES.md §3, sixth change).
+//!
+//! **One exponential** ([`build_softmax_coop_smem_one_exp`], `CoopTuning::one_exp`). At the
+//! H200's 4.2 TB/s of copy traffic (reads + writes) an SM moves ~16 bytes per clock (132 SMs,
+//! 1.98 GHz): ~4 bf16 elements (2 bytes in, 2 out), i.e. ~31 lane-instructions per element of
+//! the 128 an SM issues per clock, and with 2 `ex2` each, 8 of the MUFU's 16 per clock. The two-exponential
+//! kernel spends ~25 instructions per bf16 element (sm_90a SASS of 256 threads × 2 vectors ×
+//! 32 KiB: pass 1 ~5.4, pass 2 ~9, pass 3 ~10.5; `ex2.approx` is a range check, two FMULs and
+//! a MUFU), ~80% of the issue rate at full copy speed. This variant computes each exponential
+//! once, with `ex2.approx.ftz` (one MUFU): ~17 per element (pass 1 ~5.8, pass 2 ~6.8, pass 3
+//! ~4.4); f32 ~20 → ~13 (of ~62 at its ~2 elements per clock):
+//!
+//! ```text
+//!   pass 1  as above (no ex2); without bulk, step c + 1's loads are issued before step c's
+//!           st.shared and max (steps unrolled at build time, ≤ ONE_EXP_PIPELINE_STEPS): two
+//!           steps of loads in flight per thread instead of one
+//!   pass 2  for c in 0..chunks:   e = exp2((stash − m)·log2 e)   (f32, ex2.approx.ftz)
+//!                                 stash[c·C ..] = cast(e)        (bf16 stays bf16, in place)
+//!                                 s += Σ e                        (the unrounded f32 e)
+//!   exchange  (m, s) → M, S as above
+//!   pass 3  f = exp2((m − M)·log2 e) / S   (once per thread)
+//!           for c in 0..chunks:   y[row, part·L + c·C ..] = cast(stash · f)   one FMUL, no ex2
+//! ```
+//!
+//! Each thread rewrites exactly the elements it read in pass 2 (the same distribution), so
+//! the in-place write needs no barrier and the race checker sees none. Shared memory sees one
+//! more write per element (one write, one read, one write, one read); global traffic is the
+//! same.
+//!
+//! *Precision.* f32 slices hold `e` as f32: `y = e · f` differs from the two-exponential
+//! `exp2((x − M)·log2 e) / S` by a few f32 roundings (relative ~1e-7). bf16 slices hold `ê`,
+//! `e` rounded to bf16 (`e ∈ [0, 1]`, x ≤ m): `|ê − e| ≤ 2⁻⁸·e` (half an ulp; 8 significant
+//! bits), and `y` is `ê · f` rounded to bf16 once more. Let `v = e · f` be the exact value
+//! and `ulp` its bf16 spacing (`v < 2·2^E`, `ulp = 2^(E−7)`): `|ê·f − v| ≤ 2⁻⁸·v < ulp`, so
+//! `|y − v| < 1.5 ulp`, while the correctly rounded `ŷ` has `|ŷ − v| ≤ 0.5 ulp`. The grid
+//! points within 1.5 ulp of `v` are `ŷ` and its two neighbours: **`y` is within 1 bf16 ulp of
+//! the correctly rounded result** (up to the f32 arithmetic's ~2⁻²² relative), a relative
+//! 2⁻⁷ at most.
+//!
+//! *Flush to zero.* Pass 2 uses `ex2.approx.ftz` (one `MUFU.EX2`; `ex2.approx` adds a range
+//! check and two multiplies per element to produce subnormal results, ~3 of pass 2's ~10
+//! instructions per bf16 element on sm_90a). So an element whose `e` would be below 2⁻¹²⁶
+//! — more than 126·ln 2 ≈ 87.3 below its block's max — comes out **0**, where the exact
+//! result is below 2⁻¹²⁶ (`y ≤ e`: `f ≤ 1/S ≤ 1`, the block holding the row's max has
+//! `e = 1` in `S`), i.e. an absolute error under 1.2·10⁻³⁸; the two-exponential kernel
+//! returns such elements as subnormals. The factor `f` and the exchange keep `ex2.approx`. The sum
+//! uses the unrounded f32 `e`. tests/reduce_coop_smem.rs checks every element against an f64
+//! reference within 2⁻⁷ relative for bf16 and 1e-5 for f32, and each row's sum.
 //!
 //! **Deadlock bound.** As for the register kernel, the `k` blocks of a row must fit on the
 //! device at once; here the shared memory usually decides how many blocks an SM holds:
@@ -51,7 +98,7 @@
 //! assert!(k.to_string().contains("st.shared.v4.f32"));
 //! ```
 
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
 use tilekit_layout::Idx;
 
 use crate::dist;
@@ -173,6 +220,117 @@ pub fn build_softmax_coop_smem(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, false))
+}
+
+/// [`build_softmax_coop_smem`] with **one exponential per element** (see the [module
+/// docs](self), "one exponential"): pass 2 writes `e = exp2((x − m)·log2 e)` back over the
+/// slice in shared memory (bf16 as bf16) while summing it, and pass 3 is `y = e · f` with one
+/// factor `f = exp2((m − M)·log2 e) / S` per block — no `ex2` per element in pass 3. Without
+/// `bulk`, pass 1 also issues the next step's loads before storing and reducing the current
+/// one (steps unrolled at build time up to [`ONE_EXP_PIPELINE_STEPS`]), two steps of loads in
+/// flight per thread. Same parameters, launch and errors as [`build_softmax_coop_smem`];
+/// kernel `softmax_coop_smem_1exp` (`softmax_coop_smem_bulk_1exp` with `bulk`).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_one_exp;
+/// let k = build_softmax_coop_smem_one_exp(ScalarType::BF16, 256, 8, 8, 2, 4, false).unwrap();
+/// assert_eq!(k.name, "softmax_coop_smem_1exp");
+/// let text = k.to_string();
+/// // one ex2 per element: pass 2's (2 vectors of 8 a step), the exchange's and the factor's
+/// assert_eq!(text.matches("ex2.approx").count(), 16 + 2);
+/// let b = build_softmax_coop_smem_one_exp(ScalarType::F32, 256, 4, 8, 8, 2, true).unwrap();
+/// assert_eq!(b.name, "softmax_coop_smem_bulk_1exp");
+/// assert!(build_softmax_coop_smem_one_exp(ScalarType::F32, 256, 4, 8, 9, 2, false).is_err());
+/// ```
+pub fn build_softmax_coop_smem_one_exp(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    unroll: i64,
+    chunks: i64,
+    bulk: bool,
+) -> Result<Kernel> {
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, true))
+}
+
+/// The most steps pass 1 of [`build_softmax_coop_smem_one_exp`] (loads, not bulk copies)
+/// unrolls at build time to keep the next step's loads in flight; longer slices take the
+/// loop of [`build_softmax_coop_smem`] (one step's loads in flight).
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::coop_smem::ONE_EXP_PIPELINE_STEPS, 16);
+/// ```
+pub const ONE_EXP_PIPELINE_STEPS: i64 = 16;
+
+/// Registers per thread [`coop_smem_one_exp_resident_blocks`] assumes for
+/// [`build_softmax_coop_smem_one_exp`]: as [`coop_smem_registers`], but with two steps of
+/// elements held where pass 1 is pipelined (loads, `2 ≤ chunks ≤` [`ONE_EXP_PIPELINE_STEPS`]):
+/// `40 + unroll · V` rounded up to 8. An upper estimate for the deadlock bound only: ptxas
+/// (CUDA 13.0, sm_90a) gives the tuned one-exponential shapes 32–40 registers, as the
+/// two-exponential kernel, so the hardware holds as many blocks of either; the ptx tests check
+/// every tuned shape stays at or below this.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::coop_smem_one_exp_registers;
+/// assert_eq!(coop_smem_one_exp_registers(ScalarType::BF16, 2, 4, false), 56);
+/// assert_eq!(coop_smem_one_exp_registers(ScalarType::F32, 8, 2, false), 72);
+/// assert_eq!(coop_smem_one_exp_registers(ScalarType::F32, 8, 2, true), 56); // bulk: as coop_smem
+/// ```
+pub fn coop_smem_one_exp_registers(ty: ScalarType, unroll: i64, chunks: i64, bulk: bool) -> u32 {
+    if !pipelined(chunks, bulk) {
+        return coop_smem_registers(ty, unroll);
+    }
+    let v = 16 / ty.size_bytes() as i64;
+    ((40 + unroll.max(0) * v + 7) / 8 * 8).min(255) as u32
+}
+
+/// Blocks of [`build_softmax_coop_smem_one_exp`] one Hopper SM holds at once: as
+/// [`coop_smem_resident_blocks`] (same shared memory) with [`coop_smem_one_exp_registers`].
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::coop_smem_one_exp_resident_blocks;
+/// // bf16 256 threads × 2 vectors × 4 steps = 32 KiB: 6 by shared memory, 4 by 56 registers
+/// assert_eq!(coop_smem_one_exp_resident_blocks(ScalarType::BF16, 256, 2, 4, false), 4);
+/// assert_eq!(coop_smem_one_exp_resident_blocks(ScalarType::F32, 256, 8, 2, false), 3);
+/// ```
+pub fn coop_smem_one_exp_resident_blocks(
+    ty: ScalarType,
+    threads: u32,
+    unroll: i64,
+    chunks: i64,
+    bulk: bool,
+) -> u32 {
+    let by_smem = coop_smem_resident_blocks(ty, threads, unroll, chunks, bulk);
+    let regs = coop_smem_one_exp_registers(ty, unroll, chunks, bulk);
+    let by_regs = 65536 / (threads.max(32) * regs);
+    by_smem.min(by_regs).clamp(1, 32)
+}
+
+/// `exp2((a − m)·log2 e)` with subnormal results flushed to zero (`ex2.approx.ftz`: one
+/// `MUFU.EX2`, where `ex2.approx` adds a range check and two multiplies per element).
+fn exp_diff_ftz(b: &KernelBuilder, a: &Val, m: &Val) -> Result<Val> {
+    let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &b.f32(std::f32::consts::LOG2_E))?;
+    Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+}
+
+/// Whether pass 1 of the one-exponential kernel keeps the next step's loads in flight.
+fn pipelined(chunks: i64, bulk: bool) -> bool {
+    !bulk && (2..=ONE_EXP_PIPELINE_STEPS).contains(&chunks)
+}
+
+fn build(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    (unroll, chunks): (i64, i64),
+    (bulk, one_exp): (bool, bool),
+) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
     check_threads(threads)?;
     if !(1..=MAX_COOP_BLOCKS).contains(&k) {
@@ -210,7 +368,12 @@ pub fn build_softmax_coop_smem(
             format!("{v}: bulk copies move whole 16-byte vectors of 16-byte aligned rows"),
         ));
     }
-    let name = if bulk { "softmax_coop_smem_bulk" } else { "softmax_coop_smem" };
+    let name = match (bulk, one_exp) {
+        (false, false) => "softmax_coop_smem",
+        (true, false) => "softmax_coop_smem_bulk",
+        (false, true) => "softmax_coop_smem_1exp",
+        (true, true) => "softmax_coop_smem_bulk_1exp",
+    };
     let len = chunks * c;
     let kk = k as i64;
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
@@ -271,6 +434,28 @@ pub fn build_softmax_coop_smem(
             let t = crate::tile::tree_reduce(b, xs, BinOp::Max)?;
             Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
         })?
+    } else if one_exp && pipelined(chunks, bulk) {
+        b.note(format!(
+            "{name} pass 1: the slice into shared memory (raw), the thread's max; \
+             step c + 1's loads issued before step c's stores"
+        ));
+        let load = |c0: i64| {
+            Window::new(&b, &xv, &[1, c], &[row.clone(), lo.clone() + Val::lit(c0)], &d)?
+                .load_or(&b, &ninf)
+        };
+        let mut next = Some(load(0)?);
+        let mut acc = init[0].clone();
+        for step in 0..chunks {
+            let raw = next.take().expect("one step loaded ahead");
+            if step + 1 < chunks {
+                next = Some(load((step + 1) * c)?);
+            }
+            Window::new(&b, &stash, &[1, c], &[Val::lit(0), Val::lit(step * c)], &d)?
+                .store(&b, &raw)?;
+            let t = raw.cast(&b, ScalarType::F32)?.reduce_thread(&b, BinOp::Max)?;
+            acc = b.binary(BinOp::Max, &acc, &t)?;
+        }
+        vec![acc]
     } else {
         b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
         crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
@@ -284,26 +469,46 @@ pub fn build_softmax_coop_smem(
     // (the block max's barriers also order the bulk path's −∞ fills before pass 2's reads)
     // at least the lowest finite f32: a block of padding only gets e = 0, s = 0
     let m = block_reduce(&b, &mx[0], BinOp::Max, scratch)?;
-    b.note(format!("{name} pass 2: the block's sum of exp from shared memory"));
+    if one_exp {
+        b.note(format!("{name} pass 2: e = exp(x − m) over the slice in shared memory, its sum"));
+    } else {
+        b.note(format!("{name} pass 2: the block's sum of exp from shared memory"));
+    }
     let (lo0, hi, st, init) = steps(&[b.f32(0.0)]);
     let sum = crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
-        let t = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?
-            .load(b)?
-            .cast(b, ScalarType::F32)?;
-        let e = t.map(b, |b, xv| Ok(exp_diff(b, xv, &m)?))?.reduce_thread(b, BinOp::Add)?;
-        Ok(vec![b.binary(BinOp::Add, &acc[0], &e)?])
+        let at = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?;
+        let e = at.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+            Ok(if one_exp { exp_diff_ftz(b, xv, &m)? } else { exp_diff(b, xv, &m)? })
+        })?;
+        if one_exp {
+            // every thread rewrites exactly the elements it read (the same distribution)
+            at.store(b, &e.cast(b, ty)?)?;
+        }
+        let t = e.reduce_thread(b, BinOp::Add)?;
+        Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
     })?;
     let s = block_reduce(&b, &sum[0], BinOp::Add, scratch)?;
     let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
-    b.note(format!("{name} pass 3: normalise from shared memory and store"));
+    // one exponential: y = e · f, the block's factor f = exp2((m − M)·log2 e) / S
+    let f = if one_exp {
+        b.note(format!("{name} pass 3: y = e · exp(m − M) / S from shared memory, stored"));
+        Some(b.binary(BinOp::Mul, &exp_diff(&b, &m, &big_m)?, &inv)?)
+    } else {
+        b.note(format!("{name} pass 3: normalise from shared memory and store"));
+        None
+    };
     let (lo0, hi, st, init) = steps(&[]);
     crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, _| {
-        let out = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0.clone()], &d)?
+        let t = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0.clone()], &d)?
             .load(b)?
-            .cast(b, ScalarType::F32)?
-            .map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
-            .cast(b, ty)?;
+            .cast(b, ScalarType::F32)?;
+        let out = if let Some(f) = &f {
+            t.map(b, |b, ev| Ok(b.binary(BinOp::Mul, ev, f)?))?
+        } else {
+            t.map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
+        }
+        .cast(b, ty)?;
         Window::new(b, &yv, &[1, c], &[row.clone(), lo.clone() + c0], &d)?.store(b, &out)?;
         Ok(vec![])
     })?;
