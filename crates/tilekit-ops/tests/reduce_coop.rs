@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::assert_close_relative;
+use common::{assert_close_relative, random_rows};
 use tilekit_ir::interp::{self, Args, HostBuffer, InterpError};
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::ScalarType;
@@ -15,25 +15,6 @@ use tilekit_ops::host;
 use tilekit_ops::reduce::{build_softmax_coop, reference, CoopTuning, Reduction};
 use tilekit_ops::tuning::Tuning;
 use tilekit_ops::OpsError;
-
-/// Random row values (xorshift): uniform in [−6, 6) plus a per-(row, block-sized part) offset
-/// of up to ±20, so the blocks of a row see different maxima and must rescale their sums.
-fn random_rows(m: usize, n: usize, part: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let offsets: Vec<f64> = (0..m * n.div_ceil(part)).map(|_| 40.0 * next() - 20.0).collect();
-    (0..m * n)
-        .map(|i| {
-            let (r, c) = (i / n, i % n);
-            12.0 * next() - 6.0 + offsets[r * n.div_ceil(part) + c / part]
-        })
-        .collect()
-}
 
 /// Runs the coop kernel directly: `m` rows of `n`, `k` blocks of `threads` per row, `chunks`
 /// per thread, on `blocks` blocks (normally `m · k`); output and stats poisoned with NaN.

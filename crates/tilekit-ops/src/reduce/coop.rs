@@ -429,6 +429,21 @@ pub(crate) fn exchange(
     Ok((big_m, big_s))
 }
 
+/// The checks every cooperative kernel makes of its type, block size and blocks per row.
+pub(crate) fn check_coop(ty: ScalarType, threads: u32, k: u32) -> Result<()> {
+    host::check_dtype("softmax", ty, &TYPES)?;
+    check_threads(threads)?;
+    if !(1..=MAX_COOP_BLOCKS).contains(&k) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "blocks per row",
+            k,
+            format!("1..={MAX_COOP_BLOCKS}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Row softmax with each row split over `k` cooperating blocks (see the [module docs](self)):
 /// block part `p` of a row holds columns `[p·L, (p+1)·L)` in registers (`L = threads · V ·
 /// chunks`, V = 16 bytes / element size), the blocks exchange their (max, sum) through global
@@ -456,16 +471,7 @@ pub fn build_softmax_coop(
     k: u32,
     chunks: i64,
 ) -> Result<Kernel> {
-    host::check_dtype("softmax", ty, &TYPES)?;
-    check_threads(threads)?;
-    if !(1..=MAX_COOP_BLOCKS).contains(&k) {
-        return Err(OpsError::invalid(
-            "softmax",
-            "blocks per row",
-            k,
-            format!("1..={MAX_COOP_BLOCKS}"),
-        ));
-    }
+    check_coop(ty, threads, k)?;
     let v = super::check_chunks(ty, chunks)?;
     let name = "softmax_coop";
     let len = threads as i64 * v * chunks;

@@ -103,11 +103,10 @@ use tilekit_layout::Idx;
 
 use crate::dist;
 use crate::error::{OpsError, Result};
-use crate::host;
 use crate::tile::{block_reduce, View, Window};
 
-use super::coop::{exchange, take_ticket, MAX_COOP_BLOCKS};
-use super::{check_threads, exp_diff, lit, TYPES};
+use super::coop::{exchange, take_ticket};
+use super::{exp_diff, lit};
 
 /// The largest slice one block of [`build_softmax_coop_smem`] holds in shared memory: 200 KiB
 /// (an SM has 228 KiB, at most 227 KiB for one block).
@@ -331,16 +330,7 @@ fn build(
     (unroll, chunks): (i64, i64),
     (bulk, one_exp): (bool, bool),
 ) -> Result<Kernel> {
-    host::check_dtype("softmax", ty, &TYPES)?;
-    check_threads(threads)?;
-    if !(1..=MAX_COOP_BLOCKS).contains(&k) {
-        return Err(OpsError::invalid(
-            "softmax",
-            "blocks per row",
-            k,
-            format!("1..={MAX_COOP_BLOCKS}"),
-        ));
-    }
+    super::coop::check_coop(ty, threads, k)?;
     if !(1..=8).contains(&unroll) {
         return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
     }
