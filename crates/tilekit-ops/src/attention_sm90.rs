@@ -392,16 +392,20 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let q_full = b.mbarrier("q_full", 1)?;
     let k_full = b.mbarrier("k_full", stages as usize)?;
     let v_full = b.mbarrier("v_full", stages as usize)?;
-    let empty = b.mbarrier("empty", stages as usize)?;
+    // a stage's K and V are released separately (the pipelined consumers are done with K(t)
+    // a tile before V(t))
+    let k_empty = b.mbarrier("k_empty", stages as usize)?;
+    let v_empty = b.mbarrier("v_empty", stages as usize)?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
-    b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals)");
+    b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals, K and V apart)");
     b.if_then(&first, |b| {
         b.mbarrier_init(q_full, &lit(0), &lit(1))?;
         for s in 0..stages {
             b.mbarrier_init(k_full, &lit(s), &lit(1))?;
             b.mbarrier_init(v_full, &lit(s), &lit(1))?;
-            b.mbarrier_init(empty, &lit(s), &lit(256))?;
+            b.mbarrier_init(k_empty, &lit(s), &lit(256))?;
+            b.mbarrier_init(v_empty, &lit(s), &lit(256))?;
         }
         b.fence_mbarrier_init();
         Ok(())
@@ -440,9 +444,11 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
                     let s = t.clone() % lit(stages);
                     let parity = (t.clone() / lit(stages) + lit(1)) % lit(2);
-                    b.mbarrier_wait(empty, &s, &parity)?;
                     let n0 = i32v(b, &(t.clone() * lit(bn)))?;
-                    for (bar, mem, map) in [(k_full, sk, km), (v_full, sv, vm)] {
+                    for (empty, bar, mem, map) in
+                        [(k_empty, k_full, sk, km), (v_empty, v_full, sv, vm)]
+                    {
+                        b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(bar, &s, Some(&lit(kv_elems * eb)))?;
                         for a in 0..slabs {
                             let coords = [
@@ -474,7 +480,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                     q_full,
                     k_full,
                     v_full,
-                    empty,
+                    k_empty,
+                    v_empty,
                     mq: &mq,
                     mk: &mk,
                     mv: &mv,
@@ -499,8 +506,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// One tile's softmax: P (pairs of the input type packed in u32 words, the S fragment's order),
-/// α per row, (m0, m1, ℓ0, ℓ1).
+/// One tile's softmax: P in f32 (the S fragment's order; [`pack`] rounds it to the input type
+/// for wgmma), α per row, (m0, m1, ℓ0, ℓ1).
 struct Soft {
     p: Vec<Val>,
     alpha: Vec<Val>,
@@ -514,7 +521,8 @@ struct Consumer<'a> {
     q_full: tilekit_ir::MemRef,
     k_full: tilekit_ir::MemRef,
     v_full: tilekit_ir::MemRef,
-    empty: tilekit_ir::MemRef,
+    k_empty: tilekit_ir::MemRef,
+    v_empty: tilekit_ir::MemRef,
     mq: &'a SmemMatrix,
     mk: &'a SmemMatrix,
     mv: &'a SmemMatrix,
@@ -580,10 +588,13 @@ fn consumer(
     let nacc = o_shape.acc_regs();
     type R<T> = std::result::Result<T, IrError>;
     let stage = |kt: &Val| (kt.clone() % lit(stages), (kt.clone() / lit(stages)) % lit(2));
-    // S = Q·K[kt]ᵀ issued, once K has landed (the caller fences before and commits after)
+    // S = Q·K[kt]ᵀ issued, once K has landed (the caller commits after): the fence after the
+    // wait, so that no branch (the wait's loop) separates it from the wgmmas (ptxas would
+    // inject a second `warpgroup.arrive`, its info C7519)
     let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
         b.mbarrier_wait(c.k_full, &s, &parity)?;
+        b.wgmma_fence()?;
         let k_at = s * lit(kv_elems);
         let mut sc: Vec<Val> = vec![];
         for a in 0..slabs {
@@ -599,10 +610,11 @@ fn consumer(
         Ok(sc)
     };
     // O += P·V[kt] issued, once V has landed (P from registers: the S fragment's 16-column
-    // slices are wgmma's A fragments)
+    // slices are wgmma's A fragments; the fence as in `issue_s`)
     let issue_pv = |b: &KernelBuilder, p: &[Val], kt: &Val, o: &[Val]| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
         b.mbarrier_wait(c.v_full, &s, &parity)?;
+        b.wgmma_fence()?;
         let v_at = s * lit(kv_elems);
         let mut o = o.to_vec();
         for j in 0..(bn / 16) as usize {
@@ -666,20 +678,21 @@ fn consumer(
         for r in 0..2 {
             sums[r] = b.binary(BinOp::Mul, &sums[r], &alpha[r])?;
         }
-        // P rounded to the input type and packed in pairs at once (fragment values 2j, 2j + 1
-        // share a row): one register per pair, not two half-used ones
-        let mut lo = None;
+        // P in f32: the pipelined schedules pack it only after P·V(t−1) has read the previous
+        // tile's P (see `pack`)
         for (i, v) in sm.iter().enumerate() {
             let r = (i / 2) % 2;
             let e = b.unary(UnOp::Exp2Approx, &b.fma(v, &sl2, &base[r])?)?;
             sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
-            match lo.take() {
-                None => lo = Some(e),
-                Some(l) => p.push(b.cvt_pack(&l, &e, elem)?),
-            }
+            p.push(e);
         }
         new_ml.extend(sums);
         Ok(Soft { p, alpha, ml: new_ml })
+    };
+    // P rounded to the input type and packed in pairs (fragment values 2j, 2j + 1 share a row):
+    // one register per pair, wgmma's A fragment
+    let pack = |b: &KernelBuilder, p: &[Val]| -> R<Vec<Val>> {
+        p.chunks(2).map(|w| b.cvt_pack(&w[0], &w[1], elem)).collect()
     };
     let rescale = |b: &KernelBuilder, o: &[Val], alpha: &[Val]| -> R<Vec<Val>> {
         o.iter().enumerate().map(|(i, v)| b.binary(BinOp::Mul, v, &alpha[(i / 2) % 2])).collect()
@@ -718,22 +731,23 @@ fn consumer(
     let out = if !cfg.overlap {
         b.for_range(&lit(0), c.tiles, &lit(1), &init, |b, kt, carried| {
             let (o_acc, ml) = carried.split_at(nacc);
-            b.wgmma_fence()?;
             let sc = issue_s(b, &kt)?;
             b.wgmma_commit()?;
             b.wgmma_wait(0)?;
+            b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
             let soft = softmax(b, &sc, &kt, ml)?;
+            let p = pack(b, &soft.p)?;
             let o = rescale(b, o_acc, &soft.alpha)?;
-            b.wgmma_fence()?;
-            let mut o = issue_pv(b, &soft.p, &kt, &o)?;
+            let mut o = issue_pv(b, &p, &kt, &o)?;
             b.wgmma_commit()?;
             b.wgmma_wait(0)?;
-            b.mbarrier_arrive(c.empty, &stage(&kt).0, None)?;
+            b.mbarrier_arrive(c.v_empty, &stage(&kt).0, None)?;
             o.extend(soft.ml);
             Ok(o)
         })?
     } else {
         b.note("attention_sm90 consumers (overlap): S(t) and P·V(t−1) issued together, the softmax of t while P·V(t−1) runs");
+        // the carry: O (P·V(t−2) may still run on it), P(t−1) packed, α(t−1), (m, ℓ)
         let p_len = (bn / 4) as usize;
         let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
         if cfg.pingpong {
@@ -745,19 +759,21 @@ fn consumer(
         }
         // tile 0: S and its softmax (O is still 0)
         let zero_p = b.cvt_pack(&zero, &zero, elem)?;
-        let mut none = vec![zero_p.clone(); p_len];
+        let mut none = vec![zero_p; p_len];
+        none.extend([zero.clone(), zero.clone()]);
         none.extend(init[nacc..].iter().cloned());
         let first = b.if_then_else(
             &has_tiles,
             |b| {
                 pp_sync(b)?;
-                b.wgmma_fence()?;
                 let sc = issue_s(b, &lit(0))?;
                 b.wgmma_commit()?;
                 pp_arrive(b, false)?;
                 b.wgmma_wait(0)?;
+                b.mbarrier_arrive(c.k_empty, &stage(&lit(0)).0, None)?;
                 let soft = softmax(b, &sc, &lit(0), &init[nacc..])?;
-                let mut v = soft.p;
+                let mut v = pack(b, &soft.p)?;
+                v.extend(soft.alpha);
                 v.extend(soft.ml);
                 Ok(v)
             },
@@ -765,41 +781,61 @@ fn consumer(
         )?;
         let mut carry = init[..nacc].to_vec();
         carry.extend(first);
+        // Every `wgmma.wait_group` here is followed by work that needs it: ptxas's scheduler
+        // puts a wait at the top of its basic block, so a wait(0) after the softmax (for
+        // P·V(t−1)) would run before it and the softmax would never overlap P·V (what the
+        // first version did: SASS `WARPGROUP.DEPBAR.LE gsb0, 0x0` right after the wait(1)).
+        // So P·V(t−1) is waited for at the top of the next tile, where the packing of P(t) and
+        // O ·= α(t) need it. (Not after S(t+1) is issued: ptxas does not see that a wait(1)
+        // there retires the previous tile's P·V, and serializes the wgmmas, C7514.)
         let looped = b.for_range(&lit(1), c.tiles, &lit(1), &carry, |b, kt, carried| {
             let (o_acc, rest) = carried.split_at(nacc);
-            let (p_prev, ml) = rest.split_at(p_len);
+            let (p_prev, rest) = rest.split_at(p_len);
+            let (alpha_prev, ml) = rest.split_at(2);
             let prev = kt.clone() - lit(1);
+            // P·V(t−2) is done: its V stage is free, and so are O and the registers of P(t−2)
+            b.wgmma_wait(0)?;
+            let two_back = b.cmp(CmpOp::Ge, &kt, &lit(2))?;
+            b.if_then(&two_back, |b| {
+                b.mbarrier_arrive(c.v_empty, &stage(&(kt.clone() - lit(2))).0, None)
+            })?;
+            let o = rescale(b, o_acc, alpha_prev)?;
             pp_sync(b)?;
-            b.wgmma_fence()?;
             let sc = issue_s(b, &kt)?;
             b.wgmma_commit()?;
-            let o = issue_pv(b, p_prev, &prev, o_acc)?;
+            let mut o = issue_pv(b, p_prev, &prev, &o)?;
             b.wgmma_commit()?;
             pp_arrive(b, false)?;
-            // S(t) is done (the older group); P·V(t−1) may still run during the softmax
+            // S(t) is done; P·V(t−1) may still run during the softmax
             b.wgmma_wait(1)?;
+            b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
             let soft = softmax(b, &sc, &kt, ml)?;
-            b.wgmma_wait(0)?;
-            b.mbarrier_arrive(c.empty, &stage(&prev).0, None)?;
-            let mut o = rescale(b, &o, &soft.alpha)?;
-            o.extend(soft.p);
+            o.extend(pack(b, &soft.p)?);
+            o.extend(soft.alpha);
             o.extend(soft.ml);
             Ok(o)
         })?;
         let (o_acc, rest) = looped.split_at(nacc);
-        let (p_last, ml) = rest.split_at(p_len);
-        // the last tile's P·V
+        let (p_last, rest) = rest.split_at(p_len);
+        let (alpha_last, ml) = rest.split_at(2);
+        // the last tile's P·V, after P·V(n−2) (the wait outside the `if`: the packing and
+        // O ·= α are pure ops, placed with their operands before it)
+        b.wgmma_wait(0)?;
         let o = b.if_then_else(
             &has_tiles,
             |b| {
                 let last = c.tiles.clone() - lit(1);
+                let two = b.cmp(CmpOp::Ge, c.tiles, &lit(2))?;
+                b.if_then(&two, |b| {
+                    b.mbarrier_arrive(c.v_empty, &stage(&(last.clone() - lit(1))).0, None)
+                })?;
+                let o = rescale(b, o_acc, alpha_last)?;
                 pp_sync(b)?;
-                b.wgmma_fence()?;
-                let o = issue_pv(b, p_last, &last, o_acc)?;
+                let o = issue_pv(b, p_last, &last, &o)?;
                 b.wgmma_commit()?;
                 pp_arrive(b, true)?;
                 b.wgmma_wait(0)?;
-                b.mbarrier_arrive(c.empty, &stage(&last).0, None)?;
+                b.mbarrier_arrive(c.v_empty, &stage(&last).0, None)?;
                 Ok(o)
             },
             |_| Ok(o_acc.to_vec()),
