@@ -799,10 +799,13 @@ fn consumer(
             b.if_then(&two_back, |b| {
                 b.mbarrier_arrive(c.v_empty, &stage(&(kt.clone() - lit(2))).0, None)
             })?;
-            let o = rescale(b, o_acc, alpha_prev)?;
+            // O ·= α(t−1): ping-pong, before waiting for the turn (the other warpgroup's GEMMs
+            // run meanwhile); else while S(t) runs (a fence before P·V: O was written)
+            let o = if cfg.pingpong { rescale(b, o_acc, alpha_prev)? } else { o_acc.to_vec() };
             pp_sync(b)?;
             let sc = issue_s(b, &kt)?;
             b.wgmma_commit()?;
+            let o = if cfg.pingpong { o } else { rescale(b, &o, alpha_prev)? };
             let mut o = issue_pv(b, p_prev, &prev, &o)?;
             b.wgmma_commit()?;
             pp_arrive(b, false)?;

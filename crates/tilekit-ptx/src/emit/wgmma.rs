@@ -111,9 +111,9 @@ fn count_uses(b: &Block, uses: &mut HashMap<ValueId, usize>) {
 
 /// The loop-carried accumulators of `body` (a `for` body with `carried` args) to compute in
 /// place: for each position whose yield is a wgmma result that stays in its accumulator input's
-/// register (through [`lends`]), back to a value `v` computed by one non-wgmma op of the body
-/// from the carried arg `a` of that position, the only use of `a`: `(v, a)`, `v` to be written
-/// into `a`'s register. Then the wgmma accumulates in the carried registers and the loop's
+/// register (through [`lends`]), back to a value `v` computed by one binary op of the body (one
+/// PTX instruction for f32: it reads its operands before it writes) from the carried arg `a` of
+/// that position, the only use of `a`: `(v, a)`, `v` to be written into `a`'s register. Then the wgmma accumulates in the carried registers and the loop's
 /// back-edge copy is the identity — a copy between distinct registers would read the
 /// accumulators while the wgmma may still run (a software-pipelined loop waits for it only in
 /// the next iteration), and ptxas would serialize the wgmmas ("C7514 … non wgmma instructions
@@ -146,8 +146,8 @@ fn carried_in_place(
             }
         }
         let Some(&(inst, _)) = def.get(&v) else { continue };
-        let single = inst.results.len() == 1 && !matches!(inst.op, Op::Wgmma(_));
-        if through_wgmma && single && inst.op.operands().contains(&a) {
+        let binary = matches!(inst.op, Op::Binary(..));
+        if through_wgmma && binary && inst.op.operands().contains(&a) {
             out.push((v, a));
         }
     }
@@ -191,6 +191,9 @@ impl Emitter<'_> {
         self.plan_wgmma();
         let uses = self.wg.uses.clone().unwrap_or_default();
         for (v, a) in carried_in_place(body, carried, &uses) {
+            if self.ty(v) != ScalarType::F32 || self.ty(a) != ScalarType::F32 {
+                continue;
+            }
             let name = self.reg(a);
             self.alias.insert(v, name);
         }
