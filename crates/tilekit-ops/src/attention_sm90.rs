@@ -28,13 +28,14 @@
 //!   warpgroup 0: producer (setmaxnreg.dec 40), one thread
 //!     TMA Q[m0..m0+128, :] → q_tile, on q_full
 //!     for t in 0..n:  s = t mod S, round r = ⌊t/S⌋
-//!       wait empty[s] parity (r+1) mod 2
-//!       TMA K[t·BN.., :] → k_ring[s] on k_full[s];  TMA V[t·BN.., :] → v_ring[s] on v_full[s]
+//!       wait k_empty[s] parity (r+1) mod 2;  TMA K[t·BN.., :] → k_ring[s] on k_full[s]
+//!       wait v_empty[s] parity (r+1) mod 2;  TMA V[t·BN.., :] → v_ring[s] on v_full[s]
 //!
 //!   warpgroups 1, 2: consumers (setmaxnreg.inc 232), 64 query rows each
 //!     wait q_full;  O = 0, m = −∞, ℓ = 0                (f32 registers: O is 64×d over 128 threads)
 //!     for t in 0..n:
 //!       wait k_full[s]; S = Q·K[s]ᵀ   (d/16 × wgmma m64nBNk16, both operands K-major in smem)
+//!       arrive k_empty[s] (256 arrivals)
 //!       mask S (−∞ past s_k and above the causal diagonal; only in the tiles that reach
 //!              past the limit of one of the thread's rows)
 //!       m' = max(m, rowmax S)   (a thread's values, then shuffles over the 4 lanes of a row)
@@ -43,7 +44,7 @@
 //!       wait v_full[s]; O += P·V[s]  (BN/16 × wgmma m64n{d}k16: P from registers — the
 //!                                     accumulator of a 16-column slice of S *is* wgmma's A
 //!                                     fragment — and V MN-major from smem)
-//!       arrive empty[s]  (256 arrivals)
+//!       arrive v_empty[s]  (256 arrivals)
 //!     O /= ℓ → Q's type, masked stores;  LSE = (m·c + log2 ℓ)·ln 2
 //!     (tma_store: O /= ℓ into this warpgroup's 64 rows of q_tile, swizzled as TMA wrote Q;
 //!      fence.proxy.async; bar.sync 3+h, 128; its first thread: one TMA store per 64-column
@@ -68,11 +69,12 @@
 //!   overlap: a consumer software-pipelines its tiles — S of tile t and P·V of tile t−1 are
 //!   issued together, and the softmax of t runs while P·V(t−1) is still on the tensor cores
 //!
-//!     prologue   S(0); wait; softmax(0) → P(0)
-//!     t = 1..n   S(t), commit; P(t−1)·V(t−1), commit; wait_group 1 (S(t) done)
-//!                softmax(t) → P(t), α          (P·V(t−1) still running)
-//!                wait_group 0; release stage t−1; O ·= α
-//!     epilogue   P(n−1)·V(n−1); wait; release stage n−1
+//!     prologue   S(0); wait; release K(0); softmax(0) → P(0), α(0)
+//!     t = 1..n   wait_group 0 (P·V(t−2) done); release V(t−2)
+//!                S(t), commit; O ·= α(t−1); P(t−1)·V(t−1), commit
+//!                wait_group 1 (S(t) done); release K(t)
+//!                softmax(t) → P(t), α(t)       (P·V(t−1) still running)
+//!     epilogue   wait_group 0; release V(n−2); O ·= α(n−1); P(n−1)·V(n−1); wait; release V(n−1)
 //!
 //!   pingpong: the two consumer warpgroups take turns on the tensor cores — each brackets its
 //!   GEMM issue with bar.sync (own barrier 1+h) … bar.arrive (the other's, 2−h), so one
@@ -82,7 +84,23 @@
 //!     wg 2:  ··· wait ······ [S(t) P·V(t−1)] softmax(t) ········· [S(t+1) P·V(t)]
 //! ```
 //!
+//! (ping-pong: O ·= α(t−1) before the warpgroup waits for its turn, not between its GEMMs).
+//!
 //! Both are off by default until they are measured on the GPU.
+//!
+//! Where the waits sit is what ptxas makes of them. Its scheduler puts a `wgmma.wait_group`
+//! (SASS `WARPGROUP.DEPBAR.LE gsb0, N`) at the top of its basic block when what follows needs
+//! it: the first version waited for P·V(t−1) after the softmax in the same block, and ptxas
+//! 13.0 ran that wait right after the wait(1) — no exp2 between them, the softmax never under
+//! P·V (the pipelined variants measured slower than `plain`). So nothing after the loop's
+//! wait(1) needs P·V(t−1): P(t) is packed into fresh registers (the in-flight P·V reads
+//! copies made before its fence), O ·= α(t) waits for the next tile, after its wait(0). K and
+//! V of a stage are released apart, K(t) as soon as S(t) is done: V(t−2) is released only in
+//! tile t, and with one `empty` barrier a 2-stage ring would wait for it before loading K(t).
+//! And no copy may read O while a P·V runs on it (ptxas serializes the wgmmas, C7514): the
+//! emitter keeps a software-pipelined loop's accumulators in its carried registers
+//! (`O ·= α` in place, no copies at the back edge or the exit). The tests check the PTX
+//! structure always and the SASS where ptxas and cuobjdump are installed.
 //!
 //! # Registers
 //!
