@@ -104,9 +104,10 @@
 //!
 //! # Registers
 //!
-//! A 384-thread block declares `.maxnreg 168` at entry, and ptxas allocates the consumers
-//! within it despite `setmaxnreg.inc 232`. So the live state of a consumer thread must fit 168
-//! registers (f32 unless said; BN keys per tile, 64 query rows per warpgroup):
+//! A 384-thread block declares `.maxnreg 168` at entry (what `ptxas -v` reports), and the code
+//! after `setmaxnreg.inc 232` is allocated up to 232 (the SASS of the consumers uses up to R213
+//! at d = 128, R217 at d = 256). The live state of a consumer thread (f32 unless said; BN keys
+//! per tile, 64 query rows per warpgroup):
 //!
 //! ```text
 //!                       O         S(t)      P(t−1) in flight   P(t) being made
@@ -120,24 +121,30 @@
 //! spilled the pipelined d = 128 (20–28 bytes). The packed words reach wgmma through an
 //! identity `prmt`, not a copy, or ptxas would put the next tile's P into the registers an
 //! in-flight P·V reads and serialize the wgmmas (its warning C7513). ptxas 13.0 `-v`, every
-//! variant at 168 registers, spill-store bytes, not causal (causal: the same, or 4–8 more),
-//! with the register epilogue and with the TMA store:
+//! variant at 168 registers at entry, spill-store bytes, bf16, not causal, with the register
+//! epilogue and with the TMA store:
 //!
 //! ```text
 //!   d    BN    plain   overlap   pingpong    with tma_store
 //!   64   64    0       0         0           0 0 0
 //!   64   128   0       0         0           0 0 0
 //!   128  64    0       0         0           0 0 0   (before packing P: 0 / 20 / 20)
-//!   128  128   0       116       112         0 0 0   (before: 0 / 152 / 152)
-//!   256  64    280     268       268         0 0 0   (before: 280 / 280 / 280)
+//!   128  128   0       148       148         0 0 0   (causal 156 / 156)
+//!   256  64    280     272       272         0 4 4   (causal 288 / 284 / 284, 0 / 60 / 60)
 //! ```
+//!
+//! (The pipelined schedule that really overlaps — P(t) and P(t−1) both live during the
+//! softmax, α carried — costs d = 256 one or a few values reloaded per tile with the TMA store;
+//! the earlier one, whose softmax waited for P·V, spilled 0 there and 116 / 112 at d = 128,
+//! BN = 128 with the register epilogue.)
 //!
 //! The register epilogue's cost is its 64-bit addresses and masks per stored pair (d = 256:
 //! 64 pairs a thread); the TMA store writes the tile with 32-bit shared addresses and one
 //! thread's handful of instructions.
 //!
-//! [`variants`] lists the spill-free ones (and d = 256's three); `tilekit bench attention` times
-//! them and a test asserts they assemble without spills or serialized wgmmas.
+//! [`variants`] lists the spill-free ones (and d = 256's); `tilekit bench attention` times them
+//! and a test asserts they assemble without serialized wgmmas and without spills (but for
+//! d = 256's).
 //!
 //! # The TMA-store epilogue ([`AttnConfig::tma_store`])
 //!
@@ -186,8 +193,8 @@ pub struct AttnConfig {
     /// Causal mask (bottom-right aligned).
     pub causal: bool,
     /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128 the pipelined
-    /// schedules spill at BN = 128 under the 168 registers ptxas allocates a thread of a
-    /// 384-thread block (see the module docs); the default is 64.
+    /// schedules spill at BN = 128 with the register epilogue (the 232 registers of a consumer
+    /// thread; see the module docs); the default is 64.
     pub bn: i64,
     /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
     pub stages: i64,
@@ -283,12 +290,12 @@ impl AttnConfig {
 /// The configurations worth timing for one (type, head dim, mask): each schedule (`plain`,
 /// `overlap`, `pingpong` = overlap + ping-pong) at each key tile BN, with the register epilogue
 /// (`"{schedule}/bn{BN}"`) and with the TMA-store one ([`AttnConfig::tma_store`],
-/// `"{schedule}/bn{BN}/tma"`), where the kernel assembles within the 168 registers of a
-/// 384-thread block without spilling (ptxas 13.0, sm_90a; the table in the
-/// [module docs](self)). So d = 128 pipelines BN = 128 only with the TMA store; d = 256 (BN 64,
-/// its only tile) spills with the register epilogue in every schedule, listed as the baseline.
-/// `tilekit bench attention` times these, and a test asserts that they assemble without spills
-/// (but for that baseline). A head dim other than 64, 128 or 256 is an error naming it.
+/// `"{schedule}/bn{BN}/tma"`), where the kernel assembles without spilling (ptxas 13.0,
+/// sm_90a; the table in the [module docs](self)). So d = 128 pipelines BN = 128 only with the
+/// TMA store; d = 256 (BN 64, its only tile) spills with the register epilogue in every
+/// schedule, listed as the baseline, and its pipelined TMA-store ones reload a value or a few
+/// per tile (4 bytes, causal 60). `tilekit bench attention` times these, and a test asserts
+/// that they assemble without spills (but for d = 256). A head dim other than 64, 128 or 256 is an error naming it.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
@@ -311,7 +318,7 @@ pub fn variants(
 ) -> Result<Vec<(String, AttnConfig)>> {
     let base = AttnConfig::new(dtype, head_dim, causal);
     base.check()?;
-    // what spills at 168 registers (the module docs' table): d = 128 pipelined at BN = 128
+    // what spills (the module docs' table): d = 128 pipelined at BN = 128
     // with the register epilogue; d = 256 with the register epilogue (kept: the baseline)
     let fits = |bn: i64, overlap: bool, tma: bool| match head_dim {
         128 => !overlap || bn == 64 || tma,

@@ -20,7 +20,9 @@
 //!     it += ⌈K/64⌉                                  it += ⌈K/64⌉
 //!
 //!   the ring's stage and phase run on across tiles (no drain): while the consumers store a
-//!   tile, the producer already streams the next tile's first slices into the freed stages
+//!   tile, the producer already streams the next tile's first slices into the freed stages;
+//!   (s, r mod 2) are computed from `it` once a tile and stepped in the k-loop (s + 1, wrapped
+//!   to 0 with r flipped): a division by S there is ptxas's general one, every k-slice
 //!
 //!   persistent (grid = min(tiles, SMs), launch_grid):      one block per tile:
 //!     block b walks t = b, b + grid, b + 2·grid, …           t = blockIdx.y · gridDim.x + x
@@ -1260,36 +1262,38 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 let mut init = init;
                 init.extend([s0, ph0]);
                 let nacc = shape.acc_regs();
-                let carried = b.for_range(&lit(0), &sl.count, &lit(1), &init, |b, kt, carried| {
-                    let (acc, pos) = carried.split_at(nacc);
-                    let (s, parity) = (pos[0].clone(), pos[1].clone());
-                    b.mbarrier_wait(full, &s, &parity)?;
-                    b.wgmma_fence()?;
-                    let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * bk);
-                    let b_at = s.clone() * lit(b_elems);
-                    let mut acc = acc.to_vec();
-                    for blk in 0..bk as usize / ty.k() {
-                        let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
-                        let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
-                        acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
-                    }
-                    b.wgmma_commit()?;
-                    if cfg.overlap {
-                        // this stage's group may still run: the previous one has finished reading
-                        b.wgmma_wait(1)?;
-                        let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
-                        b.if_then(&has_prev, |b| {
-                            let first = b.cmp(CmpOp::Eq, &s, &lit(0))?;
-                            let prev = b.select(&first, &lit(stages - 1), &(s.clone() - lit(1)))?;
-                            release(b, &prev)
-                        })?;
-                    } else {
-                        b.wgmma_wait(0)?;
-                        release(b, &s)?;
-                    }
-                    acc.extend(ring_next(b, &s, &parity, stages)?);
-                    Ok(acc)
-                })?;
+                let carried =
+                    b.for_range(&lit(0), &sl.count, &lit(1), &init, |b, kt, carried| {
+                        let (acc, pos) = carried.split_at(nacc);
+                        let (s, parity) = (pos[0].clone(), pos[1].clone());
+                        b.mbarrier_wait(full, &s, &parity)?;
+                        b.wgmma_fence()?;
+                        let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * bk);
+                        let b_at = s.clone() * lit(b_elems);
+                        let mut acc = acc.to_vec();
+                        for blk in 0..bk as usize / ty.k() {
+                            let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
+                            let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
+                            acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
+                        }
+                        b.wgmma_commit()?;
+                        if cfg.overlap {
+                            // this stage's group may still run: the previous one has finished reading
+                            b.wgmma_wait(1)?;
+                            let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
+                            b.if_then(&has_prev, |b| {
+                                let first = b.cmp(CmpOp::Eq, &s, &lit(0))?;
+                                let prev =
+                                    b.select(&first, &lit(stages - 1), &(s.clone() - lit(1)))?;
+                                release(b, &prev)
+                            })?;
+                        } else {
+                            b.wgmma_wait(0)?;
+                            release(b, &s)?;
+                        }
+                        acc.extend(ring_next(b, &s, &parity, stages)?);
+                        Ok(acc)
+                    })?;
                 let acc = carried[..nacc].to_vec();
                 if cfg.overlap {
                     b.wgmma_wait(0)?;

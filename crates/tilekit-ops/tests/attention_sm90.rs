@@ -313,9 +313,8 @@ fn the_pipelined_loops_wait_for_p_v_only_in_the_next_tile() {
         let k = build_attention_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
         let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
-        let waits: Vec<usize> = (0..lines.len())
-            .filter(|&i| lines[i] == "wgmma.wait_group.sync.aligned 1;")
-            .collect();
+        let waits: Vec<usize> =
+            (0..lines.len()).filter(|&i| lines[i] == "wgmma.wait_group.sync.aligned 1;").collect();
         assert_eq!(waits.len(), 1, "{name}: one wait(1), in the loop");
         let defined: Vec<&str> = lines[..waits[0]]
             .iter()

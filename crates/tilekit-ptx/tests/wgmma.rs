@@ -307,7 +307,8 @@ fn a_pipelined_loop_keeps_its_accumulators_in_place() {
     let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
     let mma = ptx.find("wgmma.mma_async").unwrap();
     let regs = &ptx[mma..];
-    let regs: Vec<&str> = regs[regs.find('{').unwrap() + 1..regs.find('}').unwrap()].split(", ").collect();
+    let regs: Vec<&str> =
+        regs[regs.find('{').unwrap() + 1..regs.find('}').unwrap()].split(", ").collect();
     assert_eq!(regs.len(), 4, "{ptx}");
     for r in &regs {
         // scaled in place before the fence ...
