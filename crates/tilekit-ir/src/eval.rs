@@ -116,6 +116,10 @@ pub(crate) fn unary_inline(op: UnOp, ty: ScalarType, a: u64) -> Result<u64, Eval
             UnOp::Neg => -x,
             UnOp::Abs => x.abs(),
             UnOp::Exp2Approx => (x as f32).exp2() as f64,
+            UnOp::Exp2ApproxFtz => {
+                let r = (x as f32).exp2();
+                (if r < f32::MIN_POSITIVE { 0.0 } else { r }) as f64
+            }
             UnOp::RcpApprox => (1.0 / (x as f32)) as f64,
             UnOp::RsqrtApprox => (1.0 / (x as f32).sqrt()) as f64,
             UnOp::Lg2Approx => (x as f32).log2() as f64,

@@ -140,6 +140,15 @@ pub enum UnOp {
     Abs,
     /// `2^x`, fast approximation on the GPU (`ex2.approx`; f32 only).
     Exp2Approx,
+    /// `2^x` flushing subnormal results to 0 (`ex2.approx.ftz`; f32 only): one `MUFU.EX2`,
+    /// where ptxas wraps [`UnOp::Exp2Approx`] in a range check and two multiplies (`FSETP`,
+    /// `@!P FMUL x·0.5`, `@!P FMUL r·r`) — a fifth of the attention softmax's loop. For sums of
+    /// exponentials (softmax), where a term below 2⁻¹²⁶ of the largest does not count.
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ir::UnOp::Exp2ApproxFtz.name(), "ex2.approx.ftz");
+    /// ```
+    Exp2ApproxFtz,
     /// `1/x`, fast approximation (`rcp.approx`; f32 only).
     RcpApprox,
     /// `1/sqrt(x)`, fast approximation (`rsqrt.approx`; f32 only).
@@ -162,6 +171,7 @@ impl UnOp {
             UnOp::Not => "not",
             UnOp::Abs => "abs",
             UnOp::Exp2Approx => "ex2.approx",
+            UnOp::Exp2ApproxFtz => "ex2.approx.ftz",
             UnOp::RcpApprox => "rcp.approx",
             UnOp::RsqrtApprox => "rsqrt.approx",
             UnOp::Lg2Approx => "lg2.approx",

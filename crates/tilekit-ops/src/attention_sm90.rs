@@ -693,7 +693,7 @@ fn consumer(
             let scaled = b.binary(BinOp::Mul, &mx, &sl2)?;
             let bs = b.select(&none, &zero, &scaled)?;
             let nb = b.unary(UnOp::Neg, &bs)?;
-            let a = b.unary(UnOp::Exp2Approx, &b.fma(m_old, &sl2, &nb)?)?;
+            let a = b.unary(UnOp::Exp2ApproxFtz, &b.fma(m_old, &sl2, &nb)?)?;
             new_ml.push(mx);
             base.push(nb);
             alpha.push(a);
@@ -707,7 +707,7 @@ fn consumer(
         // tile's P (see `pack`)
         for (i, v) in sm.iter().enumerate() {
             let r = (i / 2) % 2;
-            let e = b.unary(UnOp::Exp2Approx, &b.fma(v, &sl2, &base[r])?)?;
+            let e = b.unary(UnOp::Exp2ApproxFtz, &b.fma(v, &sl2, &base[r])?)?;
             sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
             p.push(e);
         }

@@ -52,6 +52,7 @@ pub fn every_op(t: ScalarType, approx: bool) -> Result<Kernel, IrError> {
         UnOp::Not,
         UnOp::Abs,
         UnOp::Exp2Approx,
+        UnOp::Exp2ApproxFtz,
         UnOp::RcpApprox,
         UnOp::RsqrtApprox,
         UnOp::Sqrt,

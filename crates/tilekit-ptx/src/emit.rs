@@ -863,6 +863,7 @@ impl<'k> Emitter<'k> {
             (UnOp::Neg, _) => format!("neg.{f}"),
             (UnOp::Abs, _) => format!("abs.{f}"),
             (UnOp::Exp2Approx, ScalarType::F32) => "ex2.approx.f32".into(),
+            (UnOp::Exp2ApproxFtz, ScalarType::F32) => "ex2.approx.ftz.f32".into(),
             (UnOp::RcpApprox, ScalarType::F32) => "rcp.approx.f32".into(),
             (UnOp::RsqrtApprox, ScalarType::F32) => "rsqrt.approx.f32".into(),
             (UnOp::Lg2Approx, ScalarType::F32) => "lg2.approx.f32".into(),

@@ -713,7 +713,7 @@ impl<'a> BlockExec<'a> {
             Op::Unary(op, a) => {
                 let (a, ty) = (*a, self.k.ty(*a));
                 dispatch_unary!(self, r, a, m, *op, ty;
-                    F32: [Neg, Abs, Exp2Approx, RcpApprox, RsqrtApprox, Lg2Approx, Sqrt];
+                    F32: [Neg, Abs, Exp2Approx, Exp2ApproxFtz, RcpApprox, RsqrtApprox, Lg2Approx, Sqrt];
                     I32: [Neg, Not, Abs]; I64: [Neg, Not, Abs]; U32: [Not]; Pred: [Not]);
                 self.poison_from(r, &[a], m);
             }

@@ -314,18 +314,22 @@ impl Ctx {
             UnOp::Neg | UnOp::Abs => ty.is_int() || ty.is_float(),
             UnOp::Not => ty.is_int() || ty == ScalarType::Pred,
             UnOp::Sqrt => ty.is_float(),
-            UnOp::Exp2Approx | UnOp::RcpApprox | UnOp::RsqrtApprox | UnOp::Lg2Approx => {
-                ty == ScalarType::F32
-            }
+            UnOp::Exp2Approx
+            | UnOp::Exp2ApproxFtz
+            | UnOp::RcpApprox
+            | UnOp::RsqrtApprox
+            | UnOp::Lg2Approx => ty == ScalarType::F32,
         };
         if !ok {
             return Err(IrError::WrongType {
                 op: op.name().into(),
                 ty,
                 valid: match op {
-                    UnOp::Exp2Approx | UnOp::RcpApprox | UnOp::RsqrtApprox | UnOp::Lg2Approx => {
-                        "f32"
-                    }
+                    UnOp::Exp2Approx
+                    | UnOp::Exp2ApproxFtz
+                    | UnOp::RcpApprox
+                    | UnOp::RsqrtApprox
+                    | UnOp::Lg2Approx => "f32",
                     UnOp::Sqrt => "f16, bf16, f32, f64",
                     UnOp::Not => "i32, u32, i64, pred",
                     _ => "i32, u32, i64, f16, bf16, f32, f64",
