@@ -28,13 +28,14 @@
 //!   warpgroup 0: producer (setmaxnreg.dec 40), one thread
 //!     TMA Q[m0..m0+128, :] → q_tile, on q_full
 //!     for t in 0..n:  s = t mod S, round r = ⌊t/S⌋
-//!       wait empty[s] parity (r+1) mod 2
-//!       TMA K[t·BN.., :] → k_ring[s] on k_full[s];  TMA V[t·BN.., :] → v_ring[s] on v_full[s]
+//!       wait k_empty[s] parity (r+1) mod 2;  TMA K[t·BN.., :] → k_ring[s] on k_full[s]
+//!       wait v_empty[s] parity (r+1) mod 2;  TMA V[t·BN.., :] → v_ring[s] on v_full[s]
 //!
 //!   warpgroups 1, 2: consumers (setmaxnreg.inc 232), 64 query rows each
 //!     wait q_full;  O = 0, m = −∞, ℓ = 0                (f32 registers: O is 64×d over 128 threads)
 //!     for t in 0..n:
 //!       wait k_full[s]; S = Q·K[s]ᵀ   (d/16 × wgmma m64nBNk16, both operands K-major in smem)
+//!       arrive k_empty[s] (256 arrivals)
 //!       mask S (−∞ past s_k and above the causal diagonal; only in the tiles that reach
 //!              past the limit of one of the thread's rows)
 //!       m' = max(m, rowmax S)   (a thread's values, then shuffles over the 4 lanes of a row)
@@ -43,7 +44,7 @@
 //!       wait v_full[s]; O += P·V[s]  (BN/16 × wgmma m64n{d}k16: P from registers — the
 //!                                     accumulator of a 16-column slice of S *is* wgmma's A
 //!                                     fragment — and V MN-major from smem)
-//!       arrive empty[s]  (256 arrivals)
+//!       arrive v_empty[s]  (256 arrivals)
 //!     O /= ℓ → Q's type, masked stores;  LSE = (m·c + log2 ℓ)·ln 2
 //!     (tma_store: O /= ℓ into this warpgroup's 64 rows of q_tile, swizzled as TMA wrote Q;
 //!      fence.proxy.async; bar.sync 3+h, 128; its first thread: one TMA store per 64-column
@@ -68,11 +69,12 @@
 //!   overlap: a consumer software-pipelines its tiles — S of tile t and P·V of tile t−1 are
 //!   issued together, and the softmax of t runs while P·V(t−1) is still on the tensor cores
 //!
-//!     prologue   S(0); wait; softmax(0) → P(0)
-//!     t = 1..n   S(t), commit; P(t−1)·V(t−1), commit; wait_group 1 (S(t) done)
-//!                softmax(t) → P(t), α          (P·V(t−1) still running)
-//!                wait_group 0; release stage t−1; O ·= α
-//!     epilogue   P(n−1)·V(n−1); wait; release stage n−1
+//!     prologue   S(0); wait; release K(0); softmax(0) → P(0), α(0)
+//!     t = 1..n   wait_group 0 (P·V(t−2) done); release V(t−2)
+//!                S(t), commit; O ·= α(t−1); P(t−1)·V(t−1), commit
+//!                wait_group 1 (S(t) done); release K(t)
+//!                softmax(t) → P(t), α(t)       (P·V(t−1) still running)
+//!     epilogue   wait_group 0; release V(n−2); O ·= α(n−1); P(n−1)·V(n−1); wait; release V(n−1)
 //!
 //!   pingpong: the two consumer warpgroups take turns on the tensor cores — each brackets its
 //!   GEMM issue with bar.sync (own barrier 1+h) … bar.arrive (the other's, 2−h), so one
@@ -82,13 +84,30 @@
 //!     wg 2:  ··· wait ······ [S(t) P·V(t−1)] softmax(t) ········· [S(t+1) P·V(t)]
 //! ```
 //!
+//! (ping-pong: O ·= α(t−1) before the warpgroup waits for its turn, not between its GEMMs).
+//!
 //! Both are off by default until they are measured on the GPU.
+//!
+//! Where the waits sit is what ptxas makes of them. Its scheduler puts a `wgmma.wait_group`
+//! (SASS `WARPGROUP.DEPBAR.LE gsb0, N`) at the top of its basic block when what follows needs
+//! it: the first version waited for P·V(t−1) after the softmax in the same block, and ptxas
+//! 13.0 ran that wait right after the wait(1) — no exp2 between them, the softmax never under
+//! P·V (the pipelined variants measured slower than `plain`). So nothing after the loop's
+//! wait(1) needs P·V(t−1): P(t) is packed into fresh registers (the in-flight P·V reads
+//! copies made before its fence), O ·= α(t) waits for the next tile, after its wait(0). K and
+//! V of a stage are released apart, K(t) as soon as S(t) is done: V(t−2) is released only in
+//! tile t, and with one `empty` barrier a 2-stage ring would wait for it before loading K(t).
+//! And no copy may read O while a P·V runs on it (ptxas serializes the wgmmas, C7514): the
+//! emitter keeps a software-pipelined loop's accumulators in its carried registers
+//! (`O ·= α` in place, no copies at the back edge or the exit). The tests check the PTX
+//! structure always and the SASS where ptxas and cuobjdump are installed.
 //!
 //! # Registers
 //!
-//! A 384-thread block declares `.maxnreg 168` at entry, and ptxas allocates the consumers
-//! within it despite `setmaxnreg.inc 232`. So the live state of a consumer thread must fit 168
-//! registers (f32 unless said; BN keys per tile, 64 query rows per warpgroup):
+//! A 384-thread block declares `.maxnreg 168` at entry (what `ptxas -v` reports), and the code
+//! after `setmaxnreg.inc 232` is allocated up to 232 (the SASS of the consumers uses up to R213
+//! at d = 128, R217 at d = 256). The live state of a consumer thread (f32 unless said; BN keys
+//! per tile, 64 query rows per warpgroup):
 //!
 //! ```text
 //!                       O         S(t)      P(t−1) in flight   P(t) being made
@@ -102,24 +121,30 @@
 //! spilled the pipelined d = 128 (20–28 bytes). The packed words reach wgmma through an
 //! identity `prmt`, not a copy, or ptxas would put the next tile's P into the registers an
 //! in-flight P·V reads and serialize the wgmmas (its warning C7513). ptxas 13.0 `-v`, every
-//! variant at 168 registers, spill-store bytes, not causal (causal: the same, or 4–8 more),
-//! with the register epilogue and with the TMA store:
+//! variant at 168 registers at entry, spill-store bytes, bf16, not causal, with the register
+//! epilogue and with the TMA store:
 //!
 //! ```text
 //!   d    BN    plain   overlap   pingpong    with tma_store
 //!   64   64    0       0         0           0 0 0
 //!   64   128   0       0         0           0 0 0
 //!   128  64    0       0         0           0 0 0   (before packing P: 0 / 20 / 20)
-//!   128  128   0       116       112         0 0 0   (before: 0 / 152 / 152)
-//!   256  64    280     268       268         0 0 0   (before: 280 / 280 / 280)
+//!   128  128   0       148       148         0 0 0   (causal 156 / 156)
+//!   256  64    280     272       272         0 4 4   (causal 288 / 284 / 284, 0 / 60 / 60)
 //! ```
+//!
+//! (The pipelined schedule that really overlaps — P(t) and P(t−1) both live during the
+//! softmax, α carried — costs d = 256 one or a few values reloaded per tile with the TMA store;
+//! the earlier one, whose softmax waited for P·V, spilled 0 there and 116 / 112 at d = 128,
+//! BN = 128 with the register epilogue.)
 //!
 //! The register epilogue's cost is its 64-bit addresses and masks per stored pair (d = 256:
 //! 64 pairs a thread); the TMA store writes the tile with 32-bit shared addresses and one
 //! thread's handful of instructions.
 //!
-//! [`variants`] lists the spill-free ones (and d = 256's three); `tilekit bench attention` times
-//! them and a test asserts they assemble without spills or serialized wgmmas.
+//! [`variants`] lists the spill-free ones (and d = 256's); `tilekit bench attention` times them
+//! and a test asserts they assemble without serialized wgmmas and without spills (but for
+//! d = 256's).
 //!
 //! # The TMA-store epilogue ([`AttnConfig::tma_store`])
 //!
@@ -168,8 +193,8 @@ pub struct AttnConfig {
     /// Causal mask (bottom-right aligned).
     pub causal: bool,
     /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128 the pipelined
-    /// schedules spill at BN = 128 under the 168 registers ptxas allocates a thread of a
-    /// 384-thread block (see the module docs); the default is 64.
+    /// schedules spill at BN = 128 with the register epilogue (the 232 registers of a consumer
+    /// thread; see the module docs); the default is 64.
     pub bn: i64,
     /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
     pub stages: i64,
@@ -265,12 +290,12 @@ impl AttnConfig {
 /// The configurations worth timing for one (type, head dim, mask): each schedule (`plain`,
 /// `overlap`, `pingpong` = overlap + ping-pong) at each key tile BN, with the register epilogue
 /// (`"{schedule}/bn{BN}"`) and with the TMA-store one ([`AttnConfig::tma_store`],
-/// `"{schedule}/bn{BN}/tma"`), where the kernel assembles within the 168 registers of a
-/// 384-thread block without spilling (ptxas 13.0, sm_90a; the table in the
-/// [module docs](self)). So d = 128 pipelines BN = 128 only with the TMA store; d = 256 (BN 64,
-/// its only tile) spills with the register epilogue in every schedule, listed as the baseline.
-/// `tilekit bench attention` times these, and a test asserts that they assemble without spills
-/// (but for that baseline). A head dim other than 64, 128 or 256 is an error naming it.
+/// `"{schedule}/bn{BN}/tma"`), where the kernel assembles without spilling (ptxas 13.0,
+/// sm_90a; the table in the [module docs](self)). So d = 128 pipelines BN = 128 only with the
+/// TMA store; d = 256 (BN 64, its only tile) spills with the register epilogue in every
+/// schedule, listed as the baseline, and its pipelined TMA-store ones reload a value or a few
+/// per tile (4 bytes, causal 60). `tilekit bench attention` times these, and a test asserts
+/// that they assemble without spills (but for d = 256). A head dim other than 64, 128 or 256 is an error naming it.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
@@ -293,7 +318,7 @@ pub fn variants(
 ) -> Result<Vec<(String, AttnConfig)>> {
     let base = AttnConfig::new(dtype, head_dim, causal);
     base.check()?;
-    // what spills at 168 registers (the module docs' table): d = 128 pipelined at BN = 128
+    // what spills (the module docs' table): d = 128 pipelined at BN = 128
     // with the register epilogue; d = 256 with the register epilogue (kept: the baseline)
     let fits = |bn: i64, overlap: bool, tma: bool| match head_dim {
         128 => !overlap || bn == 64 || tma,
@@ -392,16 +417,20 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let q_full = b.mbarrier("q_full", 1)?;
     let k_full = b.mbarrier("k_full", stages as usize)?;
     let v_full = b.mbarrier("v_full", stages as usize)?;
-    let empty = b.mbarrier("empty", stages as usize)?;
+    // a stage's K and V are released separately (the pipelined consumers are done with K(t)
+    // a tile before V(t))
+    let k_empty = b.mbarrier("k_empty", stages as usize)?;
+    let v_empty = b.mbarrier("v_empty", stages as usize)?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
-    b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals)");
+    b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals, K and V apart)");
     b.if_then(&first, |b| {
         b.mbarrier_init(q_full, &lit(0), &lit(1))?;
         for s in 0..stages {
             b.mbarrier_init(k_full, &lit(s), &lit(1))?;
             b.mbarrier_init(v_full, &lit(s), &lit(1))?;
-            b.mbarrier_init(empty, &lit(s), &lit(256))?;
+            b.mbarrier_init(k_empty, &lit(s), &lit(256))?;
+            b.mbarrier_init(v_empty, &lit(s), &lit(256))?;
         }
         b.fence_mbarrier_init();
         Ok(())
@@ -440,9 +469,11 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
                     let s = t.clone() % lit(stages);
                     let parity = (t.clone() / lit(stages) + lit(1)) % lit(2);
-                    b.mbarrier_wait(empty, &s, &parity)?;
                     let n0 = i32v(b, &(t.clone() * lit(bn)))?;
-                    for (bar, mem, map) in [(k_full, sk, km), (v_full, sv, vm)] {
+                    for (empty, bar, mem, map) in
+                        [(k_empty, k_full, sk, km), (v_empty, v_full, sv, vm)]
+                    {
+                        b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(bar, &s, Some(&lit(kv_elems * eb)))?;
                         for a in 0..slabs {
                             let coords = [
@@ -474,7 +505,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                     q_full,
                     k_full,
                     v_full,
-                    empty,
+                    k_empty,
+                    v_empty,
                     mq: &mq,
                     mk: &mk,
                     mv: &mv,
@@ -499,8 +531,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
-/// One tile's softmax: P (pairs of the input type packed in u32 words, the S fragment's order),
-/// α per row, (m0, m1, ℓ0, ℓ1).
+/// One tile's softmax: P in f32 (the S fragment's order; [`pack`] rounds it to the input type
+/// for wgmma), α per row, (m0, m1, ℓ0, ℓ1).
 struct Soft {
     p: Vec<Val>,
     alpha: Vec<Val>,
@@ -514,7 +546,8 @@ struct Consumer<'a> {
     q_full: tilekit_ir::MemRef,
     k_full: tilekit_ir::MemRef,
     v_full: tilekit_ir::MemRef,
-    empty: tilekit_ir::MemRef,
+    k_empty: tilekit_ir::MemRef,
+    v_empty: tilekit_ir::MemRef,
     mq: &'a SmemMatrix,
     mk: &'a SmemMatrix,
     mv: &'a SmemMatrix,
@@ -580,10 +613,13 @@ fn consumer(
     let nacc = o_shape.acc_regs();
     type R<T> = std::result::Result<T, IrError>;
     let stage = |kt: &Val| (kt.clone() % lit(stages), (kt.clone() / lit(stages)) % lit(2));
-    // S = Q·K[kt]ᵀ issued, once K has landed (the caller fences before and commits after)
+    // S = Q·K[kt]ᵀ issued, once K has landed (the caller commits after): the fence after the
+    // wait, so that no branch (the wait's loop) separates it from the wgmmas (ptxas would
+    // inject a second `warpgroup.arrive`, its info C7519)
     let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
         b.mbarrier_wait(c.k_full, &s, &parity)?;
+        b.wgmma_fence()?;
         let k_at = s * lit(kv_elems);
         let mut sc: Vec<Val> = vec![];
         for a in 0..slabs {
@@ -599,10 +635,11 @@ fn consumer(
         Ok(sc)
     };
     // O += P·V[kt] issued, once V has landed (P from registers: the S fragment's 16-column
-    // slices are wgmma's A fragments)
+    // slices are wgmma's A fragments; the fence as in `issue_s`)
     let issue_pv = |b: &KernelBuilder, p: &[Val], kt: &Val, o: &[Val]| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
         b.mbarrier_wait(c.v_full, &s, &parity)?;
+        b.wgmma_fence()?;
         let v_at = s * lit(kv_elems);
         let mut o = o.to_vec();
         for j in 0..(bn / 16) as usize {
@@ -656,7 +693,7 @@ fn consumer(
             let scaled = b.binary(BinOp::Mul, &mx, &sl2)?;
             let bs = b.select(&none, &zero, &scaled)?;
             let nb = b.unary(UnOp::Neg, &bs)?;
-            let a = b.unary(UnOp::Exp2Approx, &b.fma(m_old, &sl2, &nb)?)?;
+            let a = b.unary(UnOp::Exp2ApproxFtz, &b.fma(m_old, &sl2, &nb)?)?;
             new_ml.push(mx);
             base.push(nb);
             alpha.push(a);
@@ -666,20 +703,21 @@ fn consumer(
         for r in 0..2 {
             sums[r] = b.binary(BinOp::Mul, &sums[r], &alpha[r])?;
         }
-        // P rounded to the input type and packed in pairs at once (fragment values 2j, 2j + 1
-        // share a row): one register per pair, not two half-used ones
-        let mut lo = None;
+        // P in f32: the pipelined schedules pack it only after P·V(t−1) has read the previous
+        // tile's P (see `pack`)
         for (i, v) in sm.iter().enumerate() {
             let r = (i / 2) % 2;
-            let e = b.unary(UnOp::Exp2Approx, &b.fma(v, &sl2, &base[r])?)?;
+            let e = b.unary(UnOp::Exp2ApproxFtz, &b.fma(v, &sl2, &base[r])?)?;
             sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
-            match lo.take() {
-                None => lo = Some(e),
-                Some(l) => p.push(b.cvt_pack(&l, &e, elem)?),
-            }
+            p.push(e);
         }
         new_ml.extend(sums);
         Ok(Soft { p, alpha, ml: new_ml })
+    };
+    // P rounded to the input type and packed in pairs (fragment values 2j, 2j + 1 share a row):
+    // one register per pair, wgmma's A fragment
+    let pack = |b: &KernelBuilder, p: &[Val]| -> R<Vec<Val>> {
+        p.chunks(2).map(|w| b.cvt_pack(&w[0], &w[1], elem)).collect()
     };
     let rescale = |b: &KernelBuilder, o: &[Val], alpha: &[Val]| -> R<Vec<Val>> {
         o.iter().enumerate().map(|(i, v)| b.binary(BinOp::Mul, v, &alpha[(i / 2) % 2])).collect()
@@ -718,22 +756,23 @@ fn consumer(
     let out = if !cfg.overlap {
         b.for_range(&lit(0), c.tiles, &lit(1), &init, |b, kt, carried| {
             let (o_acc, ml) = carried.split_at(nacc);
-            b.wgmma_fence()?;
             let sc = issue_s(b, &kt)?;
             b.wgmma_commit()?;
             b.wgmma_wait(0)?;
+            b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
             let soft = softmax(b, &sc, &kt, ml)?;
+            let p = pack(b, &soft.p)?;
             let o = rescale(b, o_acc, &soft.alpha)?;
-            b.wgmma_fence()?;
-            let mut o = issue_pv(b, &soft.p, &kt, &o)?;
+            let mut o = issue_pv(b, &p, &kt, &o)?;
             b.wgmma_commit()?;
             b.wgmma_wait(0)?;
-            b.mbarrier_arrive(c.empty, &stage(&kt).0, None)?;
+            b.mbarrier_arrive(c.v_empty, &stage(&kt).0, None)?;
             o.extend(soft.ml);
             Ok(o)
         })?
     } else {
         b.note("attention_sm90 consumers (overlap): S(t) and P·V(t−1) issued together, the softmax of t while P·V(t−1) runs");
+        // the carry: O (P·V(t−2) may still run on it), P(t−1) packed, α(t−1), (m, ℓ)
         let p_len = (bn / 4) as usize;
         let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
         if cfg.pingpong {
@@ -745,19 +784,21 @@ fn consumer(
         }
         // tile 0: S and its softmax (O is still 0)
         let zero_p = b.cvt_pack(&zero, &zero, elem)?;
-        let mut none = vec![zero_p.clone(); p_len];
+        let mut none = vec![zero_p; p_len];
+        none.extend([zero.clone(), zero.clone()]);
         none.extend(init[nacc..].iter().cloned());
         let first = b.if_then_else(
             &has_tiles,
             |b| {
                 pp_sync(b)?;
-                b.wgmma_fence()?;
                 let sc = issue_s(b, &lit(0))?;
                 b.wgmma_commit()?;
                 pp_arrive(b, false)?;
                 b.wgmma_wait(0)?;
+                b.mbarrier_arrive(c.k_empty, &stage(&lit(0)).0, None)?;
                 let soft = softmax(b, &sc, &lit(0), &init[nacc..])?;
-                let mut v = soft.p;
+                let mut v = pack(b, &soft.p)?;
+                v.extend(soft.alpha);
                 v.extend(soft.ml);
                 Ok(v)
             },
@@ -765,41 +806,64 @@ fn consumer(
         )?;
         let mut carry = init[..nacc].to_vec();
         carry.extend(first);
+        // Every `wgmma.wait_group` here is followed by work that needs it: ptxas's scheduler
+        // puts a wait at the top of its basic block, so a wait(0) after the softmax (for
+        // P·V(t−1)) would run before it and the softmax would never overlap P·V (what the
+        // first version did: SASS `WARPGROUP.DEPBAR.LE gsb0, 0x0` right after the wait(1)).
+        // So P·V(t−1) is waited for at the top of the next tile, where the packing of P(t) and
+        // O ·= α(t) need it. (Not after S(t+1) is issued: ptxas does not see that a wait(1)
+        // there retires the previous tile's P·V, and serializes the wgmmas, C7514.)
         let looped = b.for_range(&lit(1), c.tiles, &lit(1), &carry, |b, kt, carried| {
             let (o_acc, rest) = carried.split_at(nacc);
-            let (p_prev, ml) = rest.split_at(p_len);
+            let (p_prev, rest) = rest.split_at(p_len);
+            let (alpha_prev, ml) = rest.split_at(2);
             let prev = kt.clone() - lit(1);
+            // P·V(t−2) is done: its V stage is free, and so are O and the registers of P(t−2)
+            b.wgmma_wait(0)?;
+            let two_back = b.cmp(CmpOp::Ge, &kt, &lit(2))?;
+            b.if_then(&two_back, |b| {
+                b.mbarrier_arrive(c.v_empty, &stage(&(kt.clone() - lit(2))).0, None)
+            })?;
+            // O ·= α(t−1): ping-pong, before waiting for the turn (the other warpgroup's GEMMs
+            // run meanwhile); else while S(t) runs (a fence before P·V: O was written)
+            let o = if cfg.pingpong { rescale(b, o_acc, alpha_prev)? } else { o_acc.to_vec() };
             pp_sync(b)?;
-            b.wgmma_fence()?;
             let sc = issue_s(b, &kt)?;
             b.wgmma_commit()?;
-            let o = issue_pv(b, p_prev, &prev, o_acc)?;
+            let o = if cfg.pingpong { o } else { rescale(b, &o, alpha_prev)? };
+            let mut o = issue_pv(b, p_prev, &prev, &o)?;
             b.wgmma_commit()?;
             pp_arrive(b, false)?;
-            // S(t) is done (the older group); P·V(t−1) may still run during the softmax
+            // S(t) is done; P·V(t−1) may still run during the softmax
             b.wgmma_wait(1)?;
+            b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
             let soft = softmax(b, &sc, &kt, ml)?;
-            b.wgmma_wait(0)?;
-            b.mbarrier_arrive(c.empty, &stage(&prev).0, None)?;
-            let mut o = rescale(b, &o, &soft.alpha)?;
-            o.extend(soft.p);
+            o.extend(pack(b, &soft.p)?);
+            o.extend(soft.alpha);
             o.extend(soft.ml);
             Ok(o)
         })?;
         let (o_acc, rest) = looped.split_at(nacc);
-        let (p_last, ml) = rest.split_at(p_len);
-        // the last tile's P·V
+        let (p_last, rest) = rest.split_at(p_len);
+        let (alpha_last, ml) = rest.split_at(2);
+        // the last tile's P·V, after P·V(n−2) (the wait outside the `if`: the packing and
+        // O ·= α are pure ops, placed with their operands before it)
+        b.wgmma_wait(0)?;
         let o = b.if_then_else(
             &has_tiles,
             |b| {
                 let last = c.tiles.clone() - lit(1);
+                let two = b.cmp(CmpOp::Ge, c.tiles, &lit(2))?;
+                b.if_then(&two, |b| {
+                    b.mbarrier_arrive(c.v_empty, &stage(&(last.clone() - lit(1))).0, None)
+                })?;
+                let o = rescale(b, o_acc, alpha_last)?;
                 pp_sync(b)?;
-                b.wgmma_fence()?;
-                let o = issue_pv(b, p_last, &last, o_acc)?;
+                let o = issue_pv(b, p_last, &last, &o)?;
                 b.wgmma_commit()?;
                 pp_arrive(b, true)?;
                 b.wgmma_wait(0)?;
-                b.mbarrier_arrive(c.empty, &stage(&last).0, None)?;
+                b.mbarrier_arrive(c.v_empty, &stage(&last).0, None)?;
                 Ok(o)
             },
             |_| Ok(o_acc.to_vec()),

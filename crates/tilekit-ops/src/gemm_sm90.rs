@@ -20,7 +20,9 @@
 //!     it += ⌈K/64⌉                                  it += ⌈K/64⌉
 //!
 //!   the ring's stage and phase run on across tiles (no drain): while the consumers store a
-//!   tile, the producer already streams the next tile's first slices into the freed stages
+//!   tile, the producer already streams the next tile's first slices into the freed stages;
+//!   (s, r mod 2) are computed from `it` once a tile and stepped in the k-loop (s + 1, wrapped
+//!   to 0 with r flipped): a division by S there is ptxas's general one, every k-slice
 //!
 //!   persistent (grid = min(tiles, SMs), launch_grid):      one block per tile:
 //!     block b walks t = b, b + grid, b + 2·grid, …           t = blockIdx.y · gridDim.x + x
@@ -857,6 +859,19 @@ struct Slices {
     entry: Option<Val>,
 }
 
+/// The ring position of the `it`-th k-slice a block streams: (stage `it mod stages`, phase
+/// `⌊it / stages⌋ mod 2`), computed once a tile; [`ring_next`] steps it.
+fn ring_position(it: &Val, stages: i64) -> (Val, Val) {
+    (it.clone() % lit(stages), (it.clone() / lit(stages)) % lit(2))
+}
+
+/// The ring position after (`s`, `ph`): the next stage, the phase flipped on the wrap.
+fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<Val>> {
+    let next = s.clone() + lit(1);
+    let wrap = b.cmp(CmpOp::Eq, &next, &lit(stages))?;
+    Ok(vec![b.select(&wrap, &lit(0), &next)?, b.select(&wrap, &(lit(1) - ph.clone()), ph)?])
+}
+
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
 /// (pointers; K-major: A is M×K, B is N×K, both row-major; MN-major: A is K×M, B is K×N,
 /// row-major), `am`, `bm` (their tensor maps over that storage: K-major boxes of 64 × 128 and
@@ -1130,11 +1145,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             b.if_then(&first, |b| {
                 b.note("gemm_sm90 producer: TMA tiles into the ring");
                 walk(b, &|b, m0, n0, it, sl| {
-                    b.for_range(&lit(0), &sl.count, &lit(1), &[], |b, kt, _| {
-                        let g = it.clone() + kt.clone();
-                        let s = g.clone() % lit(stages);
-                        let round = g / lit(stages);
-                        let parity = (round.clone() + lit(1)) % lit(2);
+                    // (stage, phase) carried as in the consumers'; the producer waits for
+                    // the opposite phase of `empty`
+                    let (s0, ph0) = ring_position(&it, stages);
+                    b.for_range(&lit(0), &sl.count, &lit(1), &[s0, ph0], |b, kt, pos| {
+                        let (s, ph) = (pos[0].clone(), pos[1].clone());
+                        let parity = lit(1) - ph.clone();
                         b.mbarrier_wait(empty, &s, &parity)?;
                         b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
                         let k0 = i32v(b, &((sl.first.clone() + kt.clone()) * lit(bk)))?;
@@ -1179,7 +1195,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &a0, BM, &sta)?;
                         if !pair {
                             load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn, &stb)?;
-                            return Ok(vec![]);
+                            return ring_next(b, &s, &ph, stages);
                         }
                         // a pair shares B's tile: each block multicasts its part of it into the
                         // same place of both blocks' stage (K-major: rows rank·bn/2 ..; MN-major:
@@ -1206,7 +1222,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                                 }
                             }
                         }
-                        Ok(vec![])
+                        ring_next(b, &s, &ph, stages)
                     })?;
                     Ok(())
                 })
@@ -1239,35 +1255,46 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 b.note("gemm_sm90 consumers: wgmma over the landed stages");
                 let zero = b.f32(0.0);
                 let init = vec![zero; shape.acc_regs()];
-                let acc = b.for_range(&lit(0), &sl.count, &lit(1), &init, |b, kt, acc| {
-                    let g = it.clone() + kt.clone();
-                    let s = g.clone() % lit(stages);
-                    let parity = (g / lit(stages)) % lit(2);
-                    b.mbarrier_wait(full, &s, &parity)?;
-                    b.wgmma_fence()?;
-                    let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * bk);
-                    let b_at = s.clone() * lit(b_elems);
-                    let mut acc = acc.to_vec();
-                    for blk in 0..bk as usize / ty.k() {
-                        let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
-                        let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
-                        acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
-                    }
-                    b.wgmma_commit()?;
-                    if cfg.overlap {
-                        // this stage's group may still run: the previous one has finished reading
-                        b.wgmma_wait(1)?;
-                        let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
-                        b.if_then(&has_prev, |b| {
-                            let prev = (s.clone() + lit(stages - 1)) % lit(stages);
-                            release(b, &prev)
-                        })?;
-                    } else {
-                        b.wgmma_wait(0)?;
-                        release(b, &s)?;
-                    }
-                    Ok(acc)
-                })?;
+                // the ring's stage and phase carried through the k-loop (from `it` once a
+                // tile): a division by the stage count in the loop is ptxas's general one
+                // (I2F, MUFU.RCP, F2I and fix-ups, ~30 instructions a k-slice)
+                let (s0, ph0) = ring_position(&it, stages);
+                let mut init = init;
+                init.extend([s0, ph0]);
+                let nacc = shape.acc_regs();
+                let carried =
+                    b.for_range(&lit(0), &sl.count, &lit(1), &init, |b, kt, carried| {
+                        let (acc, pos) = carried.split_at(nacc);
+                        let (s, parity) = (pos[0].clone(), pos[1].clone());
+                        b.mbarrier_wait(full, &s, &parity)?;
+                        b.wgmma_fence()?;
+                        let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * bk);
+                        let b_at = s.clone() * lit(b_elems);
+                        let mut acc = acc.to_vec();
+                        for blk in 0..bk as usize / ty.k() {
+                            let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
+                            let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
+                            acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
+                        }
+                        b.wgmma_commit()?;
+                        if cfg.overlap {
+                            // this stage's group may still run: the previous one has finished reading
+                            b.wgmma_wait(1)?;
+                            let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
+                            b.if_then(&has_prev, |b| {
+                                let first = b.cmp(CmpOp::Eq, &s, &lit(0))?;
+                                let prev =
+                                    b.select(&first, &lit(stages - 1), &(s.clone() - lit(1)))?;
+                                release(b, &prev)
+                            })?;
+                        } else {
+                            b.wgmma_wait(0)?;
+                            release(b, &s)?;
+                        }
+                        acc.extend(ring_next(b, &s, &parity, stages)?);
+                        Ok(acc)
+                    })?;
+                let acc = carried[..nacc].to_vec();
                 if cfg.overlap {
                     b.wgmma_wait(0)?;
                     // the tile's last stage (the next tile's first release is of its own)

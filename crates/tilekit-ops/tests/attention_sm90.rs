@@ -271,11 +271,14 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
             let (regs, spills) = regs_and_spills(&report);
             eprintln!("d {d} causal {causal} {name}: {regs} registers, {spills} bytes spilled");
             assert!(regs <= 168, "{cfg:?}\n{report}");
-            assert!(spills == 0 || (d == 256 && !cfg.tma_store), "{name} {cfg:?} spills\n{report}");
+            // (d = 256 pipelined with the TMA store: a value or a few reloaded in the loop, the
+            // price of P·V(t−1) running under the softmax — 4 bytes, causal 60)
+            let spill_ok = d == 256 && (!cfg.tma_store || (cfg.overlap && spills <= 64));
+            assert!(spills == 0 || spill_ok, "{name} {cfg:?} spills\n{report}");
             // and ptxas keeps the wgmmas asynchronous (no "wgmma.mma_async instructions are
-            // serialized", C7513: e.g. when P of the next tile is written into the registers
-            // an in-flight P·V reads)
-            assert!(!report.contains("C7513"), "{name} {cfg:?} serialized\n{report}");
+            // serialized": C7513 when P of the next tile is written into the registers an
+            // in-flight P·V reads, C7514 when a copy reads the accumulators of one)
+            assert!(!report.contains("serialized"), "{name} {cfg:?} serialized\n{report}");
         }
     }
     // the parse agrees with a report written out
@@ -283,6 +286,77 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
              ptxas info    : Function properties for k\n    \
              24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads";
     assert_eq!(regs_and_spills(r), (168, 20));
+}
+
+/// The pipelined variants (`overlap`, `pingpong`), one per head dim, key tile and mask.
+fn pipelined() -> Vec<(String, AttnConfig)> {
+    let mut out = vec![];
+    for d in [64, 128, 256] {
+        for causal in [false, true] {
+            for (name, cfg) in variants(ScalarType::BF16, d, causal).unwrap() {
+                if cfg.overlap {
+                    out.push((format!("d{d} causal {causal} {name}"), cfg));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_pipelined_loops_wait_for_p_v_only_in_the_next_tile() {
+    // ptxas puts a `wgmma.wait_group` at the top of its basic block: a wait(0) for P·V(t−1)
+    // after the softmax in the loop body would run before the softmax. So after the loop's
+    // wait(1) (S(t) done) the body holds the softmax of S(t) — its exp2 for the thread's
+    // BN/2 scores — and no other wait before the back edge.
+    for (name, cfg) in pipelined() {
+        let k = build_attention_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+        let waits: Vec<usize> =
+            (0..lines.len()).filter(|&i| lines[i] == "wgmma.wait_group.sync.aligned 1;").collect();
+        assert_eq!(waits.len(), 1, "{name}: one wait(1), in the loop");
+        let defined: Vec<&str> = lines[..waits[0]]
+            .iter()
+            .filter_map(|l| l.strip_suffix(':'))
+            .filter(|l| l.starts_with('L'))
+            .collect();
+        let mut exps = 0;
+        let mut back_edge = false;
+        for l in &lines[waits[0] + 1..] {
+            assert!(!l.starts_with("wgmma.wait_group"), "{name}: {l} before the back edge");
+            exps += usize::from(l.starts_with("ex2.approx"));
+            let target = l.strip_prefix("bra ").and_then(|t| t.strip_suffix(';'));
+            if target.is_some_and(|t| defined.contains(&t)) {
+                back_edge = true;
+                break;
+            }
+        }
+        assert!(back_edge, "{name}: no back edge after the wait(1)");
+        assert!(exps as i64 >= cfg.bn / 2, "{name}: {exps} exp2 between wait(1) and back edge");
+    }
+}
+
+#[test]
+fn the_pipelined_softmax_runs_under_p_v_in_the_machine_code() {
+    // ptxas 13.0 + cuobjdump (TILEKIT_PTXAS, TILEKIT_CUOBJDUMP; skipped without them): in the
+    // SASS, the thread's BN/2 exp2 of tile t (MUFU.EX2) lie between the loop's
+    // `WARPGROUP.DEPBAR.LE gsb0, 0x1` (S(t) done, P·V(t−1) running) and the next wait — the
+    // first version had none there (its wait(0) for P·V(t−1) ran right after the wait(1))
+    for (name, cfg) in pipelined() {
+        let k = build_attention_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        let Some(sass) = tilekit_ptx::ptxas::sass(&ptx, tilekit_ptx::Target::Sm90a, &name).unwrap()
+        else {
+            eprintln!("no ptxas or cuobjdump: {name} not disassembled");
+            continue;
+        };
+        let after = sass.split("WARPGROUP.DEPBAR.LE gsb0, 0x1").collect::<Vec<_>>();
+        assert_eq!(after.len(), 2, "{name}: one DEPBAR 0x1\n{sass}");
+        let until_next = after[1].split("WARPGROUP.DEPBAR").next().unwrap();
+        let exps = until_next.matches("MUFU.EX2").count();
+        assert!(exps as i64 >= cfg.bn / 2, "{name}: {exps} MUFU.EX2 under P·V\n{until_next}");
+    }
 }
 
 #[test]

@@ -1318,28 +1318,54 @@ impl<'k> Emitter<'k> {
         self.line(format!("setp.ge.{} {p}, {ivr}, {hir};", arith(it)));
         self.line(format!("@{p} bra {end};"));
         self.indent += 1;
+        // a software-pipelined loop (wgmmas running across the back edge): its accumulators stay
+        // in the carried registers, in the loop and after it (`wgmma::carried_in_place`)
+        let pipelined = wgmma::in_flight_at_end(body);
+        if pipelined {
+            self.wgmma_carry(body, carried);
+        }
         self.block(body)?;
-        // parallel copy of the yields into the carried registers
-        let temps: Vec<(String, ScalarType)> = body
+        // parallel copy of the yields into the carried registers (none where a yield is in its
+        // carried register already: a wgmma accumulator computed in place)
+        let in_place: Vec<bool> = body
             .yields
             .iter()
-            .map(|&y| {
-                let t = self.ty(y);
+            .zip(carried)
+            .map(|(&y, &a)| pipelined && self.reg(y) == self.reg(a))
+            .collect();
+        let temps: Vec<Option<(String, ScalarType)>> = body
+            .yields
+            .iter()
+            .zip(&in_place)
+            .map(|(&y, &same)| {
+                let (t, ry) = (self.ty(y), self.reg(y));
+                if same {
+                    return None;
+                }
                 let tmp = self.tmp(t);
-                let ry = self.reg(y);
                 self.mov(&tmp, &ry, t);
-                (tmp, t)
+                Some((tmp, t))
             })
             .collect();
-        for (&a, (tmp, t)) in carried.iter().zip(&temps) {
-            let ra = self.reg(a);
-            self.mov(&ra, tmp, *t);
+        for (&a, tmp) in carried.iter().zip(&temps) {
+            if let Some((tmp, t)) = tmp {
+                let ra = self.reg(a);
+                self.mov(&ra, tmp, *t);
+            }
         }
         self.line(format!("add.{} {ivr}, {ivr}, {str_};", arith(it)));
         self.line(format!("bra {head};"));
         self.indent -= 1;
         self.out.push_str(&format!("{end}:\n"));
-        for (&r, &a) in inst.results.iter().zip(carried) {
+        // the results: copies of the carried registers — but a wgmma accumulator computed in
+        // place stays in them (the loop's last wgmmas may still run: a copy would read their
+        // accumulators; the carried registers are not written again after the loop)
+        for ((&r, &a), &same) in inst.results.iter().zip(carried).zip(&in_place) {
+            if same {
+                let ra = self.reg(a);
+                self.alias.insert(r, ra);
+                continue;
+            }
             let (rr, ra) = (self.reg(r), self.reg(a));
             self.mov(&rr, &ra, self.ty(r));
         }

@@ -71,3 +71,70 @@ pub fn assemble(ptx: &str, target: Target, name: &str) -> Result<Option<String>,
         Err(format!("ptxas -arch={} rejected {name}:\n{text}", target.name()))
     }
 }
+
+/// The disassembler for [`sass`], if any: `TILEKIT_CUOBJDUMP` (a path) or `cuobjdump` on the
+/// PATH (pip's `nvidia-cuda-cuobjdump` wheel has one; any CUDA 12.x or 13.x reads sm_90a).
+///
+/// ```
+/// // no assertion about the machine: a disassembler or none
+/// let _ = tilekit_ptx::ptxas::find_cuobjdump();
+/// ```
+pub fn find_cuobjdump() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TILEKIT_CUOBJDUMP") {
+        return Some(PathBuf::from(p));
+    }
+    Command::new("cuobjdump")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        .then(|| PathBuf::from("cuobjdump"))
+}
+
+/// The machine code (SASS) ptxas makes of `ptx`: assembled as by [`assemble`], then
+/// `cuobjdump -sass` of the cubin. `Ok(Some(sass))`, `Ok(None)` when the assembler or the
+/// disassembler ([`find_cuobjdump`]) is missing, `Err` with the tool's messages when one fails.
+/// For properties only the SASS shows: where ptxas put a `wgmma.wait_group`
+/// (`WARPGROUP.DEPBAR.LE gsb0, N`), what a loop holds between two of them.
+///
+/// ```
+/// use tilekit_ptx::{emit_kernel, ptxas, Target};
+/// let k = tilekit_ir::KernelBuilder::new("nothing", [32, 1, 1]).unwrap().finish().unwrap();
+/// let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+/// if let Ok(Some(sass)) = ptxas::sass(&ptx, Target::Sm90a, "nothing") {
+///     assert!(sass.contains("EXIT"));
+/// }
+/// ```
+pub fn sass(ptx: &str, target: Target, name: &str) -> Result<Option<String>, String> {
+    let (Some(ptxas), Some(cuobjdump)) = (find()?, find_cuobjdump()) else { return Ok(None) };
+    let tmp = tempfile::Builder::new()
+        .prefix("tilekit-sass-")
+        .tempdir()
+        .map_err(|e| format!("a temporary folder for ptxas: {e}"))?;
+    let dir = tmp.path();
+    let stem: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let src = dir.join(format!("{stem}.ptx"));
+    let cubin = dir.join(format!("{stem}.cubin"));
+    std::fs::write(&src, ptx).map_err(|e| format!("{}: {e}", src.display()))?;
+    let out = Command::new(&ptxas)
+        .arg(format!("-arch={}", target.name()))
+        .arg(&src)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .map_err(|e| format!("{}: {e}", ptxas.display()))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("ptxas -arch={} rejected {name}:\n{text}", target.name()));
+    }
+    let out = Command::new(&cuobjdump)
+        .arg("-sass")
+        .arg(&cubin)
+        .output()
+        .map_err(|e| format!("{}: {e}", cuobjdump.display()))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("cuobjdump -sass {name}:\n{text}"));
+    }
+    Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
+}

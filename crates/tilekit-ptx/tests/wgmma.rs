@@ -256,3 +256,82 @@ fn operand_registers_are_written_before_the_fence() {
         assert!(!log.contains("warpgroup.arrive is injected"), "{log}");
     }
 }
+
+/// A software-pipelined loop — its wgmma still running at the back edge, waited for at the top
+/// of the next iteration — keeps the accumulators in the loop-carried registers: the rescale
+/// `acc ·= s` writes them in place, the wgmma accumulates in them, and neither the back edge
+/// nor the loop's exit copies them (a copy would read accumulators an in-flight wgmma writes,
+/// and ptxas serializes the wgmmas: "C7514 … non wgmma instructions reading accumulator
+/// registers").
+#[test]
+fn a_pipelined_loop_keeps_its_accumulators_in_place() {
+    use tilekit_ir::wgmma::{interleaved, Acc, SmemMatrix, WgmmaShape, WgmmaSrc};
+    use tilekit_ir::{BinOp, KernelBuilder, Lit, ScalarType};
+    use tilekit_layout::Idx;
+    let b = KernelBuilder::new("pipelined_carry", [128, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let n = b.scalar_param("n", ScalarType::I32).unwrap();
+    let s = b.shared("b_tile", ScalarType::F16, 8 * 16).unwrap();
+    let m = SmemMatrix::from_layout(
+        &interleaved(Major::K, 8, 16, 2).unwrap(),
+        Major::K,
+        ScalarType::F16,
+    )
+    .unwrap();
+    let tid = b.thread_id(tilekit_ir::Axis::X);
+    let h = b.cvt(&tid, ScalarType::F16).unwrap();
+    b.store(s, &tid, std::slice::from_ref(&h), None).unwrap();
+    b.fence_proxy_async();
+    b.barrier();
+    let frag = vec![h.clone(); 8];
+    let scale = b.konst(Lit::f32(0.5));
+    let init = vec![b.konst(Lit::f32(0.0)); 4];
+    let shape = WgmmaShape::new(WgmmaType::F16, 8).unwrap();
+    let zero = Idx::lit(0);
+    let out = b
+        .for_range(&zero, &n, &Idx::lit(1), &init, |b, _, acc| {
+            // the previous iteration's wgmma is done: its accumulators may be read
+            b.wgmma_wait(0)?;
+            let scaled: Vec<_> =
+                acc.iter().map(|v| b.binary(BinOp::Mul, v, &scale)).collect::<Result<_, _>>()?;
+            b.wgmma_fence()?;
+            let db = b.wgmma_desc(s, &Idx::lit(0), &m, 0)?;
+            let d = b.wgmma(shape, &WgmmaSrc::Regs(frag.clone()), &db, Acc::Add(&scaled))?;
+            b.wgmma_commit()?;
+            Ok(d)
+        })
+        .unwrap();
+    b.wgmma_wait(0).unwrap();
+    b.store(y, &(tid * Idx::lit(4)), &out, None).unwrap();
+    let k = b.finish().unwrap();
+    let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+    let mma = ptx.find("wgmma.mma_async").unwrap();
+    let regs = &ptx[mma..];
+    let regs: Vec<&str> =
+        regs[regs.find('{').unwrap() + 1..regs.find('}').unwrap()].split(", ").collect();
+    assert_eq!(regs.len(), 4, "{ptx}");
+    for r in &regs {
+        // scaled in place before the fence ...
+        assert!(ptx[..mma].contains(&format!("mul.rn.f32 {r}, {r}, ")), "{r} in place:\n{ptx}");
+        // ... and never copied: not at the back edge, not after the loop
+        assert!(!ptx.contains(&format!(", {r};")), "{r} is read by a copy:\n{ptx}");
+    }
+    // the store after the loop reads them directly (after the final wait)
+    let wait = ptx.rfind("wgmma.wait_group.sync.aligned 0;").unwrap();
+    assert!(ptx[wait..].contains(regs[0]), "{ptx}");
+    if let Some(ptxas) = ptxas() {
+        let tmp = tempfile::Builder::new().prefix("tk-wgmma-").tempdir().unwrap();
+        let path = tmp.path().join("pipelined_carry.ptx");
+        std::fs::write(&path, &ptx).unwrap();
+        let out = Command::new(&ptxas)
+            .args(["-arch=sm_90a", "-v"])
+            .arg(&path)
+            .arg("-o")
+            .arg(tmp.path().join("pipelined_carry.cubin"))
+            .output()
+            .expect("ptxas runs");
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+        assert!(!log.contains("serialized"), "{log}");
+    }
+}

@@ -109,7 +109,96 @@ fn count_uses(b: &Block, uses: &mut HashMap<ValueId, usize>) {
     }
 }
 
+/// The loop-carried accumulators of `body` (a `for` body with `carried` args) to compute in
+/// place: for each position whose yield is a wgmma result that stays in its accumulator input's
+/// register (through [`lends`]), back to a value `v` computed by one binary op of the body (one
+/// PTX instruction for f32: it reads its operands before it writes) from the carried arg `a` of
+/// that position, the only use of `a`: `(v, a)`, `v` to be written into `a`'s register. Then the wgmma accumulates in the carried registers and the loop's
+/// back-edge copy is the identity — a copy between distinct registers would read the
+/// accumulators while the wgmma may still run (a software-pipelined loop waits for it only in
+/// the next iteration), and ptxas would serialize the wgmmas ("C7514 … non wgmma instructions
+/// reading accumulator registers").
+fn carried_in_place(
+    body: &Block,
+    carried: &[ValueId],
+    uses: &HashMap<ValueId, usize>,
+) -> Vec<(ValueId, ValueId)> {
+    // the body's own (top-level) definitions: value → (instruction, result index)
+    let mut def: HashMap<ValueId, (&Inst, usize)> = HashMap::new();
+    for inst in &body.insts {
+        for (i, &r) in inst.results.iter().enumerate() {
+            def.insert(r, (inst, i));
+        }
+    }
+    let mut out = vec![];
+    for (&a, &y) in carried.iter().zip(&body.yields) {
+        if uses.get(&a).copied() != Some(1) {
+            continue;
+        }
+        let (mut v, mut through_wgmma) = (y, false);
+        while let Some(&(inst, i)) = def.get(&v) {
+            match &inst.op {
+                Op::Wgmma(WgmmaOp::Mma { c, .. }) if i < c.len() && lends(uses, c, c[i]) => {
+                    v = c[i];
+                    through_wgmma = true;
+                }
+                _ => break,
+            }
+        }
+        let Some(&(inst, _)) = def.get(&v) else { continue };
+        let binary = matches!(inst.op, Op::Binary(..));
+        if through_wgmma && binary && inst.op.operands().contains(&a) {
+            out.push((v, a));
+        }
+    }
+    out
+}
+
+/// Whether a wgmma group committed in `body` (at its top level) may still run at its end: a
+/// `commit_group` after the last `wait_group 0`.
+pub(super) fn in_flight_at_end(body: &Block) -> bool {
+    let mut running = false;
+    for inst in &body.insts {
+        match inst.op {
+            Op::Wgmma(WgmmaOp::Commit) => running = true,
+            Op::Wgmma(WgmmaOp::Wait { pending: 0 }) => running = false,
+            _ => {}
+        }
+    }
+    running
+}
+
 impl Emitter<'_> {
+    /// Plans the wgmma emission on the kernel's first wgmma op or loop: use counts and what
+    /// each fence does first.
+    fn plan_wgmma(&mut self) {
+        if self.wg.uses.is_none() {
+            let mut u = HashMap::new();
+            count_uses(&self.k.body, &mut u);
+            self.wg.uses = Some(u);
+            let uses = self.wg.uses.clone().unwrap_or_default();
+            plan_fences(&self.k.body, &uses, &mut self.wg.plan);
+        }
+    }
+
+    /// Before a `for` body is emitted (sm_90a) whose wgmmas may still run at its end
+    /// ([`in_flight_at_end`]): its loop-carried wgmma accumulators computed in place
+    /// ([`carried_in_place`]) — each such value printed as its carried arg's register.
+    pub(super) fn wgmma_carry(&mut self, body: &Block, carried: &[ValueId]) {
+        if self.target != Target::Sm90a {
+            return;
+        }
+        self.plan_wgmma();
+        let uses = self.wg.uses.clone().unwrap_or_default();
+        for (v, a) in carried_in_place(body, carried, &uses) {
+            if self.ty(v) != ScalarType::F32 || self.ty(a) != ScalarType::F32 {
+                continue;
+            }
+            let name = self.reg(a);
+            self.alias.insert(v, name);
+        }
+    }
+
     /// The `.b32` registers of an A fragment: 16-bit values in pairs, packed pairs through an
     /// identity permute (see the module docs), tf32 one each.
     fn pack_a(&mut self, vals: &[ValueId]) -> Vec<String> {
@@ -150,13 +239,7 @@ impl Emitter<'_> {
                 format!("wgmma needs sm_90a (the target is {})", self.target),
             ));
         }
-        if self.wg.uses.is_none() {
-            let mut u = HashMap::new();
-            count_uses(&self.k.body, &mut u);
-            self.wg.uses = Some(u);
-            let uses = self.wg.uses.clone().unwrap_or_default();
-            plan_fences(&self.k.body, &uses, &mut self.wg.plan);
-        }
+        self.plan_wgmma();
         match w {
             WgmmaOp::Fence => {
                 let frags = self.wg.plan.get(&(inst as *const Inst as usize)).cloned();
