@@ -5,12 +5,11 @@
 
 mod common;
 
-use common::{assert_close_relative, random_rows};
+use common::{api_softmax_checked, assert_close_relative, random_rows};
 use tilekit_ir::interp::{self, Args, HostBuffer, InterpError};
-use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::ScalarType;
 use tilekit_ops::api;
-use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
+use tilekit_ops::backend::{LayoutTensor, Record};
 use tilekit_ops::host;
 use tilekit_ops::reduce::{build_softmax_coop, reference, CoopTuning, Reduction};
 use tilekit_ops::tuning::Tuning;
@@ -98,12 +97,6 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
     }
 }
 
-/// A host tensor of `ty` holding `vals`.
-fn tensor(ty: ScalarType, vals: &[f64], shape: &[i64]) -> HostTensor {
-    let layout = TensorLayout::contiguous(ty, shape.to_vec()).unwrap();
-    HostTensor::new(host::from_f64(ty, vals), layout).unwrap()
-}
-
 #[test]
 fn api_softmax_takes_the_coop_kernel_when_tuned_and_matches() {
     // rows longer than the register kernel holds (f32: 256 threads × 64 = 16384; bf16: 512 ×
@@ -114,24 +107,14 @@ fn api_softmax_takes_the_coop_kernel_when_tuned_and_matches() {
     for (ty, n, k) in [(ScalarType::F32, 20000i64, 3u32), (ScalarType::BF16, 40000, 5)] {
         let m = 2i64;
         assert_eq!(coop.plan(ty, n).unwrap().0, k);
-        // the plan: the coop kernel on m · k blocks
-        let rec = Record::with_tuning(t);
-        let lx = LayoutTensor::contiguous(ty, &[m, n]).unwrap();
-        let mut ly = lx.clone();
-        api::softmax_into(&rec, &lx, &mut ly).unwrap();
-        let l = rec.take().remove(0);
+        // the plan: the coop kernel on m · k blocks; the result over a poisoned output
+        let part = (n as usize).div_ceil(k as usize);
+        let l = api_softmax_checked(t, ty, (m, n), (part, 3), &format!("api coop {ty}"));
         assert_eq!(
             (l.kernel.kernel().name.as_str(), l.grid),
             ("softmax_coop", [m as u32 * k, 1, 1])
         );
         assert_eq!(l.kernel.kernel().block_dim, [128, 1, 1]);
-        // the result, over a poisoned output
-        let part = (n as usize).div_ceil(k as usize);
-        let x = tensor(ty, &random_rows(m as usize, n as usize, part, 3), &[m, n]);
-        let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
-        api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
-        let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
-        assert_close_relative(y.buffer(), &want, n as usize, ty, &format!("api coop {ty}"));
     }
     // rows the register kernel holds keep it, coop tuning or not
     let rec = Record::with_tuning(t);

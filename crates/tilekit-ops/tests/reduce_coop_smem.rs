@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{assert_close_relative, random_rows};
+use common::{api_softmax_checked, assert_close_relative, random_rows, tensor};
 use tilekit_ir::interp::{self, Args, HostBuffer, InterpError};
-use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::ScalarType;
 use tilekit_ops::api;
 use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
@@ -131,12 +130,6 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
     }
 }
 
-/// A host tensor of `ty` holding `vals`.
-fn tensor(ty: ScalarType, vals: &[f64], shape: &[i64]) -> HostTensor {
-    let layout = TensorLayout::contiguous(ty, shape.to_vec()).unwrap();
-    HostTensor::new(host::from_f64(ty, vals), layout).unwrap()
-}
-
 #[test]
 fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
     // 128 threads × 16 elements a step, 16 KiB a block: f32 4096 elements (2 steps), bf16
@@ -149,11 +142,8 @@ fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
     {
         let m = 2i64;
         assert_eq!(coop.plan(ty, n), Some((k, chunks)), "{ty}");
-        let rec = Record::with_tuning(t);
-        let lx = LayoutTensor::contiguous(ty, &[m, n]).unwrap();
-        let mut ly = lx.clone();
-        api::softmax_into(&rec, &lx, &mut ly).unwrap();
-        let l = rec.take().remove(0);
+        let part = (n as usize).div_ceil(k as usize);
+        let l = api_softmax_checked(t, ty, (m, n), (part, 7), &format!("api coop smem {ty}"));
         let kern = l.kernel.kernel();
         assert_eq!((kern.name.as_str(), l.grid), ("softmax_coop_smem", [m as u32 * k, 1, 1]));
         assert_eq!(kern.block_dim, [128, 1, 1]);
@@ -161,12 +151,6 @@ fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
             kern.shared_bytes(),
             coop_smem_shared_bytes(128, coop.unroll(ty), chunks, false)
         );
-        let part = (n as usize).div_ceil(k as usize);
-        let x = tensor(ty, &random_rows(m as usize, n as usize, part, 7), &[m, n]);
-        let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
-        api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
-        let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
-        assert_close_relative(y.buffer(), &want, n as usize, ty, &format!("api coop smem {ty}"));
     }
 }
 
@@ -178,8 +162,9 @@ fn the_deadlock_bound_counts_shared_memory() {
     assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 128, 2, 8, true), 6); // 32 KiB
     assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 1, 4, false), 5); // registers
     assert_eq!(coop_smem_resident_blocks(ScalarType::BF16, 1024, 4, 3, true), 1); // 192 KiB
-                                                                                  // 200 KiB slices: one block per SM, 4 on the interpreter's 4 "multiprocessors"; a row of
-                                                                                  // 5 such blocks could wait forever on a real device
+
+    // 200 KiB slices: one block per SM, 4 on the interpreter's 4 "multiprocessors"; a row of
+    // 5 such blocks could wait forever on a real device
     let c = CoopTuning { threads: 512, per_thread: 16, smem_kib: 200, bulk: false, one_exp: false };
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let (k, chunks) = c.plan(ScalarType::F32, 5 * 49152).unwrap();

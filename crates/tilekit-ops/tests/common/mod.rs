@@ -1,8 +1,13 @@
 //! Helpers shared by the test files of this folder (`mod common;` in each).
 
 use tilekit_ir::interp::HostBuffer;
+use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::ScalarType;
+use tilekit_ops::api;
+use tilekit_ops::backend::{Launch, LayoutTensor, Record, TunedInterp};
 use tilekit_ops::host;
+use tilekit_ops::reduce::{reference, Reduction};
+use tilekit_ops::tuning::Tuning;
 
 /// Element by element against the f64 reference, relative: f32 within 1e-5 of the value, bf16
 /// within one ulp (2⁻⁷ of the value); and every row sums to one.
@@ -44,4 +49,35 @@ pub fn random_rows(m: usize, n: usize, part: usize, seed: u64) -> Vec<f64> {
             12.0 * next() - 6.0 + offsets[r * n.div_ceil(part) + c / part]
         })
         .collect()
+}
+
+/// A host tensor of `ty` holding `vals`.
+#[allow(dead_code)] // the coop tests use it, reduce.rs does not
+pub fn tensor(ty: ScalarType, vals: &[f64], shape: &[i64]) -> HostTensor {
+    let layout = TensorLayout::contiguous(ty, shape.to_vec()).unwrap();
+    HostTensor::new(host::from_f64(ty, vals), layout).unwrap()
+}
+
+/// What `api::softmax` does with an `m × n` tensor of `ty` under the tuning `t`: the one launch
+/// it plans (returned), and its result on the interpreter — [`random_rows`] with a new offset
+/// every `part` columns, over a NaN-poisoned output — checked against the f64 reference.
+#[allow(dead_code)] // the coop tests use it, reduce.rs does not
+pub fn api_softmax_checked(
+    t: Tuning,
+    ty: ScalarType,
+    (m, n): (i64, i64),
+    (part, seed): (usize, u64),
+    what: &str,
+) -> Launch {
+    let rec = Record::with_tuning(t);
+    let lx = LayoutTensor::contiguous(ty, &[m, n]).unwrap();
+    api::softmax_into(&rec, &lx, &mut lx.clone()).unwrap();
+    let mut launched = rec.take();
+    assert_eq!(launched.len(), 1, "{what}: one launch");
+    let x = tensor(ty, &random_rows(m as usize, n as usize, part, seed), &[m, n]);
+    let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
+    api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
+    let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
+    assert_close_relative(y.buffer(), &want, n as usize, ty, what);
+    launched.remove(0)
 }
