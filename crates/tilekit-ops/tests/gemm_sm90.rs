@@ -3,10 +3,13 @@
 //! four transposes), pairs of blocks in a cluster sharing B by multicast, against an f64
 //! reference; and its PTX assembles for sm_90a.
 
+mod gemm_common;
+
+use gemm_common::bind_epilogue;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::tma::TensorMapArg;
 use tilekit_ir::wgmma::Major;
-use tilekit_ir::{Lit, ScalarType};
+use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
@@ -72,7 +75,7 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     let c_map = map_arg(c.layout());
     let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
     let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
-    let mut bind = Bindings::new(&kernel)
+    let bind = Bindings::new(&kernel)
         .input_ptr("a", &a, a.layout().shape().iter().product(), &Interp)
         .unwrap()
         .input_ptr("b", &b, b.layout().shape().iter().product(), &Interp)
@@ -85,21 +88,8 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
         .unwrap()
         .int("k", k)
         .unwrap();
-    if cfg.epilogue == Epilogue::Tma {
-        bind = bind.tensor_map("cm", c_map.unwrap()).unwrap();
-    }
-    if cfg.raster == Raster::Hilbert {
-        bind = bind.input_ptr("order", &order, tm * tn, &Interp).unwrap();
-    }
-    if cfg.op.alpha {
-        bind = bind.scalar("alpha", Lit::f32(alpha)).unwrap();
-    }
-    if cfg.op.beta {
-        bind = bind.scalar("beta", Lit::f32(beta)).unwrap();
-    }
-    if let Some(bias) = &bias {
-        bind = bind.input_ptr("bias", bias, n, &Interp).unwrap();
-    }
+    let bind =
+        bind_epilogue(bind, &cfg, (c_map, &order, tm * tn), (alpha, beta), (bias.as_ref(), n));
     let grid = launch_grid(&cfg, m, n, sms).unwrap();
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {m}x{n}x{k}: {e}"));
     let (av, bv) = (host::to_f64(a.buffer()), host::to_f64(b.buffer()));

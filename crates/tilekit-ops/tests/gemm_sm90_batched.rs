@@ -4,10 +4,13 @@
 //! shared (batch step 0) operand; gaps between entries and past each row stay untouched; and
 //! its PTX assembles for sm_90a without spills.
 
+mod gemm_common;
+
+use gemm_common::bind_epilogue;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::tma::TensorMapArg;
 use tilekit_ir::wgmma::Major;
-use tilekit_ir::{Lit, ScalarType};
+use tilekit_ir::ScalarType;
 use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
@@ -82,7 +85,7 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
     let c_map = map_arg(c.layout());
     let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
     let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
-    let mut bind = Bindings::new(&kernel)
+    let bind = Bindings::new(&kernel)
         .input_ptr("a", &a, a.layout().shape()[0], &Interp)
         .unwrap()
         .input_ptr("b", &b, b.layout().shape()[0], &Interp)
@@ -99,21 +102,8 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
         .unwrap()
         .int("b_batch_step", i64::from(!shared_b))
         .unwrap();
-    if cfg.epilogue == Epilogue::Tma {
-        bind = bind.tensor_map("cm", c_map.unwrap()).unwrap();
-    }
-    if cfg.raster == Raster::Hilbert {
-        bind = bind.input_ptr("order", &order, tm * tn, &Interp).unwrap();
-    }
-    if cfg.op.alpha {
-        bind = bind.scalar("alpha", Lit::f32(alpha)).unwrap();
-    }
-    if cfg.op.beta {
-        bind = bind.scalar("beta", Lit::f32(beta)).unwrap();
-    }
-    if let Some(bias) = &bias {
-        bind = bind.input_ptr("bias", bias, n, &Interp).unwrap();
-    }
+    let bind =
+        bind_epilogue(bind, &cfg, (c_map, &order, tm * tn), (alpha, beta), (bias.as_ref(), n));
     let grid = launch_grid_batched(&cfg, batch, m, n, sms).unwrap();
     let what = format!("{} batch {batch} {m}x{n}x{k}", cfg.label());
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{what}: {e}"));
