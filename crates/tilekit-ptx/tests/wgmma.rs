@@ -194,13 +194,13 @@ fn kernels_assemble_for_sm90a_and_are_refused_elsewhere() {
 
 /// Register writes a wgmma reads (packed A fragments, copies of a shared accumulator input)
 /// are emitted before its `wgmma.fence`, so ptxas has no `warpgroup.arrive` to inject.
-#[test]
-fn operand_registers_are_written_before_the_fence() {
-    use tilekit_ir::wgmma::{interleaved, Acc, SmemMatrix, WgmmaShape, WgmmaSrc};
-    use tilekit_ir::{KernelBuilder, Lit, ScalarType};
-    use tilekit_layout::Idx;
-    let b = KernelBuilder::new("before_fence", [128, 1, 1]).unwrap();
-    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+/// An 8 × 16 f16 B tile in shared memory, K-major and interleaved, each thread's element its
+/// thread index (as f16, also returned), made visible to wgmma (proxy fence + barrier).
+fn b_tile(
+    b: &tilekit_ir::KernelBuilder,
+) -> (tilekit_ir::MemRef, tilekit_ir::wgmma::SmemMatrix, tilekit_ir::Val) {
+    use tilekit_ir::wgmma::{interleaved, SmemMatrix};
+    use tilekit_ir::ScalarType;
     let s = b.shared("b_tile", ScalarType::F16, 8 * 16).unwrap();
     let m = SmemMatrix::from_layout(
         &interleaved(Major::K, 8, 16, 2).unwrap(),
@@ -213,6 +213,18 @@ fn operand_registers_are_written_before_the_fence() {
     b.store(s, &tid, std::slice::from_ref(&h), None).unwrap();
     b.fence_proxy_async();
     b.barrier();
+    (s, m, h)
+}
+
+#[test]
+fn operand_registers_are_written_before_the_fence() {
+    use tilekit_ir::wgmma::{Acc, WgmmaShape, WgmmaSrc};
+    use tilekit_ir::{KernelBuilder, Lit, ScalarType};
+    use tilekit_layout::Idx;
+    let b = KernelBuilder::new("before_fence", [128, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let (s, m, h) = b_tile(&b);
+    let tid = b.thread_id(tilekit_ir::Axis::X);
     let frag = vec![h.clone(); 8];
     let half = b.konst(Lit::f32(0.5));
     let c = vec![half; 4]; // one value four times: copied, not lent
@@ -265,24 +277,14 @@ fn operand_registers_are_written_before_the_fence() {
 /// registers").
 #[test]
 fn a_pipelined_loop_keeps_its_accumulators_in_place() {
-    use tilekit_ir::wgmma::{interleaved, Acc, SmemMatrix, WgmmaShape, WgmmaSrc};
+    use tilekit_ir::wgmma::{Acc, WgmmaShape, WgmmaSrc};
     use tilekit_ir::{BinOp, KernelBuilder, Lit, ScalarType};
     use tilekit_layout::Idx;
     let b = KernelBuilder::new("pipelined_carry", [128, 1, 1]).unwrap();
     let y = b.ptr_param("y", ScalarType::F32).unwrap();
     let n = b.scalar_param("n", ScalarType::I32).unwrap();
-    let s = b.shared("b_tile", ScalarType::F16, 8 * 16).unwrap();
-    let m = SmemMatrix::from_layout(
-        &interleaved(Major::K, 8, 16, 2).unwrap(),
-        Major::K,
-        ScalarType::F16,
-    )
-    .unwrap();
+    let (s, m, h) = b_tile(&b);
     let tid = b.thread_id(tilekit_ir::Axis::X);
-    let h = b.cvt(&tid, ScalarType::F16).unwrap();
-    b.store(s, &tid, std::slice::from_ref(&h), None).unwrap();
-    b.fence_proxy_async();
-    b.barrier();
     let frag = vec![h.clone(); 8];
     let scale = b.konst(Lit::f32(0.5));
     let init = vec![b.konst(Lit::f32(0.0)); 4];
