@@ -1208,6 +1208,23 @@ impl<'a> BlockExec<'a> {
         Ok(())
     }
 
+    /// Lane `t`'s value of `cta` as a rank of the cluster (u32 operands as unsigned): an error
+    /// naming the rank and the cluster's size when no block has it.
+    pub(crate) fn cluster_rank(&self, inst: &Inst, cta: ValueId, t: usize) -> R<usize> {
+        let rank = self.defined(inst, cta, t, "cluster rank")? as i64;
+        let rank = if self.k.ty(cta) == ScalarType::U32 { rank & 0xffff_ffff } else { rank };
+        if rank < 0 || rank >= self.p.ctas as i64 {
+            return Err(InterpError::ClusterRank {
+                inst: self.text(inst),
+                rank,
+                size: self.p.ctas,
+                block: self.block_of(t),
+                thread: self.thread(t),
+            });
+        }
+        Ok(rank as usize)
+    }
+
     /// `ld.shared::cluster`: lane `t` reads allocation `s` of the block with rank `cta`.
     #[allow(clippy::too_many_arguments)]
     fn load_cluster(
@@ -1223,18 +1240,7 @@ impl<'a> BlockExec<'a> {
         let id = self.p.inst_id(inst);
         for &t in &m.active {
             let t = t as usize;
-            let rank = self.defined(inst, cta, t, "cluster rank")? as i64;
-            let rank = if self.k.ty(cta) == ScalarType::U32 { rank & 0xffff_ffff } else { rank };
-            if rank < 0 || rank >= self.p.ctas as i64 {
-                return Err(InterpError::ClusterRank {
-                    inst: self.text(inst),
-                    rank,
-                    size: self.p.ctas,
-                    block: self.block_of(t),
-                    thread: self.thread(t),
-                });
-            }
-            let owner = rank as usize;
+            let owner = self.cluster_rank(inst, cta, t)?;
             let e = self.element(inst, offset, w, MemSpace::Shared(s), len, t)?;
             let rec = Rec { epoch: self.epoch, thread: t as u32, inst: id };
             let own = t / self.p.cta_threads;

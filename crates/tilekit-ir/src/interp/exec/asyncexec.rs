@@ -525,22 +525,7 @@ impl<'a> BlockExec<'a> {
                 for &t in &m.active {
                     let t = t as usize;
                     let (own, s, e) = self.bar_key(inst, *bar, *index, t)?;
-                    let rank = self.defined(inst, *cta, t, "cluster rank")? as i64;
-                    let rank = if self.k.ty(*cta) == crate::ScalarType::U32 {
-                        rank & 0xffff_ffff
-                    } else {
-                        rank
-                    };
-                    if rank < 0 || rank >= self.p.ctas as i64 {
-                        return Err(InterpError::ClusterRank {
-                            inst: self.text(inst),
-                            rank,
-                            size: self.p.ctas,
-                            block: self.block_of(t),
-                            thread: self.thread(t),
-                        });
-                    }
-                    let owner = rank as usize;
+                    let owner = self.cluster_rank(inst, *cta, t)?;
                     self.mbar_arrive(inst, (owner, s, e), None, t)?;
                     if owner != own {
                         // the owner must not exit before the arrival: a barrier.cluster after it
