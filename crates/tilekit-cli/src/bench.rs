@@ -118,11 +118,14 @@ pub struct Args {
 /// assert!(!parse_coop("256,32,64k,bulk").unwrap().one_exp);
 /// assert!(parse_coop("256,32,64k,1exp,bulk").is_err());          // bulk comes first
 /// assert!(parse_coop("256,32,64k,bulk,1exp,1exp").is_err());
+/// assert_eq!(parse_coop("256,16,32k,2rows").unwrap().rows, 2);
+/// assert!(parse_coop("256,16,32k,bulk,2rows").is_err());          // 2rows takes loads
 /// ```
 pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let bad = || {
         format!(
-            "`{s}`: expected THREADS,PER_THREAD[,KIBk[,bulk][,1exp]], e.g. 256,32 or 256,16,32k"
+            "`{s}`: expected THREADS,PER_THREAD[,KIBk[,bulk][,1exp][,2rows]], e.g. 256,32 or \
+             256,16,32k"
         )
     };
     let mut fields = s.split(',');
@@ -146,9 +149,16 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let mut words = fields.map(str::trim).peekable();
     let bulk = words.next_if_eq(&"bulk").is_some();
     let one_exp = words.next_if_eq(&"1exp").is_some();
+    let rows = if words.next_if_eq(&"2rows").is_some() { 2 } else { 1 };
     if let Some(f) = words.next() {
         return Err(format!(
-            "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp` (each at most once)"
+            "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp`, then `2rows` (each \
+             at most once)"
+        ));
+    }
+    if rows == 2 && (bulk || one_exp || smem_kib == 0) {
+        return Err(format!(
+            "`{s}`: `2rows` takes a shared-memory slice brought in by loads (no bulk, no 1exp)"
         ));
     }
     if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
@@ -157,7 +167,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if !(1..=64).contains(&per_thread) {
         return Err(format!("elements per thread {per_thread}: must be 1..=64"));
     }
-    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp })
+    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp, rows })
 }
 
 /// One measured kernel.

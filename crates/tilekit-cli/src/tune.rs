@@ -593,9 +593,10 @@ fn softmax_candidates(
             let label = if c.smem() {
                 let slice = chunks * c.threads as i64 * vw * c.unroll(ty);
                 format!(
-                    "coop smem{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
+                    "coop smem{}{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
                     if c.bulk { " bulk" } else { "" },
                     if c.one_exp { " 1exp" } else { "" },
+                    if c.rows == 2 { " 2rows" } else { "" },
                     c.threads,
                     slice * ty.size_bytes() as i64 / 1024,
                     c.unroll(ty)
@@ -1035,7 +1036,10 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         let t = cuda.tuning();
         // what the API launches with this device's tuning (the Record backend plans it)
         let pick = {
-            let rec = tilekit_ops::backend::Record::with_tuning(t);
+            // on this device's multiprocessors: the cooperative kernel's residency check
+            // (and persistent grids) depend on them
+            let rec = tilekit_ops::backend::Record::with_tuning(t)
+                .on_multiprocessors(cuda.multiprocessors());
             let x =
                 tilekit_ops::backend::LayoutTensor::contiguous(ty, &[m, n]).map_err(ops(&case))?;
             let mut y = x.clone();

@@ -719,13 +719,20 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8), bulk and
     // one exponential per element
     let key = if c.smem() {
-        let vu = v * 1000 + i64::from(c.one_exp) * 100 + c.unroll(ty) * 10 + i64::from(c.bulk);
+        let vu = v * 10000
+            + i64::from(c.rows) * 1000
+            + i64::from(c.one_exp) * 100
+            + c.unroll(ty) * 10
+            + i64::from(c.bulk);
         KernelKey::new("softmax_coop_smem", ty, [vu, chunks, threads as i64, k as i64])
     } else {
         KernelKey::new("softmax_coop", ty, [v, chunks, threads as i64, k as i64])
     };
     let kern = cached(key, || c.build(ty, v, k, chunks))?;
-    let grid = [grid_u32(op, "rows × blocks per row", m * i64::from(k))?, 1, 1];
+    // a block takes a slice of `c.rows` rows: ⌈m / rows⌉ groups of k blocks
+    let rows = i64::from(c.rows.max(1));
+    let groups = (m + rows - 1) / rows;
+    let grid = [grid_u32(op, "row groups × blocks per row", groups * i64::from(k))?, 1, 1];
     let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
     let pairs = 2 * m * i64::from(k);
     let mut stats = b.empty(ScalarType::F32, &[pairs])?;

@@ -101,8 +101,14 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
 fn api_softmax_takes_the_coop_kernel_when_tuned_and_matches() {
     // rows longer than the register kernel holds (f32: 256 threads × 64 = 16384; bf16: 512 ×
     // 64 = 32768): 128 threads × 64 elements a block, so 3 blocks (f32) and 5 blocks (bf16)
-    let coop =
-        CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false };
+    let coop = CoopTuning {
+        threads: 128,
+        per_thread: 64,
+        smem_kib: 0,
+        bulk: false,
+        one_exp: false,
+        rows: 1,
+    };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k) in [(ScalarType::F32, 20000i64, 3u32), (ScalarType::BF16, 40000, 5)] {
         let m = 2i64;
@@ -134,6 +140,7 @@ fn more_blocks_per_row_than_fit_at_once_is_a_typed_error() {
             smem_kib: 0,
             bulk: false,
             one_exp: false,
+            rows: 1,
         }),
         ..Tuning::default()
     };

@@ -12,7 +12,8 @@ use tilekit_ops::api;
 use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
 use tilekit_ops::host;
 use tilekit_ops::reduce::coop_smem::{
-    build_softmax_coop_smem_one_exp, coop_smem_one_exp_resident_blocks, ONE_EXP_PIPELINE_STEPS,
+    build_softmax_coop_smem_one_exp, build_softmax_coop_smem_rows,
+    coop_smem_one_exp_resident_blocks, ONE_EXP_PIPELINE_STEPS,
 };
 use tilekit_ops::reduce::{
     build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes, reference,
@@ -134,8 +135,14 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
 fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
     // 128 threads × 16 elements a step, 16 KiB a block: f32 4096 elements (2 steps), bf16
     // 8192 (4 steps); rows longer than the register kernel holds (f32 16384, bf16 32768)
-    let coop =
-        CoopTuning { threads: 128, per_thread: 16, smem_kib: 16, bulk: false, one_exp: false };
+    let coop = CoopTuning {
+        threads: 128,
+        per_thread: 16,
+        smem_kib: 16,
+        bulk: false,
+        one_exp: false,
+        rows: 1,
+    };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k, chunks) in
         [(ScalarType::F32, 20001i64, 5u32, 2i64), (ScalarType::BF16, 40000, 5, 4)]
@@ -165,7 +172,14 @@ fn the_deadlock_bound_counts_shared_memory() {
 
     // 200 KiB slices: one block per SM, 4 on the interpreter's 4 "multiprocessors"; a row of
     // 5 such blocks could wait forever on a real device
-    let c = CoopTuning { threads: 512, per_thread: 16, smem_kib: 200, bulk: false, one_exp: false };
+    let c = CoopTuning {
+        threads: 512,
+        per_thread: 16,
+        smem_kib: 200,
+        bulk: false,
+        one_exp: false,
+        rows: 1,
+    };
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let (k, chunks) = c.plan(ScalarType::F32, 5 * 49152).unwrap();
     assert_eq!((k, chunks, c.resident_blocks(ScalarType::F32, chunks)), (5, 6, 1));
@@ -219,8 +233,14 @@ fn the_builder_refuses_bad_shapes_with_typed_errors() {
 
 #[test]
 fn api_softmax_takes_bulk_copies_for_aligned_rows_and_loads_elsewhere() {
-    let coop =
-        CoopTuning { threads: 128, per_thread: 16, smem_kib: 16, bulk: true, one_exp: false };
+    let coop = CoopTuning {
+        threads: 128,
+        per_thread: 16,
+        smem_kib: 16,
+        bulk: true,
+        one_exp: false,
+        rows: 1,
+    };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     // f32 rows of 20000 are whole 16-byte vectors; 20001 are not
     for (n, name) in [(20000i64, "softmax_coop_smem_bulk"), (20001, "softmax_coop_smem")] {
@@ -307,10 +327,24 @@ fn one_exp_kernels_compute_one_exponential_per_element() {
             let two = build_softmax_coop_smem(ty, 128, v, 8, unroll, 4, bulk).unwrap();
             let count = |k: &tilekit_ir::Kernel| k.to_string().matches("ex2.approx").count();
             assert_eq!(count(&one), per_step + 2, "{ty} bulk {bulk}");
-            // pass 2's flush subnormals to zero (one MUFU.EX2 each); the others do not
+            // pass 2's flush subnormals to zero (one MUFU.EX2 each); the others do not, but
+            // for 16-bit types the two-exponential kernel's per-element ones do (one MUFU)
             let ftz = |k: &tilekit_ir::Kernel| k.to_string().matches("ex2.approx.ftz").count();
-            assert_eq!((ftz(&one), ftz(&two)), (per_step, 0), "{ty} bulk {bulk}");
-            assert_eq!(count(&two), 2 * per_step + 1, "{ty} bulk {bulk}");
+            let two_ftz = if ty.size_bytes() == 2 { 2 * per_step } else { 0 };
+            assert_eq!((ftz(&one), ftz(&two)), (per_step, two_ftz), "{ty} bulk {bulk}");
+            // (with loads, one more per warp: the 4 warps' (max, sum) pairs are combined)
+            let pairs = if bulk { 0 } else { 128 / 32 };
+            assert_eq!(count(&two), 2 * per_step + 1 + pairs, "{ty} bulk {bulk}");
+            // the two-exponential kernel divides by S in the exponent: one lg2, no division
+            let lg2 = |k: &tilekit_ir::Kernel| k.to_string().matches("lg2.approx").count();
+            assert_eq!((lg2(&one), lg2(&two)), (0, 1), "{ty} bulk {bulk}");
+            let divs: Vec<String> = two
+                .to_string()
+                .lines()
+                .filter(|l| l.contains("div.f32"))
+                .map(String::from)
+                .collect();
+            assert!(divs.is_empty(), "{ty} bulk {bulk}: {divs:?}");
             assert_eq!(one.shared_bytes(), two.shared_bytes(), "same shared memory");
         }
     }
@@ -319,7 +353,14 @@ fn one_exp_kernels_compute_one_exponential_per_element() {
 #[test]
 fn api_softmax_takes_the_one_exp_kernel_when_tuned_and_matches() {
     // f32 20000 is whole aligned vectors (bulk copies), 20001 not (loads); bf16 40000 aligned
-    let coop = CoopTuning { threads: 128, per_thread: 16, smem_kib: 16, bulk: true, one_exp: true };
+    let coop = CoopTuning {
+        threads: 128,
+        per_thread: 16,
+        smem_kib: 16,
+        bulk: true,
+        one_exp: true,
+        rows: 1,
+    };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, name) in [
         (ScalarType::F32, 20000i64, "softmax_coop_smem_bulk_1exp"),
@@ -349,7 +390,14 @@ fn api_softmax_takes_the_one_exp_kernel_when_tuned_and_matches() {
 
 #[test]
 fn one_exp_without_a_shared_memory_slice_is_a_typed_error() {
-    let c = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: true };
+    let c = CoopTuning {
+        threads: 256,
+        per_thread: 32,
+        smem_kib: 0,
+        bulk: false,
+        one_exp: true,
+        rows: 1,
+    };
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let x = LayoutTensor::contiguous(ScalarType::F32, &[2, 65536]).unwrap();
     let e = api::softmax_into(&Record::with_tuning(t), &x, &mut x.clone()).unwrap_err();
@@ -431,4 +479,64 @@ fn one_exp_flushes_elements_far_below_the_block_max_to_zero() {
             assert!((one[i] - want[i]).abs() <= 1e-5 * want[i], "element {i}");
         }
     }
+}
+
+#[test]
+fn two_rows_a_block_match_the_reference_for_even_and_odd_row_counts() {
+    // 2 rows a block: ⌈m / 2⌉ groups of k blocks; an odd m leaves the last group's second
+    // row past the tensor (skipped); f32 20001 is not whole vectors (loads of 1), bf16 aligned
+    let coop = CoopTuning {
+        threads: 128,
+        per_thread: 16,
+        smem_kib: 16,
+        bulk: false,
+        one_exp: false,
+        rows: 2,
+    };
+    let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
+    for (ty, m, n) in [
+        (ScalarType::F32, 4i64, 20000i64),
+        (ScalarType::F32, 3, 20001),
+        (ScalarType::BF16, 5, 40000),
+    ] {
+        let (k, chunks) = coop.plan(ty, n).unwrap();
+        assert!(k >= 2, "{ty} {n}");
+        let part = (n as usize).div_ceil(k as usize);
+        let what = format!("2 rows {ty} {m}x{n}");
+        let l = api_softmax_checked(t, ty, (m, n), (part, 23), &what);
+        let groups = (m as u32).div_ceil(2);
+        assert_eq!(l.kernel.kernel().name, "softmax_coop_smem_2rows", "{what}");
+        assert_eq!(l.grid, [groups * k, 1, 1], "{what}");
+        // two slices a block: the residency of a kernel with twice the steps
+        let one = CoopTuning { rows: 1, ..coop };
+        assert_eq!(coop.resident_blocks(ty, chunks), one.resident_blocks(ty, 2 * chunks));
+        assert_eq!(
+            l.kernel.kernel().shared_bytes(),
+            coop_smem_shared_bytes(128, coop.unroll(ty), 2 * chunks, false)
+        );
+    }
+}
+
+#[test]
+fn two_rows_are_refused_with_bulk_copies_one_exponential_or_three_rows() {
+    let c = CoopTuning {
+        threads: 256,
+        per_thread: 16,
+        smem_kib: 32,
+        bulk: false,
+        one_exp: false,
+        rows: 2,
+    };
+    for bad in [
+        CoopTuning { bulk: true, ..c },
+        CoopTuning { one_exp: true, ..c },
+        CoopTuning { rows: 3, ..c },
+        CoopTuning { smem_kib: 0, ..c },
+    ] {
+        let e = bad.build(ScalarType::F32, 4, 4, 2).unwrap_err();
+        assert!(matches!(e, OpsError::Invalid { .. }), "{bad:?}: {e}");
+        assert!(e.to_string().contains("rows"), "{bad:?}: {e}");
+    }
+    let e = build_softmax_coop_smem_rows(ScalarType::BF16, 256, 8, 4, 2, 4, 3).unwrap_err();
+    assert!(e.to_string().contains("rows per block"), "{e}");
 }

@@ -150,7 +150,8 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
             per_thread: 32,
             smem_kib: 64,
             bulk: false,
-            one_exp: false
+            one_exp: false,
+            rows: 1
         })
     );
     let t = Tuning {
@@ -160,6 +161,7 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
             smem_kib: 0,
             bulk: false,
             one_exp: false,
+            rows: 1,
         }),
         ..Tuning::default()
     };
@@ -191,6 +193,7 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
             smem_kib: 48,
             bulk: false,
             one_exp: false,
+            rows: 1,
         }),
         ..Tuning::default()
     };
@@ -212,7 +215,14 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
     assert_eq!(
         (c, c.smem()),
         (
-            CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false },
+            CoopTuning {
+                threads: 256,
+                per_thread: 16,
+                smem_kib: 0,
+                bulk: false,
+                one_exp: false,
+                rows: 1
+            },
             false
         )
     );
@@ -249,7 +259,14 @@ fn the_16bit_coop_shape_is_validated_and_absent_from_old_files() {
     use tilekit_ops::reduce::CoopTuning;
     let tmp = tempfile::tempdir().unwrap();
     let dev = "Some GPU";
-    let c = CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false };
+    let c = CoopTuning {
+        threads: 256,
+        per_thread: 16,
+        smem_kib: 32,
+        bulk: false,
+        one_exp: false,
+        rows: 1,
+    };
     let t = Tuning { softmax_coop_16bit: Some(c), ..Tuning::default() };
     let path = t.save(tmp.path(), dev).unwrap();
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));

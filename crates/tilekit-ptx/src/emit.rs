@@ -395,11 +395,12 @@ impl<'k> Emitter<'k> {
     fn widen(&mut self, v: &str, t: ScalarType) -> String {
         let f = self.tmp(ScalarType::F32);
         if t == ScalarType::BF16 {
-            // bf16 is the high half of an f32: exact on every target
-            let w = self.tmp(ScalarType::U32);
-            self.line(format!("cvt.u32.u16 {w}, {v};"));
-            self.line(format!("shl.b32 {w}, {w}, 16;"));
-            self.line(format!("mov.b32 {f}, {w};"));
+            // bf16 is the high half of an f32: exact on every target. Packed as the high half
+            // of a b32 over a zero low half (not cvt.u32.u16 + shl): where `v` is one half of
+            // a loaded word, ptxas makes the pair one PRMT from the word instead of two
+            let z = self.tmp(ScalarType::BF16);
+            self.line(format!("mov.b16 {z}, 0;"));
+            self.line(format!("mov.b32 {f}, {{{z}, {v}}};"));
         } else {
             self.line(format!("cvt.f32.{} {f}, {v};", arith(t)));
         }

@@ -51,7 +51,7 @@
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
-//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false };
+//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1 };
 //! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
 //! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
 //! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
@@ -85,11 +85,11 @@ pub const MAX_COOP_BLOCKS: u32 = 64;
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::CoopTuning;
-/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false };
+/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1 };
 /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
 /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
 /// // 32 KiB of f32 in shared memory a block: 8192 elements, 2 steps of 512 × 8
-/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false };
+/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false, rows: 1 };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((32, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -115,6 +115,18 @@ pub struct CoopTuning {
     /// step's loads in flight. Labelled `1exp` by `tilekit tune` and `bench --softmax-coop`.
     #[serde(default)]
     pub one_exp: bool,
+    /// Shared memory with loads (not `bulk`, not `one_exp`) only: rows each block takes a
+    /// slice of, 1 or 2 ([`super::coop_smem::build_softmax_coop_smem_rows`]). With 2 a block
+    /// holds a slice of two rows, publishes the first row's (max, sum) and goes on to load the
+    /// second while the first row's other blocks come in: the wait at the row's counter hides
+    /// behind the second row's loads. Labelled `2rows` by `tilekit tune` and `bench
+    /// --softmax-coop`.
+    #[serde(default = "one_row")]
+    pub rows: u32,
+}
+
+fn one_row() -> u32 {
+    1
 }
 
 impl CoopTuning {
@@ -124,13 +136,15 @@ impl CoopTuning {
     /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
     /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
     /// by bulk copies; then each of those 18 shared-memory shapes with one exponential per
-    /// element (`one_exp`).
+    /// element (`one_exp`), and the 12 with loads again with two rows a block (`rows` 2).
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6 + 18);
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 12);
+    /// assert_eq!(c.iter().filter(|t| t.rows == 2).count(), 12);
+    /// assert!(c.iter().all(|t| t.rows == 1 || (t.smem_kib > 0 && !t.bulk && !t.one_exp)));
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 36);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 48);
     /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// assert!(c.iter().all(|t| !t.one_exp || t.smem_kib > 0));
     /// assert_eq!(c.iter().filter(|t| t.one_exp && t.bulk).count(), 6);
@@ -146,6 +160,7 @@ impl CoopTuning {
                         smem_kib: 0,
                         bulk: false,
                         one_exp: false,
+                        rows: 1,
                     });
                 }
             }
@@ -159,6 +174,7 @@ impl CoopTuning {
                         smem_kib,
                         bulk: false,
                         one_exp: false,
+                        rows: 1,
                     });
                 }
             }
@@ -171,13 +187,21 @@ impl CoopTuning {
                     smem_kib,
                     bulk: true,
                     one_exp: false,
+                    rows: 1,
                 });
             }
         }
         // every shared-memory shape again with one exponential per element
         let one: Vec<CoopTuning> =
             v.iter().filter(|t| t.smem()).map(|t| CoopTuning { one_exp: true, ..*t }).collect();
+        // and every shape with loads and two exponentials with two rows a block
+        let two: Vec<CoopTuning> = v
+            .iter()
+            .filter(|t| t.smem() && !t.bulk)
+            .map(|t| CoopTuning { rows: 2, ..*t })
+            .collect();
         v.extend(one);
+        v.extend(two);
         v
     }
 
@@ -185,8 +209,8 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ops::reduce::CoopTuning;
-    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false }.smem());
-    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false }.smem());
+    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1 }.smem());
+    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false, rows: 1 }.smem());
     /// ```
     pub fn smem(&self) -> bool {
         self.smem_kib > 0
@@ -197,7 +221,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false, rows: 1 };
     /// assert_eq!((t.unroll(ScalarType::F32), t.unroll(ScalarType::BF16)), (8, 4));
     /// ```
     pub fn unroll(&self, ty: ScalarType) -> i64 {
@@ -213,11 +237,11 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false, rows: 1 };
     /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
     /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
     /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
-    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false };
+    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false, rows: 1 };
     /// assert_eq!(s.plan(ScalarType::BF16, 65536), Some((2, 8))); // 2 × 8 steps of 256 × 8 × 2
     /// assert_eq!(s.plan(ScalarType::F32, 262145), Some((17, 4)));
     /// ```
@@ -250,7 +274,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1 };
     /// let (k, chunks) = t.plan(ScalarType::F32, 65536).unwrap();
     /// assert_eq!(t.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem");
     /// let one = tilekit_ops::reduce::CoopTuning { one_exp: true, ..t };
@@ -268,8 +292,28 @@ impl CoopTuning {
                  1..=200); the register kernel computes one exponential per element already",
             ));
         }
+        if self.rows != 1 && !(self.smem() && !self.bulk && !self.one_exp) {
+            return Err(OpsError::invalid(
+                "softmax",
+                "rows (cooperative softmax)",
+                self.rows,
+                "1, or 2 with a shared-memory slice brought in by loads (smem_kib 1..=200, \
+                 bulk and one_exp off)",
+            ));
+        }
         if self.smem() {
             let u = self.unroll(ty);
+            if self.rows != 1 {
+                return super::coop_smem::build_softmax_coop_smem_rows(
+                    ty,
+                    self.threads,
+                    vx,
+                    k,
+                    u,
+                    chunks,
+                    self.rows,
+                );
+            }
             if self.one_exp {
                 return super::coop_smem::build_softmax_coop_smem_one_exp(
                     ty,
@@ -293,7 +337,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1 };
     /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 5);
     /// ```
     pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {
@@ -308,7 +352,9 @@ impl CoopTuning {
                     self.bulk,
                 );
             }
-            super::coop_smem_resident_blocks(ty, self.threads, u, chunks, self.bulk)
+            // a block of `rows` rows holds as many slices
+            let held = chunks * i64::from(self.rows.max(1));
+            super::coop_smem_resident_blocks(ty, self.threads, u, held, self.bulk)
         } else {
             coop_resident_blocks(ty, self.threads, chunks)
         }
@@ -383,6 +429,21 @@ pub(crate) fn exchange(
     (row, part, k): (&Val, &Val, i64),
     (m, s): (&Val, &Val),
 ) -> Result<(Val, Val)> {
+    publish(b, name, first, (ws, stats), (row, part, k), (m, s))?;
+    gather(b, name, first, (ws, stats), (row, k))
+}
+
+/// The first half of [`exchange`]: thread `first` publishes this block's `(m, s)` as pair
+/// `part` of `row` and counts the block in (release). A block may publish several rows before
+/// it [`gather`]s them.
+pub(crate) fn publish(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, stats): (MemRef, MemRef),
+    (row, part, k): (&Val, &Val, i64),
+    (m, s): (&Val, &Val),
+) -> Result<()> {
     let counter = row.clone() + Val::lit(1);
     b.note(format!("{name}: thread 0 publishes (max, sum), then counts the block in (release)"));
     b.if_then(first, |b| {
@@ -392,6 +453,20 @@ pub(crate) fn exchange(
         b.atomic_add(ws, &counter, &Val::lit(1), true)?;
         Ok(())
     })?;
+    Ok(())
+}
+
+/// The second half of [`exchange`]: thread `first` waits until all `k` blocks of `row` are in,
+/// the block barrier hands the acquire on, and every warp combines the row's `k` pairs into
+/// `(M, S)`.
+pub(crate) fn gather(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, stats): (MemRef, MemRef),
+    (row, k): (&Val, i64),
+) -> Result<(Val, Val)> {
+    let counter = row.clone() + Val::lit(1);
     b.note(format!("{name}: thread 0 waits (acquire, backoff) for all {k} blocks of the row"));
     b.if_then(first, |b| b.wait_acquire_backoff(ws, &counter, &Val::lit(k), COOP_BACKOFF_NS))?;
     b.barrier();

@@ -16,12 +16,18 @@
 //!
 //!   pass 1  for c in 0..chunks:   x = x[row, part·L + c·C ..] (vectors, −∞ past the row)
 //!                                 stash[c·C ..] = x  (raw: bf16 stays bf16);  m ⊕= max x
-//!           m = block max (≥ lowest f32)
+//!           m = warp max (≥ lowest f32; loads: no block barrier before pass 2)
 //!   pass 2  for c in 0..chunks:   s += Σ exp2((stash − m)·log2 e)          (shared memory)
-//!           s = block sum
+//!           s = warp sum;  the warps' (m, s) pairs → the block's (one bar.sync)
 //!   exchange  (m, s) → stats; release; thread 0 polls the counter (nanosleep); bar.sync
 //!             M, S from the row's k pairs
-//!   pass 3  for c in 0..chunks:   y[row, part·L + c·C ..] = exp2((stash − M)·log2 e) / S
+//!   pass 3  for c in 0..chunks:   y[row, part·L + c·C ..] = exp2((stash − M)·log2 e − log2 S)
+//!           (the division folded into the exponent: one FADD, one FFMA, one MUFU an element;
+//!           16-bit types take ex2.approx.ftz in passes 2 and 3)
+//!
+//!   rows = 2 (CoopTuning::rows): a block holds slices of two rows and publishes row 0's
+//!   (m, s) before loading row 1, so row 0's wait hides behind row 1's loads:
+//!     load+stats r0 │ publish r0 │ load+stats r1 │ publish r1 │ wait r0 │ store r0 │ wait r1 │ …
 //!
 //!   every thread reads back exactly the stash elements it wrote (the same distribution):
 //!   no barrier between pass 1's st.shared and pass 2's ld.shared is needed for the data
@@ -105,7 +111,7 @@ use crate::dist;
 use crate::error::{OpsError, Result};
 use crate::tile::{block_reduce, View, Window};
 
-use super::coop::{exchange, take_ticket};
+use super::coop::{exchange, gather, publish, take_ticket};
 use super::{exp_diff, lit};
 
 /// The largest slice one block of [`build_softmax_coop_smem`] holds in shared memory: 200 KiB
@@ -117,20 +123,20 @@ use super::{exp_diff, lit};
 pub const COOP_SMEM_MAX_BYTES: i64 = 200 * 1024;
 
 /// Shared memory one block of [`build_softmax_coop_smem`] declares, in bytes: the slice
-/// (`chunks · threads · V · unroll` raw elements, V = 16 bytes / element size), one f32 per
-/// warp for the block reductions, the 4-byte ticket slot and, with `bulk`, one 8-byte
+/// (`chunks · threads · V · unroll` raw elements, V = 16 bytes / element size), two f32 per
+/// warp (the warps' (max, sum) pairs), the 4-byte ticket slot and, with `bulk`, one 8-byte
 /// mbarrier per step (the sum of the allocations, as `Kernel::shared_bytes`; the PTX aligns
 /// each, which [`coop_smem_resident_blocks`] allows for).
 ///
 /// ```
 /// use tilekit_ops::reduce::coop_smem_shared_bytes;
-/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, false), 4 * 512 * 16 * 2 + 16 * 4 + 4);
-/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, true), 4 * 512 * 16 * 2 + 16 * 4 + 4 + 4 * 8);
+/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, false), 4 * 512 * 16 * 2 + 16 * 8 + 4);
+/// assert_eq!(coop_smem_shared_bytes(512, 2, 4, true), 4 * 512 * 16 * 2 + 16 * 8 + 4 + 4 * 8);
 /// ```
 pub fn coop_smem_shared_bytes(threads: u32, unroll: i64, chunks: i64, bulk: bool) -> usize {
     let slice = chunks.max(0) as usize * threads as usize * 16 * unroll.max(0) as usize;
     let bars = if bulk { 8 * chunks.max(0) as usize } else { 0 };
-    slice + threads as usize / 32 * 4 + 4 + bars
+    slice + threads as usize / 32 * 8 + 4 + bars
 }
 
 /// Registers per thread [`coop_smem_resident_blocks`] assumes: an upper estimate of what ptxas
@@ -219,7 +225,7 @@ pub fn build_softmax_coop_smem(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, false))
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, false, 1))
 }
 
 /// [`build_softmax_coop_smem`] with **one exponential per element** (see the [module
@@ -252,7 +258,7 @@ pub fn build_softmax_coop_smem_one_exp(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, true))
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, true, 1))
 }
 
 /// The most steps pass 1 of [`build_softmax_coop_smem_one_exp`] (loads, not bulk copies)
@@ -328,24 +334,32 @@ fn build(
     vx: i64,
     k: u32,
     (unroll, chunks): (i64, i64),
-    (bulk, one_exp): (bool, bool),
+    (bulk, one_exp, rows): (bool, bool, i64),
 ) -> Result<Kernel> {
     super::coop::check_coop(ty, threads, k)?;
+    if !(1..=2).contains(&rows) || (rows == 2 && (bulk || one_exp)) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "rows per block (cooperative softmax)",
+            rows,
+            "1, or 2 for the kernel with loads and two exponentials (not bulk, not one_exp)",
+        ));
+    }
     if !(1..=8).contains(&unroll) {
         return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
     }
     let size = ty.size_bytes() as i64;
     let v = 16 / size;
     let c = threads as i64 * v * unroll;
-    if chunks < 1 || chunks * c * size > COOP_SMEM_MAX_BYTES {
+    if chunks < 1 || rows * chunks * c * size > COOP_SMEM_MAX_BYTES {
         return Err(OpsError::invalid(
             "softmax",
             "chunks",
             chunks,
             format!(
-                "1..={} (the slice of {threads} threads × {unroll} vectors a step must fit \
-                 {} KiB of shared memory)",
-                COOP_SMEM_MAX_BYTES / (c * size),
+                "1..={} (the {rows} slice(s) of {threads} threads × {unroll} vectors a step \
+                 must fit {} KiB of shared memory)",
+                COOP_SMEM_MAX_BYTES / (rows * c * size),
                 COOP_SMEM_MAX_BYTES / 1024
             ),
         ));
@@ -359,19 +373,24 @@ fn build(
         ));
     }
     let name = match (bulk, one_exp) {
-        (false, false) => "softmax_coop_smem",
+        (false, false) => return build_rows(ty, threads, vx, k, (unroll, chunks), rows),
         (true, false) => "softmax_coop_smem_bulk",
         (false, true) => "softmax_coop_smem_1exp",
         (true, true) => "softmax_coop_smem_bulk_1exp",
     };
     let len = chunks * c;
     let kk = k as i64;
+    // 16-bit outputs: `ex2.approx.ftz` (one MUFU; results below 2⁻¹²⁶, bf16/f16 subnormals
+    // or zero, come out 0); f32 keeps `ex2.approx` and its subnormal results
+    let ftz = size == 2;
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ty, 2)?;
     let ws = b.ptr_param("ws", ScalarType::U32)?;
     let stats = b.ptr_param("stats", ScalarType::F32)?;
-    let scratch = b.shared("partial", ScalarType::F32, threads as usize / 32)?;
+    // two f32 a warp, as the kernel with loads needs for its warps' (max, sum) pairs (one
+    // shared-memory size for every variant: `coop_smem_shared_bytes`)
+    let scratch = b.shared("partial", ScalarType::F32, 2 * threads as usize / 32)?;
     let slot = b.shared("ticket", ScalarType::U32, 1)?;
     let desc = tilekit_layout::TensorDescriptor::packed(vec![1, len], Some(v))?;
     let stash = View::shared(&b, "slice", ty, &desc)?;
@@ -447,60 +466,262 @@ fn build(
         }
         vec![acc]
     } else {
-        b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
-        crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
-            let raw = Window::new(b, &xv, &[1, c], &[row.clone(), lo.clone() + c0.clone()], &d)?
-                .load_or(b, &ninf)?;
-            Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?.store(b, &raw)?;
-            let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
-            Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
-        })?
+        let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
+        vec![load_slice(&b, name, &at, &xv, (&row, &lo))?]
     };
     // (the block max's barriers also order the bulk path's −∞ fills before pass 2's reads)
     // at least the lowest finite f32: a block of padding only gets e = 0, s = 0
     let m = block_reduce(&b, &mx[0], BinOp::Max, scratch)?;
-    if one_exp {
+    let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
+    let sum = if one_exp {
         b.note(format!("{name} pass 2: e = exp(x − m) over the slice in shared memory, its sum"));
-    } else {
-        b.note(format!("{name} pass 2: the block's sum of exp from shared memory"));
-    }
-    let (lo0, hi, st, init) = steps(&[b.f32(0.0)]);
-    let sum = crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
-        let at = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?;
-        let e = at.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
-            Ok(if one_exp { exp_diff_ftz(b, xv, &m)? } else { exp_diff(b, xv, &m)? })
-        })?;
-        if one_exp {
+        let (lo0, hi, st, init) = steps(&[b.f32(0.0)]);
+        crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
+            let at = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?;
+            let e = at
+                .load(b)?
+                .cast(b, ScalarType::F32)?
+                .map(b, |b, xv| Ok(exp_diff_ftz(b, xv, &m)?))?;
             // every thread rewrites exactly the elements it read (the same distribution)
             at.store(b, &e.cast(b, ty)?)?;
-        }
-        let t = e.reduce_thread(b, BinOp::Add)?;
-        Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
-    })?;
-    let s = block_reduce(&b, &sum[0], BinOp::Add, scratch)?;
-    let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
-    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
-    // one exponential: y = e · f, the block's factor f = exp2((m − M)·log2 e) / S
-    let f = if one_exp {
-        b.note(format!("{name} pass 3: y = e · exp(m − M) / S from shared memory, stored"));
-        Some(b.binary(BinOp::Mul, &exp_diff(&b, &m, &big_m)?, &inv)?)
+            let t = e.reduce_thread(b, BinOp::Add)?;
+            Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
+        })?[0]
+            .clone()
     } else {
-        b.note(format!("{name} pass 3: normalise from shared memory and store"));
-        None
+        sum_slice(&b, name, &at, &m, ftz)?
     };
+    let s = block_reduce(&b, &sum, BinOp::Add, scratch)?;
+    let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
+    if !one_exp {
+        store_slice(&b, name, &at, &yv, (&row, &lo), (&big_m, &big_s), ftz)?;
+        return Ok(b.finish()?);
+    }
+    // one exponential: y = e · f, the block's factor f = exp2((m − M)·log2 e) / S
+    b.note(format!("{name} pass 3: y = e · exp(m − M) / S from shared memory, stored"));
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
+    let f = b.binary(BinOp::Mul, &exp_diff(&b, &m, &big_m)?, &inv)?;
     let (lo0, hi, st, init) = steps(&[]);
     crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, _| {
         let t = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0.clone()], &d)?
             .load(b)?
             .cast(b, ScalarType::F32)?;
-        let out = if let Some(f) = &f {
-            t.map(b, |b, ev| Ok(b.binary(BinOp::Mul, ev, f)?))?
-        } else {
-            t.map(b, |b, xv| Ok(b.binary(BinOp::Mul, &exp_diff(b, xv, &big_m)?, &inv)?))?
-        }
-        .cast(b, ty)?;
+        let out = t.map(b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(b, ty)?;
         Window::new(b, &yv, &[1, c], &[row.clone(), lo.clone() + c0], &d)?.store(b, &out)?;
         Ok(vec![])
     })?;
     Ok(b.finish()?)
+}
+
+/// [`build_softmax_coop_smem`] (loads, two exponentials) with every block taking a slice of
+/// `rows` rows (1 or 2): ticket `t` is part `t mod k` of rows `rows·⌊t/k⌋ ..`; launch on
+/// `k · ⌈rows_total / rows⌉` blocks. With 2 rows the block publishes row 0's (max, sum) and
+/// loads row 1's slice before it waits for row 0's other blocks, then stores row 0 while row
+/// 1's blocks come in:
+///
+/// ```text
+///   load + stats r0 │ publish r0 │ load + stats r1 │ publish r1 │ wait r0 │ store r0 │ wait r1 │ store r1
+///                                 └─ r0's wait hides here ─┘                  └─ r1's ─┘
+/// ```
+///
+/// A second row past the tensor (an odd row count) is skipped by all its `k` blocks (the
+/// condition is the block's, so its barriers stay uniform). Shared memory holds `rows` slices.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_rows;
+/// let k = build_softmax_coop_smem_rows(ScalarType::BF16, 256, 8, 4, 2, 4, 2).unwrap();
+/// assert_eq!(k.name, "softmax_coop_smem_2rows");
+/// let text = k.to_string();
+/// assert_eq!(text.matches("atom.release.gpu.global.add.u32").count(), 2 + 1 - 1); // two rows
+/// assert!(build_softmax_coop_smem_rows(ScalarType::BF16, 256, 8, 4, 2, 4, 3).is_err());
+/// ```
+pub fn build_softmax_coop_smem_rows(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    unroll: i64,
+    chunks: i64,
+    rows: u32,
+) -> Result<Kernel> {
+    build(ty, threads, vx, k, (unroll, chunks), (false, false, i64::from(rows)))
+}
+
+/// The kernel of [`build_softmax_coop_smem_rows`] (arguments checked).
+fn build_rows(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    (unroll, chunks): (i64, i64),
+    rows: i64,
+) -> Result<Kernel> {
+    let name = if rows == 1 { "softmax_coop_smem" } else { "softmax_coop_smem_2rows" };
+    let v = 16 / ty.size_bytes() as i64;
+    let c = threads as i64 * v * unroll;
+    let len = chunks * c;
+    let kk = k as i64;
+    let ftz = ty.size_bytes() == 2;
+    let b = KernelBuilder::new(name, [threads, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let ws = b.ptr_param("ws", ScalarType::U32)?;
+    let stats = b.ptr_param("stats", ScalarType::F32)?;
+    let pairs = b.shared("pairs", ScalarType::F32, 2 * threads as usize / 32)?;
+    let slot = b.shared("ticket", ScalarType::U32, 1)?;
+    let desc = tilekit_layout::TensorDescriptor::packed(vec![rows, len], Some(v))?;
+    let stash = View::shared(&b, "slice", ty, &desc)?;
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &Val::lit(0))?;
+    let (group, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
+    let d = dist::row_major(1, c, threads as i64, v)?;
+    let lo = part.clone() * Val::lit(len);
+    let xv = View::global(&x, vx)?.pad(&[1, c])?;
+    let yv = View::global(&y, vx)?.pad(&[1, c])?;
+    let slices: Vec<(Val, Slice)> = (0..rows)
+        .map(|r| {
+            let row = group.clone() * Val::lit(rows) + Val::lit(r);
+            (row, Slice { stash: &stash, d: &d, c, len, slot: Val::lit(r) })
+        })
+        .collect();
+    // pass 1 and 2 of a row with the warp's max (no block barrier between them: every
+    // thread reads back what it stored), the warps' (max, sum) pairs combined through shared
+    // memory (one barrier), then the block's pair published
+    let warps = threads as i64 / 32;
+    let lane0 = b.cmp(CmpOp::Eq, &b.lane_id(), &Val::lit(0))?;
+    let warp = b.thread_id(Axis::X) / Val::lit(32);
+    let stats_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
+        let mx = load_slice(b, name, at, &xv, (row, &lo))?;
+        let mw = crate::tile::warp_reduce(b, &mx, BinOp::Max)?;
+        let sw = crate::tile::warp_reduce(b, &sum_slice(b, name, at, &mw, ftz)?, BinOp::Add)?;
+        b.note(format!("{name}: the warps' (max, sum) pairs combined"));
+        b.if_then(&lane0, |b| b.store(pairs, &(warp.clone() * Val::lit(2)), &[mw, sw], None))?;
+        b.barrier();
+        let all = (0..warps)
+            .map(|w| b.load(pairs, &Val::lit(2 * w), 2, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let (m, s) = super::combine_pairs(b, &all)?;
+        // the pairs are read before a second row's warps write theirs
+        b.barrier();
+        publish(b, name, &first, (ws, stats), (row, &part, kk), (&m, &s))
+    };
+    // the row's (M, S) once its k blocks are in, then pass 3
+    let store_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
+        let (big_m, big_s) = gather(b, name, &first, (ws, stats), (row, kk))?;
+        store_slice(b, name, at, &yv, (row, &lo), (&big_m, &big_s), ftz)
+    };
+    // a second row past the last: skipped by the whole block
+    let second = |b: &KernelBuilder, f: &dyn Fn(&KernelBuilder) -> Result<()>| -> Result<()> {
+        let inside = b.cmp(CmpOp::Lt, &slices[1].0, &x.lengths[0])?;
+        // the branch's error is an OpsError: kept aside and returned after the if
+        let mut failed = Ok(());
+        b.if_then(&inside, |b| {
+            failed = f(b);
+            Ok(())
+        })?;
+        failed
+    };
+    stats_of(&b, &slices[0])?;
+    if rows == 2 {
+        b.note(format!("{name}: row 1's slice loaded while row 0's blocks come in"));
+        second(&b, &|b| stats_of(b, &slices[1]))?;
+    }
+    store_of(&b, &slices[0])?;
+    if rows == 2 {
+        second(&b, &|b| store_of(b, &slices[1]))?;
+    }
+    Ok(b.finish()?)
+}
+
+/// Where a block keeps one row's slice: row `slot` of `stash` (`rows × len` raw elements in
+/// shared memory), walked in steps of `c` elements with the distribution `d`.
+struct Slice<'a> {
+    stash: &'a View,
+    d: &'a tilekit_kernel::TileDistribution,
+    c: i64,
+    len: i64,
+    slot: Val,
+}
+
+impl Slice<'_> {
+    /// The window of step `c0` of the slice.
+    fn at(&self, b: &KernelBuilder, c0: Val) -> tilekit_kernel::Result<Window> {
+        Window::new(b, self.stash, &[1, self.c], &[self.slot.clone(), c0], self.d)
+    }
+
+    /// `for c0 in (0..len).step_by(c)` with the accumulators `init`.
+    fn walk(
+        &self,
+        b: &KernelBuilder,
+        init: &[Val],
+        body: impl FnOnce(&KernelBuilder, Val, &[Val]) -> tilekit_kernel::Result<Vec<Val>>,
+    ) -> Result<Vec<Val>> {
+        let (zero, end, step) = (Val::lit(0), Val::lit(self.len), Val::lit(self.c));
+        Ok(crate::tile::for_range(b, &zero, &end, &step, init, body)?)
+    }
+}
+
+/// Pass 1 with loads: `x[row, lo ..]` (−∞ past the row) into the slice (raw: bf16 stays
+/// bf16); returns the thread's max (at least the lowest finite f32).
+fn load_slice(
+    b: &KernelBuilder,
+    name: &str,
+    at: &Slice,
+    xv: &View,
+    (row, lo): (&Val, &Val),
+) -> Result<Val> {
+    b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
+    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
+    let acc = at.walk(b, &[b.f32(f32::MIN)], |b, c0, acc| {
+        let raw = Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + c0.clone()], at.d)?
+            .load_or(b, &ninf)?;
+        at.at(b, c0)?.store(b, &raw)?;
+        let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
+        Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
+    })?;
+    Ok(acc[0].clone())
+}
+
+/// Pass 2 (two exponentials): the thread's sum of `exp2((x − m)·log2 e)` over the slice
+/// (`ex2.approx.ftz` with `ftz`).
+fn sum_slice(b: &KernelBuilder, name: &str, at: &Slice, m: &Val, ftz: bool) -> Result<Val> {
+    b.note(format!("{name} pass 2: the block's sum of exp from shared memory"));
+    let acc = at.walk(b, &[b.f32(0.0)], |b, c0, acc| {
+        let e =
+            at.at(b, c0)?.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+                Ok(if ftz { exp_diff_ftz(b, xv, m)? } else { exp_diff(b, xv, m)? })
+            })?;
+        let t = e.reduce_thread(b, BinOp::Add)?;
+        Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
+    })?;
+    Ok(acc[0].clone())
+}
+
+/// Pass 3 (two exponentials): `y[row, lo ..] = exp2((x − M)·log2 e − log2 S)` from the
+/// slice — the division by `S` folded into the exponent (one FFMA after the subtraction;
+/// `lg2.approx` adds ~2⁻²² relative), `ex2.approx.ftz` with `ftz`.
+fn store_slice(
+    b: &KernelBuilder,
+    name: &str,
+    at: &Slice,
+    yv: &View,
+    (row, lo): (&Val, &Val),
+    (big_m, big_s): (&Val, &Val),
+    ftz: bool,
+) -> Result<()> {
+    b.note(format!("{name} pass 3: y = exp2((x − M)·log2 e − log2 S) from shared memory"));
+    let neg_lg2_s = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, big_s)?)?;
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let ty = yv.mem.elem;
+    at.walk(b, &[], |b, c0, _| {
+        let out = at.at(b, c0.clone())?.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+            let z = b.fma(&b.binary(BinOp::Sub, xv, big_m)?, &log2e, &neg_lg2_s)?;
+            Ok(b.unary(if ftz { UnOp::Exp2ApproxFtz } else { UnOp::Exp2Approx }, &z)?)
+        })?;
+        Window::new(b, yv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?
+            .store(b, &out.cast(b, ty)?)?;
+        Ok(vec![])
+    })?;
+    Ok(())
 }
