@@ -16,7 +16,7 @@ use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
     build_gemm_sm90, hilbert_order, launch_grid_batched, Activation, Epilogue, EpilogueOp,
-    GemmConfig, Raster, BM,
+    GemmConfig, Raster,
 };
 use tilekit_ops::host;
 
@@ -83,7 +83,8 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
         .unwrap()
     });
     let c_map = map_arg(c.layout());
-    let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
+    let bm = cfg.bm();
+    let (tm, tn) = ((m + bm - 1) / bm, (n + cfg.bn - 1) / cfg.bn);
     let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
     let bind = Bindings::new(&kernel)
         .input_ptr("a", &a, a.layout().shape()[0], &Interp)
