@@ -386,6 +386,12 @@ fn a_split_k_sums_its_partial_products() {
     check_with(split(3, true), (70, 136, 128), BF, 22);
     // an odd N in an even-pitch C: the workspace is one column wider, C's pad stays NaN
     check_with_pitch(split(4, false), (64, 135, 320), 136, F32, 23);
+    // 64-row tiles (one consumer): 4 splits of 5 k-slices on 2 × 2 tiles, an odd N; 3 splits
+    // with persistent blocks into a bf16 C
+    let one = |split_k, persistent| GemmChoice { consumers: 1, ..split(split_k, persistent) };
+    check_with_pitch(one(4, false), (100, 135, 1280), 136, F32, 24);
+    check_with(one(3, true), (64, 136, 640), BF, 25);
+    assert!(one(4, false).label().ends_with("split k 4, bm 64"));
     // the split's label, and a split refused where it cannot run
     assert!(split(4, false).label().ends_with("split k 4"));
     let tma = GemmChoice { epilogue: Epilogue::Tma, ..split(2, false) };
@@ -404,4 +410,26 @@ fn split_candidates_appear_for_few_tiles_and_long_k() {
     assert!(square.candidates().iter().filter(|c| c.bn == 128).all(|c| c.split_k == 1));
     let short = GemmProblem::new(64, 8192, 512, BF, F32, true);
     assert!(short.candidates().iter().all(|c| c.split_k <= 2));
+}
+
+#[test]
+fn the_api_runs_the_heuristics_64_row_choices() {
+    // M ≤ 64 (bn 128, 8 stages, TMA store of an f32 C) and a few-tile problem (TMA store of a
+    // bf16 C), through api::gemm_with against the f64 reference
+    let skinny = GemmProblem::new(50, 264, 600, BF, F32, true);
+    let c = GemmChoice::heuristic(&skinny);
+    assert_eq!((c.consumers, c.stages, c.epilogue), (1, 8, Epilogue::Tma));
+    check_with(c, (50, 264, 600), F32, 31);
+    let few = GemmProblem::new(130, 136, 200, BF, BF, true);
+    let c = GemmChoice::heuristic(&few);
+    assert_eq!((c.consumers, c.bn, c.stages), (1, 128, 6));
+    check_with(c, (130, 136, 200), BF, 32);
+    // the same knobs with two consumers after one: the compiled-kernel cache keeps them apart
+    // (the one-consumer kernel on the two-consumer grid would leave half of C's rows NaN)
+    // (one block per tile: a persistent walk would cover any grid)
+    let one = GemmChoice { bn: 64, persistent: false, raster: Raster::Linear, ..c };
+    let two = GemmChoice { consumers: 2, ..one };
+    check_with(one, (256, 136, 64), BF, 33);
+    check_with(two, (256, 136, 64), BF, 34);
+    check_with(one, (256, 136, 64), BF, 35);
 }
