@@ -1,21 +1,24 @@
 //! GEMM on Hopper's asynchronous machinery: TMA tiles into a shared-memory ring, wgmma from
-//! descriptors derived from the swizzled tile layouts, a producer warpgroup and two consumer
-//! warpgroups (warp specialisation with `setmaxnreg`), optionally persistent with a grouped
-//! tile order and an epilogue through shared memory and TMA stores.
+//! descriptors derived from the swizzled tile layouts, a producer warpgroup and one or two
+//! consumer warpgroups (warp specialisation with `setmaxnreg`), optionally persistent with a
+//! grouped tile order and an epilogue through shared memory and TMA stores.
 //!
 //! ```text
 //!   C (M×N, row-major) = A (M×K, row-major) · Bᵀ   with B stored N×K, row-major ("TN": both
 //!   operands K-contiguous, the layout wgmma reads without transposing)
 //!
-//!   block: tiles of (BM = 128) × (BN) of C, 384 threads; `it` = k-slices the block has streamed
+//!   block: tiles of bm × BN of C, bm = 64 · consumers (GemmConfig::consumers, 1 or 2), one
+//!   producer warpgroup + the consumers: 384 threads (bm 128) or 256 (bm 64); `it` = k-slices
+//!   the block has streamed
 //!   warpgroup 0 (producer, setmaxnreg.dec 40)     warpgroups 1, 2 (consumers, setmaxnreg.inc 232)
+//!                                                 (one consumer: warpgroup 1 alone, no .inc)
 //!   one thread,                                   for each tile t of the block (same walk):
 //!   for each tile t of the block:                   for kt: g = it + kt, s = g mod S, r = ⌊g/S⌋
 //!     for kt = 0 .. ⌈K/64⌉:                           wait full[s] parity r mod 2
 //!       g = it + kt, s = g mod S, r = ⌊g/S⌋           wgmma.fence; 4 × wgmma m64nBNk16
 //!       wait empty[s] parity (r+1) mod 2              commit; wait_group 0 (overlap: 1)
-//!       arrive.expect_tx(full[s], A + B bytes)        arrive empty[s] (overlap: s − 1)  (256)
-//!       TMA A[m0.., k0..] (64 × 128 box, 128B swz)  (overlap: wait_group 0, release the last s)
+//!       arrive.expect_tx(full[s], A + B bytes)        arrive empty[s] (overlap: s − 1)  (128·c)
+//!       TMA A[m0.., k0..] (64 × bm box, 128B swz)   (overlap: wait_group 0, release the last s)
 //!       TMA B[n0.., k0..] (64 × BN box, 128B swz)   epilogue (below)
 //!     it += ⌈K/64⌉                                  it += ⌈K/64⌉
 //!
@@ -35,7 +38,7 @@
 //!                                    B rows r·BN/2 .. (r+1)·BN/2  → both rings, multicast 0b11
 //!                                    (MN-major B: slabs j ≡ r mod 2)
 //!     full[s] of each block: expect_tx(A + all of B) — its own A box and both halves of B
-//!     empty[s] of each block: 2 × 8 arrivals — lane 0 of every consumer warp of both blocks,
+//!     empty[s] of each block: 2 × 4·c arrivals — lane 0 of every consumer warp of both blocks,
 //!       after the warpgroup's wait_group, arrives on empty[s] of rank 0 and of rank 1 (mapa +
 //!       mbarrier.arrive.shared::cluster): a producer refills a stage only when both blocks
 //!       have read it, because its multicast writes into both
@@ -62,16 +65,23 @@
 //!   epilogue, Registers: C[m0 + row, n0 + col] = v, masked global stores of column pairs
 //!   epilogue, Tma:
 //!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
-//!     bar.sync 1, 256 (the consumers) ◄──────────────────────────────────────┘
-//!     each consumer: acc → output type → shared C tile (BN/cw blocks of 128 rows × 128 bytes,
+//!     bar.sync 1, 128·c (the c consumers) ◄──────────────────────────────────┘
+//!     each consumer: acc → output type → shared C tile (BN/cw blocks of bm rows × 128 bytes,
 //!       128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no conflicts)
-//!     fence.proxy.async; bar.sync 1, 256
-//!     the storing thread: BN/cw TMA stores (box cw × 128 at (n0 + j·cw, m0)); commit
+//!     fence.proxy.async; bar.sync 1, 128·c
+//!     the storing thread: BN/cw TMA stores (box cw × bm at (n0 + j·cw, m0)); commit
 //!     (the stores drain while the next tile's mainloop runs; waited at the next epilogue)
 //!
-//!   shared: S stages of { A tile 128×64, B tile BN×64 } bf16/f16, each the TMA box image with
+//!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
-//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, 128 × BN outputs
+//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs
+//!
+//!   the 64-row tile (one consumer), against the 128-row one, per stage and block:
+//!     bm 128:  A 16 KiB + B (bn 256) 32 KiB = 48 KiB; 2 × 4 wgmma m64n256k16; 384 threads
+//!     bm  64:  A  8 KiB + B (bn 256) 32 KiB = 40 KiB; 1 × 4 wgmma m64n256k16; 256 threads
+//!     M = 64 in 128-row tiles: rows 64..127 of every A box are TMA zero fill that the second
+//!     consumer multiplies — half the MMA work wasted; 64-row tiles do none of it, and a
+//!     problem of few tiles gets twice the blocks (1000³: 128 tiles of 64 × 128, not 64)
 //!
 //!   operand majors (GemmConfig::a_major / b_major; K-major is the picture above):
 //!     K-major  A stored M×K, B stored N×K: one box (64 along K) × rows, descriptor(rows, 64)
@@ -80,7 +90,8 @@
 //!              element 64·64·j — HopperSwizzle::B128.descriptor_atoms(64, width, 2), the
 //!              swizzle on the MN side; wgmma reads it MN-major (trans-a / trans-b = 1):
 //!                LBO = the slab stride (8 KiB), SBO = 8 K-rows (1 KiB)
-//!              A: slab h is consumer warpgroup h's 64 rows (at the K-major tile's offset)
+//!              A: slab h is consumer warpgroup h's 64 rows (at the K-major tile's offset;
+//!              bm / 64 slabs: one with one consumer)
 //!     k-major A, B    (TN)  A·Bᵀ with B = a weight N×K     ┌ slab 0 ┬ slab 1 ┐ B MN-major,
 //!     k-major A, MN B (NN)  plain row-major A and B        │ n 0..64│64..128 │ bn 128: two
 //!     MN A, k-major B (TT)  ...                            │ k 0..64│ k 0..64│ boxes a stage
@@ -129,7 +140,12 @@
 //! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
 //! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
 //! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
-//! plus constants, and are computed after the mainloop inside the tile walk).
+//! plus constants, and are computed after the mainloop inside the tile walk). With one consumer
+//! (256 threads) the entry count is 248 (65536 / 256 = 256, capped at 248 below the 255 a
+//! thread may address); the producer still gives its registers back (`.dec 40`), the consumer
+//! keeps the 248 it starts with (an `.inc` to the same count would be no increase), ptxas
+//! allocates 248 to every config and spills nothing. One block per SM either way (a 256-thread
+//! block at 248 registers holds 62 Ki of the 64 Ki-register file).
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
