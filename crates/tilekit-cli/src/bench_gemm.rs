@@ -34,9 +34,9 @@ use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
     build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig,
-    Raster, BM,
+    Raster,
 };
-use tilekit_ops::gemm_tuning::GemmChoice;
+use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
 use tilekit_ops::host;
 
 use crate::bench::Args;
@@ -152,6 +152,7 @@ const fn sm90(
         split_k: 1,
         batched: false,
         cluster: 1,
+        consumers: 2,
     }
 }
 
@@ -160,17 +161,26 @@ const fn pair(c: GemmConfig) -> GemmConfig {
     GemmConfig { cluster: 2, ..c }
 }
 
+/// `c` with one consumer warpgroup: 64-row tiles (labels end in `bm 64`).
+const fn bm64(c: GemmConfig) -> GemmConfig {
+    GemmConfig { consumers: 1, ..c }
+}
+
 /// The Hopper kernel's configurations timed per problem (input and output types are set per
 /// problem): the two winners of the one-block-per-tile kernel (bn 128 / 6 stages, bn 256 / 4
 /// stages, one wgmma group in flight), then the persistent grid in linear, grouped and Hilbert
 /// order, with the register epilogue and the TMA-store one; then pairs of blocks in 2-block
-/// clusters sharing B by multicast (labels end in `cluster 2`; grouped g = g pairs of M-tiles).
-/// TMA-store configs are skipped where C's row pitch is not a multiple of 16 bytes.
+/// clusters sharing B by multicast (labels end in `cluster 2`; grouped g = g pairs of M-tiles);
+/// then the 64-row tile (one consumer warpgroup, labels end in `bm 64`), timed only where
+/// [`GemmProblem::wants_64_rows`] (M ≤ 64, or few tiles). TMA-store configs are skipped where
+/// C's row pitch is not a multiple of 16 bytes. The problem's [`GemmChoice::heuristic`] (what
+/// the API runs untuned) is timed too, where it is not among these.
 ///
 /// ```
 /// use tilekit_cli::bench_gemm::SM90_CONFIGS;
-/// assert!(SM90_CONFIGS.len() <= 22);
-/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.cluster == 2).count(), 6);
+/// assert!(SM90_CONFIGS.len() <= 30);
+/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.cluster == 2).count(), 7);
+/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.consumers == 1).count(), 7);
 /// ```
 pub const SM90_CONFIGS: &[GemmConfig] = &[
     sm90(128, 6, false, Raster::Linear, Epilogue::Registers),
@@ -195,6 +205,13 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     pair(sm90(192, 4, true, Raster::Grouped(4), Epilogue::Tma)),
     pair(sm90(128, 5, true, Raster::Grouped(4), Epilogue::Tma)),
     pair(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(128, 8, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(128, 8, false, Raster::Linear, Epilogue::Registers)),
+    bm64(sm90(64, 8, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(192, 6, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(256, 4, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(pair(sm90(128, 6, true, Raster::Grouped(4), Epilogue::Tma))),
 ];
 
 /// `--layout` → the storage of A and B.
@@ -330,8 +347,20 @@ fn sm90_best(
         Ok(())
     };
     let mut best: Option<(f64, String)> = None;
-    for base in SM90_CONFIGS {
-        let cfg = GemmConfig { input: ty, output: ty, a_major, b_major, ..*base };
+    // the table's configs (the 64-row ones where they can help) and the heuristic's choice
+    let problem =
+        GemmProblem::new(mi, ni, ki, ty, ty, !staged && aligned(n)).with_majors(a_major, b_major);
+    let typed = |c: &GemmConfig| GemmConfig { input: ty, output: ty, a_major, b_major, ..*c };
+    let mut configs: Vec<GemmConfig> = SM90_CONFIGS
+        .iter()
+        .filter(|c| c.consumers == 2 || problem.wants_64_rows())
+        .map(typed)
+        .collect();
+    let heuristic = problem.config(&GemmChoice::heuristic(&problem));
+    if heuristic.split_k == 1 && !configs.contains(&heuristic) {
+        configs.push(heuristic);
+    }
+    for cfg in configs {
         // staging costs the same for every config: time only the large-tile TMA-store ones
         if staged && (cfg.bn < 192 || cfg.epilogue != Epilogue::Tma) {
             continue;
@@ -370,7 +399,8 @@ fn sm90_best(
         };
         let mut c_staged = views.as_ref().map(|(_, _, _, even)| even.clone());
         // the Hilbert walk's table of tile ids (a one-element dummy for the other orders)
-        let (tm, tn) = ((mi + BM - 1) / BM, (ni + cfg.bn - 1) / cfg.bn);
+        let bm = cfg.bm();
+        let (tm, tn) = ((mi + bm - 1) / bm, (ni + cfg.bn - 1) / cfg.bn);
         let ids = match cfg.raster {
             Raster::Hilbert => hilbert_order(tm, tn),
             _ => vec![0],
@@ -412,8 +442,9 @@ fn sm90_best(
     }
     // a C of few tiles and a long K: split K through the API (f32 workspace, then the sum
     // into C), the operands viewed as M × K and K × N
-    let tiles = |bn: i64| ((mi + BM - 1) / BM) * ((ni + bn - 1) / bn);
-    if !staged && tiles(128) <= 64 {
+    // (tiles of bm × bn; two consumers with 4 stages, one (64-row tiles) with 6 or 5)
+    let tiles = |bm: i64, bn: i64| ((mi + bm - 1) / bm) * ((ni + bn - 1) / bn);
+    if !staged && tiles(128, 128) <= 64 {
         let view = |t: &tilekit_cuda::DeviceTensor, transposed: bool| {
             if transposed {
                 t.transpose(0, 1).map_err(|x| x.to_string())
@@ -422,19 +453,37 @@ fn sm90_best(
             }
         };
         let (av_, bv_) = (view(&a, a_major == Major::MN)?, view(&b, b_major == Major::K)?);
-        for (bn, split_k) in [(128, 2), (128, 4), (256, 2), (256, 4), (256, 8)] {
-            if (ki + 63) / 64 < 4 * split_k {
+        let splits = [
+            (128, 2, 2),
+            (128, 4, 2),
+            (256, 2, 2),
+            (256, 4, 2),
+            (256, 8, 2),
+            (128, 2, 1),
+            (256, 2, 1),
+            (256, 4, 1),
+        ];
+        for (bn, split_k, consumers) in splits {
+            let bm = 64 * consumers;
+            if (ki + 63) / 64 < 4 * split_k || tiles(bm, bn) > 64 {
                 continue;
             }
             let choice = GemmChoice {
                 bn,
-                stages: 4,
+                stages: if consumers == 2 {
+                    4
+                } else if bn == 128 {
+                    6
+                } else {
+                    5
+                },
                 overlap: true,
                 persistent: false,
                 raster: Raster::Linear,
                 epilogue: Epilogue::Registers,
                 split_k,
                 cluster: 1,
+                consumers,
             };
             let label = format!("api, {}", choice.label());
             let mut c = cuda.from_host(&ch).map_err(e)?;

@@ -1445,7 +1445,8 @@ fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
         | i64::from(op.alpha) << 10
         | i64::from(op.beta) << 11
         | op.bias.map_or(0, |t| t.size_bytes() as i64) << 12
-        | (cfg.cluster - 1) << 20
+        | (cfg.cluster - 1) << 21
+        | (cfg.consumers - 1) << 22
         | match op.act {
             Activation::None => 0,
             Activation::Relu => 1,
@@ -1548,7 +1549,7 @@ fn launch_sm90<
     opts: &GemmOptions<'_, B>,
     batch: Option<Batch>,
 ) -> Result<()> {
-    use crate::gemm_sm90::{hilbert_order, launch_grid_batched, Epilogue, Raster, BM};
+    use crate::gemm_sm90::{hilbert_order, launch_grid_batched, Epilogue, Raster};
     use tilekit_ir::wgmma::Major;
     let count = batch.map_or(1, |t| t.count);
     let grid = launch_grid_batched(cfg, count, p.m, p.n, b.multiprocessors())?;
@@ -1556,7 +1557,8 @@ fn launch_sm90<
     // the Hilbert walk reads its tile order from a table the host builds
     let order = match cfg.raster {
         Raster::Hilbert => {
-            let ids = hilbert_order((p.m + BM - 1) / BM, (p.n + cfg.bn - 1) / cfg.bn);
+            let bm = cfg.bm();
+            let ids = hilbert_order((p.m + bm - 1) / bm, (p.n + cfg.bn - 1) / cfg.bn);
             Some((b.from_slice(&ids, &[ids.len() as i64])?, ids.len() as i64))
         }
         _ => None,

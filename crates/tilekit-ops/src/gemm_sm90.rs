@@ -1,21 +1,24 @@
 //! GEMM on Hopper's asynchronous machinery: TMA tiles into a shared-memory ring, wgmma from
-//! descriptors derived from the swizzled tile layouts, a producer warpgroup and two consumer
-//! warpgroups (warp specialisation with `setmaxnreg`), optionally persistent with a grouped
-//! tile order and an epilogue through shared memory and TMA stores.
+//! descriptors derived from the swizzled tile layouts, a producer warpgroup and one or two
+//! consumer warpgroups (warp specialisation with `setmaxnreg`), optionally persistent with a
+//! grouped tile order and an epilogue through shared memory and TMA stores.
 //!
 //! ```text
 //!   C (M×N, row-major) = A (M×K, row-major) · Bᵀ   with B stored N×K, row-major ("TN": both
 //!   operands K-contiguous, the layout wgmma reads without transposing)
 //!
-//!   block: tiles of (BM = 128) × (BN) of C, 384 threads; `it` = k-slices the block has streamed
+//!   block: tiles of bm × BN of C, bm = 64 · consumers (GemmConfig::consumers, 1 or 2), one
+//!   producer warpgroup + the consumers: 384 threads (bm 128) or 256 (bm 64); `it` = k-slices
+//!   the block has streamed
 //!   warpgroup 0 (producer, setmaxnreg.dec 40)     warpgroups 1, 2 (consumers, setmaxnreg.inc 232)
+//!                                                 (one consumer: warpgroup 1 alone, no .inc)
 //!   one thread,                                   for each tile t of the block (same walk):
 //!   for each tile t of the block:                   for kt: g = it + kt, s = g mod S, r = ⌊g/S⌋
 //!     for kt = 0 .. ⌈K/64⌉:                           wait full[s] parity r mod 2
 //!       g = it + kt, s = g mod S, r = ⌊g/S⌋           wgmma.fence; 4 × wgmma m64nBNk16
 //!       wait empty[s] parity (r+1) mod 2              commit; wait_group 0 (overlap: 1)
-//!       arrive.expect_tx(full[s], A + B bytes)        arrive empty[s] (overlap: s − 1)  (256)
-//!       TMA A[m0.., k0..] (64 × 128 box, 128B swz)  (overlap: wait_group 0, release the last s)
+//!       arrive.expect_tx(full[s], A + B bytes)        arrive empty[s] (overlap: s − 1)  (128·c)
+//!       TMA A[m0.., k0..] (64 × bm box, 128B swz)   (overlap: wait_group 0, release the last s)
 //!       TMA B[n0.., k0..] (64 × BN box, 128B swz)   epilogue (below)
 //!     it += ⌈K/64⌉                                  it += ⌈K/64⌉
 //!
@@ -35,7 +38,7 @@
 //!                                    B rows r·BN/2 .. (r+1)·BN/2  → both rings, multicast 0b11
 //!                                    (MN-major B: slabs j ≡ r mod 2)
 //!     full[s] of each block: expect_tx(A + all of B) — its own A box and both halves of B
-//!     empty[s] of each block: 2 × 8 arrivals — lane 0 of every consumer warp of both blocks,
+//!     empty[s] of each block: 2 × 4·c arrivals — lane 0 of every consumer warp of both blocks,
 //!       after the warpgroup's wait_group, arrives on empty[s] of rank 0 and of rank 1 (mapa +
 //!       mbarrier.arrive.shared::cluster): a producer refills a stage only when both blocks
 //!       have read it, because its multicast writes into both
@@ -62,16 +65,23 @@
 //!   epilogue, Registers: C[m0 + row, n0 + col] = v, masked global stores of column pairs
 //!   epilogue, Tma:
 //!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
-//!     bar.sync 1, 256 (the consumers) ◄──────────────────────────────────────┘
-//!     each consumer: acc → output type → shared C tile (BN/cw blocks of 128 rows × 128 bytes,
+//!     bar.sync 1, 128·c (the c consumers) ◄──────────────────────────────────┘
+//!     each consumer: acc → output type → shared C tile (BN/cw blocks of bm rows × 128 bytes,
 //!       128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no conflicts)
-//!     fence.proxy.async; bar.sync 1, 256
-//!     the storing thread: BN/cw TMA stores (box cw × 128 at (n0 + j·cw, m0)); commit
+//!     fence.proxy.async; bar.sync 1, 128·c
+//!     the storing thread: BN/cw TMA stores (box cw × bm at (n0 + j·cw, m0)); commit
 //!     (the stores drain while the next tile's mainloop runs; waited at the next epilogue)
 //!
-//!   shared: S stages of { A tile 128×64, B tile BN×64 } bf16/f16, each the TMA box image with
+//!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
-//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, 128 × BN outputs
+//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs
+//!
+//!   the 64-row tile (one consumer), against the 128-row one, per stage and block:
+//!     bm 128:  A 16 KiB + B (bn 256) 32 KiB = 48 KiB; 2 × 4 wgmma m64n256k16; 384 threads
+//!     bm  64:  A  8 KiB + B (bn 256) 32 KiB = 40 KiB; 1 × 4 wgmma m64n256k16; 256 threads
+//!     M = 64 in 128-row tiles: rows 64..127 of every A box are TMA zero fill that the second
+//!     consumer multiplies — half the MMA work wasted; 64-row tiles do none of it, and a
+//!     problem of few tiles gets twice the blocks (1000³: 128 tiles of 64 × 128, not 64)
 //!
 //!   operand majors (GemmConfig::a_major / b_major; K-major is the picture above):
 //!     K-major  A stored M×K, B stored N×K: one box (64 along K) × rows, descriptor(rows, 64)
@@ -80,7 +90,8 @@
 //!              element 64·64·j — HopperSwizzle::B128.descriptor_atoms(64, width, 2), the
 //!              swizzle on the MN side; wgmma reads it MN-major (trans-a / trans-b = 1):
 //!                LBO = the slab stride (8 KiB), SBO = 8 K-rows (1 KiB)
-//!              A: slab h is consumer warpgroup h's 64 rows (at the K-major tile's offset)
+//!              A: slab h is consumer warpgroup h's 64 rows (at the K-major tile's offset;
+//!              bm / 64 slabs: one with one consumer)
 //!     k-major A, B    (TN)  A·Bᵀ with B = a weight N×K     ┌ slab 0 ┬ slab 1 ┐ B MN-major,
 //!     k-major A, MN B (NN)  plain row-major A and B        │ n 0..64│64..128 │ bn 128: two
 //!     MN A, k-major B (TT)  ...                            │ k 0..64│ k 0..64│ boxes a stage
@@ -129,7 +140,12 @@
 //! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
 //! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
 //! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
-//! plus constants, and are computed after the mainloop inside the tile walk).
+//! plus constants, and are computed after the mainloop inside the tile walk). With one consumer
+//! (256 threads) the entry count is 248 (65536 / 256 = 256, capped at 248 below the 255 a
+//! thread may address); the producer still gives its registers back (`.dec 40`), the consumer
+//! keeps the 248 it starts with (an `.inc` to the same count would be no increase), ptxas
+//! allocates 248 to every config and spills nothing. One block per SM either way (a 256-thread
+//! block at 248 registers holds 62 Ki of the 64 Ki-register file).
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
@@ -141,8 +157,16 @@ use tilekit_layout::Idx;
 
 use crate::error::{OpsError, Result};
 
-/// Rows of C per block (two consumer warpgroups of 64).
-pub const BM: i64 = 128;
+/// Rows of C per consumer warpgroup (the wgmma's M): a block's tile is
+/// [`GemmConfig::bm`] = `WG_ROWS × consumers` rows.
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::{GemmConfig, WG_ROWS};
+/// assert_eq!(WG_ROWS, 64);
+/// assert_eq!(GemmConfig::default().bm(), 2 * WG_ROWS); // two consumer warpgroups
+/// assert_eq!(GemmConfig { consumers: 1, ..GemmConfig::default() }.bm(), WG_ROWS);
+/// ```
+pub const WG_ROWS: i64 = 64;
 /// K per stage of 16-bit inputs (one 128-byte swizzle row); f32 inputs (tf32) take half as
 /// many, [`GemmConfig::bk`].
 pub const BK: i64 = 64;
@@ -427,6 +451,11 @@ pub struct GemmConfig {
     /// module docs). The walk hands out tile pairs ([`Raster`] over pairs of M-tiles; not
     /// [`Raster::Hilbert`]); no split K.
     pub cluster: i64,
+    /// Consumer warpgroups per block: 2 (the tile is 128 rows of C, 384 threads) or 1 (64
+    /// rows, 256 threads: for M ≤ 64, where a 128-row tile would compute half a tile of zeros,
+    /// and for problems of few tiles, which get twice the blocks). The producer warpgroup is
+    /// there either way. [`GemmConfig::bm`] is the tile's row count.
+    pub consumers: i64,
 }
 
 impl Default for GemmConfig {
@@ -446,6 +475,7 @@ impl Default for GemmConfig {
             split_k: 1,
             batched: false,
             cluster: 1,
+            consumers: 2,
         }
     }
 }
@@ -503,23 +533,54 @@ impl GemmConfig {
         if self.cluster > 1 {
             s += &format!(", cluster {}", self.cluster);
         }
+        if self.consumers != 2 {
+            s += &format!(", bm {}", self.bm());
+        }
         s
     }
 
+    /// Rows of C per block: [`WG_ROWS`] per consumer warpgroup (128 with the default two, 64
+    /// with one).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::GemmConfig;
+    /// let one = GemmConfig { consumers: 1, ..GemmConfig::default() };
+    /// assert_eq!((GemmConfig::default().bm(), one.bm()), (128, 64));
+    /// assert_eq!(one.label(), "bn 128, 4 stages, bm 64");
+    /// ```
+    pub fn bm(&self) -> i64 {
+        WG_ROWS * self.consumers
+    }
+
+    /// Threads per block: a producer warpgroup and [`GemmConfig::consumers`] consumer
+    /// warpgroups of 128.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::GemmConfig;
+    /// assert_eq!(GemmConfig::default().threads(), 384);
+    /// assert_eq!(GemmConfig { consumers: 1, ..GemmConfig::default() }.threads(), 256);
+    /// ```
+    pub fn threads(&self) -> u32 {
+        (128 * (1 + self.consumers.clamp(1, 2))) as u32
+    }
+
     /// Bytes of shared memory: the ring's tiles, and with [`Epilogue::Tma`] the C tile
-    /// (`BM × bn` of the output type).
+    /// (`bm × bn` of the output type, [`GemmConfig::bm`]).
     ///
     /// ```
     /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
     /// let c = GemmConfig { epilogue: Epilogue::Tma, ..GemmConfig::default() };
     /// assert_eq!(c.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2 + 128 * 128 * 2);
+    /// let one = GemmConfig { consumers: 1, ..c };
+    /// assert_eq!(one.shared_bytes(), 4 * (64 * 64 + 128 * 64) * 2 + 64 * 128 * 2);
     /// ```
     pub fn shared_bytes(&self) -> i64 {
+        let bm = self.bm();
         let ring =
-            self.stages * (BM * self.bk() + self.bn * self.bk()) * self.input.size_bytes() as i64;
+            self.stages * (bm * self.bk() + self.bn * self.bk()) * self.input.size_bytes() as i64;
         match self.epilogue {
             Epilogue::Registers => ring,
-            Epilogue::Tma => ring + BM * self.bn * self.output.size_bytes() as i64,
+            Epilogue::Tma => ring + bm * self.bn * self.output.size_bytes() as i64,
         }
     }
 
@@ -545,9 +606,22 @@ impl GemmConfig {
     /// assert!(GemmConfig { cluster: 2, ..GemmConfig::default() }.check().is_ok());
     /// assert!(GemmConfig { cluster: 4, ..GemmConfig::default() }.check().is_err());
     /// assert!(GemmConfig { cluster: 2, raster: Raster::Hilbert, ..GemmConfig::default() }.check().is_err());
+    /// let e = GemmConfig { consumers: 3, ..GemmConfig::default() }.check().unwrap_err();
+    /// assert!(e.to_string().contains("consumers = 3"), "{e}");
+    /// // one consumer: 64-row tiles, so 5 stages of bn 256 fit (5 × 40 KiB; 5 × 48 KiB do not)
+    /// assert!(GemmConfig { stages: 5, bn: 256, ..GemmConfig::default() }.check().is_err());
+    /// assert!(GemmConfig { consumers: 1, stages: 5, bn: 256, ..GemmConfig::default() }.check().is_ok());
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "gemm_sm90";
+        if !(1..=2).contains(&self.consumers) {
+            return Err(OpsError::invalid(
+                op,
+                "consumers",
+                self.consumers,
+                "1 (64-row tiles, 256 threads) or 2 (128-row tiles, 384 threads) warpgroups",
+            ));
+        }
         if !matches!(self.input, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32) {
             return Err(OpsError::invalid(op, "input type", self.input, "f16, bf16 or f32 (tf32)"));
         }
@@ -592,8 +666,8 @@ impl GemmConfig {
                 self.stages,
                 format!(
                     "2..=8 whose tiles fit 227 KiB ({} KiB a stage, {} KiB besides)",
-                    (BM + self.bn) * 128 / 1024,
-                    (self.shared_bytes() - self.stages * (BM + self.bn) * 128) / 1024
+                    (self.bm() + self.bn) * 128 / 1024,
+                    (self.shared_bytes() - self.stages * (self.bm() + self.bn) * 128) / 1024
                 ),
             ));
         }
@@ -647,8 +721,8 @@ impl GemmConfig {
 
 /// The launch grid of a [`build_gemm_sm90`] kernel for C of `m × n` on a device of `sms`
 /// multiprocessors ([`Backend::multiprocessors`](crate::backend::Backend::multiprocessors)):
-/// persistent, `min(tiles, sms)` blocks in x; otherwise one block per tile, `(⌈n/bn⌉, ⌈m/128⌉)`
-/// in linear order and `(tiles, 1)` in any other. With [`GemmConfig::cluster`] 2, pairs of
+/// persistent, `min(tiles, sms)` blocks in x; otherwise one block per tile, `(⌈n/bn⌉, ⌈m/bm⌉)`
+/// ([`GemmConfig::bm`]: 128, or 64 with one consumer) in linear order and `(tiles, 1)` in any other. With [`GemmConfig::cluster`] 2, pairs of
 /// blocks over pairs of tiles (`⌈tiles_m / 2⌉ · tiles_n` pairs, times the batch):
 /// `2 · min(pairs, ⌊sms / 2⌋)` blocks persistent, else `2 · pairs`, in x. A named error for a
 /// bad config or an empty or too large problem. (One C: [`launch_grid_batched`] with a batch of
@@ -666,6 +740,10 @@ impl GemmConfig {
 /// assert_eq!(launch_grid(&pair, 8192, 8192, 132).unwrap(), [132, 1, 1]);
 /// assert_eq!(launch_grid(&pair, 300, 136, 132).unwrap(), [8, 1, 1]); // 3 × 2 tiles: 2 × 2 pairs
 /// assert_eq!(launch_grid(&GemmConfig { cluster: 2, ..cfg }, 300, 136, 132).unwrap(), [8, 1, 1]);
+/// // one consumer warpgroup: 64-row tiles, twice the M-tiles
+/// let one = GemmConfig { consumers: 1, ..cfg };
+/// assert_eq!(launch_grid(&one, 1000, 500, 132).unwrap(), [4, 16, 1]);
+/// assert_eq!(launch_grid(&GemmConfig { consumers: 1, ..p }, 64, 8192, 132).unwrap(), [64, 1, 1]);
 /// ```
 pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3]> {
     launch_grid_batched(cfg, 1, m, n, sms)
@@ -673,7 +751,7 @@ pub fn launch_grid(cfg: &GemmConfig, m: i64, n: i64, sms: u32) -> Result<[u32; 3
 
 /// [`launch_grid`] for `batch` entries of C, each `m × n` ([`GemmConfig::batched`]; a
 /// batch of 1 for the plain kernel): persistent, `min(batch · tiles, sms)` blocks; one block
-/// per tile, `(⌈n/bn⌉, ⌈m/128⌉, batch)` in linear order (batch at most 65535) and
+/// per tile, `(⌈n/bn⌉, ⌈m/bm⌉, batch)` in linear order (batch at most 65535) and
 /// `(batch · tiles, 1, 1)` in any other. A named error for a batch other than 1 of the plain
 /// kernel.
 ///
@@ -707,7 +785,8 @@ pub fn launch_grid_batched(
             if cfg.batched { "≥ 1" } else { "1 (GemmConfig::batched is off)" },
         ));
     }
-    let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
+    let bm = cfg.bm();
+    let (tm, tn) = ((m + bm - 1) / bm, (n + cfg.bn - 1) / cfg.bn);
     let tiles = tm * tn * cfg.split_k;
     let linear = !cfg.persistent && cfg.raster == Raster::Linear;
     if tiles.saturating_mul(batch) > i32::MAX as i64
@@ -799,10 +878,10 @@ pub fn split_reduce_grid(m: i64, n: i64) -> Result<[u32; 3]> {
     Ok([((elems + REDUCE_THREADS as i64 - 1) / REDUCE_THREADS as i64) as u32, 1, 1])
 }
 
-/// Element of the shared C tile (column blocks of `BM × cw`, `cw` = 128 bytes of the output
-/// type, each with the 128-byte swizzle) where consumer thread `t` (0..256) puts accumulator
-/// pair `i` (registers `i`, `i + 1`): the arithmetic the epilogue emits, on the host.
-fn c_tile_offset(ob: i64, t: i64, i: usize) -> i64 {
+/// Element of the shared C tile (column blocks of `bm × cw`, `cw` = 128 bytes of the output
+/// type, each with the 128-byte swizzle) where consumer thread `t` (0..128 · consumers) puts
+/// accumulator pair `i` (registers `i`, `i + 1`): the arithmetic the epilogue emits, on the host.
+fn c_tile_offset(ob: i64, bm: i64, t: i64, i: usize) -> i64 {
     let (cw, ce) = (128 / ob, 16 / ob);
     let (half, warp, lane) = (t / 128, t % 128 / 32, t % 32);
     let (pair_col, x) = (lane % 4 * 2, lane / 4);
@@ -810,7 +889,7 @@ fn c_tile_offset(ob: i64, t: i64, i: usize) -> i64 {
     let base = (half * 64 + warp * 16 + x) * cw + pair_col % ce;
     let (r0, c0) = acc_coord(0, i);
     let (r0, c0) = (r0 as i64, c0 as i64);
-    base + c0 / cw * BM * cw + r0 * cw + (y ^ (c0 % cw / ce)) * ce
+    base + c0 / cw * bm * cw + r0 * cw + (y ^ (c0 % cw / ce)) * ce
 }
 
 /// The epilogue's offsets agree with the tile's layout descriptor (the one C's tensor map is
@@ -818,18 +897,18 @@ fn c_tile_offset(ob: i64, t: i64, i: usize) -> i64 {
 fn check_c_tile(
     layout: &tilekit_layout::TensorDescriptor<i64>,
     out: ScalarType,
-    bn: i64,
+    (bm, bn): (i64, i64),
 ) -> Result<()> {
     let ob = out.size_bytes() as i64;
     let cw = 128 / ob;
     let regs = (bn / 2) as usize; // m64nBN: BN / 2 f32 registers a thread
-    for t in 0..256 {
+    for t in 0..2 * bm {
         for i in (0..regs).step_by(2) {
             let (r0, c0) = acc_coord((t % 128) as usize, i);
             let (row, col) = (t / 128 * 64 + r0 as i64, c0 as i64);
-            let want = col / cw * BM * cw
+            let want = col / cw * bm * cw
                 + layout.calculate_offset(&[row, col % cw]).map_err(tilekit_ir::IrError::from)?;
-            let got = c_tile_offset(ob, t, i);
+            let got = c_tile_offset(ob, bm, t, i);
             if got != want {
                 return Err(OpsError::invalid(
                     "gemm_sm90 C tile",
@@ -874,10 +953,10 @@ fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<
 
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
 /// (pointers; K-major: A is M×K, B is N×K, both row-major; MN-major: A is K×M, B is K×N,
-/// row-major), `am`, `bm` (their tensor maps over that storage: K-major boxes of 64 × 128 and
-/// 64 × BN, MN-major boxes of 64 × 64, with the 128-byte swizzle), `c` (a 2-D tensor M×N of the output type,
-/// any row stride), with [`Epilogue::Tma`] also `cm` (C's tensor map: boxes of 128 bytes ×
-/// 128 rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
+/// row-major), `am`, `bm` (their tensor maps over that storage: K-major boxes of 64 × bm
+/// ([`GemmConfig::bm`]) and 64 × BN, MN-major boxes of 64 × 64, with the 128-byte swizzle), `c`
+/// (a 2-D tensor M×N of the output type, any row stride), with [`Epilogue::Tma`] also `cm` (C's
+/// tensor map: boxes of 128 bytes × bm rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
 /// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
 /// [`GemmConfig::batched`]: `c` is `batch × M × N`, the maps 3-D (entry last, innermost first),
 /// i32 `a_batch_step`, `b_batch_step`; launch on [`launch_grid_batched`].
@@ -892,6 +971,11 @@ fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<
 /// let bt = build_gemm_sm90(GemmConfig { batched: true, ..GemmConfig::default() }).unwrap();
 /// assert!(bt.params.iter().any(|p| p.name == "b_batch_step"));
 /// assert_eq!(bt.tensors[0].rank, 3); // c: batch × M × N
+/// // one consumer warpgroup: 256 threads, the consumers' named barrier of 128
+/// let one = GemmConfig { consumers: 1, epilogue: Epilogue::Tma, ..GemmConfig::default() };
+/// let k = build_gemm_sm90(one).unwrap();
+/// assert_eq!(k.block_dim, [256, 1, 1]);
+/// assert!(k.to_string().contains("bar.sync 1, 128"));
 /// ```
 pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     cfg.check()?;
@@ -900,7 +984,10 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     // K per stage: one 128-byte swizzle row (64 of 16-bit elements, 32 tf32)
     let bk = cfg.bk();
     let eb = elem.size_bytes() as i64;
-    let b = KernelBuilder::new("gemm_sm90", [384, 1, 1])?;
+    // rows of C per block (64 per consumer warpgroup) and the consumers' thread count
+    let (bm, consumers) = (cfg.bm(), cfg.consumers);
+    let cthreads = 128 * consumers;
+    let b = KernelBuilder::new("gemm_sm90", [cfg.threads(), 1, 1])?;
     // a pair of blocks (cluster 2) on M-tiles 2p, 2p + 1 sharing B's tile
     let pair = cfg.cluster > 1;
     if pair {
@@ -924,26 +1011,26 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         Major::K => TensorMapSpec::new(elem, &boxd(bk, rows), TmaSwizzle::B128, OobFill::Zero),
         Major::MN => TensorMapSpec::from_layout(elem, &boxd(SLAB, BK), &slab, OobFill::Zero),
     };
-    let am = b.tensor_map_param("am", ga, spec(cfg.a_major, BM)?)?;
+    let am = b.tensor_map_param("am", ga, spec(cfg.a_major, bm)?)?;
     // (a pair's blocks each load half of a K-major B tile: boxes of bn / 2 rows)
     let bmap = b.tensor_map_param("bm", gb, spec(cfg.b_major, bn / cfg.cluster)?)?;
     let c = b.tensor_param("c", cfg.output, if cfg.batched { 3 } else { 2 })?;
     // C's matrix dims (batched: dims 1, 2 of the `batch × M × N` tensor; dim 0 the entries)
     let cd = usize::from(cfg.batched);
     let (c_n, c_pitch) = (c.lengths[cd + 1].clone(), c.strides[cd].clone());
-    // the C tile of the TMA epilogue: bn / cw column blocks of BM rows × 128 bytes, each the
+    // the C tile of the TMA epilogue: bn / cw column blocks of bm rows × 128 bytes, each the
     // box image of C's map with the 128-byte swizzle (a fragment row's 4 lanes fill one
     // 16-byte chunk, the 8 rows of a warp's store land in 8 different chunks: no conflicts)
     let ob = cfg.output.size_bytes() as i64;
     let cw = 128 / ob;
-    let c_layout = HopperSwizzle::B128.descriptor(BM, cw, ob)?;
+    let c_layout = HopperSwizzle::B128.descriptor(bm, cw, ob)?;
     if cfg.epilogue == Epilogue::Tma {
-        check_c_tile(&c_layout, cfg.output, bn)?;
+        check_c_tile(&c_layout, cfg.output, (bm, bn))?;
     }
     let cmap = match cfg.epilogue {
         Epilogue::Registers => None,
         Epilogue::Tma => {
-            Some(b.tensor_map_for_layout("cm", c.mem, &boxd(cw, BM), &c_layout, OobFill::Zero)?)
+            Some(b.tensor_map_for_layout("cm", c.mem, &boxd(cw, bm), &c_layout, OobFill::Zero)?)
         }
     };
     // pairs of columns stored together: unit column stride, even row stride (binding checks)
@@ -1016,23 +1103,25 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         SmemMatrix::from_layout(&a_layout, cfg.a_major, elem).map_err(tilekit_ir::IrError::from)?;
     let mb =
         SmemMatrix::from_layout(&b_layout, cfg.b_major, elem).map_err(tilekit_ir::IrError::from)?;
-    let (a_elems, b_elems) = (BM * bk, bn * bk);
+    let (a_elems, b_elems) = (bm * bk, bn * bk);
     let sa = b.shared("a_ring", elem, (stages * a_elems) as usize)?;
     let sb = b.shared("b_ring", elem, (stages * b_elems) as usize)?;
     let sc = match cfg.epilogue {
         Epilogue::Registers => None,
-        Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (BM * bn) as usize)?),
+        Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (bm * bn) as usize)?),
     };
     let full = b.mbarrier("full", stages as usize)?;
     let empty = b.mbarrier("empty", stages as usize)?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
     b.note(if pair {
-        "gemm_sm90: the ring's barriers (full: the producer's TMA bytes, own A and both halves of B; empty: lane 0 of the 8 consumer warps of both blocks of the pair)"
+        "gemm_sm90: the ring's barriers (full: the producer's TMA bytes, own A and both halves of B; empty: lane 0 of every consumer warp of both blocks of the pair)"
     } else {
-        "gemm_sm90: the ring's barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals)"
+        "gemm_sm90: the ring's barriers (full: the producer's TMA bytes; empty: one arrival per consumer thread)"
     });
-    let releases = if pair { 2 * 8 } else { 256 };
+    // a stage's releases: every consumer thread, or (a pair) lane 0 of each consumer warp of
+    // both blocks
+    let releases = if pair { 2 * 4 * consumers } else { cthreads };
     b.if_then(&first, |b| {
         for s in 0..stages {
             b.mbarrier_init(full, &lit(s), &lit(1))?;
@@ -1053,7 +1142,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let split = cfg.split_k;
     // C's rows: the workspace of a split holds `split` slabs of M rows
     let m_rows = if split > 1 { c.lengths[0].clone() / lit(split) } else { c.lengths[cd].clone() };
-    let tiles_m = i32v(&b, &((m_rows.clone() + lit(BM - 1)) / lit(BM)))?;
+    let tiles_m = i32v(&b, &((m_rows.clone() + lit(bm - 1)) / lit(bm)))?;
     let tiles_n = i32v(&b, &((c_n.clone() + lit(bn - 1)) / lit(bn)))?;
     // the walk's rows: M-tiles, or pairs of M-tiles (the last pair of an odd count has its
     // second tile outside C: computed in step, stored nowhere)
@@ -1130,7 +1219,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             };
             // a pair's blocks take the pair's two M-tiles
             let mt = if pair { mt * lit(cfg.cluster) + rank.clone() } else { mt };
-            body(b, mt * lit(BM), nt * lit(bn), it[0].clone(), &sl)?;
+            body(b, mt * lit(bm), nt * lit(bn), it[0].clone(), &sl)?;
             Ok(vec![it[0].clone() + sl.count.clone()])
         })?;
         Ok(())
@@ -1186,13 +1275,13 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         // (a pair's second tile below C loads the last tile's A instead: a box
                         // wholly outside the tensor is not relied upon; nothing of it is stored)
                         let a0 = if pair {
-                            let last = (tiles_m.clone() - lit(1)) * lit(BM);
+                            let last = (tiles_m.clone() - lit(1)) * lit(bm);
                             b.binary(BinOp::Min, &m0, &last)?
                         } else {
                             m0.clone()
                         };
                         let (sta, stb) = steps.clone().unwrap_or((lit(1), lit(1)));
-                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &a0, BM, &sta)?;
+                        load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &a0, bm, &sta)?;
                         if !pair {
                             load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn, &stb)?;
                             return ring_next(b, &s, &ph, stages);
@@ -1230,14 +1319,20 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             Ok(vec![])
         },
         |b| {
-            b.setmaxnreg(true, 232)?;
+            // two consumers: 384 threads start with 168 registers (65536 / 384), the producer
+            // gives 128 of them back and the consumers take 232 (128·40 + 256·232 = 384·168);
+            // one consumer: 256 threads start with 248 (the most a thread may own below 256),
+            // already all the accumulators and addresses of bn 256 need — no increase
+            if consumers == 2 {
+                b.setmaxnreg(true, 232)?;
+            }
             let (ta, tb) = (cfg.a_major == Major::MN, cfg.b_major == Major::MN);
             let shape = WgmmaShape::new(ty, bn as u32)?.transposed(ta, tb)?;
             let half = wg.clone() - lit(1);
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
             let (warp, lane) = (t.clone() / lit(32), t % lit(32));
             let storer = b.cmp(CmpOp::Eq, &tid, &lit(128))?;
-            // a stage is released when every consumer warp has finished reading it: all 256
+            // a stage is released when every consumer warp has finished reading it: all the
             // threads arrive; in a pair, lane 0 of each warp (after the warpgroup's
             // wait_group) arrives on the stage's `empty` barrier of both blocks, since both
             // producers multicast into it
@@ -1341,12 +1436,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.bulk_wait(0, true);
                         Ok(())
                     })?;
-                    b.named_barrier(1, 256)?;
+                    b.named_barrier(1, cthreads as u32)?;
                     for i in (0..acc.len()).step_by(2) {
                         let (r0, c0) = acc_coord(0, i);
                         let (r0, c0) = (r0 as i64, c0 as i64);
                         let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
-                        let at = base.clone() + lit(c0 / cw * BM * cw + r0 * cw) + chunk * lit(ce);
+                        let at = base.clone() + lit(c0 / cw * bm * cw + r0 * cw) + chunk * lit(ce);
                         let vals = if cfg.op.is_identity() {
                             [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
                         } else {
@@ -1373,12 +1468,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.store(sc, &at, &vals, None)?;
                     }
                     b.fence_proxy_async();
-                    b.named_barrier(1, 256)?;
+                    b.named_barrier(1, cthreads as u32)?;
                     let stores = |b: &KernelBuilder| -> IrResult<()> {
                         for j in 0..bn / cw {
                             let mut xy = vec![n0.clone() + lit(j * cw), m0.clone()];
                             xy.extend(sl.entry.clone());
-                            b.tensor_store(cmap, &xy, sc, &lit(j * BM * cw))?;
+                            b.tensor_store(cmap, &xy, sc, &lit(j * bm * cw))?;
                         }
                         b.bulk_commit();
                         Ok(())

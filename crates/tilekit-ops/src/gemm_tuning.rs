@@ -33,14 +33,32 @@
 //! bench/RESULTS.md): 64×8192×8192 140.8 TFLOP/s against 97.0 for the bn-256 choice (f32
 //! out, `tilekit tune gemm`), 1000³ bf16 160 against 116 (`tilekit bench gemm`): twice the
 //! blocks, and six stages keep the long K streaming.
-
+//!
+//! **The 64-row tile** (one consumer warpgroup, [`GemmConfig::consumers`] = 1; session 9,
+//! reasoned, not yet measured — bench/NOTES.md §9). Tile counts on 132 SMs:
+//!
+//! ```text
+//!   problem          128×256   128×128   64×128    what the 64-row tile changes
+//!   64×8192×8192       32        64        64      half of every 128-row tile is TMA zero fill
+//!                                                  that the tensor cores multiply: 64 rows halve
+//!                                                  the MMA work of the same 64 blocks (session 8:
+//!                                                  ~36 µs of MMA in the 61 µs kernel), leaving the
+//!                                                  stream of B (134 MB, ~45 µs at copy speed)
+//!   1000×1000×1000     32        64       128      64 blocks leave 68 SMs idle; 128 fill a wave
+//!   1024×2048×K        32       128       256      128×128 already fills a wave: kept
+//! ```
+//!
+//! So: M ≤ 64 takes one consumer (bn 128, 8 stages: the deepest ring that fits beside an f32 C
+//! tile, for the long K of a skinny product); a few-tile problem whose 64 × 128 tiles still fit
+//! one wave ([`ONE_WAVE`]) takes one consumer and bn 128 (6 stages); every other problem keeps the
+//! two-consumer choices above, unchanged.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 
-use crate::gemm_sm90::{Epilogue, GemmConfig, Raster, BM};
+use crate::gemm_sm90::{Epilogue, GemmConfig, Raster};
 use crate::tuning::{TuningError, TuningSource};
 
 /// The tile knobs of a [`GemmConfig`]: what a tuner chooses (the types come from the tensors).
@@ -50,7 +68,8 @@ use crate::tuning::{TuningError, TuningSource};
 /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
 /// use tilekit_ops::gemm_tuning::GemmChoice;
 /// let c = GemmChoice { bn: 256, stages: 3, overlap: true, persistent: true,
-///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma, split_k: 1, cluster: 1 };
+///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma, split_k: 1, cluster: 1,
+///                      consumers: 2 };
 /// let cfg = c.apply(GemmConfig { input: ScalarType::F16, output: ScalarType::F16, ..GemmConfig::default() });
 /// assert_eq!((cfg.input, cfg.bn, cfg.stages), (ScalarType::F16, 256, 3));
 /// assert_eq!(GemmChoice::of(&cfg), c);
@@ -79,10 +98,18 @@ pub struct GemmChoice {
     /// [`GemmConfig::cluster`]). Files written before clusters existed read as 1.
     #[serde(default = "one")]
     pub cluster: i64,
+    /// Consumer warpgroups per block: 2 (128-row tiles) or 1 (64-row tiles; see
+    /// [`GemmConfig::consumers`]). Files written before the 64-row tile existed read as 2.
+    #[serde(default = "two")]
+    pub consumers: i64,
 }
 
 fn one() -> i64 {
     1
+}
+
+fn two() -> i64 {
+    2
 }
 
 impl GemmChoice {
@@ -104,6 +131,7 @@ impl GemmChoice {
             epilogue: self.epilogue,
             split_k: self.split_k,
             cluster: self.cluster,
+            consumers: self.consumers,
             ..base
         }
     }
@@ -125,6 +153,7 @@ impl GemmChoice {
             epilogue: cfg.epilogue,
             split_k: cfg.split_k,
             cluster: cfg.cluster,
+            consumers: cfg.consumers,
         }
     }
 
@@ -153,18 +182,26 @@ impl GemmChoice {
     /// assert_eq!(GemmChoice::heuristic(&f32_out).epilogue, Epilogue::Registers);
     /// ```
     ///
-    /// Few tiles (under [`FEW_TILES`] of 128 × 256) take 128-wide blocks with 6 stages:
+    /// Few tiles (under [`FEW_TILES`] of 128 × 256) take 128-wide blocks with 6 stages; M ≤ 64,
+    /// and few-tile problems whose 64 × 128 tiles fit one wave ([`ONE_WAVE`]), take one consumer
+    /// warpgroup (64-row tiles):
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::gemm_tuning::{GemmChoice, GemmProblem};
+    /// // 64 × 8192: 64 tiles of 64 × 128, none of them half zeros
     /// let skinny = GemmProblem::new(64, 8192, 8192, ScalarType::BF16, ScalarType::F32, true);
-    /// assert_eq!(GemmChoice::heuristic(&skinny).label(), "bn 128, 6 stages, overlap, persistent, grouped 8");
+    /// assert_eq!(GemmChoice::heuristic(&skinny).label(), "bn 128, 8 stages, overlap, persistent, grouped 8, tma store, bm 64");
+    /// // 1000³: 16 × 8 = 128 tiles of 64 × 128 (one wave) instead of 64 of 128 × 128
     /// let small = GemmProblem::new(1000, 1000, 1000, ScalarType::BF16, ScalarType::BF16, true);
-    /// assert_eq!(GemmChoice::heuristic(&small).label(), "bn 128, 6 stages, overlap, persistent, grouped 8, tma store");
+    /// assert_eq!(GemmChoice::heuristic(&small).label(), "bn 128, 6 stages, overlap, persistent, grouped 8, tma store, bm 64");
+    /// // 1024 × 2048: 128 tiles of 128 × 128 already fill a wave: two consumers
+    /// let mid = GemmProblem::new(1024, 2048, 1024, ScalarType::BF16, ScalarType::BF16, true);
+    /// assert_eq!(GemmChoice::heuristic(&mid).label(), "bn 128, 6 stages, overlap, persistent, grouped 8, tma store");
     /// // 2048² is 128 tiles of 128 × 256: the big-tile choice
     /// let square = GemmProblem::new(2048, 2048, 2048, ScalarType::BF16, ScalarType::BF16, true);
     /// assert_eq!(GemmChoice::heuristic(&square).bn, 256);
+    /// assert_eq!(GemmChoice::heuristic(&square).consumers, 2);
     /// ```
     pub fn heuristic(p: &GemmProblem) -> GemmChoice {
         let measured_winner = GemmChoice {
@@ -176,16 +213,32 @@ impl GemmChoice {
             epilogue: Epilogue::Tma,
             split_k: 1,
             cluster: 1,
+            consumers: 2,
         };
-        let tiles = (p.m + BM - 1) / BM * ((p.n + 255) / 256);
-        if tiles < FEW_TILES {
-            let few = GemmChoice { bn: 128, stages: 6, ..measured_winner };
-            if p.c_tma && few.apply(p.base()).check().is_ok() {
-                return few;
+        // the first of these that builds for the problem's types and can store its C
+        let pick = |tma: GemmChoice| -> Option<GemmChoice> {
+            if p.c_tma && tma.apply(p.base()).check().is_ok() {
+                return Some(tma);
             }
-            let regs = GemmChoice { epilogue: Epilogue::Registers, ..few };
-            if regs.apply(p.base()).check().is_ok() {
-                return regs;
+            let regs = GemmChoice { epilogue: Epilogue::Registers, ..tma };
+            regs.apply(p.base()).check().is_ok().then_some(regs)
+        };
+        let tiles = |bm: i64, bn: i64| (p.m + bm - 1) / bm * ((p.n + bn - 1) / bn);
+        let few = GemmChoice { bn: 128, stages: 6, ..measured_winner };
+        if p.m <= 64 {
+            // the 128-row tile would be half zeros; a long K streams through 8 stages
+            if let Some(c) = pick(GemmChoice { stages: 8, consumers: 1, ..few }) {
+                return c;
+            }
+        }
+        if tiles(128, 256) < FEW_TILES {
+            if tiles(64, 128) <= ONE_WAVE {
+                if let Some(c) = pick(GemmChoice { consumers: 1, ..few }) {
+                    return c;
+                }
+            }
+            if let Some(c) = pick(few) {
+                return c;
             }
         }
         let tma = measured_winner.apply(p.base());
@@ -195,6 +248,15 @@ impl GemmChoice {
         GemmChoice { stages: 4, epilogue: Epilogue::Registers, ..measured_winner }
     }
 }
+
+/// Blocks of one wave on the devices the heuristic was measured on (H100 SXM, H200: 132 SMs):
+/// a few-tile problem whose tiles of 64 × 128 number at most this takes [`GemmChoice::heuristic`]'s
+/// one-consumer choice.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::ONE_WAVE, 132);
+/// ```
+pub const ONE_WAVE: i64 = 132;
 
 /// Problems with fewer tiles of 128 × 256 than this take [`GemmChoice::heuristic`]'s few-tile
 /// choice (128-wide blocks, 6 stages).
@@ -344,12 +406,34 @@ impl GemmProblem {
         }
     }
 
+    /// Whether the 64-row tile (one consumer warpgroup) is worth timing for this problem: M ≤ 64
+    /// (a 128-row tile would be half zeros), or fewer than [`FEW_TILES`] tiles of 128 × 256
+    /// (64-row tiles give twice the blocks). The tuner's candidates and `tilekit bench gemm`
+    /// add 64-row configurations only here.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_tuning::GemmProblem;
+    /// let p = |m, n, k| GemmProblem::new(m, n, k, ScalarType::BF16, ScalarType::BF16, true);
+    /// assert!(p(64, 8192, 8192).wants_64_rows());
+    /// assert!(p(1000, 1000, 1000).wants_64_rows()); // 8 × 4 = 32 tiles of 128 × 256
+    /// assert!(!p(4096, 4096, 4096).wants_64_rows());
+    /// ```
+    pub fn wants_64_rows(&self) -> bool {
+        self.m <= 64 || (self.m + 127) / 128 * ((self.n + 255) / 256) < FEW_TILES
+    }
+
     /// The configurations `tilekit tune gemm` times for this problem: tile widths, ring depths,
     /// persistence, raster orders, epilogues and 2-block clusters (persistent, grouped 4 and 8
     /// pairs, where M has at least two tiles), each one that passes [`GemmConfig::check`] for
     /// the types and can store this C (the TMA epilogue only where [`c_tma`](Self::c_tma)).
     /// Tile widths wider than N (rounded up to 64) are left out, as are persistent grids for a
     /// problem of one tile.
+    ///
+    /// Where M ≤ 64 or the problem has fewer than [`FEW_TILES`] tiles of 128 × 256, also the
+    /// 64-row tile (one consumer warpgroup, labels ending `bm 64`): widths 64 to 256, 4, 6 or 8
+    /// stages, one block per tile or persistent in grouped order, pairs in clusters, and split
+    /// K with the deepest ring that fits.
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
@@ -360,95 +444,119 @@ impl GemmProblem {
     /// assert!(c.len() >= 20);
     /// assert!(c.iter().all(|c| c.apply(p.base()).check().is_ok()));
     /// assert!(c.iter().any(|c| c.cluster == 2));
-    /// let one_row = GemmProblem::new(128, 8192, 4096, ScalarType::BF16, ScalarType::BF16, true);
+    /// assert!(c.iter().all(|c| c.consumers == 2), "a big square keeps the 128-row tile");
+    /// let one_row = GemmProblem::new(64, 8192, 4096, ScalarType::BF16, ScalarType::BF16, true);
     /// assert!(one_row.candidates().iter().all(|c| c.cluster == 1));
+    /// assert!(one_row.candidates().iter().any(|c| c.consumers == 1 && c.split_k == 4));
     /// let f32_odd = GemmProblem::new(4096, 4095, 4096, ScalarType::BF16, ScalarType::F32, false);
     /// assert!(f32_odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
     /// ```
     pub fn candidates(&self) -> Vec<GemmChoice> {
         let mut out = Vec::new();
         let n_cap = (self.n.max(1) + 63) / 64 * 64;
-        let tiles_m = (self.m + BM - 1) / BM;
-        let tiles = |bn: i64| tiles_m * ((self.n + bn - 1) / bn);
-        for bn in [128, 192, 256] {
-            if bn > n_cap.max(128) {
+        let k_slices = (self.k + 63) / 64;
+        for consumers in [2, 1] {
+            if consumers == 1 && !self.wants_64_rows() {
                 continue;
             }
-            for epilogue in [Epilogue::Registers, Epilogue::Tma] {
-                if epilogue == Epilogue::Tma && !self.c_tma {
+            let bm = 64 * consumers;
+            let tiles_m = (self.m + bm - 1) / bm;
+            let tiles = |bn: i64| tiles_m * ((self.n + bn - 1) / bn);
+            let widths: &[i64] =
+                if consumers == 2 { &[128, 192, 256] } else { &[64, 128, 192, 256] };
+            let stage_counts: &[i64] = if consumers == 2 { &[3, 4, 5, 6] } else { &[4, 6, 8] };
+            for &bn in widths {
+                if bn > n_cap.max(widths[0]) {
                     continue;
                 }
-                for stages in 3..=6 {
-                    let grids: &[(bool, Raster)] = if tiles(bn) > 1 {
-                        &[
-                            (false, Raster::Linear),
-                            (true, Raster::Grouped(8)),
-                            (true, Raster::Grouped(4)),
-                            (true, Raster::Hilbert),
-                        ]
-                    } else {
-                        &[(false, Raster::Linear)]
-                    };
-                    for &(persistent, raster) in grids {
-                        let c = GemmChoice {
-                            bn,
-                            stages,
-                            overlap: true,
-                            persistent,
-                            raster,
-                            epilogue,
-                            split_k: 1,
-                            cluster: 1,
-                        };
-                        if c.apply(self.base()).check().is_ok() {
-                            out.push(c);
-                        }
+                for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+                    if epilogue == Epilogue::Tma && !self.c_tma {
+                        continue;
                     }
-                    // pairs of blocks sharing B by multicast (groups of 4 and 8 pairs: 8 and
-                    // 16 M-tiles), where there are at least two M-tiles to pair
-                    if tiles_m >= 2 {
-                        for g in [4, 8] {
+                    for &stages in stage_counts {
+                        let grids: &[(bool, Raster)] = if tiles(bn) <= 1 {
+                            &[(false, Raster::Linear)]
+                        } else if consumers == 2 {
+                            &[
+                                (false, Raster::Linear),
+                                (true, Raster::Grouped(8)),
+                                (true, Raster::Grouped(4)),
+                                (true, Raster::Hilbert),
+                            ]
+                        } else {
+                            // (few tiles: about one wave, the order matters little)
+                            &[(false, Raster::Linear), (true, Raster::Grouped(8))]
+                        };
+                        for &(persistent, raster) in grids {
                             let c = GemmChoice {
                                 bn,
                                 stages,
                                 overlap: true,
-                                persistent: true,
-                                raster: Raster::Grouped(g),
+                                persistent,
+                                raster,
                                 epilogue,
                                 split_k: 1,
-                                cluster: 2,
+                                cluster: 1,
+                                consumers,
                             };
                             if c.apply(self.base()).check().is_ok() {
                                 out.push(c);
                             }
                         }
+                        // pairs of blocks sharing B by multicast (groups of 4 and 8 pairs: 8
+                        // and 16 M-tiles), where there are at least two M-tiles to pair
+                        if tiles_m >= 2 {
+                            let groups: &[u32] = if consumers == 2 { &[4, 8] } else { &[4] };
+                            for &g in groups {
+                                let c = GemmChoice {
+                                    bn,
+                                    stages,
+                                    overlap: true,
+                                    persistent: true,
+                                    raster: Raster::Grouped(g),
+                                    epilogue,
+                                    split_k: 1,
+                                    cluster: 2,
+                                    consumers,
+                                };
+                                if c.apply(self.base()).check().is_ok() {
+                                    out.push(c);
+                                }
+                            }
+                        }
                     }
                 }
-            }
-            // a C of few tiles and a long K: the K split over 2, 4 or 8 blocks a tile (partial
-            // products in an f32 workspace, summed by a second kernel into C of any type), each
-            // split at least 4 k-slices (problems of at most 64 tiles)
-            let k_slices = (self.k + 63) / 64;
-            if tiles(bn) <= 64 {
-                for split_k in [2, 4, 8] {
-                    if k_slices < 4 * split_k {
-                        continue;
-                    }
-                    for (persistent, raster) in
-                        [(false, Raster::Linear), (true, Raster::Grouped(8))]
-                    {
-                        let c = GemmChoice {
-                            bn,
-                            stages: 4,
-                            overlap: true,
-                            persistent,
-                            raster,
-                            epilogue: Epilogue::Registers,
-                            split_k,
-                            cluster: 1,
-                        };
-                        if self.config(&c).check().is_ok() {
-                            out.push(c);
+                // a C of few tiles and a long K: the K split over 2, 4 or 8 blocks a tile
+                // (partial products in an f32 workspace, summed by a second kernel into C of
+                // any type), each split at least 4 k-slices (problems of at most 64 tiles); two
+                // consumers with 4 stages, one with the deepest ring that fits
+                if tiles(bn) <= 64 {
+                    for split_k in [2, 4, 8] {
+                        if k_slices < 4 * split_k {
+                            continue;
+                        }
+                        for (persistent, raster) in
+                            [(false, Raster::Linear), (true, Raster::Grouped(8))]
+                        {
+                            let at = |stages| GemmChoice {
+                                bn,
+                                stages,
+                                overlap: true,
+                                persistent,
+                                raster,
+                                epilogue: Epilogue::Registers,
+                                split_k,
+                                cluster: 1,
+                                consumers,
+                            };
+                            let c = if consumers == 2 {
+                                Some(at(4))
+                            } else {
+                                (2..=8).rev().map(at).find(|c| self.config(c).check().is_ok())
+                            };
+                            if let Some(c) = c.filter(|c| self.config(c).check().is_ok()) {
+                                out.push(c);
+                            }
                         }
                     }
                 }

@@ -15,7 +15,7 @@ use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
     build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig,
-    Raster, BM,
+    Raster,
 };
 use tilekit_ops::host;
 
@@ -73,7 +73,8 @@ fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
         .unwrap()
     });
     let c_map = map_arg(c.layout());
-    let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
+    let bm = cfg.bm();
+    let (tm, tn) = ((m + bm - 1) / bm, (n + cfg.bn - 1) / cfg.bn);
     let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
     let bind = Bindings::new(&kernel)
         .input_ptr("a", &a, a.layout().shape().iter().product(), &Interp)
@@ -371,7 +372,43 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
             split_k: 4,
             ..GemmConfig::default()
         }
-    })) {
+    }))
+    .chain(
+        [
+            // one consumer warpgroup (64-row tiles, 256 threads, .maxnreg 248): the heuristic's
+            // picks for M ≤ 64 (bf16 and f32 C) and few tiles, the widest tile, B MN-major with
+            // the whole epilogue, pairs, a split K
+            (128, 8, Epilogue::Tma, ScalarType::BF16, Major::K, 1, 1),
+            (128, 8, Epilogue::Tma, ScalarType::F32, Major::K, 1, 1),
+            (128, 6, Epilogue::Tma, ScalarType::BF16, Major::K, 1, 1),
+            (256, 4, Epilogue::Tma, ScalarType::BF16, Major::K, 1, 1),
+            (256, 4, Epilogue::Registers, ScalarType::F32, Major::MN, 1, 1),
+            (192, 6, Epilogue::Tma, ScalarType::BF16, Major::MN, 2, 1),
+            (256, 5, Epilogue::Registers, ScalarType::F32, Major::K, 1, 4),
+        ]
+        .map(|(bn, stages, epilogue, output, b_major, cluster, split_k)| {
+            let op = if b_major == Major::MN && cluster == 1 {
+                EpilogueOp { alpha: true, beta: true, bias: Some(output), act: Activation::Gelu }
+            } else {
+                EpilogueOp::default()
+            };
+            GemmConfig {
+                bn,
+                stages,
+                output,
+                epilogue,
+                b_major,
+                op,
+                overlap: true,
+                persistent: true,
+                raster: Raster::Grouped(8),
+                cluster,
+                split_k,
+                consumers: 1,
+                ..GemmConfig::default()
+            }
+        }),
+    ) {
         let k = build_gemm_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
         assert!(tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90).is_err());
@@ -609,4 +646,171 @@ fn cluster_configs_are_checked_and_launch_in_pairs() {
     let p = GemmConfig { persistent: true, ..pair };
     assert_eq!(launch_grid(&p, 600, 300, 7).unwrap(), [6, 1, 1]);
     assert_eq!(launch_grid(&p, 100, 100, 1).unwrap(), [2, 1, 1]);
+}
+
+/// One consumer warpgroup: 64-row tiles, 256 threads.
+fn one(cfg: GemmConfig) -> GemmConfig {
+    GemmConfig { consumers: 1, ..cfg }
+}
+
+#[test]
+fn one_consumer_with_every_layout_and_width_matches_the_reference() {
+    // TN, NN, TT, NT × bn 64, 128, 256: M = 100 (two 64-row tiles, the second 36 rows), N off
+    // the tile (72: one slab and 8 columns; 200: bn 256 one partial tile), K = 80 and 200 (the
+    // last stage 16 or 8 deep), the ring wrapping (2 and 3 stages)
+    for (i, (a_major, b_major)) in LAYOUTS.into_iter().enumerate() {
+        let seed = 200 + 10 * i as u64;
+        let cfg = one(GemmConfig { a_major, b_major, bn: 64, stages: 2, ..GemmConfig::default() });
+        run(cfg, 100, 72, 80, seed);
+        run(GemmConfig { bn: 128, overlap: true, ..cfg }, 100, 136, 200, seed + 1);
+        let wide = GemmConfig { bn: 256, stages: 3, output: ScalarType::F32, ..cfg };
+        run(wide, 64, 200, 200, seed + 2);
+    }
+    // a K shorter than one stage (8), f16, and M of one row
+    let f16 = one(GemmConfig {
+        input: ScalarType::F16,
+        output: ScalarType::F16,
+        bn: 128,
+        stages: 4,
+        ..GemmConfig::default()
+    });
+    run(f16, 130, 130, 8, 241);
+    run(GemmConfig { output: ScalarType::F32, ..f16 }, 1, 130, 136, 243);
+}
+
+#[test]
+fn one_consumer_walks_persistent_grids_with_both_epilogues() {
+    // 200 × 136 in 64-row tiles: 4 × 3 tiles of bn 64 over 2 blocks (6 each), the ring running
+    // on across tiles (K = 200: 4 slices a tile over 3 stages), grouped and Hilbert orders, the
+    // TMA-store epilogue's C tile (64 rows) reused while the last tile's stores may still read
+    // it; the 8-stage ring the heuristic picks for M ≤ 64
+    let base = one(GemmConfig {
+        bn: 64,
+        stages: 3,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(2),
+        ..GemmConfig::default()
+    });
+    run_on(base, 200, 136, 200, 251, 2);
+    run_on(GemmConfig { epilogue: Epilogue::Tma, ..base }, 200, 136, 200, 253, 2);
+    run_on(
+        GemmConfig { raster: Raster::Hilbert, epilogue: Epilogue::Tma, ..base },
+        200,
+        136,
+        136,
+        255,
+        3,
+    );
+    let deep = GemmConfig { bn: 128, stages: 8, epilogue: Epilogue::Tma, ..base };
+    run_on(deep, 64, 520, 1000, 257, 2);
+    run_on(
+        GemmConfig { output: ScalarType::F32, raster: Raster::Linear, ..deep },
+        50,
+        264,
+        600,
+        259,
+        3,
+    );
+}
+
+#[test]
+fn one_consumer_applies_every_epilogue_step() {
+    let steps = [
+        EpilogueOp { alpha: true, ..EpilogueOp::default() },
+        EpilogueOp { beta: true, ..EpilogueOp::default() },
+        EpilogueOp { bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() },
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::BF16), act: Activation::Gelu },
+    ];
+    for (i, op) in steps.into_iter().enumerate() {
+        for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+            let cfg = one(GemmConfig { bn: 64, stages: 2, epilogue, op, ..GemmConfig::default() });
+            run(cfg, 100, 72, 80, 270 + 2 * i as u64);
+        }
+    }
+    // f32 output with B MN-major, persistent, through the TMA-store C tile (32-column boxes)
+    let f32_out = one(GemmConfig {
+        bn: 128,
+        stages: 2,
+        output: ScalarType::F32,
+        persistent: true,
+        overlap: true,
+        epilogue: Epilogue::Tma,
+        b_major: Major::MN,
+        op: EpilogueOp {
+            alpha: true,
+            beta: true,
+            bias: Some(ScalarType::F32),
+            act: Activation::Gelu,
+        },
+        ..GemmConfig::default()
+    });
+    run_on(f32_out, 136, 200, 72, 281, 2);
+}
+
+#[test]
+fn one_consumer_in_cluster_pairs_and_tf32_matches_the_reference() {
+    // pairs of 64-row blocks sharing B: 5 M-tiles (the last pair's second tile outside C),
+    // persistent, B MN-major in bn 192 (three slabs, two multicast by rank 0)
+    let pair = one(GemmConfig {
+        bn: 192,
+        stages: 2,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(2),
+        epilogue: Epilogue::Tma,
+        b_major: Major::MN,
+        cluster: 2,
+        ..GemmConfig::default()
+    });
+    run_on(pair, 300, 200, 72, 291, 2);
+    run(
+        GemmConfig {
+            b_major: Major::K,
+            bn: 64,
+            persistent: false,
+            raster: Raster::Linear,
+            epilogue: Epilogue::Registers,
+            ..pair
+        },
+        130,
+        100,
+        136,
+        293,
+    );
+    // tf32: f32 operands K-major, 32 K a stage
+    let tf32 = one(GemmConfig {
+        input: ScalarType::F32,
+        output: ScalarType::F32,
+        bn: 128,
+        stages: 3,
+        overlap: true,
+        ..GemmConfig::default()
+    });
+    run(tf32, 100, 72, 200, 295);
+}
+
+#[test]
+fn one_consumer_kernels_are_checked_and_shaped() {
+    let cfg = one(GemmConfig::default());
+    let k = build_gemm_sm90(cfg).unwrap();
+    assert_eq!(k.block_dim, [256, 1, 1]);
+    // the producer gives registers back; the consumer keeps the entry's 248 (no increase)
+    let text = k.to_string();
+    assert!(text.contains("setmaxnreg.dec 40") && !text.contains("setmaxnreg.inc"), "{text}");
+    let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+    assert!(ptx.contains(".maxnreg 248") && ptx.contains(".reqntid 256, 1, 1"));
+    let two = build_gemm_sm90(GemmConfig::default()).unwrap().to_string();
+    assert!(two.contains("setmaxnreg.inc 232"));
+    // the tile grid in 64-row tiles
+    assert_eq!(launch_grid(&cfg, 100, 300, 132).unwrap(), [3, 2, 1]);
+    assert_eq!(
+        launch_grid(&GemmConfig { persistent: true, ..cfg }, 1000, 1000, 132).unwrap(),
+        [128, 1, 1]
+    );
+    // 0 or 3 consumers: named errors
+    for bad in [0, 3] {
+        let e = build_gemm_sm90(GemmConfig { consumers: bad, ..cfg }).unwrap_err().to_string();
+        assert!(e.contains(&format!("consumers = {bad}")) && e.contains("1 (64-row"), "{e}");
+    }
 }

@@ -16,7 +16,7 @@ use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
     build_gemm_sm90, hilbert_order, launch_grid_batched, Activation, Epilogue, EpilogueOp,
-    GemmConfig, Raster, BM,
+    GemmConfig, Raster,
 };
 use tilekit_ops::host;
 
@@ -83,7 +83,8 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
         .unwrap()
     });
     let c_map = map_arg(c.layout());
-    let (tm, tn) = ((m + BM - 1) / BM, (n + cfg.bn - 1) / cfg.bn);
+    let bm = cfg.bm();
+    let (tm, tn) = ((m + bm - 1) / bm, (n + cfg.bn - 1) / cfg.bn);
     let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
     let bind = Bindings::new(&kernel)
         .input_ptr("a", &a, a.layout().shape()[0], &Interp)
@@ -332,6 +333,16 @@ fn the_batched_gemm_assembles_for_sm_90a_without_spills() {
                 output: ScalarType::BF16,
                 ..api
             },
+            // one consumer warpgroup (64-row tiles): the API's register kernel and a TMA store
+            GemmConfig { consumers: 1, stages: 5, ..api },
+            GemmConfig {
+                consumers: 1,
+                bn: 128,
+                stages: 8,
+                epilogue: Epilogue::Tma,
+                output: ScalarType::BF16,
+                ..api
+            },
         ]);
     for cfg in configs {
         let k = build_gemm_sm90(cfg).unwrap();
@@ -352,4 +363,33 @@ fn the_batched_gemm_assembles_for_sm_90a_without_spills() {
             );
         }
     }
+}
+
+#[test]
+fn one_consumer_batched_walks_match_the_reference_per_entry() {
+    // 64-row tiles: 3 entries of 100 × 136 × 136 (2 × 3 tiles of bn 64 each, the second M-tile
+    // 36 rows) walked by 4 persistent blocks across entries, both epilogues; one block per tile
+    // in linear order (grid (tiles_n, tiles_m, batch)) with A MN-major and B shared
+    let base = GemmConfig {
+        bn: 64,
+        stages: 3,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(2),
+        consumers: 1,
+        ..GemmConfig::default()
+    };
+    run(base, 3, (100, 136, 136), false, 4);
+    run(GemmConfig { epilogue: Epilogue::Tma, ..base }, 3, (100, 136, 72), false, 4);
+    let linear = GemmConfig {
+        persistent: false,
+        raster: Raster::Linear,
+        a_major: Major::MN,
+        bn: 128,
+        ..base
+    };
+    run(linear, 2, (72, 200, 80), true, 132);
+    // pairs of 64-row blocks sharing B within each entry (3 M-tiles: the last pair half below C)
+    let pair = GemmConfig { cluster: 2, raster: Raster::Grouped(1), ..base };
+    run(pair, 2, (150, 136, 72), false, 4);
 }

@@ -56,11 +56,104 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     // a C that TMA cannot store: register epilogues only; one tile: no persistent grids
     let odd = GemmProblem::new(4096, 4095, 4096, BF, F32, false);
     assert!(odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
+    // (of 128 rows; in 64-row tiles it is two, with persistent grids and pairs)
     let one = GemmProblem::new(100, 100, 4096, BF, F32, true);
     let unsplit: Vec<GemmChoice> =
         one.candidates().into_iter().filter(|c| c.split_k == 1).collect();
-    assert!(unsplit.iter().all(|c| !c.persistent && c.raster == Raster::Linear));
-    assert!(one.candidates().iter().all(|c| c.bn == 128), "no tile wider than N needs");
+    let (two_wg, one_wg): (Vec<GemmChoice>, Vec<GemmChoice>) =
+        unsplit.iter().partition(|c| c.consumers == 2);
+    assert!(two_wg.iter().all(|c| !c.persistent && c.raster == Raster::Linear));
+    assert!(one_wg.iter().any(|c| c.persistent) && one_wg.iter().any(|c| c.cluster == 2));
+    assert!(one.candidates().iter().all(|c| c.bn <= 128), "no tile wider than N needs");
+    assert!(two_wg.iter().all(|c| c.bn == 128), "the 128-row tile's narrowest is 128");
+}
+
+#[test]
+fn the_64_row_candidates_are_there_for_skinny_and_few_tile_problems_only() {
+    // 64 × 8192 × 8192: every 64-row candidate builds, and brute force over the same knobs
+    // (widths 64..256 × both epilogues × 4/6/8 stages × 2 grids, kept where they fit) counts
+    // the unsplit ones; split K with 64-row tiles where they number at most 64 (bn 128, 256)
+    let skinny = GemmProblem::new(64, 8192, 8192, BF, F32, true);
+    let c = skinny.candidates();
+    let one: Vec<&GemmChoice> = c.iter().filter(|c| c.consumers == 1).collect();
+    assert!(one.iter().all(|c| skinny.config(c).check().is_ok()));
+    let mut want = 0;
+    for bn in [64i64, 128, 192, 256] {
+        for tma in [false, true] {
+            for stages in [4i64, 6, 8] {
+                let c_tile = if tma { 64 * bn * 4 } else { 0 };
+                if stages * (64 + bn) * 128 + c_tile <= 227 * 1024 {
+                    want += 2;
+                }
+            }
+        }
+    }
+    assert_eq!(one.iter().filter(|c| c.split_k == 1).count(), want);
+    assert!(one.iter().all(|c| c.cluster == 1), "one 64-row tile: nothing to pair");
+    let split_widths: Vec<i64> = one.iter().filter(|c| c.split_k > 1).map(|c| c.bn).collect();
+    assert!(split_widths.contains(&128) && split_widths.contains(&256), "{split_widths:?}");
+    assert!(!split_widths.contains(&64), "128 tiles of 64 × 64: not few");
+    // the split's ring is the deepest that fits: bn 256 five stages of 40 KiB, bn 192 seven of
+    // 32 KiB, bn 128 eight (the most)
+    for s in one.iter().filter(|c| c.split_k > 1) {
+        let deepest = match s.bn {
+            256 => 5,
+            192 => 7,
+            _ => 8,
+        };
+        assert_eq!(s.stages, deepest, "{}", s.label());
+        assert!(s.label().ends_with("bm 64"), "{}", s.label());
+    }
+    // 1000³: 64-row candidates with pairs (16 M-tiles); 4096³: none
+    let small = GemmProblem::new(1000, 1000, 1000, BF, BF, true);
+    assert!(small.candidates().iter().any(|c| c.consumers == 1 && c.cluster == 2));
+    let big = GemmProblem::new(4096, 4096, 4096, BF, BF, true);
+    assert!(big.candidates().iter().all(|c| c.consumers == 2));
+}
+
+#[test]
+fn the_heuristic_takes_one_consumer_where_the_tile_counts_say_so() {
+    let h = |m, n, k, out| GemmChoice::heuristic(&GemmProblem::new(m, n, k, BF, out, true));
+    // M ≤ 64: one consumer, 8 stages, for either output type (the f32 C tile of 64 × 128 fits
+    // beside 8 × 24 KiB)
+    for out in [BF, F32] {
+        let c = h(64, 8192, 8192, out);
+        assert_eq!((c.consumers, c.bn, c.stages, c.epilogue), (1, 128, 8, Epilogue::Tma));
+        assert_eq!(h(33, 4096, 4096, out).consumers, 1);
+    }
+    // few tiles whose 64 × 128 tiles fit one wave: 1000³ (128 tiles), 512² (32)
+    assert_eq!(h(1000, 1000, 1000, BF).consumers, 1);
+    assert_eq!(h(512, 512, 4096, BF).consumers, 1);
+    // few tiles, but 64 × 128 tiles would be two waves (1024 × 2048: 256): two consumers
+    let mid = h(1024, 2048, 1024, BF);
+    assert_eq!((mid.consumers, mid.bn, mid.stages), (2, 128, 6));
+    // the big squares keep the measured two-consumer winner
+    for (m, n, k) in [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048)] {
+        let c = h(m, n, k, BF);
+        assert_eq!((c.consumers, c.bn, c.stages), (2, 256, 3), "{m}x{n}x{k}");
+    }
+    // a C that TMA cannot store: the register epilogue, still one consumer
+    let odd = GemmChoice::heuristic(&GemmProblem::new(64, 8190, 8192, BF, BF, false));
+    assert_eq!((odd.consumers, odd.epilogue), (1, Epilogue::Registers));
+}
+
+#[test]
+fn tuning_files_without_consumers_read_as_two() {
+    // a file written before the 64-row tile: no `consumers` field
+    let tmp = tempfile::tempdir().unwrap();
+    let p = GemmProblem::new(64, 8192, 8192, BF, F32, true);
+    let mut t = GemmTable::default();
+    // (4 stages: a ring that fits the 128-row tile too, so the old reading is valid)
+    let one = GemmChoice { consumers: 1, stages: 4, ..GemmChoice::heuristic(&p) };
+    t.insert(&p, Tuned { choice: one, shape: [64, 8192, 8192], tflops: 200.0 });
+    let path = t.save(tmp.path(), "GPU").unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"consumers\": 1") || text.contains("\"consumers\":1"), "{text}");
+    let old = text.replace("\"consumers\": 1", "\"x\": 0").replace("\"consumers\":1", "\"x\":0");
+    std::fs::write(&path, old).unwrap();
+    let (back, _) = GemmTable::load(tmp.path(), "GPU").unwrap().unwrap();
+    assert_eq!(back.choose(&p).consumers, 2);
+    assert_eq!(back.choose(&p), GemmChoice { consumers: 2, ..one });
 }
 
 #[test]
@@ -74,6 +167,7 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
         epilogue: Epilogue::Tma,
         split_k: 1,
         cluster: 1,
+        consumers: 2,
     };
     assert_eq!(GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, BF, true)), won);
     // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
@@ -98,6 +192,7 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
         epilogue: Epilogue::Tma,
         split_k: 1,
         cluster: 1,
+        consumers: 2,
     };
     assert!(won.apply(p.base()).check().is_ok());
     let mut t = GemmTable::default();
@@ -225,6 +320,7 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         epilogue: Epilogue::Registers,
         split_k: 1,
         cluster: 1,
+        consumers: 2,
     };
     // Hilbert order: the API builds and binds the tile table (3 × 2 tiles over 4 "SMs")
     check_with(base, (300, 200, 72), F32, 11);
@@ -259,6 +355,7 @@ fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
         epilogue: Epilogue::Tma,
         split_k: 1,
         cluster: 1,
+        consumers: 2,
     };
     let e = api::gemm_with(&Interp, tma, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap_err();
     let e = e.to_string();
@@ -280,6 +377,7 @@ fn a_split_k_sums_its_partial_products() {
         epilogue: Epilogue::Registers,
         split_k,
         cluster: 1,
+        consumers: 2,
     };
     // 10 k-slices over 3 splits: 4 + 4 + 2; an f32 C
     check_with(split(3, false), (64, 136, 640), F32, 21);
@@ -288,6 +386,12 @@ fn a_split_k_sums_its_partial_products() {
     check_with(split(3, true), (70, 136, 128), BF, 22);
     // an odd N in an even-pitch C: the workspace is one column wider, C's pad stays NaN
     check_with_pitch(split(4, false), (64, 135, 320), 136, F32, 23);
+    // 64-row tiles (one consumer): 4 splits of 5 k-slices on 2 × 2 tiles, an odd N; 3 splits
+    // with persistent blocks into a bf16 C
+    let one = |split_k, persistent| GemmChoice { consumers: 1, ..split(split_k, persistent) };
+    check_with_pitch(one(4, false), (100, 135, 1280), 136, F32, 24);
+    check_with(one(3, true), (64, 136, 640), BF, 25);
+    assert!(one(4, false).label().ends_with("split k 4, bm 64"));
     // the split's label, and a split refused where it cannot run
     assert!(split(4, false).label().ends_with("split k 4"));
     let tma = GemmChoice { epilogue: Epilogue::Tma, ..split(2, false) };
@@ -306,4 +410,26 @@ fn split_candidates_appear_for_few_tiles_and_long_k() {
     assert!(square.candidates().iter().filter(|c| c.bn == 128).all(|c| c.split_k == 1));
     let short = GemmProblem::new(64, 8192, 512, BF, F32, true);
     assert!(short.candidates().iter().all(|c| c.split_k <= 2));
+}
+
+#[test]
+fn the_api_runs_the_heuristics_64_row_choices() {
+    // M ≤ 64 (bn 128, 8 stages, TMA store of an f32 C) and a few-tile problem (TMA store of a
+    // bf16 C), through api::gemm_with against the f64 reference
+    let skinny = GemmProblem::new(50, 264, 600, BF, F32, true);
+    let c = GemmChoice::heuristic(&skinny);
+    assert_eq!((c.consumers, c.stages, c.epilogue), (1, 8, Epilogue::Tma));
+    check_with(c, (50, 264, 600), F32, 31);
+    let few = GemmProblem::new(130, 136, 200, BF, BF, true);
+    let c = GemmChoice::heuristic(&few);
+    assert_eq!((c.consumers, c.bn, c.stages), (1, 128, 6));
+    check_with(c, (130, 136, 200), BF, 32);
+    // the same knobs with two consumers after one: the compiled-kernel cache keeps them apart
+    // (the one-consumer kernel on the two-consumer grid would leave half of C's rows NaN)
+    // (one block per tile: a persistent walk would cover any grid)
+    let one = GemmChoice { bn: 64, persistent: false, raster: Raster::Linear, ..c };
+    let two = GemmChoice { consumers: 2, ..one };
+    check_with(one, (256, 136, 64), BF, 33);
+    check_with(two, (256, 136, 64), BF, 34);
+    check_with(one, (256, 136, 64), BF, 35);
 }
