@@ -84,6 +84,10 @@ pub struct Args {
     /// `pingpong` or `bn64`.
     #[arg(long)]
     pub attention_variant: Option<String>,
+    /// `attention` only: one case `D,SEQ` or `D,SEQ,causal` (head dim, sequence length at
+    /// 16384 tokens) instead of the whole grid, e.g. `128,4096` — one kernel to profile.
+    #[arg(long, value_parser = crate::bench_attention::parse_case)]
+    pub attention_case: Option<(i64, i64, bool)>,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -217,6 +217,36 @@ fn case(
     Ok(row)
 }
 
+/// Parses `--attention-case`: `D,SEQ` or `D,SEQ,causal`, a head dim of 64, 128 or 256 and a
+/// sequence length of [`SEQS`].
+///
+/// ```
+/// use tilekit_cli::bench_attention::parse_case;
+/// assert_eq!(parse_case("128,4096"), Ok((128, 4096, false)));
+/// assert_eq!(parse_case("64, 512, causal"), Ok((64, 512, true)));
+/// assert!(parse_case("96,4096").unwrap_err().contains("64, 128 or 256"));
+/// assert!(parse_case("128,4000").unwrap_err().contains("4096"));
+/// assert!(parse_case("128,4096,sideways").is_err());
+/// ```
+pub fn parse_case(s: &str) -> Result<(i64, i64, bool), String> {
+    let f: Vec<&str> = s.split(',').map(str::trim).collect();
+    let bad = || format!("`{s}`: expected D,SEQ or D,SEQ,causal, e.g. 128,4096");
+    let (d, seq, causal) = match f.as_slice() {
+        [d, q] => (d, q, false),
+        [d, q, "causal"] => (d, q, true),
+        _ => return Err(bad()),
+    };
+    let d: i64 = d.parse().map_err(|_| bad())?;
+    let seq: i64 = seq.parse().map_err(|_| bad())?;
+    if ![64, 128, 256].contains(&d) {
+        return Err(format!("head dim {d}: the bench has 64, 128 or 256"));
+    }
+    if !SEQS.contains(&seq) {
+        return Err(format!("sequence length {seq}: the bench has {SEQS:?}"));
+    }
+    Ok((d, seq, causal))
+}
+
 /// Runs `tilekit bench attention`: a table (or JSON lines) on stdout, progress on stderr; a
 /// wrong result or failed launch is `FAIL …` on stderr and exit code 1; no GPU is
 /// [`CliError::NoGpu`].
@@ -231,7 +261,11 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         outln!("device {device}; bf16, {TOKENS} tokens per batch, hidden {HIDDEN}; TFLOP/s per variant")?;
     }
     let mut failed = false;
+    let only = a.attention_case;
     for d in [64, 128, 256] {
+        if only.is_some_and(|(od, _, _)| od != d) {
+            continue;
+        }
         // the variants of this head dim (the same list causal or not), one column each
         let names: Vec<String> = timed_variants(d, false, filter)
             .map_err(|why| CliError::Check { what: "attention variants".into(), why })?
@@ -247,6 +281,9 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         }
         for causal in [false, true] {
             for &seq in SEQS {
+                if only.is_some_and(|(_, os, oc)| os != seq || oc != causal) {
+                    continue;
+                }
                 match case(&cuda, &device, ScalarType::BF16, d, causal, seq, a.reps, filter) {
                     Ok(row) => {
                         if a.json {
