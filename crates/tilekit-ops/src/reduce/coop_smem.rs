@@ -384,16 +384,7 @@ fn build(
     // or zero, come out 0); f32 keeps `ex2.approx` and its subnormal results
     let ftz = size == 2;
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
-    let x = b.tensor_param("x", ty, 2)?;
-    let y = b.tensor_param("y", ty, 2)?;
-    let ws = b.ptr_param("ws", ScalarType::U32)?;
-    let stats = b.ptr_param("stats", ScalarType::F32)?;
-    // two f32 a warp, as the kernel with loads needs for its warps' (max, sum) pairs (one
-    // shared-memory size for every variant: `coop_smem_shared_bytes`)
-    let scratch = b.shared("partial", ScalarType::F32, 2 * threads as usize / 32)?;
-    let slot = b.shared("ticket", ScalarType::U32, 1)?;
-    let desc = tilekit_layout::TensorDescriptor::packed(vec![1, len], Some(v))?;
-    let stash = View::shared(&b, "slice", ty, &desc)?;
+    let Decl { x, y, ws, stats, scratch, slot, stash } = declare(&b, ty, threads, (1, len))?;
     let bars = if bulk {
         // full 16-byte vectors: the binding checks 16-byte aligned rows
         x.descriptor(Some((v, 1)))?;
@@ -564,14 +555,8 @@ fn build_rows(
     let kk = k as i64;
     let ftz = ty.size_bytes() == 2;
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
-    let x = b.tensor_param("x", ty, 2)?;
-    let y = b.tensor_param("y", ty, 2)?;
-    let ws = b.ptr_param("ws", ScalarType::U32)?;
-    let stats = b.ptr_param("stats", ScalarType::F32)?;
-    let pairs = b.shared("pairs", ScalarType::F32, 2 * threads as usize / 32)?;
-    let slot = b.shared("ticket", ScalarType::U32, 1)?;
-    let desc = tilekit_layout::TensorDescriptor::packed(vec![rows, len], Some(v))?;
-    let stash = View::shared(&b, "slice", ty, &desc)?;
+    let Decl { x, y, ws, stats, scratch: pairs, slot, stash } =
+        declare(&b, ty, threads, (rows, len))?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &Val::lit(0))?;
     let (group, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
@@ -632,6 +617,39 @@ fn build_rows(
         second(&b, &|b| store_of(b, &slices[1]))?;
     }
     Ok(b.finish()?)
+}
+
+/// What every kernel of this module declares: `x`, `y` (2-D, the element type), `ws` (u32
+/// counters), `stats` (f32 pairs), two f32 a warp of shared scratch (the warps' (max, sum)
+/// pairs of the kernel with loads; one size for every variant, as
+/// [`coop_smem_shared_bytes`] counts), the ticket slot and `rows` slices of `len` raw elements.
+struct Decl {
+    x: tilekit_ir::TensorParam,
+    y: tilekit_ir::TensorParam,
+    ws: tilekit_ir::MemRef,
+    stats: tilekit_ir::MemRef,
+    scratch: tilekit_ir::MemRef,
+    slot: tilekit_ir::MemRef,
+    stash: View,
+}
+
+fn declare(
+    b: &KernelBuilder,
+    ty: ScalarType,
+    threads: u32,
+    (rows, len): (i64, i64),
+) -> Result<Decl> {
+    let v = 16 / ty.size_bytes() as i64;
+    let desc = tilekit_layout::TensorDescriptor::packed(vec![rows, len], Some(v))?;
+    Ok(Decl {
+        x: b.tensor_param("x", ty, 2)?,
+        y: b.tensor_param("y", ty, 2)?,
+        ws: b.ptr_param("ws", ScalarType::U32)?,
+        stats: b.ptr_param("stats", ScalarType::F32)?,
+        scratch: b.shared("partial", ScalarType::F32, 2 * threads as usize / 32)?,
+        slot: b.shared("ticket", ScalarType::U32, 1)?,
+        stash: View::shared(b, "slice", ty, &desc)?,
+    })
 }
 
 /// Where a block keeps one row's slice: row `slot` of `stash` (`rows × len` raw elements in
