@@ -178,9 +178,9 @@ const fn bm64(c: GemmConfig) -> GemmConfig {
 ///
 /// ```
 /// use tilekit_cli::bench_gemm::SM90_CONFIGS;
-/// assert!(SM90_CONFIGS.len() <= 30);
+/// assert!(SM90_CONFIGS.len() <= 31);
 /// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.cluster == 2).count(), 7);
-/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.consumers == 1).count(), 7);
+/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.consumers == 1).count(), 9);
 /// ```
 pub const SM90_CONFIGS: &[GemmConfig] = &[
     sm90(128, 6, false, Raster::Linear, Epilogue::Registers),
@@ -209,6 +209,9 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     bm64(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(sm90(128, 8, false, Raster::Linear, Epilogue::Registers)),
     bm64(sm90(64, 8, true, Raster::Grouped(8), Epilogue::Tma)),
+    // skinny M: 16 KiB stages, so a deeper ring keeps more of B in flight per SM
+    bm64(sm90(64, 10, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(64, 12, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(sm90(192, 6, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(sm90(256, 4, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(pair(sm90(128, 6, true, Raster::Grouped(4), Epilogue::Tma))),

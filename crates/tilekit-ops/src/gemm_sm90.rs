@@ -410,7 +410,8 @@ pub struct GemmConfig {
     pub output: ScalarType,
     /// Columns of C per block (the wgmma's N): 64, 128, 192 or 256.
     pub bn: i64,
-    /// Stages of the shared-memory ring (2..=8, and they must fit 227 KiB).
+    /// Stages of the shared-memory ring (2..=12, and they must fit 227 KiB: the deepest rings
+    /// only for small tiles, e.g. 12 of 64 × 64 with one consumer).
     pub stages: i64,
     /// Keep one wgmma group in flight: each consumer waits with `wait_group 1` and releases the
     /// previous stage, so the next stage's wgmmas are issued while the last ones still run.
@@ -659,13 +660,13 @@ impl GemmConfig {
                 return Err(OpsError::invalid(op, "raster group", g, "1..=65535 M-tiles"));
             }
         }
-        if !(2..=8).contains(&self.stages) || self.shared_bytes() > 227 * 1024 {
+        if !(2..=12).contains(&self.stages) || self.shared_bytes() > 227 * 1024 {
             return Err(OpsError::invalid(
                 op,
                 "stages",
                 self.stages,
                 format!(
-                    "2..=8 whose tiles fit 227 KiB ({} KiB a stage, {} KiB besides)",
+                    "2..=12 whose tiles fit 227 KiB ({} KiB a stage, {} KiB besides)",
                     (self.bm() + self.bn) * 128 / 1024,
                     (self.shared_bytes() - self.stages * (self.bm() + self.bn) * 128) / 1024
                 ),

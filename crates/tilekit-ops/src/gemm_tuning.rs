@@ -431,8 +431,8 @@ impl GemmProblem {
     /// problem of one tile.
     ///
     /// Where M ≤ 64 or the problem has fewer than [`FEW_TILES`] tiles of 128 × 256, also the
-    /// 64-row tile (one consumer warpgroup, labels ending `bm 64`): widths 64 to 256, 4, 6 or 8
-    /// stages, one block per tile or persistent in grouped order, pairs in clusters, and split
+    /// 64-row tile (one consumer warpgroup, labels ending `bm 64`): widths 64 to 256, 4 to 12
+    /// stages (where the ring fits), one block per tile or persistent in grouped order, pairs in clusters, and split
     /// K with the deepest ring that fits.
     ///
     /// ```
@@ -464,7 +464,10 @@ impl GemmProblem {
             let tiles = |bn: i64| tiles_m * ((self.n + bn - 1) / bn);
             let widths: &[i64] =
                 if consumers == 2 { &[128, 192, 256] } else { &[64, 128, 192, 256] };
-            let stage_counts: &[i64] = if consumers == 2 { &[3, 4, 5, 6] } else { &[4, 6, 8] };
+            // (64-row tiles of few columns have small stages: 10 or 12 keep more in flight;
+            // configurations whose ring does not fit are dropped by the check below)
+            let stage_counts: &[i64] =
+                if consumers == 2 { &[3, 4, 5, 6] } else { &[4, 6, 8, 10, 12] };
             for &bn in widths {
                 if bn > n_cap.max(widths[0]) {
                     continue;
@@ -552,7 +555,7 @@ impl GemmProblem {
                             let c = if consumers == 2 {
                                 Some(at(4))
                             } else {
-                                (2..=8).rev().map(at).find(|c| self.config(c).check().is_ok())
+                                (2..=12).rev().map(at).find(|c| self.config(c).check().is_ok())
                             };
                             if let Some(c) = c.filter(|c| self.config(c).check().is_ok()) {
                                 out.push(c);

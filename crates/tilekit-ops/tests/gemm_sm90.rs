@@ -377,7 +377,7 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
         [
             // one consumer warpgroup (64-row tiles, 256 threads, .maxnreg 248): the heuristic's
             // picks for M ≤ 64 (bf16 and f32 C) and few tiles, the widest tile, B MN-major with
-            // the whole epilogue, pairs, a split K
+            // the whole epilogue, pairs, a split K, the deepest ring
             (128, 8, Epilogue::Tma, ScalarType::BF16, Major::K, 1, 1),
             (128, 8, Epilogue::Tma, ScalarType::F32, Major::K, 1, 1),
             (128, 6, Epilogue::Tma, ScalarType::BF16, Major::K, 1, 1),
@@ -385,6 +385,8 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
             (256, 4, Epilogue::Registers, ScalarType::F32, Major::MN, 1, 1),
             (192, 6, Epilogue::Tma, ScalarType::BF16, Major::MN, 2, 1),
             (256, 5, Epilogue::Registers, ScalarType::F32, Major::K, 1, 4),
+            // the deepest ring (12 stages of 64 × 64)
+            (64, 12, Epilogue::Tma, ScalarType::F32, Major::K, 1, 1),
         ]
         .map(|(bn, stages, epilogue, output, b_major, cluster, split_k)| {
             let op = if b_major == Major::MN && cluster == 1 {
@@ -712,6 +714,32 @@ fn one_consumer_walks_persistent_grids_with_both_epilogues() {
         259,
         3,
     );
+}
+
+#[test]
+fn one_consumer_rings_of_ten_and_twelve_stages_match_the_reference() {
+    // bn 64 with one consumer: 16 KiB stages, so 12 fit (192 KiB + the C tile); K = 1000 is
+    // 16 slices a tile, the ring wrapping within a tile and running on across the 3 tiles of
+    // each of 2 persistent blocks (64 × 328: 6 tiles of bn 64), f32 C through TMA and bf16 C
+    // through registers
+    let deep = one(GemmConfig {
+        bn: 64,
+        stages: 12,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(8),
+        epilogue: Epilogue::Tma,
+        output: ScalarType::F32,
+        ..GemmConfig::default()
+    });
+    deep.check().unwrap();
+    run_on(deep, 64, 328, 1000, 261, 2);
+    let ten = GemmConfig { stages: 10, epilogue: Epilogue::Registers, ..deep };
+    run_on(GemmConfig { output: ScalarType::BF16, ..ten }, 50, 330, 1000, 263, 2);
+    // 13 stages are refused by name, as is a deep ring of wide tiles that does not fit
+    let e = GemmConfig { stages: 13, ..deep }.check().unwrap_err();
+    assert!(e.to_string().contains("2..=12"), "{e}");
+    assert!(GemmConfig { bn: 256, ..deep }.check().is_err());
 }
 
 #[test]
