@@ -362,8 +362,7 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
 /// slices in registers, `coop smem, …` with slices in shared memory and `coop smem bulk, …`
 /// with those brought in by bulk copies (sm_90 devices only: skipped elsewhere); each
 /// shared-memory shape also as `coop smem 1exp, …` / `coop smem bulk 1exp, …`, one
-/// exponential per element (`CoopTuning::one_exp`), and each with loads and two exponentials
-/// as `coop smem 2rows, …`, two rows a block (`CoopTuning::rows`).
+/// exponential per element (`CoopTuning::one_exp`).
 ///
 /// ```
 /// use tilekit_cli::tune::{softmax_configs, Knob};
@@ -371,10 +370,8 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
 /// let c = softmax_configs(ScalarType::F32, 262144);
 /// let smem: Vec<_> = c.iter().filter(|(l, _)| l.starts_with("coop smem")).collect();
 /// // 18 shapes less those whose one step (f32: threads × 16 B × vectors) exceeds the slice,
-/// // each with two exponentials per element and with one, and the 8 with loads and two
-/// // exponentials with two rows a block
-/// assert_eq!(smem.len(), 30);
-/// assert_eq!(smem.iter().filter(|(l, _)| l.starts_with("coop smem 2rows, ")).count(), 8);
+/// // each with two exponentials per element and with one
+/// assert_eq!(smem.len(), 22);
 /// assert_eq!(smem.iter().filter(|(l, _)| l.starts_with("coop smem bulk")).count(), 6);
 /// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" 1exp, ")).count(), 11);
 /// assert!(smem.iter().any(|(l, _)| l == "coop smem 1exp, 16 blocks × 256 threads × 64 KiB slice (4 vectors a step)"));

@@ -508,7 +508,7 @@ fn block_exp(
 
 /// The row's `(M, S)` from every part's `(m_j, s_j)` (`parts[j] = [m_j, s_j]`): `M = max m_j`,
 /// `S = Σ s_j · exp2((m_j − M)·log2 e)` — each part's sum rescaled to the common max.
-pub(crate) fn combine_pairs(b: &KernelBuilder, parts: &[Vec<Val>]) -> Result<(Val, Val)> {
+fn combine_pairs(b: &KernelBuilder, parts: &[Vec<Val>]) -> Result<(Val, Val)> {
     let big_m =
         crate::tile::tree_reduce(b, parts.iter().map(|p| p[0].clone()).collect(), BinOp::Max)?;
     let scaled = parts

@@ -136,7 +136,9 @@ fn the_coop_softmax_assembles_without_spills_for_every_tuned_shape() {
                     assert!(ptx.contains("atom.release.gpu.global.add.u32"), "{ty} {c:?}");
                     assert!(ptx.contains("ld.acquire.gpu.global.u32"), "{ty} {c:?}");
                     // one poller per block, sleeping between polls
-                    assert_eq!(ptx.matches("nanosleep.u32").count(), 1, "{ty} {c:?}");
+                    // one polling loop per row the block waits for
+                    let polls = c.rows as usize;
+                    assert_eq!(ptx.matches("nanosleep.u32").count(), polls, "{ty} {c:?}");
                     let name = format!("softmax_coop_{}_{}_{}_{k}", ty.name(), c.threads, chunks);
                     if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
                         assert!(
@@ -159,10 +161,11 @@ fn registers(report: &str) -> u32 {
 #[test]
 fn the_coop_smem_softmax_assembles_without_spills_within_its_register_estimate() {
     use tilekit_ir::ScalarType;
-    use tilekit_ops::reduce::coop_smem::{coop_smem_one_exp_registers, coop_smem_registers};
+    use tilekit_ops::reduce::coop_smem::{coop_smem_one_exp_registers, coop_smem_rows_registers};
     use tilekit_ops::reduce::CoopTuning;
     // every shared-memory shape `tilekit tune` sweeps (loads and bulk copies, two exponentials
-    // per element or one), at the row lengths of issue 11; the register estimate behind the
+    // per element or one, one row a block or two), at the row lengths of issue 11; the register
+    // estimate behind the
     // deadlock bound must not be below what ptxas gives
     for ty in [ScalarType::F32, ScalarType::BF16] {
         let v = 16 / ty.size_bytes() as i64;
@@ -179,18 +182,21 @@ fn the_coop_smem_softmax_assembles_without_spills_within_its_register_estimate()
                         continue;
                     }
                     let ptx = emit_kernel(&kern, t).unwrap();
-                    assert_eq!(ptx.matches("nanosleep.u32").count(), 1, "{ty} {c:?}");
+                    // one polling loop per row the block waits for
+                    let polls = c.rows as usize;
+                    assert_eq!(ptx.matches("nanosleep.u32").count(), polls, "{ty} {c:?}");
                     let name = format!(
-                        "coop_smem_{}_{}_{unroll}_{chunks}_{k}{}{}",
+                        "coop_smem_{}_{}_{unroll}_{chunks}_{k}{}{}{}",
                         ty.name(),
                         c.threads,
                         if c.bulk { "_bulk" } else { "" },
-                        if c.one_exp { "_1exp" } else { "" }
+                        if c.one_exp { "_1exp" } else { "" },
+                        if c.rows == 2 { "_2rows" } else { "" }
                     );
                     let estimate = if c.one_exp {
                         coop_smem_one_exp_registers(ty, unroll, chunks, c.bulk)
                     } else {
-                        coop_smem_registers(ty, unroll)
+                        coop_smem_rows_registers(ty, unroll, c.rows)
                     };
                     if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
                         assert!(

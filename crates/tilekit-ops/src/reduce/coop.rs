@@ -136,15 +136,15 @@ impl CoopTuning {
     /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
     /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
     /// by bulk copies; then each of those 18 shared-memory shapes with one exponential per
-    /// element (`one_exp`), and the 12 with loads again with two rows a block (`rows` 2).
+    /// element (`one_exp`). Two rows a block (`rows` 2) is not swept: slower than one row at
+    /// every H200 shape measured (bench/NOTES.md §10); `--softmax-coop …,2rows` times it.
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 12);
-    /// assert_eq!(c.iter().filter(|t| t.rows == 2).count(), 12);
-    /// assert!(c.iter().all(|t| t.rows == 1 || (t.smem_kib > 0 && !t.bulk && !t.one_exp)));
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18);
+    /// assert!(c.iter().all(|t| t.rows == 1));
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 48);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 36);
     /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// assert!(c.iter().all(|t| !t.one_exp || t.smem_kib > 0));
     /// assert_eq!(c.iter().filter(|t| t.one_exp && t.bulk).count(), 6);
@@ -194,14 +194,7 @@ impl CoopTuning {
         // every shared-memory shape again with one exponential per element
         let one: Vec<CoopTuning> =
             v.iter().filter(|t| t.smem()).map(|t| CoopTuning { one_exp: true, ..*t }).collect();
-        // and every shape with loads and two exponentials with two rows a block
-        let two: Vec<CoopTuning> = v
-            .iter()
-            .filter(|t| t.smem() && !t.bulk)
-            .map(|t| CoopTuning { rows: 2, ..*t })
-            .collect();
         v.extend(one);
-        v.extend(two);
         v
     }
 
@@ -338,7 +331,7 @@ impl CoopTuning {
     /// ```
     /// use tilekit_ir::ScalarType;
     /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1 };
-    /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 5);
+    /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 4);
     /// ```
     pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {
         if self.smem() {
@@ -352,9 +345,11 @@ impl CoopTuning {
                     self.bulk,
                 );
             }
-            // a block of `rows` rows holds as many slices
+            // a block of `rows` rows holds as many slices, and a few more registers
             let held = chunks * i64::from(self.rows.max(1));
-            super::coop_smem_resident_blocks(ty, self.threads, u, held, self.bulk)
+            let by_smem = super::coop_smem_resident_blocks(ty, self.threads, u, held, self.bulk);
+            let regs = super::coop_smem::coop_smem_rows_registers(ty, u, self.rows);
+            by_smem.min(65536 / (self.threads.max(32) * regs)).max(1)
         } else {
             coop_resident_blocks(ty, self.threads, chunks)
         }

@@ -16,9 +16,9 @@
 //!
 //!   pass 1  for c in 0..chunks:   x = x[row, part·L + c·C ..] (vectors, −∞ past the row)
 //!                                 stash[c·C ..] = x  (raw: bf16 stays bf16);  m ⊕= max x
-//!           m = warp max (≥ lowest f32; loads: no block barrier before pass 2)
+//!           m = block max (≥ lowest f32)
 //!   pass 2  for c in 0..chunks:   s += Σ exp2((stash − m)·log2 e)          (shared memory)
-//!           s = warp sum;  the warps' (m, s) pairs → the block's (one bar.sync)
+//!           s = block sum
 //!   exchange  (m, s) → stats; release; thread 0 polls the counter (nanosleep); bar.sync
 //!             M, S from the row's k pairs
 //!   pass 3  for c in 0..chunks:   y[row, part·L + c·C ..] = exp2((stash − M)·log2 e − log2 S)
@@ -124,7 +124,7 @@ pub const COOP_SMEM_MAX_BYTES: i64 = 200 * 1024;
 
 /// Shared memory one block of [`build_softmax_coop_smem`] declares, in bytes: the slice
 /// (`chunks · threads · V · unroll` raw elements, V = 16 bytes / element size), two f32 per
-/// warp (the warps' (max, sum) pairs), the 4-byte ticket slot and, with `bulk`, one 8-byte
+/// warp of scratch for the block reductions, the 4-byte ticket slot and, with `bulk`, one 8-byte
 /// mbarrier per step (the sum of the allocations, as `Kernel::shared_bytes`; the PTX aligns
 /// each, which [`coop_smem_resident_blocks`] allows for).
 ///
@@ -140,9 +140,10 @@ pub fn coop_smem_shared_bytes(threads: u32, unroll: i64, chunks: i64, bulk: bool
 }
 
 /// Registers per thread [`coop_smem_resident_blocks`] assumes: an upper estimate of what ptxas
-/// gives the kernel for sm_90/sm_90a, `40 + unroll · V / 2` rounded up to 8 (one step's elements, bf16 two to a
-/// register, plus addresses, loop state and reductions; the row's exchange is combined across
-/// a warp's lanes, so `k` adds none). ptxas (CUDA 13.0, sm_90a) gives the tuned shapes 32–46;
+/// gives the kernel for sm_90/sm_90a, `40 + unroll · V · 3/4` rounded up to 8 (one step's
+/// elements, bf16 two to a register, their f32 values and the pass's temporaries, plus
+/// addresses, loop state and reductions; the row's exchange is combined across a warp's lanes,
+/// so `k` adds none). ptxas (CUDA 13.0, sm_90a) gives the candidate shapes 32–58;
 /// the ptx tests check every tuned shape stays at or below this, so the residency it gives is
 /// never above the device's.
 ///
@@ -150,11 +151,26 @@ pub fn coop_smem_shared_bytes(threads: u32, unroll: i64, chunks: i64, bulk: bool
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::coop_smem::coop_smem_registers;
 /// assert_eq!(coop_smem_registers(ScalarType::F32, 2), 48);
-/// assert_eq!(coop_smem_registers(ScalarType::BF16, 4), 56);
+/// assert_eq!(coop_smem_registers(ScalarType::BF16, 4), 64);
 /// ```
 pub fn coop_smem_registers(ty: ScalarType, unroll: i64) -> u32 {
     let v = 16 / ty.size_bytes() as i64;
-    ((40 + unroll.max(0) * v / 2 + 7) / 8 * 8).min(255) as u32
+    ((40 + unroll.max(0) * v * 3 / 4 + 7) / 8 * 8).min(255) as u32
+}
+
+/// Registers per thread the residency estimate assumes for a block of `rows` rows
+/// ([`build_softmax_coop_smem_rows`]): [`coop_smem_registers`], plus 8 for the second row's
+/// addresses and predicate (ptxas 13.0 gives the two-row candidates up to 58 where one row
+/// takes 52).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::coop_smem_rows_registers;
+/// assert_eq!(coop_smem_rows_registers(ScalarType::F32, 4, 1), 56);
+/// assert_eq!(coop_smem_rows_registers(ScalarType::F32, 4, 2), 64);
+/// ```
+pub fn coop_smem_rows_registers(ty: ScalarType, unroll: i64, rows: u32) -> u32 {
+    (coop_smem_registers(ty, unroll) + 8 * rows.saturating_sub(1)).min(255)
 }
 
 /// How many blocks of [`build_softmax_coop_smem`] one Hopper (sm_90) SM holds at once: the fewest allowed by
@@ -168,7 +184,7 @@ pub fn coop_smem_registers(ty: ScalarType, unroll: i64) -> u32 {
 /// use tilekit_ops::reduce::coop_smem_resident_blocks;
 /// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 8, false), 3);  // 64 KiB slices
 /// assert_eq!(coop_smem_resident_blocks(ScalarType::F32, 256, 2, 4, true), 5);   // 32 KiB: 48 registers
-/// assert_eq!(coop_smem_resident_blocks(ScalarType::BF16, 512, 2, 2, false), 2); // 48 registers
+/// assert_eq!(coop_smem_resident_blocks(ScalarType::BF16, 512, 2, 2, false), 2); // 56 registers
 /// ```
 pub fn coop_smem_resident_blocks(
     ty: ScalarType,
@@ -283,7 +299,7 @@ pub const ONE_EXP_PIPELINE_STEPS: i64 = 16;
 /// use tilekit_ops::reduce::coop_smem::coop_smem_one_exp_registers;
 /// assert_eq!(coop_smem_one_exp_registers(ScalarType::BF16, 2, 4, false), 56);
 /// assert_eq!(coop_smem_one_exp_registers(ScalarType::F32, 8, 2, false), 72);
-/// assert_eq!(coop_smem_one_exp_registers(ScalarType::F32, 8, 2, true), 56); // bulk: as coop_smem
+/// assert_eq!(coop_smem_one_exp_registers(ScalarType::F32, 8, 2, true), 64); // bulk: as coop_smem
 /// ```
 pub fn coop_smem_one_exp_registers(ty: ScalarType, unroll: i64, chunks: i64, bulk: bool) -> u32 {
     if !pipelined(chunks, bulk) {
@@ -555,8 +571,7 @@ fn build_rows(
     let kk = k as i64;
     let ftz = ty.size_bytes() == 2;
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
-    let Decl { x, y, ws, stats, scratch: pairs, slot, stash } =
-        declare(&b, ty, threads, (rows, len))?;
+    let Decl { x, y, ws, stats, scratch, slot, stash } = declare(&b, ty, threads, (rows, len))?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &Val::lit(0))?;
     let (group, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
@@ -570,25 +585,11 @@ fn build_rows(
             (row, Slice { stash: &stash, d: &d, c, len, slot: Val::lit(r) })
         })
         .collect();
-    // pass 1 and 2 of a row with the warp's max (no block barrier between them: every
-    // thread reads back what it stored), the warps' (max, sum) pairs combined through shared
-    // memory (one barrier), then the block's pair published
-    let warps = threads as i64 / 32;
-    let lane0 = b.cmp(CmpOp::Eq, &b.lane_id(), &Val::lit(0))?;
-    let warp = b.thread_id(Axis::X) / Val::lit(32);
+    // pass 1 and 2 of a row, then its (max, sum) published
     let stats_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
         let mx = load_slice(b, name, at, &xv, (row, &lo))?;
-        let mw = crate::tile::warp_reduce(b, &mx, BinOp::Max)?;
-        let sw = crate::tile::warp_reduce(b, &sum_slice(b, name, at, &mw, ftz)?, BinOp::Add)?;
-        b.note(format!("{name}: the warps' (max, sum) pairs combined"));
-        b.if_then(&lane0, |b| b.store(pairs, &(warp.clone() * Val::lit(2)), &[mw, sw], None))?;
-        b.barrier();
-        let all = (0..warps)
-            .map(|w| b.load(pairs, &Val::lit(2 * w), 2, None))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let (m, s) = super::combine_pairs(b, &all)?;
-        // the pairs are read before a second row's warps write theirs
-        b.barrier();
+        let m = block_reduce(b, &mx, BinOp::Max, scratch)?;
+        let s = block_reduce(b, &sum_slice(b, name, at, &m, ftz)?, BinOp::Add, scratch)?;
         publish(b, name, &first, (ws, stats), (row, &part, kk), (&m, &s))
     };
     // the row's (M, S) once its k blocks are in, then pass 3
@@ -620,9 +621,9 @@ fn build_rows(
 }
 
 /// What every kernel of this module declares: `x`, `y` (2-D, the element type), `ws` (u32
-/// counters), `stats` (f32 pairs), two f32 a warp of shared scratch (the warps' (max, sum)
-/// pairs of the kernel with loads; one size for every variant, as
-/// [`coop_smem_shared_bytes`] counts), the ticket slot and `rows` slices of `len` raw elements.
+/// counters), `stats` (f32 pairs), two f32 a warp of shared scratch for the block reductions
+/// (as [`coop_smem_shared_bytes`] counts), the ticket slot and `rows` slices of `len` raw
+/// elements.
 struct Decl {
     x: tilekit_ir::TensorParam,
     y: tilekit_ir::TensorParam,
