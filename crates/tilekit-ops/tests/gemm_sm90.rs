@@ -431,18 +431,23 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
     }
 }
 
-#[test]
-fn f32_inputs_run_as_tf32() {
-    // K-major f32 operands, 32 K per stage (a 128-byte row), 4 wgmma k8 per stage: edges in
-    // M, N and K (K = 200: the last stage 8 deep), persistent TMA-store and register epilogues
-    let base = GemmConfig {
+/// f32 in and out as tf32 (K-major operands, 32 K a stage), bn 128, 3 stages, overlapped.
+fn tf32_base() -> GemmConfig {
+    GemmConfig {
         input: ScalarType::F32,
         output: ScalarType::F32,
         bn: 128,
         stages: 3,
         overlap: true,
         ..GemmConfig::default()
-    };
+    }
+}
+
+#[test]
+fn f32_inputs_run_as_tf32() {
+    // K-major f32 operands, 32 K per stage (a 128-byte row), 4 wgmma k8 per stage: edges in
+    // M, N and K (K = 200: the last stage 8 deep), persistent TMA-store and register epilogues
+    let base = tf32_base();
     run(base, 130, 72, 200, 81);
     run(
         GemmConfig {
@@ -807,14 +812,7 @@ fn one_consumer_in_cluster_pairs_and_tf32_matches_the_reference() {
         293,
     );
     // tf32: f32 operands K-major, 32 K a stage
-    let tf32 = one(GemmConfig {
-        input: ScalarType::F32,
-        output: ScalarType::F32,
-        bn: 128,
-        stages: 3,
-        overlap: true,
-        ..GemmConfig::default()
-    });
+    let tf32 = one(tf32_base());
     run(tf32, 100, 72, 200, 295);
 }
 

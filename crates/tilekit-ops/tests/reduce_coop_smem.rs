@@ -60,7 +60,6 @@ fn coop_smem_softmax_matches_the_f64_reference() {
     // elements a step): an exact split over 4 blocks, an odd length (scalar accesses, a tail
     // inside the last block), a last block of padding only, 2 blocks of one long step each,
     // one block per row
-    type Case = ((usize, usize), (u32, u32, i64, i64));
     let cases: [Case; 5] = [
         ((3, 4096), (64, 4, 2, 2)),
         ((2, 3001), (64, 3, 2, 2)),
@@ -68,45 +67,14 @@ fn coop_smem_softmax_matches_the_f64_reference() {
         ((2, 2047), (128, 2, 2, 1)),
         ((2, 999), (32, 1, 2, 4)),
     ];
-    for ty in [ScalarType::F32, ScalarType::BF16] {
-        let v = 16 / ty.size_bytes() as i64;
-        for (i, ((m, n), (threads, k, unroll, chunks))) in cases.into_iter().enumerate() {
-            let unroll = if v == 8 { unroll / 2 } else { unroll };
-            let part = threads as usize * (v * unroll * chunks) as usize;
-            assert!(k as usize * part >= n, "case {i} covers its rows");
-            if i == 2 {
-                assert!((k as usize - 1) * part >= n, "case 2: the last block is padding only");
-            }
-            let x = host::from_f64(ty, &random_rows(m, n, part, i as u64 + 11));
-            let shape = (threads, k, unroll, chunks);
-            let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
-            // bulk copies only take rows of whole 16-byte vectors
-            for bulk in [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0) {
-                let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, false))
-                    .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
-                let what = format!("coop smem {ty} {m}x{n} {shape:?} bulk {bulk}");
-                assert_close_relative(&got, &want, n, ty, &what);
-            }
-        }
-    }
+    check_cases(&cases, 11, false);
 }
 
 #[test]
 fn bulk_copies_cover_rows_ending_inside_a_step_and_blocks_past_the_row() {
     // whole-vector rows whose end falls inside a step (the vectors past it are filled with
     // −∞ in shared memory) and a last block entirely past the row (its copies move 0 bytes)
-    for (ty, n) in [(ScalarType::F32, 1500usize), (ScalarType::BF16, 1496)] {
-        let v = 16 / ty.size_bytes() as i64;
-        let (m, threads, k, chunks) = (2usize, 32u32, 4u32, 2i64);
-        let unroll = 8 / v; // 8 elements a step
-        let part = threads as usize * (v * unroll * chunks) as usize;
-        assert!(n % part != 0 && (k as usize - 1) * part >= n, "{ty}");
-        let x = host::from_f64(ty, &random_rows(m, n, part, 21));
-        let got = run_smem(&x, (m, n), ty, (threads, k, unroll, chunks), (8, true, false))
-            .unwrap_or_else(|e| panic!("{ty}: {e}"));
-        let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
-        assert_close_relative(&got, &want, n, ty, &format!("coop smem bulk {ty} {n}"));
-    }
+    check_bulk_edges(21, false);
 }
 
 #[test]
@@ -267,7 +235,6 @@ fn one_exp_softmax_matches_the_f64_reference() {
     // 2 steps), an odd length (scalar accesses, a tail inside the last block, 3 pipelined
     // steps), a last block of padding only, a row of one step per block (no pipelining), one
     // block per row, and more steps than pass 1 unrolls (its loop)
-    type Case = ((usize, usize), (u32, u32, i64, i64));
     let cases: [Case; 6] = [
         ((3, 4096), (64, 4, 2, 2)),
         ((2, 3001), (32, 4, 2, 3)),
@@ -276,43 +243,12 @@ fn one_exp_softmax_matches_the_f64_reference() {
         ((2, 999), (32, 1, 2, 4)),
         ((2, 5001), (32, 2, 1, ONE_EXP_PIPELINE_STEPS + 4)),
     ];
-    for ty in [ScalarType::F32, ScalarType::BF16] {
-        let v = 16 / ty.size_bytes() as i64;
-        for (i, ((m, n), (threads, k, unroll, chunks))) in cases.into_iter().enumerate() {
-            let unroll = if v == 8 { (unroll / 2).max(1) } else { unroll };
-            let part = threads as usize * (v * unroll * chunks) as usize;
-            assert!(k as usize * part >= n, "case {i} covers its rows");
-            assert!(k >= 2 || i == 4, "case {i}: rows split over blocks");
-            if i == 2 {
-                assert!((k as usize - 1) * part >= n, "case 2: the last block is padding only");
-            }
-            let x = host::from_f64(ty, &random_rows(m, n, part, i as u64 + 31));
-            let shape = (threads, k, unroll, chunks);
-            let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
-            for bulk in [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0) {
-                let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, true))
-                    .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
-                let what = format!("coop smem 1exp {ty} {m}x{n} {shape:?} bulk {bulk}");
-                assert_close_relative(&got, &want, n, ty, &what);
-            }
-        }
-    }
+    check_cases(&cases, 31, true);
 }
 
 #[test]
 fn one_exp_bulk_copies_cover_rows_ending_inside_a_step_and_blocks_past_the_row() {
-    for (ty, n) in [(ScalarType::F32, 1500usize), (ScalarType::BF16, 1496)] {
-        let v = 16 / ty.size_bytes() as i64;
-        let (m, threads, k, chunks) = (2usize, 32u32, 4u32, 2i64);
-        let unroll = 8 / v;
-        let part = threads as usize * (v * unroll * chunks) as usize;
-        assert!(n % part != 0 && (k as usize - 1) * part >= n, "{ty}");
-        let x = host::from_f64(ty, &random_rows(m, n, part, 41));
-        let got = run_smem(&x, (m, n), ty, (threads, k, unroll, chunks), (8, true, true))
-            .unwrap_or_else(|e| panic!("{ty}: {e}"));
-        let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
-        assert_close_relative(&got, &want, n, ty, &format!("coop smem bulk 1exp {ty} {n}"));
-    }
+    check_bulk_edges(41, true);
 }
 
 #[test]
@@ -537,4 +473,57 @@ fn two_rows_are_refused_with_bulk_copies_one_exponential_or_three_rows() {
     }
     let e = build_softmax_coop_smem_rows(ScalarType::BF16, 256, 8, 4, 2, 4, 3).unwrap_err();
     assert!(e.to_string().contains("rows per block"), "{e}");
+}
+
+/// One case: `(rows, n) × (threads, k, unroll, chunks)` (unroll in f32 vectors).
+type Case = ((usize, usize), (u32, u32, i64, i64));
+
+/// The cases of the shared-memory kernel (two or one exponentials) against the f64
+/// reference, f32 and bf16 (bf16: half the unroll where it halves, so the same elements a
+/// step), with loads and, for rows of whole 16-byte vectors, bulk copies; inputs from seed
+/// `seed + case`.
+fn check_cases(cases: &[Case], seed: u64, one_exp: bool) {
+    let label = if one_exp { "coop smem 1exp" } else { "coop smem" };
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        for (i, &((m, n), (threads, k, unroll, chunks))) in cases.iter().enumerate() {
+            let unroll = if v == 8 { (unroll / 2).max(1) } else { unroll };
+            let part = threads as usize * (v * unroll * chunks) as usize;
+            assert!(k as usize * part >= n, "case {i} covers its rows");
+            assert!(k >= 2 || i == 4, "case {i}: rows split over blocks");
+            if i == 2 {
+                assert!((k as usize - 1) * part >= n, "case 2: the last block is padding only");
+            }
+            let x = host::from_f64(ty, &random_rows(m, n, part, i as u64 + seed));
+            let shape = (threads, k, unroll, chunks);
+            let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+            // bulk copies only take rows of whole 16-byte vectors
+            for bulk in [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0) {
+                let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, one_exp))
+                    .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
+                let what = format!("{label} {ty} {m}x{n} {shape:?} bulk {bulk}");
+                assert_close_relative(&got, &want, n, ty, &what);
+            }
+        }
+    }
+}
+
+/// Bulk copies of whole-vector rows whose end falls inside a step (the vectors past it are
+/// filled with −∞ in shared memory) and a last block entirely past the row (its copies move 0
+/// bytes): 2 rows of 4 blocks × 32 threads × 8 elements a step × 2 steps, f32 1500 and bf16
+/// 1496, against the f64 reference.
+fn check_bulk_edges(seed: u64, one_exp: bool) {
+    let label = if one_exp { "coop smem bulk 1exp" } else { "coop smem bulk" };
+    for (ty, n) in [(ScalarType::F32, 1500usize), (ScalarType::BF16, 1496)] {
+        let v = 16 / ty.size_bytes() as i64;
+        let (m, threads, k, chunks) = (2usize, 32u32, 4u32, 2i64);
+        let unroll = 8 / v; // 8 elements a step
+        let part = threads as usize * (v * unroll * chunks) as usize;
+        assert!(n % part != 0 && (k as usize - 1) * part >= n, "{ty}");
+        let x = host::from_f64(ty, &random_rows(m, n, part, seed));
+        let got = run_smem(&x, (m, n), ty, (threads, k, unroll, chunks), (8, true, one_exp))
+            .unwrap_or_else(|e| panic!("{ty}: {e}"));
+        let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+        assert_close_relative(&got, &want, n, ty, &format!("{label} {ty} {n}"));
+    }
 }
