@@ -46,6 +46,15 @@ pub struct Args {
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
+    /// Back-to-back calls between each pair of timing events, reported per call
+    /// (`Gpu::set_timed_calls`): 1 (the default) times every call alone, launch gap included;
+    /// e.g. 10 times a stream of calls as a program issues them — for kernels of tens of
+    /// microseconds (permute 512×512×256, the skinny GEMM) the GPU's per-launch gap is then
+    /// paid once per kernel boundary, not once per event pair. Applies to every timed region
+    /// of the run, the copy and cuBLASLt baselines included.
+    #[arg(long, default_value_t = 1,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
+    pub back_to_back: usize,
     /// `launch` only: API calls to time (in 10 batches, after warm-up).
     #[arg(long, default_value_t = 10_000,
           value_parser = RangedU64ValueParser::<usize>::new().range(100..=10_000_000))]
@@ -253,6 +262,20 @@ fn cuda(what: &str) -> impl Fn(tilekit_cuda::CudaError) -> CliError + '_ {
     move |e| CliError::Gpu { what: what.to_string(), reason: e.to_string() }
 }
 
+/// The table header's note on how calls were timed: empty for one call per event pair.
+///
+/// ```
+/// assert_eq!(tilekit_cli::bench::timed_calls_note(1), "");
+/// assert_eq!(tilekit_cli::bench::timed_calls_note(10), "; timed as 10 back-to-back calls per event pair");
+/// ```
+pub fn timed_calls_note(calls: usize) -> String {
+    if calls > 1 {
+        format!("; timed as {calls} back-to-back calls per event pair")
+    } else {
+        String::new()
+    }
+}
+
 /// The copy baseline: `cuMemcpyDtoD` of `bytes / 2` bytes (read + write = `bytes`), in GB/s.
 pub fn copy_baseline(gpu: &Gpu, bytes_read: usize, reps: usize) -> Result<f64, CliError> {
     let cuda = cuda("bench: device-to-device copy baseline");
@@ -423,6 +446,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     }
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench".into(), reason: e.to_string() })?;
+    gpu.set_timed_calls(a.back_to_back);
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
     let cuda = Cuda::new(gpu.clone());
     let cuda = match a.softmax_coop {
@@ -437,9 +461,10 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let copy_gbs = copy_baseline(&gpu, a.mib << 20, a.reps)?;
     if !a.json {
         outln!(
-            "device {}; device-to-device copy (cuMemcpyDtoD, {} MiB) {copy_gbs:.0} GB/s",
+            "device {}; device-to-device copy (cuMemcpyDtoD, {} MiB) {copy_gbs:.0} GB/s{}",
             gpu.props().name,
-            a.mib
+            a.mib,
+            timed_calls_note(a.back_to_back)
         )?;
         outln!(
             "{:<34} {:>10} {:>10} {:>8} {:>5} {:>7}",

@@ -255,6 +255,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         command: "bench attention".into(),
         reason: e.to_string(),
     })?;
+    cuda.gpu().set_timed_calls(a.back_to_back);
     let device = cuda.gpu().props().name.clone();
     let filter = a.attention_variant.as_deref();
     if !a.json {

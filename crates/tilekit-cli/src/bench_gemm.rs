@@ -534,12 +534,13 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     }
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
+    gpu.set_timed_calls(a.back_to_back);
     let cuda = Cuda::new(gpu.clone());
     let device = gpu.props().name.clone();
     let orders = parse_layout(&a.layout)?;
     let lay = a.layout.to_uppercase();
     if !a.json {
-        outln!("device {device}; cuBLASLt: best of the heuristic's first {ALGOS} algorithms, row-major A and B")?;
+        outln!("device {device}; cuBLASLt: best of the heuristic's first {ALGOS} algorithms, row-major A and B{}", crate::bench::timed_calls_note(a.back_to_back))?;
         outln!(
             "last columns: layout {lay} (A {:?}, B {:?}; BLAS letters of row-major C = A·B)",
             orders.0,

@@ -193,6 +193,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     };
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
+    gpu.set_timed_calls(a.back_to_back);
     let cuda = Cuda::new(gpu.clone());
     let device = gpu.props().name.clone();
     let orders = parse_layout(&a.layout)?;

@@ -175,6 +175,7 @@ fn measure(
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
+    gpu.set_timed_calls(a.back_to_back);
     let cuda = Cuda::new(gpu.clone());
     let shapes = match &a.gemm_shape {
         Some(text) => vec![parse_shape(text)?],

@@ -61,6 +61,9 @@ pub struct Gpu {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     props: DeviceProps,
+    /// Calls per timed repetition ([`Gpu::set_timed_calls`]), shared by every handle of
+    /// this device made from one [`Gpu::open`].
+    timed_calls: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// True when the CUDA driver library can be loaded on this machine.
@@ -116,7 +119,33 @@ impl Gpu {
             total_mem: ctx.total_mem().map_err(|e| CudaError::driver("cuDeviceTotalMem", e))?,
             driver_version,
         };
-        Ok(Gpu { ctx, stream, props })
+        let timed_calls = Arc::new(std::sync::atomic::AtomicUsize::new(1));
+        Ok(Gpu { ctx, stream, props, timed_calls })
+    }
+
+    /// How many back-to-back calls [`Gpu::time`] (and `tilekit_ops::backend::Cuda::time`)
+    /// puts between each pair of events, reporting the mean per call (default 1: one call
+    /// between two events). A kernel of a few tens of microseconds timed alone pays the GPU's
+    /// launch gap (the front end starting the grid after the event, ~3–5 µs on Hopper) in
+    /// every repetition; a stream of calls, as a program issues them, pays only the gap
+    /// between two kernels. Shared by every handle made from this one ([`Gpu::on_stream`]).
+    /// Zero is taken as one.
+    ///
+    /// ```
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     gpu.set_timed_calls(10);
+    ///     assert_eq!(gpu.new_stream().unwrap().timed_calls(), 10);
+    ///     let t = gpu.time(1, 3, |_| Ok(())).unwrap();
+    ///     assert_eq!(t.runs_ms.len(), 3);
+    /// }
+    /// ```
+    pub fn set_timed_calls(&self, calls: usize) {
+        self.timed_calls.store(calls.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Calls per timed repetition ([`Gpu::set_timed_calls`]; 1 unless set).
+    pub fn timed_calls(&self) -> usize {
+        self.timed_calls.load(std::sync::atomic::Ordering::Relaxed).max(1)
     }
 
     /// The device's properties.
@@ -144,7 +173,12 @@ impl Gpu {
     /// }
     /// ```
     pub fn on_stream(&self, stream: Arc<CudaStream>) -> Gpu {
-        Gpu { ctx: self.ctx.clone(), stream, props: self.props.clone() }
+        Gpu {
+            ctx: self.ctx.clone(),
+            stream,
+            props: self.props.clone(),
+            timed_calls: self.timed_calls.clone(),
+        }
     }
 
     /// The same device on a new non-blocking stream of its context.

@@ -4,6 +4,10 @@
 //!   warm-up ×w      rep 0              rep 1                     rep n−1
 //!   f() f() …   [ev0 f() ev1]  [ev2 f() ev3]  …  [ev2n−2 f() ev2n−1]   one synchronize
 //!                     └─ elapsed(ev2i, ev2i+1) for each i → sorted → median, min, max
+//!
+//!   with c calls a repetition (Gpu::set_timed_calls):
+//!               [ev0 f() f() … f() ev1]  → elapsed / c   (c back-to-back calls, as a
+//!                                            program's stream of launches runs them)
 //! ```
 
 use cudarc::driver::sys::CUevent_flags;
@@ -77,11 +81,14 @@ impl Gpu {
                     .map_err(|e| CudaError::driver("cuEventCreate", e))?,
             );
         }
+        let calls = self.timed_calls();
         for i in 0..reps {
             events[2 * i]
                 .record(&self.stream)
                 .map_err(|e| CudaError::driver("cuEventRecord", e))?;
-            f(warmup + i)?;
+            for j in 0..calls {
+                f(warmup + i * calls + j)?;
+            }
             events[2 * i + 1]
                 .record(&self.stream)
                 .map_err(|e| CudaError::driver("cuEventRecord", e))?;
@@ -92,7 +99,8 @@ impl Gpu {
             runs_ms.push(
                 events[2 * i]
                     .elapsed_ms(&events[2 * i + 1])
-                    .map_err(|e| CudaError::driver("cuEventElapsedTime", e))?,
+                    .map_err(|e| CudaError::driver("cuEventElapsedTime", e))?
+                    / calls as f32,
             );
         }
         Ok(Timing { runs_ms })

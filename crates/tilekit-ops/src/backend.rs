@@ -970,9 +970,10 @@ impl Cuda {
         self.gpu.launch(&p.kernel, p.dims, &p.args).map_err(cuda)
     }
 
-    /// Times `f` on this backend's stream with CUDA events: `warmup` calls, then `reps` calls
-    /// each between two events (one synchronisation at the end); `f` gets the call number.
-    /// How `tilekit bench` and `selftest` time API calls.
+    /// Times `f` on this backend's stream with CUDA events: `warmup` calls, then `reps`
+    /// repetitions of [`Gpu::timed_calls`](tilekit_cuda::Gpu::timed_calls) back-to-back calls
+    /// (1 unless set) each between two events, reported per call (one synchronisation at the
+    /// end); `f` gets the call number. How `tilekit bench` and `selftest` time API calls.
     ///
     /// ```
     /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
@@ -1005,9 +1006,12 @@ impl Cuda {
                     .map_err(|e| ev("cuEventCreate", e))?,
             );
         }
+        let calls = self.gpu.timed_calls();
         for i in 0..reps {
             events[2 * i].record(self.gpu.stream()).map_err(|e| ev("cuEventRecord", e))?;
-            f(warmup + i)?;
+            for j in 0..calls {
+                f(warmup + i * calls + j)?;
+            }
             events[2 * i + 1].record(self.gpu.stream()).map_err(|e| ev("cuEventRecord", e))?;
         }
         self.synchronize_stream()?;
@@ -1016,7 +1020,8 @@ impl Cuda {
             runs_ms.push(
                 events[2 * i]
                     .elapsed_ms(&events[2 * i + 1])
-                    .map_err(|e| ev("cuEventElapsedTime", e))?,
+                    .map_err(|e| ev("cuEventElapsedTime", e))?
+                    / calls as f32,
             );
         }
         Ok(Timing { runs_ms })
