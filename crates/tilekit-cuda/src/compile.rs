@@ -5,11 +5,13 @@
 //!                                    │                     │
 //!                                    │           hit ──────┴──► cubin ──► load_kernel
 //!                                    └─ miss/corrupt ──JIT──► cubin ──► store ──┘
+//!                                       (or ptxas, when TILEKIT_CUBIN_PTXAS names one)
 //! ```
 //!
 //! [`CompileReport`] says how long each step took and what the driver reports about the kernel
 //! (registers, local memory for spills), so `tilekit` can show it and a regression is visible.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use tilekit_ir::Kernel as IrKernel;
@@ -18,7 +20,7 @@ use tilekit_ptx::{emit_kernel, Target};
 use crate::cache::{content_hash, CacheKey, CacheOutcome, KernelCache};
 use crate::device::Gpu;
 use crate::error::{CudaError, Result};
-use crate::module::{jit_ptx_to_cubin, load_kernel, JitReport, Kernel};
+use crate::module::{jit_ptx_to_cubin, load_kernel, ptxas_to_cubin, JitReport, Kernel, PTXAS_ENV};
 
 /// How one kernel was built.
 #[derive(Debug, Clone)]
@@ -65,21 +67,32 @@ impl Gpu {
             log: e.to_string(),
         })?;
         let emit_ms = started.elapsed().as_secs_f64() * 1e3;
+        // an external ptxas (TILEKIT_CUBIN_PTXAS) instead of the driver's JIT: its own cache
+        // entries (the compiler is part of the key's target)
+        let ptxas = std::env::var_os(PTXAS_ENV).filter(|p| !p.is_empty()).map(PathBuf::from);
+        let key_target = match &ptxas {
+            Some(p) => format!("{} ptxas={}", target.name(), p.display()),
+            None => target.name().to_string(),
+        };
+        let build = || match &ptxas {
+            Some(p) => ptxas_to_cubin(p, &ptx, target.name(), &kernel.name),
+            None => jit_ptx_to_cubin(self, &ptx, &kernel.name),
+        };
         let key = CacheKey {
             ir_hash: content_hash(ptx.as_bytes()),
-            target: target.name().to_string(),
+            target: key_target,
             driver_version: self.props().driver_version,
             tilekit_version: env!("CARGO_PKG_VERSION").to_string(),
         };
         let mut jit = JitReport::default();
         let (cubin, outcome) = match cache {
             Some(c) => c.get_or_build(&key, || {
-                let (bin, report) = jit_ptx_to_cubin(self, &ptx, &kernel.name)?;
+                let (bin, report) = build()?;
                 jit = report;
                 Ok(bin)
             })?,
             None => {
-                let (bin, report) = jit_ptx_to_cubin(self, &ptx, &kernel.name)?;
+                let (bin, report) = build()?;
                 jit = report;
                 (bin, CacheOutcome::Miss)
             }

@@ -34,6 +34,63 @@ pub struct JitReport {
     pub jit_ms: f32,
 }
 
+/// The environment variable naming a `ptxas` that builds cubins in place of the driver's JIT
+/// ([`ptxas_to_cubin`]): the driver's linker JIT (`cuLink*`) has been seen to serialise every
+/// wgmma of a warpgroup's chain (a `WARPGROUP.DEPBAR` after each `HGMMA`, bench/NOTES.md §15)
+/// where ptxas 13.0 on the same PTX keeps them in flight.
+pub const PTXAS_ENV: &str = "TILEKIT_CUBIN_PTXAS";
+
+/// Compiles PTX to a cubin with an external `ptxas` (`-arch TARGET -O3`): the PTX goes to a
+/// file in the temporary directory, ptxas writes the cubin beside it, both are removed; the
+/// compiler's messages (warnings, `-v` resource lines) become the report's info log. A ptxas
+/// that fails to start or rejects the PTX is [`CudaError::Jit`] with its output.
+///
+/// ```
+/// let e = tilekit_cuda::module::ptxas_to_cubin(
+///     std::path::Path::new("/no/such/ptxas"), ".version 8.0", "sm_90a", "k",
+/// ).unwrap_err();
+/// assert!(e.to_string().contains("/no/such/ptxas"), "{e}");
+/// ```
+pub fn ptxas_to_cubin(
+    ptxas: &std::path::Path,
+    ptx: &str,
+    target: &str,
+    kernel: &str,
+) -> Result<(Vec<u8>, JitReport)> {
+    let started = Instant::now();
+    let stem = std::env::temp_dir().join(format!(
+        "tilekit-{}-{}",
+        std::process::id(),
+        crate::cache::content_hash(ptx.as_bytes())
+    ));
+    let (src, out) = (stem.with_extension("ptx"), stem.with_extension("cubin"));
+    let fail = |code: String, log: String| CudaError::Jit { kernel: kernel.into(), code, log };
+    std::fs::write(&src, ptx)
+        .map_err(|e| fail("writing the PTX".into(), format!("{}: {e}", src.display())))?;
+    let run = std::process::Command::new(ptxas)
+        .args(["-arch", target, "-O3", "-v", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .output();
+    let _ = std::fs::remove_file(&src);
+    let run = run.map_err(|e| fail(format!("{} did not start", ptxas.display()), e.to_string()))?;
+    let log =
+        String::from_utf8_lossy(&run.stderr).into_owned() + &String::from_utf8_lossy(&run.stdout);
+    if !run.status.success() {
+        let _ = std::fs::remove_file(&out);
+        return Err(fail(format!("{} exited with {}", ptxas.display(), run.status), log));
+    }
+    let cubin = std::fs::read(&out)
+        .map_err(|e| fail("reading the cubin".into(), format!("{}: {e}", out.display())))?;
+    let _ = std::fs::remove_file(&out);
+    let report = JitReport {
+        info_log: log,
+        error_log: String::new(),
+        jit_ms: started.elapsed().as_secs_f32() * 1e3,
+    };
+    Ok((cubin, report))
+}
+
 /// Compiles PTX to a cubin for the current device with the driver's JIT.
 pub fn jit_ptx_to_cubin(gpu: &Gpu, ptx: &str, kernel: &str) -> Result<(Vec<u8>, JitReport)> {
     gpu.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
