@@ -5,7 +5,8 @@
 //!                                    │                     │
 //!                                    │           hit ──────┴──► cubin ──► load_kernel
 //!                                    └─ miss/corrupt ──JIT──► cubin ──► store ──┘
-//!                                       (or ptxas, when TILEKIT_CUBIN_PTXAS names one)
+//!                                       JIT = ptxas when one is found (cubin_compiler),
+//!                                       else the driver's linker JIT
 //! ```
 //!
 //! [`CompileReport`] says how long each step took and what the driver reports about the kernel
@@ -67,48 +68,117 @@ impl Gpu {
             log: e.to_string(),
         })?;
         let emit_ms = started.elapsed().as_secs_f64() * 1e3;
-        // an external ptxas (TILEKIT_CUBIN_PTXAS) instead of the driver's JIT: its own cache
-        // entries (the compiler is part of the key's target)
-        let ptxas = std::env::var_os(PTXAS_ENV).filter(|p| !p.is_empty()).map(PathBuf::from);
-        let key_target = match &ptxas {
-            Some(p) => format!("{} ptxas={}", target.name(), p.display()),
-            None => target.name().to_string(),
-        };
-        let build = || match &ptxas {
-            Some(p) => ptxas_to_cubin(p, &ptx, target.name(), &kernel.name),
-            None => jit_ptx_to_cubin(self, &ptx, &kernel.name),
-        };
-        let key = CacheKey {
+        // the compiler: ptxas when one is found (TILEKIT_CUBIN_PTXAS, CUDA_HOME, PATH), else
+        // the driver's JIT; each has its own cache entries (the compiler is part of the key)
+        let ptxas = cubin_compiler();
+        let key = |with: Option<&PathBuf>| CacheKey {
             ir_hash: content_hash(ptx.as_bytes()),
-            target: key_target,
+            target: match with {
+                Some(p) => format!("{} ptxas={}", target.name(), p.display()),
+                None => target.name().to_string(),
+            },
             driver_version: self.props().driver_version,
             tilekit_version: env!("CARGO_PKG_VERSION").to_string(),
         };
-        let mut jit = JitReport::default();
-        let (cubin, outcome) = match cache {
-            Some(c) => c.get_or_build(&key, || {
-                let (bin, report) = build()?;
-                jit = report;
+        let build = |with: Option<&PathBuf>| -> Result<(Vec<u8>, CacheOutcome, JitReport)> {
+            let mut jit = JitReport::default();
+            let run = |jit: &mut JitReport| -> Result<Vec<u8>> {
+                let (bin, report) = match with {
+                    Some(p) => ptxas_to_cubin(p, &ptx, target.name(), &kernel.name)?,
+                    None => jit_ptx_to_cubin(self, &ptx, &kernel.name)?,
+                };
+                *jit = report;
                 Ok(bin)
-            })?,
+            };
+            let (bin, outcome) = match cache {
+                Some(c) => c.get_or_build(&key(with), || run(&mut jit))?,
+                None => (run(&mut jit)?, CacheOutcome::Miss),
+            };
+            Ok((bin, outcome, jit))
+        };
+        let t_build = Instant::now();
+        let built = match ptxas.as_ref() {
+            // a ptxas that fails, or whose cubin the driver will not load (a toolkit newer
+            // than the driver), falls back to the driver's JIT for the rest of the process
+            Some(p) => match build(Some(p)).and_then(|(bin, o, j)| {
+                let k = load_kernel(self, &bin, &kernel.name)?;
+                Ok((k, o, j))
+            }) {
+                Ok(done) => Some(done),
+                Err(e) => {
+                    eprintln!(
+                        "tilekit: ptxas {} could not build {} ({e}); the driver's JIT builds it \
+                         and every later kernel",
+                        p.display(),
+                        kernel.name
+                    );
+                    disable_ptxas();
+                    None
+                }
+            },
+            None => None,
+        };
+        let (k, outcome, jit) = match built {
+            Some(done) => done,
             None => {
-                let (bin, report) = build()?;
-                jit = report;
-                (bin, CacheOutcome::Miss)
+                let (bin, o, j) = build(None)?;
+                (load_kernel(self, &bin, &kernel.name)?, o, j)
             }
         };
-        let t_load = Instant::now();
-        let k = load_kernel(self, &cubin, &kernel.name)?;
-        let load_ms = t_load.elapsed().as_secs_f64() * 1e3;
+        let load_ms = t_build.elapsed().as_secs_f64() * 1e3 - f64::from(jit.jit_ms);
         let report = CompileReport {
             name: kernel.name.clone(),
             target,
             emit_ms,
             cache: outcome,
             jit,
-            load_ms,
+            load_ms: load_ms.max(0.0),
             total_ms: started.elapsed().as_secs_f64() * 1e3,
         };
         Ok((k, report))
     }
+}
+
+/// The ptxas that builds this process's cubins, or `None` for the driver's JIT: the path in
+/// `TILEKIT_CUBIN_PTXAS` (empty or `jit`: the driver's JIT), else `$CUDA_HOME/bin/ptxas`,
+/// `$CUDA_PATH/bin/ptxas`, `/usr/local/cuda/bin/ptxas`, else `ptxas` on `PATH`, the first that
+/// exists; looked up once. Why ptxas first: the driver's linker JIT (CUDA 13.0, driver 580)
+/// waits for every wgmma of a chain before issuing the next (a `WARPGROUP.DEPBAR` after each
+/// `HGMMA`) where ptxas keeps them in flight — attention 1.2–1.4× faster on an H100
+/// (bench/NOTES.md §16).
+///
+/// ```
+/// // whatever this machine has; a path, when there is one, names an existing file
+/// if let Some(p) = tilekit_cuda::compile::cubin_compiler() {
+///     assert!(p.is_file());
+/// }
+/// ```
+pub fn cubin_compiler() -> Option<PathBuf> {
+    if PTXAS_DISABLED.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            if let Some(v) = std::env::var_os(PTXAS_ENV) {
+                return (!v.is_empty() && v != "jit").then(|| PathBuf::from(v));
+            }
+            let mut dirs: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"]
+                .iter()
+                .filter_map(std::env::var_os)
+                .map(|d| PathBuf::from(d).join("bin"))
+                .collect();
+            dirs.push(PathBuf::from("/usr/local/cuda/bin"));
+            if let Some(path) = std::env::var_os("PATH") {
+                dirs.extend(std::env::split_paths(&path));
+            }
+            dirs.into_iter().map(|d| d.join("ptxas")).find(|p| p.is_file())
+        })
+        .clone()
+}
+
+static PTXAS_DISABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn disable_ptxas() {
+    PTXAS_DISABLED.store(true, std::sync::atomic::Ordering::Relaxed);
 }

@@ -34,10 +34,11 @@ pub struct JitReport {
     pub jit_ms: f32,
 }
 
-/// The environment variable naming a `ptxas` that builds cubins in place of the driver's JIT
-/// ([`ptxas_to_cubin`]): the driver's linker JIT (`cuLink*`) has been seen to serialise every
-/// wgmma of a warpgroup's chain (a `WARPGROUP.DEPBAR` after each `HGMMA`, bench/NOTES.md §15)
-/// where ptxas 13.0 on the same PTX keeps them in flight.
+/// The environment variable naming the `ptxas` that builds cubins in place of the driver's JIT
+/// ([`ptxas_to_cubin`], [`crate::compile::cubin_compiler`]; empty or `jit`: the driver's JIT):
+/// the driver's linker JIT (`cuLink*`) has been seen to serialise every wgmma of a
+/// warpgroup's chain (a `WARPGROUP.DEPBAR` after each `HGMMA`, bench/NOTES.md §16) where
+/// ptxas 13.0 on the same PTX keeps them in flight.
 pub const PTXAS_ENV: &str = "TILEKIT_CUBIN_PTXAS";
 
 /// Compiles PTX to a cubin with an external `ptxas` (`-arch TARGET -O3`): the PTX goes to a
