@@ -429,6 +429,22 @@ pub(crate) fn exchange(
     gather(b, name, first, (ws, stats), (row, k))
 }
 
+/// [`exchange`] with a `fence.acq_rel.gpu` before the release add: the same ordering (the
+/// release alone orders the store), kept for the register kernel because without it ptxas
+/// 13.0 schedules that kernel into an 8-byte spill (bf16, 256 threads × 2 chunks, k 16, sm_90:
+/// tests/ptx.rs).
+pub(crate) fn exchange_fenced(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, stats): (MemRef, MemRef),
+    (row, part, k): (&Val, &Val, i64),
+    (m, s): (&Val, &Val),
+) -> Result<(Val, Val)> {
+    publish_with(b, name, first, (ws, stats), (row, part, k), (m, s), true)?;
+    gather(b, name, first, (ws, stats), (row, k))
+}
+
 /// The first half of [`exchange`]: thread `first` publishes this block's `(m, s)` as pair
 /// `part` of `row` and counts the block in (release). A block may publish several rows before
 /// it [`gather`]s them.
@@ -440,13 +456,30 @@ pub(crate) fn publish(
     (row, part, k): (&Val, &Val, i64),
     (m, s): (&Val, &Val),
 ) -> Result<()> {
+    publish_with(b, name, first, (ws, stats), (row, part, k), (m, s), false)
+}
+
+/// [`publish`], with a `fence.acq_rel.gpu` before the release add when `fence` is set (see
+/// [`exchange_fenced`]).
+fn publish_with(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, stats): (MemRef, MemRef),
+    (row, part, k): (&Val, &Val, i64),
+    (m, s): (&Val, &Val),
+    fence: bool,
+) -> Result<()> {
     let counter = row.clone() + Val::lit(1);
     b.note(format!("{name}: thread 0 publishes (max, sum), then counts the block in (release)"));
     b.if_then(first, |b| {
         let at = (row.clone() * Val::lit(k) + part.clone()) * Val::lit(2);
         b.store(stats, &at, &[m.clone(), s.clone()], None)?;
         // a release atomic orders every earlier access of this thread (PTX memory model):
-        // no fence.acq_rel.gpu before it (one L2 round trip less per block, NOTES §14)
+        // no fence.acq_rel.gpu needed before it (one L2 round trip less per block, NOTES §14)
+        if fence {
+            b.fence_gpu();
+        }
         b.atomic_add(ws, &counter, &Val::lit(1), true)?;
         Ok(())
     })?;
@@ -531,7 +564,7 @@ pub(crate) fn check_coop(ty: ScalarType, threads: u32, k: u32) -> Result<()> {
 /// let k = build_softmax_coop(ScalarType::BF16, 512, 8, 4, 4).unwrap();
 /// assert_eq!((k.name.as_str(), k.block_dim, k.cluster_dim), ("softmax_coop", [512, 1, 1], [1, 1, 1]));
 /// let text = k.to_string();
-/// assert!(text.contains("atom.release.gpu.global.add.u32") && !text.contains("fence.acq_rel.gpu"));
+/// assert!(text.contains("atom.release.gpu.global.add.u32") && text.contains("fence.acq_rel.gpu"));
 /// assert!(build_softmax_coop(ScalarType::F32, 512, 4, 0, 4).is_err());   // k = 0
 /// assert!(build_softmax_coop(ScalarType::F32, 512, 4, 4, 17).is_err());  // 68 elements a thread
 /// assert!(build_softmax_coop(ScalarType::F16, 512, 8, 4, 4).is_err());
@@ -567,7 +600,8 @@ pub fn build_softmax_coop(
         .load_or(&b, &ninf)?
         .cast(&b, ScalarType::F32)?;
     let (e, m, s) = block_exp(&b, &t, scratch, true)?;
-    let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
+    let (big_m, big_s) =
+        exchange_fenced(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
     let f = b.binary(BinOp::Div, &exp_diff(&b, &m, &big_m)?, &big_s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(&b, ty)?;
     Window::new(&b, &yv, &[1, len], &origin, &d)?.store(&b, &out)?;
