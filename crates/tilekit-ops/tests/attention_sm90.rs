@@ -6,7 +6,10 @@
 use tilekit_ir::tensor::TensorView;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::{Lit, ScalarType};
-use tilekit_ops::attention_sm90::{build_attention_sm90, variants, AttnConfig, BM, LOG2_E};
+use tilekit_kernel::probe::{spans, EMPTY};
+use tilekit_ops::attention_sm90::{
+    build_attention_sm90, variants, AttnConfig, AttnSpan, BM, LOG2_E,
+};
 use tilekit_ops::backend::{Backend, Cuda, Interp};
 use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
@@ -511,5 +514,222 @@ fn api_attention_with_the_tma_store_matches_and_refuses_a_misaligned_o() {
     for (i, (g, w)) in got.iter().zip(&want_o).enumerate() {
         let g = g.to_f64();
         assert!((g - w).abs() <= 2.0 / 1024.0 + w.abs() / 2048.0, "O[{i}] = {g}, reference {w}");
+    }
+}
+
+// ------------------------------------------------------------------------ timeline probe
+
+/// The spans one warpgroup of a probed block marks, in order, written out from the schedules
+/// of the module docs (not from the kernel builder): `tiles` key tiles.
+fn expected_spans(cfg: AttnConfig, warpgroup: usize, tiles: usize) -> Vec<AttnSpan> {
+    use AttnSpan::*;
+    let mut v = vec![];
+    if warpgroup == 0 {
+        v.push(QLoad);
+        for _ in 0..tiles {
+            v.extend([KEmptyWait, KLoad, VEmptyWait, VLoad]);
+        }
+        return v;
+    }
+    v.push(QFullWait);
+    let turn = |v: &mut Vec<AttnSpan>, s: AttnSpan| {
+        if cfg.pingpong {
+            v.push(s)
+        }
+    };
+    if !cfg.overlap {
+        for _ in 0..tiles {
+            v.extend([KFullWait, SIssue, SWait, Softmax, VFullWait, PvIssue, PvWait]);
+        }
+    } else {
+        if tiles > 0 {
+            turn(&mut v, TurnSync);
+            v.extend([KFullWait, SIssue]);
+            turn(&mut v, TurnArrive);
+            v.extend([SWait, Softmax]);
+        }
+        for _ in 1..tiles {
+            v.push(PvWait);
+            turn(&mut v, TurnSync);
+            v.extend([KFullWait, SIssue, VFullWait, PvIssue]);
+            turn(&mut v, TurnArrive);
+            v.extend([SWait, Softmax]);
+        }
+        v.push(PvWait);
+        if tiles > 0 {
+            turn(&mut v, TurnSync);
+            v.extend([VFullWait, PvIssue]);
+            turn(&mut v, TurnArrive);
+            v.push(PvWait);
+        }
+    }
+    v.push(Epilogue);
+    v
+}
+
+/// (begin, end) events of spans, with `StoreSync` nested inside the epilogue when the TMA
+/// store is on.
+fn expected_events(cfg: AttnConfig, spans: &[AttnSpan]) -> Vec<u64> {
+    let mut out = vec![];
+    for &s in spans {
+        let k = s as u64;
+        if s == AttnSpan::Epilogue && cfg.tma_store {
+            let st = AttnSpan::StoreSync as u64;
+            out.extend([2 * k, 2 * st, 2 * st + 1, 2 * k + 1]);
+        } else {
+            out.extend([2 * k, 2 * k + 1]);
+        }
+    }
+    out
+}
+
+/// A probed run through `api::attention_probed` on the interpreter: O and LSE against the f64
+/// reference, and the probe's records.
+fn probed(
+    cfg: AttnConfig,
+    c: Case,
+    seed: u64,
+    extra_words: usize,
+    cap: usize,
+) -> (tilekit_kernel::probe::ProbeLayout, Vec<i64>) {
+    use tilekit_ops::api;
+    let (ty, d) = (cfg.dtype, cfg.head_dim);
+    let q = tensor(ty, [c.batch, c.s_q, c.h, d], seed);
+    let k = tensor(ty, [c.batch, c.s_k, c.h_kv, d], seed + 1);
+    let v = tensor(ty, [c.batch, c.s_k, c.h_kv, d], seed + 2);
+    let poisoned = |shape: Vec<i64>, t: ScalarType| {
+        let n: i64 = shape.iter().product();
+        HostTensor::new(
+            host::poisoned(t, n as usize).unwrap(),
+            TensorLayout::contiguous(t, shape).unwrap(),
+        )
+        .unwrap()
+    };
+    let mut o = poisoned(vec![c.batch, c.s_q, c.h, d], ty);
+    let mut lse = poisoned(vec![c.batch, c.h, c.s_q], ScalarType::F32);
+    let blocks = ((c.s_q + BM - 1) / BM * c.h * c.batch) as usize;
+    let words = blocks * 3 * cap * 2 + extra_words;
+    let mut probe = HostTensor::from_slice(&vec![EMPTY; words], &[words as i64]).unwrap();
+    let layout =
+        api::attention_probed(&Interp, cfg, &q, &k, &v, None, &mut o, &mut lse, &mut probe)
+            .unwrap_or_else(|e| panic!("{cfg:?} {c:?}: {e}"));
+    let scale = 1.0 / (d as f64).sqrt();
+    let qv = host::to_f64(q.buffer());
+    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
+    let (p_eps, out_eps) = match ty {
+        ScalarType::BF16 => (1.0 / 128.0, 1.0 / 256.0),
+        _ => (1.0 / 1024.0, 1.0 / 2048.0),
+    };
+    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+        let tol = 2.0 * p_eps + w.abs() * out_eps + 1e-6;
+        assert!((g - w).abs() <= tol, "{cfg:?}: O[{i}] = {g}, reference {w}");
+    }
+    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+        let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
+        assert!(ok, "{cfg:?}: LSE[{i}] = {g}, reference {w}");
+    }
+    (layout, probe.to_vec::<i64>().unwrap())
+}
+
+#[test]
+fn a_probed_kernel_matches_the_reference_and_marks_every_span_in_schedule_order() {
+    // every schedule, both epilogues; two query blocks (the second partial), two heads sharing
+    // a K/V head, 200 keys: 4 tiles of 64 or 2 of 128; causal: the first block needs fewer
+    for (ty, d, bn, causal, overlap, pingpong, tma_store) in [
+        (ScalarType::BF16, 64, 64, false, false, false, false),
+        (ScalarType::F16, 64, 128, false, false, false, true),
+        (ScalarType::BF16, 64, 64, true, true, false, true),
+        (ScalarType::F16, 64, 64, false, true, true, false),
+        (ScalarType::BF16, 128, 64, true, true, true, true),
+    ] {
+        let cfg = AttnConfig { bn, overlap, pingpong, tma_store, ..AttnConfig::new(ty, d, causal) };
+        let c = case(2, 1, 130, 200);
+        let (layout, words) = probed(cfg, c, 81, 0, 200);
+        assert_eq!((layout.blocks, layout.warpgroups, layout.cap), (2 * 2, 3, 200));
+        let recs = layout.decode(&words).unwrap();
+        for block in 0..layout.blocks {
+            // block = bx + 2·head: query rows 128·bx..; causal: keys up to its last row's
+            // diagonal (200 − 130 = 70 past the row)
+            let bx = (block % 2) as i64;
+            let keys = if causal { (128 * (bx + 1) + 70).min(200) } else { 200 };
+            let tiles = ((keys + bn - 1) / bn) as usize;
+            for wg in 0..3 {
+                let mine: Vec<_> =
+                    recs.iter().filter(|r| r.block == block && r.warpgroup == wg).collect();
+                let got: Vec<u64> = mine.iter().map(|r| r.event).collect();
+                let want = expected_events(cfg, &expected_spans(cfg, wg, tiles));
+                assert_eq!(got, want, "{cfg:?} block {block} warpgroup {wg}");
+                // the interpreter's clock counts reads: strictly increasing in a warpgroup
+                assert!(mine.windows(2).all(|w| w[0].time < w[1].time), "{cfg:?} {mine:?}");
+            }
+        }
+        // the spans pair up: every begin has its end
+        let s = spans(&recs);
+        assert_eq!(s.len() * 2, recs.len(), "{cfg:?}");
+    }
+}
+
+#[test]
+fn a_probe_buffer_too_short_for_the_marks_keeps_its_first_events_and_writes_nothing_past() {
+    // 5 events a warpgroup (fewer than any warpgroup marks), plus 5 words the layout does not
+    // use (less than another event for each of the 3 warpgroups): each slice holds its first
+    // 5 events, the tail stays EMPTY (and the interpreter checks every store against the
+    // buffer's end)
+    let cfg = AttnConfig::new(ScalarType::BF16, 64, false);
+    let (layout, words) = probed(cfg, case(1, 1, 70, 150), 91, 5, 5);
+    assert_eq!((layout.blocks, layout.cap), (1, 5));
+    assert_eq!(layout.len() + 5, words.len());
+    assert!(words[layout.len()..].iter().all(|&w| w == EMPTY), "{:?}", &words[layout.len()..]);
+    let recs = layout.decode(&words[..layout.len()]).unwrap();
+    for wg in 0..3 {
+        let got: Vec<u64> = recs.iter().filter(|r| r.warpgroup == wg).map(|r| r.event).collect();
+        let want = expected_events(cfg, &expected_spans(cfg, wg, 3));
+        assert_eq!(got, want[..5], "warpgroup {wg}");
+        assert!(layout.full(&recs, 0, wg));
+    }
+    // a buffer with room for no event is refused by name; so is one of another type
+    let e = tilekit_kernel::probe::ProbeLayout::fitting(1, 3, 5).unwrap_err().to_string();
+    assert!(e.contains("at least 6"), "{e}");
+}
+
+#[test]
+fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
+    // off (the default): no clock read, no probe parameter; attention_with refuses a probed
+    // config (its buffer is bound by attention_probed)
+    for (name, cfg) in variants(ScalarType::BF16, 128, false).unwrap() {
+        assert!(!cfg.probe);
+        let k = build_attention_sm90(cfg).unwrap();
+        assert!(k.params.iter().all(|p| !p.name.starts_with("probe")), "{name}");
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        assert!(!ptx.contains("%clock64"), "{name}");
+    }
+    let q = tensor(ScalarType::BF16, [1, 3, 1, 64], 5);
+    let mut o = q.clone();
+    let mut lse = HostTensor::from_slice(&[f32::NAN; 3], &[1, 1, 3]).unwrap();
+    let cfg = AttnConfig { probe: true, ..AttnConfig::new(ScalarType::BF16, 64, false) };
+    let e = tilekit_ops::api::attention_with(&Interp, cfg, &q, &q, &q, None, &mut o, &mut lse)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("attention_probed"), "{e}");
+    // on: the bench's d 128 variants (and d 64's) assemble with ptxas 13.0 at ≤ 168 registers,
+    // no spills, no serialized wgmma; the marks are there (a clock read per mark)
+    for d in [64, 128] {
+        for (name, cfg) in variants(ScalarType::BF16, d, false).unwrap() {
+            let cfg = AttnConfig { probe: true, ..cfg };
+            let k = build_attention_sm90(cfg).unwrap();
+            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            assert!(ptx.matches("%clock64;").count() >= 20, "{name}");
+            let Some(report) =
+                tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
+            else {
+                eprintln!("no ptxas: probed {name} emitted, not assembled");
+                continue;
+            };
+            let (regs, spills) = regs_and_spills(&report);
+            eprintln!("probed d {d} {name}: {regs} registers, {spills} bytes spilled");
+            assert!(regs <= 168 && spills == 0, "probed {name}\n{report}");
+            assert!(!report.contains("serialized"), "probed {name} serialized\n{report}");
+        }
     }
 }
