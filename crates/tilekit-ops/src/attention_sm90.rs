@@ -1176,3 +1176,142 @@ fn consumer(
     span(b, AttnSpan::Epilogue, true)?;
     Ok(())
 }
+
+/// One row of a [`ProbeReport`]: a span kind in one warpgroup, over every block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpanStat {
+    /// Warpgroup (0: producer, 1 and 2: consumers).
+    pub warpgroup: usize,
+    /// The span.
+    pub span: AttnSpan,
+    /// How many, over all blocks.
+    pub count: usize,
+    /// Mean length (clock units: cycles with the kernel's `%clock64`).
+    pub mean: f64,
+    /// Total length over the warpgroup's time (the sum over blocks of its first begin to last
+    /// end).
+    pub share: f64,
+}
+
+/// What a probed run says ([`probe_report`]): per warpgroup and span, how often, how long and
+/// what share of the warpgroup's time; and per consumer warpgroup the tensor-busy estimate —
+/// the union of its GEMMs' intervals from issue (`SIssue` / `PvIssue` begin) to the end of
+/// the wait that retires them (the next `SWait` / `PvWait`), over its time. That is an upper
+/// bound of the tensor pipe's work for the warpgroup (it counts queueing behind the other
+/// warpgroup's GEMMs too); `busy_either` is the union over both consumers per block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeReport {
+    /// Blocks with any event.
+    pub blocks: usize,
+    /// Warpgroup slices that were full (events may have been dropped).
+    pub full_slices: usize,
+    /// Per (warpgroup, span), in that order; only spans that occurred.
+    pub rows: Vec<SpanStat>,
+    /// Per consumer warpgroup (1, 2): the tensor-busy share.
+    pub busy: Vec<(usize, f64)>,
+    /// The union of both consumers' GEMM intervals over their joint time.
+    pub busy_either: f64,
+}
+
+/// Sums a probed run's records ([`tilekit_kernel::probe::ProbeLayout::decode`]) into a
+/// [`ProbeReport`].
+///
+/// ```
+/// use tilekit_kernel::probe::{ProbeLayout, Record};
+/// use tilekit_ops::attention_sm90::{probe_report, AttnSpan};
+/// let rec = |warpgroup, index, time, span: AttnSpan, end| Record {
+///     block: 0, warpgroup, index, time, event: 2 * span as u64 + end as u64 };
+/// // consumer 1: k_full_wait 0..10, S issued 10..12, waited 12..30, softmax 30..50
+/// let r = [
+///     rec(1, 0, 0, AttnSpan::KFullWait, false), rec(1, 1, 10, AttnSpan::KFullWait, true),
+///     rec(1, 2, 10, AttnSpan::SIssue, false), rec(1, 3, 12, AttnSpan::SIssue, true),
+///     rec(1, 4, 12, AttnSpan::SWait, false), rec(1, 5, 30, AttnSpan::SWait, true),
+///     rec(1, 6, 30, AttnSpan::Softmax, false), rec(1, 7, 50, AttnSpan::Softmax, true),
+/// ];
+/// let rep = probe_report(&ProbeLayout { blocks: 1, warpgroups: 3, cap: 8 }, &r);
+/// let wait = rep.rows.iter().find(|s| s.span == AttnSpan::KFullWait).unwrap();
+/// assert_eq!((wait.count, wait.mean, wait.share), (1, 10.0, 0.2));
+/// assert_eq!(rep.busy, vec![(1, 0.4), (2, 0.0)]); // S from 10 to 30 of 0..50
+/// assert_eq!((rep.full_slices, rep.busy_either), (1, 0.4));
+/// ```
+pub fn probe_report(
+    layout: &tilekit_kernel::probe::ProbeLayout,
+    records: &[tilekit_kernel::probe::Record],
+) -> ProbeReport {
+    use tilekit_kernel::probe::{spans, Timeline};
+    let all = spans(records);
+    let tl = Timeline::new(&all);
+    let blocks: std::collections::BTreeSet<usize> = records.iter().map(|r| r.block).collect();
+    let mut full_slices = 0;
+    let mut rows = vec![];
+    let mut busy = vec![];
+    let (mut either_num, mut either_den) = (0i64, 0i64);
+    let mut per_wg_busy = [(0i64, 0i64); 3];
+    let mut time = [0i64; 3];
+    let mut intervals: Vec<Vec<Vec<(i64, i64)>>> = vec![vec![vec![]; 3]; layout.blocks];
+    for &blk in &blocks {
+        for wg in 0..layout.warpgroups.min(3) {
+            if layout.full(records, blk, wg) {
+                full_slices += 1;
+            }
+            let Some((a, z)) = tl.extent(blk, wg) else { continue };
+            time[wg] += z - a;
+            // each GEMM issue to the end of the next wait of its kind
+            let mine = tl.of(blk, wg);
+            for (i, s) in mine.iter().enumerate() {
+                let waits = match AttnSpan::from_kind(s.kind) {
+                    Some(AttnSpan::SIssue) => AttnSpan::SWait,
+                    Some(AttnSpan::PvIssue) => AttnSpan::PvWait,
+                    _ => continue,
+                };
+                if let Some(w) = mine[i + 1..].iter().find(|w| w.kind == waits as u32) {
+                    if let Some(v) = intervals.get_mut(blk) {
+                        v[wg].push((s.begin, w.end));
+                    }
+                }
+            }
+            if wg > 0 {
+                let u = Timeline::union(intervals.get(blk).map_or(&[][..], |v| &v[wg]));
+                per_wg_busy[wg].0 += u;
+                per_wg_busy[wg].1 += z - a;
+            }
+        }
+        if let Some(v) = intervals.get(blk) {
+            let both: Vec<(i64, i64)> = v[1].iter().chain(&v[2]).copied().collect();
+            let ext = [tl.extent(blk, 1), tl.extent(blk, 2)];
+            let (a, z) = ext
+                .iter()
+                .flatten()
+                .fold((i64::MAX, i64::MIN), |(a, z), &(b, e)| (a.min(b), z.max(e)));
+            if a < z {
+                either_num += Timeline::union(&both);
+                either_den += z - a;
+            }
+        }
+    }
+    for (wg, &t) in time.iter().enumerate() {
+        for span in AttnSpan::ALL {
+            let (mut n, mut total) = (0usize, 0i64);
+            for &blk in &blocks {
+                let (c, s) = tl.sum(blk, wg, span as u32);
+                n += c;
+                total += s;
+            }
+            if n > 0 {
+                let share = if t > 0 { total as f64 / t as f64 } else { 0.0 };
+                rows.push(SpanStat {
+                    warpgroup: wg,
+                    span,
+                    count: n,
+                    mean: total as f64 / n as f64,
+                    share,
+                });
+            }
+        }
+    }
+    for (wg, &(u, t)) in per_wg_busy.iter().enumerate().skip(1) {
+        busy.push((wg, if t > 0 { u as f64 / t as f64 } else { 0.0 }));
+    }
+    let busy_either = if either_den > 0 { either_num as f64 / either_den as f64 } else { 0.0 };
+    ProbeReport { blocks: blocks.len(), full_slices, rows, busy, busy_either }
+}
