@@ -2519,6 +2519,16 @@ pub fn attention_probed<
             "a contiguous 1-D i64 tensor",
         ));
     }
+    // (clock, event) pairs are stored 16 bytes at a time
+    let first = probe.base_address() + pl.offset() as u64 * 8;
+    if !first.is_multiple_of(16) {
+        return Err(OpsError::invalid(
+            "attention",
+            "probe's first element",
+            format!("byte {first} (offset {})", pl.offset()),
+            "on a 16-byte boundary",
+        ));
+    }
     let blocks = if ql.rank() == 4 {
         let (sq, h, bs) = (ql.shape()[1], ql.shape()[2], ql.shape()[0]);
         ((sq.max(0) + crate::attention_sm90::BM - 1) / crate::attention_sm90::BM * h * bs).max(0)

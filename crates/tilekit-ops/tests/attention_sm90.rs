@@ -733,3 +733,45 @@ fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
         }
     }
 }
+
+#[test]
+fn ptxas_keeps_the_probes_clock_reads_around_the_waits() {
+    // ptxas 13.0 + cuobjdump (skipped without them): in the probed kernels' SASS every
+    // `WARPGROUP.DEPBAR` (a wgmma wait) and every `SYNCS.PHASECHK` (an mbarrier try-wait) has
+    // a clock read (`CS2R … SR_CLOCKLO`) before it with no GEMM in between and one after it
+    // before the next wait — the stamps bracket the waits they name
+    for (name, cfg) in variants(ScalarType::BF16, 128, false).unwrap() {
+        if !["plain/bn128/tma", "pingpong/bn64"].contains(&name.as_str()) {
+            continue;
+        }
+        let k = build_attention_sm90(AttnConfig { probe: true, ..cfg }).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        let Some(sass) = tilekit_ptx::ptxas::sass(&ptx, tilekit_ptx::Target::Sm90a, &name).unwrap()
+        else {
+            eprintln!("no ptxas or cuobjdump: probed {name} not disassembled");
+            continue;
+        };
+        let lines: Vec<&str> =
+            sass.lines().filter(|l| l.contains("/*") && l.contains(';')).collect();
+        let is_wait = |l: &str| l.contains("WARPGROUP.DEPBAR") || l.contains("SYNCS.PHASECHK");
+        let clock = |l: &str| l.contains("SR_CLOCKLO");
+        let mut waits = 0;
+        for (i, l) in lines.iter().enumerate() {
+            // not the retry stubs ptxas puts after the body (`TRYWAIT; @!P BRA <itself>`)
+            let addr = l.split("/*").nth(1).and_then(|x| x.split("*/").next()).unwrap_or("?");
+            let self_loop = lines.get(i + 1).is_some_and(|n| n.contains(&format!("BRA 0x{addr}")));
+            if !is_wait(l) || self_loop {
+                continue;
+            }
+            let before =
+                lines[..i].iter().rev().take_while(|l| !l.contains("HGMMA") && !is_wait(l));
+            if !before.clone().any(|l| clock(l)) {
+                continue; // a wait the kernel does not mark (the consumers' second q_full wait)
+            }
+            waits += 1;
+            let after = lines[i + 1..].iter().take_while(|l| !is_wait(l) && !l.contains("HGMMA"));
+            assert!(after.clone().any(|l| clock(l)), "{name}: no clock read after {l}");
+        }
+        assert!(waits >= 8, "{name}: {waits} bracketed waits\n{sass}");
+    }
+}
