@@ -157,6 +157,26 @@
 //! tile row y goes to chunk c ⊕ (y mod 8) = c ⊕ lane/4, the 128-byte swizzle TMA applied to Q.
 //! O must start on a 16-byte boundary (a typed error otherwise).
 //!
+//! # The timeline probe ([`AttnConfig::probe`])
+//!
+//! ncu says the consumers stall at barriers and the tensor pipe idles half the time (bench
+//! NOTES §11), not which wait costs what. A probed kernel ([`tilekit_kernel::probe`]) has the
+//! first thread of each warpgroup stamp `%clock64` at both ends of every [`AttnSpan`] into a
+//! buffer; [`probe_report`] sums them, `tilekit bench attention --probe FILE` runs it:
+//!
+//! ```text
+//!   producer   [q_load] [k_empty_wait][k_load][v_empty_wait][v_load] [k_empty_wait] …
+//!   consumer   [q_full_wait] [k_full_wait][s_issue][s_wait][softmax][v_full_wait][pv_issue][pv_wait] …
+//!              (ping-pong: [turn_sync] before and [turn_arrive] after each GEMM issue) [epilogue]
+//!   tensor busy ≈ ∪ [s_issue begin, s_wait end] ∪ [pv_issue begin, the next pv_wait end]
+//! ```
+//!
+//! The marks are branch-free (a clock read, a shared counter, one predicated 16-byte store by
+//! one thread of 128), so they sit between a wgmma's issue and its wait; ptxas keeps them
+//! around the waits (a SASS test checks it). Probed kernels assemble at 168 registers without
+//! spills for every d 64 / 128 variant; with the probe off the PTX is the unprobed kernel's,
+//! byte for byte.
+//!
 //! Not yet here (the structure allows them): a causal schedule that starts the longest blocks
 //! first, a persistent tile scheduler.
 
