@@ -501,6 +501,44 @@ pub fn probe_svg(records: &[Record], blocks: usize) -> String {
     svg.finish()
 }
 
+/// What a GPU's probe must satisfy: in each warpgroup the clock never goes back, and every
+/// begin has its end (unless the slice is full); an error names the first warpgroup that
+/// breaks it.
+///
+/// ```
+/// use tilekit_kernel::probe::{ProbeLayout, Record};
+/// use tilekit_cli::bench_attention::probe_consistent;
+/// let l = ProbeLayout { blocks: 1, warpgroups: 3, cap: 8 };
+/// let r = |index, time, event| Record { block: 0, warpgroup: 1, index, time, event };
+/// assert!(probe_consistent(&l, &[r(0, 5, 10), r(1, 9, 11)]).is_ok());
+/// assert!(probe_consistent(&l, &[r(0, 9, 10), r(1, 5, 11)]).unwrap_err().contains("back"));
+/// assert!(probe_consistent(&l, &[r(0, 5, 10)]).unwrap_err().contains("unpaired"));
+/// ```
+pub fn probe_consistent(layout: &ProbeLayout, records: &[Record]) -> Result<(), String> {
+    for w in records.windows(2) {
+        let same = w[0].block == w[1].block && w[0].warpgroup == w[1].warpgroup;
+        if same && w[1].time < w[0].time {
+            return Err(format!(
+                "block {} warpgroup {}: the clock goes back at event {} ({} after {})",
+                w[1].block, w[1].warpgroup, w[1].index, w[1].time, w[0].time
+            ));
+        }
+    }
+    let paired = tilekit_kernel::probe::spans(records);
+    for b in 0..layout.blocks {
+        for wg in 0..layout.warpgroups {
+            let n = records.iter().filter(|r| r.block == b && r.warpgroup == wg).count();
+            let s = paired.iter().filter(|s| s.block == b && s.warpgroup == wg).count();
+            if 2 * s != n && !layout.full(records, b, wg) {
+                return Err(format!(
+                    "block {b} warpgroup {wg}: {n} events, {s} spans (unpaired marks)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `tilekit bench attention --probe FILE`: the one case and variant, timed without and with
 /// the probe (median of `--reps`), then one probed run: its O and LSE checked on sampled rows,
 /// the events of blocks `0..--probe-blocks` written to FILE (CSV or JSON) and summed
@@ -558,6 +596,7 @@ pub fn run_probe(a: &Args, path: &std::path::Path) -> Result<ExitCode, CliError>
     let all = cuda.to_host(&probe).map_err(e)?.to_vec::<i64>().map_err(|x| check(x.to_string()))?;
     let kept = ProbeLayout { blocks: a.probe_blocks.min(layout.blocks), ..layout };
     let records = kept.decode(&all[..kept.len()]).map_err(|x| check(x.to_string()))?;
+    probe_consistent(&kept, &records).map_err(check)?;
     let rep = probe_report(&kept, &records);
     let text = if path.extension().is_some_and(|x| x == "csv") {
         probe_csv(&records)
