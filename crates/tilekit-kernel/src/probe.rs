@@ -92,7 +92,9 @@ pub struct Probe {
 impl Probe {
     /// Declares the probe's parameters (`probe`, `probe_cap`, in that order, after those
     /// declared so far) and shared counters, and zeroes the counters. Call it where every
-    /// thread of the block runs (before any branch), once per kernel.
+    /// thread of the block runs (before any branch), once per kernel, and after the kernel's
+    /// other shared allocations: the counters then come last, and the probed kernel's arrays
+    /// lie where the unprobed kernel's do.
     ///
     /// ```
     /// use tilekit_ir::{Clock, KernelBuilder};

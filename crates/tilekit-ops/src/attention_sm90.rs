@@ -175,7 +175,11 @@
 //! one thread of 128), so they sit between a wgmma's issue and its wait; ptxas keeps them
 //! around the waits (a SASS test checks it). Probed kernels assemble at 168 registers without
 //! spills for every d 64 / 128 variant; with the probe off the PTX is the unprobed kernel's,
-//! byte for byte.
+//! byte for byte. With it on, the shared layout is the unprobed kernel's with the probe's
+//! counters appended: Q, the K/V ring and the barriers stay at their offsets (a probe that
+//! moved them once exposed an emitter bug — descriptors of V's later K blocks read past the
+//! end of shared memory, see `tilekit_ptx::emit` — and a probe should not move what it
+//! measures).
 //!
 //! Not yet here (the structure allows them): a causal schedule that starts the longest blocks
 //! first, a persistent tile scheduler.
@@ -575,11 +579,6 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let group = b.scalar_param("group", ScalarType::I32)?;
     let scale_log2 = b.scalar_param("scale_log2", ScalarType::F32)?;
     let s_q = o.lengths[1].clone();
-    // the timeline probe's parameters come last (`probe`, `probe_cap`), its counters zeroed
-    // here, where every thread runs
-    let probe = if cfg.probe { Some(Probe::new(&b, Clock::Sm)?) } else { None };
-    let pr = probe.as_ref();
-
     let kv_layout = HopperSwizzle::B128.descriptor_atoms(bn, d, eb)?;
     let ir = |e: tilekit_ir::wgmma::WgmmaError| IrError::from(e);
     // Q and K K-major one slab at a time (64 rows of a Q slab: a warpgroup's A)
@@ -602,6 +601,11 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     // a tile before V(t))
     let k_empty = b.mbarrier("k_empty", stages as usize)?;
     let v_empty = b.mbarrier("v_empty", stages as usize)?;
+    // the timeline probe's parameters come last (`probe`, `probe_cap`), and so do its shared
+    // counters: the probed kernel's tiles and barriers lie where the unprobed kernel's do (the
+    // counters zeroed here, where every thread runs)
+    let probe = if cfg.probe { Some(Probe::new(&b, Clock::Sm)?) } else { None };
+    let pr = probe.as_ref();
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
     b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals, K and V apart)");

@@ -734,6 +734,52 @@ fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
     }
 }
 
+/// The probe moves nothing the kernel addresses: the probed kernel's shared arrays (Q, the K/V
+/// ring, the barriers) lie at the unprobed kernel's offsets, the probe's counters after them.
+/// And every wgmma descriptor's constant part (`or.b64 …, 0x…`) has a zero start field: the
+/// tile's address, block offset included, is in the register part alone (the constant once
+/// carried the block offset too, so wherever an address's bits were clear it was added twice:
+/// moved by the probe's counters, the probed d 128 kernels read V past the end of shared
+/// memory on the GPU).
+#[test]
+fn the_probe_moves_no_shared_array_and_descriptors_start_at_their_address() {
+    use tilekit_ptx::emit::shared_layout;
+    for d in [64, 128, 256] {
+        for causal in [false, true] {
+            for (name, cfg) in variants(ScalarType::BF16, d, causal).unwrap() {
+                let plain = build_attention_sm90(cfg).unwrap();
+                let probed = build_attention_sm90(AttnConfig { probe: true, ..cfg }).unwrap();
+                let (lp, lq) = (shared_layout(&plain), shared_layout(&probed));
+                let names = |k: &tilekit_ir::Kernel| -> Vec<String> {
+                    k.shared.iter().map(|s| s.name.clone()).collect()
+                };
+                let (np, nq) = (names(&plain), names(&probed));
+                assert_eq!(nq.len(), np.len() + 1, "d {d} {name}: {nq:?}");
+                assert_eq!(nq[..np.len()], np[..], "d {d} {name}");
+                assert_eq!(nq[np.len()], "probe_count", "d {d} {name}");
+                assert_eq!(lq.offsets[..np.len()], lp.offsets[..], "d {d} {name}: {nq:?}");
+                assert_eq!(lp.offsets[0], 0, "d {d} {name}: q_tile first");
+                // the counters (3 × i32) at the end, 16-byte aligned
+                assert_eq!(lq.offsets[np.len()], lp.total, "d {d} {name}");
+                assert_eq!(lq.total, lp.total + 16, "d {d} {name}");
+                for (k, what) in [(&plain, "plain"), (&probed, "probed")] {
+                    let ptx = tilekit_ptx::emit_kernel(k, tilekit_ptx::Target::Sm90a).unwrap();
+                    let mut descs = 0;
+                    for line in ptx.lines().filter(|l| l.contains("or.b64") && l.contains("lbo")) {
+                        let hex = line.split("0x").nth(1).unwrap().split(';').next().unwrap();
+                        let fields = u64::from_str_radix(hex, 16).unwrap();
+                        assert_eq!(fields & 0x3fff, 0, "{what} d {d} {name}: {line}");
+                        descs += 1;
+                    }
+                    // S: Q and K per K block of each slab; P·V: V per 16 keys
+                    let per_tile = (2 * (d / 16) + cfg.bn / 16) as usize;
+                    assert!(descs >= per_tile, "{what} d {d} {name}: {descs} descriptors");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn ptxas_keeps_the_probes_clock_reads_around_the_waits() {
     // ptxas 13.0 + cuobjdump (skipped without them): in the probed kernels' SASS every
