@@ -91,3 +91,44 @@ fn tune_gemm_checks_its_arguments_before_the_gpu() {
         assert!(out.contains("[heuristic]"), "{out}");
     }
 }
+
+#[test]
+fn bench_attention_probe_checks_its_arguments_then_needs_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("attn.csv");
+    let csv = csv.to_str().unwrap();
+    // no case: named
+    let (code, out) = tilekit(&["bench", "attention", "--probe", csv]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("--probe needs one --attention-case"), "{out}");
+    // a variant text that names several: listed
+    let args = ["bench", "attention", "--attention-case", "128,4096", "--attention-variant"];
+    let (code, out) = tilekit(&[&args[..], &["bn128", "--probe", csv]].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("plain/bn128/tma") && out.contains("runs one"), "{out}");
+    // one variant: the GPU's run, or the reason there is none
+    let svg = dir.path().join("attn.svg");
+    let one = [
+        "plain/bn128/tma",
+        "--probe",
+        csv,
+        "--probe-svg",
+        svg.to_str().unwrap(),
+        "--probe-blocks",
+        "8",
+        "--reps",
+        "3",
+    ];
+    let (code, out) = tilekit(&[&args[..], &one[..]].concat());
+    if out.contains("no usable GPU") {
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains("no usable GPU for `bench attention --probe`"), "{out}");
+    } else {
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("tensor busy") && out.contains("k_full_wait *"), "{out}");
+        let text = std::fs::read_to_string(csv).unwrap();
+        assert!(text.starts_with("block,warpgroup,index,time,event,span,edge\n"), "{text}");
+        assert!(text.lines().count() > 8 * 3 * 2, "{}", text.lines().count());
+        assert!(std::fs::read_to_string(svg).unwrap().contains("data-span=\"softmax\""));
+    }
+}

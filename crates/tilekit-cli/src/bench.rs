@@ -97,6 +97,20 @@ pub struct Args {
     /// 16384 tokens) instead of the whole grid, e.g. `128,4096` — one kernel to profile.
     #[arg(long, value_parser = crate::bench_attention::parse_case)]
     pub attention_case: Option<(i64, i64, bool)>,
+    /// `attention` only: run the `--attention-case` with the timeline probe (the one variant
+    /// `--attention-variant` names, e.g. `plain/bn128/tma`) and write each warpgroup's events
+    /// to FILE (CSV if it ends in `.csv`, else JSON); prints the waits' means and shares and
+    /// the tensor-busy estimate per warpgroup ([`crate::bench_attention::run_probe`]).
+    #[arg(long)]
+    pub probe: Option<std::path::PathBuf>,
+    /// `--probe` only: keep the events of blocks 0..N (linear block id: query block, then
+    /// head, then batch).
+    #[arg(long, default_value_t = 132,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub probe_blocks: usize,
+    /// `--probe` only: also draw the timelines of the first 4 kept blocks into this SVG.
+    #[arg(long)]
+    pub probe_svg: Option<std::path::PathBuf>,
     /// Print one JSON object per kernel instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -247,7 +261,8 @@ pub fn kernels_help() -> String {
          attention: TFLOP/s of the Hopper attention forward (bf16, d 64/128/256, causal or not, \
          seq 512..16384 at 16384 tokens), every variant (schedule x key tile; \
          --attention-variant TEXT keeps those whose name contains TEXT) timed and checked on \
-         sampled rows\n\n\
+         sampled rows; with --probe FILE (and one --attention-case and variant) the timeline \
+         probe's events and a summary of where each warpgroup waits\n\n\
          Benchmark set (kernel shape dtype):\n  copy-example (the IR example copy, f32, --mib MiB)\n",
     );
     for (k, shape, t) in BENCH_SET {

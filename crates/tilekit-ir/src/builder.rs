@@ -1401,6 +1401,29 @@ impl KernelBuilder {
         self.wrap_pred(id)
     }
 
+    /// Reads a clock ([`Op::Clock`]): `%clock64` (SM cycles) or `%globaltimer` (nanoseconds)
+    /// as an `i64`. Each call is its own instruction, kept in program order relative to the
+    /// other side effects — what a timeline probe stamps events with.
+    ///
+    /// On the interpreter the value is **not time**: a per-block count of the clock reads
+    /// executed so far (0 first, then 1, 2, … in the interpreter's order), so two reads by one
+    /// thread compare in program order and nothing else.
+    ///
+    /// ```
+    /// use tilekit_ir::{Clock, KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let y = b.ptr_param("y", ScalarType::I64).unwrap();
+    /// let (t0, t1) = (b.clock(Clock::Sm), b.clock(Clock::Sm));
+    /// assert_ne!(t0.id(), t1.id()); // two reads, never merged
+    /// b.store(y, &b.i32(0), &[t0, t1], None).unwrap();
+    /// let k = b.finish().unwrap();
+    /// assert_eq!(k.to_string().matches("mov.u64 %clock64").count(), 2);
+    /// ```
+    pub fn clock(&self, which: crate::op::Clock) -> Val {
+        let id = self.ctx.borrow_mut().push(Op::Clock(which), &[ScalarType::I64])[0];
+        self.wrap(id)
+    }
+
     /// Warpgroup of the thread in its block: `warp_id / 4` (linear thread id / 128), the unit
     /// that `setmaxnreg` and `wgmma` work on.
     ///

@@ -77,6 +77,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
         Op::Vote(m, _) => format!("vote.sync.{}", m.name()),
         Op::Elect => "elect.sync".into(),
+        Op::Clock(c) => format!("mov.u64 %{c}"),
         Op::Mma { .. } => "mma.sync.m16n8k16.row.col".into(),
         Op::For { .. } => "for".into(),
         Op::If { .. } => "if".into(),
@@ -190,7 +191,7 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Store { mem: m, offset, values, mask: p } => {
             format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))
         }
-        Op::Barrier | Op::ClusterBarrier | Op::Elect => mn,
+        Op::Barrier | Op::ClusterBarrier | Op::Elect | Op::Clock(_) => mn,
         Op::Async(a) => async_text(k, a, mn),
         Op::Wgmma(w) => w.text(k),
         Op::LoadCluster { mem: m, cta, offset, .. } => {

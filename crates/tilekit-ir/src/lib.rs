@@ -54,8 +54,8 @@ pub use builder::{KernelBuilder, TensorParam};
 pub use error::IrError;
 pub use kernel::{Kernel, ParamDecl, ParamKind, SharedDecl, TensorParamInfo, ValueInfo};
 pub use op::{
-    Axis, BinOp, Block, CmpOp, Inst, MemRef, MemSpace, MmaShape, Op, ShflMode, SpecialReg, UnOp,
-    ValueId, VoteMode,
+    Axis, BinOp, Block, Clock, CmpOp, Inst, MemRef, MemSpace, MmaShape, Op, ShflMode, SpecialReg,
+    UnOp, ValueId, VoteMode,
 };
 pub use tma::{OobFill, TensorMap, TensorMapArg, TensorMapSpec, TmaSwizzle};
 pub use types::{Lit, ScalarType};

@@ -125,6 +125,36 @@ impl std::fmt::Display for SpecialReg {
     }
 }
 
+/// Which clock [`Op::Clock`] reads.
+///
+/// On the GPU both are free-running 64-bit counters: [`Clock::Sm`] is `%clock64`, the SM's
+/// cycle counter (fine-grained, comparable only between threads of one SM — a block's warps
+/// are), [`Clock::Global`] is `%globaltimer`, nanoseconds common to every SM (its update
+/// interval depends on the device and driver: microseconds on some, tens of nanoseconds on
+/// others). The interpreter has no time: it returns a deterministic count (see [`Op::Clock`]).
+///
+/// ```
+/// use tilekit_ir::Clock;
+/// assert_eq!(Clock::Sm.to_string(), "clock64");
+/// assert_eq!(Clock::Global.to_string(), "globaltimer");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Clock {
+    /// `%clock64`: SM cycles.
+    Sm,
+    /// `%globaltimer`: nanoseconds, common to all SMs.
+    Global,
+}
+
+impl std::fmt::Display for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Clock::Sm => "clock64",
+            Clock::Global => "globaltimer",
+        })
+    }
+}
+
 /// Unary operations.
 ///
 /// ```
@@ -551,6 +581,16 @@ pub enum Op {
     },
     /// `fence.acq_rel.gpu`: orders this thread's memory accesses before and after it at GPU scope.
     FenceGpu,
+    /// `mov.u64 %rd, %clock64` / `%globaltimer`: one `i64` result, the clock's raw 64-bit value.
+    /// Not pure: two reads are two instructions, never merged, hoisted or moved across other
+    /// side effects by the passes (ptxas may still schedule independent arithmetic around it).
+    ///
+    /// **The interpreter returns no time**: each execution of a clock instruction by a warp
+    /// (or by the block, in lockstep) reads a counter of the unit being run (the block, or the
+    /// cluster) and then increments it, so within a block the values are strictly increasing
+    /// in the interpreter's execution order, start at 0 in every block, and say nothing about
+    /// durations. What it is good for there: a timeline's *order*.
+    Clock(Clock),
     /// An asynchronous operation: mbarriers, bulk copies, proxy fences, bulk groups (see
     /// [`crate::asyncop`]).
     Async(crate::asyncop::AsyncOp),
@@ -650,6 +690,7 @@ impl Op {
             | Op::ClusterBarrier
             | Op::Elect
             | Op::FenceGpu
+            | Op::Clock(_)
             | Op::Note(_) => vec![],
             Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],
             Op::AtomicAdd { offset, value, .. } => vec![*offset, *value],

@@ -98,6 +98,7 @@
 
 pub mod dist;
 pub mod error;
+pub mod probe;
 pub mod tile;
 
 pub use error::{KernelError, Result};

@@ -2444,6 +2444,123 @@ pub fn attention_with<
     o: &mut O,
     lse: &mut L,
 ) -> Result<()> {
+    if cfg.probe {
+        return Err(OpsError::invalid(
+            "attention",
+            "config probe",
+            true,
+            "false here; a probed kernel runs through api::attention_probed, which binds its buffer",
+        ));
+    }
+    attention_impl(b, cfg, q, k, v, scale, o, lse, None::<(&mut L, i64)>)
+}
+
+/// [`attention_with`] of a probed kernel ([`AttnConfig::probe`](crate::attention_sm90::AttnConfig::probe)
+/// is set here): besides O and LSE, every warpgroup's first thread writes `(clock, event)`
+/// pairs ([`AttnSpan`](crate::attention_sm90::AttnSpan) begins and ends) into `probe`, a
+/// contiguous `i64` tensor of `blocks × 3 × cap × 2` elements (blocks = ⌈s_q/128⌉·h·b, three
+/// warpgroups a block, `cap` events each: [`tilekit_kernel::probe::ProbeLayout::fitting`]
+/// gives `cap` for a length). Fill it with [`tilekit_kernel::probe::EMPTY`] first: entries
+/// left so were not written. Returns the layout to decode it with.
+///
+/// ```
+/// use tilekit_ir::{tensor::HostTensor, ScalarType};
+/// use tilekit_kernel::probe::{spans, EMPTY};
+/// use tilekit_ops::{api, attention_sm90::{AttnConfig, AttnSpan}, backend::Interp};
+/// let t = |s: i64| HostTensor::from_slice(&vec![half::bf16::from_f32(0.5); (s * 64) as usize], &[1, s, 1, 64]).unwrap();
+/// let (q, k) = (t(3), t(5));
+/// let mut o = HostTensor::from_slice(&vec![half::bf16::from_f32(f32::NAN); 3 * 64], &[1, 3, 1, 64]).unwrap();
+/// let mut lse = HostTensor::from_slice(&vec![f32::NAN; 3], &[1, 1, 3]).unwrap();
+/// let mut probe = HostTensor::from_slice(&vec![EMPTY; 3 * 64 * 2], &[3 * 64 * 2]).unwrap();
+/// let cfg = AttnConfig::new(ScalarType::BF16, 64, false);
+/// let layout = api::attention_probed(&Interp, cfg, &q, &k, &k, None, &mut o, &mut lse, &mut probe).unwrap();
+/// assert_eq!(o.to_vec::<half::bf16>().unwrap()[0].to_f32(), 0.5);
+/// let recs = layout.decode(&probe.to_vec::<i64>().unwrap()).unwrap();
+/// let s = spans(&recs);
+/// // one key tile: the producer loads Q, K and V once; each consumer runs one softmax
+/// assert_eq!(s.iter().filter(|s| s.kind == AttnSpan::Softmax as u32).count(), 2);
+/// assert_eq!(s.iter().filter(|s| s.kind == AttnSpan::KLoad as u32).count(), 1);
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn attention_probed<
+    B: Backend,
+    Q: TensorIn<B> + ?Sized,
+    K: TensorIn<B> + ?Sized,
+    V: TensorIn<B> + ?Sized,
+    O: TensorOut<B> + ?Sized,
+    L: TensorOut<B> + ?Sized,
+    P: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    cfg: crate::attention_sm90::AttnConfig,
+    q: &Q,
+    k: &K,
+    v: &V,
+    scale: Option<f64>,
+    o: &mut O,
+    lse: &mut L,
+    probe: &mut P,
+) -> Result<tilekit_kernel::probe::ProbeLayout> {
+    let cfg = crate::attention_sm90::AttnConfig { probe: true, ..cfg };
+    let ql = q.layout();
+    let pl = probe.layout();
+    if pl.dtype() != ScalarType::I64 {
+        return Err(OpsError::DtypeMismatch {
+            context: "attention: probe".into(),
+            got: pl.dtype(),
+            expected: ScalarType::I64,
+        });
+    }
+    if pl.rank() != 1 || pl.strides()[0] != 1 {
+        return Err(OpsError::invalid(
+            "attention",
+            "probe",
+            format!("shape {:?}, strides {:?}", pl.shape(), pl.strides()),
+            "a contiguous 1-D i64 tensor",
+        ));
+    }
+    // (clock, event) pairs are stored 16 bytes at a time
+    let first = probe.base_address() + pl.offset() as u64 * 8;
+    if !first.is_multiple_of(16) {
+        return Err(OpsError::invalid(
+            "attention",
+            "probe's first element",
+            format!("byte {first} (offset {})", pl.offset()),
+            "on a 16-byte boundary",
+        ));
+    }
+    let blocks = if ql.rank() == 4 {
+        let (sq, h, bs) = (ql.shape()[1], ql.shape()[2], ql.shape()[0]);
+        ((sq.max(0) + crate::attention_sm90::BM - 1) / crate::attention_sm90::BM * h * bs).max(0)
+    } else {
+        0
+    };
+    let layout =
+        tilekit_kernel::probe::ProbeLayout::fitting(blocks as usize, 3, pl.shape()[0] as usize)?;
+    attention_impl(b, cfg, q, k, v, scale, o, lse, Some((probe, layout.cap as i64)))?;
+    Ok(layout)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attention_impl<
+    B: Backend,
+    Q: TensorIn<B> + ?Sized,
+    K: TensorIn<B> + ?Sized,
+    V: TensorIn<B> + ?Sized,
+    O: TensorOut<B> + ?Sized,
+    L: TensorOut<B> + ?Sized,
+    P: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    cfg: crate::attention_sm90::AttnConfig,
+    q: &Q,
+    k: &K,
+    v: &V,
+    scale: Option<f64>,
+    o: &mut O,
+    lse: &mut L,
+    probe: Option<(&mut P, i64)>,
+) -> Result<()> {
     let op = "attention";
     let (ql, kl, vl) = (q.layout().clone(), k.layout().clone(), v.layout().clone());
     let ty = ql.dtype();
@@ -2523,7 +2640,8 @@ pub fn attention_with<
             d,
             cfg.causal as i64,
             cfg.bn,
-            cfg.stages * 8
+            cfg.probe as i64 * 64
+                + cfg.stages * 8
                 + cfg.tma_store as i64 * 4
                 + cfg.overlap as i64 * 2
                 + cfg.pingpong as i64,
@@ -2566,6 +2684,10 @@ pub fn attention_with<
         )?;
     if let Some(m) = o_map {
         args = args.tensor_map("om", m)?;
+    }
+    if let Some((p, cap)) = probe {
+        let words = p.layout().shape()[0];
+        args = args.output_ptr("probe", p, words, b)?.int("probe_cap", cap)?;
     }
     b.launch(&kc, grid, args)
 }

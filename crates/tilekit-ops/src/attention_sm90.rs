@@ -157,14 +157,39 @@
 //! tile row y goes to chunk c ⊕ (y mod 8) = c ⊕ lane/4, the 128-byte swizzle TMA applied to Q.
 //! O must start on a 16-byte boundary (a typed error otherwise).
 //!
+//! # The timeline probe ([`AttnConfig::probe`])
+//!
+//! ncu says the consumers stall at barriers and the tensor pipe idles half the time (bench
+//! NOTES §11), not which wait costs what. A probed kernel ([`tilekit_kernel::probe`]) has the
+//! first thread of each warpgroup stamp `%clock64` at both ends of every [`AttnSpan`] into a
+//! buffer; [`probe_report`] sums them, `tilekit bench attention --probe FILE` runs it:
+//!
+//! ```text
+//!   producer   [q_load] [k_empty_wait][k_load][v_empty_wait][v_load] [k_empty_wait] …
+//!   consumer   [q_full_wait] [k_full_wait][s_issue][s_wait][softmax][v_full_wait][pv_issue][pv_wait] …
+//!              (ping-pong: [turn_sync] before and [turn_arrive] after each GEMM issue) [epilogue]
+//!   tensor busy ≈ ∪ [s_issue begin, s_wait end] ∪ [pv_issue begin, the next pv_wait end]
+//! ```
+//!
+//! The marks are branch-free (a clock read, a shared counter, one predicated 16-byte store by
+//! one thread of 128), so they sit between a wgmma's issue and its wait; ptxas keeps them
+//! around the waits (a SASS test checks it). Probed kernels assemble at 168 registers without
+//! spills for every d 64 / 128 variant; with the probe off the PTX is the unprobed kernel's,
+//! byte for byte. With it on, the shared layout is the unprobed kernel's with the probe's
+//! counters appended: Q, the K/V ring and the barriers stay at their offsets (a probe that
+//! moved them once exposed an emitter bug — descriptors of V's later K blocks read past the
+//! end of shared memory, see `tilekit_ptx::emit` — and a probe should not move what it
+//! measures).
+//!
 //! Not yet here (the structure allows them): a causal schedule that starts the longest blocks
 //! first, a persistent tile scheduler.
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec};
 use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
 use tilekit_ir::{
-    Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp, Val,
+    Axis, BinOp, Clock, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp, Val,
 };
+use tilekit_kernel::probe::Probe;
 use tilekit_layout::swizzle::HopperSwizzle;
 use tilekit_layout::Idx;
 
@@ -210,6 +235,12 @@ pub struct AttnConfig {
     /// clipped by the map). Needs an `om` tensor map over O: its strides multiples of 8
     /// elements and its base 16-byte aligned.
     pub tma_store: bool,
+    /// Timeline probe ([`tilekit_kernel::probe`]): the first thread of each warpgroup stamps
+    /// `%clock64` around every wait, GEMM issue, softmax and barrier ([`AttnSpan`]) into a
+    /// probe buffer (the extra parameters `probe` and `probe_cap`;
+    /// [`api::attention_probed`](crate::api::attention_probed) binds them). Off by default:
+    /// the kernel is then exactly the unprobed one.
+    pub probe: bool,
 }
 
 impl AttnConfig {
@@ -230,6 +261,7 @@ impl AttnConfig {
             overlap: false,
             pingpong: false,
             tma_store: false,
+            probe: false,
         }
     }
 
@@ -348,6 +380,155 @@ fn lit(v: i64) -> Val {
 /// `log2(e)`, to fold the softmax scale into `exp2`.
 pub const LOG2_E: f64 = std::f64::consts::LOG2_E;
 
+/// The spans a probed kernel ([`AttnConfig::probe`]) marks, each a begin and an end event of
+/// one warpgroup ([`Probe::begin`] / [`Probe::end`] with `kind = span as u32`). Producer
+/// (warpgroup 0): `QLoad`, then per tile `KEmptyWait`, `KLoad`, `VEmptyWait`, `VLoad`.
+/// Consumers (warpgroups 1, 2): `QFullWait`; per tile `KFullWait`, `SIssue` (fence, wgmmas,
+/// commit), `SWait` (the `wgmma.wait_group` that retires S), `Softmax` (mask, max, exp2,
+/// sums, P packed), `VFullWait`, `PvIssue`, `PvWait`, and with ping-pong `TurnSync` /
+/// `TurnArrive` (the named barriers); `Epilogue` (with `StoreSync`, the TMA store's
+/// barrier, inside it).
+///
+/// ```
+/// use tilekit_ops::attention_sm90::AttnSpan;
+/// assert_eq!(AttnSpan::from_kind(5), Some(AttnSpan::KFullWait));
+/// assert_eq!(AttnSpan::KFullWait.name(), "k_full_wait");
+/// assert!(AttnSpan::KFullWait.is_wait() && !AttnSpan::Softmax.is_wait());
+/// assert_eq!(AttnSpan::ALL.len(), 17);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum AttnSpan {
+    /// Producer: waiting for consumers to free a K stage (`k_empty`).
+    KEmptyWait = 0,
+    /// Producer: `arrive.expect_tx` and the TMA loads of a K tile.
+    KLoad = 1,
+    /// Producer: waiting for a free V stage (`v_empty`).
+    VEmptyWait = 2,
+    /// Producer: the TMA loads of a V tile.
+    VLoad = 3,
+    /// Consumer: waiting for the Q tile (`q_full`).
+    QFullWait = 4,
+    /// Consumer: waiting for a K tile (`k_full`).
+    KFullWait = 5,
+    /// Consumer: issuing S = Q·Kᵀ (fence, wgmmas, commit).
+    SIssue = 6,
+    /// Consumer: the `wgmma.wait_group` that retires S.
+    SWait = 7,
+    /// Consumer: the online softmax of a tile (and P packed).
+    Softmax = 8,
+    /// Consumer: waiting for a V tile (`v_full`).
+    VFullWait = 9,
+    /// Consumer: issuing O += P·V.
+    PvIssue = 10,
+    /// Consumer: the `wgmma.wait_group` that retires a P·V.
+    PvWait = 11,
+    /// Consumer (ping-pong): `bar.sync` for its turn on the tensor cores.
+    TurnSync = 12,
+    /// Consumer (ping-pong): `bar.arrive` handing the turn over.
+    TurnArrive = 13,
+    /// Consumer (TMA store): the warpgroup's named barrier before the store.
+    StoreSync = 14,
+    /// Consumer: O / ℓ, LSE and the stores.
+    Epilogue = 15,
+    /// Producer: the TMA loads of the Q tile.
+    QLoad = 16,
+}
+
+impl AttnSpan {
+    /// Every span, by kind.
+    pub const ALL: [AttnSpan; 17] = [
+        AttnSpan::KEmptyWait,
+        AttnSpan::KLoad,
+        AttnSpan::VEmptyWait,
+        AttnSpan::VLoad,
+        AttnSpan::QFullWait,
+        AttnSpan::KFullWait,
+        AttnSpan::SIssue,
+        AttnSpan::SWait,
+        AttnSpan::Softmax,
+        AttnSpan::VFullWait,
+        AttnSpan::PvIssue,
+        AttnSpan::PvWait,
+        AttnSpan::TurnSync,
+        AttnSpan::TurnArrive,
+        AttnSpan::StoreSync,
+        AttnSpan::Epilogue,
+        AttnSpan::QLoad,
+    ];
+
+    /// The span of a probe kind (`event / 2`), if it is one.
+    ///
+    /// ```
+    /// assert!(tilekit_ops::attention_sm90::AttnSpan::from_kind(17).is_none());
+    /// ```
+    pub fn from_kind(kind: u32) -> Option<AttnSpan> {
+        AttnSpan::ALL.get(kind as usize).copied()
+    }
+
+    /// snake_case name (the CSV/JSON and summary label).
+    ///
+    /// ```
+    /// assert_eq!(tilekit_ops::attention_sm90::AttnSpan::PvWait.name(), "pv_wait");
+    /// ```
+    pub fn name(self) -> &'static str {
+        [
+            "k_empty_wait",
+            "k_load",
+            "v_empty_wait",
+            "v_load",
+            "q_full_wait",
+            "k_full_wait",
+            "s_issue",
+            "s_wait",
+            "softmax",
+            "v_full_wait",
+            "pv_issue",
+            "pv_wait",
+            "turn_sync",
+            "turn_arrive",
+            "store_sync",
+            "epilogue",
+            "q_load",
+        ][self as usize]
+    }
+
+    /// Whether the span is a wait (an mbarrier, a named barrier or a `wgmma.wait_group`).
+    ///
+    /// ```
+    /// assert!(tilekit_ops::attention_sm90::AttnSpan::TurnSync.is_wait());
+    /// ```
+    pub fn is_wait(self) -> bool {
+        use AttnSpan::*;
+        matches!(
+            self,
+            KEmptyWait
+                | VEmptyWait
+                | QFullWait
+                | KFullWait
+                | SWait
+                | VFullWait
+                | PvWait
+                | TurnSync
+                | StoreSync
+        )
+    }
+}
+
+/// Marks the begin (`end = false`) or end of `span` when the kernel is probed.
+fn mark(
+    p: Option<&Probe>,
+    b: &KernelBuilder,
+    span: AttnSpan,
+    end: bool,
+) -> std::result::Result<(), IrError> {
+    match (p, end) {
+        (Some(p), false) => p.begin(b, span as u32),
+        (Some(p), true) => p.end(b, span as u32),
+        (None, _) => Ok(()),
+    }
+}
+
 /// The attention forward kernel (see the [module docs](self)). Params, in order: `q`, `k`, `v`
 /// (pointers), `qm`, `km`, `vm` (their tensor maps over the 4-D tensors, innermost first
 /// `[d, heads, s, b]`: boxes `[64, 1, 128, 1]` for Q and `[64, 1, BN, 1]` for K and V, 128-byte
@@ -398,7 +579,6 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let group = b.scalar_param("group", ScalarType::I32)?;
     let scale_log2 = b.scalar_param("scale_log2", ScalarType::F32)?;
     let s_q = o.lengths[1].clone();
-
     let kv_layout = HopperSwizzle::B128.descriptor_atoms(bn, d, eb)?;
     let ir = |e: tilekit_ir::wgmma::WgmmaError| IrError::from(e);
     // Q and K K-major one slab at a time (64 rows of a Q slab: a warpgroup's A)
@@ -421,6 +601,11 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     // a tile before V(t))
     let k_empty = b.mbarrier("k_empty", stages as usize)?;
     let v_empty = b.mbarrier("v_empty", stages as usize)?;
+    // the timeline probe's parameters come last (`probe`, `probe_cap`), and so do its shared
+    // counters: the probed kernel's tiles and barriers lie where the unprobed kernel's do (the
+    // counters zeroed here, where every thread runs)
+    let probe = if cfg.probe { Some(Probe::new(&b, Clock::Sm)?) } else { None };
+    let pr = probe.as_ref();
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
     b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals, K and V apart)");
@@ -460,20 +645,26 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 b.note("attention_sm90 producer: Q once, then K and V tiles into the ring");
                 let (hi, bi, kvi) = (i32v(b, &head)?, i32v(b, &batch)?, i32v(b, &kv_head)?);
                 let mi = i32v(b, &m0)?;
+                mark(pr, b, AttnSpan::QLoad, false)?;
                 b.mbarrier_arrive(q_full, &lit(0), Some(&lit(q_elems * eb)))?;
                 for a in 0..slabs {
                     let coords =
                         [b.i32(a as i32 * SLAB as i32), hi.clone(), mi.clone(), bi.clone()];
                     b.tensor_load(sq, &lit(a * BM * SLAB), qm, &coords, q_full, &lit(0))?;
                 }
+                mark(pr, b, AttnSpan::QLoad, true)?;
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
                     let s = t.clone() % lit(stages);
                     let parity = (t.clone() / lit(stages) + lit(1)) % lit(2);
                     let n0 = i32v(b, &(t.clone() * lit(bn)))?;
-                    for (empty, bar, mem, map) in
-                        [(k_empty, k_full, sk, km), (v_empty, v_full, sv, vm)]
-                    {
+                    for (empty, bar, mem, map, (wait, load)) in [
+                        (k_empty, k_full, sk, km, (AttnSpan::KEmptyWait, AttnSpan::KLoad)),
+                        (v_empty, v_full, sv, vm, (AttnSpan::VEmptyWait, AttnSpan::VLoad)),
+                    ] {
+                        mark(pr, b, wait, false)?;
                         b.mbarrier_wait(empty, &s, &parity)?;
+                        mark(pr, b, wait, true)?;
+                        mark(pr, b, load, false)?;
                         b.mbarrier_arrive(bar, &s, Some(&lit(kv_elems * eb)))?;
                         for a in 0..slabs {
                             let coords = [
@@ -485,6 +676,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                             let at = s.clone() * lit(kv_elems) + lit(a * bn * SLAB);
                             b.tensor_load(mem, &at, map, &coords, bar, &s)?;
                         }
+                        mark(pr, b, load, true)?;
                     }
                     Ok(vec![])
                 })?;
@@ -523,6 +715,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                     o: &o,
                     om,
                     lse: &lse,
+                    probe: pr,
                 },
             )?;
             Ok(vec![])
@@ -564,6 +757,7 @@ struct Consumer<'a> {
     o: &'a tilekit_ir::TensorParam,
     om: Option<tilekit_ir::tma::TensorMap>,
     lse: &'a tilekit_ir::TensorParam,
+    probe: Option<&'a Probe>,
 }
 
 /// The consumer warpgroups: S GEMM, online softmax, P·V GEMM over the ring; the epilogue.
@@ -609,7 +803,11 @@ fn consumer(
     let neg_inf = b.f32(f32::NEG_INFINITY);
     let zero = b.f32(0.0);
     let sl2 = c.scale_log2.clone();
+    let pr = c.probe;
+    let span = |b: &KernelBuilder, s: AttnSpan, end: bool| mark(pr, b, s, end);
+    span(b, AttnSpan::QFullWait, false)?;
     b.mbarrier_wait(c.q_full, &lit(0), &lit(0))?;
+    span(b, AttnSpan::QFullWait, true)?;
     let nacc = o_shape.acc_regs();
     type R<T> = std::result::Result<T, IrError>;
     let stage = |kt: &Val| (kt.clone() % lit(stages), (kt.clone() / lit(stages)) % lit(2));
@@ -618,7 +816,10 @@ fn consumer(
     // inject a second `warpgroup.arrive`, its info C7519)
     let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
+        span(b, AttnSpan::KFullWait, false)?;
         b.mbarrier_wait(c.k_full, &s, &parity)?;
+        span(b, AttnSpan::KFullWait, true)?;
+        span(b, AttnSpan::SIssue, false)?;
         b.wgmma_fence()?;
         let k_at = s * lit(kv_elems);
         let mut sc: Vec<Val> = vec![];
@@ -638,7 +839,10 @@ fn consumer(
     // slices are wgmma's A fragments; the fence as in `issue_s`)
     let issue_pv = |b: &KernelBuilder, p: &[Val], kt: &Val, o: &[Val]| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
+        span(b, AttnSpan::VFullWait, false)?;
         b.mbarrier_wait(c.v_full, &s, &parity)?;
+        span(b, AttnSpan::VFullWait, true)?;
+        span(b, AttnSpan::PvIssue, false)?;
         b.wgmma_fence()?;
         let v_at = s * lit(kv_elems);
         let mut o = o.to_vec();
@@ -727,16 +931,19 @@ fn consumer(
     let first_wg = b.cmp(CmpOp::Eq, &half, &lit(0))?;
     let pp_sync = |b: &KernelBuilder| -> R<()> {
         if cfg.pingpong {
+            span(b, AttnSpan::TurnSync, false)?;
             b.if_then_else(
                 &first_wg,
                 |b| b.named_barrier(1, 256).map(|_| vec![]),
                 |b| b.named_barrier(2, 256).map(|_| vec![]),
             )?;
+            span(b, AttnSpan::TurnSync, true)?;
         }
         Ok(())
     };
     let pp_arrive = |b: &KernelBuilder, last: bool| -> R<()> {
         if cfg.pingpong {
+            span(b, AttnSpan::TurnArrive, false)?;
             if last {
                 // the second warpgroup's last arrival would have no matching sync
                 b.if_then(&first_wg, |b| b.named_barrier_arrive(2, 256))?;
@@ -747,6 +954,7 @@ fn consumer(
                     |b| b.named_barrier_arrive(1, 256).map(|_| vec![]),
                 )?;
             }
+            span(b, AttnSpan::TurnArrive, true)?;
         }
         Ok(())
     };
@@ -758,14 +966,22 @@ fn consumer(
             let (o_acc, ml) = carried.split_at(nacc);
             let sc = issue_s(b, &kt)?;
             b.wgmma_commit()?;
+            span(b, AttnSpan::SIssue, true)?;
+            span(b, AttnSpan::SWait, false)?;
             b.wgmma_wait(0)?;
+            span(b, AttnSpan::SWait, true)?;
             b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
+            span(b, AttnSpan::Softmax, false)?;
             let soft = softmax(b, &sc, &kt, ml)?;
             let p = pack(b, &soft.p)?;
             let o = rescale(b, o_acc, &soft.alpha)?;
+            span(b, AttnSpan::Softmax, true)?;
             let mut o = issue_pv(b, &p, &kt, &o)?;
             b.wgmma_commit()?;
+            span(b, AttnSpan::PvIssue, true)?;
+            span(b, AttnSpan::PvWait, false)?;
             b.wgmma_wait(0)?;
+            span(b, AttnSpan::PvWait, true)?;
             b.mbarrier_arrive(c.v_empty, &stage(&kt).0, None)?;
             o.extend(soft.ml);
             Ok(o)
@@ -793,11 +1009,16 @@ fn consumer(
                 pp_sync(b)?;
                 let sc = issue_s(b, &lit(0))?;
                 b.wgmma_commit()?;
+                span(b, AttnSpan::SIssue, true)?;
                 pp_arrive(b, false)?;
+                span(b, AttnSpan::SWait, false)?;
                 b.wgmma_wait(0)?;
+                span(b, AttnSpan::SWait, true)?;
                 b.mbarrier_arrive(c.k_empty, &stage(&lit(0)).0, None)?;
+                span(b, AttnSpan::Softmax, false)?;
                 let soft = softmax(b, &sc, &lit(0), &init[nacc..])?;
                 let mut v = pack(b, &soft.p)?;
+                span(b, AttnSpan::Softmax, true)?;
                 v.extend(soft.alpha);
                 v.extend(soft.ml);
                 Ok(v)
@@ -819,7 +1040,9 @@ fn consumer(
             let (alpha_prev, ml) = rest.split_at(2);
             let prev = kt.clone() - lit(1);
             // P·V(t−2) is done: its V stage is free, and so are O and the registers of P(t−2)
+            span(b, AttnSpan::PvWait, false)?;
             b.wgmma_wait(0)?;
+            span(b, AttnSpan::PvWait, true)?;
             let two_back = b.cmp(CmpOp::Ge, &kt, &lit(2))?;
             b.if_then(&two_back, |b| {
                 b.mbarrier_arrive(c.v_empty, &stage(&(kt.clone() - lit(2))).0, None)
@@ -830,15 +1053,21 @@ fn consumer(
             pp_sync(b)?;
             let sc = issue_s(b, &kt)?;
             b.wgmma_commit()?;
+            span(b, AttnSpan::SIssue, true)?;
             let o = if cfg.pingpong { o } else { rescale(b, &o, alpha_prev)? };
             let mut o = issue_pv(b, p_prev, &prev, &o)?;
             b.wgmma_commit()?;
+            span(b, AttnSpan::PvIssue, true)?;
             pp_arrive(b, false)?;
             // S(t) is done; P·V(t−1) may still run during the softmax
+            span(b, AttnSpan::SWait, false)?;
             b.wgmma_wait(1)?;
+            span(b, AttnSpan::SWait, true)?;
             b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
+            span(b, AttnSpan::Softmax, false)?;
             let soft = softmax(b, &sc, &kt, ml)?;
             o.extend(pack(b, &soft.p)?);
+            span(b, AttnSpan::Softmax, true)?;
             o.extend(soft.alpha);
             o.extend(soft.ml);
             Ok(o)
@@ -848,7 +1077,9 @@ fn consumer(
         let (alpha_last, ml) = rest.split_at(2);
         // the last tile's P·V, after P·V(n−2) (the wait outside the `if`: the packing and
         // O ·= α are pure ops, placed with their operands before it)
+        span(b, AttnSpan::PvWait, false)?;
         b.wgmma_wait(0)?;
+        span(b, AttnSpan::PvWait, true)?;
         let o = b.if_then_else(
             &has_tiles,
             |b| {
@@ -861,8 +1092,11 @@ fn consumer(
                 pp_sync(b)?;
                 let o = issue_pv(b, p_last, &last, &o)?;
                 b.wgmma_commit()?;
+                span(b, AttnSpan::PvIssue, true)?;
                 pp_arrive(b, true)?;
+                span(b, AttnSpan::PvWait, false)?;
                 b.wgmma_wait(0)?;
+                span(b, AttnSpan::PvWait, true)?;
                 b.mbarrier_arrive(c.v_empty, &stage(&last).0, None)?;
                 Ok(o)
             },
@@ -873,6 +1107,7 @@ fn consumer(
         out
     };
     b.note("attention_sm90 epilogue: O / ℓ and LSE, masked to s_q");
+    span(b, AttnSpan::Epilogue, false)?;
     let (o_acc, ml) = out.split_at(nacc);
     let ln2 = b.f32(std::f32::consts::LN_2);
     let mut inv = Vec::with_capacity(2);
@@ -918,11 +1153,13 @@ fn consumer(
         // the tile's generic writes visible to the async proxy, then this warpgroup's 128
         // threads meet (named barrier 3 or 4) and its first thread issues the stores
         b.fence_proxy_async();
+        span(b, AttnSpan::StoreSync, false)?;
         b.if_then_else(
             &first_wg,
             |b| b.named_barrier(3, 128).map(|_| vec![]),
             |b| b.named_barrier(4, 128).map(|_| vec![]),
         )?;
+        span(b, AttnSpan::StoreSync, true)?;
         let storer = b.cmp(CmpOp::Eq, &t, &lit(0))?;
         b.if_then(&storer, |b| {
             let i32v = |v: &Val| b.cvt(v, ScalarType::I32);
@@ -960,5 +1197,145 @@ fn consumer(
             + q.clone() * lse.strides[2].clone();
         b.store(lse.mem, &at, std::slice::from_ref(&lse_v[r]), Some(&writer))?;
     }
+    span(b, AttnSpan::Epilogue, true)?;
     Ok(())
+}
+
+/// One row of a [`ProbeReport`]: a span kind in one warpgroup, over every block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpanStat {
+    /// Warpgroup (0: producer, 1 and 2: consumers).
+    pub warpgroup: usize,
+    /// The span.
+    pub span: AttnSpan,
+    /// How many, over all blocks.
+    pub count: usize,
+    /// Mean length (clock units: cycles with the kernel's `%clock64`).
+    pub mean: f64,
+    /// Total length over the warpgroup's time (the sum over blocks of its first begin to last
+    /// end).
+    pub share: f64,
+}
+
+/// What a probed run says ([`probe_report`]): per warpgroup and span, how often, how long and
+/// what share of the warpgroup's time; and per consumer warpgroup the tensor-busy estimate —
+/// the union of its GEMMs' intervals from issue (`SIssue` / `PvIssue` begin) to the end of
+/// the wait that retires them (the next `SWait` / `PvWait`), over its time. That is an upper
+/// bound of the tensor pipe's work for the warpgroup (it counts queueing behind the other
+/// warpgroup's GEMMs too); `busy_either` is the union over both consumers per block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeReport {
+    /// Blocks with any event.
+    pub blocks: usize,
+    /// Warpgroup slices that were full (events may have been dropped).
+    pub full_slices: usize,
+    /// Per (warpgroup, span), in that order; only spans that occurred.
+    pub rows: Vec<SpanStat>,
+    /// Per consumer warpgroup (1, 2): the tensor-busy share.
+    pub busy: Vec<(usize, f64)>,
+    /// The union of both consumers' GEMM intervals over their joint time.
+    pub busy_either: f64,
+}
+
+/// Sums a probed run's records ([`tilekit_kernel::probe::ProbeLayout::decode`]) into a
+/// [`ProbeReport`].
+///
+/// ```
+/// use tilekit_kernel::probe::{ProbeLayout, Record};
+/// use tilekit_ops::attention_sm90::{probe_report, AttnSpan};
+/// let rec = |warpgroup, index, time, span: AttnSpan, end| Record {
+///     block: 0, warpgroup, index, time, event: 2 * span as u64 + end as u64 };
+/// // consumer 1: k_full_wait 0..10, S issued 10..12, waited 12..30, softmax 30..50
+/// let r = [
+///     rec(1, 0, 0, AttnSpan::KFullWait, false), rec(1, 1, 10, AttnSpan::KFullWait, true),
+///     rec(1, 2, 10, AttnSpan::SIssue, false), rec(1, 3, 12, AttnSpan::SIssue, true),
+///     rec(1, 4, 12, AttnSpan::SWait, false), rec(1, 5, 30, AttnSpan::SWait, true),
+///     rec(1, 6, 30, AttnSpan::Softmax, false), rec(1, 7, 50, AttnSpan::Softmax, true),
+/// ];
+/// let rep = probe_report(&ProbeLayout { blocks: 1, warpgroups: 3, cap: 8 }, &r);
+/// let wait = rep.rows.iter().find(|s| s.span == AttnSpan::KFullWait).unwrap();
+/// assert_eq!((wait.count, wait.mean, wait.share), (1, 10.0, 0.2));
+/// assert_eq!(rep.busy, vec![(1, 0.4), (2, 0.0)]); // S from 10 to 30 of 0..50
+/// assert_eq!((rep.full_slices, rep.busy_either), (1, 0.4));
+/// ```
+pub fn probe_report(
+    layout: &tilekit_kernel::probe::ProbeLayout,
+    records: &[tilekit_kernel::probe::Record],
+) -> ProbeReport {
+    use tilekit_kernel::probe::{spans, Timeline};
+    let all = spans(records);
+    let tl = Timeline::new(&all);
+    let blocks: std::collections::BTreeSet<usize> = records.iter().map(|r| r.block).collect();
+    let mut full_slices = 0;
+    let mut rows = vec![];
+    let mut busy = vec![];
+    let (mut either_num, mut either_den) = (0i64, 0i64);
+    let mut per_wg_busy = [(0i64, 0i64); 3];
+    let mut time = [0i64; 3];
+    let mut intervals: Vec<Vec<Vec<(i64, i64)>>> = vec![vec![vec![]; 3]; layout.blocks];
+    for &blk in &blocks {
+        for wg in 0..layout.warpgroups.min(3) {
+            if layout.full(records, blk, wg) {
+                full_slices += 1;
+            }
+            let Some((a, z)) = tl.extent(blk, wg) else { continue };
+            time[wg] += z - a;
+            // each GEMM issue to the end of the next wait of its kind
+            let mine = tl.of(blk, wg);
+            for (i, s) in mine.iter().enumerate() {
+                let waits = match AttnSpan::from_kind(s.kind) {
+                    Some(AttnSpan::SIssue) => AttnSpan::SWait,
+                    Some(AttnSpan::PvIssue) => AttnSpan::PvWait,
+                    _ => continue,
+                };
+                if let Some(w) = mine[i + 1..].iter().find(|w| w.kind == waits as u32) {
+                    if let Some(v) = intervals.get_mut(blk) {
+                        v[wg].push((s.begin, w.end));
+                    }
+                }
+            }
+            if wg > 0 {
+                let u = Timeline::union(intervals.get(blk).map_or(&[][..], |v| &v[wg]));
+                per_wg_busy[wg].0 += u;
+                per_wg_busy[wg].1 += z - a;
+            }
+        }
+        if let Some(v) = intervals.get(blk) {
+            let both: Vec<(i64, i64)> = v[1].iter().chain(&v[2]).copied().collect();
+            let ext = [tl.extent(blk, 1), tl.extent(blk, 2)];
+            let (a, z) = ext
+                .iter()
+                .flatten()
+                .fold((i64::MAX, i64::MIN), |(a, z), &(b, e)| (a.min(b), z.max(e)));
+            if a < z {
+                either_num += Timeline::union(&both);
+                either_den += z - a;
+            }
+        }
+    }
+    for (wg, &t) in time.iter().enumerate() {
+        for span in AttnSpan::ALL {
+            let (mut n, mut total) = (0usize, 0i64);
+            for &blk in &blocks {
+                let (c, s) = tl.sum(blk, wg, span as u32);
+                n += c;
+                total += s;
+            }
+            if n > 0 {
+                let share = if t > 0 { total as f64 / t as f64 } else { 0.0 };
+                rows.push(SpanStat {
+                    warpgroup: wg,
+                    span,
+                    count: n,
+                    mean: total as f64 / n as f64,
+                    share,
+                });
+            }
+        }
+    }
+    for (wg, &(u, t)) in per_wg_busy.iter().enumerate().skip(1) {
+        busy.push((wg, if t > 0 { u as f64 / t as f64 } else { 0.0 }));
+    }
+    let busy_either = if either_den > 0 { either_num as f64 / either_den as f64 } else { 0.0 };
+    ProbeReport { blocks: blocks.len(), full_slices, rows, busy, busy_either }
 }

@@ -6,7 +6,10 @@
 use tilekit_ir::tensor::TensorView;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::{Lit, ScalarType};
-use tilekit_ops::attention_sm90::{build_attention_sm90, variants, AttnConfig, BM, LOG2_E};
+use tilekit_kernel::probe::{spans, EMPTY};
+use tilekit_ops::attention_sm90::{
+    build_attention_sm90, variants, AttnConfig, AttnSpan, BM, LOG2_E,
+};
 use tilekit_ops::backend::{Backend, Cuda, Interp};
 use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
@@ -511,5 +514,403 @@ fn api_attention_with_the_tma_store_matches_and_refuses_a_misaligned_o() {
     for (i, (g, w)) in got.iter().zip(&want_o).enumerate() {
         let g = g.to_f64();
         assert!((g - w).abs() <= 2.0 / 1024.0 + w.abs() / 2048.0, "O[{i}] = {g}, reference {w}");
+    }
+}
+
+// ------------------------------------------------------------------------ timeline probe
+
+/// The spans one warpgroup of a probed block marks, in order, written out from the schedules
+/// of the module docs (not from the kernel builder): `tiles` key tiles.
+fn expected_spans(cfg: AttnConfig, warpgroup: usize, tiles: usize) -> Vec<AttnSpan> {
+    use AttnSpan::*;
+    let mut v = vec![];
+    if warpgroup == 0 {
+        v.push(QLoad);
+        for _ in 0..tiles {
+            v.extend([KEmptyWait, KLoad, VEmptyWait, VLoad]);
+        }
+        return v;
+    }
+    v.push(QFullWait);
+    let turn = |v: &mut Vec<AttnSpan>, s: AttnSpan| {
+        if cfg.pingpong {
+            v.push(s)
+        }
+    };
+    if !cfg.overlap {
+        for _ in 0..tiles {
+            v.extend([KFullWait, SIssue, SWait, Softmax, VFullWait, PvIssue, PvWait]);
+        }
+    } else {
+        if tiles > 0 {
+            turn(&mut v, TurnSync);
+            v.extend([KFullWait, SIssue]);
+            turn(&mut v, TurnArrive);
+            v.extend([SWait, Softmax]);
+        }
+        for _ in 1..tiles {
+            v.push(PvWait);
+            turn(&mut v, TurnSync);
+            v.extend([KFullWait, SIssue, VFullWait, PvIssue]);
+            turn(&mut v, TurnArrive);
+            v.extend([SWait, Softmax]);
+        }
+        v.push(PvWait);
+        if tiles > 0 {
+            turn(&mut v, TurnSync);
+            v.extend([VFullWait, PvIssue]);
+            turn(&mut v, TurnArrive);
+            v.push(PvWait);
+        }
+    }
+    v.push(Epilogue);
+    v
+}
+
+/// (begin, end) events of spans, with `StoreSync` nested inside the epilogue when the TMA
+/// store is on.
+fn expected_events(cfg: AttnConfig, spans: &[AttnSpan]) -> Vec<u64> {
+    let mut out = vec![];
+    for &s in spans {
+        let k = s as u64;
+        if s == AttnSpan::Epilogue && cfg.tma_store {
+            let st = AttnSpan::StoreSync as u64;
+            out.extend([2 * k, 2 * st, 2 * st + 1, 2 * k + 1]);
+        } else {
+            out.extend([2 * k, 2 * k + 1]);
+        }
+    }
+    out
+}
+
+/// A probed run through `api::attention_probed` on the interpreter: O and LSE against the f64
+/// reference, and the probe's records.
+fn probed(
+    cfg: AttnConfig,
+    c: Case,
+    seed: u64,
+    extra_words: usize,
+    cap: usize,
+) -> (tilekit_kernel::probe::ProbeLayout, Vec<i64>) {
+    probed_on(&Interp, cfg, c, seed, extra_words, cap)
+}
+
+/// [`probed`] on backend `be`.
+fn probed_on<B: Backend>(
+    be: &B,
+    cfg: AttnConfig,
+    c: Case,
+    seed: u64,
+    extra_words: usize,
+    cap: usize,
+) -> (tilekit_kernel::probe::ProbeLayout, Vec<i64>) {
+    use tilekit_ops::api;
+    let (ty, d) = (cfg.dtype, cfg.head_dim);
+    let q = tensor(ty, [c.batch, c.s_q, c.h, d], seed);
+    let k = tensor(ty, [c.batch, c.s_k, c.h_kv, d], seed + 1);
+    let v = tensor(ty, [c.batch, c.s_k, c.h_kv, d], seed + 2);
+    let poisoned = |shape: Vec<i64>, t: ScalarType| {
+        let n: i64 = shape.iter().product();
+        HostTensor::new(
+            host::poisoned(t, n as usize).unwrap(),
+            TensorLayout::contiguous(t, shape).unwrap(),
+        )
+        .unwrap()
+    };
+    let mut o = poisoned(vec![c.batch, c.s_q, c.h, d], ty);
+    let mut lse = poisoned(vec![c.batch, c.h, c.s_q], ScalarType::F32);
+    let blocks = ((c.s_q + BM - 1) / BM * c.h * c.batch) as usize;
+    let words = blocks * 3 * cap * 2 + extra_words;
+    let mut probe = HostTensor::from_slice(&vec![EMPTY; words], &[words as i64]).unwrap();
+    let dev = |t: &HostTensor| be.from_host(t).unwrap();
+    let (q_dev, k_dev, v_dev) = (dev(&q), dev(&k), dev(&v));
+    let (mut o_dev, mut lse_dev, mut probe_dev) = (dev(&o), dev(&lse), dev(&probe));
+    let layout = api::attention_probed(
+        be,
+        cfg,
+        &q_dev,
+        &k_dev,
+        &v_dev,
+        None,
+        &mut o_dev,
+        &mut lse_dev,
+        &mut probe_dev,
+    )
+    .unwrap_or_else(|e| panic!("{cfg:?} {c:?}: {e}"));
+    let host = |t: &B::Tensor| be.to_host(t).unwrap();
+    (o, lse, probe) = (host(&o_dev), host(&lse_dev), host(&probe_dev));
+    let scale = 1.0 / (d as f64).sqrt();
+    let qv = host::to_f64(q.buffer());
+    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
+    let (p_eps, out_eps) = match ty {
+        ScalarType::BF16 => (1.0 / 128.0, 1.0 / 256.0),
+        _ => (1.0 / 1024.0, 1.0 / 2048.0),
+    };
+    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+        let tol = 2.0 * p_eps + w.abs() * out_eps + 1e-6;
+        assert!((g - w).abs() <= tol, "{cfg:?}: O[{i}] = {g}, reference {w}");
+    }
+    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+        let ok =
+            if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 + 1e-4 * w.abs() };
+        assert!(ok, "{cfg:?}: LSE[{i}] = {g}, reference {w}");
+    }
+    (layout, probe.to_vec::<i64>().unwrap())
+}
+
+/// The key tiles block `bx` (of `BM` query rows) reads: all, or (causal) up to its last row's
+/// diagonal, as the kernel counts them (the rows of a partial block included).
+fn block_tiles(cfg: AttnConfig, c: Case, bx: i64) -> usize {
+    let keys = if cfg.causal { (BM * (bx + 1) + c.s_k - c.s_q).clamp(0, c.s_k) } else { c.s_k };
+    ((keys + cfg.bn - 1) / cfg.bn) as usize
+}
+
+/// Every probed bf16 variant of head dims `ds` (causal or not, as `causal` lists) on backend
+/// `be`: O and LSE against the f64 reference, each warpgroup's events exactly its schedule's,
+/// its clock never going back.
+fn probed_variants_follow_their_schedules<B: Backend>(
+    be: &B,
+    ds: &[i64],
+    causal: &[bool],
+    c: Case,
+) {
+    for &d in ds {
+        for &causal in causal {
+            for (name, cfg) in variants(ScalarType::BF16, d, causal).unwrap() {
+                eprintln!("probed: d {d} causal {causal} {name}");
+                let cfg = AttnConfig { probe: true, ..cfg };
+                let (layout, words) = probed_on(be, cfg, c, 61, 0, 400);
+                let recs = layout.decode(&words).unwrap();
+                let gx = ((c.s_q + BM - 1) / BM) as usize;
+                assert_eq!(layout.blocks, gx * (c.h * c.batch) as usize, "{name}");
+                for block in 0..layout.blocks {
+                    let tiles = block_tiles(cfg, c, (block % gx) as i64);
+                    for wg in 0..3 {
+                        let mine: Vec<_> =
+                            recs.iter().filter(|r| r.block == block && r.warpgroup == wg).collect();
+                        let got: Vec<u64> = mine.iter().map(|r| r.event).collect();
+                        let want = expected_events(cfg, &expected_spans(cfg, wg, tiles));
+                        assert_eq!(got, want, "d {d} {name} block {block} warpgroup {wg}");
+                        let back = mine.windows(2).find(|w| w[1].time < w[0].time);
+                        assert!(back.is_none(), "d {d} {name} block {block} wg {wg}: {back:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_probed_causal_d64_variant_follows_its_schedule_per_block() {
+    // two query blocks (the second partial) that read 2 and 3 key tiles of 64 (1 and 2 of 128)
+    probed_variants_follow_their_schedules(&Interp, &[64], &[true], case(2, 1, 133, 150));
+}
+
+/// The GPU half of the probe (skipped without one; `TILEKIT_REQUIRE_GPU=1` makes a missing GPU
+/// a failure): every probed bf16 d 64 / 128 variant, causal or not, with a partial query block
+/// and a partial key tile, as [`probed_variants_follow_their_schedules`] checks them. (The
+/// probed d 128 kernels once read V past the end of shared memory here: descriptors of V's
+/// later K blocks, see `the_probe_moves_no_shared_array_and_descriptors_start_at_their_address`.)
+#[test]
+fn the_probed_kernels_match_the_reference_and_their_schedules_on_the_gpu() {
+    let cuda = match Cuda::open(0) {
+        Ok(c) => c,
+        Err(e) if std::env::var("TILEKIT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("TILEKIT_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => return eprintln!("skipping the GPU test: {e}"),
+    };
+    let c = Case { batch: 2, ..case(2, 1, 333, 517) };
+    probed_variants_follow_their_schedules(&cuda, &[64, 128], &[false, true], c);
+}
+
+#[test]
+fn a_probed_kernel_matches_the_reference_and_marks_every_span_in_schedule_order() {
+    // every schedule, both epilogues; two query blocks (the second partial), two heads sharing
+    // a K/V head, 200 keys: 4 tiles of 64 or 2 of 128; causal: the first block needs fewer
+    for (ty, d, bn, causal, overlap, pingpong, tma_store) in [
+        (ScalarType::BF16, 64, 64, false, false, false, false),
+        (ScalarType::F16, 64, 128, false, false, false, true),
+        (ScalarType::BF16, 64, 64, true, true, false, true),
+        (ScalarType::F16, 64, 64, false, true, true, false),
+        (ScalarType::BF16, 128, 64, true, true, true, true),
+    ] {
+        let cfg = AttnConfig { bn, overlap, pingpong, tma_store, ..AttnConfig::new(ty, d, causal) };
+        let c = case(2, 1, 130, 200);
+        let (layout, words) = probed(cfg, c, 81, 0, 200);
+        assert_eq!((layout.blocks, layout.warpgroups, layout.cap), (2 * 2, 3, 200));
+        let recs = layout.decode(&words).unwrap();
+        for block in 0..layout.blocks {
+            // block = bx + 2·head: query rows 128·bx..; causal: keys up to its last row's
+            // diagonal (200 − 130 = 70 past the row)
+            let bx = (block % 2) as i64;
+            let keys = if causal { (128 * (bx + 1) + 70).min(200) } else { 200 };
+            let tiles = ((keys + bn - 1) / bn) as usize;
+            for wg in 0..3 {
+                let mine: Vec<_> =
+                    recs.iter().filter(|r| r.block == block && r.warpgroup == wg).collect();
+                let got: Vec<u64> = mine.iter().map(|r| r.event).collect();
+                let want = expected_events(cfg, &expected_spans(cfg, wg, tiles));
+                assert_eq!(got, want, "{cfg:?} block {block} warpgroup {wg}");
+                // the interpreter's clock counts reads: strictly increasing in a warpgroup
+                assert!(mine.windows(2).all(|w| w[0].time < w[1].time), "{cfg:?} {mine:?}");
+            }
+        }
+        // the spans pair up: every begin has its end
+        let s = spans(&recs);
+        assert_eq!(s.len() * 2, recs.len(), "{cfg:?}");
+    }
+}
+
+#[test]
+fn a_probe_buffer_too_short_for_the_marks_keeps_its_first_events_and_writes_nothing_past() {
+    // 5 events a warpgroup (fewer than any warpgroup marks), plus 5 words the layout does not
+    // use (less than another event for each of the 3 warpgroups): each slice holds its first
+    // 5 events, the tail stays EMPTY (and the interpreter checks every store against the
+    // buffer's end)
+    let cfg = AttnConfig::new(ScalarType::BF16, 64, false);
+    let (layout, words) = probed(cfg, case(1, 1, 70, 150), 91, 5, 5);
+    assert_eq!((layout.blocks, layout.cap), (1, 5));
+    assert_eq!(layout.len() + 5, words.len());
+    assert!(words[layout.len()..].iter().all(|&w| w == EMPTY), "{:?}", &words[layout.len()..]);
+    let recs = layout.decode(&words[..layout.len()]).unwrap();
+    for wg in 0..3 {
+        let got: Vec<u64> = recs.iter().filter(|r| r.warpgroup == wg).map(|r| r.event).collect();
+        let want = expected_events(cfg, &expected_spans(cfg, wg, 3));
+        assert_eq!(got, want[..5], "warpgroup {wg}");
+        assert!(layout.full(&recs, 0, wg));
+    }
+    // a buffer with room for no event is refused by name; so is one of another type
+    let e = tilekit_kernel::probe::ProbeLayout::fitting(1, 3, 5).unwrap_err().to_string();
+    assert!(e.contains("at least 6"), "{e}");
+}
+
+#[test]
+fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
+    // off (the default): no clock read, no probe parameter; attention_with refuses a probed
+    // config (its buffer is bound by attention_probed)
+    for (name, cfg) in variants(ScalarType::BF16, 128, false).unwrap() {
+        assert!(!cfg.probe);
+        let k = build_attention_sm90(cfg).unwrap();
+        assert!(k.params.iter().all(|p| !p.name.starts_with("probe")), "{name}");
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        assert!(!ptx.contains("%clock64"), "{name}");
+    }
+    let q = tensor(ScalarType::BF16, [1, 3, 1, 64], 5);
+    let mut o = q.clone();
+    let mut lse = HostTensor::from_slice(&[f32::NAN; 3], &[1, 1, 3]).unwrap();
+    let cfg = AttnConfig { probe: true, ..AttnConfig::new(ScalarType::BF16, 64, false) };
+    let e = tilekit_ops::api::attention_with(&Interp, cfg, &q, &q, &q, None, &mut o, &mut lse)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("attention_probed"), "{e}");
+    // on: the bench's d 128 variants (and d 64's) assemble with ptxas 13.0 at ≤ 168 registers,
+    // no spills, no serialized wgmma; the marks are there (a clock read per mark)
+    for d in [64, 128] {
+        for (name, cfg) in variants(ScalarType::BF16, d, false).unwrap() {
+            let cfg = AttnConfig { probe: true, ..cfg };
+            let k = build_attention_sm90(cfg).unwrap();
+            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            assert!(ptx.matches("%clock64;").count() >= 20, "{name}");
+            let Some(report) =
+                tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
+            else {
+                eprintln!("no ptxas: probed {name} emitted, not assembled");
+                continue;
+            };
+            let (regs, spills) = regs_and_spills(&report);
+            eprintln!("probed d {d} {name}: {regs} registers, {spills} bytes spilled");
+            assert!(regs <= 168 && spills == 0, "probed {name}\n{report}");
+            assert!(!report.contains("serialized"), "probed {name} serialized\n{report}");
+        }
+    }
+}
+
+/// The probe moves nothing the kernel addresses: the probed kernel's shared arrays (Q, the K/V
+/// ring, the barriers) lie at the unprobed kernel's offsets, the probe's counters after them.
+/// And every wgmma descriptor's constant part (`or.b64 …, 0x…`) has a zero start field: the
+/// tile's address, block offset included, is in the register part alone (the constant once
+/// carried the block offset too, so wherever an address's bits were clear it was added twice:
+/// moved by the probe's counters, the probed d 128 kernels read V past the end of shared
+/// memory on the GPU).
+#[test]
+fn the_probe_moves_no_shared_array_and_descriptors_start_at_their_address() {
+    use tilekit_ptx::emit::shared_layout;
+    for d in [64, 128, 256] {
+        for causal in [false, true] {
+            for (name, cfg) in variants(ScalarType::BF16, d, causal).unwrap() {
+                let plain = build_attention_sm90(cfg).unwrap();
+                let probed = build_attention_sm90(AttnConfig { probe: true, ..cfg }).unwrap();
+                let (lp, lq) = (shared_layout(&plain), shared_layout(&probed));
+                let names = |k: &tilekit_ir::Kernel| -> Vec<String> {
+                    k.shared.iter().map(|s| s.name.clone()).collect()
+                };
+                let (np, nq) = (names(&plain), names(&probed));
+                assert_eq!(nq.len(), np.len() + 1, "d {d} {name}: {nq:?}");
+                assert_eq!(nq[..np.len()], np[..], "d {d} {name}");
+                assert_eq!(nq[np.len()], "probe_count", "d {d} {name}");
+                assert_eq!(lq.offsets[..np.len()], lp.offsets[..], "d {d} {name}: {nq:?}");
+                assert_eq!(lp.offsets[0], 0, "d {d} {name}: q_tile first");
+                // the counters (3 × i32) at the end, 16-byte aligned
+                assert_eq!(lq.offsets[np.len()], lp.total, "d {d} {name}");
+                assert_eq!(lq.total, lp.total + 16, "d {d} {name}");
+                for (k, what) in [(&plain, "plain"), (&probed, "probed")] {
+                    let ptx = tilekit_ptx::emit_kernel(k, tilekit_ptx::Target::Sm90a).unwrap();
+                    let mut descs = 0;
+                    for line in ptx.lines().filter(|l| l.contains("or.b64") && l.contains("lbo")) {
+                        let hex = line.split("0x").nth(1).unwrap().split(';').next().unwrap();
+                        let fields = u64::from_str_radix(hex, 16).unwrap();
+                        assert_eq!(fields & 0x3fff, 0, "{what} d {d} {name}: {line}");
+                        descs += 1;
+                    }
+                    // S: Q and K per K block of each slab; P·V: V per 16 keys
+                    let per_tile = (2 * (d / 16) + cfg.bn / 16) as usize;
+                    assert!(descs >= per_tile, "{what} d {d} {name}: {descs} descriptors");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ptxas_keeps_the_probes_clock_reads_around_the_waits() {
+    // ptxas 13.0 + cuobjdump (skipped without them): in the probed kernels' SASS every
+    // `WARPGROUP.DEPBAR` (a wgmma wait) and every `SYNCS.PHASECHK` (an mbarrier try-wait) has
+    // a clock read (`CS2R … SR_CLOCKLO`) before it with no GEMM in between and one after it
+    // before the next wait — the stamps bracket the waits they name
+    for (name, cfg) in variants(ScalarType::BF16, 128, false).unwrap() {
+        if !["plain/bn128/tma", "pingpong/bn64"].contains(&name.as_str()) {
+            continue;
+        }
+        let k = build_attention_sm90(AttnConfig { probe: true, ..cfg }).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        let Some(sass) = tilekit_ptx::ptxas::sass(&ptx, tilekit_ptx::Target::Sm90a, &name).unwrap()
+        else {
+            eprintln!("no ptxas or cuobjdump: probed {name} not disassembled");
+            continue;
+        };
+        let lines: Vec<&str> =
+            sass.lines().filter(|l| l.contains("/*") && l.contains(';')).collect();
+        let is_wait = |l: &str| l.contains("WARPGROUP.DEPBAR") || l.contains("SYNCS.PHASECHK");
+        let clock = |l: &str| l.contains("SR_CLOCKLO");
+        let mut waits = 0;
+        for (i, l) in lines.iter().enumerate() {
+            // not the retry stubs ptxas puts after the body (`TRYWAIT; @!P BRA <itself>`)
+            let addr = l.split("/*").nth(1).and_then(|x| x.split("*/").next()).unwrap_or("?");
+            let self_loop = lines.get(i + 1).is_some_and(|n| n.contains(&format!("BRA 0x{addr}")));
+            if !is_wait(l) || self_loop {
+                continue;
+            }
+            let before =
+                lines[..i].iter().rev().take_while(|l| !l.contains("HGMMA") && !is_wait(l));
+            if !before.clone().any(|l| clock(l)) {
+                continue; // a wait the kernel does not mark (the consumers' second q_full wait)
+            }
+            waits += 1;
+            let after = lines[i + 1..].iter().take_while(|l| !is_wait(l) && !l.contains("HGMMA"));
+            assert!(after.clone().any(|l| clock(l)), "{name}: no clock read after {l}");
+        }
+        assert!(waits >= 8, "{name}: {waits} bracketed waits\n{sass}");
     }
 }

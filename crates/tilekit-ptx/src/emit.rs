@@ -587,6 +587,10 @@ impl<'k> Emitter<'k> {
                 self.line(format!("// {text}"));
             }
             Op::Shfl { mode, value, lane } => self.shfl(res(0), *mode, *value, *lane)?,
+            Op::Clock(c) => {
+                let d = self.reg(res(0));
+                self.line(format!("mov.u64 {d}, %{c};"));
+            }
             Op::Elect => {
                 if self.target == Target::Sm80 {
                     return Err(self.unsupported("elect.sync", "it needs sm_90"));

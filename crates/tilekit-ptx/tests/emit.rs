@@ -432,3 +432,25 @@ fn wait_acquire_backoff_emits_nanosleep_loop() {
     assert!(lines[ld + 4].starts_with("bra L"), "{ptx}");
     assert_eq!(ptx.matches("nanosleep.u32").count(), 1, "{ptx}");
 }
+
+#[test]
+fn clock_reads_are_special_register_moves_that_assemble() {
+    let b = KernelBuilder::new("clocks", [64, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::I64).unwrap();
+    let tid = b.thread_id(tilekit_ir::Axis::X);
+    let c0 = b.clock(tilekit_ir::Clock::Sm);
+    let g = b.clock(tilekit_ir::Clock::Global);
+    let c1 = b.clock(tilekit_ir::Clock::Sm);
+    let at = tid * Idx::lit(4);
+    b.store(y, &at, &[c0, g], None).unwrap();
+    b.store(y, &(at + Idx::lit(2)), &[c1], None).unwrap();
+    let ptx = check(&b.finish().unwrap());
+    assert_eq!(ptx.matches("%clock64;").count(), 2, "{ptx}");
+    assert_eq!(ptx.matches("%globaltimer;").count(), 1, "{ptx}");
+    // in program order: clock64, globaltimer, clock64
+    let at = |s: &str, from: usize| ptx[from..].find(s).map(|i| i + from).unwrap();
+    let first = at("%clock64;", 0);
+    let timer = at("%globaltimer;", 0);
+    assert!(first < timer && timer < at("%clock64;", first + 1), "{ptx}");
+    assert!(ptx.lines().any(|l| l.trim().starts_with("mov.u64 %rd") && l.contains("%clock64")));
+}

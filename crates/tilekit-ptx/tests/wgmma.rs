@@ -2,6 +2,7 @@
 //! poisoned outputs), emitted for sm_90a and — where `ptxas` is available (`TILEKIT_PTXAS`) —
 //! assembled; refused with a clear error on other targets.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -335,5 +336,148 @@ fn a_pipelined_loop_keeps_its_accumulators_in_place() {
         let log = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{log}");
         assert!(!log.contains("serialized"), "{log}");
+    }
+}
+
+/// The integer PTX a descriptor is computed with, evaluated for a dynamic shared array at
+/// `base` (what `mov.u32 r, tk_dynamic_smem` gives on the device): every register the
+/// straight-line `mov`/`add`/`mad`/`shr`/`and`/`cvt`/`or` of literal operands defines.
+fn eval_int_ptx(ptx: &str, base: u64) -> HashMap<String, u64> {
+    let mut regs: HashMap<String, u64> = HashMap::new();
+    for line in ptx.lines() {
+        let line = line.trim();
+        let code = line.split(';').next().unwrap_or("");
+        let Some((op, rest)) = code.split_once(' ') else { continue };
+        let args: Vec<&str> = rest.split(',').map(str::trim).collect();
+        let val = |a: &str| -> Option<u64> {
+            if a == "tk_dynamic_smem" {
+                Some(base)
+            } else if let Some(h) = a.strip_prefix("0x") {
+                u64::from_str_radix(h, 16).ok()
+            } else if a.starts_with('%') {
+                regs.get(a).copied()
+            } else {
+                a.parse().ok()
+            }
+        };
+        let v: Option<Vec<u64>> = args[1..].iter().map(|a| val(a)).collect();
+        let u32w = |x: u64| x & 0xffff_ffff;
+        let out = match (op, v.as_deref()) {
+            ("mov.u32" | "mov.b32", Some(&[x])) => Some(u32w(x)),
+            ("add.u32" | "add.s32", Some(&[x, y])) => Some(u32w(x + y)),
+            ("mad.lo.u32" | "mad.lo.s32", Some(&[x, y, z])) => Some(u32w(x * y + z)),
+            ("shr.u32", Some(&[x, y])) => Some(x >> y),
+            ("and.b32", Some(&[x, y])) => Some(x & y),
+            ("cvt.u64.u32", Some(&[x])) => Some(x),
+            ("or.b64", Some(&[x, y])) => Some(x | y),
+            _ => None,
+        };
+        match out {
+            Some(x) => regs.insert(args[0].to_string(), x),
+            None => regs.remove(args[0]),
+        };
+    }
+    regs
+}
+
+/// Every wgmma's descriptors, as the emitted PTX computes them with the dynamic shared array
+/// at several bases (0, and 0x400 as on sm_90, where the driver reserves the window's first
+/// KiB, …), are the descriptors of the blocks the kernel names: start = the tile's shared
+/// address + the block's offset, and the layout's LBO, SBO and swizzle. A shared array
+/// declared first (12 bytes, as a probe's counters were) moves the tiles by 1024 bytes. The
+/// emitter once put the block's offset in the descriptor's constant part as well as adding it
+/// to the address: the OR was harmless for K-major blocks (32-byte steps land on clear bits of
+/// an aligned tile) but doubled an MN-major 128-byte-swizzle tile's 2048-byte steps whenever
+/// bits 11–12 of its address were clear — the probed attention kernel read V past the end of
+/// shared memory on the GPU while the interpreter, which computes descriptors from the IR,
+/// was right.
+#[test]
+fn descriptors_address_their_blocks_wherever_the_shared_window_starts() {
+    use tilekit_ir::wgmma::{Acc, MatrixDescriptor, SmemMatrix, WgmmaShape, WgmmaSrc};
+    use tilekit_ir::{KernelBuilder, ScalarType};
+    use tilekit_layout::Idx;
+    let elem = ScalarType::BF16;
+    // V of attention d 128, 64 keys, three stages: P·V's B, MN-major, all 128 columns
+    let v_layout = HopperSwizzle::B128.descriptor_atoms(64, 128, 2).unwrap();
+    let mv = SmemMatrix::from_layout(&v_layout, Major::MN, elem).unwrap();
+    // a Q slab (64 × 64), K-major: S's A and (here too) its B
+    let slab = HopperSwizzle::B128.descriptor(64, 64, 2).unwrap();
+    let mk = SmemMatrix::from_layout(&slab, Major::K, elem).unwrap();
+    for pad in [false, true] {
+        let b = KernelBuilder::new("desc_blocks", [128, 1, 1]).unwrap();
+        let y = b.ptr_param("y", ScalarType::F32).unwrap();
+        if pad {
+            b.shared("pad", ScalarType::I32, 3).unwrap();
+        }
+        let sq = b.shared("q", elem, 64 * 64).unwrap();
+        let sv = b.shared("v", elem, 3 * 64 * 128).unwrap();
+        let tid = b.thread_id(tilekit_ir::Axis::X);
+        let h = b.cvt(&tid, elem).unwrap();
+        // (tile, element origin, matrix, block) of each descriptor, in the order emitted
+        let mut want = vec![];
+        b.wgmma_fence().unwrap();
+        let s_shape = WgmmaShape::new(WgmmaType::BF16, 64).unwrap();
+        let mut sc: Vec<tilekit_ir::Val> = vec![];
+        for blk in 0..mk.blocks() {
+            let dq = b.wgmma_desc(sq, &Idx::lit(0), &mk, blk).unwrap();
+            let dk = b.wgmma_desc(sq, &Idx::lit(0), &mk, blk).unwrap();
+            let acc = if sc.is_empty() { Acc::Zero } else { Acc::Add(&sc) };
+            sc = b.wgmma(s_shape, &WgmmaSrc::Smem(dq), &dk, acc).unwrap();
+            want.push(vec![("q", 0u32, &mk, blk), ("q", 0, &mk, blk)]);
+        }
+        let o_shape =
+            WgmmaShape::new(WgmmaType::BF16, 128).unwrap().transposed(false, true).unwrap();
+        let mut o = vec![b.f32(0.0); o_shape.acc_regs()];
+        for stage in 0..3u32 {
+            for j in 0..(64 / 16) {
+                let origin = stage * 64 * 128;
+                let dv = b.wgmma_desc(sv, &Idx::lit(origin as i64), &mv, j).unwrap();
+                let frag = vec![h.clone(); 8];
+                o = b.wgmma(o_shape, &WgmmaSrc::Regs(frag), &dv, Acc::Add(&o)).unwrap();
+                want.push(vec![("v", origin, &mv, j)]);
+            }
+        }
+        b.wgmma_commit().unwrap();
+        b.wgmma_wait(0).unwrap();
+        let out: Vec<_> = sc.iter().chain(&o).cloned().collect();
+        for (i, vals) in out.chunks(4).enumerate() {
+            let at = tid.clone() * Idx::lit(out.len() as i64) + Idx::lit(4 * i as i64);
+            b.store(y, &at, vals, None).unwrap();
+        }
+        let k = b.finish().unwrap();
+        let layout = tilekit_ptx::emit::shared_layout(&k);
+        let at = |name: &str| {
+            let i = k.shared.iter().position(|s| s.name == name).unwrap();
+            layout.offsets[i] as u32
+        };
+        // (the attention kernel's case: one dynamic array, the tiles at offsets in it)
+        assert!(layout.dynamic, "{layout:?}");
+        assert_eq!(at("q"), if pad { 1024 } else { 0 });
+        let ptx = emit_kernel(&k, Target::Sm90a).unwrap();
+        let mmas: Vec<&str> = ptx.lines().filter(|l| l.contains("wgmma.mma_async")).collect();
+        assert_eq!(mmas.len(), want.len(), "{ptx}");
+        for base in [0u32, 0x400, 0x800, 0xc00, 0x1c00, 0x2400] {
+            let regs = eval_int_ptx(&ptx, base as u64);
+            for (mma, want) in mmas.iter().zip(&want) {
+                // the descriptor operands: the 64-bit registers after the accumulators' braces
+                let tail = &mma[mma.rfind('}').unwrap()..];
+                let descs: Vec<&str> =
+                    tail.split([',', ' ', ';']).filter(|t| t.starts_with("%rd")).collect();
+                assert_eq!(descs.len(), want.len(), "{mma}");
+                for (d, &(name, origin, m, blk)) in descs.iter().zip(want) {
+                    let bits = regs.get(*d).copied();
+                    let bits = bits.unwrap_or_else(|| panic!("{d} of {mma} unevaluated:\n{ptx}"));
+                    let got = MatrixDescriptor::decode(bits);
+                    let tile = base + at(name) + origin * 2;
+                    let expect = m.descriptor(tile, blk);
+                    assert_eq!(
+                        got, expect,
+                        "{name}[{origin}] block {blk}, pad {pad}, window at {base:#x}: \
+                         the descriptor starts at {:#x}, the block at {:#x}",
+                        got.start, expect.start
+                    );
+                }
+            }
+        }
     }
 }

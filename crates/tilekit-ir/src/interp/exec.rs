@@ -300,6 +300,9 @@ pub(crate) struct BlockExec<'a> {
     /// Attribution pass: stores are not applied; accesses to (param, element) are recorded.
     pub(crate) probe: Option<(u32, u64)>,
     pub(crate) hits: Vec<Hit>,
+    /// The unit's clock ([`Op::Clock`]): not time, a count of the clock reads executed so far
+    /// in this block (or cluster), 0 at its start.
+    clock: u64,
 }
 
 macro_rules! dispatch_binary {
@@ -390,6 +393,7 @@ impl<'a> BlockExec<'a> {
             steps: 0,
             probe: None,
             hits: vec![],
+            clock: 0,
         }
     }
 
@@ -399,6 +403,7 @@ impl<'a> BlockExec<'a> {
     pub(crate) fn run(&mut self, block: [u32; 3]) -> R<Option<(u32, u64)>> {
         self.block = block;
         self.steps = 0;
+        self.clock = 0;
         for r in &mut self.regs {
             r.state = PState::All;
         }
@@ -821,6 +826,16 @@ impl<'a> BlockExec<'a> {
                 MemSpace::Shared(s) => self.store_shared(inst, s, *offset, values, *mask, m)?,
             },
             Op::Note(_) | Op::FenceGpu => {}
+            Op::Clock(_) => {
+                // one read per execution (a warp's, or the block's in lockstep): every active
+                // lane gets the count, then it advances
+                let now = self.clock;
+                self.clock += 1;
+                for &t in &m.active {
+                    self.set(r, t as usize, now, false);
+                }
+                self.normalize(r);
+            }
             Op::WaitAcquire { .. } => {
                 // kernels with counter waits run under the warp schedule, which polls them
                 if !self.counter_poll(inst, m)? {

@@ -135,6 +135,16 @@ fn check_inst(
         Op::Const(_) | Op::Special(_) | Op::Unary(..) | Op::Binary(..) | Op::Fma(..) => count(1),
         Op::Cmp(..) | Op::Select(..) | Op::Cvt(_) | Op::Shfl { .. } | Op::Vote(..) => count(1),
         Op::Elect => count(1),
+        Op::Clock(c) => {
+            count(1)?;
+            if k.ty(inst.results[0]) != ScalarType::I64 {
+                return Err(bad(format!(
+                    "%{c} is read into an i64, not {}",
+                    k.ty(inst.results[0])
+                )));
+            }
+            Ok(())
+        }
         Op::CvtPack(t, a, b) => {
             count(1)?;
             let f32s = [a, b].iter().all(|v| k.ty(**v) == ScalarType::F32);

@@ -54,6 +54,7 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
         | Op::Barrier
         | Op::ClusterBarrier
         | Op::Elect
+        | Op::Clock(_)
         | Op::FenceGpu
         | Op::Note(_) => {}
         Op::AtomicAdd { offset, value, .. } => {

@@ -1,6 +1,13 @@
 //! PTX for [`tilekit_ir::wgmma`]: descriptors (integer math on the shared address plus the
 //! derived constant fields), `wgmma.mma_async`, fences and groups. sm_90a only.
 //!
+//! A descriptor is `((address + block offset) >> 4) & 0x3fff | fields`, the fields (layout,
+//! LBO, SBO) constant and the start address wholly in the register part: the address of the
+//! dynamic shared array is known only at run time (0x400 on sm_90, after the driver's reserved
+//! KiB), so a start field in the constant would be ORed onto address bits that may or may not
+//! be set — once the block offset was in both, which doubled V's 2048-byte MN-major steps
+//! whenever bits 11–12 of the tile's address were clear.
+//!
 //! An accumulator input `c[i]` used by nothing but this wgmma lends its register to the result
 //! `d[i]` (the accumulator stays in place, as the hardware wants); otherwise `c[i]` is copied
 //! into `d[i]` first — before the `wgmma.fence` when the wgmma follows one in its block. A
@@ -15,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use tilekit_ir::wgmma::{WgmmaA, WgmmaOp};
+use tilekit_ir::wgmma::{MatrixDescriptor, WgmmaA, WgmmaOp};
 use tilekit_ir::{Block, Inst, Op, ScalarType, ValueId};
 
 use super::{Emitter, Result};
@@ -275,7 +282,12 @@ impl Emitter<'_> {
                 self.line(format!("and.b32 {a}, {a}, 16383;"));
                 let wide = self.tmp(ScalarType::I64);
                 self.line(format!("cvt.u64.u32 {wide}, {a};"));
-                let fields = matrix.descriptor(0, *block as usize).encode();
+                // the constant part: layout, LBO, SBO — and no start address. The block's
+                // offset is in the register part already (added above); a start field here
+                // would add it a second time wherever the address's bits are clear (an OR, not
+                // a sum), i.e. depending on where the tile lies in the shared window
+                let desc = matrix.descriptor(0, *block as usize);
+                let fields = MatrixDescriptor { start: 0, ..desc }.encode();
                 let r = self.reg(inst.results[0]);
                 self.line(format!(
                     "or.b64 {r}, {wide}, 0x{fields:016X}; // {:?} {} lbo {} sbo {}",
