@@ -176,11 +176,23 @@ const fn bm64(c: GemmConfig) -> GemmConfig {
 /// C's row pitch is not a multiple of 16 bytes. The problem's [`GemmChoice::heuristic`] (what
 /// the API runs untuned) is timed too, where it is not among these.
 ///
+/// Last, tile widths between the powers of two (`bn` a multiple of 16, K-major B: the default
+/// `--layout nt` only; other layouts skip them), the register epilogue (a 16-bit C's TMA boxes
+/// are 64 columns), rings of about 200 KiB: `bn 176, 5 stages` and `bn 160, 6 stages` (cuBLASLt's
+/// 8192 × 8192 × 1024 tiles), `bn 240, 4 stages` (8192 columns: 35 N-tiles, 16.97 waves of
+/// 128-row tiles), bn 176 in pairs; 64-row `bn 144, 8 stages` (cuBLASLt's 1000³ tile), `bn 80,
+/// 11 stages`, and bn 144 in pairs (labels: `bn 176, 5 stages, overlap, persistent, grouped 8`
+/// and so on, [`GemmConfig::label`]).
+///
 /// ```
 /// use tilekit_cli::bench_gemm::SM90_CONFIGS;
-/// assert!(SM90_CONFIGS.len() <= 31);
-/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.cluster == 2).count(), 7);
-/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.consumers == 1).count(), 9);
+/// assert!(SM90_CONFIGS.len() <= 38);
+/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.cluster == 2).count(), 9);
+/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.consumers == 1).count(), 12);
+/// let odd: Vec<_> = SM90_CONFIGS.iter().filter(|c| c.bn % 64 != 0).collect();
+/// assert_eq!(odd.len(), 7);
+/// assert!(odd.iter().all(|c| c.check().is_ok() && c.shared_bytes() >= 180 * 1024));
+/// assert_eq!(odd[0].label(), "bn 176, 5 stages, overlap, persistent, grouped 8");
 /// ```
 pub const SM90_CONFIGS: &[GemmConfig] = &[
     sm90(128, 6, false, Raster::Linear, Epilogue::Registers),
@@ -215,6 +227,14 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     bm64(sm90(192, 6, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(sm90(256, 4, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(pair(sm90(128, 6, true, Raster::Grouped(4), Epilogue::Tma))),
+    // odd tile widths (register epilogue; about 200 KiB of ring each)
+    sm90(176, 5, true, Raster::Grouped(8), Epilogue::Registers),
+    sm90(160, 6, true, Raster::Grouped(8), Epilogue::Registers),
+    sm90(240, 4, true, Raster::Grouped(8), Epilogue::Registers),
+    pair(sm90(176, 5, true, Raster::Grouped(4), Epilogue::Registers)),
+    bm64(sm90(144, 8, true, Raster::Grouped(8), Epilogue::Registers)),
+    bm64(sm90(80, 11, true, Raster::Grouped(8), Epilogue::Registers)),
+    bm64(pair(sm90(144, 8, true, Raster::Grouped(4), Epilogue::Registers))),
 ];
 
 /// `--layout` → the storage of A and B.
