@@ -13,6 +13,7 @@ use tilekit_ir::ScalarType;
 use tilekit_ops::gemm_sm90::{
     build_gemm_sm90, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig, Raster,
 };
+use tilekit_ops::gemm_tuning::GemmProblem;
 
 /// One consumer warpgroup: 64-row tiles, 256 threads.
 fn one(cfg: GemmConfig) -> GemmConfig {
@@ -189,7 +190,25 @@ fn odd_widths_assemble_for_sm_90a_without_spills() {
         GemmConfig { bn: 16, stages: 4, ..p },
         GemmConfig { bn: 48, stages: 4, a_major: Major::MN, ..p },
     ];
-    for cfg in configs {
+    // and every odd-width candidate of the tuner on the shapes it was added for (bf16 and f32
+    // C, the 64-row tile where the problem wants it)
+    let mut tuned: Vec<GemmConfig> = Vec::new();
+    for (m, n, k, out) in [
+        (1000, 1000, 1000, ScalarType::BF16),
+        (8192, 8192, 1024, ScalarType::BF16),
+        (8192, 8192, 1024, ScalarType::F32),
+        (64, 8192, 8192, ScalarType::F32),
+    ] {
+        let p = GemmProblem::new(m, n, k, ScalarType::BF16, out, true);
+        for c in p.candidates().iter().filter(|c| c.bn % 64 != 0) {
+            let cfg = p.config(c);
+            if !tuned.contains(&cfg) && !configs.contains(&cfg) {
+                tuned.push(cfg);
+            }
+        }
+    }
+    assert!(tuned.len() >= 12, "{}", tuned.len());
+    for cfg in configs.into_iter().chain(tuned) {
         let k = build_gemm_sm90(cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
         assert!(k.to_string().contains(&format!("m64n{}k", cfg.bn)), "{cfg:?}");
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
