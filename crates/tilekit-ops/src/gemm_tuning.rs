@@ -616,6 +616,7 @@ impl GemmProblem {
                         continue;
                     }
                     for &(persistent, raster, cluster) in &grids {
+                        // (unsplit; any other knob the default's)
                         let at = |stages| GemmChoice {
                             bn,
                             stages,
@@ -623,9 +624,9 @@ impl GemmProblem {
                             persistent,
                             raster,
                             epilogue,
-                            split_k: 1,
                             cluster,
                             consumers,
+                            ..GemmChoice::of(&GemmConfig::default())
                         };
                         if let Some(c) =
                             (2..=deepest).rev().map(at).find(|c| self.config(c).check().is_ok())

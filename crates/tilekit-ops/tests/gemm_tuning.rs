@@ -7,7 +7,7 @@ use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 use tilekit_ops::api;
 use tilekit_ops::backend::Interp;
-use tilekit_ops::gemm_sm90::{Epilogue, Raster};
+use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
 use tilekit_ops::gemm_tuning::{
     file_name, GemmChoice, GemmProblem, GemmTable, Tuned, ODD_WIDTHS, ODD_WIDTHS_64_ROWS,
 };
@@ -59,9 +59,9 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
             persistent: true,
             raster,
             epilogue: Epilogue::Registers,
-            split_k: 1,
             cluster,
             consumers: 2,
+            ..GemmChoice::of(&GemmConfig::default())
         };
         assert!(c.contains(&at(1, Raster::Grouped(8))) && c.contains(&at(2, Raster::Grouped(4))));
         odd += 2;
