@@ -49,7 +49,7 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     // the odd widths (160, 176, 240): a bf16 C cannot take their TMA store (boxes of 64
     // columns), so the register epilogue, the deepest ring that fits, persistent grouped 8 and
     // pairs grouped 4
-    let mut odd = 0;
+    let mut odd_choices = 0;
     for bn in ODD_WIDTHS {
         let deepest = (2..=6).rev().find(|s| s * (128 + bn) * 128 <= 227 * 1024).unwrap();
         let at = |cluster, raster| GemmChoice {
@@ -64,11 +64,11 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
             ..GemmChoice::of(&GemmConfig::default())
         };
         assert!(c.contains(&at(1, Raster::Grouped(8))) && c.contains(&at(2, Raster::Grouped(4))));
-        odd += 2;
+        odd_choices += 2;
     }
-    assert_eq!(c.iter().filter(|c| c.bn % 64 != 0).count(), odd);
+    assert_eq!(c.iter().filter(|c| c.bn % 64 != 0).count(), odd_choices);
     assert!(c.iter().all(|c| c.bn % 64 == 0 || c.epilogue == Epilogue::Registers));
-    assert_eq!(c.len(), want + odd);
+    assert_eq!(c.len(), want + odd_choices);
     let mut uniq = c.clone();
     uniq.sort_by_key(|c| format!("{c:?}"));
     uniq.dedup();
@@ -77,7 +77,7 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     // the heuristic's knobs in pairs of blocks, in groups of 4 pairs (8 M-tiles)
     let paired = GemmChoice { cluster: 2, raster: Raster::Grouped(4), ..GemmChoice::heuristic(&p) };
     assert!(c.contains(&paired));
-    assert_eq!(c.iter().filter(|c| c.cluster == 2).count(), want / 3 + odd / 2);
+    assert_eq!(c.iter().filter(|c| c.cluster == 2).count(), want / 3 + odd_choices / 2);
     // an f32 C takes the TMA store in 32-column boxes: bn 160 (5 of them; 4 stages beside the
     // 80 KiB C tile), not 176 or 240
     let f32_c = GemmProblem::new(4096, 4096, 4096, BF, F32, true).candidates();
