@@ -12,7 +12,8 @@
 //!     cuBLASLt --layout               A, B stored as --layout says (default nt: A row-major,
 //!                                     B column-major), output of the input type
 //!     sm90 --layout                   gemm_sm90 on the same storage (K- / MN-major operands),
-//!                                     the best of SM90_CONFIGS; its ratio to the line above
+//!                                     the best of SM90_CONFIGS and SM90_ODD_WIDTHS;
+//!                                     its ratio to the line above
 //!   flops = 2·M·N·K; TFLOP/s = flops / median
 //! ```
 //!
@@ -217,6 +218,34 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     bm64(pair(sm90(128, 6, true, Raster::Grouped(4), Epilogue::Tma))),
 ];
 
+/// Tile widths between the powers of two (`bn` a multiple of 16, [`GemmConfig::bn`]), timed
+/// after [`SM90_CONFIGS`] (the 64-row ones likewise only where
+/// [`GemmProblem::wants_64_rows`]): K-major B only (the default `--layout nt`; other layouts
+/// skip them), the register epilogue (a 16-bit C's TMA boxes are 64 columns), rings of about
+/// 200 KiB. `bn 176, 5 stages` and `bn 160, 6 stages` are cuBLASLt's 8192 × 8192 × 1024 tiles,
+/// `bn 240, 4 stages` cuts 8192 columns into 35 N-tiles (16.97 waves of 128-row tiles on 132
+/// SMs), bn 176 in pairs; 64-row: `bn 144, 8 stages` (cuBLASLt's 1000³ tile), `bn 80, 11
+/// stages`, bn 144 in pairs.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::SM90_ODD_WIDTHS;
+/// assert_eq!(SM90_ODD_WIDTHS.len(), 7);
+/// assert!(SM90_ODD_WIDTHS.iter().all(|c| c.bn % 64 != 0 && c.bn % 16 == 0));
+/// assert!(SM90_ODD_WIDTHS.iter().all(|c| c.check().is_ok() && c.shared_bytes() >= 180 * 1024));
+/// let labels: Vec<String> = SM90_ODD_WIDTHS.iter().map(|c| c.label()).collect();
+/// assert_eq!(labels[0], "bn 176, 5 stages, overlap, persistent, grouped 8");
+/// assert_eq!(labels[4], "bn 144, 8 stages, overlap, persistent, grouped 8, bm 64");
+/// ```
+pub const SM90_ODD_WIDTHS: &[GemmConfig] = &[
+    sm90(176, 5, true, Raster::Grouped(8), Epilogue::Registers),
+    sm90(160, 6, true, Raster::Grouped(8), Epilogue::Registers),
+    sm90(240, 4, true, Raster::Grouped(8), Epilogue::Registers),
+    pair(sm90(176, 5, true, Raster::Grouped(4), Epilogue::Registers)),
+    bm64(sm90(144, 8, true, Raster::Grouped(8), Epilogue::Registers)),
+    bm64(sm90(80, 11, true, Raster::Grouped(8), Epilogue::Registers)),
+    bm64(pair(sm90(144, 8, true, Raster::Grouped(4), Epilogue::Registers))),
+];
+
 /// `--layout` → the storage of A and B.
 ///
 /// ```
@@ -253,7 +282,7 @@ fn major(order: Order, a: bool) -> Major {
 }
 
 /// tilekit's Hopper GEMM on device tensors (A, B stored as `orders` says, C M×N row-major):
-/// the best of [`SM90_CONFIGS`] as (median ms, config), each launched on [`launch_grid`] for
+/// the best of [`SM90_CONFIGS`] and [`SM90_ODD_WIDTHS`] as (median ms, config), each launched on [`launch_grid`] for
 /// the device's SM count and checked on 64 sampled elements of C (poisoned first) against an
 /// f64 reference; `Err` names a wrong result or a failed launch.
 fn sm90_best(
@@ -356,6 +385,7 @@ fn sm90_best(
     let typed = |c: &GemmConfig| GemmConfig { input: ty, output: ty, a_major, b_major, ..*c };
     let mut configs: Vec<GemmConfig> = SM90_CONFIGS
         .iter()
+        .chain(SM90_ODD_WIDTHS)
         .filter(|c| c.consumers == 2 || problem.wants_64_rows())
         .map(typed)
         .collect();

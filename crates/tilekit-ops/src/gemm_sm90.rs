@@ -137,6 +137,22 @@
 //! rows of A and B: the pitch of the stored rows (K for K-major, M or N for MN-major) a
 //! multiple of 8 elements.
 //!
+//! Tile widths ([`GemmConfig::bn`]): any multiple of 16 in 16..=256, not only 64, 128, 192,
+//! 256 — wgmma takes N any multiple of 8, and a K-major B tile is BN rows of one 128-byte
+//! swizzle row each, whole 8-row (1 KiB) swizzle atoms, so every stage, and a pair's half of B
+//! (BN/2 rows, a multiple of 8), starts on a 1 KiB boundary with the same swizzle phase the
+//! wgmma descriptor assumes. Two layouts are tied to 64 columns and refuse other widths by
+//! name: B MN-major (its tile is slabs of 64 N-columns) and the TMA-store epilogue (boxes of
+//! `cw` = 128 bytes of C: 64 columns of a 16-bit C, 32 of f32, so an f32 C also takes 96, 160,
+//! 224). tf32 (k 8) reads the same 128-byte rows and takes the same widths.
+//!
+//! ```text
+//!   bn 144, 1000³, bm 64:  16 × 7 = 112 tiles (bn 128: 128 tiles, the last N-tile 104 wide;
+//!                           bn 256: 64 tiles) — a wave of 132 SMs, less zero-filled B
+//!   B tile, K-major:  rows 0..8 │ 8..16 │ … │ 136..144   18 swizzle atoms of 8 × 128 B
+//!   pair (cluster 2): rank 0 rows 0..72, rank 1 rows 72..144 (9 atoms each, multicast)
+//! ```
+//!
 //! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
 //! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
 //! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
@@ -408,7 +424,18 @@ pub struct GemmConfig {
     pub input: ScalarType,
     /// Output element type (the input type or F32).
     pub output: ScalarType,
-    /// Columns of C per block (the wgmma's N): 64, 128, 192 or 256.
+    /// Columns of C per block (the wgmma's N): a multiple of 16 in 16..=256 — with B
+    /// [`Major::MN`] a multiple of [`SLAB`] (64, 128, 192, 256: the tile is whole slabs), with
+    /// [`Epilogue::Tma`] a multiple of the C box's 128 bytes (64 columns of a 16-bit C, 32 of
+    /// f32). Widths between the powers of two fit a problem's N or the SM count better: 1000³
+    /// in 64 × 144 tiles is 16 × 7 = 112 blocks, 8192² in 128 × 176 tiles 64 × 47.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::{build_gemm_sm90, GemmConfig};
+    /// let cfg = GemmConfig { bn: 144, consumers: 1, stages: 8, ..GemmConfig::default() };
+    /// assert_eq!(cfg.shared_bytes(), 8 * (64 + 144) * 64 * 2); // 208 KiB
+    /// assert!(build_gemm_sm90(cfg).unwrap().to_string().contains("m64n144k16"));
+    /// ```
     pub bn: i64,
     /// Stages of the shared-memory ring (2..=12, and they must fit 227 KiB: the deepest rings
     /// only for small tiles, e.g. 12 of 64 × 64 with one consumer).
@@ -601,7 +628,18 @@ impl GemmConfig {
     ///
     /// ```
     /// use tilekit_ops::gemm_sm90::{GemmConfig, Raster};
-    /// assert!(GemmConfig { bn: 96, ..GemmConfig::default() }.check().is_err());
+    /// use tilekit_ir::{wgmma::Major, ScalarType};
+    /// use tilekit_ops::gemm_sm90::Epilogue;
+    /// // bn: any multiple of 16 up to 256 with K-major B and the register epilogue
+    /// assert!(GemmConfig { bn: 144, ..GemmConfig::default() }.check().is_ok());
+    /// let e = GemmConfig { bn: 72, ..GemmConfig::default() }.check().unwrap_err();
+    /// assert!(e.to_string().contains("bn = 72") && e.to_string().contains("multiple of 16"), "{e}");
+    /// // B MN-major: whole 64-column slabs; the TMA store: whole 128-byte boxes of C
+    /// assert!(GemmConfig { bn: 176, b_major: Major::MN, ..GemmConfig::default() }.check().is_err());
+    /// let tma = GemmConfig { bn: 80, epilogue: Epilogue::Tma, ..GemmConfig::default() };
+    /// assert!(tma.check().unwrap_err().to_string().contains("multiple of 64"));
+    /// let f32_c = GemmConfig { bn: 96, output: ScalarType::F32, ..tma }; // boxes of 32 f32
+    /// assert!(f32_c.check().is_ok());
     /// assert!(GemmConfig { stages: 7, bn: 256, ..GemmConfig::default() }.check().is_err()); // 336 KiB
     /// assert!(GemmConfig { raster: Raster::Grouped(0), ..GemmConfig::default() }.check().is_err());
     /// assert!(GemmConfig { cluster: 2, ..GemmConfig::default() }.check().is_ok());
@@ -652,8 +690,40 @@ impl GemmConfig {
                 ));
             }
         }
-        if ![64, 128, 192, 256].contains(&self.bn) {
-            return Err(OpsError::invalid(op, "bn", self.bn, "64, 128, 192 or 256"));
+        if !(16..=256).contains(&self.bn) || self.bn % 16 != 0 {
+            return Err(OpsError::invalid(
+                op,
+                "bn",
+                self.bn,
+                "a multiple of 16 in 16..=256 (the wgmma's N; a pair's half of B whole 8-row \
+                 swizzle atoms)",
+            ));
+        }
+        if self.b_major == Major::MN && self.bn % SLAB != 0 {
+            return Err(OpsError::invalid(
+                op,
+                "bn",
+                self.bn,
+                format!(
+                    "a multiple of {SLAB} (64, 128, 192 or 256) with B MN-major (its tile is \
+                     slabs of {SLAB} N-columns, one 128-byte swizzle row each); K-major B \
+                     takes any multiple of 16"
+                ),
+            ));
+        }
+        let cw = 128 / self.output.size_bytes() as i64;
+        if self.epilogue == Epilogue::Tma && self.bn % cw != 0 {
+            return Err(OpsError::invalid(
+                op,
+                "bn",
+                self.bn,
+                format!(
+                    "a multiple of {cw} with the TMA-store epilogue and {} output (C is stored \
+                     in boxes of {cw} columns, 128 bytes); the register epilogue takes any \
+                     multiple of 16",
+                    self.output
+                ),
+            ));
         }
         if let Raster::Grouped(g) = self.raster {
             if !(1..=65535).contains(&g) {

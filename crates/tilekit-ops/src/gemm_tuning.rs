@@ -77,7 +77,8 @@ use crate::tuning::{TuningError, TuningSource};
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct GemmChoice {
-    /// Columns of C per block: 64, 128, 192 or 256.
+    /// Columns of C per block: a multiple of 16 in 16..=256 (see [`GemmConfig::bn`]; the
+    /// tuner's are 64, 128, 192, 256 and [`ODD_WIDTHS`], [`ODD_WIDTHS_64_ROWS`]).
     pub bn: i64,
     /// Stages of the shared-memory ring.
     pub stages: i64,
@@ -266,6 +267,26 @@ pub const ONE_WAVE: i64 = 132;
 /// ```
 pub const FEW_TILES: i64 = 128;
 
+/// Tile widths between the powers of two that [`GemmProblem::candidates`] adds for the
+/// 128-row tile (K-major B; with a 16-bit C the register epilogue only, [`GemmConfig::bn`]):
+/// cuBLASLt's fastest kernels for 8192 × 8192 × 1024 on the H200 are 176 × 128 and 128 × 160
+/// tiles, and 8192 columns in tiles of 240 are 35 N-tiles, 2240 tiles of 128 rows: 16.97 waves
+/// of 132 SMs (bn 256: 15.5, bn 176: 22.8). Not yet measured here: none is the heuristic's.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::ODD_WIDTHS, [160, 176, 240]);
+/// ```
+pub const ODD_WIDTHS: [i64; 3] = [160, 176, 240];
+
+/// The odd tile widths for the 64-row tile (where [`GemmProblem::wants_64_rows`]): cuBLASLt's
+/// fastest 1000³ kernel on the H200 uses 64 × 144 tiles (1000³ in 64 × 144 tiles: 16 × 7 =
+/// 112 blocks; 64 × 80: 16 × 13 = 208).
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::ODD_WIDTHS_64_ROWS, [80, 144, 176]);
+/// ```
+pub const ODD_WIDTHS_64_ROWS: [i64; 3] = [80, 144, 176];
+
 /// A GEMM as the tuner and the API see it: C (M×N) = A (M×K) · B (K×N), the element types, the
 /// operands' layout and whether C's rows can take TMA stores (a row pitch that is a multiple of
 /// 16 bytes).
@@ -435,6 +456,12 @@ impl GemmProblem {
     /// stages (where the ring fits), one block per tile or persistent in grouped order, pairs in clusters, and split
     /// K with the deepest ring that fits.
     ///
+    /// And the odd tile widths ([`ODD_WIDTHS`] for 128 rows, [`ODD_WIDTHS_64_ROWS`] for 64),
+    /// each with the deepest ring that fits (at most 6 stages of 128 rows, 12 of 64), persistent
+    /// in grouped order (8), in pairs (grouped 4, where M has two tiles) and, 64-row, one block
+    /// per tile; both epilogues where [`GemmConfig::check`] takes them (B MN-major and the TMA
+    /// store of a 16-bit C refuse these widths, so they drop out there). No split K.
+    ///
     /// ```
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::gemm_sm90::Epilogue;
@@ -450,6 +477,8 @@ impl GemmProblem {
     /// assert!(one_row.candidates().iter().any(|c| c.consumers == 1 && c.split_k == 4));
     /// let f32_odd = GemmProblem::new(4096, 4095, 4096, ScalarType::BF16, ScalarType::F32, false);
     /// assert!(f32_odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
+    /// // bn 176 (128 rows, 5 stages of 38 KiB) alone and in pairs
+    /// assert!(c.iter().any(|c| c.bn == 176 && c.stages == 5 && c.cluster == 2));
     /// ```
     pub fn candidates(&self) -> Vec<GemmChoice> {
         let mut out = Vec::new();
@@ -560,6 +589,49 @@ impl GemmProblem {
                             if let Some(c) = c.filter(|c| self.config(c).check().is_ok()) {
                                 out.push(c);
                             }
+                        }
+                    }
+                }
+            }
+            // the odd widths: the deepest ring that fits, persistent grouped, in pairs, and
+            // (64 rows, about one wave) one block per tile
+            let (odd, deepest): (&[i64], i64) =
+                if consumers == 2 { (&ODD_WIDTHS, 6) } else { (&ODD_WIDTHS_64_ROWS, 12) };
+            for &bn in odd {
+                if bn > n_cap {
+                    continue;
+                }
+                let mut grids = vec![(true, Raster::Grouped(8), 1)];
+                if tiles_m >= 2 {
+                    grids.push((true, Raster::Grouped(4), 2));
+                }
+                if consumers == 1 || tiles(bn) <= 1 {
+                    grids.insert(0, (false, Raster::Linear, 1));
+                }
+                if tiles(bn) <= 1 {
+                    grids.truncate(1);
+                }
+                for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+                    if epilogue == Epilogue::Tma && !self.c_tma {
+                        continue;
+                    }
+                    for &(persistent, raster, cluster) in &grids {
+                        // (unsplit; any other knob the default's)
+                        let at = |stages| GemmChoice {
+                            bn,
+                            stages,
+                            overlap: true,
+                            persistent,
+                            raster,
+                            epilogue,
+                            cluster,
+                            consumers,
+                            ..GemmChoice::of(&GemmConfig::default())
+                        };
+                        if let Some(c) =
+                            (2..=deepest).rev().map(at).find(|c| self.config(c).check().is_ok())
+                        {
+                            out.push(c);
                         }
                     }
                 }

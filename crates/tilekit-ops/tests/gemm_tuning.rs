@@ -3,11 +3,14 @@
 //! TMA-store epilogue, whose extra arguments the API binds — against an f64 reference.
 
 use tilekit_ir::tensor::HostTensor;
+use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 use tilekit_ops::api;
 use tilekit_ops::backend::Interp;
-use tilekit_ops::gemm_sm90::{Epilogue, Raster};
-use tilekit_ops::gemm_tuning::{file_name, GemmChoice, GemmProblem, GemmTable, Tuned};
+use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
+use tilekit_ops::gemm_tuning::{
+    file_name, GemmChoice, GemmProblem, GemmTable, Tuned, ODD_WIDTHS, ODD_WIDTHS_64_ROWS,
+};
 use tilekit_ops::host;
 use tilekit_ops::tuning::{TuningError, TuningSource};
 
@@ -43,7 +46,29 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
             }
         }
     }
-    assert_eq!(c.len(), want);
+    // the odd widths (160, 176, 240): a bf16 C cannot take their TMA store (boxes of 64
+    // columns), so the register epilogue, the deepest ring that fits, persistent grouped 8 and
+    // pairs grouped 4
+    let mut odd_choices = 0;
+    for bn in ODD_WIDTHS {
+        let deepest = (2..=6).rev().find(|s| s * (128 + bn) * 128 <= 227 * 1024).unwrap();
+        let at = |cluster, raster| GemmChoice {
+            bn,
+            stages: deepest,
+            overlap: true,
+            persistent: true,
+            raster,
+            epilogue: Epilogue::Registers,
+            cluster,
+            consumers: 2,
+            ..GemmChoice::of(&GemmConfig::default())
+        };
+        assert!(c.contains(&at(1, Raster::Grouped(8))) && c.contains(&at(2, Raster::Grouped(4))));
+        odd_choices += 2;
+    }
+    assert_eq!(c.iter().filter(|c| c.bn % 64 != 0).count(), odd_choices);
+    assert!(c.iter().all(|c| c.bn % 64 == 0 || c.epilogue == Epilogue::Registers));
+    assert_eq!(c.len(), want + odd_choices);
     let mut uniq = c.clone();
     uniq.sort_by_key(|c| format!("{c:?}"));
     uniq.dedup();
@@ -52,7 +77,19 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     // the heuristic's knobs in pairs of blocks, in groups of 4 pairs (8 M-tiles)
     let paired = GemmChoice { cluster: 2, raster: Raster::Grouped(4), ..GemmChoice::heuristic(&p) };
     assert!(c.contains(&paired));
-    assert_eq!(c.iter().filter(|c| c.cluster == 2).count(), want / 3);
+    assert_eq!(c.iter().filter(|c| c.cluster == 2).count(), want / 3 + odd_choices / 2);
+    // an f32 C takes the TMA store in 32-column boxes: bn 160 (5 of them; 4 stages beside the
+    // 80 KiB C tile), not 176 or 240
+    let f32_c = GemmProblem::new(4096, 4096, 4096, BF, F32, true).candidates();
+    let tma_odd: Vec<(i64, i64)> = f32_c
+        .iter()
+        .filter(|c| c.bn % 64 != 0 && c.epilogue == Epilogue::Tma)
+        .map(|c| (c.bn, c.stages))
+        .collect();
+    assert_eq!(tma_odd, [(160, 4), (160, 4)]);
+    // B MN-major (row-major B, the API's layout): no odd widths
+    let nn = GemmProblem::new(4096, 4096, 4096, BF, BF, true).with_majors(Major::K, Major::MN);
+    assert!(nn.candidates().iter().all(|c| c.bn % 64 == 0));
     // a C that TMA cannot store: register epilogues only; one tile: no persistent grids
     let odd = GemmProblem::new(4096, 4095, 4096, BF, F32, false);
     assert!(odd.candidates().iter().all(|c| c.epilogue == Epilogue::Registers));
@@ -87,6 +124,15 @@ fn the_64_row_candidates_are_there_for_skinny_and_few_tile_problems_only() {
                 }
             }
         }
+    }
+    // the odd widths of 64 rows (80, 144, 176): register epilogue (an f32 C's boxes are 32
+    // columns), the deepest ring, one block per tile and persistent (one M-tile: no pairs)
+    for bn in ODD_WIDTHS_64_ROWS {
+        let deepest = (2..=12).rev().find(|s| s * (64 + bn) * 128 <= 227 * 1024).unwrap();
+        let odd: Vec<&&GemmChoice> = one.iter().filter(|c| c.bn == bn).collect();
+        assert_eq!(odd.len(), 2, "{bn}");
+        assert!(odd.iter().all(|c| c.stages == deepest && c.epilogue == Epilogue::Registers));
+        want += 2;
     }
     assert_eq!(one.iter().filter(|c| c.split_k == 1).count(), want);
     assert!(one.iter().all(|c| c.cluster == 1), "one 64-row tile: nothing to pair");
@@ -235,11 +281,11 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
         e.contains("raster `grouped 0`: expected `linear`, `grouped G` (G ≥ 1) or `hilbert`"),
         "{e}"
     );
-    std::fs::write(&path, text.replace("\"bn\": 128", "\"bn\": 96")).unwrap();
+    std::fs::write(&path, text.replace("\"bn\": 128", "\"bn\": 72")).unwrap();
     match GemmTable::load(tmp.path(), dev) {
         Err(TuningError::Corrupt { why, .. }) => {
             assert!(why.contains("entry `bf16>f32 nt m64 n8192 k8192`"), "{why}");
-            assert!(why.contains("64, 128, 192 or 256"), "{why}");
+            assert!(why.contains("bn = 72") && why.contains("multiple of 16"), "{why}");
         }
         other => panic!("expected a corrupt file, got {other:?}"),
     }
