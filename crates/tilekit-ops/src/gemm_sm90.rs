@@ -1463,6 +1463,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                             let parity = (nth.clone() + w.clone() + lit(1)) % lit(2);
                             b.mbarrier_wait(ob, w, &parity)
                         })?;
+                        // (a tile of no k-slices, K = 0: its turn ends at once)
+                        let none = b.cmp(CmpOp::Eq, &sl.count, &lit(0))?;
+                        b.if_then(&none, |b| b.mbarrier_arrive(ob, &(lit(1) - w.clone()), None))?;
                         Some((ob, w.clone()))
                     }
                     _ => None,
@@ -1482,6 +1485,17 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let (acc, pos) = carried.split_at(nacc * slabs);
                         let (s, parity) = (pos[0].clone(), pos[1].clone());
                         b.mbarrier_wait(full, &s, &parity)?;
+                        if let Some((ob, w)) = &turn {
+                            // the tile's last stage has landed (all of them have): the other
+                            // warpgroup's turn — its first wait on a stage of its next tile then
+                            // cannot see a phase parity two fills old. (Here, not after the
+                            // loop: an arrive between the loop and its wait_group 0 makes ptxas
+                            // serialize the wgmmas, C7514, with the register epilogue.)
+                            let last = b.cmp(CmpOp::Eq, &kt, &(sl.count.clone() - lit(1)))?;
+                            b.if_then(&last, |b| {
+                                b.mbarrier_arrive(*ob, &(lit(1) - w.clone()), None)
+                            })?;
+                        }
                         b.wgmma_fence()?;
                         let mut acc = acc.to_vec();
                         if pingpong {
@@ -1527,12 +1541,6 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         Ok(acc)
                     })?;
                 let acc = carried[..nacc * slabs].to_vec();
-                if let Some((ob, w)) = &turn {
-                    // every stage of this tile has landed and been read into wgmmas: the other
-                    // warpgroup's turn (its first wait on a stage of its next tile then cannot
-                    // see a phase parity two fills old)
-                    b.mbarrier_arrive(*ob, &(lit(1) - w.clone()), None)?;
-                }
                 if cfg.overlap {
                     b.wgmma_wait(0)?;
                     // the tile's last stage (the next tile's first release is of its own)
@@ -1612,6 +1620,13 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     })?;
                     c_sync(b)?;
                     for i in (0..acc.len()).step_by(2) {
+                        if pingpong && !cfg.op.is_identity() && i > 0 && i % (nacc / 4) == 0 {
+                            // (a 128 × bn tile in one warpgroup: ptxas would hoist the loads
+                            // of C and the bias above the earlier shared stores — nothing
+                            // aliases them — while all 128 accumulators are live, and spill;
+                            // the warpgroup's barrier every quarter slab keeps them in it)
+                            c_sync(b)?;
+                        }
                         let (slab_at, ii) = if pingpong {
                             ((i / nacc) as i64 * 64 * cw, i % nacc)
                         } else {

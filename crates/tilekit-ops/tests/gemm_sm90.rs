@@ -1049,6 +1049,9 @@ fn pingpong_kernels_assemble_for_sm_90a_without_spills() {
         GemmConfig { bn: 64, stages: 8, epilogue: Epilogue::Tma, ..base },
         GemmConfig { bn: 128, stages: 4, b_major: Major::MN, op: all, output: ScalarType::F32, ..base },
         GemmConfig { bn: 128, stages: 4, a_major: Major::MN, op: all, epilogue: Epilogue::Tma, ..base },
+        GemmConfig { bn: 128, stages: 5, op: all, epilogue: Epilogue::Tma, ..base },
+        GemmConfig { bn: 128, stages: 4, op: all, ..base },
+        GemmConfig { bn: 64, stages: 6, op: all, epilogue: Epilogue::Tma, ..base },
         GemmConfig { input: ScalarType::F32, output: ScalarType::F32, bn: 128, stages: 3, ..base },
     ] {
         let k = build_gemm_sm90(cfg).unwrap();
