@@ -50,6 +50,36 @@
 //!   (the pair shares B rather than A: for bn ≥ 128 B's box is the larger, so L2 → SM traffic
 //!   per stage and block falls from A + B to A + B/2 — bn 256: 32 KiB instead of 48)
 //!
+//!   ping-pong (GemmConfig::pingpong; persistent, two consumers, bn ≤ 128): the consumer
+//!   warpgroups take turns over the block's walk — warpgroup 1 (w = 0) its steps 0, 2, 4, …,
+//!   warpgroup 2 (w = 1) steps 1, 3, 5, … — each computing a whole 128-row tile by itself
+//!   (per k16 step 2 × wgmma m64nBNk16, A slabs 0 and 1 of the same stage; 2 · BN/2 f32
+//!   accumulators a thread, 128 at bn 128), so one warpgroup's epilogue runs under the other's
+//!   mainloop and the tensor cores never wait for a store:
+//!
+//!     producer   │ t0 slices │ t1 slices │ t2 slices │ t3 slices │ …   (the same walk, one ring)
+//!     WG1 (w 0)  │ mma t0    │ epi t0 ▒▒ │ mma t2    │ epi t2 ▒▒ │
+//!     WG2 (w 1)  │ (waits)   │ mma t1    │ epi t1 ▒▒ │ mma t3    │
+//!                            ▲ order[1]  ▲ order[0]  ▲ order[1]     ▒ = no MMA of its own
+//!
+//!   the ring as before (stage and phase run on over all the block's tiles); warpgroup w's i-th
+//!   tile of the walk starts at slice i · ⌈K/bk⌉ (`it` starts at w tiles' slices and steps two
+//!   tiles), and each stage is released by the one warpgroup that read it: empty[s] expects 128
+//!   arrivals. The order barriers (mbarriers order[0], order[1], 128 arrivals): warpgroup w
+//!   waits order[w] before its mainloop (not before the walk's first tile), and arrives on
+//!   order[1 − w] once the last stage of its tile has landed — that is CUTLASS's
+//!   OrderedSequenceBarrier, and it is needed for more than the turns: a stage's full barrier
+//!   is waited by parity, and a warpgroup skipping the other's slices could otherwise wait on
+//!   full[s] while its previous fill (the other warpgroup's slice) has not landed yet, and read
+//!   that phase as already complete; after the turn, every earlier fill has been waited by
+//!   someone. (The arrive sits in the k-loop, at the last slice: between the loop and its
+//!   wait_group 0, ptxas serializes the wgmmas, C7514.)
+//!   epilogues: Registers unchanged (rows 64·j + … of slab j's accumulators); Tma: a C tile,
+//!   a named barrier (1 for warpgroup 1, 2 for warpgroup 2, 128 threads) and a storing thread
+//!   (the warpgroup's first) per warpgroup, each waiting its own bulk groups; with an epilogue
+//!   op the warpgroup also syncs every quarter slab (ptxas hoists the loads of C and the bias
+//!   over the shared stores otherwise, and spills beside 128 accumulators)
+//!
 //!   tile order, t → (M-tile, N-tile) on tiles_m × tiles_n:
 //!     Linear        (t / tiles_n, t mod tiles_n)
 //!     Grouped(g)    groups of g M-tiles walked column by column (CUTLASS / Triton swizzle):
@@ -74,7 +104,8 @@
 //!
 //!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
-//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs
+//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs (two
+//!   of them with ping-pong); (ping-pong) the order barriers
 //!
 //!   the 64-row tile (one consumer), against the 128-row one, per stage and block:
 //!     bm 128:  A 16 KiB + B (bn 256) 32 KiB = 48 KiB; 2 × 4 wgmma m64n256k16; 384 threads
@@ -140,7 +171,8 @@
 //! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
 //! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
 //! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
-//! plus constants, and are computed after the mainloop inside the tile walk). With one consumer
+//! plus constants, and are computed after the mainloop inside the tile walk; a ping-pong
+//! warpgroup's 128 × 128 tile is the same 128 accumulators). With one consumer
 //! (256 threads) the entry count is 248 (65536 / 256 = 256, capped at 248 below the 255 a
 //! thread may address); the producer still gives its registers back (`.dec 40`), the consumer
 //! keeps the 248 it starts with (an `.inc` to the same count would be no increase), ptxas
@@ -1039,6 +1071,10 @@ fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<
 /// let k = build_gemm_sm90(one).unwrap();
 /// assert_eq!(k.block_dim, [256, 1, 1]);
 /// assert!(k.to_string().contains("bar.sync 1, 128"));
+/// // ping-pong consumers: each warpgroup its own tile, C tile and named barrier
+/// let pp = GemmConfig { pingpong: true, persistent: true, epilogue: Epilogue::Tma, ..GemmConfig::default() };
+/// let text = build_gemm_sm90(pp).unwrap().to_string();
+/// assert!(text.contains("bar.sync 1, 128") && text.contains("bar.sync 2, 128"));
 /// ```
 pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     cfg.check()?;
