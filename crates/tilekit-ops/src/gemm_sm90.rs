@@ -1072,7 +1072,7 @@ fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<
 /// assert_eq!(k.block_dim, [256, 1, 1]);
 /// assert!(k.to_string().contains("bar.sync 1, 128"));
 /// // ping-pong consumers: each warpgroup its own tile, C tile and named barrier
-/// let pp = GemmConfig { pingpong: true, persistent: true, epilogue: Epilogue::Tma, ..GemmConfig::default() };
+/// let pp = GemmConfig { pingpong: true, persistent: true, consumers: 2, ..one }; // TMA store
 /// let text = build_gemm_sm90(pp).unwrap().to_string();
 /// assert!(text.contains("bar.sync 1, 128") && text.contains("bar.sync 2, 128"));
 /// ```
@@ -1595,10 +1595,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         (half.clone() * lit(64), i)
                     };
                     let (r0, c0) = acc_coord(0, i);
-                    let row = slab_row
-                        + warp.clone() * lit(16)
-                        + lane.clone() / lit(4)
-                        + lit(r0 as i64);
+                    let row =
+                        slab_row + warp.clone() * lit(16) + lane.clone() / lit(4) + lit(r0 as i64);
                     (row, lane.clone() % lit(4) * lit(2) + lit(c0 as i64))
                 };
                 // an element's offset in the tile's entry of C (batched: past the entries before)
@@ -1663,11 +1661,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                             // the warpgroup's barrier every quarter slab keeps them in it)
                             c_sync(b)?;
                         }
-                        let (slab_at, ii) = if pingpong {
-                            ((i / nacc) as i64 * 64 * cw, i % nacc)
-                        } else {
-                            (0, i)
-                        };
+                        let (slab_at, ii) =
+                            if pingpong { ((i / nacc) as i64 * 64 * cw, i % nacc) } else { (0, i) };
                         let (r0, c0) = acc_coord(0, ii);
                         let (r0, c0) = (r0 as i64, c0 as i64);
                         let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;

@@ -873,13 +873,8 @@ fn pingpong_walks_match_the_reference_with_ragged_tiles() {
     // one stage (8); f16 with an f32 C
     run_on(GemmConfig { stages: 6, ..base }, 200, 136, 72, 313, 2);
     run_on(GemmConfig { stages: 6, ..base }, 136, 130, 8, 315, 3);
-    let f16 = GemmConfig {
-        input: ScalarType::F16,
-        output: ScalarType::F32,
-        bn: 128,
-        stages: 4,
-        ..base
-    };
+    let f16 =
+        GemmConfig { input: ScalarType::F16, output: ScalarType::F32, bn: 128, stages: 4, ..base };
     run_on(f16, 260, 130, 200, 317, 2);
 }
 
@@ -935,7 +930,12 @@ fn pingpong_applies_every_epilogue_step_and_operand_layout() {
 
 #[test]
 fn pingpong_configs_are_checked_labelled_and_sized() {
-    let pp = pingpong(GemmConfig { bn: 128, stages: 5, epilogue: Epilogue::Tma, ..GemmConfig::default() });
+    let pp = pingpong(GemmConfig {
+        bn: 128,
+        stages: 5,
+        epilogue: Epilogue::Tma,
+        ..GemmConfig::default()
+    });
     assert_eq!(pp.label(), "bn 128, 5 stages, overlap, persistent, grouped 2, tma store, pingpong");
     // two C tiles of 128 × 128 bf16 beside the ring
     assert_eq!(pp.shared_bytes(), 5 * (128 + 128) * 64 * 2 + 2 * 128 * 128 * 2);
@@ -952,12 +952,7 @@ fn pingpong_configs_are_checked_labelled_and_sized() {
         (GemmConfig { bn: 192, stages: 3, ..pp }, "bn ≤ 128"),
         (GemmConfig { bn: 256, stages: 3, epilogue: Epilogue::Registers, ..pp }, "bn ≤ 128"),
         (
-            GemmConfig {
-                split_k: 2,
-                epilogue: Epilogue::Registers,
-                output: ScalarType::F32,
-                ..pp
-            },
+            GemmConfig { split_k: 2, epilogue: Epilogue::Registers, output: ScalarType::F32, ..pp },
             "split_k = 1",
         ),
         (GemmConfig { batched: true, ..pp }, "batched = false"),
@@ -988,17 +983,35 @@ fn the_kernel_without_pingpong_is_the_cooperative_one_byte_for_byte() {
         raster: Raster::Grouped(8),
         ..GemmConfig::default()
     };
-    let all = EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    let all =
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
     let cases = [
         (GemmConfig::default(), 0x87125b9eca78a457u64, 39332usize),
-        (GemmConfig { bn: 256, stages: 3, epilogue: Epilogue::Tma, ..p }, 0x1d4371a5b4857414, 39821),
         (
-            GemmConfig { bn: 128, stages: 5, epilogue: Epilogue::Tma, raster: Raster::Hilbert, ..p },
+            GemmConfig { bn: 256, stages: 3, epilogue: Epilogue::Tma, ..p },
+            0x1d4371a5b4857414,
+            39821,
+        ),
+        (
+            GemmConfig {
+                bn: 128,
+                stages: 5,
+                epilogue: Epilogue::Tma,
+                raster: Raster::Hilbert,
+                ..p
+            },
             0x86f3643825434fd5,
             26838,
         ),
         (
-            GemmConfig { bn: 256, stages: 4, output: ScalarType::F32, b_major: Major::MN, op: all, ..p },
+            GemmConfig {
+                bn: 256,
+                stages: 4,
+                output: ScalarType::F32,
+                b_major: Major::MN,
+                op: all,
+                ..p
+            },
             0x50e90bde26977591,
             151600,
         ),
@@ -1021,7 +1034,15 @@ fn the_kernel_without_pingpong_is_the_cooperative_one_byte_for_byte() {
         assert_eq!((fnv(&ptx), ptx.len()), (hash, len), "{}", cfg.label());
     }
     // and the ping-pong kernel is another one
-    let k = build_gemm_sm90(GemmConfig { pingpong: true, bn: 128, stages: 5, epilogue: Epilogue::Tma, raster: Raster::Hilbert, ..p }).unwrap();
+    let k = build_gemm_sm90(GemmConfig {
+        pingpong: true,
+        bn: 128,
+        stages: 5,
+        epilogue: Epilogue::Tma,
+        raster: Raster::Hilbert,
+        ..p
+    })
+    .unwrap();
     let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
     assert_ne!(fnv(&ptx), 0x86f3643825434fd5);
 }
@@ -1038,7 +1059,8 @@ fn pingpong_kernels_assemble_for_sm_90a_without_spills() {
         pingpong: true,
         ..GemmConfig::default()
     };
-    let all = EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    let all =
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
     for cfg in [
         GemmConfig { bn: 128, stages: 4, epilogue: Epilogue::Tma, ..base },
         GemmConfig { bn: 128, stages: 5, epilogue: Epilogue::Tma, ..base },
@@ -1047,8 +1069,22 @@ fn pingpong_kernels_assemble_for_sm_90a_without_spills() {
         GemmConfig { bn: 128, stages: 5, raster: Raster::Hilbert, epilogue: Epilogue::Tma, ..base },
         GemmConfig { bn: 128, stages: 4, overlap: false, ..base },
         GemmConfig { bn: 64, stages: 8, epilogue: Epilogue::Tma, ..base },
-        GemmConfig { bn: 128, stages: 4, b_major: Major::MN, op: all, output: ScalarType::F32, ..base },
-        GemmConfig { bn: 128, stages: 4, a_major: Major::MN, op: all, epilogue: Epilogue::Tma, ..base },
+        GemmConfig {
+            bn: 128,
+            stages: 4,
+            b_major: Major::MN,
+            op: all,
+            output: ScalarType::F32,
+            ..base
+        },
+        GemmConfig {
+            bn: 128,
+            stages: 4,
+            a_major: Major::MN,
+            op: all,
+            epilogue: Epilogue::Tma,
+            ..base
+        },
         GemmConfig { bn: 128, stages: 5, op: all, epilogue: Epilogue::Tma, ..base },
         GemmConfig { bn: 128, stages: 4, op: all, ..base },
         GemmConfig { bn: 64, stages: 6, op: all, epilogue: Epilogue::Tma, ..base },
