@@ -1523,8 +1523,9 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.mbarrier_wait(full, &s, &parity)?;
                         if let Some((ob, w)) = &turn {
                             // the tile's last stage has landed (all of them have): the other
-                            // warpgroup's turn — its first wait on a stage of its next tile then
-                            // cannot see a phase parity two fills old. (Here, not after the
+                            // warpgroup's turn — every earlier fill of the stages its next tile
+                            // waits on has landed, so the parity it waits for names the fill it
+                            // wants, not the unfinished one before it. (Here, not after the
                             // loop: an arrive between the loop and its wait_group 0 makes ptxas
                             // serialize the wgmmas, C7514, with the register epilogue.)
                             let last = b.cmp(CmpOp::Eq, &kt, &(sl.count.clone() - lit(1)))?;
