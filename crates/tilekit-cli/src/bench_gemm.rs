@@ -154,6 +154,7 @@ const fn sm90(
         batched: false,
         cluster: 1,
         consumers: 2,
+        pingpong: false,
     }
 }
 
@@ -167,11 +168,18 @@ const fn bm64(c: GemmConfig) -> GemmConfig {
     GemmConfig { consumers: 1, ..c }
 }
 
+/// `c` with ping-pong consumers (each warpgroup its own 128-row tile; labels end in
+/// `pingpong`).
+const fn pp(c: GemmConfig) -> GemmConfig {
+    GemmConfig { pingpong: true, ..c }
+}
+
 /// The Hopper kernel's configurations timed per problem (input and output types are set per
 /// problem): the two winners of the one-block-per-tile kernel (bn 128 / 6 stages, bn 256 / 4
 /// stages, one wgmma group in flight), then the persistent grid in linear, grouped and Hilbert
 /// order, with the register epilogue and the TMA-store one; then pairs of blocks in 2-block
 /// clusters sharing B by multicast (labels end in `cluster 2`; grouped g = g pairs of M-tiles);
+/// then ping-pong consumers (bn 128, each warpgroup its own tile, labels end in `pingpong`);
 /// then the 64-row tile (one consumer warpgroup, labels end in `bm 64`), timed only where
 /// [`GemmProblem::wants_64_rows`] (M ≤ 64, or few tiles). TMA-store configs are skipped where
 /// C's row pitch is not a multiple of 16 bytes. The problem's [`GemmChoice::heuristic`] (what
@@ -179,7 +187,8 @@ const fn bm64(c: GemmConfig) -> GemmConfig {
 ///
 /// ```
 /// use tilekit_cli::bench_gemm::SM90_CONFIGS;
-/// assert!(SM90_CONFIGS.len() <= 31);
+/// assert!(SM90_CONFIGS.len() <= 37);
+/// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.pingpong).count(), 6);
 /// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.cluster == 2).count(), 7);
 /// assert_eq!(SM90_CONFIGS.iter().filter(|c| c.consumers == 1).count(), 9);
 /// ```
@@ -206,6 +215,14 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
     pair(sm90(192, 4, true, Raster::Grouped(4), Epilogue::Tma)),
     pair(sm90(128, 5, true, Raster::Grouped(4), Epilogue::Tma)),
     pair(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma)),
+    // ping-pong: one warpgroup's epilogue under the other's mainloop (two C tiles of 128 × 128
+    // beside the ring: 5 stages at most with the TMA store)
+    pp(sm90(128, 4, true, Raster::Grouped(8), Epilogue::Tma)),
+    pp(sm90(128, 5, true, Raster::Grouped(8), Epilogue::Tma)),
+    pp(sm90(128, 5, true, Raster::Hilbert, Epilogue::Tma)),
+    pp(sm90(128, 4, true, Raster::Grouped(8), Epilogue::Registers)),
+    pp(sm90(128, 5, true, Raster::Grouped(8), Epilogue::Registers)),
+    pp(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Registers)),
     bm64(sm90(128, 8, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma)),
     bm64(sm90(128, 8, false, Raster::Linear, Epilogue::Registers)),
@@ -517,6 +534,7 @@ fn sm90_best(
                 split_k,
                 cluster: 1,
                 consumers,
+                pingpong: false,
             };
             let label = format!("api, {}", choice.label());
             let mut c = cuda.from_host(&ch).map_err(e)?;

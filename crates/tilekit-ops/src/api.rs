@@ -1447,6 +1447,7 @@ fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
         | op.bias.map_or(0, |t| t.size_bytes() as i64) << 12
         | (cfg.cluster - 1) << 21
         | (cfg.consumers - 1) << 22
+        | i64::from(cfg.pingpong) << 23
         | match op.act {
             Activation::None => 0,
             Activation::Relu => 1,
@@ -2227,7 +2228,8 @@ fn gemm_sm90_batched<
     };
     let mut p = sm90_problem(&matrix(&plan.a)?, &entry, plan.majors);
     p.c_tma = p.c_tma && plan.c_tma_batch;
-    let choice = GemmChoice { split_k: 1, ..b.gemm_table().choose(&p) };
+    // (a batched kernel runs unsplit and cooperative: split K and ping-pong are refused)
+    let choice = GemmChoice { split_k: 1, pingpong: false, ..b.gemm_table().choose(&p) };
     let op = EpilogueOp {
         alpha: opts.alpha != 1.0,
         beta: opts.beta != 0.0,

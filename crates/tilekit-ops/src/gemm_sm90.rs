@@ -50,6 +50,36 @@
 //!   (the pair shares B rather than A: for bn ≥ 128 B's box is the larger, so L2 → SM traffic
 //!   per stage and block falls from A + B to A + B/2 — bn 256: 32 KiB instead of 48)
 //!
+//!   ping-pong (GemmConfig::pingpong; persistent, two consumers, bn ≤ 128): the consumer
+//!   warpgroups take turns over the block's walk — warpgroup 1 (w = 0) its steps 0, 2, 4, …,
+//!   warpgroup 2 (w = 1) steps 1, 3, 5, … — each computing a whole 128-row tile by itself
+//!   (per k16 step 2 × wgmma m64nBNk16, A slabs 0 and 1 of the same stage; 2 · BN/2 f32
+//!   accumulators a thread, 128 at bn 128), so one warpgroup's epilogue runs under the other's
+//!   mainloop and the tensor cores never wait for a store:
+//!
+//!     producer   │ t0 slices │ t1 slices │ t2 slices │ t3 slices │ …   (the same walk, one ring)
+//!     WG1 (w 0)  │ mma t0    │ epi t0 ▒▒ │ mma t2    │ epi t2 ▒▒ │
+//!     WG2 (w 1)  │ (waits)   │ mma t1    │ epi t1 ▒▒ │ mma t3    │
+//!                            ▲ order[1]  ▲ order[0]  ▲ order[1]     ▒ = no MMA of its own
+//!
+//!   the ring as before (stage and phase run on over all the block's tiles); warpgroup w's i-th
+//!   tile of the walk starts at slice i · ⌈K/bk⌉ (`it` starts at w tiles' slices and steps two
+//!   tiles), and each stage is released by the one warpgroup that read it: empty[s] expects 128
+//!   arrivals. The order barriers (mbarriers order[0], order[1], 128 arrivals): warpgroup w
+//!   waits order[w] before its mainloop (not before the walk's first tile), and arrives on
+//!   order[1 − w] once the last stage of its tile has landed — that is CUTLASS's
+//!   OrderedSequenceBarrier, and it is needed for more than the turns: a stage's full barrier
+//!   is waited by parity, and a warpgroup skipping the other's slices could otherwise wait on
+//!   full[s] while its previous fill (the other warpgroup's slice) has not landed yet, and read
+//!   that phase as already complete; after the turn, every earlier fill has been waited by
+//!   someone. (The arrive sits in the k-loop, at the last slice: between the loop and its
+//!   wait_group 0, ptxas serializes the wgmmas, C7514.)
+//!   epilogues: Registers unchanged (rows 64·j + … of slab j's accumulators); Tma: a C tile,
+//!   a named barrier (1 for warpgroup 1, 2 for warpgroup 2, 128 threads) and a storing thread
+//!   (the warpgroup's first) per warpgroup, each waiting its own bulk groups; with an epilogue
+//!   op the warpgroup also syncs every quarter slab (ptxas hoists the loads of C and the bias
+//!   over the shared stores otherwise, and spills beside 128 accumulators)
+//!
 //!   tile order, t → (M-tile, N-tile) on tiles_m × tiles_n:
 //!     Linear        (t / tiles_n, t mod tiles_n)
 //!     Grouped(g)    groups of g M-tiles walked column by column (CUTLASS / Triton swizzle):
@@ -74,7 +104,8 @@
 //!
 //!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
-//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs
+//!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs (two
+//!   of them with ping-pong); (ping-pong) the order barriers
 //!
 //!   the 64-row tile (one consumer), against the 128-row one, per stage and block:
 //!     bm 128:  A 16 KiB + B (bn 256) 32 KiB = 48 KiB; 2 × 4 wgmma m64n256k16; 384 threads
@@ -156,7 +187,8 @@
 //! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
 //! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
 //! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
-//! plus constants, and are computed after the mainloop inside the tile walk). With one consumer
+//! plus constants, and are computed after the mainloop inside the tile walk; a ping-pong
+//! warpgroup's 128 × 128 tile is the same 128 accumulators). With one consumer
 //! (256 threads) the entry count is 248 (65536 / 256 = 256, capped at 248 below the 255 a
 //! thread may address); the producer still gives its registers back (`.dec 40`), the consumer
 //! keeps the 248 it starts with (an `.inc` to the same count would be no increase), ptxas
@@ -484,6 +516,16 @@ pub struct GemmConfig {
     /// and for problems of few tiles, which get twice the blocks). The producer warpgroup is
     /// there either way. [`GemmConfig::bm`] is the tile's row count.
     pub consumers: i64,
+    /// Ping-pong consumers (CUTLASS's schedule, see the module docs): the two consumer
+    /// warpgroups work on *different* tiles of the block's persistent walk — warpgroup 1 on
+    /// the walk's even steps, warpgroup 2 on the odd ones — each computing the whole 128-row
+    /// tile (both 64-row A slabs, `2 × bn / 2` accumulators a thread), their mainloops taking
+    /// turns (an order barrier), so one warpgroup's epilogue runs while the other's mainloop
+    /// keeps the tensor cores busy. Needs `persistent`, two consumers and `bn` ≤ 128 (the
+    /// accumulators of a 128 × bn tile in one warpgroup); no split K, batches or clusters.
+    /// With [`Epilogue::Tma`] each warpgroup has its own C tile (twice the shared memory).
+    /// `false`: both consumers on one tile (the cooperative schedule).
+    pub pingpong: bool,
 }
 
 impl Default for GemmConfig {
@@ -504,6 +546,7 @@ impl Default for GemmConfig {
             batched: false,
             cluster: 1,
             consumers: 2,
+            pingpong: false,
         }
     }
 }
@@ -564,6 +607,9 @@ impl GemmConfig {
         if self.consumers != 2 {
             s += &format!(", bm {}", self.bm());
         }
+        if self.pingpong {
+            s += ", pingpong";
+        }
         s
     }
 
@@ -593,7 +639,8 @@ impl GemmConfig {
     }
 
     /// Bytes of shared memory: the ring's tiles, and with [`Epilogue::Tma`] the C tile
-    /// (`bm × bn` of the output type, [`GemmConfig::bm`]).
+    /// (`bm × bn` of the output type, [`GemmConfig::bm`]; one per consumer warpgroup with
+    /// [`GemmConfig::pingpong`]).
     ///
     /// ```
     /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
@@ -601,6 +648,8 @@ impl GemmConfig {
     /// assert_eq!(c.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2 + 128 * 128 * 2);
     /// let one = GemmConfig { consumers: 1, ..c };
     /// assert_eq!(one.shared_bytes(), 4 * (64 * 64 + 128 * 64) * 2 + 64 * 128 * 2);
+    /// let pp = GemmConfig { pingpong: true, persistent: true, ..c };
+    /// assert_eq!(pp.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2 + 2 * 128 * 128 * 2);
     /// ```
     pub fn shared_bytes(&self) -> i64 {
         let bm = self.bm();
@@ -608,7 +657,10 @@ impl GemmConfig {
             self.stages * (bm * self.bk() + self.bn * self.bk()) * self.input.size_bytes() as i64;
         match self.epilogue {
             Epilogue::Registers => ring,
-            Epilogue::Tma => ring + bm * self.bn * self.output.size_bytes() as i64,
+            Epilogue::Tma => {
+                let tiles = if self.pingpong { 2 } else { 1 };
+                ring + tiles * bm * self.bn * self.output.size_bytes() as i64
+            }
         }
     }
 
@@ -650,6 +702,12 @@ impl GemmConfig {
     /// // one consumer: 64-row tiles, so 5 stages of bn 256 fit (5 × 40 KiB; 5 × 48 KiB do not)
     /// assert!(GemmConfig { stages: 5, bn: 256, ..GemmConfig::default() }.check().is_err());
     /// assert!(GemmConfig { consumers: 1, stages: 5, bn: 256, ..GemmConfig::default() }.check().is_ok());
+    /// // ping-pong: persistent, two consumers, bn ≤ 128
+    /// let pp = GemmConfig { pingpong: true, persistent: true, ..GemmConfig::default() };
+    /// assert!(pp.check().is_ok());
+    /// let e = GemmConfig { persistent: false, ..pp }.check().unwrap_err();
+    /// assert!(e.to_string().contains("pingpong") && e.to_string().contains("persistent"), "{e}");
+    /// assert!(GemmConfig { bn: 256, ..pp }.check().is_err());
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "gemm_sm90";
@@ -785,6 +843,40 @@ impl GemmConfig {
                     if self.split_k > 1 { "a split K" } else { "Hilbert order" }
                 ),
             ));
+        }
+        if self.pingpong {
+            let why = if !self.persistent {
+                Some("a persistent walk (persistent = true): the warpgroups take turns over it")
+            } else if self.consumers != 2 {
+                Some("two consumer warpgroups (consumers = 2)")
+            } else if self.bn > 128 {
+                Some("bn ≤ 128: one warpgroup holds a 128 × bn tile's accumulators")
+            } else if self.split_k > 1 {
+                Some("no split K (split_k = 1)")
+            } else if self.batched {
+                Some("an unbatched kernel (batched = false)")
+            } else if self.cluster > 1 {
+                Some("no cluster (cluster = 1)")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(OpsError::invalid(
+                    op,
+                    "pingpong",
+                    format!(
+                        "true with persistent {}, consumers {}, bn {}, split_k {}, batched {}, \
+                         cluster {}",
+                        self.persistent,
+                        self.consumers,
+                        self.bn,
+                        self.split_k,
+                        self.batched,
+                        self.cluster
+                    ),
+                    format!("false, or true with {why}"),
+                ));
+            }
         }
         Ok(())
     }
@@ -1001,12 +1093,14 @@ fn lit(v: i64) -> Val {
 type TileBody<'a> = dyn Fn(&KernelBuilder, Val, Val, Val, &Slices) -> IrResult<()> + 'a;
 
 /// The k-slices of one tile of the walk: the first, how many, (split K) the split's index,
-/// and (batched) the tile's batch entry.
+/// (batched) the tile's batch entry, and (a ping-pong consumer's walk) how many tiles this
+/// warpgroup computed before it.
 struct Slices {
     first: Val,
     count: Val,
     split: Option<Val>,
     entry: Option<Val>,
+    nth: Option<Val>,
 }
 
 /// The ring position of the `it`-th k-slice a block streams: (stage `it mod stages`, phase
@@ -1047,6 +1141,10 @@ fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<
 /// let k = build_gemm_sm90(one).unwrap();
 /// assert_eq!(k.block_dim, [256, 1, 1]);
 /// assert!(k.to_string().contains("bar.sync 1, 128"));
+/// // ping-pong consumers: each warpgroup its own tile, C tile and named barrier
+/// let pp = GemmConfig { pingpong: true, persistent: true, consumers: 2, ..one }; // TMA store
+/// let text = build_gemm_sm90(pp).unwrap().to_string();
+/// assert!(text.contains("bar.sync 1, 128") && text.contains("bar.sync 2, 128"));
 /// ```
 pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     cfg.check()?;
@@ -1177,12 +1275,18 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let (a_elems, b_elems) = (bm * bk, bn * bk);
     let sa = b.shared("a_ring", elem, (stages * a_elems) as usize)?;
     let sb = b.shared("b_ring", elem, (stages * b_elems) as usize)?;
+    // ping-pong: the two consumer warpgroups on different tiles, one C tile each
+    let pingpong = cfg.pingpong;
+    let c_tiles = if pingpong { 2 } else { 1 };
     let sc = match cfg.epilogue {
         Epilogue::Registers => None,
-        Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (bm * bn) as usize)?),
+        Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (c_tiles * bm * bn) as usize)?),
     };
     let full = b.mbarrier("full", stages as usize)?;
     let empty = b.mbarrier("empty", stages as usize)?;
+    // ping-pong: order[w] completes a phase when the other warpgroup has waited every stage of
+    // its tile's mainloop (its 128 threads arrive): warpgroup w's next mainloop may start
+    let order_bar = if pingpong { Some(b.mbarrier("wg_order", 2)?) } else { None };
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
     b.note(if pair {
@@ -1191,12 +1295,23 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         "gemm_sm90: the ring's barriers (full: the producer's TMA bytes; empty: one arrival per consumer thread)"
     });
     // a stage's releases: every consumer thread, or (a pair) lane 0 of each consumer warp of
-    // both blocks
-    let releases = if pair { 2 * 4 * consumers } else { cthreads };
+    // both blocks, or (ping-pong) every thread of the one warpgroup that computes its tile
+    let releases = if pair {
+        2 * 4 * consumers
+    } else if pingpong {
+        128
+    } else {
+        cthreads
+    };
     b.if_then(&first, |b| {
         for s in 0..stages {
             b.mbarrier_init(full, &lit(s), &lit(1))?;
             b.mbarrier_init(empty, &lit(s), &lit(releases))?;
+        }
+        if let Some(order_bar) = order_bar {
+            for w in 0..2 {
+                b.mbarrier_init(order_bar, &lit(w), &lit(128))?;
+            }
         }
         b.fence_mbarrier_init();
         Ok(())
@@ -1220,8 +1335,10 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let walk_m = if pair { (tiles_m.clone() + lit(1)) / lit(2) } else { tiles_m.clone() };
     // the tile walk: body(b, m0, n0, it, slices) for each tile of the block — its first row and
     // column of C, `it`, the k-slices the ring streamed before it (carried across tiles), and
-    // `slices`: its first k-slice, how many, its split (with split_k > 1) and entry (batched)
-    let walk = |b: &KernelBuilder, body: &TileBody| -> IrResult<()> {
+    // `slices`: its first k-slice, how many, its split (with split_k > 1) and entry (batched);
+    // `pp`: ping-pong consumer warpgroup w's share — the walk's steps w, w + 2, …, `it` starting
+    // at w tiles' slices and skipping the other warpgroup's (every tile has ⌈K/bk⌉ slices)
+    let walk = |b: &KernelBuilder, pp: Option<&Val>, body: &TileBody| -> IrResult<()> {
         let zero = b.i32(0);
         // (a one-block-per-tile grid is the same walk with one step: its blocks' linear id, a
         // step past the end; in a loop, ptxas keeps the epilogue's addresses out of the
@@ -1254,7 +1371,15 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         let per_split = walk_m.clone() * tiles_n.clone();
         let total = if split > 1 { per_split.clone() * lit(split) } else { per_split.clone() };
         let total = entries(b, total)?;
-        b.for_range(&lo, &total, &step, &[zero], |b, t, it| {
+        // ping-pong: (walk, `it`, tiles of this warpgroup so far) from step w, every other step
+        let (lo, step, init) = match pp {
+            Some(w) => {
+                let lo = lo + w.clone() * step.clone();
+                (lo, step * lit(2), vec![w.clone() * tiles.clone(), b.i32(0)])
+            }
+            None => (lo, step, vec![zero]),
+        };
+        b.for_range(&lo, &total, &step, &init, |b, t, it| {
             // batched: (entry, tile of the entry)
             let (t, entry) = if cfg.batched {
                 (t.clone() % per_split.clone(), Some(t / per_split.clone()))
@@ -1268,9 +1393,10 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 let first = b.binary(BinOp::Min, &(ks.clone() * per.clone()), &tiles)?;
                 let end = b.binary(BinOp::Min, &(first.clone() + per), &tiles)?;
                 let count = end - first.clone();
-                (t % per_split.clone(), Slices { first, count, split: Some(ks), entry })
+                (t % per_split.clone(), Slices { first, count, split: Some(ks), entry, nth: None })
             } else {
-                (t, Slices { first: lit(0), count: tiles.clone(), split: None, entry })
+                let nth = it.get(1).cloned();
+                (t, Slices { first: lit(0), count: tiles.clone(), split: None, entry, nth })
             };
             let (mt, nt) = match cfg.raster {
                 Raster::Linear => (t.clone() / tiles_n.clone(), t % tiles_n.clone()),
@@ -1291,7 +1417,13 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             // a pair's blocks take the pair's two M-tiles
             let mt = if pair { mt * lit(cfg.cluster) + rank.clone() } else { mt };
             body(b, mt * lit(bm), nt * lit(bn), it[0].clone(), &sl)?;
-            Ok(vec![it[0].clone() + sl.count.clone()])
+            Ok(match &sl.nth {
+                // the other warpgroup's tile's slices are skipped
+                Some(nth) => {
+                    vec![it[0].clone() + sl.count.clone() * lit(2), nth.clone() + lit(1)]
+                }
+                None => vec![it[0].clone() + sl.count.clone()],
+            })
         })?;
         Ok(())
     };
@@ -1304,7 +1436,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             b.setmaxnreg(false, 40)?;
             b.if_then(&first, |b| {
                 b.note("gemm_sm90 producer: TMA tiles into the ring");
-                walk(b, &|b, m0, n0, it, sl| {
+                walk(b, None, &|b, m0, n0, it, sl| {
                     // (stage, phase) carried as in the consumers'; the producer waits for
                     // the opposite phase of `empty`
                     let (s0, ph0) = ring_position(&it, stages);
@@ -1401,8 +1533,17 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             let shape = WgmmaShape::new(ty, bn as u32)?.transposed(ta, tb)?;
             let half = wg.clone() - lit(1);
             let t = tid.clone() - lit(128) - half.clone() * lit(128);
-            let (warp, lane) = (t.clone() / lit(32), t % lit(32));
-            let storer = b.cmp(CmpOp::Eq, &tid, &lit(128))?;
+            let (warp, lane) = (t.clone() / lit(32), t.clone() % lit(32));
+            // the thread that issues the TMA stores: the consumers' first, or (ping-pong) each
+            // warpgroup's first (its own C tile, its own bulk groups)
+            let storer = if pingpong {
+                b.cmp(CmpOp::Eq, &t, &lit(0))?
+            } else {
+                b.cmp(CmpOp::Eq, &tid, &lit(128))?
+            };
+            // ping-pong: this warpgroup's index w (0, 1) as i32, and its A slabs (both)
+            let pp = if pingpong { Some(i32v(b, &half)?) } else { None };
+            let slabs = if pingpong { 2 } else { 1 };
             // a stage is released when every consumer warp has finished reading it: all the
             // threads arrive; in a pair, lane 0 of each warp (after the warpgroup's
             // wait_group) arrives on the stage's `empty` barrier of both blocks, since both
@@ -1417,30 +1558,76 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     None => b.mbarrier_arrive(empty, stage, None),
                 }
             };
-            walk(b, &|b, m0, n0, it, sl| {
+            walk(b, pp.as_ref(), &|b, m0, n0, it, sl| {
                 b.note("gemm_sm90 consumers: wgmma over the landed stages");
+                // ping-pong: this warpgroup's mainloop starts once the other one has waited all
+                // the stages of its last tile (order[w]; the walk's first tile starts at once)
+                let turn = match (order_bar, &pp, &sl.nth) {
+                    (Some(ob), Some(w), Some(nth)) => {
+                        let later = b.cmp(CmpOp::Ne, &(nth.clone() + w.clone()), &lit(0))?;
+                        b.if_then(&later, |b| {
+                            let parity = (nth.clone() + w.clone() + lit(1)) % lit(2);
+                            b.mbarrier_wait(ob, w, &parity)
+                        })?;
+                        // (a tile of no k-slices, K = 0: its turn ends at once)
+                        let none = b.cmp(CmpOp::Eq, &sl.count, &lit(0))?;
+                        b.if_then(&none, |b| b.mbarrier_arrive(ob, &(lit(1) - w.clone()), None))?;
+                        Some((ob, w.clone()))
+                    }
+                    _ => None,
+                };
                 let zero = b.f32(0.0);
-                let init = vec![zero; shape.acc_regs()];
+                let init = vec![zero; shape.acc_regs() * slabs];
                 // the ring's stage and phase carried through the k-loop (from `it` once a
                 // tile): a division by the stage count in the loop is ptxas's general one
                 // (I2F, MUFU.RCP, F2I and fix-ups, ~30 instructions a k-slice)
                 let (s0, ph0) = ring_position(&it, stages);
                 let mut init = init;
                 init.extend([s0, ph0]);
+                // (a wgmma's accumulators; ping-pong: the tile's two slabs', one after the other)
                 let nacc = shape.acc_regs();
                 let carried =
                     b.for_range(&lit(0), &sl.count, &lit(1), &init, |b, kt, carried| {
-                        let (acc, pos) = carried.split_at(nacc);
+                        let (acc, pos) = carried.split_at(nacc * slabs);
                         let (s, parity) = (pos[0].clone(), pos[1].clone());
                         b.mbarrier_wait(full, &s, &parity)?;
+                        if let Some((ob, w)) = &turn {
+                            // the tile's last stage has landed (all of them have): the other
+                            // warpgroup's turn — every earlier fill of the stages its next tile
+                            // waits on has landed, so the parity it waits for names the fill it
+                            // wants, not the unfinished one before it. (Here, not after the
+                            // loop: an arrive between the loop and its wait_group 0 makes ptxas
+                            // serialize the wgmmas, C7514, with the register epilogue.)
+                            let last = b.cmp(CmpOp::Eq, &kt, &(sl.count.clone() - lit(1)))?;
+                            b.if_then(&last, |b| {
+                                b.mbarrier_arrive(*ob, &(lit(1) - w.clone()), None)
+                            })?;
+                        }
                         b.wgmma_fence()?;
-                        let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * bk);
-                        let b_at = s.clone() * lit(b_elems);
                         let mut acc = acc.to_vec();
-                        for blk in 0..bk as usize / ty.k() {
-                            let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
-                            let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
-                            acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
+                        if pingpong {
+                            // the whole 128-row tile: A slab j (rows 64·j ..) into accumulators j
+                            let a_at = s.clone() * lit(a_elems);
+                            let b_at = s.clone() * lit(b_elems);
+                            for blk in 0..bk as usize / ty.k() {
+                                let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
+                                for j in 0..slabs {
+                                    let at = a_at.clone() + lit(j as i64 * 64 * bk);
+                                    let da = b.wgmma_desc(sa, &at, &ma, blk)?;
+                                    let part = &acc[j * nacc..(j + 1) * nacc];
+                                    let part =
+                                        b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(part))?;
+                                    acc.splice(j * nacc..(j + 1) * nacc, part);
+                                }
+                            }
+                        } else {
+                            let a_at = s.clone() * lit(a_elems) + half.clone() * lit(64 * bk);
+                            let b_at = s.clone() * lit(b_elems);
+                            for blk in 0..bk as usize / ty.k() {
+                                let da = b.wgmma_desc(sa, &a_at, &ma, blk)?;
+                                let db = b.wgmma_desc(sb, &b_at, &mb, blk)?;
+                                acc = b.wgmma(shape, &WgmmaSrc::Smem(da), &db, Acc::Add(&acc))?;
+                            }
                         }
                         b.wgmma_commit()?;
                         if cfg.overlap {
@@ -1460,7 +1647,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         acc.extend(ring_next(b, &s, &parity, stages)?);
                         Ok(acc)
                     })?;
-                let acc = carried[..nacc].to_vec();
+                let acc = carried[..nacc * slabs].to_vec();
                 if cfg.overlap {
                     b.wgmma_wait(0)?;
                     // the tile's last stage (the next tile's first release is of its own)
@@ -1471,12 +1658,16 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     })?;
                 }
                 // the fragment's (row, column) in the tile for accumulator registers i, i + 1
+                // (ping-pong: register i of the tile's slab i / nacc)
                 let frag = |i: usize| {
+                    let (slab_row, i) = if pingpong {
+                        (lit((i / nacc) as i64 * 64), i % nacc)
+                    } else {
+                        (half.clone() * lit(64), i)
+                    };
                     let (r0, c0) = acc_coord(0, i);
-                    let row = half.clone() * lit(64)
-                        + warp.clone() * lit(16)
-                        + lane.clone() / lit(4)
-                        + lit(r0 as i64);
+                    let row =
+                        slab_row + warp.clone() * lit(16) + lane.clone() / lit(4) + lit(r0 as i64);
                     (row, lane.clone() % lit(4) * lit(2) + lit(c0 as i64))
                 };
                 // an element's offset in the tile's entry of C (batched: past the entries before)
@@ -1500,19 +1691,55 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     let pair_col = lane.clone() % lit(4) * lit(2);
                     let x = lane.clone() / lit(4);
                     let y = b.binary(BinOp::Xor, &(pair_col.clone() / lit(ce)), &x)?;
-                    let row_t = half.clone() * lit(64) + warp.clone() * lit(16) + x;
-                    let base = row_t * lit(cw) + pair_col % lit(ce);
+                    // ping-pong: the warpgroup's own C tile (at w·bm·bn), its slab j's rows at
+                    // 64·j (a constant per register)
+                    let (row_t, c_base) = if pingpong {
+                        (warp.clone() * lit(16) + x, half.clone() * lit(bm * bn))
+                    } else {
+                        (half.clone() * lit(64) + warp.clone() * lit(16) + x, lit(0))
+                    };
+                    let base = if pingpong {
+                        c_base.clone() + row_t * lit(cw) + pair_col % lit(ce)
+                    } else {
+                        row_t * lit(cw) + pair_col % lit(ce)
+                    };
+                    // the consumers of the C tile meet: all of them, or (ping-pong) the
+                    // warpgroup's 128 at its own named barrier (1 or 2)
+                    let c_sync = |b: &KernelBuilder| -> IrResult<()> {
+                        if pingpong {
+                            let wg1 = b.cmp(CmpOp::Eq, &half, &lit(0))?;
+                            b.if_then_else(
+                                &wg1,
+                                |b| b.named_barrier(1, 128).map(|_| vec![]),
+                                |b| b.named_barrier(2, 128).map(|_| vec![]),
+                            )?;
+                            Ok(())
+                        } else {
+                            b.named_barrier(1, cthreads as u32)
+                        }
+                    };
                     // the last tile's stores have finished reading the C tile
                     b.if_then(&storer, |b| {
                         b.bulk_wait(0, true);
                         Ok(())
                     })?;
-                    b.named_barrier(1, cthreads as u32)?;
+                    c_sync(b)?;
                     for i in (0..acc.len()).step_by(2) {
-                        let (r0, c0) = acc_coord(0, i);
+                        if pingpong && !cfg.op.is_identity() && i > 0 && i % (nacc / 4) == 0 {
+                            // (a 128 × bn tile in one warpgroup: ptxas would hoist the loads
+                            // of C and the bias above the earlier shared stores — nothing
+                            // aliases them — while all 128 accumulators are live, and spill;
+                            // the warpgroup's barrier every quarter slab keeps them in it)
+                            c_sync(b)?;
+                        }
+                        let (slab_at, ii) =
+                            if pingpong { ((i / nacc) as i64 * 64 * cw, i % nacc) } else { (0, i) };
+                        let (r0, c0) = acc_coord(0, ii);
                         let (r0, c0) = (r0 as i64, c0 as i64);
                         let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
-                        let at = base.clone() + lit(c0 / cw * bm * cw + r0 * cw) + chunk * lit(ce);
+                        let at = base.clone()
+                            + lit(slab_at + c0 / cw * bm * cw + r0 * cw)
+                            + chunk * lit(ce);
                         let vals = if cfg.op.is_identity() {
                             [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
                         } else {
@@ -1539,12 +1766,17 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.store(sc, &at, &vals, None)?;
                     }
                     b.fence_proxy_async();
-                    b.named_barrier(1, cthreads as u32)?;
+                    c_sync(b)?;
                     let stores = |b: &KernelBuilder| -> IrResult<()> {
                         for j in 0..bn / cw {
                             let mut xy = vec![n0.clone() + lit(j * cw), m0.clone()];
                             xy.extend(sl.entry.clone());
-                            b.tensor_store(cmap, &xy, sc, &lit(j * bm * cw))?;
+                            let from = if pingpong {
+                                c_base.clone() + lit(j * bm * cw)
+                            } else {
+                                lit(j * bm * cw)
+                            };
+                            b.tensor_store(cmap, &xy, sc, &from)?;
                         }
                         b.bulk_commit();
                         Ok(())

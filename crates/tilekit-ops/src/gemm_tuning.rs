@@ -69,7 +69,7 @@ use crate::tuning::{TuningError, TuningSource};
 /// use tilekit_ops::gemm_tuning::GemmChoice;
 /// let c = GemmChoice { bn: 256, stages: 3, overlap: true, persistent: true,
 ///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma, split_k: 1, cluster: 1,
-///                      consumers: 2 };
+///                      consumers: 2, pingpong: false };
 /// let cfg = c.apply(GemmConfig { input: ScalarType::F16, output: ScalarType::F16, ..GemmConfig::default() });
 /// assert_eq!((cfg.input, cfg.bn, cfg.stages), (ScalarType::F16, 256, 3));
 /// assert_eq!(GemmChoice::of(&cfg), c);
@@ -103,6 +103,10 @@ pub struct GemmChoice {
     /// [`GemmConfig::consumers`]). Files written before the 64-row tile existed read as 2.
     #[serde(default = "two")]
     pub consumers: i64,
+    /// Ping-pong consumer warpgroups, each on its own tile (see [`GemmConfig::pingpong`]).
+    /// Files written before it existed read as `false`.
+    #[serde(default)]
+    pub pingpong: bool,
 }
 
 fn one() -> i64 {
@@ -133,6 +137,7 @@ impl GemmChoice {
             split_k: self.split_k,
             cluster: self.cluster,
             consumers: self.consumers,
+            pingpong: self.pingpong,
             ..base
         }
     }
@@ -155,6 +160,7 @@ impl GemmChoice {
             split_k: cfg.split_k,
             cluster: cfg.cluster,
             consumers: cfg.consumers,
+            pingpong: cfg.pingpong,
         }
     }
 
@@ -215,6 +221,7 @@ impl GemmChoice {
             split_k: 1,
             cluster: 1,
             consumers: 2,
+            pingpong: false,
         };
         // the first of these that builds for the problem's types and can store its C
         let pick = |tma: GemmChoice| -> Option<GemmChoice> {
@@ -451,6 +458,9 @@ impl GemmProblem {
     /// Tile widths wider than N (rounded up to 64) are left out, as are persistent grids for a
     /// problem of one tile.
     ///
+    /// With two consumers and bn 128, also the ping-pong schedule ([`GemmConfig::pingpong`],
+    /// labels ending `pingpong`): persistent, grouped 8, each epilogue and ring depth that fits.
+    ///
     /// Where M ≤ 64 or the problem has fewer than [`FEW_TILES`] tiles of 128 × 256, also the
     /// 64-row tile (one consumer warpgroup, labels ending `bm 64`): widths 64 to 256, 4 to 12
     /// stages (where the ring fits), one block per tile or persistent in grouped order, pairs in clusters, and split
@@ -472,6 +482,7 @@ impl GemmProblem {
     /// assert!(c.iter().all(|c| c.apply(p.base()).check().is_ok()));
     /// assert!(c.iter().any(|c| c.cluster == 2));
     /// assert!(c.iter().all(|c| c.consumers == 2), "a big square keeps the 128-row tile");
+    /// assert_eq!(c.iter().filter(|c| c.pingpong).count(), 7); // 3..6 stages (TMA: 3..5)
     /// let one_row = GemmProblem::new(64, 8192, 4096, ScalarType::BF16, ScalarType::BF16, true);
     /// assert!(one_row.candidates().iter().all(|c| c.cluster == 1));
     /// assert!(one_row.candidates().iter().any(|c| c.consumers == 1 && c.split_k == 4));
@@ -530,6 +541,26 @@ impl GemmProblem {
                                 split_k: 1,
                                 cluster: 1,
                                 consumers,
+                                pingpong: false,
+                            };
+                            if c.apply(self.base()).check().is_ok() {
+                                out.push(c);
+                            }
+                        }
+                        // ping-pong consumers (each warpgroup a whole 128 × bn tile, bn ≤ 128),
+                        // persistent in grouped order, where a block has tiles to alternate
+                        if consumers == 2 && bn <= 128 && tiles(bn) > 1 {
+                            let c = GemmChoice {
+                                bn,
+                                stages,
+                                overlap: true,
+                                persistent: true,
+                                raster: Raster::Grouped(8),
+                                epilogue,
+                                split_k: 1,
+                                cluster: 1,
+                                consumers,
+                                pingpong: true,
                             };
                             if c.apply(self.base()).check().is_ok() {
                                 out.push(c);
@@ -550,6 +581,7 @@ impl GemmProblem {
                                     split_k: 1,
                                     cluster: 2,
                                     consumers,
+                                    pingpong: false,
                                 };
                                 if c.apply(self.base()).check().is_ok() {
                                     out.push(c);
@@ -580,6 +612,7 @@ impl GemmProblem {
                                 split_k,
                                 cluster: 1,
                                 consumers,
+                                pingpong: false,
                             };
                             let c = if consumers == 2 {
                                 Some(at(4))

@@ -717,3 +717,279 @@ fn one_consumer_kernels_are_checked_and_shaped() {
         assert!(e.contains(&format!("consumers = {bad}")) && e.contains("1 (64-row"), "{e}");
     }
 }
+
+// ---------------------------------------------------------------- ping-pong consumers
+
+/// Ping-pong consumers (each warpgroup a whole 128-row tile of the persistent walk, the two
+/// taking turns), persistent in grouped order, one wgmma group in flight.
+fn pingpong(cfg: GemmConfig) -> GemmConfig {
+    GemmConfig {
+        pingpong: true,
+        persistent: true,
+        overlap: true,
+        raster: Raster::Grouped(2),
+        ..cfg
+    }
+}
+
+#[test]
+fn pingpong_walks_match_the_reference_with_ragged_tiles() {
+    // 200 × 136 in tiles of 128 × 64: 2 × 3 = 6 tiles, M, N and K (200: 4 slices, the last 8
+    // deep) off the tile, the ring (3 stages) wrapping inside a tile and across the warpgroups'
+    // tiles. 2 blocks: 3 tiles each (warpgroup 1 gets two, warpgroup 2 one); 4 blocks: 2, 2, 1, 1
+    // (blocks with a single tile: warpgroup 2 idle); 1 block: all 6; 6 blocks: one tile each
+    let base = pingpong(GemmConfig { bn: 64, stages: 3, ..GemmConfig::default() });
+    for (sms, seed) in [(2, 301), (4, 303), (1, 305), (6, 307)] {
+        run_on(base, 200, 136, 200, seed, sms);
+    }
+    // without a group in flight, linear and Hilbert orders, bn 128 (128 accumulators a thread)
+    run_on(GemmConfig { overlap: false, raster: Raster::Linear, ..base }, 200, 136, 200, 309, 2);
+    run_on(GemmConfig { raster: Raster::Hilbert, bn: 128, ..base }, 300, 200, 136, 311, 2);
+    // more stages than a tile's slices (6 stages, K = 72: 2 slices a tile): the ring's stages
+    // are refilled for the other warpgroup's tiles before this one's next tile; a K shorter than
+    // one stage (8); f16 with an f32 C
+    run_on(GemmConfig { stages: 6, ..base }, 200, 136, 72, 313, 2);
+    run_on(GemmConfig { stages: 6, ..base }, 136, 130, 8, 315, 3);
+    let f16 =
+        GemmConfig { input: ScalarType::F16, output: ScalarType::F32, bn: 128, stages: 4, ..base };
+    run_on(f16, 260, 130, 200, 317, 2);
+}
+
+#[test]
+fn pingpong_tma_store_epilogue_matches_the_reference() {
+    // each warpgroup its own C tile, named barrier and storing thread: the same walks as above
+    // (odd and even tile counts per block, single-tile blocks), bf16 and f32 C (32-column
+    // boxes), bn 64 and 128
+    let base = pingpong(GemmConfig {
+        bn: 64,
+        stages: 3,
+        epilogue: Epilogue::Tma,
+        ..GemmConfig::default()
+    });
+    for (sms, seed) in [(2, 321), (4, 323), (1, 325)] {
+        run_on(base, 200, 136, 200, seed, sms);
+    }
+    let wide = GemmConfig { bn: 128, output: ScalarType::F32, ..base };
+    run_on(wide, 330, 264, 136, 327, 2);
+    run_on(GemmConfig { stages: 5, output: ScalarType::BF16, ..wide }, 390, 200, 72, 329, 2);
+}
+
+#[test]
+fn pingpong_applies_every_epilogue_step_and_operand_layout() {
+    // alpha, beta·C, bias, ReLU / GELU in both epilogues, 3 tiles a block
+    let steps = [
+        EpilogueOp { alpha: true, beta: true, ..EpilogueOp::default() },
+        EpilogueOp { bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() },
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::BF16), act: Activation::Gelu },
+    ];
+    for (i, op) in steps.into_iter().enumerate() {
+        for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+            let cfg =
+                pingpong(GemmConfig { bn: 64, stages: 2, epilogue, op, ..GemmConfig::default() });
+            run_on(cfg, 200, 136, 80, 330 + 2 * i as u64, 2);
+        }
+    }
+    // TN, NN, TT, NT: the MN-major A's two slabs are both this warpgroup's
+    for (i, (a_major, b_major)) in LAYOUTS.into_iter().enumerate() {
+        let cfg = pingpong(GemmConfig {
+            a_major,
+            b_major,
+            bn: 128,
+            stages: 3,
+            epilogue: if i % 2 == 0 { Epilogue::Tma } else { Epilogue::Registers },
+            ..GemmConfig::default()
+        });
+        run_on(cfg, 200, 264, 136, 340 + i as u64, 2);
+    }
+    // tf32: 32 K a stage
+    run_on(pingpong(tf32_base()), 200, 136, 200, 349, 2);
+}
+
+#[test]
+fn pingpong_configs_are_checked_labelled_and_sized() {
+    let pp = pingpong(GemmConfig {
+        bn: 128,
+        stages: 5,
+        epilogue: Epilogue::Tma,
+        ..GemmConfig::default()
+    });
+    assert_eq!(pp.label(), "bn 128, 5 stages, overlap, persistent, grouped 2, tma store, pingpong");
+    // two C tiles of 128 × 128 bf16 beside the ring
+    assert_eq!(pp.shared_bytes(), 5 * (128 + 128) * 64 * 2 + 2 * 128 * 128 * 2);
+    assert_eq!(pp.threads(), 384);
+    pp.check().unwrap();
+    // 6 stages and two C tiles do not fit 227 KiB; with the register epilogue they do
+    let e = GemmConfig { stages: 6, ..pp }.check().unwrap_err().to_string();
+    assert!(e.contains("stages = 6") && e.contains("64 KiB besides"), "{e}");
+    GemmConfig { stages: 6, epilogue: Epilogue::Registers, ..pp }.check().unwrap();
+    // every unsupported combination is refused by name
+    let bad = [
+        (GemmConfig { persistent: false, ..pp }, "persistent"),
+        (GemmConfig { consumers: 1, ..pp }, "consumers = 2"),
+        (GemmConfig { bn: 192, stages: 3, ..pp }, "bn ≤ 128"),
+        (GemmConfig { bn: 256, stages: 3, epilogue: Epilogue::Registers, ..pp }, "bn ≤ 128"),
+        (
+            GemmConfig { split_k: 2, epilogue: Epilogue::Registers, output: ScalarType::F32, ..pp },
+            "split_k = 1",
+        ),
+        (GemmConfig { batched: true, ..pp }, "batched = false"),
+        (GemmConfig { cluster: 2, ..pp }, "cluster = 1"),
+    ];
+    for (cfg, why) in bad {
+        let e = build_gemm_sm90(cfg).unwrap_err().to_string();
+        assert!(e.contains("pingpong") && e.contains(why), "{cfg:?}: {e}");
+    }
+    // the kernel: one warpgroup's releases per stage, its own named barrier per C tile
+    let text = build_gemm_sm90(pp).unwrap().to_string();
+    assert!(text.contains("bar.sync 1, 128") && text.contains("bar.sync 2, 128"), "{text}");
+}
+
+/// FNV-1a of the PTX text.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+#[test]
+fn the_kernel_without_pingpong_is_the_cooperative_one_byte_for_byte() {
+    // the PTX of these configurations as emitted before `pingpong` existed (main at cb387d9):
+    // (FNV-1a, length). An emitter change elsewhere changes them too — then re-derive them
+    // from that commit's kernels, never from this branch's
+    let p = GemmConfig {
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(8),
+        ..GemmConfig::default()
+    };
+    let all =
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    let cases = [
+        (GemmConfig::default(), 0x87125b9eca78a457u64, 39332usize),
+        (
+            GemmConfig { bn: 256, stages: 3, epilogue: Epilogue::Tma, ..p },
+            0x1d4371a5b4857414,
+            39821,
+        ),
+        (
+            GemmConfig {
+                bn: 128,
+                stages: 5,
+                epilogue: Epilogue::Tma,
+                raster: Raster::Hilbert,
+                ..p
+            },
+            0x86f3643825434fd5,
+            26838,
+        ),
+        (
+            GemmConfig {
+                bn: 256,
+                stages: 4,
+                output: ScalarType::F32,
+                b_major: Major::MN,
+                op: all,
+                ..p
+            },
+            0x50e90bde26977591,
+            151600,
+        ),
+        (
+            GemmConfig { consumers: 1, bn: 128, stages: 8, epilogue: Epilogue::Tma, ..p },
+            0x46147abd05f85bc2,
+            28017,
+        ),
+        (
+            GemmConfig { cluster: 2, bn: 256, stages: 3, epilogue: Epilogue::Tma, ..p },
+            0xdc39c348ea6667bf,
+            41586,
+        ),
+        (GemmConfig { split_k: 4, output: ScalarType::F32, ..p }, 0xa9cfc9bed9f1d528, 33928),
+    ];
+    for (cfg, hash, len) in cases {
+        assert!(!cfg.pingpong);
+        let k = build_gemm_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        assert_eq!((fnv(&ptx), ptx.len()), (hash, len), "{}", cfg.label());
+    }
+    // and the ping-pong kernel is another one
+    let k = build_gemm_sm90(GemmConfig {
+        pingpong: true,
+        bn: 128,
+        stages: 5,
+        epilogue: Epilogue::Tma,
+        raster: Raster::Hilbert,
+        ..p
+    })
+    .unwrap();
+    let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+    assert_ne!(fnv(&ptx), 0x86f3643825434fd5);
+}
+
+#[test]
+fn pingpong_kernels_assemble_for_sm_90a_without_spills() {
+    // the bench's and the tuner's ping-pong candidates (the register epilogue with a group in
+    // flight among them: C7514 there before the order barrier's arrive moved into the k-loop):
+    // bn 128 (128 accumulators a thread, in
+    // the 168 registers .maxnreg gives every thread) and bn 64, both epilogues, bf16 and f32 C,
+    // the whole epilogue op, B MN-major
+    let base = GemmConfig {
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(8),
+        pingpong: true,
+        ..GemmConfig::default()
+    };
+    let all =
+        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    for cfg in [
+        GemmConfig { bn: 128, stages: 4, epilogue: Epilogue::Tma, ..base },
+        GemmConfig { bn: 128, stages: 5, epilogue: Epilogue::Tma, ..base },
+        GemmConfig { bn: 128, stages: 4, ..base },
+        GemmConfig { bn: 128, stages: 5, ..base },
+        GemmConfig { bn: 128, stages: 6, ..base },
+        GemmConfig { bn: 128, stages: 4, output: ScalarType::F32, ..base },
+        GemmConfig { bn: 128, stages: 5, raster: Raster::Hilbert, epilogue: Epilogue::Tma, ..base },
+        GemmConfig { bn: 128, stages: 4, overlap: false, ..base },
+        GemmConfig { bn: 64, stages: 8, epilogue: Epilogue::Tma, ..base },
+        GemmConfig {
+            bn: 128,
+            stages: 4,
+            b_major: Major::MN,
+            op: all,
+            output: ScalarType::F32,
+            ..base
+        },
+        GemmConfig {
+            bn: 128,
+            stages: 4,
+            a_major: Major::MN,
+            op: all,
+            epilogue: Epilogue::Tma,
+            ..base
+        },
+        GemmConfig { bn: 128, stages: 5, op: all, epilogue: Epilogue::Tma, ..base },
+        GemmConfig { bn: 128, stages: 4, op: all, ..base },
+        GemmConfig { bn: 64, stages: 6, op: all, epilogue: Epilogue::Tma, ..base },
+        GemmConfig { input: ScalarType::F32, output: ScalarType::F32, bn: 128, stages: 3, ..base },
+    ] {
+        let k = build_gemm_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        if let Some(report) =
+            tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, "gemm_sm90").unwrap()
+        {
+            assert!(report.contains("0 bytes spill stores"), "{cfg:?}\n{report}");
+            assert!(report.contains("0 bytes spill loads"), "{cfg:?}\n{report}");
+            // and the wgmmas are not serialized (C7514: an instruction reading accumulators
+            // while a wgmma may still write them, e.g. an arrive before the final wait_group)
+            assert!(!report.contains("C7514"), "{cfg:?}\n{report}");
+            eprintln!(
+                "{}: {}",
+                cfg.label(),
+                report
+                    .lines()
+                    .filter(|l| l.contains("registers") || l.contains("spill"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
+        }
+    }
+}

@@ -33,8 +33,8 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     let c = p.candidates();
     // brute force over the same knobs: widths 128/192/256 × both epilogues × 3..=6 stages ×
     // (4 grids + 2 grids of 2-block clusters), kept where GemmConfig::check accepts the shared
-    // memory
-    let mut want = 0;
+    // memory; and ping-pong at bn 128 (one grid; two C tiles with the TMA store)
+    let (mut want, mut pingpong) = (0, 0);
     for bn in [128i64, 192, 256] {
         for tma in [false, true] {
             for stages in 3..=6i64 {
@@ -42,6 +42,9 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
                 let c_tile = if tma { 128 * bn * 2 } else { 0 };
                 if ring + c_tile <= 227 * 1024 {
                     want += 4 + 2;
+                }
+                if bn == 128 && ring + 2 * c_tile <= 227 * 1024 {
+                    pingpong += 1;
                 }
             }
         }
@@ -68,7 +71,10 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     }
     assert_eq!(c.iter().filter(|c| c.bn % 64 != 0).count(), odd_choices);
     assert!(c.iter().all(|c| c.bn % 64 == 0 || c.epilogue == Epilogue::Registers));
-    assert_eq!(c.len(), want + odd_choices);
+    assert_eq!(pingpong, 7);
+    assert_eq!(c.len(), want + pingpong + odd_choices);
+    assert_eq!(c.iter().filter(|c| c.pingpong).count(), pingpong);
+    assert!(c.iter().filter(|c| c.pingpong).all(|c| c.bn == 128 && c.persistent));
     let mut uniq = c.clone();
     uniq.sort_by_key(|c| format!("{c:?}"));
     uniq.dedup();
@@ -214,6 +220,7 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
         split_k: 1,
         cluster: 1,
         consumers: 2,
+        pingpong: false,
     };
     assert_eq!(GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, BF, true)), won);
     // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
@@ -239,6 +246,7 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
         split_k: 1,
         cluster: 1,
         consumers: 2,
+        pingpong: false,
     };
     assert!(won.apply(p.base()).check().is_ok());
     let mut t = GemmTable::default();
@@ -367,6 +375,7 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         split_k: 1,
         cluster: 1,
         consumers: 2,
+        pingpong: false,
     };
     // Hilbert order: the API builds and binds the tile table (3 × 2 tiles over 4 "SMs")
     check_with(base, (300, 200, 72), F32, 11);
@@ -385,6 +394,15 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         F32,
         13,
     );
+    // ping-pong consumers through the API: Hilbert order with the register epilogue, and the
+    // TMA-store epilogue's two C tiles (3 × 2 tiles over the API's persistent grid)
+    check_with(GemmChoice { pingpong: true, ..base }, (300, 200, 72), F32, 14);
+    check_with(
+        GemmChoice { pingpong: true, epilogue: Epilogue::Tma, raster: Raster::Grouped(2), ..base },
+        (300, 264, 136),
+        BF,
+        15,
+    );
 }
 
 #[test]
@@ -402,6 +420,7 @@ fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
         split_k: 1,
         cluster: 1,
         consumers: 2,
+        pingpong: false,
     };
     let e = api::gemm_with(&Interp, tma, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap_err();
     let e = e.to_string();
@@ -424,6 +443,7 @@ fn a_split_k_sums_its_partial_products() {
         split_k,
         cluster: 1,
         consumers: 2,
+        pingpong: false,
     };
     // 10 k-slices over 3 splits: 4 + 4 + 2; an f32 C
     check_with(split(3, false), (64, 136, 640), F32, 21);
