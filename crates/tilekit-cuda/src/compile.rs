@@ -5,8 +5,8 @@
 //!                                    │                     │
 //!                                    │           hit ──────┴──► cubin ──► load_kernel
 //!                                    └─ miss/corrupt ──JIT──► cubin ──► store ──┘
-//!                                       JIT = ptxas when one is found (cubin_compiler),
-//!                                       else the driver's linker JIT
+//!                                       JIT = ptxas for wgmma kernels when one is found
+//!                                       (cubin_compiler), else the driver's linker JIT
 //! ```
 //!
 //! [`CompileReport`] says how long each step took and what the driver reports about the kernel
@@ -68,9 +68,10 @@ impl Gpu {
             log: e.to_string(),
         })?;
         let emit_ms = started.elapsed().as_secs_f64() * 1e3;
-        // the compiler: ptxas when one is found (TILEKIT_CUBIN_PTXAS, CUDA_HOME, PATH), else
-        // the driver's JIT; each has its own cache entries (the compiler is part of the key)
-        let ptxas = cubin_compiler();
+        // the compiler: for kernels with wgmma, ptxas when one is found (TILEKIT_CUBIN_PTXAS,
+        // CUDA_HOME, PATH); else, and for every other kernel, the driver's JIT; each has its
+        // own cache entries (the compiler is part of the key)
+        let ptxas = cubin_compiler().filter(|_| uses_wgmma(kernel));
         let key = |with: Option<&PathBuf>| CacheKey {
             ir_hash: content_hash(ptx.as_bytes()),
             target: match with {
@@ -139,13 +140,27 @@ impl Gpu {
     }
 }
 
-/// The ptxas that builds this process's cubins, or `None` for the driver's JIT: the path in
+/// True when the kernel issues wgmma (the kernels [`cubin_compiler`]'s ptxas builds).
+///
+/// ```
+/// let b = tilekit_ir::KernelBuilder::new("k", [32, 1, 1]).unwrap();
+/// assert!(!tilekit_cuda::compile::uses_wgmma(&b.finish().unwrap()));
+/// ```
+pub fn uses_wgmma(kernel: &IrKernel) -> bool {
+    let mut found = false;
+    kernel.body.walk(&mut |i| found |= matches!(i.op, tilekit_ir::op::Op::Wgmma(_)));
+    found
+}
+
+/// The ptxas that builds this process's wgmma kernels ([`uses_wgmma`]; every other kernel
+/// goes to the driver's JIT), or `None` for the driver's JIT: the path in
 /// `TILEKIT_CUBIN_PTXAS` (empty or `jit`: the driver's JIT), else `$CUDA_HOME/bin/ptxas`,
 /// `$CUDA_PATH/bin/ptxas`, `/usr/local/cuda/bin/ptxas`, else `ptxas` on `PATH`, the first that
-/// exists; looked up once. Why ptxas first: the driver's linker JIT (CUDA 13.0, driver 580)
-/// waits for every wgmma of a chain before issuing the next (a `WARPGROUP.DEPBAR` after each
-/// `HGMMA`) where ptxas keeps them in flight — attention 1.2–1.4× faster on an H100
-/// (bench/NOTES.md §16).
+/// exists; looked up once. Why ptxas for wgmma: the driver's linker JIT (CUDA 13.0, driver
+/// 580) waits for every wgmma of a chain before issuing the next (a `WARPGROUP.DEPBAR` after
+/// each `HGMMA`) where ptxas keeps them in flight — attention 1.2–1.4× faster on an H100; and
+/// why not for the rest: the memory-bound kernels measured up to 5% slower from ptxas on an
+/// H200 (bench/NOTES.md §16).
 ///
 /// ```
 /// // whatever this machine has; a path, when there is one, names an existing file
