@@ -416,7 +416,8 @@ pub(crate) fn take_ticket(
 /// `row` in `stats` and counts the block in (a release add on `ws[1 + row]`, which orders the
 /// store before it), then polls the counter alone (acquire, sleeping [`COOP_BACKOFF_NS`]
 /// between polls) until all `k` blocks are in, and the block barrier hands its acquire to
-/// every other thread, which waits at the barrier without issuing loads. Returns the row's `(M, S)` from its `k` pairs.
+/// every other thread, which waits at the barrier without issuing loads. Returns the row's
+/// `(M, S)` from its `k` pairs.
 pub(crate) fn exchange(
     b: &KernelBuilder,
     name: &str,
@@ -425,8 +426,7 @@ pub(crate) fn exchange(
     (row, part, k): (&Val, &Val, i64),
     (m, s): (&Val, &Val),
 ) -> Result<(Val, Val)> {
-    publish(b, name, first, (ws, stats), (row, part, k), (m, s))?;
-    gather(b, name, first, (ws, stats), (row, k))
+    exchange_with(b, name, (first, false), (ws, stats), (row, part, k), (m, s))
 }
 
 /// [`exchange`] with a `fence.acq_rel.gpu` before the release add: the same ordering (the
@@ -441,7 +441,18 @@ pub(crate) fn exchange_fenced(
     (row, part, k): (&Val, &Val, i64),
     (m, s): (&Val, &Val),
 ) -> Result<(Val, Val)> {
-    publish_with(b, name, first, (ws, stats), (row, part, k), (m, s), true)?;
+    exchange_with(b, name, (first, true), (ws, stats), (row, part, k), (m, s))
+}
+
+fn exchange_with(
+    b: &KernelBuilder,
+    name: &str,
+    (first, fence): (&Pred, bool),
+    (ws, stats): (MemRef, MemRef),
+    (row, part, k): (&Val, &Val, i64),
+    (m, s): (&Val, &Val),
+) -> Result<(Val, Val)> {
+    publish_with(b, name, first, (ws, stats), (row, part, k), (m, s), fence)?;
     gather(b, name, first, (ws, stats), (row, k))
 }
 
