@@ -5,7 +5,7 @@
 
 mod gemm_common;
 
-use gemm_common::{run, run_on};
+use gemm_common::{full_op, run, run_on};
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
@@ -201,7 +201,7 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
     .chain([ScalarType::F32, ScalarType::BF16].into_iter().flat_map(|output| {
         // the whole epilogue (alpha, beta·C, bias, GELU) in api::gemm_ex's kernel and the
         // TMA-store one
-        let op = EpilogueOp { alpha: true, beta: true, bias: Some(output), act: Activation::Gelu };
+        let op = full_op(output);
         let api = GemmConfig {
             bn: 256,
             output,
@@ -267,7 +267,7 @@ fn the_hopper_gemm_assembles_for_sm_90a_without_spills() {
         ]
         .map(|(bn, stages, epilogue, output, b_major, cluster, split_k)| {
             let op = if b_major == Major::MN && cluster == 1 {
-                EpilogueOp { alpha: true, beta: true, bias: Some(output), act: Activation::Gelu }
+                full_op(output)
             } else {
                 EpilogueOp::default()
             };
@@ -424,7 +424,7 @@ fn each_epilogue_step_matches_the_reference_in_both_epilogues() {
         EpilogueOp { bias: Some(ScalarType::BF16), ..EpilogueOp::default() },
         EpilogueOp { bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() },
         EpilogueOp { act: Activation::Gelu, ..EpilogueOp::default() },
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu },
+        full_op(ScalarType::F32),
     ];
     for (i, op) in steps.into_iter().enumerate() {
         for epilogue in [Epilogue::Registers, Epilogue::Tma] {
@@ -630,7 +630,7 @@ fn one_consumer_applies_every_epilogue_step() {
         EpilogueOp { alpha: true, ..EpilogueOp::default() },
         EpilogueOp { beta: true, ..EpilogueOp::default() },
         EpilogueOp { bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() },
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::BF16), act: Activation::Gelu },
+        full_op(ScalarType::BF16),
     ];
     for (i, op) in steps.into_iter().enumerate() {
         for epilogue in [Epilogue::Registers, Epilogue::Tma] {
@@ -780,7 +780,7 @@ fn pingpong_applies_every_epilogue_step_and_operand_layout() {
     let steps = [
         EpilogueOp { alpha: true, beta: true, ..EpilogueOp::default() },
         EpilogueOp { bias: Some(ScalarType::F32), act: Activation::Relu, ..EpilogueOp::default() },
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::BF16), act: Activation::Gelu },
+        full_op(ScalarType::BF16),
     ];
     for (i, op) in steps.into_iter().enumerate() {
         for epilogue in [Epilogue::Registers, Epilogue::Tma] {
@@ -861,8 +861,7 @@ fn the_kernel_without_pingpong_is_the_cooperative_one_byte_for_byte() {
         raster: Raster::Grouped(8),
         ..GemmConfig::default()
     };
-    let all =
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    let all = full_op(ScalarType::F32);
     let cases = [
         (GemmConfig::default(), 0xbabca8de7f145ecfu64, 39332usize),
         (
@@ -939,8 +938,7 @@ fn pingpong_kernels_assemble_for_sm_90a_without_spills() {
         pingpong: true,
         ..GemmConfig::default()
     };
-    let all =
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    let all = full_op(ScalarType::F32);
     for cfg in [
         GemmConfig { bn: 128, stages: 4, epilogue: Epilogue::Tma, ..base },
         GemmConfig { bn: 128, stages: 5, epilogue: Epilogue::Tma, ..base },

@@ -6,7 +6,7 @@
 
 mod gemm_common;
 
-use gemm_common::bind_epilogue;
+use gemm_common::{bias_tensor, bind_epilogue, full_op, tile_order};
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::tma::TensorMapArg;
 use tilekit_ir::wgmma::Major;
@@ -15,8 +15,7 @@ use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
-    build_gemm_sm90, hilbert_order, launch_grid_batched, Activation, Epilogue, EpilogueOp,
-    GemmConfig, Raster,
+    build_gemm_sm90, launch_grid_batched, Activation, Epilogue, GemmConfig, Raster,
 };
 use tilekit_ops::host;
 
@@ -75,17 +74,9 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
     let c_layout =
         TensorLayout::strided(cfg.output, vec![batch, m, n], vec![c_entry, c_pitch, 1], 0).unwrap();
     let mut c = HostTensor::new(c0, c_layout).unwrap();
-    let bias = cfg.op.bias.map(|t| {
-        HostTensor::new(
-            host::random(t, n as usize, seed + 3).unwrap(),
-            TensorLayout::contiguous(t, vec![n]).unwrap(),
-        )
-        .unwrap()
-    });
+    let bias = bias_tensor(&cfg, n, seed + 3);
     let c_map = map_arg(c.layout());
-    let bm = cfg.bm();
-    let (tm, tn) = ((m + bm - 1) / bm, (n + cfg.bn - 1) / cfg.bn);
-    let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
+    let (tm, tn, order) = tile_order(&cfg, m, n);
     let bind = Bindings::new(&kernel)
         .input_ptr("a", &a, a.layout().shape()[0], &Interp)
         .unwrap()
@@ -255,8 +246,7 @@ fn a_shared_operand_is_read_by_every_entry() {
 #[test]
 fn the_batched_epilogue_steps_match_the_reference() {
     // alpha, beta·C (each entry's C read), f32 bias, GELU — both epilogues; f32 output; tf32
-    let op =
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    let op = full_op(ScalarType::F32);
     for epilogue in [Epilogue::Registers, Epilogue::Tma] {
         let cfg = GemmConfig {
             bn: 64,
@@ -311,8 +301,7 @@ fn the_batched_gemm_assembles_for_sm_90a_without_spills() {
         batched: true,
         ..GemmConfig::default()
     };
-    let all =
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::F32), act: Activation::Gelu };
+    let all = full_op(ScalarType::F32);
     let configs = LAYOUTS
         .into_iter()
         .flat_map(|(a_major, b_major)| {

@@ -7,7 +7,7 @@
 
 mod gemm_common;
 
-use gemm_common::{run, run_on};
+use gemm_common::{full_op, run, run_on};
 use tilekit_ir::wgmma::Major;
 use tilekit_ir::ScalarType;
 use tilekit_ops::gemm_sm90::{
@@ -172,8 +172,7 @@ fn odd_widths_assemble_for_sm_90a_without_spills() {
         raster: Raster::Grouped(8),
         ..GemmConfig::default()
     };
-    let op =
-        EpilogueOp { alpha: true, beta: true, bias: Some(ScalarType::BF16), act: Activation::Gelu };
+    let op = full_op(ScalarType::BF16);
     let configs = [
         // the bench's and the tuner's candidates
         one(GemmConfig { bn: 144, stages: 8, ..p }),

@@ -8,9 +8,33 @@ use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
 use tilekit_ops::gemm_sm90::{
-    build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, GemmConfig, Raster,
+    build_gemm_sm90, hilbert_order, launch_grid, Activation, Epilogue, EpilogueOp, GemmConfig,
+    Raster,
 };
 use tilekit_ops::host;
+
+/// Every step of the epilogue op: alpha, beta·C, a bias of type `bias`, GELU.
+pub fn full_op(bias: ScalarType) -> EpilogueOp {
+    EpilogueOp { alpha: true, beta: true, bias: Some(bias), act: Activation::Gelu }
+}
+
+/// The bias the kernel adds (`n` random elements of the op's bias type), if `cfg` has one.
+pub fn bias_tensor(cfg: &GemmConfig, n: i64, seed: u64) -> Option<HostTensor> {
+    cfg.op.bias.map(|t| {
+        HostTensor::new(
+            host::random(t, n as usize, seed).unwrap(),
+            TensorLayout::contiguous(t, vec![n]).unwrap(),
+        )
+        .unwrap()
+    })
+}
+
+/// The Hilbert tile order of an `m × n` C in `cfg`'s tiles: (tiles along M, along N, order).
+pub fn tile_order(cfg: &GemmConfig, m: i64, n: i64) -> (i64, i64, HostTensor) {
+    let bm = cfg.bm();
+    let (tm, tn) = ((m + bm - 1) / bm, (n + cfg.bn - 1) / cfg.bn);
+    (tm, tn, HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap())
+}
 
 /// The GEMM's parameters beyond A, B, C and K, as `cfg` declares them: C's tensor map (TMA-store
 /// epilogue; unwrapped only there), the Hilbert tile order (`tiles` entries), `alpha`, `beta` and the bias (`n`
@@ -89,17 +113,9 @@ pub fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     let c_old = host::to_f64(&c0);
     let mut c =
         HostTensor::new(c0, TensorLayout::contiguous(cfg.output, vec![m, n]).unwrap()).unwrap();
-    let bias = cfg.op.bias.map(|t| {
-        HostTensor::new(
-            host::random(t, n as usize, seed + 3).unwrap(),
-            TensorLayout::contiguous(t, vec![n]).unwrap(),
-        )
-        .unwrap()
-    });
+    let bias = bias_tensor(&cfg, n, seed + 3);
     let c_map = map_arg(c.layout());
-    let bm = cfg.bm();
-    let (tm, tn) = ((m + bm - 1) / bm, (n + cfg.bn - 1) / cfg.bn);
-    let order = HostTensor::from_slice(&hilbert_order(tm, tn), &[tm * tn]).unwrap();
+    let (tm, tn, order) = tile_order(&cfg, m, n);
     let bind = Bindings::new(&kernel)
         .input_ptr("a", &a, a.layout().shape().iter().product(), &Interp)
         .unwrap()
