@@ -92,10 +92,11 @@ pub struct AttnRow {
 /// ```
 /// use tilekit_cli::bench_attention::timed_variants;
 /// let all = timed_variants(128, true, None).unwrap();
-/// assert_eq!(all.len(), 10);
+/// assert_eq!(all.len(), 16);
 /// let pp = timed_variants(64, false, Some("pingpong")).unwrap();
 /// let names: Vec<&str> = pp.iter().map(|(n, _)| n.as_str()).collect();
-/// assert_eq!(names, ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128", "pingpong/bn128/tma"]);
+/// assert_eq!(names[..4], ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128", "pingpong/bn128/tma"]);
+/// assert_eq!(names[4..], ["pingpong/bn64/tma/s3", "pingpong/bn128/tma/s3"]);
 /// assert_eq!(timed_variants(256, true, Some("/tma")).unwrap().len(), 3);
 /// assert!(timed_variants(96, false, None).is_err());
 /// ```

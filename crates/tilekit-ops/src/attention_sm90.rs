@@ -336,10 +336,13 @@ impl AttnConfig {
 /// let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
 /// assert_eq!(names[..4], ["plain/bn64", "plain/bn64/tma", "plain/bn128", "plain/bn128/tma"]);
 /// assert_eq!(names[4..7], ["overlap/bn64", "overlap/bn64/tma", "overlap/bn128/tma"]);
-/// assert_eq!(names[7..], ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128/tma"]);
+/// assert_eq!(names[7..10], ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128/tma"]);
+/// assert_eq!(names[10..12], ["plain/bn64/tma/s3", "plain/bn128/tma/s3"]);
+/// assert_eq!(names.len(), 16);
 /// let (_, pp) = v[8];
 /// assert!(pp.pingpong && pp.overlap && pp.causal && pp.bn == 64 && pp.tma_store);
-/// assert_eq!(variants(ScalarType::BF16, 64, false).unwrap().len(), 12);
+/// assert_eq!(v[15].1.stages, 3);
+/// assert_eq!(variants(ScalarType::BF16, 64, false).unwrap().len(), 12 + 6);
 /// assert_eq!(variants(ScalarType::F16, 256, false).unwrap().len(), 6);
 /// assert!(variants(ScalarType::F16, 96, false).unwrap_err().to_string().contains("96"));
 /// ```
@@ -356,16 +359,31 @@ pub fn variants(
         128 => !overlap || bn == 64 || tma,
         _ => true,
     };
+    let schedules = [("plain", false, false), ("overlap", true, false), ("pingpong", true, true)];
     let mut out = vec![];
-    for (name, overlap, pingpong) in
-        [("plain", false, false), ("overlap", true, false), ("pingpong", true, true)]
-    {
+    for (name, overlap, pingpong) in schedules {
         for bn in [64, 128] {
             for tma_store in [false, true] {
                 let cfg = AttnConfig { bn, overlap, pingpong, tma_store, ..base };
                 if cfg.check().is_ok() && fits(bn, overlap, tma_store) {
                     let tail = if tma_store { "/tma" } else { "" };
                     out.push((format!("{name}/bn{bn}{tail}"), cfg));
+                }
+            }
+        }
+    }
+    // a third K/V stage for the TMA-store variants of d = 64 and 128 (a probe of d = 128 with
+    // 2 stages had the producer waiting for a free V stage half its time): all fit 227 KiB
+    // (d = 128, BN = 128: 32 + 3 · 64 = 224 KiB) and assemble without spills (the stage count
+    // changes addresses only); d = 256's third stage would not fit (32 KiB a stage plus 64 KiB
+    // of Q: 160 KiB at BN = 64 fits, but its register epilogue spills and its TMA-store ones
+    // reload a value per tile already, not worth a column)
+    if head_dim <= 128 {
+        for (name, overlap, pingpong) in schedules {
+            for bn in [64, 128] {
+                let cfg = AttnConfig { bn, overlap, pingpong, tma_store: true, stages: 3, ..base };
+                if cfg.check().is_ok() {
+                    out.push((format!("{name}/bn{bn}/tma/s3"), cfg));
                 }
             }
         }

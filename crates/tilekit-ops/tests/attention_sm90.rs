@@ -914,3 +914,33 @@ fn ptxas_keeps_the_probes_clock_reads_around_the_waits() {
         assert!(waits >= 8, "{name}: {waits} bracketed waits\n{sass}");
     }
 }
+
+// ------------------------------------------------------------------------ three consumers
+
+/// FNV-1a, 64 bits: a hash that is the same on every build (the PTX fingerprints below).
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ x as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+#[test]
+fn the_two_consumer_kernels_emit_the_ptx_of_before_the_consumers_knob() {
+    // fingerprints of the PTX these configurations emitted before `AttnConfig::consumers`
+    // existed (main at 379682e): with 2 consumers the kernel is that one, byte for byte
+    let base = |ty, d, causal| AttnConfig::new(ty, d, causal);
+    for (cfg, want) in [
+        (AttnConfig { tma_store: true, ..base(ScalarType::BF16, 64, true) }, 0x9da90f9d894a9002),
+        (
+            AttnConfig { overlap: true, pingpong: true, ..base(ScalarType::F16, 128, false) },
+            0x72391f63787b689a,
+        ),
+        (
+            AttnConfig { overlap: true, tma_store: true, ..base(ScalarType::BF16, 256, true) },
+            0xde1d149912d372e0,
+        ),
+        (AttnConfig { probe: true, bn: 128, ..base(ScalarType::BF16, 128, false) }, 0x54f418fcbc3b73d7),
+    ] {
+        let k = build_attention_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        assert_eq!(fnv1a(&ptx), want, "{cfg:?}: {:#018x}", fnv1a(&ptx));
+    }
+}
