@@ -92,11 +92,12 @@ pub struct AttnRow {
 /// ```
 /// use tilekit_cli::bench_attention::timed_variants;
 /// let all = timed_variants(128, true, None).unwrap();
-/// assert_eq!(all.len(), 16);
+/// assert_eq!(all.len(), 18);
 /// let pp = timed_variants(64, false, Some("pingpong")).unwrap();
 /// let names: Vec<&str> = pp.iter().map(|(n, _)| n.as_str()).collect();
 /// assert_eq!(names[..4], ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128", "pingpong/bn128/tma"]);
-/// assert_eq!(names[4..], ["pingpong/bn64/tma/s3", "pingpong/bn128/tma/s3"]);
+/// assert_eq!(names[4..6], ["pingpong/bn64/tma/s3", "pingpong/bn128/tma/s3"]);
+/// assert_eq!(names[6..], ["pingpong/bn64/c3", "pingpong/bn64/tma/c3", "pingpong/bn64/tma/s3/c3"]);
 /// assert_eq!(timed_variants(256, true, Some("/tma")).unwrap().len(), 3);
 /// assert!(timed_variants(96, false, None).is_err());
 /// ```
@@ -428,7 +429,9 @@ pub fn probe_svg(records: &[Record], blocks: usize) -> String {
         b.into_iter().take(blocks).collect()
     };
     let (width, left, row_h) = (1200.0, 110.0, 18.0);
-    let height = 30.0 + kept.len() as f64 * (3.0 * row_h + 14.0) + 20.0 * 3.0;
+    // the producer and the consumers (2, or 3 with `AttnConfig::consumers` = 3)
+    let nwg = records.iter().map(|r| r.warpgroup + 1).max().unwrap_or(1).max(3);
+    let height = 30.0 + kept.len() as f64 * (nwg as f64 * row_h + 14.0) + 20.0 * 3.0;
     let mut svg = Svg::new(width, height);
     svg.rect(0.0, 0.0, width, height, &Style::new().fill("white"));
     let color = |s: AttnSpan| match s {
@@ -456,7 +459,7 @@ pub fn probe_svg(records: &[Record], blocks: usize) -> String {
         let t0 = all.iter().filter(|s| s.block == b).map(|s| s.begin).min().unwrap_or(0);
         svg.text(4.0, y + 10.0, &format!("block {b}"), &Style::new().attr("font-size", 11));
         y += 12.0;
-        for wg in 0..3 {
+        for wg in 0..nwg {
             let label = if wg == 0 { "producer".to_string() } else { format!("consumer {wg}") };
             svg.text(14.0, y + 12.0, &label, &Style::new().attr("font-size", 10));
             for s in all.iter().filter(|s| s.block == b && s.warpgroup == wg) {
@@ -563,9 +566,10 @@ pub fn run_probe(a: &Args, path: &std::path::Path) -> Result<ExitCode, CliError>
     let mut o = inp.poison(&cuda, ty, &[b, seq, h, d]).map_err(check)?;
     let mut lse = inp.poison(&cuda, ScalarType::F32, &[b, h, seq]).map_err(check)?;
     let tiles = (seq + cfg.bn - 1) / cfg.bn;
-    let blocks = ((seq + 127) / 128 * h * b) as usize;
+    let rows = cfg.block_rows();
+    let blocks = ((seq + rows - 1) / rows * h * b) as usize;
     let cap = probe_cap(tiles);
-    let words = blocks * 3 * cap * 2;
+    let words = blocks * (cfg.consumers as usize + 1) * cap * 2;
     let empty = || -> Result<_, CliError> {
         let t = HostTensor::from_slice(&vec![EMPTY; words], &[words as i64])
             .map_err(|x| check(x.to_string()))?;

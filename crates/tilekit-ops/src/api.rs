@@ -2460,8 +2460,10 @@ pub fn attention_with<
 /// [`attention_with`] of a probed kernel ([`AttnConfig::probe`](crate::attention_sm90::AttnConfig::probe)
 /// is set here): besides O and LSE, every warpgroup's first thread writes `(clock, event)`
 /// pairs ([`AttnSpan`](crate::attention_sm90::AttnSpan) begins and ends) into `probe`, a
-/// contiguous `i64` tensor of `blocks × 3 × cap × 2` elements (blocks = ⌈s_q/128⌉·h·b, three
-/// warpgroups a block, `cap` events each: [`tilekit_kernel::probe::ProbeLayout::fitting`]
+/// contiguous `i64` tensor of `blocks × warpgroups × cap × 2` elements (blocks =
+/// ⌈s_q / rows⌉·h·b with [`AttnConfig::block_rows`](crate::attention_sm90::AttnConfig::block_rows)
+/// rows; warpgroups = 1 + [`AttnConfig::consumers`](crate::attention_sm90::AttnConfig::consumers),
+/// 3 by default; `cap` events each: [`tilekit_kernel::probe::ProbeLayout::fitting`]
 /// gives `cap` for a length). Fill it with [`tilekit_kernel::probe::EMPTY`] first: entries
 /// left so were not written. Returns the layout to decode it with.
 ///
@@ -2533,12 +2535,17 @@ pub fn attention_probed<
     }
     let blocks = if ql.rank() == 4 {
         let (sq, h, bs) = (ql.shape()[1], ql.shape()[2], ql.shape()[0]);
-        ((sq.max(0) + crate::attention_sm90::BM - 1) / crate::attention_sm90::BM * h * bs).max(0)
+        ((sq.max(0) + cfg.block_rows() - 1) / cfg.block_rows() * h * bs).max(0)
     } else {
         0
     };
-    let layout =
-        tilekit_kernel::probe::ProbeLayout::fitting(blocks as usize, 3, pl.shape()[0] as usize)?;
+    // the producer and the consumer warpgroups
+    let warpgroups = (cfg.consumers + 1) as usize;
+    let layout = tilekit_kernel::probe::ProbeLayout::fitting(
+        blocks as usize,
+        warpgroups,
+        pl.shape()[0] as usize,
+    )?;
     attention_impl(b, cfg, q, k, v, scale, o, lse, Some((probe, layout.cap as i64)))?;
     Ok(layout)
 }
@@ -2642,7 +2649,8 @@ fn attention_impl<
             d,
             cfg.causal as i64,
             cfg.bn,
-            cfg.probe as i64 * 64
+            cfg.consumers * 128
+                + cfg.probe as i64 * 64
                 + cfg.stages * 8
                 + cfg.tma_store as i64 * 4
                 + cfg.overlap as i64 * 2
@@ -2651,7 +2659,7 @@ fn attention_impl<
     );
     let kc = cached(key, || crate::attention_sm90::build_attention_sm90(cfg))?;
     let grid = [
-        host::blocks(sq, crate::attention_sm90::BM)?,
+        host::blocks(sq, cfg.block_rows())?,
         grid_u32(op, "heads", h)?,
         grid_u32(op, "batch", bs)?,
     ];

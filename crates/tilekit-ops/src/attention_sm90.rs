@@ -195,7 +195,13 @@ use tilekit_layout::Idx;
 
 use crate::error::{OpsError, Result};
 
-/// Query rows per block (two consumer warpgroups of 64).
+/// Query rows per block of the default two consumer warpgroups (64 rows each); a config's own
+/// count is [`AttnConfig::block_rows`] (`64 · consumers`).
+///
+/// ```
+/// use tilekit_ops::attention_sm90::{AttnConfig, BM};
+/// assert_eq!(AttnConfig::new(tilekit_ir::ScalarType::BF16, 64, false).block_rows(), BM);
+/// ```
 pub const BM: i64 = 128;
 /// Columns of one swizzle slab (128 bytes of 16-bit elements).
 const SLAB: i64 = 64;
@@ -241,6 +247,12 @@ pub struct AttnConfig {
     /// [`api::attention_probed`](crate::api::attention_probed) binds them). Off by default:
     /// the kernel is then exactly the unprobed one.
     pub probe: bool,
+    /// Consumer warpgroups of 64 query rows each: 2 (the default: 128 rows, 384 threads,
+    /// `setmaxnreg` 40 / 232) or 3 (FlashAttention-3's d = 64 shape: 192 rows, 512 threads,
+    /// `setmaxnreg` 32 / 160 — the short GEMMs of d = 64 leave the softmax a large share, and a
+    /// third warpgroup's softmax hides under two others' GEMMs). 3 is for d = 64 and 128 (the
+    /// O accumulator of d = 256 alone would be 128 of a consumer's 160 registers).
+    pub consumers: i64,
 }
 
 impl AttnConfig {
@@ -262,18 +274,64 @@ impl AttnConfig {
             pingpong: false,
             tma_store: false,
             probe: false,
+            consumers: 2,
         }
     }
 
-    /// Bytes of the Q tile and the K/V ring.
+    /// Query rows per block: 64 per consumer warpgroup (128, or 192 with 3 consumers).
+    ///
+    /// ```
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// let c = AttnConfig::new(tilekit_ir::ScalarType::BF16, 64, false);
+    /// assert_eq!((c.block_rows(), AttnConfig { consumers: 3, ..c }.block_rows()), (128, 192));
+    /// ```
+    pub fn block_rows(&self) -> i64 {
+        64 * self.consumers
+    }
+
+    /// Threads per block: the producer warpgroup and the consumers, 128 each.
+    ///
+    /// ```
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// let c = AttnConfig::new(tilekit_ir::ScalarType::BF16, 64, false);
+    /// assert_eq!((c.threads(), AttnConfig { consumers: 3, ..c }.threads()), (384, 512));
+    /// ```
+    pub fn threads(&self) -> i64 {
+        128 * (self.consumers + 1)
+    }
+
+    /// The `setmaxnreg` counts (producer, consumer): 40 / 232 with 2 consumers, 32 / 160 with
+    /// 3 (FlashAttention-3's): the warpgroups' counts add up to at most the 64 Ki registers of
+    /// the file (`128 · (producer + consumers · consumer) ≤ 65536`).
+    ///
+    /// ```
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// let c = AttnConfig::new(tilekit_ir::ScalarType::BF16, 64, false);
+    /// assert_eq!(c.registers(), (40, 232));
+    /// let (p, q) = AttnConfig { consumers: 3, ..c }.registers();
+    /// assert_eq!((p, q), (32, 160));
+    /// assert!(128 * (p + 3 * q) <= 65536);
+    /// ```
+    pub fn registers(&self) -> (u32, u32) {
+        if self.consumers == 3 {
+            (32, 160)
+        } else {
+            (40, 232)
+        }
+    }
+
+    /// Bytes of the Q tile ([`block_rows`](Self::block_rows) × d) and the K/V ring.
     ///
     /// ```
     /// use tilekit_ops::attention_sm90::AttnConfig;
     /// let c = AttnConfig::new(tilekit_ir::ScalarType::F16, 64, false);
     /// assert_eq!(c.shared_bytes(), 80 * 1024);
+    /// assert_eq!(AttnConfig { consumers: 3, ..c }.shared_bytes(), 88 * 1024);
     /// ```
     pub fn shared_bytes(&self) -> i64 {
-        (BM + 2 * self.stages * self.bn) * self.head_dim * self.dtype.size_bytes() as i64
+        (self.block_rows() + 2 * self.stages * self.bn)
+            * self.head_dim
+            * self.dtype.size_bytes() as i64
     }
 
     /// Types, head dim, tile and stages; a named error otherwise.
@@ -286,9 +344,14 @@ impl AttnConfig {
     /// assert!(e.to_string().contains("64, 128 or 256"), "{e}");
     /// assert!(AttnConfig::new(ScalarType::F32, 64, false).check().is_err());
     /// assert!(AttnConfig { stages: 4, bn: 128, ..AttnConfig::new(ScalarType::BF16, 128, false) }.check().is_err());
+    /// let e = AttnConfig { consumers: 3, ..AttnConfig::new(ScalarType::BF16, 256, false) }.check();
+    /// assert!(e.unwrap_err().to_string().contains("d = 64 or 128"));
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "attention_sm90";
+        if ![2, 3].contains(&self.consumers) {
+            return Err(OpsError::invalid(op, "consumers", self.consumers, "2 or 3"));
+        }
         if !matches!(self.dtype, ScalarType::F16 | ScalarType::BF16) {
             return Err(OpsError::invalid(op, "dtype", self.dtype, "f16 or bf16"));
         }
@@ -300,6 +363,14 @@ impl AttnConfig {
             let valid = if self.head_dim > 128 { "64 (d = 256)" } else { "64 or 128" };
             return Err(OpsError::invalid(op, "bn", self.bn, valid));
         }
+        if self.consumers == 3 && self.head_dim > 128 {
+            return Err(OpsError::invalid(
+                op,
+                "consumers",
+                format!("3 with head dim {}", self.head_dim),
+                "2, or 3 with d = 64 or 128 (160 registers a consumer thread: d = 256's O alone takes 128)",
+            ));
+        }
         if !(2..=4).contains(&self.stages) || self.shared_bytes() > 227 * 1024 {
             return Err(OpsError::invalid(
                 op,
@@ -307,7 +378,7 @@ impl AttnConfig {
                 self.stages,
                 format!(
                     "2..=4 whose tiles fit 227 KiB with the {} KiB Q tile ({} KiB a stage)",
-                    BM * self.head_dim * 2 / 1024,
+                    self.block_rows() * self.head_dim * 2 / 1024,
                     2 * self.bn * self.head_dim * 2 / 1024
                 ),
             ));
@@ -326,8 +397,11 @@ impl AttnConfig {
 /// sm_90a; the table in the [module docs](self)). So d = 128 pipelines BN = 128 only with the
 /// TMA store; d = 256 (BN 64, its only tile) spills with the register epilogue in every
 /// schedule, listed as the baseline, and its pipelined TMA-store ones reload a value or a few
-/// per tile (4 bytes, causal 60). `tilekit bench attention` times these, and a test asserts
-/// that they assemble without spills (but for d = 256). A head dim other than 64, 128 or 256 is an error naming it.
+/// per tile (4 bytes, causal 60). Then, for d = 64 and 128, the TMA-store ones with a third
+/// K/V stage (`…/tma/s3`), and the three-consumer ones ([`AttnConfig::consumers`] = 3, 192
+/// query rows a block: `…/c3`) that assemble without spills. `tilekit bench attention` times
+/// these, and a test asserts that they assemble without spills (but for d = 256). A head dim
+/// other than 64, 128 or 256 is an error naming it.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
@@ -338,11 +412,14 @@ impl AttnConfig {
 /// assert_eq!(names[4..7], ["overlap/bn64", "overlap/bn64/tma", "overlap/bn128/tma"]);
 /// assert_eq!(names[7..10], ["pingpong/bn64", "pingpong/bn64/tma", "pingpong/bn128/tma"]);
 /// assert_eq!(names[10..12], ["plain/bn64/tma/s3", "plain/bn128/tma/s3"]);
-/// assert_eq!(names.len(), 16);
+/// assert_eq!(names[16..], ["plain/bn64/tma/c3", "plain/bn64/tma/s3/c3"]);
 /// let (_, pp) = v[8];
 /// assert!(pp.pingpong && pp.overlap && pp.causal && pp.bn == 64 && pp.tma_store);
-/// assert_eq!(v[15].1.stages, 3);
-/// assert_eq!(variants(ScalarType::BF16, 64, false).unwrap().len(), 12 + 6);
+/// assert_eq!((v[15].1.stages, v[15].1.consumers), (3, 2));
+/// assert_eq!((v[17].1.stages, v[17].1.consumers, v[17].1.block_rows()), (3, 3, 192));
+/// let d64 = variants(ScalarType::BF16, 64, false).unwrap();
+/// assert_eq!(d64.len(), 12 + 6 + 12);
+/// assert!(d64.iter().any(|(n, c)| n == "pingpong/bn64/tma/c3" && c.pingpong && c.consumers == 3));
 /// assert_eq!(variants(ScalarType::F16, 256, false).unwrap().len(), 6);
 /// assert!(variants(ScalarType::F16, 96, false).unwrap_err().to_string().contains("96"));
 /// ```
@@ -384,6 +461,29 @@ pub fn variants(
                 let cfg = AttnConfig { bn, overlap, pingpong, tma_store: true, stages: 3, ..base };
                 if cfg.check().is_ok() {
                     out.push((format!("{name}/bn{bn}/tma/s3"), cfg));
+                }
+            }
+        }
+    }
+    // three consumer warpgroups (192 query rows, 160 registers a consumer thread), where
+    // ptxas 13.0 assembles them without spills, causal or not: d = 64 every schedule at
+    // BN = 64 and `plain` at BN = 128 (the pipelined BN = 128 ones spill 184–256 bytes: S, P(t)
+    // and P(t−1) of 128 keys), both epilogues, and a third stage with the TMA store; d = 128
+    // only `plain/bn64` with the TMA store (its register epilogue spills 128 bytes causal, the
+    // pipelined BN = 64 ones 4 bytes with the TMA store and 140–152 without, BN = 128 more)
+    let c3 = |bn: i64, overlap: bool, tma: bool| match head_dim {
+        64 => bn == 64 || !overlap,
+        128 => bn == 64 && !overlap && tma,
+        _ => false,
+    };
+    for (name, overlap, pingpong) in schedules {
+        for bn in [64, 128] {
+            for (tma_store, stages) in [(false, 2), (true, 2), (true, 3)] {
+                let cfg =
+                    AttnConfig { bn, overlap, pingpong, tma_store, stages, consumers: 3, ..base };
+                if cfg.check().is_ok() && c3(bn, overlap, tma_store) {
+                    let tail = ["", "/tma", "/tma/s3"][tma_store as usize + (stages == 3) as usize];
+                    out.push((format!("{name}/bn{bn}{tail}/c3"), cfg));
                 }
             }
         }
@@ -564,22 +664,28 @@ fn mark(
 pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     cfg.check()?;
     let (elem, d, bn, stages) = (cfg.dtype, cfg.head_dim, cfg.bn, cfg.stages);
+    // the block's query rows: 64 per consumer warpgroup
+    let (nc, bm) = (cfg.consumers, cfg.block_rows());
     let ty = WgmmaType::of(elem).expect("checked: f16 or bf16");
     let eb = elem.size_bytes() as i64;
     let slabs = d / SLAB;
-    let name = format!("attention_sm90_d{d}{}", if cfg.causal { "_causal" } else { "" });
-    let b = KernelBuilder::new(&name, [384, 1, 1])?;
+    let name = format!(
+        "attention_sm90_d{d}{}{}",
+        if cfg.causal { "_causal" } else { "" },
+        if nc == 2 { String::new() } else { format!("_c{nc}") }
+    );
+    let b = KernelBuilder::new(&name, [cfg.threads() as u32, 1, 1])?;
     let gq = b.ptr_param("q", elem)?;
     let gk = b.ptr_param("k", elem)?;
     let gv = b.ptr_param("v", elem)?;
     // the tiles: TMA box images (64-column slabs, 128-byte swizzle), from which the maps'
     // swizzle and the wgmma descriptors are derived
-    let q_slab = HopperSwizzle::B128.descriptor(BM, SLAB, eb)?;
+    let q_slab = HopperSwizzle::B128.descriptor(bm, SLAB, eb)?;
     let kv_slab = HopperSwizzle::B128.descriptor(bn, SLAB, eb)?;
     let spec = |rows: i64, slab| {
         TensorMapSpec::from_layout(elem, &[SLAB as u32, 1, rows as u32, 1], slab, OobFill::Zero)
     };
-    let qm = b.tensor_map_param("qm", gq, spec(BM, &q_slab)?)?;
+    let qm = b.tensor_map_param("qm", gq, spec(bm, &q_slab)?)?;
     let km = b.tensor_map_param("km", gk, spec(bn, &kv_slab)?)?;
     let vm = b.tensor_map_param("vm", gv, spec(bn, &kv_slab)?)?;
     let o = b.tensor_param("o", elem, 4)?;
@@ -608,7 +714,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
             .map_err(ir)?;
     // V (keys × d, d contiguous) is P·V's B MN-major, all d columns in one wgmma
     let mv = SmemMatrix::from_layout(&kv_layout, Major::MN, elem).map_err(ir)?;
-    let (q_elems, kv_elems) = (BM * d, bn * d);
+    let (q_elems, kv_elems) = (bm * d, bn * d);
     let sq = b.shared("q_tile", elem, q_elems as usize)?;
     let sk = b.shared("k_ring", elem, (stages * kv_elems) as usize)?;
     let sv = b.shared("v_ring", elem, (stages * kv_elems) as usize)?;
@@ -626,20 +732,20 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let pr = probe.as_ref();
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
-    b.note("attention_sm90: the barriers (full: the producer's TMA bytes; empty: 256 consumer arrivals, K and V apart)");
+    b.note(format!("attention_sm90: the barriers (full: the producer's TMA bytes; empty: {} consumer arrivals, K and V apart)", 128 * nc));
     b.if_then(&first, |b| {
         b.mbarrier_init(q_full, &lit(0), &lit(1))?;
         for s in 0..stages {
             b.mbarrier_init(k_full, &lit(s), &lit(1))?;
             b.mbarrier_init(v_full, &lit(s), &lit(1))?;
-            b.mbarrier_init(k_empty, &lit(s), &lit(256))?;
-            b.mbarrier_init(v_empty, &lit(s), &lit(256))?;
+            b.mbarrier_init(k_empty, &lit(s), &lit(128 * nc))?;
+            b.mbarrier_init(v_empty, &lit(s), &lit(128 * nc))?;
         }
         b.fence_mbarrier_init();
         Ok(())
     })?;
     b.barrier();
-    let m0 = b.block_id(Axis::X) * lit(BM);
+    let m0 = b.block_id(Axis::X) * lit(bm);
     let head = b.block_id(Axis::Y);
     let batch = b.block_id(Axis::Z);
     let kv_head = head.clone() / group;
@@ -647,7 +753,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     let diag = s_k.clone() - s_q.clone();
     let all_tiles = (s_k.clone() + lit(bn - 1)) / lit(bn);
     let tiles = if cfg.causal {
-        let last = b.binary(BinOp::Max, &(m0.clone() + lit(BM) + diag.clone()), &lit(0))?;
+        let last = b.binary(BinOp::Max, &(m0.clone() + lit(bm) + diag.clone()), &lit(0))?;
         b.binary(BinOp::Min, &((last + lit(bn - 1)) / lit(bn)), &all_tiles)?
     } else {
         all_tiles
@@ -658,7 +764,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     b.if_then_else(
         &producer,
         |b| {
-            b.setmaxnreg(false, 40)?;
+            b.setmaxnreg(false, cfg.registers().0)?;
             b.if_then(&first, |b| {
                 b.note("attention_sm90 producer: Q once, then K and V tiles into the ring");
                 let (hi, bi, kvi) = (i32v(b, &head)?, i32v(b, &batch)?, i32v(b, &kv_head)?);
@@ -668,7 +774,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 for a in 0..slabs {
                     let coords =
                         [b.i32(a as i32 * SLAB as i32), hi.clone(), mi.clone(), bi.clone()];
-                    b.tensor_load(sq, &lit(a * BM * SLAB), qm, &coords, q_full, &lit(0))?;
+                    b.tensor_load(sq, &lit(a * bm * SLAB), qm, &coords, q_full, &lit(0))?;
                 }
                 mark(pr, b, AttnSpan::QLoad, true)?;
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
@@ -703,7 +809,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
             Ok(vec![])
         },
         |b| {
-            b.setmaxnreg(true, 232)?;
+            b.setmaxnreg(true, cfg.registers().1)?;
             consumer(
                 b,
                 &cfg,
@@ -786,6 +892,7 @@ fn consumer(
     c: Consumer<'_>,
 ) -> std::result::Result<(), IrError> {
     let (elem, d, bn, stages) = (cfg.dtype, cfg.head_dim, cfg.bn, cfg.stages);
+    let (nc, bm) = (cfg.consumers, cfg.block_rows());
     let slabs = d / SLAB;
     let kv_elems = bn * d;
     b.note("attention_sm90 consumers: S = Q·Kᵀ, online softmax, O += P·V");
@@ -842,7 +949,7 @@ fn consumer(
         let k_at = s * lit(kv_elems);
         let mut sc: Vec<Val> = vec![];
         for a in 0..slabs {
-            let q_at = lit(a * BM * SLAB) + half.clone() * lit(64 * SLAB);
+            let q_at = lit(a * bm * SLAB) + half.clone() * lit(64 * SLAB);
             let k_slab = k_at.clone() + lit(a * bn * SLAB);
             for blk in 0..c.mq.blocks() {
                 let dq = b.wgmma_desc(c.sq, &q_at, c.mq, blk)?;
@@ -944,17 +1051,32 @@ fn consumer(
     let rescale = |b: &KernelBuilder, o: &[Val], alpha: &[Val]| -> R<Vec<Val>> {
         o.iter().enumerate().map(|(i, v)| b.binary(BinOp::Mul, v, &alpha[(i / 2) % 2])).collect()
     };
-    // ping-pong: warpgroup h issues its GEMMs after `bar.sync 1+h` and lets the other go with
-    // `bar.arrive 2−h` (256 threads each: the 128 that sync and the 128 that arrive)
+    // `f(h)` run by consumer warpgroup h (0-based) alone: named barriers take constant ids,
+    // so a branch per warpgroup (two consumers: one `if`, as the kernel always had)
     let first_wg = b.cmp(CmpOp::Eq, &half, &lit(0))?;
+    let per_wg = |b: &KernelBuilder, f: &dyn Fn(&KernelBuilder, i64) -> R<()>| -> R<()> {
+        b.if_then_else(
+            &first_wg,
+            |b| f(b, 0).map(|_| vec![]),
+            |b| {
+                if nc == 2 {
+                    return f(b, 1).map(|_| vec![]);
+                }
+                let second = b.cmp(CmpOp::Eq, &half, &lit(1))?;
+                b.if_then_else(&second, |b| f(b, 1).map(|_| vec![]), |b| f(b, 2).map(|_| vec![]))
+            },
+        )?;
+        Ok(())
+    };
+    // ping-pong, a round robin: warpgroup h issues its GEMMs after `bar.sync 1+h` and lets the
+    // next one go with `bar.arrive 1+(h+1) mod consumers` (256 threads each: the 128 that sync
+    // and the 128 that arrive); two consumers: 1+h and 2−h
+    let turn = |h: i64| (1 + h) as u32;
+    let next = |h: i64| (1 + (h + 1) % nc) as u32;
     let pp_sync = |b: &KernelBuilder| -> R<()> {
         if cfg.pingpong {
             span(b, AttnSpan::TurnSync, false)?;
-            b.if_then_else(
-                &first_wg,
-                |b| b.named_barrier(1, 256).map(|_| vec![]),
-                |b| b.named_barrier(2, 256).map(|_| vec![]),
-            )?;
+            per_wg(b, &|b, h| b.named_barrier(turn(h), 256))?;
             span(b, AttnSpan::TurnSync, true)?;
         }
         Ok(())
@@ -962,15 +1084,18 @@ fn consumer(
     let pp_arrive = |b: &KernelBuilder, last: bool| -> R<()> {
         if cfg.pingpong {
             span(b, AttnSpan::TurnArrive, false)?;
-            if last {
+            if last && nc == 2 {
                 // the second warpgroup's last arrival would have no matching sync
                 b.if_then(&first_wg, |b| b.named_barrier_arrive(2, 256))?;
             } else {
-                b.if_then_else(
-                    &first_wg,
-                    |b| b.named_barrier_arrive(2, 256).map(|_| vec![]),
-                    |b| b.named_barrier_arrive(1, 256).map(|_| vec![]),
-                )?;
+                // the last warpgroup of the round's last arrival would have no matching sync
+                per_wg(b, &|b, h| {
+                    if last && h == nc - 1 {
+                        Ok(())
+                    } else {
+                        b.named_barrier_arrive(next(h), 256)
+                    }
+                })?;
             }
             span(b, AttnSpan::TurnArrive, true)?;
         }
@@ -1010,9 +1135,12 @@ fn consumer(
         let p_len = (bn / 4) as usize;
         let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
         if cfg.pingpong {
-            // the first warpgroup goes first: the second lets it (when there is any tile)
-            let slack =
-                b.binary(BinOp::Min, &(c.tiles.clone() - lit(1)), &(half.clone() - lit(1)))?;
+            // the first warpgroup goes first: the last one lets it (when there is any tile)
+            let slack = b.binary(
+                BinOp::Min,
+                &(c.tiles.clone() - lit(1)),
+                &(half.clone() - lit(nc - 1)),
+            )?;
             let lets = b.cmp(CmpOp::Ge, &slack, &lit(0))?;
             b.if_then(&lets, |b| b.named_barrier_arrive(1, 256))?;
         }
@@ -1157,7 +1285,7 @@ fn consumer(
             for i in (0..o_acc.len()).filter(|i| (i / 2) % 2 == r).step_by(2) {
                 let col = (8 * (i / 4)) as i64;
                 let chunk = b.binary(BinOp::Xor, &phase, &lit(col % SLAB / 8))?;
-                let at = lit(col / SLAB * BM * SLAB)
+                let at = lit(col / SLAB * bm * SLAB)
                     + row.clone() * lit(SLAB)
                     + chunk * lit(8)
                     + quad.clone() * lit(2);
@@ -1169,14 +1297,11 @@ fn consumer(
             }
         }
         // the tile's generic writes visible to the async proxy, then this warpgroup's 128
-        // threads meet (named barrier 3 or 4) and its first thread issues the stores
+        // threads meet (named barrier 1 + consumers + h, past the ping-pong's: 3 or 4 with two
+        // consumers, 4..=6 with three) and its first thread issues the stores
         b.fence_proxy_async();
         span(b, AttnSpan::StoreSync, false)?;
-        b.if_then_else(
-            &first_wg,
-            |b| b.named_barrier(3, 128).map(|_| vec![]),
-            |b| b.named_barrier(4, 128).map(|_| vec![]),
-        )?;
+        per_wg(b, &|b, h| b.named_barrier((1 + nc + h) as u32, 128))?;
         span(b, AttnSpan::StoreSync, true)?;
         let storer = b.cmp(CmpOp::Eq, &t, &lit(0))?;
         b.if_then(&storer, |b| {
@@ -1185,7 +1310,7 @@ fn consumer(
             let m = i32v(&(c.m0.clone() + half.clone() * lit(64)))?;
             for a in 0..slabs {
                 let coords = [b.i32(a as i32 * SLAB as i32), hi.clone(), m.clone(), bi.clone()];
-                let at = lit(a * BM * SLAB) + half.clone() * lit(64 * SLAB);
+                let at = lit(a * bm * SLAB) + half.clone() * lit(64 * SLAB);
                 b.tensor_store(om, &coords, c.sq, &at)?;
             }
             b.bulk_commit();
@@ -1222,7 +1347,7 @@ fn consumer(
 /// One row of a [`ProbeReport`]: a span kind in one warpgroup, over every block.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpanStat {
-    /// Warpgroup (0: producer, 1 and 2: consumers).
+    /// Warpgroup (0: producer, 1 and up: consumers).
     pub warpgroup: usize,
     /// The span.
     pub span: AttnSpan,
@@ -1240,7 +1365,8 @@ pub struct SpanStat {
 /// the union of its GEMMs' intervals from issue (`SIssue` / `PvIssue` begin) to the end of
 /// the wait that retires them (the next `SWait` / `PvWait`), over its time. That is an upper
 /// bound of the tensor pipe's work for the warpgroup (it counts queueing behind the other
-/// warpgroup's GEMMs too); `busy_either` is the union over both consumers per block.
+/// warpgroups' GEMMs too); `busy_either` is the union over all consumers per block. The
+/// layout's `warpgroups` says how many there are (1 + [`AttnConfig::consumers`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeReport {
     /// Blocks with any event.
@@ -1249,9 +1375,9 @@ pub struct ProbeReport {
     pub full_slices: usize,
     /// Per (warpgroup, span), in that order; only spans that occurred.
     pub rows: Vec<SpanStat>,
-    /// Per consumer warpgroup (1, 2): the tensor-busy share.
+    /// Per consumer warpgroup (1, 2, and 3 with three consumers): the tensor-busy share.
     pub busy: Vec<(usize, f64)>,
-    /// The union of both consumers' GEMM intervals over their joint time.
+    /// The union of all consumers' GEMM intervals over their joint time.
     pub busy_either: f64,
 }
 
@@ -1288,11 +1414,12 @@ pub fn probe_report(
     let mut rows = vec![];
     let mut busy = vec![];
     let (mut either_num, mut either_den) = (0i64, 0i64);
-    let mut per_wg_busy = [(0i64, 0i64); 3];
-    let mut time = [0i64; 3];
-    let mut intervals: Vec<Vec<Vec<(i64, i64)>>> = vec![vec![vec![]; 3]; layout.blocks];
+    let nwg = layout.warpgroups;
+    let mut per_wg_busy = vec![(0i64, 0i64); nwg];
+    let mut time = vec![0i64; nwg];
+    let mut intervals: Vec<Vec<Vec<(i64, i64)>>> = vec![vec![vec![]; nwg]; layout.blocks];
     for &blk in &blocks {
-        for wg in 0..layout.warpgroups.min(3) {
+        for wg in 0..nwg {
             if layout.full(records, blk, wg) {
                 full_slices += 1;
             }
@@ -1319,8 +1446,8 @@ pub fn probe_report(
             }
         }
         if let Some(v) = intervals.get(blk) {
-            let both: Vec<(i64, i64)> = v[1].iter().chain(&v[2]).copied().collect();
-            let ext = [tl.extent(blk, 1), tl.extent(blk, 2)];
+            let both: Vec<(i64, i64)> = v.iter().skip(1).flatten().copied().collect();
+            let ext: Vec<_> = (1..nwg).map(|wg| tl.extent(blk, wg)).collect();
             let (a, z) = ext
                 .iter()
                 .flatten()
