@@ -89,8 +89,9 @@ pub struct Args {
     #[arg(long, value_parser = crate::dtype::kernel_dtype())]
     pub dtype: Option<ScalarType>,
     /// `attention` only: time only the kernel variants whose name contains this text
-    /// (`plain/bn64`, `overlap/bn128`, `pingpong/bn64`, …: `attention_sm90::variants`), e.g.
-    /// `pingpong` or `bn64`.
+    /// (`plain/bn64`, `overlap/bn128`, `pingpong/bn64`, `plain/bn128/tma/s3` (3 stages),
+    /// `plain/bn128/tma/c3` (3 consumer warpgroups), …: `attention_sm90::variants`), e.g.
+    /// `pingpong`, `bn64` or `/c3`.
     #[arg(long)]
     pub attention_variant: Option<String>,
     /// `attention` only: one case `D,SEQ` or `D,SEQ,causal` (head dim, sequence length at

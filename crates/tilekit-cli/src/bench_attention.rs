@@ -8,7 +8,9 @@
 //!     for variant in attention_sm90::variants(bf16, d, causal)   ("plain/bn64", "overlap/bn64",
 //!                    "pingpong/bn128/tma", …: each schedule at each key tile, register or TMA-store
 //!                    epilogue, that assembles without spills (and d 256's register-epilogue
-//!                    baseline); --attention-variant TEXT keeps the names containing TEXT):
+//!                    baseline); "…/tma/s3": a third K/V stage; "…/c3": three consumer
+//!                    warpgroups, 192 query rows a block; --attention-variant TEXT keeps the
+//!                    names containing TEXT, e.g. "/c3"):
 //!       O, LSE poisoned (NaN) → api::attention_with → median of --reps calls (CUDA events)
 //!       8 sampled (batch, head, query row) checked against an f64 softmax(QKᵀ·scale)·V
 //!   TFLOP/s = 4·b·h·s²·d / t   (halved for causal), the FlashAttention convention
@@ -25,7 +27,7 @@
 //!       --probe attn.csv [--probe-blocks 132] [--probe-svg attn.svg]
 //!   attn.csv:  block,warpgroup,index,time,event,span,edge   (time: %clock64, SM cycles)
 //!   stdout:    warpgroup  span  count  mean  share        (waits marked *)
-//!              tensor busy (GEMM issue → retiring wait): consumer 1, consumer 2, either
+//!              tensor busy (GEMM issue → retiring wait): consumer 1, consumer 2 (, 3), either
 //! ```
 
 use std::process::ExitCode;

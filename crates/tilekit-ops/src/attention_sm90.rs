@@ -1,6 +1,7 @@
 //! Fused attention forward on Hopper (FlashAttention-3's structure): Q·Kᵀ and P·V on wgmma,
 //! K and V tiles streamed by TMA through an mbarrier ring, online softmax in registers, a
-//! producer warpgroup and two consumer warpgroups (warp specialisation with `setmaxnreg`).
+//! producer warpgroup and two or three consumer warpgroups (warp specialisation with
+//! `setmaxnreg`; [`AttnConfig::consumers`]).
 //!
 //! # What it computes
 //!
@@ -22,20 +23,21 @@
 //! # The schedule
 //!
 //! ```text
-//!   block = (128 query rows m0.., head, batch), 384 threads; n = key tiles of BN it needs
-//!   (causal: only up to the diagonal of its last row)
+//!   C = consumers (2, or 3), BM = 64·C query rows (AttnConfig::block_rows)
+//!   block = (BM query rows m0.., head, batch), 128·(C+1) threads: 384, or 512;
+//!   n = key tiles of BN it needs (causal: only up to the diagonal of its last row)
 //!
-//!   warpgroup 0: producer (setmaxnreg.dec 40), one thread
-//!     TMA Q[m0..m0+128, :] → q_tile, on q_full
+//!   warpgroup 0: producer (setmaxnreg.dec 40; C = 3: 32), one thread
+//!     TMA Q[m0..m0+BM, :] → q_tile, on q_full
 //!     for t in 0..n:  s = t mod S, round r = ⌊t/S⌋
 //!       wait k_empty[s] parity (r+1) mod 2;  TMA K[t·BN.., :] → k_ring[s] on k_full[s]
 //!       wait v_empty[s] parity (r+1) mod 2;  TMA V[t·BN.., :] → v_ring[s] on v_full[s]
 //!
-//!   warpgroups 1, 2: consumers (setmaxnreg.inc 232), 64 query rows each
+//!   warpgroups 1..=C: consumers (setmaxnreg.inc 232; C = 3: 160), 64 query rows each
 //!     wait q_full;  O = 0, m = −∞, ℓ = 0                (f32 registers: O is 64×d over 128 threads)
 //!     for t in 0..n:
 //!       wait k_full[s]; S = Q·K[s]ᵀ   (d/16 × wgmma m64nBNk16, both operands K-major in smem)
-//!       arrive k_empty[s] (256 arrivals)
+//!       arrive k_empty[s] (128·C arrivals)
 //!       mask S (−∞ past s_k and above the causal diagonal; only in the tiles that reach
 //!              past the limit of one of the thread's rows)
 //!       m' = max(m, rowmax S)   (a thread's values, then shuffles over the 4 lanes of a row)
@@ -44,13 +46,13 @@
 //!       wait v_full[s]; O += P·V[s]  (BN/16 × wgmma m64n{d}k16: P from registers — the
 //!                                     accumulator of a 16-column slice of S *is* wgmma's A
 //!                                     fragment — and V MN-major from smem)
-//!       arrive v_empty[s]  (256 arrivals)
+//!       arrive v_empty[s]  (128·C arrivals)
 //!     O /= ℓ → Q's type, masked stores;  LSE = (m·c + log2 ℓ)·ln 2
 //!     (tma_store: O /= ℓ into this warpgroup's 64 rows of q_tile, swizzled as TMA wrote Q;
-//!      fence.proxy.async; bar.sync 3+h, 128; its first thread: one TMA store per 64-column
+//!      fence.proxy.async; bar.sync 1+C+h, 128; its first thread: one TMA store per 64-column
 //!      slab of a 64-row box, commit, wait for the reads — rows past s_q are clipped)
 //!
-//!   shared: q_tile 128×d, S stages of { k_ring BN×d, v_ring BN×d }, all bf16/f16 TMA box
+//!   shared: q_tile BM×d, S stages of { k_ring BN×d, v_ring BN×d }, all bf16/f16 TMA box
 //!   images with the 128-byte swizzle, cut into slabs of 64 columns (a swizzled box's inner
 //!   dim is one 128-byte row): HopperSwizzle::B128.descriptor_atoms(rows, d, 2), from which
 //!   both the tensor maps (boxes [64, 1, rows, 1] over [d, h, s, b]) and the wgmma
@@ -76,15 +78,22 @@
 //!                softmax(t) → P(t), α(t)       (P·V(t−1) still running)
 //!     epilogue   wait_group 0; release V(n−2); O ·= α(n−1); P(n−1)·V(n−1); wait; release V(n−1)
 //!
-//!   pingpong: the two consumer warpgroups take turns on the tensor cores — each brackets its
-//!   GEMM issue with bar.sync (own barrier 1+h) … bar.arrive (the other's, 2−h), so one
-//!   warpgroup's softmax runs under the other's GEMMs:
+//!   pingpong: the consumer warpgroups take turns on the tensor cores, a round robin — each
+//!   brackets its GEMM issue with bar.sync (own barrier 1+h) … bar.arrive (the next one's,
+//!   1 + (h+1) mod C: with two, 2−h), so one warpgroup's softmax runs under the others' GEMMs:
 //!
 //!     wg 1:  [S(t) P·V(t−1)] softmax(t) ·········· [S(t+1) P·V(t)] softmax(t+1)
 //!     wg 2:  ··· wait ······ [S(t) P·V(t−1)] softmax(t) ········· [S(t+1) P·V(t)]
+//!
+//!     three consumers (C = 3): each softmax has two other warpgroups' GEMMs to hide under
+//!     wg 1:  [GEMMs t] softmax(t) ··················· [GEMMs t+1] softmax(t+1)
+//!     wg 2:  ·· wait ·· [GEMMs t] softmax(t) ·················· [GEMMs t+1]
+//!     wg 3:  ······· wait ······· [GEMMs t] softmax(t) ················· [GEMMs t+1]
 //! ```
 //!
-//! (ping-pong: O ·= α(t−1) before the warpgroup waits for its turn, not between its GEMMs).
+//! (ping-pong: O ·= α(t−1) before the warpgroup waits for its turn, not between its GEMMs.
+//! The last warpgroup lets the first go at the start and makes no arrival after its last turn,
+//! so every barrier's syncs and arrivals pair up: n + 1 turns a warpgroup for n tiles.)
 //!
 //! Both are off by default until they are measured on the GPU.
 //!
@@ -106,7 +115,10 @@
 //!
 //! A 384-thread block declares `.maxnreg 168` at entry (what `ptxas -v` reports), and the code
 //! after `setmaxnreg.inc 232` is allocated up to 232 (the SASS of the consumers uses up to R213
-//! at d = 128, R217 at d = 256). The live state of a consumer thread (f32 unless said; BN keys
+//! at d = 128, R217 at d = 256). With three consumers the 512-thread block declares 128 at
+//! entry, and `setmaxnreg` moves the file to 32 for the producer and 160 for each consumer
+//! (32 + 3 · 160 = 512 registers a thread of each warpgroup: the 64 Ki of the file;
+//! FlashAttention-3's counts). The live state of a consumer thread (f32 unless said; BN keys
 //! per tile, 64 query rows per warpgroup):
 //!
 //! ```text
@@ -133,6 +145,22 @@
 //!   256  64    280     272       272         0 4 4   (causal 288 / 284 / 284, 0 / 60 / 60)
 //! ```
 //!
+//! Three consumers (160 registers), ptxas 13.0, spill-store bytes, bf16, register epilogue /
+//! TMA store, not causal (causal where it differs); a TMA-store variant with 3 stages spills
+//! what its 2-stage one does:
+//!
+//! ```text
+//!   d    BN    plain              overlap               pingpong
+//!   64   64    0 / 0              0 / 0                 0 / 0
+//!   64   128   0 / 0              256 / 188 (236/192)   256 / 184 (220/212)
+//!   128  64    0 / 0  (128 / 0)   144 / 4 (152 / 4)     144 / 4 (152 / 4)
+//!   128  128   232 / 132          448 / 352, serialized wgmma
+//! ```
+//!
+//! (O, S and P of d = 64, BN = 128 are 32 + 64 + 32 registers, and the pipelined schedules
+//! keep a second P: 160 is not enough. d = 256 is refused with three consumers: O alone is
+//! 128 registers.)
+//!
 //! (The pipelined schedule that really overlaps — P(t) and P(t−1) both live during the
 //! softmax, α carried — costs d = 256 one or a few values reloaded per tile with the TMA store;
 //! the earlier one, whose softmax waited for P·V, spilled 0 there and 116 / 112 at d = 128,
@@ -150,7 +178,8 @@
 //!
 //! A consumer warpgroup reads only its own 64 rows of the Q tile, and its last S GEMM has
 //! completed when the loop ends, so it may overwrite those rows with O / ℓ without waiting for
-//! the other warpgroup: its own named barrier (3 or 4, 128 threads) after `fence.proxy.async`,
+//! the others: its own named barrier (1 + C + h, past the ping-pong's 1..=C: 3 or 4 with two
+//! consumers, 4, 5 or 6 with three; 128 threads) after `fence.proxy.async`,
 //! then one thread stores 64-row boxes (the map `om` over O, as Q's but 64 rows), commits and
 //! waits until the tile has been read. A register holds the pair at columns 8·(i/4) + 2·quad of
 //! row (lane/4) + 8·((i/2) mod 2) of the warp's 16: the 16-byte chunk c = (col mod 64)/8 of
@@ -225,15 +254,15 @@ pub struct AttnConfig {
     pub causal: bool,
     /// Keys per tile (the S GEMM's N): 64 or 128 (64 for d = 256). With d = 128 the pipelined
     /// schedules spill at BN = 128 with the register epilogue (the 232 registers of a consumer
-    /// thread; see the module docs); the default is 64.
+    /// thread, 160 with three consumers; see the module docs); the default is 64.
     pub bn: i64,
     /// Stages of the K/V ring (2..=4, and they must fit 227 KiB).
     pub stages: i64,
     /// Software-pipeline each consumer: issue S(t) and P·V(t−1) together and run the softmax
     /// of tile t while P·V(t−1) is still on the tensor cores (`wgmma.wait_group 1`).
     pub overlap: bool,
-    /// Ping-pong the two consumer warpgroups (needs `overlap`): one issues its GEMMs while
-    /// the other runs its softmax, ordered by two named barriers.
+    /// Ping-pong the consumer warpgroups (needs `overlap`): one issues its GEMMs while the
+    /// others run their softmax, in a round robin ordered by one named barrier per consumer.
     pub pingpong: bool,
     /// Store O through shared memory and TMA: each consumer warpgroup writes its 64 rows of
     /// O / ℓ into its own rows of the Q tile (free once its last S GEMM has completed) and one
@@ -501,7 +530,7 @@ pub const LOG2_E: f64 = std::f64::consts::LOG2_E;
 /// The spans a probed kernel ([`AttnConfig::probe`]) marks, each a begin and an end event of
 /// one warpgroup ([`Probe::begin`] / [`Probe::end`] with `kind = span as u32`). Producer
 /// (warpgroup 0): `QLoad`, then per tile `KEmptyWait`, `KLoad`, `VEmptyWait`, `VLoad`.
-/// Consumers (warpgroups 1, 2): `QFullWait`; per tile `KFullWait`, `SIssue` (fence, wgmmas,
+/// Consumers (warpgroups 1 and up): `QFullWait`; per tile `KFullWait`, `SIssue` (fence, wgmmas,
 /// commit), `SWait` (the `wgmma.wait_group` that retires S), `Softmax` (mask, max, exp2,
 /// sums, P packed), `VFullWait`, `PvIssue`, `PvWait`, and with ping-pong `TurnSync` /
 /// `TurnArrive` (the named barriers); `Epilogue` (with `StoreSync`, the TMA store's
@@ -649,16 +678,20 @@ fn mark(
 
 /// The attention forward kernel (see the [module docs](self)). Params, in order: `q`, `k`, `v`
 /// (pointers), `qm`, `km`, `vm` (their tensor maps over the 4-D tensors, innermost first
-/// `[d, heads, s, b]`: boxes `[64, 1, 128, 1]` for Q and `[64, 1, BN, 1]` for K and V, 128-byte
-/// swizzle, zero fill), `o` (a 4-D tensor `(b, s_q, h, d)` of the input type), `lse` (a 3-D
-/// f32 tensor `(b, h, s_q)`), `s_k` (i32: keys), `group` (i32: `h / h_kv`), `scale_log2`
-/// (f32: the softmax scale times log2 e). Launch on `(⌈s_q/128⌉, h, b)` blocks.
+/// `[d, heads, s, b]`: boxes `[64, 1, BM, 1]` for Q — BM = [`AttnConfig::block_rows`], 128 or
+/// 192 — and `[64, 1, BN, 1]` for K and V, 128-byte swizzle, zero fill), `o` (a 4-D tensor
+/// `(b, s_q, h, d)` of the input type), `om` with the TMA store (a map over O, boxes
+/// `[64, 1, 64, 1]`), `lse` (a 3-D f32 tensor `(b, h, s_q)`), `s_k` (i32: keys), `group`
+/// (i32: `h / h_kv`), `scale_log2` (f32: the softmax scale times log2 e). Launch on
+/// `(⌈s_q / BM⌉, h, b)` blocks of [`AttnConfig::threads`].
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::attention_sm90::{build_attention_sm90, AttnConfig};
 /// let k = build_attention_sm90(AttnConfig::new(ScalarType::BF16, 64, true)).unwrap();
 /// assert_eq!(k.block_dim, [384, 1, 1]);
+/// let c3 = AttnConfig { consumers: 3, ..AttnConfig::new(ScalarType::BF16, 64, true) };
+/// assert_eq!(build_attention_sm90(c3).unwrap().block_dim, [512, 1, 1]);
 /// assert!(k.to_string().contains("wgmma.mma_async.m64n64k16.f32.bf16.bf16"));
 /// ```
 pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
@@ -884,7 +917,8 @@ struct Consumer<'a> {
     probe: Option<&'a Probe>,
 }
 
-/// The consumer warpgroups: S GEMM, online softmax, P·V GEMM over the ring; the epilogue.
+/// The consumer warpgroups (`cfg.consumers` of them): S GEMM, online softmax, P·V GEMM over
+/// the ring; the epilogue.
 fn consumer(
     b: &KernelBuilder,
     cfg: &AttnConfig,
@@ -1136,11 +1170,8 @@ fn consumer(
         let has_tiles = b.cmp(CmpOp::Gt, c.tiles, &lit(0))?;
         if cfg.pingpong {
             // the first warpgroup goes first: the last one lets it (when there is any tile)
-            let slack = b.binary(
-                BinOp::Min,
-                &(c.tiles.clone() - lit(1)),
-                &(half.clone() - lit(nc - 1)),
-            )?;
+            let slack =
+                b.binary(BinOp::Min, &(c.tiles.clone() - lit(1)), &(half.clone() - lit(nc - 1)))?;
             let lets = b.cmp(CmpOp::Ge, &slack, &lit(0))?;
             b.if_then(&lets, |b| b.named_barrier_arrive(1, 256))?;
         }

@@ -7,9 +7,7 @@ use tilekit_ir::tensor::TensorView;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::{Lit, ScalarType};
 use tilekit_kernel::probe::{spans, EMPTY};
-use tilekit_ops::attention_sm90::{
-    build_attention_sm90, variants, AttnConfig, AttnSpan, LOG2_E,
-};
+use tilekit_ops::attention_sm90::{build_attention_sm90, variants, AttnConfig, AttnSpan, LOG2_E};
 use tilekit_ops::backend::{Backend, Cuda, Interp};
 use tilekit_ops::bind::Bindings;
 use tilekit_ops::compiled::CompiledKernel;
@@ -945,7 +943,10 @@ fn the_two_consumer_kernels_emit_the_ptx_of_before_the_consumers_knob() {
             AttnConfig { overlap: true, tma_store: true, ..base(ScalarType::BF16, 256, true) },
             0xde1d149912d372e0,
         ),
-        (AttnConfig { probe: true, bn: 128, ..base(ScalarType::BF16, 128, false) }, 0x54f418fcbc3b73d7),
+        (
+            AttnConfig { probe: true, bn: 128, ..base(ScalarType::BF16, 128, false) },
+            0x54f418fcbc3b73d7,
+        ),
     ] {
         let k = build_attention_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
@@ -973,7 +974,12 @@ fn three_consumers_match_the_reference_in_every_schedule() {
             Case { batch: 2, ..case(2, 1, 200, 201) },
         ),
         (
-            AttnConfig { overlap: true, pingpong: true, tma_store: true, ..c3(ScalarType::BF16, 64, true) },
+            AttnConfig {
+                overlap: true,
+                pingpong: true,
+                tma_store: true,
+                ..c3(ScalarType::BF16, 64, true)
+            },
             case(1, 1, 250, 40),
         ),
         (
@@ -1027,8 +1033,9 @@ fn three_consumers_change_the_block_not_the_two_consumer_kernel() {
         assert!(ptx.contains(&format!("bar.sync {id}, 128;")), "store barrier {id}");
     }
     let pp = AttnConfig { overlap: true, pingpong: true, ..three };
-    let ptx = tilekit_ptx::emit_kernel(&build_attention_sm90(pp).unwrap(), tilekit_ptx::Target::Sm90a)
-        .unwrap();
+    let ptx =
+        tilekit_ptx::emit_kernel(&build_attention_sm90(pp).unwrap(), tilekit_ptx::Target::Sm90a)
+            .unwrap();
     for id in 1..=3 {
         assert!(ptx.contains(&format!("bar.sync {id}, 256;")), "turn barrier {id}");
         assert!(ptx.contains(&format!("bar.arrive {id}, 256;")), "turn barrier {id}");
@@ -1047,6 +1054,42 @@ fn three_consumers_change_the_block_not_the_two_consumer_kernel() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("227 KiB") && e.contains("48 KiB Q tile"), "{e}");
+}
+
+#[test]
+fn api_attention_with_two_then_three_consumers_launches_each_its_own_grid() {
+    // the same shapes through the API's kernel cache, 2 consumers then 3: each is its own
+    // kernel (the cache key holds the count) on ⌈s_q / 128⌉ or ⌈s_q / 192⌉ blocks
+    use tilekit_ops::api;
+    let (ty, d) = (ScalarType::BF16, 64);
+    let c = case(2, 1, 333, 260);
+    let q = tensor(ty, [1, c.s_q, 2, d], 91);
+    let k = tensor(ty, [1, c.s_k, 1, d], 92);
+    let v = tensor(ty, [1, c.s_k, 1, d], 93);
+    let scale = 1.0 / (d as f64).sqrt();
+    for consumers in [2, 3] {
+        let cfg = AttnConfig { consumers, ..AttnConfig::new(ty, d, true) };
+        let (want_o, want_lse) = {
+            let qv = host::to_f64(q.buffer());
+            let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+            reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale)
+        };
+        let mut o = HostTensor::new(
+            host::poisoned(ty, (c.s_q * 2 * d) as usize).unwrap(),
+            TensorLayout::contiguous(ty, vec![1, c.s_q, 2, d]).unwrap(),
+        )
+        .unwrap();
+        let mut lse = HostTensor::from_slice(&vec![f32::NAN; 2 * 333], &[1, 2, 333]).unwrap();
+        api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o, &mut lse).unwrap();
+        for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+            let tol = 2.0 / 128.0 + w.abs() / 256.0;
+            assert!((g - w).abs() <= tol, "{consumers} consumers: O[{i}] = {g}, reference {w}");
+        }
+        for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+            let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
+            assert!(ok, "{consumers} consumers: LSE[{i}] = {g}, reference {w}");
+        }
+    }
 }
 
 #[test]
@@ -1083,4 +1126,3 @@ fn a_probed_three_consumer_kernel_marks_four_warpgroups_in_schedule_order() {
         assert_eq!(rep.busy.iter().map(|b| b.0).collect::<Vec<_>>(), [1, 2, 3]);
     }
 }
-
