@@ -248,6 +248,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             continue;
         }
         if !a.json {
+            // a column as wide as its name (`pingpong/bn64/tma/s3/c3`), at least 14
             let head: Vec<String> = names.iter().map(|n| format!("{n:>14}")).collect();
             outln!("{:>4} {:>6} {:>6} {}  best", "d", "causal", "seq", head.join(" "))?;
         }
@@ -265,10 +266,8 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                                 .iter()
                                 .map(|n| {
                                     let f = row.schedules.iter().find(|s| &s.0 == n);
-                                    format!(
-                                        "{:>14}",
-                                        f.map_or("—".into(), |s| format!("{:.1}", s.2))
-                                    )
+                                    let fig = f.map_or("—".into(), |s| format!("{:.1}", s.2));
+                                    format!("{fig:>w$}", w = n.chars().count().max(14))
                                 })
                                 .collect();
                             outln!(
