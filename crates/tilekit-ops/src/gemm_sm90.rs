@@ -11,6 +11,7 @@
 //!   producer warpgroup + the consumers: 384 threads (bm 128) or 256 (bm 64); `it` = k-slices
 //!   the block has streamed
 //!   warpgroup 0 (producer, setmaxnreg.dec 40)     warpgroups 1, 2 (consumers, setmaxnreg.inc 232)
+//!   (ping-pong bn > 128: .dec 24)                 (ping-pong bn > 128: .inc 240)
 //!                                                 (one consumer: warpgroup 1 alone, no .inc)
 //!   one thread,                                   for each tile t of the block (same walk):
 //!   for each tile t of the block:                   for kt: g = it + kt, s = g mod S, r = ⌊g/S⌋
@@ -50,12 +51,13 @@
 //!   (the pair shares B rather than A: for bn ≥ 128 B's box is the larger, so L2 → SM traffic
 //!   per stage and block falls from A + B to A + B/2 — bn 256: 32 KiB instead of 48)
 //!
-//!   ping-pong (GemmConfig::pingpong; persistent, two consumers, bn ≤ 128): the consumer
+//!   ping-pong (GemmConfig::pingpong; persistent, two consumers, bn ≤ 208): the consumer
 //!   warpgroups take turns over the block's walk — warpgroup 1 (w = 0) its steps 0, 2, 4, …,
 //!   warpgroup 2 (w = 1) steps 1, 3, 5, … — each computing a whole 128-row tile by itself
-//!   (per k16 step 2 × wgmma m64nBNk16, A slabs 0 and 1 of the same stage; 2 · BN/2 f32
-//!   accumulators a thread, 128 at bn 128), so one warpgroup's epilogue runs under the other's
-//!   mainloop and the tensor cores never wait for a store:
+//!   (per k16 step 2 × wgmma m64nBNk16, A slabs 0 and 1 of the same stage; 2 · BN/2 = BN f32
+//!   accumulators a thread: 128 at bn 128, 176 at bn 176 — cuBLASLt's 8192 × 8192 × 1024
+//!   winner), so one warpgroup's epilogue runs under the other's mainloop and the tensor cores
+//!   never wait for a store:
 //!
 //!     producer   │ t0 slices │ t1 slices │ t2 slices │ t3 slices │ …   (the same walk, one ring)
 //!     WG1 (w 0)  │ mma t0    │ epi t0 ▒▒ │ mma t2    │ epi t2 ▒▒ │
@@ -96,11 +98,22 @@
 //!   epilogue, Tma:
 //!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
 //!     bar.sync 1, 128·c (the c consumers) ◄──────────────────────────────────┘
-//!     each consumer: acc → output type → shared C tile (BN/cw blocks of bm rows × 128 bytes,
-//!       128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no conflicts)
+//!     each consumer: acc → output type → shared C tile (⌊BN/cw⌋ blocks of bm rows × 128
+//!       bytes, 128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no
+//!       conflicts; the rest of the width, BN mod cw, in blocks of one 64-byte (64B swizzle)
+//!       or 32-byte (32B swizzle) row — c_boxes)
 //!     fence.proxy.async; bar.sync 1, 128·c
-//!     the storing thread: BN/cw TMA stores (box cw × bm at (n0 + j·cw, m0)); commit
+//!     the storing thread: a TMA store per block (box width × bm at (n0 + its column, m0):
+//!       `cm` for the 128-byte boxes, `cm_tail` for the narrower ones); commit
 //!     (the stores drain while the next tile's mainloop runs; waited at the next epilogue)
+//!
+//!     C tile of bn 176, bf16 (cw 64), bm rows each:     box   cols      swizzle  map
+//!       ┌──────────┬──────────┬────┬────┬────┐           0     0..64    128 B    cm
+//!       │  0..64   │ 64..128  │ 16 │ 16 │ 16 │           1    64..128   128 B    cm
+//!       └──────────┴──────────┴────┴────┴────┘           2-4 128..176   32 B     cm_tail
+//!     (bn 160: one 32-column box, 64 B swizzle; an f32 C: 32-column boxes, a 16-column one
+//!     with 64 B swizzle last; a thread's swizzle phase in a box of R-byte rows is
+//!     (row mod 8) / (128 / R): 8 rows of 128 bytes, 4 of 64 or 2 of 32 share one)
 //!
 //!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
@@ -172,10 +185,16 @@
 //! 256 — wgmma takes N any multiple of 8, and a K-major B tile is BN rows of one 128-byte
 //! swizzle row each, whole 8-row (1 KiB) swizzle atoms, so every stage, and a pair's half of B
 //! (BN/2 rows, a multiple of 8), starts on a 1 KiB boundary with the same swizzle phase the
-//! wgmma descriptor assumes. Two layouts are tied to 64 columns and refuse other widths by
-//! name: B MN-major (its tile is slabs of 64 N-columns) and the TMA-store epilogue (boxes of
-//! `cw` = 128 bytes of C: 64 columns of a 16-bit C, 32 of f32, so an f32 C also takes 96, 160,
-//! 224). tf32 (k 8) reads the same 128-byte rows and takes the same widths.
+//! wgmma descriptor assumes. B MN-major is tied to 64 columns and refuses other widths by name
+//! (its tile is slabs of 64 N-columns). The TMA-store epilogue stores `⌊bn / cw⌋` boxes of `cw`
+//! = 128 bytes of C (64 columns of a 16-bit C, 32 of f32) through `cm` and the rest of the
+//! width — a multiple of 32 bytes — in boxes of one 64- or 32-byte swizzle row through a second
+//! map `cm_tail` (declared only where there is a rest, so the kernels of the widths that are
+//! multiples of `cw` are unchanged; [`GemmConfig::c_maps`] names the maps the host binds, all
+//! over the same C). Each box's shared image is [`HopperSwizzle::descriptor`] of its swizzle,
+//! the tensor map is derived from it, and the epilogue's offsets are checked against it for
+//! every thread and register when the kernel is built. tf32 (k 8) reads the same 128-byte rows
+//! and takes the same widths.
 //!
 //! ```text
 //!   bn 144, 1000³, bm 64:  16 × 7 = 112 tiles (bn 128: 128 tiles, the last N-tile 104 wide;
@@ -184,11 +203,25 @@
 //!   pair (cluster 2): rank 0 rows 0..72, rank 1 rows 72..144 (9 atoms each, multicast)
 //! ```
 //!
-//! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
-//! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
-//! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
-//! plus constants, and are computed after the mainloop inside the tile walk; a ping-pong
-//! warpgroup's 128 × 128 tile is the same 128 accumulators). With one consumer
+//! Registers: the kernel declares `.maxnreg 168` (65536 / 384), the count every thread starts
+//! with and the one `ptxas -v` reports; code after `setmaxnreg.inc` is allocated up to the new
+//! count (a bn 192 ping-pong consumer's SASS names registers up to R219, no local memory:
+//! cuobjdump, CUDA 13.0). bn 256 keeps its 128 accumulator registers and the rest without
+//! spills (the epilogue's addresses are per-thread bases plus constants, and are computed
+//! after the mainloop inside the tile walk; a ping-pong warpgroup's 128 × 128 tile is the same
+//! 128 accumulators). A ping-pong tile wider than 128 ([`GemmConfig::registers`]) gives its
+//! consumers 240 and the producer 24 (128·24 + 256·240 = 64512 of 65536):
+//!
+//! ```text
+//!   ping-pong, bn accumulators a thread       consumers 232        consumers 240
+//!   plain product, bn 144..192                0 spills             0 spills
+//!   plain product, bn 208                     ~2 KiB spilled       0 spills   ← PINGPONG_MAX_BN
+//!   plain product, bn 224                     ~2.4 KiB             ~2.4 KiB   (refused)
+//!   epilogue op (α, β·C, bias, GELU), bn 144  TMA store spills     TMA store spills (refused:
+//!                                                                  an op needs bn ≤ 128)
+//! ```
+//!
+//! With one consumer
 //! (256 threads) the entry count is 248 (65536 / 256 = 256, capped at 248 below the 255 a
 //! thread may address); the producer still gives its registers back (`.dec 40`), the consumer
 //! keeps the 248 it starts with (an `.inc` to the same count would be no increase), ptxas
