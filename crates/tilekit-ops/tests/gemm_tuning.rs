@@ -448,6 +448,19 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         BF,
         15,
     );
+    // a wide ping-pong tile with the TMA store: the API binds `cm_tail` too (bn 176: two
+    // 64-column boxes and three of 16), into the first 312 columns of a C of pitch 328 whose
+    // last columns must stay NaN (the second N-tile's first 16-column box, columns 304..320,
+    // clipped at 312)
+    let wide = GemmChoice {
+        bn: 176,
+        stages: 3,
+        pingpong: true,
+        epilogue: Epilogue::Tma,
+        raster: Raster::Grouped(2),
+        ..base
+    };
+    check_with_pitch(wide, (300, 312, 136), 328, BF, 16);
 }
 
 #[test]
