@@ -12,7 +12,8 @@
 //!     cuBLASLt --layout               A, B stored as --layout says (default nt: A row-major,
 //!                                     B column-major), output of the input type
 //!     sm90 --layout                   gemm_sm90 on the same storage (K- / MN-major operands),
-//!                                     the best of SM90_CONFIGS and SM90_ODD_WIDTHS;
+//!                                     the best of SM90_CONFIGS, SM90_ODD_WIDTHS and
+//!                                     SM90_WIDE_PINGPONG;
 //!                                     its ratio to the line above
 //!   flops = 2·M·N·K; TFLOP/s = flops / median
 //! ```
@@ -238,8 +239,9 @@ pub const SM90_CONFIGS: &[GemmConfig] = &[
 /// Tile widths between the powers of two (`bn` a multiple of 16, [`GemmConfig::bn`]), timed
 /// after [`SM90_CONFIGS`] (the 64-row ones likewise only where
 /// [`GemmProblem::wants_64_rows`]): K-major B only (the default `--layout nt`; other layouts
-/// skip them), the register epilogue (a 16-bit C's TMA boxes are 64 columns), rings of about
-/// 200 KiB. `bn 176, 5 stages` and `bn 160, 6 stages` are cuBLASLt's 8192 × 8192 × 1024 tiles,
+/// skip them), the register epilogue, rings of about
+/// 200 KiB (the TMA store takes these widths too, in narrower last boxes, but is timed here
+/// only in [`SM90_WIDE_PINGPONG`]). `bn 176, 5 stages` and `bn 160, 6 stages` are cuBLASLt's 8192 × 8192 × 1024 tiles,
 /// `bn 240, 4 stages` cuts 8192 columns into 35 N-tiles (16.97 waves of 128-row tiles on 132
 /// SMs), bn 176 in pairs; 64-row: `bn 144, 8 stages` (cuBLASLt's 1000³ tile), `bn 80, 11
 /// stages`, bn 144 in pairs.
@@ -261,6 +263,32 @@ pub const SM90_ODD_WIDTHS: &[GemmConfig] = &[
     bm64(sm90(144, 8, true, Raster::Grouped(8), Epilogue::Registers)),
     bm64(sm90(80, 11, true, Raster::Grouped(8), Epilogue::Registers)),
     bm64(pair(sm90(144, 8, true, Raster::Grouped(4), Epilogue::Registers))),
+];
+
+/// Ping-pong tiles wider than 128 columns ([`GemmConfig::pingpong`], bn ≤ 208 with the plain
+/// product: each consumer warpgroup holds a 128 × bn tile, bn accumulators a thread in 240
+/// registers), timed after [`SM90_ODD_WIDTHS`] with two consumers: cuBLASLt's 8192 × 8192 ×
+/// 1024 winner is a ping-pong tile of 128 × 176. Each with the TMA store (two C tiles of
+/// 128 × bn beside the ring: 3 or 4 stages; the last boxes of a width not a multiple of 64
+/// narrower, [`GemmConfig::c_maps`]) and with the register epilogue (5 or 6 stages: the other
+/// warpgroup's mainloop hides it), persistent, grouped 8.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::SM90_WIDE_PINGPONG;
+/// assert_eq!(SM90_WIDE_PINGPONG.len(), 8);
+/// assert!(SM90_WIDE_PINGPONG.iter().all(|c| c.pingpong && c.bn > 128 && c.check().is_ok()));
+/// let labels: Vec<String> = SM90_WIDE_PINGPONG.iter().map(|c| c.label()).collect();
+/// assert_eq!(labels[0], "bn 176, 3 stages, overlap, persistent, grouped 8, tma store, pingpong");
+/// ```
+pub const SM90_WIDE_PINGPONG: &[GemmConfig] = &[
+    pp(sm90(176, 3, true, Raster::Grouped(8), Epilogue::Tma)),
+    pp(sm90(176, 5, true, Raster::Grouped(8), Epilogue::Registers)),
+    pp(sm90(160, 4, true, Raster::Grouped(8), Epilogue::Tma)),
+    pp(sm90(160, 6, true, Raster::Grouped(8), Epilogue::Registers)),
+    pp(sm90(192, 3, true, Raster::Grouped(8), Epilogue::Tma)),
+    pp(sm90(192, 5, true, Raster::Grouped(8), Epilogue::Registers)),
+    pp(sm90(144, 4, true, Raster::Grouped(8), Epilogue::Tma)),
+    pp(sm90(144, 6, true, Raster::Grouped(8), Epilogue::Registers)),
 ];
 
 /// `--layout` → the storage of A and B.
@@ -403,6 +431,7 @@ fn sm90_best(
     let mut configs: Vec<GemmConfig> = SM90_CONFIGS
         .iter()
         .chain(SM90_ODD_WIDTHS)
+        .chain(SM90_WIDE_PINGPONG)
         .filter(|c| c.consumers == 2 || problem.wants_64_rows())
         .map(typed)
         .collect();
@@ -474,8 +503,8 @@ fn sm90_best(
                 .tensor_map("bm", map_arg(gb.layout())?)?
                 .output("c", out, cuda)?
                 .int("k", ki)?;
-            if cfg.epilogue == Epilogue::Tma {
-                bind = bind.tensor_map("cm", c_map.clone())?;
+            for name in cfg.c_maps() {
+                bind = bind.tensor_map(name, c_map.clone())?;
             }
             if cfg.raster == Raster::Hilbert {
                 bind = bind.input_ptr("order", &order, tm * tn, cuda)?;

@@ -1550,7 +1550,7 @@ fn launch_sm90<
     opts: &GemmOptions<'_, B>,
     batch: Option<Batch>,
 ) -> Result<()> {
-    use crate::gemm_sm90::{hilbert_order, launch_grid_batched, Epilogue, Raster};
+    use crate::gemm_sm90::{hilbert_order, launch_grid_batched, Raster};
     use tilekit_ir::wgmma::Major;
     let count = batch.map_or(1, |t| t.count);
     let grid = launch_grid_batched(cfg, count, p.m, p.n, b.multiprocessors())?;
@@ -1583,8 +1583,8 @@ fn launch_sm90<
     if let Some(t) = batch {
         args = args.int("a_batch_step", t.a_step)?.int("b_batch_step", t.b_step)?;
     }
-    if cfg.epilogue == Epilogue::Tma {
-        args = args.tensor_map("cm", c_map)?;
+    for name in cfg.c_maps() {
+        args = args.tensor_map(name, c_map.clone())?;
     }
     if let Some((t, len)) = &order {
         args = args.input_ptr("order", t, *len, b)?;

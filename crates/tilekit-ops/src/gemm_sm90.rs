@@ -11,6 +11,7 @@
 //!   producer warpgroup + the consumers: 384 threads (bm 128) or 256 (bm 64); `it` = k-slices
 //!   the block has streamed
 //!   warpgroup 0 (producer, setmaxnreg.dec 40)     warpgroups 1, 2 (consumers, setmaxnreg.inc 232)
+//!   (ping-pong bn > 128: .dec 24)                 (ping-pong bn > 128: .inc 240)
 //!                                                 (one consumer: warpgroup 1 alone, no .inc)
 //!   one thread,                                   for each tile t of the block (same walk):
 //!   for each tile t of the block:                   for kt: g = it + kt, s = g mod S, r = ⌊g/S⌋
@@ -50,12 +51,13 @@
 //!   (the pair shares B rather than A: for bn ≥ 128 B's box is the larger, so L2 → SM traffic
 //!   per stage and block falls from A + B to A + B/2 — bn 256: 32 KiB instead of 48)
 //!
-//!   ping-pong (GemmConfig::pingpong; persistent, two consumers, bn ≤ 128): the consumer
+//!   ping-pong (GemmConfig::pingpong; persistent, two consumers, bn ≤ 208): the consumer
 //!   warpgroups take turns over the block's walk — warpgroup 1 (w = 0) its steps 0, 2, 4, …,
 //!   warpgroup 2 (w = 1) steps 1, 3, 5, … — each computing a whole 128-row tile by itself
-//!   (per k16 step 2 × wgmma m64nBNk16, A slabs 0 and 1 of the same stage; 2 · BN/2 f32
-//!   accumulators a thread, 128 at bn 128), so one warpgroup's epilogue runs under the other's
-//!   mainloop and the tensor cores never wait for a store:
+//!   (per k16 step 2 × wgmma m64nBNk16, A slabs 0 and 1 of the same stage; 2 · BN/2 = BN f32
+//!   accumulators a thread: 128 at bn 128, 176 at bn 176 — cuBLASLt's 8192 × 8192 × 1024
+//!   winner), so one warpgroup's epilogue runs under the other's mainloop and the tensor cores
+//!   never wait for a store:
 //!
 //!     producer   │ t0 slices │ t1 slices │ t2 slices │ t3 slices │ …   (the same walk, one ring)
 //!     WG1 (w 0)  │ mma t0    │ epi t0 ▒▒ │ mma t2    │ epi t2 ▒▒ │
@@ -96,11 +98,22 @@
 //!   epilogue, Tma:
 //!     the storing thread (tid 128): wait the last tile's bulk group (read) ─┐
 //!     bar.sync 1, 128·c (the c consumers) ◄──────────────────────────────────┘
-//!     each consumer: acc → output type → shared C tile (BN/cw blocks of bm rows × 128 bytes,
-//!       128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no conflicts)
+//!     each consumer: acc → output type → shared C tile (⌊BN/cw⌋ blocks of bm rows × 128
+//!       bytes, 128B swizzle: a warp's 8 rows × 4 lanes hit 8 different 16-byte chunks, no
+//!       conflicts; the rest of the width, BN mod cw, in blocks of one 64-byte (64B swizzle)
+//!       or 32-byte (32B swizzle) row — c_boxes)
 //!     fence.proxy.async; bar.sync 1, 128·c
-//!     the storing thread: BN/cw TMA stores (box cw × bm at (n0 + j·cw, m0)); commit
+//!     the storing thread: a TMA store per block (box width × bm at (n0 + its column, m0):
+//!       `cm` for the 128-byte boxes, `cm_tail` for the narrower ones); commit
 //!     (the stores drain while the next tile's mainloop runs; waited at the next epilogue)
+//!
+//!     C tile of bn 176, bf16 (cw 64), bm rows each:     box   cols      swizzle  map
+//!       ┌──────────┬──────────┬────┬────┬────┐           0     0..64    128 B    cm
+//!       │  0..64   │ 64..128  │ 16 │ 16 │ 16 │           1    64..128   128 B    cm
+//!       └──────────┴──────────┴────┴────┴────┘           2-4 128..176   32 B     cm_tail
+//!     (bn 160: one 32-column box, 64 B swizzle; an f32 C: 32-column boxes, a 16-column one
+//!     with 64 B swizzle last; a thread's swizzle phase in a box of R-byte rows is
+//!     (row mod 8) / (128 / R): 8 rows of 128 bytes, 4 of 64 or 2 of 32 share one)
 //!
 //!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
@@ -172,10 +185,16 @@
 //! 256 — wgmma takes N any multiple of 8, and a K-major B tile is BN rows of one 128-byte
 //! swizzle row each, whole 8-row (1 KiB) swizzle atoms, so every stage, and a pair's half of B
 //! (BN/2 rows, a multiple of 8), starts on a 1 KiB boundary with the same swizzle phase the
-//! wgmma descriptor assumes. Two layouts are tied to 64 columns and refuse other widths by
-//! name: B MN-major (its tile is slabs of 64 N-columns) and the TMA-store epilogue (boxes of
-//! `cw` = 128 bytes of C: 64 columns of a 16-bit C, 32 of f32, so an f32 C also takes 96, 160,
-//! 224). tf32 (k 8) reads the same 128-byte rows and takes the same widths.
+//! wgmma descriptor assumes. B MN-major is tied to 64 columns and refuses other widths by name
+//! (its tile is slabs of 64 N-columns). The TMA-store epilogue stores `⌊bn / cw⌋` boxes of `cw`
+//! = 128 bytes of C (64 columns of a 16-bit C, 32 of f32) through `cm` and the rest of the
+//! width — a multiple of 32 bytes — in boxes of one 64- or 32-byte swizzle row through a second
+//! map `cm_tail` (declared only where there is a rest, so the kernels of the widths that are
+//! multiples of `cw` are unchanged; [`GemmConfig::c_maps`] names the maps the host binds, all
+//! over the same C). Each box's shared image is [`HopperSwizzle::descriptor`] of its swizzle,
+//! the tensor map is derived from it, and the epilogue's offsets are checked against it for
+//! every thread and register when the kernel is built. tf32 (k 8) reads the same 128-byte rows
+//! and takes the same widths.
 //!
 //! ```text
 //!   bn 144, 1000³, bm 64:  16 × 7 = 112 tiles (bn 128: 128 tiles, the last N-tile 104 wide;
@@ -184,11 +203,25 @@
 //!   pair (cluster 2): rank 0 rows 0..72, rank 1 rows 72..144 (9 atoms each, multicast)
 //! ```
 //!
-//! Registers: the kernel declares `.maxnreg 168` (65536 / 384) and ptxas allocates every
-//! thread within it, `setmaxnreg.inc 232` notwithstanding; bn 256 keeps its 128 accumulator
-//! registers and the rest in 168 without spills (the epilogue's addresses are per-thread bases
-//! plus constants, and are computed after the mainloop inside the tile walk; a ping-pong
-//! warpgroup's 128 × 128 tile is the same 128 accumulators). With one consumer
+//! Registers: the kernel declares `.maxnreg 168` (65536 / 384), the count every thread starts
+//! with and the one `ptxas -v` reports; code after `setmaxnreg.inc` is allocated up to the new
+//! count (a bn 192 ping-pong consumer's SASS names registers up to R219, no local memory:
+//! cuobjdump, CUDA 13.0). bn 256 keeps its 128 accumulator registers and the rest without
+//! spills (the epilogue's addresses are per-thread bases plus constants, and are computed
+//! after the mainloop inside the tile walk; a ping-pong warpgroup's 128 × 128 tile is the same
+//! 128 accumulators). A ping-pong tile wider than 128 ([`GemmConfig::registers`]) gives its
+//! consumers 240 and the producer 24 (128·24 + 256·240 = 64512 of 65536):
+//!
+//! ```text
+//!   ping-pong, bn accumulators a thread       consumers 232        consumers 240
+//!   plain product, bn 144..192                0 spills             0 spills
+//!   plain product, bn 208                     ~2 KiB spilled       0 spills   ← PINGPONG_MAX_BN
+//!   plain product, bn 224                     ~2.4 KiB             ~2.4 KiB   (refused)
+//!   epilogue op (α, β·C, bias, GELU), bn 144  TMA store spills     TMA store spills (refused:
+//!                                                                  an op needs bn ≤ 128)
+//! ```
+//!
+//! With one consumer
 //! (256 threads) the entry count is 248 (65536 / 256 = 256, capped at 248 below the 255 a
 //! thread may address); the producer still gives its registers back (`.dec 40`), the consumer
 //! keeps the 248 it starts with (an `.inc` to the same count would be no increase), ptxas
@@ -228,6 +261,23 @@ pub const MAX_SPLIT_K: i64 = 16;
 /// MN-columns of a slab of an MN-major tile (one 128-byte swizzle row of 16-bit elements; one
 /// TMA box of `SLAB × BK` each).
 pub const SLAB: i64 = 64;
+
+/// The widest [`GemmConfig::pingpong`] tile: one consumer warpgroup holds all of a 128 × bn
+/// tile's accumulators, `bn` f32 registers a thread, in the 240 registers a wide ping-pong
+/// consumer takes ([`GemmConfig::registers`]); ptxas (CUDA 13.0) assembles the plain product up
+/// to bn 208 without spills and spills from 224. With an epilogue op ([`GemmConfig::op`]) the
+/// limit is 128 (the op's loads of C and the bias and their addresses spill beside more
+/// accumulators).
+///
+/// ```
+/// use tilekit_ops::gemm_sm90::{EpilogueOp, GemmConfig, PINGPONG_MAX_BN};
+/// let pp = GemmConfig { pingpong: true, persistent: true, ..GemmConfig::default() };
+/// assert!(GemmConfig { bn: PINGPONG_MAX_BN, ..pp }.check().is_ok());
+/// assert!(GemmConfig { bn: PINGPONG_MAX_BN + 16, ..pp }.check().is_err());
+/// let op = EpilogueOp { alpha: true, ..EpilogueOp::default() };
+/// assert!(GemmConfig { bn: 144, op, ..pp }.check().is_err());
+/// ```
+pub const PINGPONG_MAX_BN: i64 = 208;
 
 /// The order in which a [`GemmConfig::persistent`] kernel's blocks (or a non-persistent grid)
 /// walk the tiles of C.
@@ -337,7 +387,9 @@ pub enum Epilogue {
     Registers,
     /// The accumulators (converted) into a 128-byte-swizzled shared C tile, then TMA tensor
     /// stores of it (one thread, a bulk group waited before the tile is rewritten). C is a
-    /// pointer `c` with tensor map `cm`: its row pitch must be a multiple of 16 bytes.
+    /// pointer `c` with tensor map `cm` (and, for a `bn` not a multiple of 128 bytes of C, a
+    /// second map `cm_tail` over the same C for the narrower last boxes:
+    /// [`GemmConfig::c_maps`]): its row pitch must be a multiple of 16 bytes.
     Tma,
 }
 
@@ -457,9 +509,9 @@ pub struct GemmConfig {
     /// Output element type (the input type or F32).
     pub output: ScalarType,
     /// Columns of C per block (the wgmma's N): a multiple of 16 in 16..=256 — with B
-    /// [`Major::MN`] a multiple of [`SLAB`] (64, 128, 192, 256: the tile is whole slabs), with
-    /// [`Epilogue::Tma`] a multiple of the C box's 128 bytes (64 columns of a 16-bit C, 32 of
-    /// f32). Widths between the powers of two fit a problem's N or the SM count better: 1000³
+    /// [`Major::MN`] a multiple of [`SLAB`] (64, 128, 192, 256: the tile is whole slabs); with
+    /// [`Epilogue::Tma`] C is stored in boxes of 128 bytes (64 columns of a 16-bit C, 32 of
+    /// f32) and the rest in boxes of 64 or 32 bytes ([`GemmConfig::c_maps`]). Widths between the powers of two fit a problem's N or the SM count better: 1000³
     /// in 64 × 144 tiles is 16 × 7 = 112 blocks, 8192² in 128 × 176 tiles 64 × 47.
     ///
     /// ```
@@ -521,8 +573,10 @@ pub struct GemmConfig {
     /// the walk's even steps, warpgroup 2 on the odd ones — each computing the whole 128-row
     /// tile (both 64-row A slabs, `2 × bn / 2` accumulators a thread), their mainloops taking
     /// turns (an order barrier), so one warpgroup's epilogue runs while the other's mainloop
-    /// keeps the tensor cores busy. Needs `persistent`, two consumers and `bn` ≤ 128 (the
-    /// accumulators of a 128 × bn tile in one warpgroup); no split K, batches or clusters.
+    /// keeps the tensor cores busy. Needs `persistent`, two consumers and `bn` ≤
+    /// [`PINGPONG_MAX_BN`] (the accumulators of a 128 × bn tile in one warpgroup: 240 registers
+    /// a consumer thread above bn 128, [`GemmConfig::registers`]; with an epilogue op bn ≤ 128);
+    /// no split K, batches or clusters.
     /// With [`Epilogue::Tma`] each warpgroup has its own C tile (twice the shared memory).
     /// `false`: both consumers on one tile (the cooperative schedule).
     pub pingpong: bool,
@@ -664,6 +718,54 @@ impl GemmConfig {
         }
     }
 
+    /// The registers a thread of the producer warpgroup and of a consumer warpgroup keep after
+    /// `setmaxnreg` (the block starts with 65536 / threads each): two consumers 40 and 232
+    /// (128·40 + 256·232 = 384·168), a ping-pong tile wider than 128 columns 24 and 240 (its
+    /// `bn` accumulators; 128·24 + 256·240 = 64512); one consumer 40 and 248 (the count it
+    /// starts with, no increase).
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::GemmConfig;
+    /// let c = GemmConfig::default();
+    /// assert_eq!(c.registers(), (40, 232));
+    /// let pp = GemmConfig { pingpong: true, persistent: true, bn: 176, ..c };
+    /// assert_eq!(pp.registers(), (24, 240));
+    /// assert_eq!(GemmConfig { bn: 128, ..pp }.registers(), (40, 232));
+    /// assert_eq!(GemmConfig { consumers: 1, ..c }.registers(), (40, 248));
+    /// ```
+    pub fn registers(&self) -> (u32, u32) {
+        if self.consumers == 1 {
+            (40, 248)
+        } else if self.pingpong && self.bn > 128 {
+            (24, 240)
+        } else {
+            (40, 232)
+        }
+    }
+
+    /// The tensor-map params of C the kernel declares (each bound to a map over C, the same
+    /// [`TensorMapArg`](tilekit_ir::tma::TensorMapArg): the kernel fixes the boxes): none with
+    /// [`Epilogue::Registers`]; `cm` (boxes of 128 bytes of C); and `cm_tail` where `bn` is not
+    /// a multiple of 128 bytes of C — the rest of the tile in boxes of 64 or 32 bytes.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
+    /// let tma = GemmConfig { epilogue: Epilogue::Tma, ..GemmConfig::default() };
+    /// assert_eq!(tma.c_maps(), ["cm"]);
+    /// assert_eq!(GemmConfig { bn: 176, ..tma }.c_maps(), ["cm", "cm_tail"]); // 64 + 64 + 3 × 16
+    /// assert_eq!(GemmConfig { bn: 160, output: ScalarType::F32, ..tma }.c_maps(), ["cm"]);
+    /// assert!(GemmConfig::default().c_maps().is_empty());
+    /// ```
+    pub fn c_maps(&self) -> &'static [&'static str] {
+        let cw = 128 / self.output.size_bytes().max(1) as i64;
+        match self.epilogue {
+            Epilogue::Registers => &[],
+            Epilogue::Tma if self.bn % cw == 0 => &["cm"],
+            Epilogue::Tma => &["cm", "cm_tail"],
+        }
+    }
+
     /// K per stage: one 128-byte swizzle row of the input type (64 of f16 / bf16, 32 of f32).
     ///
     /// ```
@@ -686,12 +788,10 @@ impl GemmConfig {
     /// assert!(GemmConfig { bn: 144, ..GemmConfig::default() }.check().is_ok());
     /// let e = GemmConfig { bn: 72, ..GemmConfig::default() }.check().unwrap_err();
     /// assert!(e.to_string().contains("bn = 72") && e.to_string().contains("multiple of 16"), "{e}");
-    /// // B MN-major: whole 64-column slabs; the TMA store: whole 128-byte boxes of C
+    /// // B MN-major: whole 64-column slabs; the TMA store takes any width (narrower boxes last)
     /// assert!(GemmConfig { bn: 176, b_major: Major::MN, ..GemmConfig::default() }.check().is_err());
     /// let tma = GemmConfig { bn: 80, epilogue: Epilogue::Tma, ..GemmConfig::default() };
-    /// assert!(tma.check().unwrap_err().to_string().contains("multiple of 64"));
-    /// let f32_c = GemmConfig { bn: 96, output: ScalarType::F32, ..tma }; // boxes of 32 f32
-    /// assert!(f32_c.check().is_ok());
+    /// assert!(tma.check().is_ok());
     /// assert!(GemmConfig { stages: 7, bn: 256, ..GemmConfig::default() }.check().is_err()); // 336 KiB
     /// assert!(GemmConfig { raster: Raster::Grouped(0), ..GemmConfig::default() }.check().is_err());
     /// assert!(GemmConfig { cluster: 2, ..GemmConfig::default() }.check().is_ok());
@@ -702,12 +802,14 @@ impl GemmConfig {
     /// // one consumer: 64-row tiles, so 5 stages of bn 256 fit (5 × 40 KiB; 5 × 48 KiB do not)
     /// assert!(GemmConfig { stages: 5, bn: 256, ..GemmConfig::default() }.check().is_err());
     /// assert!(GemmConfig { consumers: 1, stages: 5, bn: 256, ..GemmConfig::default() }.check().is_ok());
-    /// // ping-pong: persistent, two consumers, bn ≤ 128
+    /// // ping-pong: persistent, two consumers, bn ≤ 208 (≤ 128 with an epilogue op)
     /// let pp = GemmConfig { pingpong: true, persistent: true, ..GemmConfig::default() };
     /// assert!(pp.check().is_ok());
     /// let e = GemmConfig { persistent: false, ..pp }.check().unwrap_err();
     /// assert!(e.to_string().contains("pingpong") && e.to_string().contains("persistent"), "{e}");
-    /// assert!(GemmConfig { bn: 256, ..pp }.check().is_err());
+    /// assert!(GemmConfig { bn: 176, epilogue: Epilogue::Tma, stages: 3, ..pp }.check().is_ok());
+    /// let e = GemmConfig { bn: 256, ..pp }.check().unwrap_err().to_string();
+    /// assert!(e.contains("bn 256") && e.contains("bn ≤ 208"), "{e}");
     /// ```
     pub fn check(&self) -> Result<()> {
         let op = "gemm_sm90";
@@ -766,20 +868,6 @@ impl GemmConfig {
                     "a multiple of {SLAB} (64, 128, 192 or 256) with B MN-major (its tile is \
                      slabs of {SLAB} N-columns, one 128-byte swizzle row each); K-major B \
                      takes any multiple of 16"
-                ),
-            ));
-        }
-        let cw = 128 / self.output.size_bytes() as i64;
-        if self.epilogue == Epilogue::Tma && self.bn % cw != 0 {
-            return Err(OpsError::invalid(
-                op,
-                "bn",
-                self.bn,
-                format!(
-                    "a multiple of {cw} with the TMA-store epilogue and {} output (C is stored \
-                     in boxes of {cw} columns, 128 bytes); the register epilogue takes any \
-                     multiple of 16",
-                    self.output
                 ),
             ));
         }
@@ -849,8 +937,16 @@ impl GemmConfig {
                 Some("a persistent walk (persistent = true): the warpgroups take turns over it")
             } else if self.consumers != 2 {
                 Some("two consumer warpgroups (consumers = 2)")
-            } else if self.bn > 128 {
-                Some("bn ≤ 128: one warpgroup holds a 128 × bn tile's accumulators")
+            } else if self.bn > PINGPONG_MAX_BN {
+                Some(
+                    "bn ≤ 208: one warpgroup holds a 128 × bn tile's bn accumulators a thread \
+                     (240 registers; wider tiles spill)",
+                )
+            } else if self.bn > 128 && !self.op.is_identity() {
+                Some(
+                    "bn ≤ 128 with an epilogue op (wider tiles spill the op's loads and \
+                     addresses beside their accumulators), or the plain product",
+                )
             } else if self.split_k > 1 {
                 Some("no split K (split_k = 1)")
             } else if self.batched {
@@ -1041,37 +1137,81 @@ pub fn split_reduce_grid(m: i64, n: i64) -> Result<[u32; 3]> {
     Ok([((elems + REDUCE_THREADS as i64 - 1) / REDUCE_THREADS as i64) as u32, 1, 1])
 }
 
-/// Element of the shared C tile (column blocks of `bm × cw`, `cw` = 128 bytes of the output
-/// type, each with the 128-byte swizzle) where consumer thread `t` (0..128 · consumers) puts
-/// accumulator pair `i` (registers `i`, `i + 1`): the arithmetic the epilogue emits, on the host.
-fn c_tile_offset(ob: i64, bm: i64, t: i64, i: usize) -> i64 {
-    let (cw, ce) = (128 / ob, 16 / ob);
-    let (half, warp, lane) = (t / 128, t % 128 / 32, t % 32);
-    let (pair_col, x) = (lane % 4 * 2, lane / 4);
-    let y = (pair_col / ce) ^ x;
-    let base = (half * 64 + warp * 16 + x) * cw + pair_col % ce;
-    let (r0, c0) = acc_coord(0, i);
-    let (r0, c0) = (r0 as i64, c0 as i64);
-    base + c0 / cw * bm * cw + r0 * cw + (y ^ (c0 % cw / ce)) * ce
+/// A column box of the shared C tile, one TMA store each: its first column in the tile, its
+/// width (one swizzle row of the output type), its swizzle and its first element in the tile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CBox {
+    col: i64,
+    width: i64,
+    swizzle: HopperSwizzle,
+    at: i64,
 }
 
-/// The epilogue's offsets agree with the tile's layout descriptor (the one C's tensor map is
-/// derived from) for every thread and accumulator pair; a named error otherwise.
-fn check_c_tile(
-    layout: &tilekit_layout::TensorDescriptor<i64>,
-    out: ScalarType,
-    (bm, bn): (i64, i64),
-) -> Result<()> {
-    let ob = out.size_bytes() as i64;
+/// The boxes of a `bm × bn` C tile of `ob`-byte outputs: `⌊bn / cw⌋` boxes of `cw` = 128 bytes
+/// (the 128-byte swizzle), then the rest of the width (a multiple of 32 bytes: 16 columns of
+/// a 16-bit C) in the widest boxes of one swizzle row that divide it — one of 64 bytes
+/// (64-byte swizzle), or 32-byte ones (32-byte swizzle; 96 bytes are three). Box `q` holds
+/// its `bm` rows at `at`, the boxes one after another.
+fn c_boxes(ob: i64, bm: i64, bn: i64) -> Vec<CBox> {
     let cw = 128 / ob;
+    let full = bn / cw;
+    let mut boxes: Vec<CBox> = (0..full)
+        .map(|j| CBox { col: j * cw, width: cw, swizzle: HopperSwizzle::B128, at: j * bm * cw })
+        .collect();
+    let tail = bn % cw;
+    if tail > 0 {
+        let swizzle = if tail * ob % 64 == 0 { HopperSwizzle::B64 } else { HopperSwizzle::B32 };
+        let w = swizzle.row_bytes() / ob;
+        boxes.extend((0..tail / w).map(|q| CBox {
+            col: full * cw + q * w,
+            width: w,
+            swizzle,
+            at: full * bm * cw + q * bm * w,
+        }));
+    }
+    boxes
+}
+
+/// The box of `boxes` that holds column `col` of the tile.
+fn c_box_of(boxes: &[CBox], col: i64) -> CBox {
+    *boxes.iter().find(|x| (x.col..x.col + x.width).contains(&col)).expect("col < bn")
+}
+
+/// Element of the shared C tile ([`c_boxes`]) where consumer thread `t` (0..128 · consumers)
+/// puts accumulator pair `i` (registers `i`, `i + 1`): the arithmetic the epilogue emits, on
+/// the host. Per box of width `w` and 16-byte chunks of `ce` elements: a thread's rows have
+/// the swizzle phase `x / (128 / row bytes)` (x = lane / 4, the row mod 8: 8 rows of 128
+/// bytes, 4 of 64 or 2 of 32 in a phase), its column pair's chunk is XORed with it.
+fn c_tile_offset(ob: i64, bm: i64, bn: i64, t: i64, i: usize) -> i64 {
+    let ce = 16 / ob;
+    let (half, warp, lane) = (t / 128, t % 128 / 32, t % 32);
+    let (pair_col, x) = (lane % 4 * 2, lane / 4);
+    let (r0, c0) = acc_coord(0, i);
+    let (r0, c0) = (r0 as i64, c0 as i64);
+    let bx = c_box_of(&c_boxes(ob, bm, bn), c0);
+    let w = bx.width;
+    let y = (pair_col / ce) ^ (x / (128 / bx.swizzle.row_bytes()));
+    let base = (half * 64 + warp * 16 + x) * w + pair_col % ce;
+    base + bx.at + r0 * w + (y ^ ((c0 - bx.col) / ce)) * ce
+}
+
+/// The epilogue's offsets agree with the boxes' layout descriptors (the ones C's tensor maps
+/// are derived from) for every thread and accumulator pair; a named error otherwise.
+fn check_c_tile(out: ScalarType, (bm, bn): (i64, i64)) -> Result<()> {
+    let ob = out.size_bytes() as i64;
+    let boxes = c_boxes(ob, bm, bn);
     let regs = (bn / 2) as usize; // m64nBN: BN / 2 f32 registers a thread
     for t in 0..2 * bm {
         for i in (0..regs).step_by(2) {
             let (r0, c0) = acc_coord((t % 128) as usize, i);
             let (row, col) = (t / 128 * 64 + r0 as i64, c0 as i64);
-            let want = col / cw * bm * cw
-                + layout.calculate_offset(&[row, col % cw]).map_err(tilekit_ir::IrError::from)?;
-            let got = c_tile_offset(ob, bm, t, i);
+            let bx = c_box_of(&boxes, col);
+            let layout = bx.swizzle.descriptor(bm, bx.width, ob)?;
+            let want = bx.at
+                + layout
+                    .calculate_offset(&[row, col - bx.col])
+                    .map_err(tilekit_ir::IrError::from)?;
+            let got = c_tile_offset(ob, bm, bn, t, i);
             if got != want {
                 return Err(OpsError::invalid(
                     "gemm_sm90 C tile",
@@ -1193,14 +1333,26 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let ob = cfg.output.size_bytes() as i64;
     let cw = 128 / ob;
     let c_layout = HopperSwizzle::B128.descriptor(bm, cw, ob)?;
+    let c_box = c_boxes(ob, bm, bn);
     if cfg.epilogue == Epilogue::Tma {
-        check_c_tile(&c_layout, cfg.output, (bm, bn))?;
+        check_c_tile(cfg.output, (bm, bn))?;
     }
     let cmap = match cfg.epilogue {
         Epilogue::Registers => None,
         Epilogue::Tma => {
             Some(b.tensor_map_for_layout("cm", c.mem, &boxd(cw, bm), &c_layout, OobFill::Zero)?)
         }
+    };
+    // a width not a multiple of cw: the rest of the tile in narrower boxes (`cm_tail`, over the
+    // same C: boxes of one 64- or 32-byte swizzle row × bm, the layout of the last boxes)
+    let tail_box = c_box.last().filter(|x| x.swizzle != HopperSwizzle::B128).copied();
+    let tail_map = match (cfg.epilogue, tail_box) {
+        (Epilogue::Tma, Some(tb)) => {
+            let layout = tb.swizzle.descriptor(bm, tb.width, ob)?;
+            let dims = boxd(tb.width, bm);
+            Some(b.tensor_map_for_layout("cm_tail", c.mem, &dims, &layout, OobFill::Zero)?)
+        }
+        _ => None,
     };
     // pairs of columns stored together: unit column stride, even row stride (binding checks)
     c.descriptor(Some((2, 1)))?;
@@ -1433,7 +1585,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     b.if_then_else(
         &producer,
         |b| {
-            b.setmaxnreg(false, 40)?;
+            b.setmaxnreg(false, cfg.registers().0)?;
             b.if_then(&first, |b| {
                 b.note("gemm_sm90 producer: TMA tiles into the ring");
                 walk(b, None, &|b, m0, n0, it, sl| {
@@ -1524,10 +1676,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         |b| {
             // two consumers: 384 threads start with 168 registers (65536 / 384), the producer
             // gives 128 of them back and the consumers take 232 (128·40 + 256·232 = 384·168);
-            // one consumer: 256 threads start with 248 (the most a thread may own below 256),
-            // already all the accumulators and addresses of bn 256 need — no increase
+            // a wide ping-pong tile (bn > 128) 240, the producer keeping 24
+            // (128·24 + 256·240 = 64512); one consumer: 256 threads start with 248 (the most a
+            // thread may own below 256), already all the accumulators and addresses of bn 256
+            // need — no increase
             if consumers == 2 {
-                b.setmaxnreg(true, 232)?;
+                b.setmaxnreg(true, cfg.registers().1)?;
             }
             let (ta, tb) = (cfg.a_major == Major::MN, cfg.b_major == Major::MN);
             let shape = WgmmaShape::new(ty, bn as u32)?.transposed(ta, tb)?;
@@ -1694,9 +1848,21 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     // ping-pong: the warpgroup's own C tile (at w·bm·bn), its slab j's rows at
                     // 64·j (a constant per register)
                     let (row_t, c_base) = if pingpong {
-                        (warp.clone() * lit(16) + x, half.clone() * lit(bm * bn))
+                        (warp.clone() * lit(16) + x.clone(), half.clone() * lit(bm * bn))
                     } else {
-                        (half.clone() * lit(64) + warp.clone() * lit(16) + x, lit(0))
+                        (half.clone() * lit(64) + warp.clone() * lit(16) + x.clone(), lit(0))
+                    };
+                    // the narrower boxes of a width not a multiple of cw (one swizzle, one
+                    // width): rows of `tw` elements, the swizzle phase x / (128 / row bytes)
+                    let tail = match tail_box {
+                        Some(tb) => {
+                            let tw = tb.width;
+                            let xt = x / lit(128 / tb.swizzle.row_bytes());
+                            let yt = b.binary(BinOp::Xor, &(pair_col.clone() / lit(ce)), &xt)?;
+                            let at = row_t.clone() * lit(tw) + pair_col.clone() % lit(ce);
+                            Some((yt, if pingpong { c_base.clone() + at } else { at }))
+                        }
+                        None => None,
                     };
                     let base = if pingpong {
                         c_base.clone() + row_t * lit(cw) + pair_col % lit(ce)
@@ -1732,14 +1898,20 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                             // the warpgroup's barrier every quarter slab keeps them in it)
                             c_sync(b)?;
                         }
-                        let (slab_at, ii) =
-                            if pingpong { ((i / nacc) as i64 * 64 * cw, i % nacc) } else { (0, i) };
+                        let (slab, ii) =
+                            if pingpong { ((i / nacc) as i64, i % nacc) } else { (0, i) };
                         let (r0, c0) = acc_coord(0, ii);
                         let (r0, c0) = (r0 as i64, c0 as i64);
-                        let chunk = b.binary(BinOp::Xor, &y, &lit(c0 % cw / ce))?;
-                        let at = base.clone()
-                            + lit(slab_at + c0 / cw * bm * cw + r0 * cw)
-                            + chunk * lit(ce);
+                        // the pair's box (c_boxes: constant per register), its rows w wide
+                        let bx = c_box_of(&c_box, c0);
+                        let w = bx.width;
+                        let (y, base) = match &tail {
+                            Some((yt, bt)) if bx.swizzle != HopperSwizzle::B128 => (yt, bt),
+                            _ => (&y, &base),
+                        };
+                        let chunk = b.binary(BinOp::Xor, y, &lit((c0 - bx.col) / ce))?;
+                        let at =
+                            base.clone() + lit(slab * 64 * w + bx.at + r0 * w) + chunk * lit(ce);
                         let vals = if cfg.op.is_identity() {
                             [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
                         } else {
@@ -1768,15 +1940,16 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     b.fence_proxy_async();
                     c_sync(b)?;
                     let stores = |b: &KernelBuilder| -> IrResult<()> {
-                        for j in 0..bn / cw {
-                            let mut xy = vec![n0.clone() + lit(j * cw), m0.clone()];
+                        for bx in &c_box {
+                            let mut xy = vec![n0.clone() + lit(bx.col), m0.clone()];
                             xy.extend(sl.entry.clone());
-                            let from = if pingpong {
-                                c_base.clone() + lit(j * bm * cw)
-                            } else {
-                                lit(j * bm * cw)
+                            let from =
+                                if pingpong { c_base.clone() + lit(bx.at) } else { lit(bx.at) };
+                            let map = match tail_map {
+                                Some(tm) if bx.swizzle != HopperSwizzle::B128 => tm,
+                                _ => cmap,
                             };
-                            b.tensor_store(cmap, &xy, sc, &from)?;
+                            b.tensor_store(map, &xy, sc, &from)?;
                         }
                         b.bulk_commit();
                         Ok(())

@@ -275,7 +275,8 @@ pub const ONE_WAVE: i64 = 132;
 pub const FEW_TILES: i64 = 128;
 
 /// Tile widths between the powers of two that [`GemmProblem::candidates`] adds for the
-/// 128-row tile (K-major B; with a 16-bit C the register epilogue only, [`GemmConfig::bn`]):
+/// 128-row tile (K-major B; both epilogues, the TMA store's last boxes narrower,
+/// [`GemmConfig::c_maps`]):
 /// cuBLASLt's fastest kernels for 8192 × 8192 × 1024 on the H200 are 176 × 128 and 128 × 160
 /// tiles, and 8192 columns in tiles of 240 are 35 N-tiles, 2240 tiles of 128 rows: 16.97 waves
 /// of 132 SMs (bn 256: 15.5, bn 176: 22.8). Not yet measured here: none is the heuristic's.
@@ -284,6 +285,18 @@ pub const FEW_TILES: i64 = 128;
 /// assert_eq!(tilekit_ops::gemm_tuning::ODD_WIDTHS, [160, 176, 240]);
 /// ```
 pub const ODD_WIDTHS: [i64; 3] = [160, 176, 240];
+
+/// The ping-pong tile widths above 128 the tuner tries ([`GemmConfig::pingpong`], two
+/// consumers, the plain product; each warpgroup holds the 128 × bn tile's bn accumulators a
+/// thread): cuBLASLt's 8192 × 8192 × 1024 winner is a ping-pong tile of 128 × 176.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::PINGPONG_WIDTHS, [144, 160, 176, 192]);
+/// assert!(tilekit_ops::gemm_tuning::PINGPONG_WIDTHS
+///     .iter()
+///     .all(|&w| w <= tilekit_ops::gemm_sm90::PINGPONG_MAX_BN));
+/// ```
+pub const PINGPONG_WIDTHS: [i64; 4] = [144, 160, 176, 192];
 
 /// The odd tile widths for the 64-row tile (where [`GemmProblem::wants_64_rows`]): cuBLASLt's
 /// fastest 1000³ kernel on the H200 uses 64 × 144 tiles (1000³ in 64 × 144 tiles: 16 × 7 =
@@ -459,7 +472,9 @@ impl GemmProblem {
     /// problem of one tile.
     ///
     /// With two consumers and bn 128, also the ping-pong schedule ([`GemmConfig::pingpong`],
-    /// labels ending `pingpong`): persistent, grouped 8, each epilogue and ring depth that fits.
+    /// labels ending `pingpong`): persistent, grouped 8, each epilogue and ring depth that fits;
+    /// and the wider ping-pong tiles [`PINGPONG_WIDTHS`] (the plain product), each epilogue with
+    /// the deepest ring that fits (at most 6).
     ///
     /// Where M ≤ 64 or the problem has fewer than [`FEW_TILES`] tiles of 128 × 256, also the
     /// 64-row tile (one consumer warpgroup, labels ending `bm 64`): widths 64 to 256, 4 to 12
@@ -470,7 +485,7 @@ impl GemmProblem {
     /// each with the deepest ring that fits (at most 6 stages of 128 rows, 12 of 64), persistent
     /// in grouped order (8), in pairs (grouped 4, where M has two tiles) and, 64-row, one block
     /// per tile; both epilogues where [`GemmConfig::check`] takes them (B MN-major and the TMA
-    /// store of a 16-bit C refuse these widths, so they drop out there). No split K.
+    /// store of C takes them in narrower last boxes). No split K.
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
@@ -482,7 +497,10 @@ impl GemmProblem {
     /// assert!(c.iter().all(|c| c.apply(p.base()).check().is_ok()));
     /// assert!(c.iter().any(|c| c.cluster == 2));
     /// assert!(c.iter().all(|c| c.consumers == 2), "a big square keeps the 128-row tile");
-    /// assert_eq!(c.iter().filter(|c| c.pingpong).count(), 7); // 3..6 stages (TMA: 3..5)
+    /// // bn 128: 3..6 stages (TMA: 3..5); 144..192: the deepest ring, both epilogues
+    /// assert_eq!(c.iter().filter(|c| c.pingpong && c.bn == 128).count(), 7);
+    /// assert_eq!(c.iter().filter(|c| c.pingpong && c.bn > 128).count(), 8);
+    /// assert!(c.iter().any(|c| c.pingpong && c.bn == 176 && c.stages == 3 && c.epilogue == Epilogue::Tma));
     /// let one_row = GemmProblem::new(64, 8192, 4096, ScalarType::BF16, ScalarType::BF16, true);
     /// assert!(one_row.candidates().iter().all(|c| c.cluster == 1));
     /// assert!(one_row.candidates().iter().any(|c| c.consumers == 1 && c.split_k == 4));
@@ -622,6 +640,37 @@ impl GemmProblem {
                             if let Some(c) = c.filter(|c| self.config(c).check().is_ok()) {
                                 out.push(c);
                             }
+                        }
+                    }
+                }
+            }
+            // ping-pong tiles wider than 128 (the plain product only: PINGPONG_MAX_BN), each
+            // epilogue with the deepest ring that fits, persistent grouped 8
+            if consumers == 2 {
+                for &bn in &PINGPONG_WIDTHS {
+                    if bn > n_cap || tiles(bn) <= 1 {
+                        continue;
+                    }
+                    for epilogue in [Epilogue::Registers, Epilogue::Tma] {
+                        if epilogue == Epilogue::Tma && !self.c_tma {
+                            continue;
+                        }
+                        let at = |stages| GemmChoice {
+                            bn,
+                            stages,
+                            overlap: true,
+                            persistent: true,
+                            raster: Raster::Grouped(8),
+                            epilogue,
+                            split_k: 1,
+                            cluster: 1,
+                            consumers,
+                            pingpong: true,
+                        };
+                        if let Some(c) =
+                            (2..=6).rev().map(at).find(|c| self.config(c).check().is_ok())
+                        {
+                            out.push(c);
                         }
                     }
                 }

@@ -826,8 +826,9 @@ fn pingpong_configs_are_checked_labelled_and_sized() {
     let bad = [
         (GemmConfig { persistent: false, ..pp }, "persistent"),
         (GemmConfig { consumers: 1, ..pp }, "consumers = 2"),
-        (GemmConfig { bn: 192, stages: 3, ..pp }, "bn ≤ 128"),
-        (GemmConfig { bn: 256, stages: 3, epilogue: Epilogue::Registers, ..pp }, "bn ≤ 128"),
+        (GemmConfig { bn: 224, stages: 2, ..pp }, "bn ≤ 208"),
+        (GemmConfig { bn: 256, stages: 3, epilogue: Epilogue::Registers, ..pp }, "bn ≤ 208"),
+        (GemmConfig { bn: 144, stages: 3, op: full_op(ScalarType::F32), ..pp }, "bn ≤ 128 with"),
         (
             GemmConfig { split_k: 2, epilogue: Epilogue::Registers, output: ScalarType::F32, ..pp },
             "split_k = 1",

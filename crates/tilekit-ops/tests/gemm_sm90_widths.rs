@@ -142,15 +142,22 @@ fn widths_a_layout_cannot_take_are_refused_by_name() {
         assert!(e.contains("B MN-major"), "{e}");
     }
     assert!(GemmConfig { bn: 192, b_major: Major::MN, ..base }.check().is_ok());
-    // the TMA store: whole 128-byte boxes (64 columns of bf16, 32 of f32)
+    // the TMA store: boxes of 128 bytes (64 columns of bf16, 32 of f32), the rest in boxes of
+    // 64 or 32 bytes through a second map
     let tma = GemmConfig { epilogue: Epilogue::Tma, ..base };
-    let e = GemmConfig { bn: 144, ..tma }.check().unwrap_err().to_string();
-    assert!(e.contains("bn = 144") && e.contains("multiple of 64") && e.contains("bf16"), "{e}");
-    let f32_c = GemmConfig { output: ScalarType::F32, ..tma };
-    let e = GemmConfig { bn: 80, ..f32_c }.check().unwrap_err().to_string();
-    assert!(e.contains("bn = 80") && e.contains("multiple of 32"), "{e}");
-    for bn in [96, 160, 224] {
-        GemmConfig { bn, stages: 2, ..f32_c }.check().unwrap();
+    for (bn, out, maps) in [
+        (144, ScalarType::BF16, 2),
+        (192, ScalarType::BF16, 1),
+        (80, ScalarType::F32, 2),
+        (96, ScalarType::F32, 1),
+        (16, ScalarType::BF16, 2),
+    ] {
+        let cfg = GemmConfig { bn, output: out, stages: 2, ..tma };
+        cfg.check().unwrap();
+        assert_eq!(cfg.c_maps().len(), maps, "{bn} {out}");
+        let k = build_gemm_sm90(cfg).unwrap();
+        let names: Vec<&str> = k.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names.contains(&"cm_tail"), maps == 2, "{names:?}");
     }
     // the same widths through registers are fine, and the stage size follows bn
     let odd = GemmConfig { bn: 176, stages: 5, ..base };

@@ -10,6 +10,7 @@ use tilekit_ops::backend::Interp;
 use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
 use tilekit_ops::gemm_tuning::{
     file_name, GemmChoice, GemmProblem, GemmTable, Tuned, ODD_WIDTHS, ODD_WIDTHS_64_ROWS,
+    PINGPONG_WIDTHS,
 };
 use tilekit_ops::host;
 use tilekit_ops::tuning::{TuningError, TuningSource};
@@ -49,32 +50,60 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
             }
         }
     }
-    // the odd widths (160, 176, 240): a bf16 C cannot take their TMA store (boxes of 64
-    // columns), so the register epilogue, the deepest ring that fits, persistent grouped 8 and
-    // pairs grouped 4
+    // the odd widths (160, 176, 240), both epilogues (the TMA store's last boxes narrower), the
+    // deepest ring that fits, persistent grouped 8 and pairs grouped 4
     let mut odd_choices = 0;
     for bn in ODD_WIDTHS {
-        let deepest = (2..=6).rev().find(|s| s * (128 + bn) * 128 <= 227 * 1024).unwrap();
-        let at = |cluster, raster| GemmChoice {
-            bn,
-            stages: deepest,
-            overlap: true,
-            persistent: true,
-            raster,
-            epilogue: Epilogue::Registers,
-            cluster,
-            consumers: 2,
-            ..GemmChoice::of(&GemmConfig::default())
-        };
-        assert!(c.contains(&at(1, Raster::Grouped(8))) && c.contains(&at(2, Raster::Grouped(4))));
-        odd_choices += 2;
+        for (epilogue, c_tile) in [(Epilogue::Registers, 0), (Epilogue::Tma, 128 * bn * 2)] {
+            let deepest =
+                (2..=6).rev().find(|s| s * (128 + bn) * 128 + c_tile <= 227 * 1024).unwrap();
+            let at = |cluster, raster| GemmChoice {
+                bn,
+                stages: deepest,
+                overlap: true,
+                persistent: true,
+                raster,
+                epilogue,
+                cluster,
+                consumers: 2,
+                ..GemmChoice::of(&GemmConfig::default())
+            };
+            assert!(
+                c.contains(&at(1, Raster::Grouped(8))) && c.contains(&at(2, Raster::Grouped(4)))
+            );
+            odd_choices += 2;
+        }
     }
-    assert_eq!(c.iter().filter(|c| c.bn % 64 != 0).count(), odd_choices);
-    assert!(c.iter().all(|c| c.bn % 64 == 0 || c.epilogue == Epilogue::Registers));
+    // the wide ping-pong tiles (144..192), each epilogue's deepest ring beside two C tiles
+    let mut wide_pp = 0;
+    for bn in PINGPONG_WIDTHS {
+        for (epilogue, c_tile) in [(Epilogue::Registers, 0), (Epilogue::Tma, 128 * bn * 2)] {
+            let deepest =
+                (2..=6).rev().find(|s| s * (128 + bn) * 128 + 2 * c_tile <= 227 * 1024).unwrap();
+            let want = GemmChoice {
+                bn,
+                stages: deepest,
+                overlap: true,
+                persistent: true,
+                raster: Raster::Grouped(8),
+                epilogue,
+                split_k: 1,
+                cluster: 1,
+                consumers: 2,
+                pingpong: true,
+            };
+            assert!(c.contains(&want), "{want:?}");
+            wide_pp += 1;
+        }
+    }
+    // (bn 176 with the TMA store: 3 stages of 38 KiB beside 2 × 44 KiB of C)
+    assert!(c.iter().any(|c| c.pingpong && c.bn == 176 && c.stages == 3));
+    let pp_odd = c.iter().filter(|c| c.pingpong && c.bn % 64 != 0).count();
+    assert_eq!(c.iter().filter(|c| c.bn % 64 != 0).count(), odd_choices + pp_odd);
     assert_eq!(pingpong, 7);
-    assert_eq!(c.len(), want + pingpong + odd_choices);
-    assert_eq!(c.iter().filter(|c| c.pingpong).count(), pingpong);
-    assert!(c.iter().filter(|c| c.pingpong).all(|c| c.bn == 128 && c.persistent));
+    assert_eq!(c.len(), want + pingpong + odd_choices + wide_pp);
+    assert_eq!(c.iter().filter(|c| c.pingpong).count(), pingpong + wide_pp);
+    assert!(c.iter().filter(|c| c.pingpong).all(|c| c.bn <= 192 && c.persistent));
     let mut uniq = c.clone();
     uniq.sort_by_key(|c| format!("{c:?}"));
     uniq.dedup();
@@ -84,15 +113,27 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     let paired = GemmChoice { cluster: 2, raster: Raster::Grouped(4), ..GemmChoice::heuristic(&p) };
     assert!(c.contains(&paired));
     assert_eq!(c.iter().filter(|c| c.cluster == 2).count(), want / 3 + odd_choices / 2);
-    // an f32 C takes the TMA store in 32-column boxes: bn 160 (5 of them; 4 stages beside the
-    // 80 KiB C tile), not 176 or 240
+    // an f32 C takes the TMA store of every odd width (bn 176: five 32-column boxes and one of
+    // 16, 3 stages beside the 88 KiB C tile; bn 240: 2 beside 120 KiB); ping-pong's two f32 C
+    // tiles fit at bn 144 only (2 stages)
     let f32_c = GemmProblem::new(4096, 4096, 4096, BF, F32, true).candidates();
-    let tma_odd: Vec<(i64, i64)> = f32_c
+    let tma_odd: Vec<(i64, i64, bool)> = f32_c
         .iter()
         .filter(|c| c.bn % 64 != 0 && c.epilogue == Epilogue::Tma)
-        .map(|c| (c.bn, c.stages))
+        .map(|c| (c.bn, c.stages, c.pingpong))
         .collect();
-    assert_eq!(tma_odd, [(160, 4), (160, 4)]);
+    assert_eq!(
+        tma_odd,
+        [
+            (144, 2, true),
+            (160, 4, false),
+            (160, 4, false),
+            (176, 3, false),
+            (176, 3, false),
+            (240, 2, false),
+            (240, 2, false)
+        ]
+    );
     // B MN-major (row-major B, the API's layout): no odd widths
     let nn = GemmProblem::new(4096, 4096, 4096, BF, BF, true).with_majors(Major::K, Major::MN);
     assert!(nn.candidates().iter().all(|c| c.bn % 64 == 0));
@@ -131,14 +172,18 @@ fn the_64_row_candidates_are_there_for_skinny_and_few_tile_problems_only() {
             }
         }
     }
-    // the odd widths of 64 rows (80, 144, 176): register epilogue (an f32 C's boxes are 32
+    // the odd widths of 64 rows (80, 144, 176): both epilogues (the f32 C's last box 16
     // columns), the deepest ring, one block per tile and persistent (one M-tile: no pairs)
     for bn in ODD_WIDTHS_64_ROWS {
-        let deepest = (2..=12).rev().find(|s| s * (64 + bn) * 128 <= 227 * 1024).unwrap();
-        let odd: Vec<&&GemmChoice> = one.iter().filter(|c| c.bn == bn).collect();
-        assert_eq!(odd.len(), 2, "{bn}");
-        assert!(odd.iter().all(|c| c.stages == deepest && c.epilogue == Epilogue::Registers));
-        want += 2;
+        for (epilogue, c_tile) in [(Epilogue::Registers, 0), (Epilogue::Tma, 64 * bn * 4)] {
+            let deepest =
+                (2..=12).rev().find(|s| s * (64 + bn) * 128 + c_tile <= 227 * 1024).unwrap();
+            let odd: Vec<&&GemmChoice> =
+                one.iter().filter(|c| c.bn == bn && c.epilogue == epilogue).collect();
+            assert_eq!(odd.len(), 2, "{bn}");
+            assert!(odd.iter().all(|c| c.stages == deepest), "{bn}");
+            want += 2;
+        }
     }
     assert_eq!(one.iter().filter(|c| c.split_k == 1).count(), want);
     assert!(one.iter().all(|c| c.cluster == 1), "one 64-row tile: nothing to pair");
@@ -403,6 +448,19 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         BF,
         15,
     );
+    // a wide ping-pong tile with the TMA store: the API binds `cm_tail` too (bn 176: two
+    // 64-column boxes and three of 16), into the first 312 columns of a C of pitch 328 whose
+    // last columns must stay NaN (the second N-tile's first 16-column box, columns 304..320,
+    // clipped at 312)
+    let wide = GemmChoice {
+        bn: 176,
+        stages: 3,
+        pingpong: true,
+        epilogue: Epilogue::Tma,
+        raster: Raster::Grouped(2),
+        ..base
+    };
+    check_with_pitch(wide, (300, 312, 136), 328, BF, 16);
 }
 
 #[test]

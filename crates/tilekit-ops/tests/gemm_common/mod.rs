@@ -47,7 +47,10 @@ pub fn bind_epilogue<'a>(
     (bias, n): (Option<&'a HostTensor>, i64),
 ) -> Bindings<'a, Interp> {
     if cfg.epilogue == Epilogue::Tma {
-        bind = bind.tensor_map("cm", c_map.unwrap()).unwrap();
+        let map = c_map.unwrap();
+        for name in cfg.c_maps() {
+            bind = bind.tensor_map(name, map.clone()).unwrap();
+        }
     }
     if cfg.raster == Raster::Hilbert {
         bind = bind.input_ptr("order", order, tiles, &Interp).unwrap();
