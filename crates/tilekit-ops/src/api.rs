@@ -2373,6 +2373,13 @@ pub fn attention<
 /// [`attention`] into a caller's `O` `(b, s_q, h, d)` (the input type; any strides with the
 /// last dim contiguous and the others even) and `LSE` `(b, h, s_q)` (f32, any strides).
 ///
+/// Both run the schedule [`AttnConfig::recommended`](crate::attention_sm90::AttnConfig::recommended)
+/// picks for the head dim, the mask and `s_k` (the fastest measured on an H100), storing O
+/// through shared memory and TMA when O allows it (first element on a 16-byte boundary, outer
+/// strides multiples of 16 bytes), and from registers
+/// ([`without_tma_store`](crate::attention_sm90::AttnConfig::without_tma_store)) otherwise.
+/// [`attention_with`] runs any other configuration.
+///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
 /// use tilekit_ops::{api, backend::Interp};
@@ -2402,9 +2409,21 @@ pub fn attention_into<
     o: &mut O,
     lse: &mut L,
 ) -> Result<()> {
-    let (ql, ty) = (q.layout(), q.layout().dtype());
+    let (ql, kl, ty) = (q.layout(), k.layout(), q.layout().dtype());
     let d = if ql.rank() == 4 { ql.shape()[3] } else { 0 };
-    let cfg = crate::attention_sm90::AttnConfig::new(ty, d, causal);
+    let s_k = if kl.rank() == 4 { kl.shape()[1] } else { 0 };
+    let cfg = crate::attention_sm90::AttnConfig::recommended(ty, d, causal, s_k);
+    // the TMA store needs O's first element on a 16-byte boundary and its outer strides in
+    // multiples of 16 bytes; any other O takes the register epilogue
+    let ol = o.layout();
+    let size = ol.dtype().size_bytes() as u64;
+    let first = o.base_address() + ol.offset() as u64 * size;
+    let r = ol.rank();
+    let storable = first.is_multiple_of(16)
+        && r == 4
+        && ol.strides()[r - 1] == 1
+        && ol.strides()[..r - 1].iter().all(|&s| s >= 0 && (s as u64 * size).is_multiple_of(16));
+    let cfg = if storable { cfg } else { cfg.without_tma_store() };
     attention_with(b, cfg, q, k, v, scale, o, lse)
 }
 

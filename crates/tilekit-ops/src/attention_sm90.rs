@@ -307,6 +307,72 @@ impl AttnConfig {
         }
     }
 
+    /// The schedule [`api::attention`](crate::api::attention) runs: the fastest variant per
+    /// head dim measured on an H100 (session 11, 2026-11-27, `tilekit bench attention --reps
+    /// 10` beside PyTorch SDPA; `bench/RESULTS.md` "Session 11"), all with the TMA-store
+    /// epilogue (take [`without_tma_store`](Self::without_tma_store) when O cannot be
+    /// described by a tensor map):
+    ///
+    /// ```text
+    ///   d     causal   s_k          variant                 TFLOP/s (H100, 16k tokens)
+    ///   64    either   any          plain/bn128/tma/c3      272–475  (3 consumer warpgroups)
+    ///   128   either   any          pingpong/bn128/tma      258–650
+    ///   256   no       ≤ 512        plain/bn64/tma          472
+    ///   256   no       > 512        pingpong/bn64/tma       568–677
+    ///   256   yes      ≤ 2048       plain/bn64/tma          306–491
+    ///   256   yes      > 2048       pingpong/bn64/tma       548–604
+    /// ```
+    ///
+    /// (d = 64 causal at s_k ≤ 1024 measured 2–3% faster with 2 consumers; not worth a rule.)
+    /// A head dim the kernel does not take keeps [`new`](Self::new)'s tiles, so
+    /// [`check`](Self::check) names it.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// let c = AttnConfig::recommended(ScalarType::BF16, 64, false, 4096);
+    /// assert_eq!((c.bn, c.consumers, c.tma_store, c.pingpong), (128, 3, true, false));
+    /// let c = AttnConfig::recommended(ScalarType::F16, 128, true, 77);
+    /// assert_eq!((c.bn, c.consumers, c.tma_store, c.pingpong), (128, 2, true, true));
+    /// let short = AttnConfig::recommended(ScalarType::BF16, 256, true, 2048);
+    /// let long = AttnConfig::recommended(ScalarType::BF16, 256, true, 4096);
+    /// assert_eq!((short.pingpong, long.pingpong), (false, true));
+    /// assert!(AttnConfig::recommended(ScalarType::BF16, 96, false, 512).check().is_err());
+    /// ```
+    pub fn recommended(dtype: ScalarType, head_dim: i64, causal: bool, s_k: i64) -> AttnConfig {
+        let base = AttnConfig::new(dtype, head_dim, causal);
+        let tma = AttnConfig { tma_store: true, ..base };
+        let pingpong = AttnConfig { overlap: true, pingpong: true, ..tma };
+        match head_dim {
+            64 => AttnConfig { bn: 128, consumers: 3, ..tma },
+            128 => AttnConfig { bn: 128, ..pingpong },
+            256 if s_k <= if causal { 2048 } else { 512 } => tma,
+            256 => pingpong,
+            _ => base,
+        }
+    }
+
+    /// The same schedule with the register epilogue (O stored from registers, any strides and
+    /// alignment), or the nearest one that assembles without spills where the pipelined
+    /// schedules need the TMA store's registers (d = 128 at BN = 128: `plain`).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::attention_sm90::AttnConfig;
+    /// let c = AttnConfig::recommended(ScalarType::BF16, 128, false, 4096).without_tma_store();
+    /// assert_eq!((c.bn, c.tma_store, c.overlap, c.pingpong), (128, false, false, false));
+    /// let c = AttnConfig::recommended(ScalarType::BF16, 64, false, 4096).without_tma_store();
+    /// assert_eq!((c.bn, c.consumers, c.tma_store), (128, 3, false));
+    /// ```
+    pub fn without_tma_store(self) -> AttnConfig {
+        let c = AttnConfig { tma_store: false, ..self };
+        if c.head_dim == 128 && c.bn == 128 && c.overlap {
+            AttnConfig { overlap: false, pingpong: false, ..c }
+        } else {
+            c
+        }
+    }
+
     /// Query rows per block: 64 per consumer warpgroup (128, or 192 with 3 consumers).
     ///
     /// ```

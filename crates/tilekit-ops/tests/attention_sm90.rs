@@ -519,6 +519,64 @@ fn api_attention_with_the_tma_store_matches_and_refuses_a_misaligned_o() {
     }
 }
 
+/// `api::attention_into` runs [`AttnConfig::recommended`] (TMA store, 3 consumers at d = 64,
+/// ping-pong at d = 128) into an O TMA can store, and the register epilogue into one it cannot
+/// (4 bytes off a 16-byte boundary) — where `attention_with` and the same recommended config
+/// refuses it — both equal to the f64 reference.
+#[test]
+fn api_attention_runs_the_recommended_schedule_and_stores_any_o() {
+    use tilekit_ops::api;
+    for (ty, d, causal, seed) in
+        [(ScalarType::BF16, 64, false, 81), (ScalarType::F16, 128, true, 85)]
+    {
+        let c = case(2, 1, 200, 130);
+        let cfg = AttnConfig::recommended(ty, d, causal, c.s_k);
+        assert!(cfg.tma_store, "{cfg:?}");
+        let q = tensor(ty, [1, c.s_q, 2, d], seed);
+        let k = tensor(ty, [1, c.s_k, 1, d], seed + 1);
+        let v = tensor(ty, [1, c.s_k, 1, d], seed + 2);
+        let poisoned = |shape: Vec<i64>, t: ScalarType| {
+            let n = shape.iter().product::<i64>() as usize;
+            HostTensor::new(
+                host::poisoned(t, n).unwrap(),
+                TensorLayout::contiguous(t, shape).unwrap(),
+            )
+            .unwrap()
+        };
+        let qv = host::to_f64(q.buffer());
+        let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+        let scale = 1.0 / (d as f64).sqrt();
+        let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
+        let check = |got: Vec<f64>, lse: &HostTensor, what: &str| {
+            assert_eq!(got.len(), want_o.len());
+            for (i, (g, w)) in got.iter().zip(&want_o).enumerate() {
+                assert!((g - w).abs() <= 2.0 / 128.0 + w.abs() / 256.0, "{what} O[{i}] = {g}, {w}");
+            }
+            for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+                let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
+                assert!(ok, "{what} LSE[{i}] = {g}, reference {w}");
+            }
+        };
+        let mut lse = poisoned(vec![1, 2, c.s_q], ScalarType::F32);
+        let mut o = poisoned(vec![1, c.s_q, 2, d], ty);
+        api::attention_into(&Interp, &q, &k, &v, causal, None, &mut o, &mut lse).unwrap();
+        check(host::to_f64(o.buffer()), &lse, "contiguous O");
+        // O = columns 2..2+d of rows of d + 8: its first element 4 bytes off a 16-byte boundary
+        let wide = poisoned(vec![1, c.s_q, 2, d + 8], ty);
+        let mut o_view = wide.narrow(3, 2, d).unwrap();
+        let e = api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o_view, &mut lse);
+        assert!(e.unwrap_err().to_string().contains("16-byte boundary"));
+        let mut lse = poisoned(vec![1, 2, c.s_q], ScalarType::F32);
+        api::attention_into(&Interp, &q, &k, &v, causal, None, &mut o_view, &mut lse).unwrap();
+        let got: Vec<f64> = if ty == ScalarType::BF16 {
+            o_view.to_vec::<half::bf16>().unwrap().iter().map(|x| x.to_f64()).collect()
+        } else {
+            o_view.to_vec::<half::f16>().unwrap().iter().map(|x| x.to_f64()).collect()
+        };
+        check(got, &lse, "O view");
+    }
+}
+
 // ------------------------------------------------------------------------ timeline probe
 
 /// The spans one warpgroup of a probed block marks, in order, written out from the schedules
