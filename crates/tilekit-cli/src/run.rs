@@ -19,10 +19,10 @@ pub struct Args {
     /// Kernel (the list below gives each one's shape and dtypes).
     #[arg(value_parser = kernel_names(), hide_possible_values = true)]
     pub kernel: String,
-    /// Problem shape, e.g. 1000x777 (gemm: MxNxK).
+    /// Problem shape, e.g. 1000x777 (gemm: MxNxK; attention: BxSQxSKxHxHKVxD).
     #[arg(long)]
     pub shape: String,
-    /// Element type (default f32; f16 for gemm).
+    /// Element type (default f32; f16 for gemm, bf16 for attention).
     #[arg(long, value_parser = crate::dtype::kernel_dtype())]
     pub dtype: Option<ScalarType>,
     /// Where to run: the CPU interpreter or the GPU.
@@ -65,33 +65,42 @@ fn bad(flag: &str, value: &str, rule: &str) -> CliError {
     CliError::BadArgument { flag: flag.into(), value: value.into(), rule: rule.into() }
 }
 
-/// Parses `AxBxC`: 1 to 3 lengths of at least 1 (the kernels check their ranks and sizes).
+/// Parses `AxBxC…`: 1 to 6 lengths of at least 1 (the kernels check their ranks and sizes;
+/// attention takes six: `BxSQxSKxHxHKVxD`).
 ///
 /// ```
 /// use tilekit_cli::run::parse_shape;
 /// assert_eq!(parse_shape("1000x777").unwrap(), vec![1000, 777]);
+/// assert_eq!(parse_shape("2x77x300x8x2x128").unwrap().len(), 6);
 /// assert!(parse_shape("4x0").is_err());
+/// assert!(parse_shape("1x2x3x4x5x6x7").is_err());
 /// ```
 pub fn parse_shape(s: &str) -> Result<Vec<i64>, CliError> {
     let dims: Result<Vec<i64>, _> = s.split(['x', 'X']).map(|d| d.trim().parse::<i64>()).collect();
     match dims {
-        Ok(d) if !d.is_empty() && d.len() <= 3 && d.iter().all(|&v| v >= 1) => Ok(d),
-        _ => Err(bad("--shape", s, "1 to 3 positive lengths separated by 'x', e.g. 1000x777")),
+        Ok(d) if !d.is_empty() && d.len() <= 6 && d.iter().all(|&v| v >= 1) => Ok(d),
+        _ => Err(bad(
+            "--shape",
+            s,
+            "1 to 6 positive lengths separated by 'x', e.g. 1000x777 (attention: 2x77x300x8x2x128)",
+        )),
     }
 }
 
-/// The dtype a kernel runs on when none is given: f16 for gemm, f32 otherwise.
+/// The dtype a kernel runs on when none is given: f16 for gemm, bf16 for attention, f32
+/// otherwise.
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// assert_eq!(tilekit_cli::run::default_dtype("gemm"), ScalarType::F16);
+/// assert_eq!(tilekit_cli::run::default_dtype("attention_causal"), ScalarType::BF16);
 /// assert_eq!(tilekit_cli::run::default_dtype("copy"), ScalarType::F32);
 /// ```
 pub fn default_dtype(kernel: &str) -> ScalarType {
-    if kernel == "gemm" {
-        ScalarType::F16
-    } else {
-        ScalarType::F32
+    match kernel {
+        "gemm" => ScalarType::F16,
+        k if k.starts_with("attention") => ScalarType::BF16,
+        _ => ScalarType::F32,
     }
 }
 

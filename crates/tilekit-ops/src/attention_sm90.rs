@@ -485,6 +485,159 @@ impl AttnConfig {
     }
 }
 
+/// The lengths of one attention problem: Q `(batch, s_q, heads, head_dim)`, K and V
+/// `(batch, s_k, kv_heads, head_dim)`.
+///
+/// ```
+/// use tilekit_ops::attention_sm90::AttnDims;
+/// let d = AttnDims::from_shape(&[2, 77, 300, 8, 2, 128]).unwrap();
+/// assert_eq!((d.s_q, d.s_k, d.kv_heads), (77, 300, 2));
+/// assert!(AttnDims::from_shape(&[2, 77, 300]).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttnDims {
+    /// Batch.
+    pub batch: i64,
+    /// Query length.
+    pub s_q: i64,
+    /// Key / value length.
+    pub s_k: i64,
+    /// Query heads.
+    pub heads: i64,
+    /// Key / value heads (a divisor of `heads`).
+    pub kv_heads: i64,
+    /// Head dim.
+    pub head_dim: i64,
+}
+
+impl AttnDims {
+    /// From `[B, S_Q, S_K, H, H_KV, D]` (the shape `tilekit run attention` takes), every
+    /// length at least 1 and `H_KV` dividing `H`.
+    ///
+    /// ```
+    /// use tilekit_ops::attention_sm90::AttnDims;
+    /// let e = AttnDims::from_shape(&[1, 4, 4, 3, 2, 64]).unwrap_err();
+    /// assert!(e.to_string().contains("H_KV = 2"), "{e}");
+    /// ```
+    pub fn from_shape(shape: &[i64]) -> Result<AttnDims> {
+        let [batch, s_q, s_k, heads, kv_heads, head_dim] = <[i64; 6]>::try_from(shape)
+            .ok()
+            .filter(|s| s.iter().all(|&v| v >= 1))
+            .ok_or_else(|| {
+                OpsError::invalid(
+                    "attention",
+                    "shape",
+                    format!("{shape:?}"),
+                    "[B, S_Q, S_K, H, H_KV, D], every length at least 1",
+                )
+            })?;
+        if heads % kv_heads != 0 {
+            return Err(OpsError::invalid(
+                "attention",
+                "H_KV",
+                kv_heads,
+                format!("a divisor of the {heads} query heads"),
+            ));
+        }
+        Ok(AttnDims { batch, s_q, s_k, heads, kv_heads, head_dim })
+    }
+}
+
+/// The f64 reference of attention on contiguous Q, K, V ([`AttnDims`]' shapes), the scale
+/// `1/√d`: (O row-major `(b, s_q, h, d)`, LSE `(b, h, s_q)`). Query `i` of head `hq` sees keys
+/// `j < s_k` (causal: `j ≤ i + s_k − s_q`) of K/V head `hq / (h / h_kv)`; a row that sees
+/// none gets O = 0 and LSE = −∞.
+///
+/// ```
+/// use tilekit_ir::interp::HostBuffer;
+/// use tilekit_ops::attention_sm90::{reference, AttnDims};
+/// // one query, two keys with equal scores: O = the mean of the two value rows
+/// let dims = AttnDims::from_shape(&[1, 1, 2, 1, 1, 64]).unwrap();
+/// let q = HostBuffer::from_f64(&vec![0.5; 64]);
+/// let k = HostBuffer::from_f64(&vec![1.0; 128]);
+/// let v = HostBuffer::from_f64(&(0..128).map(|i| if i < 64 { 1.0 } else { 3.0 }).collect::<Vec<_>>());
+/// let (o, lse) = reference(&q, &k, &v, dims, false).unwrap();
+/// assert!(o.iter().all(|&x| (x - 2.0).abs() < 1e-12));
+/// assert!((lse[0] - (4.0 + 2f64.ln())).abs() < 1e-12); // score 0.5·64/8 = 4, twice
+/// ```
+pub fn reference(
+    q: &tilekit_ir::interp::HostBuffer,
+    k: &tilekit_ir::interp::HostBuffer,
+    v: &tilekit_ir::interp::HostBuffer,
+    dims: AttnDims,
+    causal: bool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    use rayon::prelude::*;
+    let AttnDims { batch, s_q, s_k, heads, kv_heads, head_dim: d } = dims;
+    let (nq, nkv) = ((batch * s_q * heads * d) as usize, (batch * s_k * kv_heads * d) as usize);
+    for (what, buf, n) in [("q", q, nq), ("k", k, nkv), ("v", v, nkv)] {
+        if buf.len() != n {
+            return Err(OpsError::invalid(
+                "attention reference",
+                format!("{what} elements"),
+                buf.len(),
+                format!("{n} for {dims:?}"),
+            ));
+        }
+    }
+    let val = |b: &tilekit_ir::interp::HostBuffer, i: i64| crate::host::value(b, i as usize);
+    let scale = 1.0 / (d as f64).sqrt();
+    let group = heads / kv_heads;
+    // one (batch, query row, head) per task: its O row and LSE
+    let rows: Vec<(Vec<f64>, f64)> = (0..batch * s_q * heads)
+        .into_par_iter()
+        .map(|r| {
+            let (bi, i, hq) = (r / (s_q * heads), (r / heads) % s_q, r % heads);
+            let hk = hq / group;
+            let last = if causal { (i + s_k - s_q).min(s_k - 1) } else { s_k - 1 };
+            if last < 0 {
+                return (vec![0.0; d as usize], f64::NEG_INFINITY);
+            }
+            let qo = ((bi * s_q + i) * heads + hq) * d;
+            let kv = |j: i64| ((bi * s_k + j) * kv_heads + hk) * d;
+            let scores: Vec<f64> = (0..=last)
+                .map(|j| (0..d).map(|c| val(q, qo + c) * val(k, kv(j) + c)).sum::<f64>() * scale)
+                .collect();
+            let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let p: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+            let l: f64 = p.iter().sum();
+            let o = (0..d)
+                .map(|c| {
+                    p.iter().enumerate().map(|(j, pj)| pj * val(v, kv(j as i64) + c)).sum::<f64>()
+                        / l
+                })
+                .collect();
+            (o, m + l.ln())
+        })
+        .collect();
+    let mut o = Vec::with_capacity(nq);
+    let mut lse = vec![0.0; (batch * heads * s_q) as usize];
+    for (r, (row, l)) in rows.into_iter().enumerate() {
+        let r = r as i64;
+        let (bi, i, hq) = (r / (s_q * heads), (r / heads) % s_q, r % heads);
+        o.extend(row);
+        lse[((bi * heads + hq) * s_q + i) as usize] = l;
+    }
+    Ok((o, lse))
+}
+
+/// The tolerance of O against [`reference()`] for inputs in `[-2, 2)` (`tilekit run`'s): P and
+/// O are rounded to the input type, so about two of its half-ulps of a value ≤ 2 — `1/32`
+/// for bf16 (8 significant bits), `1/256` for f16 (11), in
+/// [`host::compare`](crate::host::compare)'s units (absolute below 1, relative above).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// assert_eq!(tilekit_ops::attention_sm90::tolerance(ScalarType::BF16), 1.0 / 32.0);
+/// ```
+pub fn tolerance(ty: ScalarType) -> f64 {
+    if ty == ScalarType::BF16 {
+        1.0 / 32.0
+    } else {
+        1.0 / 256.0
+    }
+}
+
 /// The configurations worth timing for one (type, head dim, mask): each schedule (`plain`,
 /// `overlap`, `pingpong` = overlap + ping-pong) at each key tile BN, with the register epilogue
 /// (`"{schedule}/bn{BN}"`) and with the TMA-store one ([`AttnConfig::tma_store`],

@@ -31,7 +31,7 @@ use tilekit_ir::{Kernel, ScalarType};
 use tilekit_layout::swizzle::TiledMorton;
 
 use crate::api;
-use crate::backend::{Backend, LayoutTensor, Record};
+use crate::backend::{Backend, LayoutTensor, Record, TensorIn};
 use crate::compiled::CompiledKernel;
 use crate::elementwise::{Binary, Broadcast};
 use crate::error::{OpsError, Result};
@@ -74,7 +74,21 @@ pub enum Op {
     Elementwise(Binary, Broadcast),
     /// `api::gemm` of `[M, N, K]`: A `MxK`, B `KxN`.
     Gemm,
+    /// `api::attention` of `[B, S_Q, S_K, H, H_KV, D]`: Q `(B, S_Q, H, D)`, K and V
+    /// `(B, S_K, H_KV, D)`, the default scale `1/√D`; O `(B, S_Q, H, D)` is checked (the LSE
+    /// the call also writes is checked by the attention tests).
+    Attention {
+        /// Causal mask, bottom-right aligned.
+        causal: bool,
+    },
 }
+
+/// The element types attention takes.
+///
+/// ```
+/// assert_eq!(tilekit_ops::check::ATTENTION_TYPES.len(), 2);
+/// ```
+pub const ATTENTION_TYPES: [ScalarType; 2] = [ScalarType::F16, ScalarType::BF16];
 
 impl Op {
     /// The op a `tilekit run` kernel name stands for (see [`crate::run::KERNELS`]).
@@ -100,6 +114,8 @@ impl Op {
             "add_row" => Op::Elementwise(Binary::Add, Broadcast::Row),
             "mul_col" => Op::Elementwise(Binary::Mul, Broadcast::Col),
             "gemm" => Op::Gemm,
+            "attention" => Op::Attention { causal: false },
+            "attention_causal" => Op::Attention { causal: true },
             _ => {
                 let names: Vec<&str> = crate::run::KERNELS.iter().map(|k| k.name).collect();
                 return Err(OpsError::invalid(
@@ -127,6 +143,7 @@ impl Op {
             Op::Reduce(r) => r.name(),
             Op::Elementwise(b, _) => b.name(),
             Op::Gemm => "gemm",
+            Op::Attention { .. } => "attention",
         }
     }
 
@@ -140,6 +157,7 @@ impl Op {
         match self {
             Op::Reduce(_) => &crate::reduce::TYPES,
             Op::Gemm => &crate::gemm_simt::API_TYPES,
+            Op::Attention { .. } => &ATTENTION_TYPES,
             _ => &host::FLOAT_TYPES,
         }
     }
@@ -210,6 +228,30 @@ pub fn validate(op: Op, shape: &[i64], dtype: ScalarType) -> Result<()> {
                 }
             }
         }
+        Op::Attention { .. } => {
+            let [b, sq, sk, h, hkv, d] = <[i64; 6]>::try_from(shape).map_err(|_| {
+                OpsError::invalid(
+                    "attention",
+                    "shape",
+                    format!("{shape:?}"),
+                    "[B, S_Q, S_K, H, H_KV, D] (e.g. 2x77x300x8x2x128)",
+                )
+            })?;
+            host::check_shape("attention Q and O (B×S_Q×H×D)", &[b, sq, h, d], 4)?;
+            host::check_shape("attention K and V (B×S_K×H_KV×D)", &[b, sk, hkv, d], 4)?;
+            host::check_shape("attention LSE (B×H×S_Q)", &[b, h, sq], 3)?;
+            if ![64, 128, 256].contains(&d) {
+                return Err(OpsError::invalid("attention", "head dim D", d, "64, 128 or 256"));
+            }
+            if h % hkv != 0 {
+                return Err(OpsError::invalid(
+                    "attention",
+                    "kv heads H_KV",
+                    hkv,
+                    format!("a divisor of the {h} query heads H"),
+                ));
+            }
+        }
     }
     host::check_dtype(op.name(), dtype, op.dtypes())
 }
@@ -237,6 +279,12 @@ fn input_shapes(op: Op, shape: &[i64], ty: ScalarType) -> Result<Vec<(ScalarType
         Op::Gemm => {
             let (m, n, k) = (shape[0], shape[1], shape[2]);
             vec![(ty, vec![m, k]), (ty, vec![k, n])]
+        }
+        Op::Attention { .. } => {
+            let [b, sq, sk, h, hkv, d] =
+                [shape[0], shape[1], shape[2], shape[3], shape[4], shape[5]];
+            let kv = vec![b, sk, hkv, d];
+            vec![(ty, vec![b, sq, h, d]), (ty, kv.clone()), (ty, kv)]
         }
     })
 }
@@ -429,6 +477,32 @@ impl Problem {
                 let tol = crate::gemm::gemm_tolerance(k);
                 (vec![tensor(a, &[m, k])?, tensor(b, &[k, n])?], want, tol)
             }
+            Op::Attention { causal } => {
+                let shapes = input_shapes(op, shape, ty)?;
+                let n = |s: &[i64]| s.iter().product::<i64>() as u64;
+                let (nq, nkv) = (n(&shapes[0].1), n(&shapes[1].1));
+                host::check_memory(
+                    &ctx("attention"),
+                    &[
+                        ("q and o", host::bytes(ty, nq)?.saturating_mul(2)),
+                        ("k and v", host::bytes(ty, nkv)?.saturating_mul(2)),
+                        ("reference", host::bytes(ScalarType::F64, nq)?),
+                        ("race map", host::race_map_bytes(nq)),
+                    ],
+                )?;
+                let q = host::random(ty, nq as usize, seed)?;
+                let k = host::random(ty, nkv as usize, seed.wrapping_add(1))?;
+                let v = host::random(ty, nkv as usize, seed.wrapping_add(2))?;
+                let dims = crate::attention_sm90::AttnDims::from_shape(shape)?;
+                let want = crate::attention_sm90::reference(&q, &k, &v, dims, causal)?;
+                let tol = crate::attention_sm90::tolerance(ty);
+                let inputs = vec![
+                    tensor(q, &shapes[0].1)?,
+                    tensor(k, &shapes[1].1)?,
+                    tensor(v, &shapes[2].1)?,
+                ];
+                (inputs, HostBuffer::from_f64(&want.0), tol)
+            }
         };
         Ok(Problem { op, shape: shape.to_vec(), dtype: ty, inputs, want, tolerance })
     }
@@ -584,6 +658,7 @@ fn output_of(op: Op, shape: &[i64], ty: ScalarType) -> (ScalarType, Vec<i64>) {
         Op::Morton { inverse: true, .. } => (ty, shape.to_vec()),
         Op::Reduce(_) => (ScalarType::F32, vec![shape[0]]),
         Op::Gemm => (ScalarType::F32, vec![shape[0], shape[1]]),
+        Op::Attention { .. } => (ty, vec![shape[0], shape[1], shape[3], shape[5]]),
     }
 }
 
@@ -625,6 +700,10 @@ fn call<B: Backend>(b: &B, op: Op, shape: &[i64], xs: &[B::Tensor]) -> Result<B:
             let xs = operands(op, xs, 2)?;
             api::gemm(b, &xs[0], &xs[1])
         }
+        Op::Attention { causal } => {
+            let xs = operands(op, xs, 3)?;
+            api::attention(b, &xs[0], &xs[1], &xs[2], causal, None).map(|(o, _lse)| o)
+        }
     }
 }
 
@@ -650,6 +729,12 @@ fn call_into<B: Backend>(b: &B, op: Op, xs: &[B::Tensor], y: &mut B::Tensor) -> 
         Op::Gemm => {
             let xs = operands(op, xs, 2)?;
             api::gemm_into(b, &xs[0], &xs[1], y)
+        }
+        Op::Attention { causal } => {
+            let xs = operands(op, xs, 3)?;
+            let s = TensorIn::<B>::layout(&xs[0]).shape().to_vec();
+            let mut lse = b.empty(ScalarType::F32, &[s[0], s[2], s[1]])?;
+            api::attention_into(b, &xs[0], &xs[1], &xs[2], causal, None, y, &mut lse)
         }
     }
 }

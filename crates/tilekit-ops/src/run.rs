@@ -103,6 +103,16 @@ pub const KERNELS: &[KernelInfo] = &[
         "MxNxK (f16/bf16: multiples of 64, 64, 32; f32: any)",
         &crate::gemm_simt::API_TYPES,
     ),
+    info(
+        "attention",
+        "BxSQxSKxHxHKVxD (Q BxSQxHxD, K/V BxSKxHKVxD; D 64/128/256; GPU: sm_90)",
+        &crate::check::ATTENTION_TYPES,
+    ),
+    info(
+        "attention_causal",
+        "BxSQxSKxHxHKVxD (the causal mask, bottom-right aligned)",
+        &crate::check::ATTENTION_TYPES,
+    ),
 ];
 
 /// The configurations `tilekit selftest` runs on a GPU (and CI assembles with ptxas):
@@ -140,6 +150,10 @@ pub const SELFTEST_CASES: &[(&str, &[i64], ScalarType)] = &[
     ("gemm", &[256, 192, 96], ScalarType::BF16),
     ("gemm", &[77, 130, 33], ScalarType::F32),
     ("gemm", &[256, 260, 132], ScalarType::F32),
+    // attention: ragged lengths, grouped-query heads, s_q = 1, each head dim
+    ("attention", &[1, 77, 300, 4, 2, 64], ScalarType::BF16),
+    ("attention_causal", &[2, 200, 130, 2, 1, 128], ScalarType::F16),
+    ("attention_causal", &[1, 1, 77, 2, 2, 256], ScalarType::BF16),
 ];
 
 /// What one `run` did.

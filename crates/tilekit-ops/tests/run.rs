@@ -47,6 +47,8 @@ fn every_listed_kernel_plans_for_its_dtypes_and_refuses_others() {
     for info in KERNELS {
         let shape: &[i64] = if info.name == "gemm" {
             &[64, 64, 32]
+        } else if info.name.starts_with("attention") {
+            &[1, 65, 70, 2, 1, 64]
         } else if info.shape.starts_with("AxBxC") {
             &[4, 5, 6]
         } else {
@@ -79,4 +81,39 @@ fn plan_does_not_grow_with_the_shape() {
     // the same shape checks as a launch: too many elements is refused by name
     let e = plan("copy", &[65536, 65536], ScalarType::F32).unwrap_err().to_string();
     assert!(e.contains("more than 2^31-1"), "{e}");
+}
+
+/// `tilekit run attention…` on the interpreter: O within the bf16 / f16 tolerance of the f64
+/// reference for ragged lengths, grouped-query heads and a query row that sees no key (causal,
+/// s_q > s_k), and an O off by twice the tolerance in one element is caught.
+#[test]
+fn attention_runs_against_its_f64_reference_and_a_wrong_o_fails() {
+    use tilekit_ops::run::{run, Backend};
+    for (kernel, shape, ty) in [
+        ("attention_causal", &[2, 77, 50, 4, 2, 64][..], ScalarType::BF16),
+        ("attention", &[1, 33, 70, 2, 1, 128][..], ScalarType::F16),
+    ] {
+        let r = run(kernel, shape, ty, Backend::Interp, 5).unwrap();
+        assert!(r.passed && r.mismatches == 0, "{}", r.summary());
+        assert!(r.max_abs > 0.0 && r.max_abs < r.tolerance, "{}", r.summary());
+        let p = Problem::new(Op::named(kernel).unwrap(), shape, ty, 5).unwrap();
+        let (o, _) = p.run(&Interp).unwrap();
+        assert!(o.compare().passed);
+        let mut wrong = tilekit_ops::host::to_f64(&o.got);
+        wrong[17] += 2.0 * p.tolerance * wrong[17].abs().max(1.0);
+        let wrong = tilekit_ir::interp::HostBuffer::from_f64(&wrong);
+        assert!(!tilekit_ops::host::compare(&wrong, &p.want, p.tolerance).passed);
+    }
+    // causal with s_q > s_k: the first s_q − s_k rows see no key and are 0
+    let p = Problem::new(
+        Op::named("attention_causal").unwrap(),
+        &[1, 9, 4, 1, 1, 64],
+        ScalarType::BF16,
+        2,
+    )
+    .unwrap();
+    let want = tilekit_ops::host::to_f64(&p.want);
+    assert!(want[..5 * 64].iter().all(|&x| x == 0.0) && want[5 * 64..].iter().any(|&x| x != 0.0));
+    let (o, _) = p.run(&Interp).unwrap();
+    assert!(o.compare().passed, "{:?}", o.compare());
 }
