@@ -383,6 +383,8 @@ def _attention_args(layout, scale):
     import math
 
     try:
+        if isinstance(scale, (str, bytes)):
+            raise TypeError
         scale = float(scale)
     except (TypeError, ValueError):
         raise TypeError(f"scale must be a number or None, got {_type_name(scale)}") from None
