@@ -360,6 +360,33 @@ pub fn gemm_batched_into(
     run_gemm(py, (a, b, c, bias), (alpha, beta, activation, tf32), stream, true)
 }
 
+/// Fused attention forward (`api::attention_into`, the Hopper kernel): `o = softmax(q·kᵀ ·
+/// scale [+ causal mask]) · v` and its log-sum-exp `lse`, q `(b, s_q, h, d)`, k and v
+/// `(b, s_k, h_kv, d)`, o `(b, s_q, h, d)` of q's type, lse `(b, h, s_q)` f32; `scale` `None`
+/// is `1/√d`; `causal` is bottom-right aligned (key `j` masked for query `i` when
+/// `j > i + s_k − s_q`).
+#[pyfunction]
+#[pyo3(signature = (q, k, v, o, lse, causal, scale, stream))]
+#[allow(clippy::too_many_arguments)]
+pub fn attention_into(
+    py: Python<'_>,
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    o: &Bound<'_, PyAny>,
+    lse: &Bound<'_, PyAny>,
+    causal: bool,
+    scale: Option<f64>,
+    stream: u64,
+) -> PyResult<()> {
+    let objs = [(q, "q"), (k, "k"), (v, "v"), (o, "out"), (lse, "lse")];
+    run(py, &objs, stream, move |cu, t| {
+        let (qkv, ol) = t.split_at_mut(3);
+        let (o, lse) = ol.split_at_mut(1);
+        api::attention_into(cu, &qkv[0], &qkv[1], &qkv[2], causal, scale, &mut o[0], &mut lse[0])
+    })
+}
+
 /// Adds every op binding to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
@@ -377,5 +404,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gemm_into, m)?)?;
     m.add_function(wrap_pyfunction!(gemm_ex_into, m)?)?;
     m.add_function(wrap_pyfunction!(gemm_batched_into, m)?)?;
+    m.add_function(wrap_pyfunction!(attention_into, m)?)?;
     Ok(())
 }

@@ -74,6 +74,8 @@ def test_show_refuses_an_unknown_dtype():
         lambda: tilekit.maximum(b"a", b"b"),
         lambda: tilekit.gemm(1, 2),
         lambda: tilekit.bmm(1, 2),
+        lambda: tilekit.attention([1.0], [1.0], [1.0]),
+        lambda: tilekit.attention(1, 2, 3, causal=True, layout="bhsd", return_lse=True),
     ],
 )
 def test_ops_refuse_non_tensors_with_type_error(call):
@@ -92,6 +94,19 @@ def test_gemm_refuses_bad_epilogue_arguments_before_touching_tensors():
         tilekit.bmm(1, 2, beta=2)
 
 
+def test_attention_refuses_bad_arguments_before_touching_tensors():
+    # the layout and the scale are checked first: plain objects stand in for the tensors
+    for bad in ["bsdh", "BSHD", "", None, 3]:
+        with pytest.raises(ValueError, match="is not one of 'bshd'.*'bhsd'") as e:
+            tilekit.attention(1, 2, 3, layout=bad)
+        assert repr(bad) in str(e.value), str(e.value)
+    for bad in [0, -0.125, float("inf"), float("nan")]:
+        with pytest.raises(ValueError, match=r"scale = .*positive finite"):
+            tilekit.attention(1, 2, 3, scale=bad)
+    with pytest.raises(TypeError, match="scale must be a number or None, got builtins.str"):
+        tilekit.attention(1, 2, 3, scale="0.1")
+
+
 def test_ops_refuse_cpu_torch_tensors_with_device_error():
     torch = pytest.importorskip("torch")
     x = torch.randn(4, 8)
@@ -101,8 +116,9 @@ def test_ops_refuse_cpu_torch_tensors_with_device_error():
         lambda: tilekit.add(x, x),
         lambda: tilekit.gemm(x, x.t()),
         lambda: tilekit.bmm(x[None], x.t()),
+        lambda: tilekit.attention(x.view(1, 4, 1, 8), x.view(1, 4, 1, 8), x.view(1, 4, 1, 8)),
     ]:
-        with pytest.raises(tilekit.DeviceError, match=r"on cpu .*x\.cuda\(\)|on cpu .*a\.cuda\(\)"):
+        with pytest.raises(tilekit.DeviceError, match=r"on cpu .*[xaq]\.cuda\(\)"):
             call()
     with pytest.raises(tilekit.DeviceError, match="on cpu"):
         tilekit.read_dlpack(x)
@@ -289,3 +305,32 @@ def test_dlpack_refuses_a_capsule_read_twice():
 def test_dlpack_refuses_objects_without_the_protocol():
     with pytest.raises(TypeError, match="got builtins.list|got list"):
         tilekit.read_dlpack([1, 2, 3])
+
+
+# ---- the Rust bindings without a GPU ------------------------------------------------------------
+
+
+def _cuda_visible():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def test_attention_binding_reads_cuda_producers_then_reports_no_gpu():
+    # five CUDA producers (fake addresses): the binding reads each through DLPack on the given
+    # stream and releases it, then opening device 0 fails without a driver -> GpuError
+    if _cuda_visible():
+        pytest.skip("a CUDA driver is installed: the fake addresses would reach it")
+    bf16 = dict(code=4, bits=16)
+    q = FakeProducer([2, 77, 8, 64], **bf16, data=0x7F0000000000)
+    k = FakeProducer([2, 300, 2, 64], **bf16, data=0x7F0000100000)
+    v = FakeProducer([2, 300, 2, 64], **bf16, data=0x7F0000200000)
+    o = FakeProducer([2, 77, 8, 64], **bf16, data=0x7F0000300000)
+    lse = FakeProducer([2, 8, 77], data=0x7F0000400000)
+    with pytest.raises(tilekit.GpuError) as e:
+        tilekit._tilekit.attention_into(q, k, v, o, lse, True, None, 0x99)
+    assert "driver" in str(e.value).lower() or "cuda" in str(e.value).lower(), str(e.value)
+    for p in (q, k, v, o, lse):
+        assert p.streams == [0x99] and p.deleted == 1

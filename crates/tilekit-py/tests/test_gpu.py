@@ -458,3 +458,229 @@ def test_gemm_tf32_opt_in():
     got = tilekit.gemm(a, b, poisoned((m, n), torch.float32), activation="relu", tf32=True)
     err = ((got.double() - want).abs() / (want.abs() + 1)).max()
     assert err <= 1e-4, err
+
+
+# ---- attention -----------------------------------------------------------------------------------
+
+ATTN = [torch.float16, torch.bfloat16]
+SDPA = torch.nn.functional.scaled_dot_product_attention
+needs_hopper = pytest.mark.skipif(
+    not hopper(), reason="the attention kernel (TMA, wgmma) needs a Hopper GPU (sm_90)")
+
+
+def attention_reference(q, k, v, causal, scale=None):
+    """O (b, s_q, h, d) and LSE (b, h, s_q) in float64 for (b, s, h, d) inputs: PyTorch's SDPA
+    (the math backend: float64) on K/V expanded to the query heads, with an explicit boolean
+    mask for causal attention aligned to the bottom-right (key j masked for query i when
+    j > i + s_k - s_q; PyTorch's own is_causal only where s_q == s_k), and the LSE as
+    torch.logsumexp of the scaled, masked scores. Rows that see no key: O = 0, LSE = -inf."""
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    scale = d ** -0.5 if scale is None else scale
+    qd = q.double().transpose(1, 2)
+    kd = k.double().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    vd = v.double().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    i = torch.arange(sq, device=DEV)[:, None]
+    j = torch.arange(sk, device=DEV)[None, :]
+    keep = j <= i + (sk - sq) if causal else torch.ones(sq, sk, dtype=torch.bool, device=DEV)
+    if causal and sq == sk:
+        o = SDPA(qd, kd, vd, is_causal=True, scale=scale)
+    else:
+        o = SDPA(qd, kd, vd, attn_mask=keep, scale=scale)
+    seen = keep.any(-1)[None, None, :, None]
+    o = torch.where(seen, o, torch.zeros_like(o))  # SDPA's math backend: NaN or 0 there
+    scores = (qd @ kd.transpose(-1, -2)) * scale
+    lse = torch.logsumexp(scores.masked_fill(~keep, float("-inf")), -1)
+    return o.transpose(1, 2), lse
+
+
+def check_attention(got_o, got_lse, q, k, v, causal, scale=None):
+    """got (b, s_q, h, d) and (b, h, s_q) against attention_reference. P is rounded to the input
+    type before P·V and O on the way out: |err| <= p_eps·max|V| + out_eps·|O| (the tolerance of
+    the Rust tests of the kernel)."""
+    want_o, want_lse = attention_reference(q, k, v, causal, scale)
+    assert got_o.shape == want_o.shape and got_o.dtype == q.dtype, (got_o.shape, got_o.dtype)
+    assert got_lse.shape == want_lse.shape and got_lse.dtype == torch.float32, got_lse.shape
+    p_eps, out_eps = (1 / 128, 1 / 256) if q.dtype == torch.bfloat16 else (1 / 1024, 1 / 2048)
+    tol = p_eps * v.abs().max().double() + out_eps * want_o.abs() + 1e-6
+    err = (got_o.double() - want_o).abs()
+    bad = (err > tol) | err.isnan()
+    assert not bad.any(), (
+        f"O: {int(bad.sum())} of {err.numel()} off, first at {bad.nonzero()[0].tolist()}, "
+        f"max err {err.max().item()}")
+    g, w = got_lse.double(), want_lse
+    finite = w.isfinite()
+    assert torch.equal(g.isneginf(), w.isneginf()), "LSE: -inf rows differ"
+    lerr = (g - w).abs()[finite]
+    assert (lerr <= 1e-3 + 1e-4 * w.abs()[finite]).all(), lerr.max()
+
+
+def qkv(b, sq, sk, h, hk, d, dtype, seed=40):
+    return (rand(b, sq, h, d, dtype=dtype, seed=seed), rand(b, sk, hk, d, dtype=dtype, seed=seed + 1),
+            rand(b, sk, hk, d, dtype=dtype, seed=seed + 2))
+
+
+@needs_hopper
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("s", [1, 77, 1000, 4097])
+def test_attention_matches_sdpa(d, causal, s):
+    b, h = (1, 2) if s > 1000 else (2, 3)
+    q, k, v = qkv(b, s, s, h, h, d, torch.bfloat16)
+    o, lse = tilekit.attention(q, k, v, causal=causal, return_lse=True)
+    check_attention(o, lse, q, k, v, causal)
+
+
+@needs_hopper
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_f16(d, causal):
+    q, k, v = qkv(2, 300, 300, 2, 2, d, torch.float16, seed=50)
+    o, lse = tilekit.attention(q, k, v, causal=causal, return_lse=True)
+    check_attention(o, lse, q, k, v, causal)
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", ATTN)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("sq,sk", [(77, 300), (300, 77), (1, 1000), (130, 129)])
+def test_attention_with_s_q_not_s_k(dtype, causal, sq, sk):
+    # causal is bottom-right aligned: the reference builds the boolean mask itself; with
+    # s_q > s_k the first s_q - s_k rows see no key (O = 0, LSE = -inf)
+    q, k, v = qkv(2, sq, sk, 2, 2, 128, dtype, seed=60)
+    o, lse = tilekit.attention(q, k, v, causal=causal, return_lse=True)
+    check_attention(o, lse, q, k, v, causal)
+    if causal and sq > sk:
+        assert torch.equal(o[:, : sq - sk].float(), torch.zeros_like(o[:, : sq - sk].float()))
+        assert lse[:, :, : sq - sk].isneginf().all()
+        assert lse[:, :, sq - sk :].isfinite().all()
+
+
+@needs_hopper
+@pytest.mark.parametrize("h,hk", [(8, 2), (8, 1), (6, 3)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_grouped_and_multi_query(h, hk, causal):
+    q, k, v = qkv(2, 200, 333, h, hk, 64, torch.bfloat16, seed=70)
+    o, lse = tilekit.attention(q, k, v, causal=causal, return_lse=True)
+    check_attention(o, lse, q, k, v, causal)
+
+
+@needs_hopper
+@pytest.mark.parametrize("dtype", ATTN)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_bhsd_layout_against_sdpa_directly(dtype, causal):
+    # SDPA's (b, h, s, d) inputs: read as transposed views, O returned in the same layout
+    b, h, s, d = 2, 4, 333, 128
+    q, k, v = (rand(b, h, s, d, dtype=dtype, seed=80 + i) for i in range(3))
+    o, lse = tilekit.attention(q, k, v, causal=causal, layout="bhsd", return_lse=True)
+    assert o.shape == (b, h, s, d) and o.dtype == dtype and lse.shape == (b, h, s)
+    assert o.transpose(1, 2).is_contiguous()  # a view of the (b, s, h, d) allocation
+    want = SDPA(q.double(), k.double(), v.double(), is_causal=causal)
+    p_eps, out_eps = (1 / 128, 1 / 256) if dtype == torch.bfloat16 else (1 / 1024, 1 / 2048)
+    tol = p_eps * v.abs().max().double() + out_eps * want.abs() + 1e-6
+    assert ((o.double() - want).abs() <= tol).all(), (o.double() - want).abs().max()
+    t = lambda x: x.transpose(1, 2)
+    check_attention(t(o), lse, t(q), t(k), t(v), causal)
+    # GQA in bhsd: 4 query heads over 2 kv heads
+    k2, v2 = k[:, :2], v[:, 2:]
+    o2, lse2 = tilekit.attention(q, k2, v2, causal=causal, layout="bhsd", return_lse=True)
+    assert o2.shape == (b, h, s, d)
+    check_attention(t(o2), lse2, t(q), t(k2), t(v2), causal)
+
+
+@needs_hopper
+def test_attention_reads_strided_views_in_place():
+    b, s, h, d = 2, 257, 4, 64
+    # q, k, v slices of a packed (b, s, 3, h, d) projection
+    packed = rand(b, s, 3, h, d, dtype=torch.bfloat16, seed=90)
+    q, k, v = packed[:, :, 0], packed[:, :, 1], packed[:, :, 2]
+    assert not q.is_contiguous()
+    o, lse = tilekit.attention(q, k, v, causal=True, return_lse=True)
+    check_attention(o, lse, q, k, v, True)
+    # q a slice of a wider tensor (head dim 64 out of 256, offset 64 elements: 128 bytes)
+    wide = rand(b, s, h, 256, dtype=torch.bfloat16, seed=91)
+    q = wide[..., 64:128]
+    k, v = rand(b, 100, 2, d, dtype=torch.bfloat16, seed=92), rand(b, 100, 2, d,
+                                                                   dtype=torch.bfloat16, seed=93)
+    o, lse = tilekit.attention(q, k, v, return_lse=True)
+    check_attention(o, lse, q, k, v, False)
+    # a length-1 head dim with a stride TMA could not take (3): never used to address, read
+    base = rand(b * s * (d + 8) + 16, dtype=torch.bfloat16, seed=94)
+    q1 = base.as_strided((b, s, 1, d), (s * (d + 8), d + 8, 3, 1), 8)
+    k1, v1 = rand(b, 64, 1, d, dtype=torch.bfloat16, seed=95), rand(b, 64, 1, d,
+                                                                    dtype=torch.bfloat16, seed=96)
+    o, lse = tilekit.attention(q1, k1, v1, return_lse=True)
+    check_attention(o, lse, q1, k1, v1, False)
+
+
+@needs_hopper
+def test_attention_scale_and_requires_grad_inputs():
+    q, k, v = qkv(1, 150, 150, 2, 2, 128, torch.float16, seed=100)
+    o, lse = tilekit.attention(q, k, v, scale=0.3, return_lse=True)
+    check_attention(o, lse, q, k, v, False, scale=0.3)
+    qg = q.clone().requires_grad_()
+    o2 = tilekit.attention(qg, k, v, scale=0.3)
+    assert torch.equal(o2, o) and not o2.requires_grad
+
+
+@needs_hopper
+def test_attention_runs_on_the_current_stream():
+    q, k, v = qkv(2, 1000, 1000, 4, 4, 128, torch.bfloat16, seed=110)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        o, lse = tilekit.attention(q, k, v, causal=True, return_lse=True)
+    s.synchronize()
+    check_attention(o, lse, q, k, v, True)
+
+
+def test_attention_errors_name_the_problem():
+    bf = torch.bfloat16
+    q, k, v = qkv(2, 16, 32, 4, 2, 64, bf, seed=120)
+    with pytest.raises(tilekit.DeviceError, match=r"q on cpu .*q\.cuda\(\)"):
+        tilekit.attention(q.cpu(), k, v)
+    with pytest.raises(tilekit.DeviceError, match=r"v on cpu .*v\.cuda\(\)"):
+        tilekit.attention(q, k, v.cpu())
+    with pytest.raises(tilekit.DTypeError, match=r"q has dtype torch\.float32.*float16 or "
+                                                 r"torch\.bfloat16"):
+        tilekit.attention(q.float(), k.float(), v.float())
+    with pytest.raises(tilekit.DTypeError, match=r"k has dtype torch\.float16 but q has "
+                                                 r"torch\.bfloat16"):
+        tilekit.attention(q, k.half(), v)
+    with pytest.raises(tilekit.DTypeError, match=r"v has dtype torch\.float32"):
+        tilekit.attention(q, k, v.float())
+    q96, k96 = rand(2, 16, 4, 96, dtype=bf), rand(2, 32, 2, 96, dtype=bf)
+    with pytest.raises(tilekit.ShapeError, match=r"head dim 96 .*64, 128 or 256"):
+        tilekit.attention(q96, k96, k96)
+    with pytest.raises(tilekit.ShapeError, match=r"q has shape \(2, 16, 256\).*rank-4"):
+        tilekit.attention(q.reshape(2, 16, 256), k, v)
+    with pytest.raises(tilekit.ShapeError, match=r"3 kv heads do not divide the 4 query heads"):
+        k3 = rand(2, 32, 3, 64, dtype=bf)
+        tilekit.attention(q, k3, k3)
+    with pytest.raises(tilekit.ShapeError, match=r"batch 2 of q differs from batch 1"):
+        tilekit.attention(q, k[:1], v[:1])
+    with pytest.raises(tilekit.ShapeError, match=r"k and v differ in shape"):
+        tilekit.attention(q, k, v[:, :31])
+    with pytest.raises(tilekit.ShapeError, match=r"head dim 64 of q differs from head dim 128"):
+        k128 = rand(2, 32, 2, 128, dtype=bf)
+        tilekit.attention(q, k128, k128)
+    # the head dim strided (every other element of 128): not contiguous
+    qs = rand(2, 16, 4, 128, dtype=bf)[..., ::2]
+    with pytest.raises(tilekit.ShapeError, match=r"stride 2 in its head dim.*q\.contiguous\(\)"):
+        tilekit.attention(qs, k, v)
+    # one element in: the first element is not 16-byte aligned for TMA
+    qm = rand(2, 16, 4, 72, dtype=bf)[..., 1:65]
+    with pytest.raises(tilekit.ShapeError, match=r"q \(bshd shape \(2, 16, 4, 64\).*16-byte"):
+        tilekit.attention(qm, k, v)
+    # a row pitch of 70 elements (140 bytes): not a multiple of 16 bytes
+    kp = rand(2, 32, 2, 70, dtype=bf)[..., :64]
+    with pytest.raises(tilekit.ShapeError, match=r"k \(bshd shape .*strides \(4480, 140, 70, 1\)"):
+        tilekit.attention(q, kp, kp)
+    with pytest.raises(ValueError, match=r"layout 'sbhd' is not one of"):
+        tilekit.attention(q, k, v, layout="sbhd")
+    with pytest.raises(ValueError, match=r"scale = -1.0"):
+        tilekit.attention(q, k, v, scale=-1)
+    # bhsd: messages give the shapes as passed
+    with pytest.raises(tilekit.ShapeError, match=r"q \(2, 4, 16, 64\), k \(2, 3, 32, 64\).*'bhsd'"):
+        k3 = rand(2, 3, 32, 64, dtype=bf)
+        tilekit.attention(q.transpose(1, 2), k3, k3, layout="bhsd")

@@ -10,6 +10,8 @@ orders with the surrounding PyTorch work like any PyTorch op::
     y = tilekit.softmax(x)                       # rows of the last dimension
     torch.testing.assert_close(y, torch.softmax(x, -1))
     svg, words = tilekit.show("H[[2,2],[4,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]")
+    q = torch.randn(2, 1000, 8, 128, device="cuda", dtype=torch.bfloat16)  # (b, s, h, d)
+    o = tilekit.attention(q, q, q, causal=True)  # fused attention forward (Hopper)
 
 Errors are ``tilekit.Error`` subclasses naming the problem: ``DeviceError`` (a CPU tensor),
 ``DTypeError`` (a dtype the op does not take), ``ShapeError`` (shapes, strides or ``out`` that
@@ -52,6 +54,7 @@ __all__ = [
     "maximum",
     "gemm",
     "bmm",
+    "attention",
 ]
 
 
@@ -359,3 +362,162 @@ def bmm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf32
         a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a), tf32=bool(tf32)
     )
     return y
+
+
+_LAYOUTS = {
+    "bshd": "(batch, seq, heads, head dim), flash-attn's",
+    "bhsd": "(batch, heads, seq, head dim), torch.nn.functional.scaled_dot_product_attention's",
+}
+_HEAD_DIMS = (64, 128, 256)
+
+
+def _attention_args(layout, scale):
+    """The non-tensor arguments of :func:`attention`, checked before any tensor is touched."""
+    if not isinstance(layout, str) or layout not in _LAYOUTS:
+        raise ValueError(
+            f"layout {layout!r} is not one of "
+            + ", ".join(f"{k!r} {v}" for k, v in _LAYOUTS.items())
+        )
+    if scale is None:
+        return None
+    import math
+
+    try:
+        if isinstance(scale, (str, bytes)):
+            raise TypeError
+        scale = float(scale)
+    except (TypeError, ValueError):
+        raise TypeError(f"scale must be a number or None, got {_type_name(scale)}") from None
+    if not (math.isfinite(scale) and scale > 0.0):
+        raise ValueError(f"scale = {scale}: attention takes a positive finite scale (or None: "
+                         f"1/sqrt(head dim))")
+    return scale
+
+
+def _tma_view(x, what, shape_as_given, layout):
+    """``x`` (a (b, s, h, d) view) as the kernel's tensor maps read it: the head dim contiguous,
+    the other strides multiples of 16 bytes, the first element 16-byte aligned. Strides of
+    length-1 dims are never used to address, so they are set to contiguous ones (a view of the
+    same memory) instead of being refused."""
+    shape, strides = tuple(x.shape), list(x.stride())
+    if strides[3] != 1:
+        raise ShapeError(
+            f"{what} ({layout} shape {shape_as_given}) has stride {strides[3]} in its head dim: "
+            f"the last dim must be contiguous (stride 1); pass {what}.contiguous()"
+        )
+    inner, fixed = 1, False
+    for i in (3, 2, 1, 0):
+        if shape[i] == 1 and strides[i] != inner:
+            strides[i], fixed = inner, True
+        inner *= shape[i]
+    elem = x.element_size()
+    bad = [i for i in range(3) if (strides[i] * elem) % 16 != 0]
+    if bad or (x.data_ptr() % 16) != 0:
+        order = {"bshd": (0, 1, 2), "bhsd": (0, 2, 1)}[layout]
+        given = [x.stride()[i] for i in order] + [1]
+        raise ShapeError(
+            f"{what} ({layout} shape {shape_as_given}, strides {tuple(given)}, first element at "
+            f"byte address {x.data_ptr()}): the kernel reads it with TMA, which needs every "
+            f"stride a multiple of 16 bytes ({16 // elem} elements) and the first element on a "
+            f"16-byte boundary; pass {what}.contiguous()"
+        )
+    return x.as_strided(shape, strides) if fixed else x
+
+
+def attention(q, k, v, causal=False, scale=None, layout="bshd", return_lse=False):
+    """Fused attention forward: ``softmax(q @ k^T * scale [causal mask]) @ v`` per (batch,
+    head), in one kernel (FlashAttention-3's schedule: TMA, wgmma, warp specialisation; needs
+    a Hopper GPU, sm_90).
+
+    ``layout="bshd"`` (the default, flash-attn's): ``q`` is (batch, s_q, heads, d), ``k`` and
+    ``v`` are (batch, s_k, heads_kv, d). ``layout="bhsd"``: (batch, heads, s, d), what
+    ``torch.nn.functional.scaled_dot_product_attention`` takes; read as a transposed view,
+    without a copy. The output ``O`` has ``q``'s shape, layout and dtype (a new tensor; for
+    ``"bhsd"`` a (b, h, s_q, d) view of a (b, s_q, h, d) allocation).
+
+    - dtypes: float16 or bfloat16, the same for all three; f32 math inside.
+    - head dim ``d``: 64, 128 or 256; ``heads_kv`` divides ``heads`` (grouped-query and
+      multi-query attention: query head ``i`` reads K/V head ``i // (heads // heads_kv)``).
+    - strides: any, with the head dim contiguous, the others multiples of 16 bytes and the
+      first element 16-byte aligned (the kernel reads through TMA): slices such as
+      ``qkv[:, :, 0]`` of a packed (b, s, 3, h, d) tensor are read in place.
+    - ``scale``: multiplies the scores; ``None`` is ``1 / sqrt(d)``; positive.
+    - ``causal``: key ``j`` is masked for query ``i`` when ``j > i + s_k - s_q`` (aligned to
+      the bottom-right corner, as flash-attn; the same as PyTorch's ``is_causal`` when
+      ``s_q == s_k``, which aligns to the top-left otherwise). A query row that sees no key
+      (``s_q > s_k``) gets ``O = 0`` and ``LSE = -inf``.
+    - ``return_lse``: also return the log-sum-exp of each row's scaled, masked scores,
+      float32 (batch, heads, s_q) in both layouts (natural log; what a backward pass needs).
+
+    Runs on ``q``'s current CUDA stream, asynchronously, like a PyTorch op::
+
+        q = torch.randn(2, 1000, 8, 128, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(2, 1000, 2, 128, device="cuda", dtype=torch.bfloat16)  # 2 KV heads
+        v = torch.randn_like(k)
+        o, lse = tilekit.attention(q, k, v, causal=True, return_lse=True)  # (2, 1000, 8, 128)
+
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))   # SDPA's (b, h, s, d)
+        o2 = tilekit.attention(qt, kt, vt, causal=True, layout="bhsd")
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            qt, kt.repeat_interleave(4, 1), vt.repeat_interleave(4, 1), is_causal=True)
+        torch.testing.assert_close(o2, ref, atol=2e-2, rtol=0)
+
+    Errors: ``ValueError`` (a layout other than "bshd" / "bhsd", a scale that is not positive),
+    ``DeviceError`` (a CPU tensor, tensors on different devices), ``DTypeError`` (not
+    float16/bfloat16, or dtypes that differ), ``ShapeError`` (rank not 4, a head dim other
+    than 64/128/256, batch or head dims that do not match, strides TMA cannot read),
+    ``GpuError`` (no Hopper GPU, a failed launch)."""
+    scale = _attention_args(layout, scale)
+    causal = bool(causal)
+    q = _check_tensor(q, "q")
+    k = _check_tensor(k, "k")
+    v = _check_tensor(v, "v")
+    _same_device(q, k)
+    _same_device(q, v)
+    names = "(batch, seq, heads, head dim)" if layout == "bshd" else "(batch, heads, seq, head dim)"
+    for what, x in (("q", q), ("k", k), ("v", v)):
+        if x.dim() != 4:
+            raise ShapeError(
+                f"{what} has shape {tuple(x.shape)}: layout {layout!r} takes rank-4 tensors "
+                f"{names}"
+            )
+    import torch
+
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        raise DTypeError(
+            f"q has dtype {q.dtype}: attention takes torch.float16 or torch.bfloat16 (tensor "
+            f"cores); convert with q.half() or q.bfloat16()"
+        )
+    for what, x in (("k", k), ("v", v)):
+        if x.dtype != q.dtype:
+            raise DTypeError(
+                f"{what} has dtype {x.dtype} but q has {q.dtype}: q, k and v must share one dtype"
+            )
+    given = {w: tuple(x.shape) for w, x in (("q", q), ("k", k), ("v", v))}
+    if layout == "bhsd":
+        q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+    b, s_q, h, d = q.shape
+    bk, s_k, h_kv, dk = k.shape
+    shapes = f"q {given['q']}, k {given['k']}, v {given['v']} (layout {layout!r}: {names})"
+    if d not in _HEAD_DIMS:
+        raise ShapeError(f"head dim {d} ({shapes}): attention takes a head dim of 64, 128 or 256")
+    if tuple(v.shape) != tuple(k.shape):
+        raise ShapeError(f"k and v differ in shape ({shapes}): they must have one shape")
+    if bk != b:
+        raise ShapeError(f"batch {b} of q differs from batch {bk} of k and v ({shapes})")
+    if dk != d:
+        raise ShapeError(f"head dim {d} of q differs from head dim {dk} of k and v ({shapes})")
+    if h % h_kv != 0:
+        raise ShapeError(
+            f"{h_kv} kv heads do not divide the {h} query heads ({shapes}): grouped-query "
+            f"attention needs heads a multiple of kv heads"
+        )
+    q = _tma_view(q, "q", given["q"], layout)
+    k = _tma_view(k, "k", given["k"], layout)
+    v = _tma_view(v, "v", given["v"], layout)
+    o = torch.empty((b, s_q, h, d), dtype=q.dtype, device=q.device)
+    lse = torch.empty((b, h, s_q), dtype=torch.float32, device=q.device)
+    _tilekit.attention_into(q, k, v, o, lse, causal, scale, _stream(q))
+    if layout == "bhsd":
+        o = o.transpose(1, 2)
+    return (o, lse) if return_lse else o
