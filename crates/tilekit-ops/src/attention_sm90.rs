@@ -315,7 +315,9 @@ impl AttnConfig {
     ///
     /// ```text
     ///   d     causal   s_k          variant                 TFLOP/s (H100, 16k tokens)
-    ///   64    either   any          plain/bn128/tma/c3      272–475  (3 consumer warpgroups)
+    ///   64    no       any          plain/bn128/tma/c3      272–475  (3 consumer warpgroups)
+    ///   64    yes      ≤ 1024       plain/bn128/tma         169–236  (c3: 5–6% slower here)
+    ///   64    yes      > 1024       plain/bn128/tma/c3      316–440
     ///   128   either   any          pingpong/bn128/tma      258–650
     ///   256   no       ≤ 512        plain/bn64/tma          472
     ///   256   no       > 512        pingpong/bn64/tma       568–677
@@ -323,7 +325,6 @@ impl AttnConfig {
     ///   256   yes      > 2048       pingpong/bn64/tma       548–604
     /// ```
     ///
-    /// (d = 64 causal at s_k ≤ 1024 measured 2–3% faster with 2 consumers; not worth a rule.)
     /// A head dim the kernel does not take keeps [`new`](Self::new)'s tiles, so
     /// [`check`](Self::check) names it.
     ///
@@ -332,6 +333,7 @@ impl AttnConfig {
     /// use tilekit_ops::attention_sm90::AttnConfig;
     /// let c = AttnConfig::recommended(ScalarType::BF16, 64, false, 4096);
     /// assert_eq!((c.bn, c.consumers, c.tma_store, c.pingpong), (128, 3, true, false));
+    /// assert_eq!(AttnConfig::recommended(ScalarType::BF16, 64, true, 1024).consumers, 2);
     /// let c = AttnConfig::recommended(ScalarType::F16, 128, true, 77);
     /// assert_eq!((c.bn, c.consumers, c.tma_store, c.pingpong), (128, 2, true, true));
     /// let short = AttnConfig::recommended(ScalarType::BF16, 256, true, 2048);
@@ -344,6 +346,7 @@ impl AttnConfig {
         let tma = AttnConfig { tma_store: true, ..base };
         let pingpong = AttnConfig { overlap: true, pingpong: true, ..tma };
         match head_dim {
+            64 if causal && s_k <= 1024 => AttnConfig { bn: 128, ..tma },
             64 => AttnConfig { bn: 128, consumers: 3, ..tma },
             128 => AttnConfig { bn: 128, ..pingpong },
             256 if s_k <= if causal { 2048 } else { 512 } => tma,
