@@ -337,6 +337,14 @@ pub const SM90_BM64_TMA: &[GemmConfig] = &[
     bm64(sm90(160, 7, true, Raster::Grouped(8), Epilogue::Tma)),
 ];
 
+/// One entry of [`BEST`]: a shape (M, N, K) and the labels timed for it.
+///
+/// ```
+/// let (shape, labels): tilekit_cli::bench_gemm::BestList = tilekit_cli::bench_gemm::BEST[0];
+/// assert_eq!((shape, labels.len()), ((8192, 8192, 8192), 2));
+/// ```
+pub type BestList = ((usize, usize, usize), &'static [&'static str]);
+
 /// `tilekit bench gemm --gemm-config best`: per shape of [`SHAPES`], the labels of the sm90
 /// configurations that won on the H100 (SXM, 132 SMs) in the full run of 2026-11-27
 /// (session 11, layout nt, bf16 and f16), so a recorded run of every shape times two to four
@@ -354,7 +362,7 @@ pub const SM90_BM64_TMA: &[GemmConfig] = &[
 /// assert!(BEST.iter().all(|(_, l)| (2..=4).contains(&l.len())));
 /// assert_eq!(best_labels((8191, 8191, 8191)).unwrap()[0].split(", ").next(), Some("staged"));
 /// ```
-pub const BEST: &[((usize, usize, usize), &[&str])] = &[
+pub const BEST: &[BestList] = &[
     (
         (8192, 8192, 8192),
         &[
