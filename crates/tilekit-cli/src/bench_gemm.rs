@@ -817,8 +817,9 @@ fn major(order: Order, a: bool) -> Major {
 
 /// tilekit's Hopper GEMM on device tensors (A, B stored as `orders` says, C M×N row-major):
 /// the best of the case's entries ([`sm90_case`], as `--gemm-config` selected them) as
-/// (median ms, label), each kernel launched on [`launch_grid`] for the device's SM count and checked on 64 sampled elements of C (poisoned first) against an
-/// f64 reference; `Err` names a wrong result or a failed launch.
+/// (median ms, label), each kernel launched on [`launch_grid`] for the device's SM count and
+/// checked on 64 sampled elements of C (poisoned first) against an f64 reference; `Err` names
+/// a wrong result or a failed launch.
 fn sm90_best(
     cuda: &Cuda,
     case: &Sm90Case,
@@ -926,15 +927,15 @@ fn sm90_best(
                 let kernel = CompiledKernel::new(kernel);
                 let mut c = cuda.from_host(&ch).map_err(e)?;
                 let grid = launch_grid(&cfg, mi, ni, cuda.multiprocessors()).map_err(e)?;
-                // the operands the kernel reads and the C it writes: the callers' own, or the padded
-                // buffers' M×K, N×K and M×N views
+                // the operands the kernel reads and the C it writes: the callers' own, or the
+                // padded buffers' M×K, N×K and M×N views
                 let views = match &pads {
                     Some((ap, bp, cp)) => Some((
                         ap.narrow(1, 0, a_st.1 as i64).map_err(|x| x.to_string())?,
                         bp.narrow(1, 0, b_st.1 as i64).map_err(|x| x.to_string())?,
                         cp.narrow(1, 0, ni).map_err(|x| x.to_string())?,
-                        // the kernel's `c` tensor is stored in column pairs: an even width (its extra
-                        // column is pad; the TMA stores clip at the map's true N)
+                        // the kernel's `c` tensor is stored in column pairs: an even width (its
+                        // extra column is pad; the TMA stores clip at the map's true N)
                         cp.narrow(1, 0, ni + ni % 2).map_err(|x| x.to_string())?,
                     )),
                     None => None,
