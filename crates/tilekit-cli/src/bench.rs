@@ -83,6 +83,18 @@ pub struct Args {
     /// row-major), `tn`, `tt`.
     #[arg(long, default_value = "nt", value_parser = ["nt", "nn", "tn", "tt"])]
     pub layout: String,
+    /// `gemm` only: time only the Hopper kernel's configurations (the `sm90` columns) whose
+    /// label contains one of these `|`-separated texts, as `tune gemm --config` does with one
+    /// (labels as the table's last column and the progress lines print them: `bn 144, 8
+    /// stages, overlap, persistent, grouped 8, tma store, bm 64`, `staged, …`, `api, … split k
+    /// 2`), e.g. `--gemm-config "bn 256, 3 stages, overlap, persistent, grouped 8, tma
+    /// store|bm 64"`; or `best`: per shape the configurations that won on the H100
+    /// ([`crate::bench_gemm::BEST`], exact labels, layout nt) — 2 to 4 a shape instead of
+    /// about 35. cuBLASLt and the tilekit (API) columns are timed as before. A text that no
+    /// configuration of the table's shapes contains is refused, naming it and listing the
+    /// labels; a shape none of whose labels match gets a warning and empty sm90 cells.
+    #[arg(long, value_parser = crate::bench_gemm::parse_gemm_config)]
+    pub gemm_config: Option<crate::bench_gemm::GemmConfigFilter>,
     /// `gemm` only: one input type. `f32` times the CUDA-core kernel (its presets and three
     /// variants) beside cuBLAS SGEMM (no TF32) at 8192³ and 4096³ (or `--gemm-shape`); f16 /
     /// bf16 keep their rows of the tensor-core table.

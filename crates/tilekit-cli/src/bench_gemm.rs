@@ -12,8 +12,9 @@
 //!     cuBLASLt --layout               A, B stored as --layout says (default nt: A row-major,
 //!                                     B column-major), output of the input type
 //!     sm90 --layout                   gemm_sm90 on the same storage (K- / MN-major operands),
-//!                                     the best of SM90_CONFIGS, SM90_ODD_WIDTHS and
-//!                                     SM90_WIDE_PINGPONG;
+//!                                     the best of SM90_CONFIGS, SM90_ODD_WIDTHS,
+//!                                     SM90_WIDE_PINGPONG and SM90_BM64_TMA (or of those
+//!                                     --gemm-config selects, see below);
 //!                                     its ratio to the line above
 //!   flops = 2·M·N·K; TFLOP/s = flops / median
 //! ```
@@ -21,6 +22,24 @@
 //! `--layout` letters (A then B) are BLAS's for a row-major `C = A·B`, [`Order::letter`]: `n`
 //! row-major, `t` column-major. The kernel's essay calls the default `nt` "TN" (both operands
 //! K-contiguous, CUTLASS's naming).
+//!
+//! `--gemm-config PATTERNS` times only the Hopper configurations whose label contains one of
+//! the `|`-separated texts (as `tune gemm --config` does with one text), `--gemm-config best`
+//! only the per-shape winners of [`BEST`]; the cuBLASLt columns and the tilekit (API) column
+//! are timed as before. Every entry of the sm90 column has a label ([`sm90_case`] lists them
+//! without a GPU): a [`GemmConfig::label`], `staged, …` where the operands go through padded
+//! copies, `api, …` for a split K through the API. The selection is checked before anything
+//! runs:
+//!
+//! ```text
+//!   a text no label of any case in the table contains   → error naming the text and listing
+//!                                                          the labels there are (exit 2)
+//!   a case none of whose labels a text contains          → a warning on stderr, the case's
+//!     (several shapes; another case matched)               sm90 cells empty, its config cell
+//!                                                          says so: no number stands for a
+//!                                                          configuration that was not timed
+//!   best: a shape without a list, a layout other than nt → error naming it (exit 2)
+//! ```
 //!
 //! `--dtype f32` runs [`crate::bench_gemm_simt`] instead (the CUDA-core kernel beside cuBLAS
 //! SGEMM); `--dtype f16` or `bf16` keeps that type's rows.
@@ -291,6 +310,476 @@ pub const SM90_WIDE_PINGPONG: &[GemmConfig] = &[
     pp(sm90(144, 6, true, Raster::Grouped(8), Epilogue::Registers)),
 ];
 
+/// 64-row tiles of odd widths with the TMA-store epilogue (the C tile's last 16 columns of
+/// bn 144 through the `cm_tail` map, [`GemmConfig::c_maps`]), timed after
+/// [`SM90_WIDE_PINGPONG`] only where [`GemmProblem::wants_64_rows`]: cuBLASLt's 1000³ winner on
+/// the H100 is a 64 × 144 tile with 8 stages on 112 blocks (`nvjet_sm90_tst_64x144_64x8_4x1`);
+/// 1000 × 1000 in 64 × 144 tiles is 16 × 7 = 112 tiles (64 × 160 as well), where 128 × 128
+/// tiles are 64 blocks on 132 SMs. bn 144 with 8 stages (226 KiB beside a bf16 C tile) and 6,
+/// persistent grouped 8 and one block per tile; bn 160 with 7.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::SM90_BM64_TMA;
+/// use tilekit_ops::gemm_sm90::{launch_grid, Epilogue};
+/// assert_eq!(SM90_BM64_TMA.len(), 4);
+/// assert!(SM90_BM64_TMA.iter().all(|c| c.bm() == 64 && c.epilogue == Epilogue::Tma));
+/// assert!(SM90_BM64_TMA.iter().all(|c| c.check().is_ok()));
+/// let labels: Vec<String> = SM90_BM64_TMA.iter().map(|c| c.label()).collect();
+/// assert_eq!(labels[0], "bn 144, 8 stages, overlap, persistent, grouped 8, tma store, bm 64");
+/// assert_eq!(labels[2], "bn 144, 8 stages, overlap, tma store, bm 64");
+/// // one block per tile: 7 N-tiles × 16 M-tiles, cuBLASLt's 112 blocks
+/// assert_eq!(launch_grid(&SM90_BM64_TMA[2], 1000, 1000, 132).unwrap(), [7, 16, 1]);
+/// ```
+pub const SM90_BM64_TMA: &[GemmConfig] = &[
+    bm64(sm90(144, 8, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(144, 6, true, Raster::Grouped(8), Epilogue::Tma)),
+    bm64(sm90(144, 8, false, Raster::Linear, Epilogue::Tma)),
+    bm64(sm90(160, 7, true, Raster::Grouped(8), Epilogue::Tma)),
+];
+
+/// One entry of [`BEST`]: a shape (M, N, K) and the labels timed for it.
+///
+/// ```
+/// let (shape, labels): tilekit_cli::bench_gemm::BestList = tilekit_cli::bench_gemm::BEST[0];
+/// assert_eq!((shape, labels.len()), ((8192, 8192, 8192), 2));
+/// ```
+pub type BestList = ((usize, usize, usize), &'static [&'static str]);
+
+/// `tilekit bench gemm --gemm-config best`: per shape of [`SHAPES`], the labels of the sm90
+/// configurations that won on the H100 (SXM, 132 SMs) in the full run of 2026-11-27
+/// (session 11, layout nt, bf16 and f16), so a recorded run of every shape times two to four
+/// configurations a shape instead of about 35. Labels are matched exactly (not as substrings:
+/// `… grouped 8, tma store` would also take its `cluster 2` and `bm 64` relatives). Where one
+/// configuration won, a sibling that won a neighbouring shape is timed beside it; 1000³ also
+/// times cuBLASLt's tile, 64 × 144 ([`SM90_BM64_TMA`]). 8191³ is staged (its rows are not
+/// 16-byte aligned: padded copies, timed). The test `tests/bench_gemm.rs` checks that every
+/// label here is among the configurations `bench gemm` times for its shape, so the list
+/// cannot rot silently when the tables above change.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::{best_labels, BEST, SHAPES};
+/// assert_eq!(BEST.len(), SHAPES.len());
+/// assert!(BEST.iter().all(|(_, l)| (2..=4).contains(&l.len())));
+/// assert_eq!(best_labels((8191, 8191, 8191)).unwrap()[0].split(", ").next(), Some("staged"));
+/// ```
+pub const BEST: &[BestList] = &[
+    (
+        (8192, 8192, 8192),
+        &[
+            "bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
+            "bn 256, 3 stages, overlap, persistent, hilbert, tma store",
+        ],
+    ),
+    (
+        (4096, 4096, 4096),
+        &[
+            "bn 256, 3 stages, overlap, persistent, hilbert, tma store",
+            "bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
+        ],
+    ),
+    (
+        (2048, 2048, 2048),
+        &[
+            "bn 128, 6 stages, overlap, persistent, hilbert, tma store",
+            "bn 128, 5 stages, overlap, persistent, hilbert, tma store, pingpong",
+        ],
+    ),
+    (
+        (8192, 8192, 1024),
+        &[
+            "bn 256, 3 stages, overlap, persistent, hilbert, tma store",
+            "bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
+        ],
+    ),
+    (
+        (4096, 14336, 4096),
+        &[
+            "bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
+            "bn 256, 3 stages, overlap, persistent, hilbert, tma store",
+        ],
+    ),
+    (
+        (14336, 4096, 4096),
+        &[
+            "bn 256, 3 stages, overlap, persistent, hilbert, tma store",
+            "bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
+        ],
+    ),
+    (
+        (16384, 1024, 4096),
+        &[
+            "bn 256, 3 stages, overlap, persistent, hilbert, tma store",
+            "bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
+        ],
+    ),
+    (
+        (8191, 8191, 8191),
+        &[
+            "staged, bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
+            "staged, bn 256, 3 stages, overlap, persistent, hilbert, tma store",
+        ],
+    ),
+    (
+        (1000, 1000, 1000),
+        &[
+            "bn 128, 6 stages, overlap, persistent, grouped 4, tma store",
+            "bn 128, 4 stages, overlap, persistent, grouped 8, tma store, pingpong",
+            "bn 144, 8 stages, overlap, persistent, grouped 8, tma store, bm 64",
+            "bn 144, 8 stages, overlap, tma store, bm 64",
+        ],
+    ),
+    (
+        (64, 8192, 8192),
+        &[
+            "bn 64, 8 stages, overlap, persistent, grouped 8, tma store, bm 64",
+            "bn 128, 8 stages, overlap, persistent, grouped 8, tma store, bm 64",
+        ],
+    ),
+];
+
+/// The labels [`BEST`] lists for a shape, `None` for a shape it has no list for.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::best_labels;
+/// assert_eq!(best_labels((2048, 2048, 2048)).unwrap().len(), 2);
+/// assert!(best_labels((512, 512, 512)).is_none());
+/// ```
+pub fn best_labels(shape: (usize, usize, usize)) -> Option<&'static [&'static str]> {
+    BEST.iter().find(|(s, _)| *s == shape).map(|(_, l)| *l)
+}
+
+/// `--gemm-config`: which of the Hopper kernel's configurations `bench gemm` times.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::{parse_gemm_config, GemmConfigFilter};
+/// let f = parse_gemm_config("bn 256, 3 stages|bm 64").unwrap();
+/// assert!(f.selects((1000, 1000, 1000), "bn 144, 8 stages, overlap, tma store, bm 64"));
+/// assert!(!f.selects((1000, 1000, 1000), "bn 128, 6 stages"));
+/// assert_eq!(f.to_string(), "bn 256, 3 stages|bm 64");
+/// assert_eq!(parse_gemm_config("best").unwrap(), GemmConfigFilter::Best);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GemmConfigFilter {
+    /// Those whose label contains one of these texts.
+    Patterns(Vec<String>),
+    /// Those whose label [`BEST`] lists for the shape (exact labels).
+    Best,
+}
+
+impl GemmConfigFilter {
+    /// Whether the entry labelled `label` of the case of `shape` is timed.
+    ///
+    /// ```
+    /// use tilekit_cli::bench_gemm::GemmConfigFilter;
+    /// let best = GemmConfigFilter::Best;
+    /// let won = "bn 128, 6 stages, overlap, persistent, hilbert, tma store";
+    /// assert!(best.selects((2048, 2048, 2048), won));
+    /// assert!(!best.selects((2048, 2048, 2048), "bn 128, 6 stages, overlap, persistent"));
+    /// assert!(!best.selects((512, 512, 512), won));
+    /// ```
+    pub fn selects(&self, shape: (usize, usize, usize), label: &str) -> bool {
+        match self {
+            GemmConfigFilter::Patterns(p) => p.iter().any(|t| label.contains(t.as_str())),
+            GemmConfigFilter::Best => best_labels(shape).is_some_and(|l| l.contains(&label)),
+        }
+    }
+}
+
+impl std::fmt::Display for GemmConfigFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GemmConfigFilter::Patterns(p) => f.write_str(&p.join("|")),
+            GemmConfigFilter::Best => f.write_str("best"),
+        }
+    }
+}
+
+/// `--gemm-config` text → [`GemmConfigFilter`]: `best`, or texts separated by `|` (spaces
+/// around a `|` are dropped; an empty text, which every label would contain, is refused).
+///
+/// ```
+/// use tilekit_cli::bench_gemm::{parse_gemm_config, GemmConfigFilter};
+/// let f = parse_gemm_config("bm 64 | cluster 2").unwrap();
+/// assert_eq!(f, GemmConfigFilter::Patterns(vec!["bm 64".into(), "cluster 2".into()]));
+/// assert!(parse_gemm_config("bm 64||pingpong").unwrap_err().contains("empty"));
+/// assert!(parse_gemm_config("").is_err());
+/// ```
+pub fn parse_gemm_config(text: &str) -> Result<GemmConfigFilter, String> {
+    if text.trim() == "best" {
+        return Ok(GemmConfigFilter::Best);
+    }
+    let patterns: Vec<String> = text.split('|').map(|p| p.trim().to_string()).collect();
+    if patterns.iter().any(String::is_empty) {
+        return Err(format!(
+            "{text:?} has an empty text between `|`s (every label would match it): texts \
+             separated by `|`, e.g. `bn 256, 3 stages|bm 64`, or `best`"
+        ));
+    }
+    Ok(GemmConfigFilter::Patterns(patterns))
+}
+
+/// How one entry of the sm90 column runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sm90Run {
+    /// `gemm_sm90` launched directly on the operands as stored (through padded copies where
+    /// the case is staged).
+    Kernel(GemmConfig),
+    /// A split K through `api::gemm_with`, the operands viewed as M × K and K × N.
+    SplitK(GemmChoice),
+}
+
+/// The sm90 column's entries for one case (shape and input type, the operands stored as
+/// `--layout` says), each with its label: what `bench gemm` times there, without `--gemm-config`.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::sm90_case;
+/// use tilekit_cuda::blas::Order;
+/// use tilekit_ir::ScalarType;
+/// let nt = (Order::RowMajor, Order::ColMajor);
+/// let small = sm90_case((1000, 1000, 1000), nt, ScalarType::BF16);
+/// assert!(!small.staged);
+/// assert!(small.labels().contains(&"bn 144, 8 stages, overlap, persistent, grouped 8, tma store, bm 64"));
+/// assert!(small.labels().iter().any(|l| l.starts_with("api, ")), "split K: 64 tiles of 128²");
+/// let big = sm90_case((4096, 4096, 4096), nt, ScalarType::BF16);
+/// assert!(big.labels().iter().all(|l| !l.ends_with("bm 64")));
+/// let odd = sm90_case((8191, 8191, 8191), nt, ScalarType::F16);
+/// assert!(odd.staged && odd.labels().iter().all(|l| l.starts_with("staged, bn ")));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sm90Case {
+    /// (M, N, K).
+    pub shape: (usize, usize, usize),
+    /// Input (and output) type.
+    pub ty: ScalarType,
+    /// Whether the operands and C go through copies of padded pitch (a row pitch TMA cannot
+    /// describe): then only the TMA-store configurations of bn ≥ 192 are timed, labelled
+    /// `staged, …`.
+    pub staged: bool,
+    /// (label, how it runs), in the order they are timed.
+    pub entries: Vec<(String, Sm90Run)>,
+}
+
+impl Sm90Case {
+    /// The entries' labels.
+    ///
+    /// ```
+    /// use tilekit_cli::bench_gemm::sm90_case;
+    /// use tilekit_cuda::blas::Order;
+    /// let c = sm90_case((2048, 2048, 2048), (Order::RowMajor, Order::ColMajor), tilekit_ir::ScalarType::BF16);
+    /// assert_eq!(c.labels()[0], "bn 128, 6 stages, overlap");
+    /// ```
+    pub fn labels(&self) -> Vec<&str> {
+        self.entries.iter().map(|(l, _)| l.as_str()).collect()
+    }
+}
+
+/// Whether the Hopper kernel reads operands stored as `orders` (and writes C) in place, or
+/// through copies of padded pitch (`true`: a row pitch that is not a multiple of 16 bytes).
+fn staged_case((m, n, k): (usize, usize, usize), orders: (Order, Order), ty: ScalarType) -> bool {
+    let (a_major, b_major) = (major(orders.0, true), major(orders.1, false));
+    let inner = |major, mn: usize| if major == Major::K { k } else { mn };
+    let aligned = |inner: usize| (inner * ty.size_bytes()).is_multiple_of(16);
+    !aligned(inner(a_major, m)) || !aligned(inner(b_major, n)) || !aligned(n)
+}
+
+/// The sm90 column's entries for a case: [`SM90_CONFIGS`], [`SM90_ODD_WIDTHS`],
+/// [`SM90_WIDE_PINGPONG`] and [`SM90_BM64_TMA`] (the 64-row ones only where
+/// [`GemmProblem::wants_64_rows`]), the problem's [`GemmChoice::heuristic`] where it is not
+/// among them, each that passes [`GemmConfig::check`] for the case's types and layout (a TMA
+/// store only where C's rows are 16-byte aligned; staged: only TMA stores of bn ≥ 192); then,
+/// for a C of at most 64 tiles of 128 × 128 (not staged), split K through the API.
+/// An example is at [`Sm90Case`].
+pub fn sm90_case(
+    (m, n, k): (usize, usize, usize),
+    orders: (Order, Order),
+    ty: ScalarType,
+) -> Sm90Case {
+    let (a_major, b_major) = (major(orders.0, true), major(orders.1, false));
+    let staged = staged_case((m, n, k), orders, ty);
+    let (mi, ni, ki) = (m as i64, n as i64, k as i64);
+    let c_aligned = (n * ty.size_bytes()).is_multiple_of(16);
+    let problem =
+        GemmProblem::new(mi, ni, ki, ty, ty, !staged && c_aligned).with_majors(a_major, b_major);
+    let typed = |c: &GemmConfig| GemmConfig { input: ty, output: ty, a_major, b_major, ..*c };
+    let mut configs: Vec<GemmConfig> = SM90_CONFIGS
+        .iter()
+        .chain(SM90_ODD_WIDTHS)
+        .chain(SM90_WIDE_PINGPONG)
+        .chain(SM90_BM64_TMA)
+        .filter(|c| c.consumers == 2 || problem.wants_64_rows())
+        .map(typed)
+        .collect();
+    let heuristic = problem.config(&GemmChoice::heuristic(&problem));
+    if heuristic.split_k == 1 && !configs.contains(&heuristic) {
+        configs.push(heuristic);
+    }
+    let mut entries = vec![];
+    for cfg in configs {
+        // staging costs the same for every config: time only the large-tile TMA-store ones
+        if staged && (cfg.bn < 192 || cfg.epilogue != Epilogue::Tma) {
+            continue;
+        }
+        // a TMA store needs C's rows 16-byte aligned
+        if cfg.epilogue == Epilogue::Tma && !staged && !c_aligned {
+            continue;
+        }
+        if cfg.check().is_err() {
+            continue;
+        }
+        let label = if staged { format!("staged, {}", cfg.label()) } else { cfg.label() };
+        entries.push((label, Sm90Run::Kernel(cfg)));
+    }
+    // a C of few tiles and a long K: split K through the API (f32 workspace, then the sum
+    // into C), the operands viewed as M × K and K × N
+    // (tiles of bm × bn; two consumers with 4 stages, one (64-row tiles) with 6 or 5)
+    let tiles = |bm: i64, bn: i64| ((mi + bm - 1) / bm) * ((ni + bn - 1) / bn);
+    if !staged && tiles(128, 128) <= 64 {
+        let splits = [
+            (128, 2, 2),
+            (128, 4, 2),
+            (256, 2, 2),
+            (256, 4, 2),
+            (256, 8, 2),
+            (128, 2, 1),
+            (256, 2, 1),
+            (256, 4, 1),
+        ];
+        for (bn, split_k, consumers) in splits {
+            let bm = 64 * consumers;
+            if (ki + 63) / 64 < 4 * split_k || tiles(bm, bn) > 64 {
+                continue;
+            }
+            let choice = GemmChoice {
+                bn,
+                stages: if consumers == 2 {
+                    4
+                } else if bn == 128 {
+                    6
+                } else {
+                    5
+                },
+                overlap: true,
+                persistent: false,
+                raster: Raster::Linear,
+                epilogue: Epilogue::Registers,
+                split_k,
+                cluster: 1,
+                consumers,
+                pingpong: false,
+            };
+            entries.push((format!("api, {}", choice.label()), Sm90Run::SplitK(choice)));
+        }
+    }
+    Sm90Case { shape: (m, n, k), ty, staged, entries }
+}
+
+/// The entries of each case that `filter` selects, checked before anything is timed: `Err`
+/// ([`CliError::BadArgument`] on `--gemm-config`) for a text no label of any case contains
+/// (naming it and listing the labels there are), for `best` with a `layout` other than `nt`
+/// (its labels are the nt runs'), a shape [`BEST`] has no list for, or a label of [`BEST`]
+/// the case does not have. A case none of whose labels match keeps no entries (the caller
+/// warns and leaves its sm90 cells empty).
+///
+/// ```
+/// use tilekit_cli::bench_gemm::{parse_gemm_config, select_sm90, sm90_case};
+/// use tilekit_cuda::blas::Order;
+/// use tilekit_ir::ScalarType;
+/// let nt = (Order::RowMajor, Order::ColMajor);
+/// let cases = [(1000, 1000, 1000), (4096, 4096, 4096)].map(|s| sm90_case(s, nt, ScalarType::BF16));
+/// let bm64 = parse_gemm_config("bm 64").unwrap();
+/// let picked = select_sm90(&cases, &bm64, "nt").unwrap();
+/// assert!(picked[0].entries.len() >= 10 && picked[1].entries.is_empty());
+/// let e = select_sm90(&cases, &parse_gemm_config("bn 999").unwrap(), "nt").unwrap_err();
+/// assert!(e.to_string().contains("\"bn 999\"") && e.to_string().contains("bn 144, 8 stages"), "{e}");
+/// let best = select_sm90(&cases, &parse_gemm_config("best").unwrap(), "nt").unwrap();
+/// assert_eq!((best[0].entries.len(), best[1].entries.len()), (4, 2));
+/// ```
+pub fn select_sm90(
+    cases: &[Sm90Case],
+    filter: &GemmConfigFilter,
+    layout: &str,
+) -> Result<Vec<Sm90Case>, CliError> {
+    let bad = |value: &str, rule: String| CliError::BadArgument {
+        flag: "--gemm-config".into(),
+        value: value.into(),
+        rule,
+    };
+    let shape_name = |(m, n, k): (usize, usize, usize)| format!("{m}x{n}x{k}");
+    match filter {
+        GemmConfigFilter::Best => {
+            if layout != "nt" {
+                return Err(bad(
+                    "best",
+                    format!(
+                        "texts of configuration labels with --layout {layout} (best lists the \
+                         winners of layout nt: run it with --layout nt)"
+                    ),
+                ));
+            }
+            for case in cases {
+                let Some(list) = best_labels(case.shape) else {
+                    let known: Vec<String> = BEST.iter().map(|(s, _)| shape_name(*s)).collect();
+                    return Err(bad(
+                        "best",
+                        format!(
+                            "texts of configuration labels for {} (best has lists for {} only)",
+                            shape_name(case.shape),
+                            known.join(", ")
+                        ),
+                    ));
+                };
+                let labels = case.labels();
+                if let Some(missing) = list.iter().find(|l| !labels.contains(l)) {
+                    return Err(bad(
+                        "best",
+                        format!(
+                            "a list whose labels {} {} has; `{missing}` is not among them: {}",
+                            shape_name(case.shape),
+                            case.ty,
+                            labels.join("; ")
+                        ),
+                    ));
+                }
+            }
+        }
+        GemmConfigFilter::Patterns(patterns) => {
+            for p in patterns {
+                let hit = cases.iter().any(|c| c.labels().iter().any(|l| l.contains(p.as_str())));
+                if !hit {
+                    let mut all: Vec<&str> = vec![];
+                    for l in cases.iter().flat_map(|c| c.labels()) {
+                        if !all.contains(&l) {
+                            all.push(l);
+                        }
+                    }
+                    let shapes: Vec<String> =
+                        cases.iter().map(|c| format!("{} {}", shape_name(c.shape), c.ty)).collect();
+                    return Err(bad(
+                        p,
+                        format!(
+                            "a text contained in a configuration label of {}: {}",
+                            shapes.join(", "),
+                            all.join("; ")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(cases
+        .iter()
+        .map(|c| Sm90Case {
+            entries: c
+                .entries
+                .iter()
+                .filter(|(l, _)| filter.selects(c.shape, l))
+                .cloned()
+                .collect(),
+            ..c.clone()
+        })
+        .collect())
+}
+
 /// `--layout` → the storage of A and B.
 ///
 /// ```
@@ -327,19 +816,20 @@ fn major(order: Order, a: bool) -> Major {
 }
 
 /// tilekit's Hopper GEMM on device tensors (A, B stored as `orders` says, C M×N row-major):
-/// the best of [`SM90_CONFIGS`] and [`SM90_ODD_WIDTHS`] as (median ms, config), each launched on [`launch_grid`] for
-/// the device's SM count and checked on 64 sampled elements of C (poisoned first) against an
-/// f64 reference; `Err` names a wrong result or a failed launch.
+/// the best of the case's entries ([`sm90_case`], as `--gemm-config` selected them) as
+/// (median ms, label), each kernel launched on [`launch_grid`] for the device's SM count and
+/// checked on 64 sampled elements of C (poisoned first) against an f64 reference; `Err` names
+/// a wrong result or a failed launch.
 fn sm90_best(
     cuda: &Cuda,
-    (m, n, k): (usize, usize, usize),
+    case: &Sm90Case,
     orders: (Order, Order),
-    ty: ScalarType,
     reps: usize,
 ) -> Result<Option<(f64, String)>, String> {
     if cuda.gpu().props().compute_capability.0 < 9 {
         return Ok(None);
     }
+    let ((m, n, k), ty, staged) = (case.shape, case.ty, case.staged);
     let (a_major, b_major) = (major(orders.0, true), major(orders.1, false));
     // each operand as stored: (outer, inner) = (rows of MN, K) K-major, (K, MN) MN-major
     let stored = |major, mn: usize| if major == Major::K { (mn, k) } else { (k, mn) };
@@ -348,8 +838,6 @@ fn sm90_best(
     // into buffers of padded pitch (the TMA maps keep the true dims, so the pad reads as
     // zeros), the kernel writes C at a padded pitch, and a copy brings C to its M×N place —
     // all timed
-    let aligned = |inner: usize| (inner * ty.size_bytes()).is_multiple_of(16);
-    let staged = !aligned(a_st.1) || !aligned(b_st.1) || !aligned(n);
     let n8 = n.next_multiple_of(8) as i64;
     let e = |e: tilekit_ops::OpsError| e.to_string();
     let (mi, ni, ki) = (m as i64, n as i64, k as i64);
@@ -424,154 +912,102 @@ fn sm90_best(
         Ok(())
     };
     let mut best: Option<(f64, String)> = None;
-    // the table's configs (the 64-row ones where they can help) and the heuristic's choice
-    let problem =
-        GemmProblem::new(mi, ni, ki, ty, ty, !staged && aligned(n)).with_majors(a_major, b_major);
-    let typed = |c: &GemmConfig| GemmConfig { input: ty, output: ty, a_major, b_major, ..*c };
-    let mut configs: Vec<GemmConfig> = SM90_CONFIGS
-        .iter()
-        .chain(SM90_ODD_WIDTHS)
-        .chain(SM90_WIDE_PINGPONG)
-        .filter(|c| c.consumers == 2 || problem.wants_64_rows())
-        .map(typed)
-        .collect();
-    let heuristic = problem.config(&GemmChoice::heuristic(&problem));
-    if heuristic.split_k == 1 && !configs.contains(&heuristic) {
-        configs.push(heuristic);
-    }
-    for cfg in configs {
-        // staging costs the same for every config: time only the large-tile TMA-store ones
-        if staged && (cfg.bn < 192 || cfg.epilogue != Epilogue::Tma) {
-            continue;
+    // a split K's operands viewed as M × K and K × N
+    let view = |t: &tilekit_cuda::DeviceTensor, transposed: bool| {
+        if transposed {
+            t.transpose(0, 1).map_err(|x| x.to_string())
+        } else {
+            Ok(t.clone())
         }
-        // a TMA store needs C's rows 16-byte aligned
-        if cfg.epilogue == Epilogue::Tma && !staged && !(n * ty.size_bytes()).is_multiple_of(16) {
-            continue;
-        }
-        let Ok(kernel) = build_gemm_sm90(cfg) else { continue };
-        let kernel = CompiledKernel::new(kernel);
-        let label = if staged { format!("staged, {}", cfg.label()) } else { cfg.label() };
-        let mut c = cuda.from_host(&ch).map_err(e)?;
-        let grid = launch_grid(&cfg, mi, ni, cuda.multiprocessors()).map_err(e)?;
-        // the operands the kernel reads and the C it writes: the callers' own, or the padded
-        // buffers' M×K, N×K and M×N views
-        let views = match &pads {
-            Some((ap, bp, cp)) => Some((
-                ap.narrow(1, 0, a_st.1 as i64).map_err(|x| x.to_string())?,
-                bp.narrow(1, 0, b_st.1 as i64).map_err(|x| x.to_string())?,
-                cp.narrow(1, 0, ni).map_err(|x| x.to_string())?,
-                // the kernel's `c` tensor is stored in column pairs: an even width (its extra
-                // column is pad; the TMA stores clip at the map's true N)
-                cp.narrow(1, 0, ni + ni % 2).map_err(|x| x.to_string())?,
-            )),
-            None => None,
-        };
-        let (ga, gb, a_len, b_len) = match (&pads, &views) {
-            (Some((ap, bp, _)), Some((av_, bv_, _, _))) => {
-                (av_, bv_, (ap, a_pad_dims[0] * a_pad_dims[1]), (bp, b_pad_dims[0] * b_pad_dims[1]))
+    };
+    for (label, run) in &case.entries {
+        match *run {
+            Sm90Run::Kernel(cfg) => {
+                let Ok(kernel) = build_gemm_sm90(cfg) else { continue };
+                let kernel = CompiledKernel::new(kernel);
+                let mut c = cuda.from_host(&ch).map_err(e)?;
+                let grid = launch_grid(&cfg, mi, ni, cuda.multiprocessors()).map_err(e)?;
+                // the operands the kernel reads and the C it writes: the callers' own, or the
+                // padded buffers' M×K, N×K and M×N views
+                let views = match &pads {
+                    Some((ap, bp, cp)) => Some((
+                        ap.narrow(1, 0, a_st.1 as i64).map_err(|x| x.to_string())?,
+                        bp.narrow(1, 0, b_st.1 as i64).map_err(|x| x.to_string())?,
+                        cp.narrow(1, 0, ni).map_err(|x| x.to_string())?,
+                        // the kernel's `c` tensor is stored in column pairs: an even width (its
+                        // extra column is pad; the TMA stores clip at the map's true N)
+                        cp.narrow(1, 0, ni + ni % 2).map_err(|x| x.to_string())?,
+                    )),
+                    None => None,
+                };
+                let (ga, gb, a_len, b_len) = match (&pads, &views) {
+                    (Some((ap, bp, _)), Some((av_, bv_, _, _))) => (
+                        av_,
+                        bv_,
+                        (ap, a_pad_dims[0] * a_pad_dims[1]),
+                        (bp, b_pad_dims[0] * b_pad_dims[1]),
+                    ),
+                    _ => (&a, &b, (&a, mi * ki), (&b, ni * ki)),
+                };
+                let c_map = match &views {
+                    Some((_, _, cv, _)) => map_arg(cv.layout()).map_err(e)?,
+                    None => map_arg(c.layout()).map_err(e)?,
+                };
+                let mut c_staged = views.as_ref().map(|(_, _, _, even)| even.clone());
+                // the Hilbert walk's table of tile ids (a one-element dummy for the other orders)
+                let bm = cfg.bm();
+                let (tm, tn) = ((mi + bm - 1) / bm, (ni + cfg.bn - 1) / cfg.bn);
+                let ids = match cfg.raster {
+                    Raster::Hilbert => hilbert_order(tm, tn),
+                    _ => vec![0],
+                };
+                let order_h = tilekit_ir::tensor::HostTensor::from_slice(&ids, &[ids.len() as i64])
+                    .map_err(|e| e.to_string())?;
+                let order = cuda.from_host(&order_h).map_err(e)?;
+                let mut launch = |c: &mut tilekit_cuda::DeviceTensor| -> tilekit_ops::Result<()> {
+                    if let (Some((av_, bv_, _, _)), Some(_)) = (&views, &pads) {
+                        tilekit_ops::api::copy_into(cuda, &a, &mut av_.clone())?;
+                        tilekit_ops::api::copy_into(cuda, &b, &mut bv_.clone())?;
+                    }
+                    let out = match c_staged.as_mut() {
+                        Some(cv) => cv,
+                        None => &mut *c,
+                    };
+                    let mut bind = Bindings::new(&kernel)
+                        .input_ptr("a", a_len.0, a_len.1, cuda)?
+                        .input_ptr("b", b_len.0, b_len.1, cuda)?
+                        .tensor_map("am", map_arg(ga.layout())?)?
+                        .tensor_map("bm", map_arg(gb.layout())?)?
+                        .output("c", out, cuda)?
+                        .int("k", ki)?;
+                    for name in cfg.c_maps() {
+                        bind = bind.tensor_map(name, c_map.clone())?;
+                    }
+                    if cfg.raster == Raster::Hilbert {
+                        bind = bind.input_ptr("order", &order, tm * tn, cuda)?;
+                    }
+                    cuda.launch(&kernel, grid, bind)?;
+                    if let Some((_, _, cv, _)) = &views {
+                        tilekit_ops::api::copy_into(cuda, cv, c)?;
+                    }
+                    Ok(())
+                };
+                eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, {label}, grid {grid:?} …");
+                let t =
+                    cuda.time(3, reps, |_| launch(&mut c)).map_err(|x| format!("{label}: {x}"))?;
+                keep(&mut best, label.clone(), t.median_ms(), &c)?;
             }
-            _ => (&a, &b, (&a, mi * ki), (&b, ni * ki)),
-        };
-        let c_map = match &views {
-            Some((_, _, cv, _)) => map_arg(cv.layout()).map_err(e)?,
-            None => map_arg(c.layout()).map_err(e)?,
-        };
-        let mut c_staged = views.as_ref().map(|(_, _, _, even)| even.clone());
-        // the Hilbert walk's table of tile ids (a one-element dummy for the other orders)
-        let bm = cfg.bm();
-        let (tm, tn) = ((mi + bm - 1) / bm, (ni + cfg.bn - 1) / cfg.bn);
-        let ids = match cfg.raster {
-            Raster::Hilbert => hilbert_order(tm, tn),
-            _ => vec![0],
-        };
-        let order_h = tilekit_ir::tensor::HostTensor::from_slice(&ids, &[ids.len() as i64])
-            .map_err(|e| e.to_string())?;
-        let order = cuda.from_host(&order_h).map_err(e)?;
-        let mut launch = |c: &mut tilekit_cuda::DeviceTensor| -> tilekit_ops::Result<()> {
-            if let (Some((av_, bv_, _, _)), Some(_)) = (&views, &pads) {
-                tilekit_ops::api::copy_into(cuda, &a, &mut av_.clone())?;
-                tilekit_ops::api::copy_into(cuda, &b, &mut bv_.clone())?;
+            Sm90Run::SplitK(choice) => {
+                let (av_, bv_) = (view(&a, a_major == Major::MN)?, view(&b, b_major == Major::K)?);
+                let mut c = cuda.from_host(&ch).map_err(e)?;
+                eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, {label} …");
+                let t = cuda
+                    .time(3, reps, |_| {
+                        tilekit_ops::api::gemm_with(cuda, choice, &av_, &bv_, &mut c)
+                    })
+                    .map_err(|x| format!("{label}: {x}"))?;
+                keep(&mut best, label.clone(), t.median_ms(), &c)?;
             }
-            let out = match c_staged.as_mut() {
-                Some(cv) => cv,
-                None => &mut *c,
-            };
-            let mut bind = Bindings::new(&kernel)
-                .input_ptr("a", a_len.0, a_len.1, cuda)?
-                .input_ptr("b", b_len.0, b_len.1, cuda)?
-                .tensor_map("am", map_arg(ga.layout())?)?
-                .tensor_map("bm", map_arg(gb.layout())?)?
-                .output("c", out, cuda)?
-                .int("k", ki)?;
-            for name in cfg.c_maps() {
-                bind = bind.tensor_map(name, c_map.clone())?;
-            }
-            if cfg.raster == Raster::Hilbert {
-                bind = bind.input_ptr("order", &order, tm * tn, cuda)?;
-            }
-            cuda.launch(&kernel, grid, bind)?;
-            if let Some((_, _, cv, _)) = &views {
-                tilekit_ops::api::copy_into(cuda, cv, c)?;
-            }
-            Ok(())
-        };
-        eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, {label}, grid {grid:?} …");
-        let t = cuda.time(3, reps, |_| launch(&mut c)).map_err(|x| format!("{label}: {x}"))?;
-        keep(&mut best, label, t.median_ms(), &c)?;
-    }
-    // a C of few tiles and a long K: split K through the API (f32 workspace, then the sum
-    // into C), the operands viewed as M × K and K × N
-    // (tiles of bm × bn; two consumers with 4 stages, one (64-row tiles) with 6 or 5)
-    let tiles = |bm: i64, bn: i64| ((mi + bm - 1) / bm) * ((ni + bn - 1) / bn);
-    if !staged && tiles(128, 128) <= 64 {
-        let view = |t: &tilekit_cuda::DeviceTensor, transposed: bool| {
-            if transposed {
-                t.transpose(0, 1).map_err(|x| x.to_string())
-            } else {
-                Ok(t.clone())
-            }
-        };
-        let (av_, bv_) = (view(&a, a_major == Major::MN)?, view(&b, b_major == Major::K)?);
-        let splits = [
-            (128, 2, 2),
-            (128, 4, 2),
-            (256, 2, 2),
-            (256, 4, 2),
-            (256, 8, 2),
-            (128, 2, 1),
-            (256, 2, 1),
-            (256, 4, 1),
-        ];
-        for (bn, split_k, consumers) in splits {
-            let bm = 64 * consumers;
-            if (ki + 63) / 64 < 4 * split_k || tiles(bm, bn) > 64 {
-                continue;
-            }
-            let choice = GemmChoice {
-                bn,
-                stages: if consumers == 2 {
-                    4
-                } else if bn == 128 {
-                    6
-                } else {
-                    5
-                },
-                overlap: true,
-                persistent: false,
-                raster: Raster::Linear,
-                epilogue: Epilogue::Registers,
-                split_k,
-                cluster: 1,
-                consumers,
-                pingpong: false,
-            };
-            let label = format!("api, {}", choice.label());
-            let mut c = cuda.from_host(&ch).map_err(e)?;
-            eprintln!("  {m}x{n}x{k} {ty}: tilekit sm90, {label} …");
-            let t = cuda
-                .time(3, reps, |_| tilekit_ops::api::gemm_with(cuda, choice, &av_, &bv_, &mut c))
-                .map_err(|x| format!("{label}: {x}"))?;
-            keep(&mut best, label, t.median_ms(), &c)?;
         }
     }
     Ok(best)
@@ -600,44 +1036,9 @@ pub fn parse_shape(text: &str) -> Result<(usize, usize, usize), CliError> {
     }
 }
 
-/// Runs `tilekit bench gemm`: the table (or JSON lines) on stdout; a cuBLASLt failure is
-/// reported on stderr as `FAIL …` and makes the exit code 1.
-pub fn run(a: &Args) -> Result<ExitCode, CliError> {
-    if a.batch.is_some() {
-        return crate::bench_gemm_batched::run(a);
-    }
-    if a.dtype == Some(ScalarType::F32) {
-        return crate::bench_gemm_simt::run(a);
-    }
-    let gpu = Gpu::open(a.device)
-        .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
-    gpu.set_timed_calls(a.back_to_back);
-    let cuda = Cuda::new(gpu.clone());
-    let device = gpu.props().name.clone();
-    let orders = parse_layout(&a.layout)?;
-    let lay = a.layout.to_uppercase();
-    if !a.json {
-        outln!("device {device}; cuBLASLt: best of the heuristic's first {ALGOS} algorithms, row-major A and B{}", crate::bench::timed_calls_note(a.back_to_back))?;
-        outln!(
-            "last columns: layout {lay} (A {:?}, B {:?}; BLAS letters of row-major C = A·B)",
-            orders.0,
-            orders.1
-        )?;
-        outln!(
-            "{:<18} {:>5} {:>12} {:>12} {:>14} {:>10} {:>7} {:>10} {:>10} {:>7}",
-            "M×N×K",
-            "dtype",
-            "cuBLASLt",
-            "(1st algo)",
-            "cuBLASLt f32→",
-            "tilekit",
-            "ratio",
-            format!("cuBLASLt {lay}"),
-            format!("sm90 {lay}"),
-            "ratio"
-        )?;
-    }
-    let mut failed = false;
+/// The cases of the table: `--gemm-shape` or [`SHAPES`], each in bf16 and f16 (or
+/// `--dtype`), and 8192³ in f32 (cuBLASLt only) where neither is given.
+fn gemm_cases(a: &Args) -> Result<Vec<(usize, usize, usize, ScalarType)>, CliError> {
     let mut cases: Vec<(usize, usize, usize, ScalarType)> = vec![];
     let shapes: Vec<(usize, usize, usize)> = match &a.gemm_shape {
         Some(text) => vec![parse_shape(text)?],
@@ -654,7 +1055,82 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     if a.gemm_shape.is_none() && a.dtype.is_none() {
         cases.push((8192, 8192, 8192, ScalarType::F32));
     }
+    Ok(cases)
+}
+
+/// Runs `tilekit bench gemm`: the table (or JSON lines) on stdout; a cuBLASLt failure is
+/// reported on stderr as `FAIL …` and makes the exit code 1.
+pub fn run(a: &Args) -> Result<ExitCode, CliError> {
+    if let (Some(f), true) = (&a.gemm_config, a.batch.is_some() || a.dtype == Some(ScalarType::F32))
+    {
+        return Err(CliError::BadArgument {
+            flag: "--gemm-config".into(),
+            value: f.to_string(),
+            rule: "no --gemm-config with --batch or --dtype f32 (it selects the Hopper kernel's \
+                   configurations of the bf16 / f16 table)"
+                .into(),
+        });
+    }
+    if a.batch.is_some() {
+        return crate::bench_gemm_batched::run(a);
+    }
+    if a.dtype == Some(ScalarType::F32) {
+        return crate::bench_gemm_simt::run(a);
+    }
+    let orders = parse_layout(&a.layout)?;
+    let cases = gemm_cases(a)?;
+    // the sm90 column's entries per case, --gemm-config checked before the GPU is opened
+    let all: Vec<Sm90Case> = cases
+        .iter()
+        .filter(|c| c.3 != ScalarType::F32)
+        .map(|&(m, n, k, ty)| sm90_case((m, n, k), orders, ty))
+        .collect();
+    let plans = match &a.gemm_config {
+        Some(f) => select_sm90(&all, f, &a.layout)?,
+        None => all,
+    };
+    let gpu = Gpu::open(a.device)
+        .map_err(|e| CliError::NoGpu { command: "bench gemm".into(), reason: e.to_string() })?;
+    gpu.set_timed_calls(a.back_to_back);
+    let cuda = Cuda::new(gpu.clone());
+    let device = gpu.props().name.clone();
+    let lay = a.layout.to_uppercase();
+    if !a.json {
+        outln!("device {device}; cuBLASLt: best of the heuristic's first {ALGOS} algorithms, row-major A and B{}", crate::bench::timed_calls_note(a.back_to_back))?;
+        outln!(
+            "last columns: layout {lay} (A {:?}, B {:?}; BLAS letters of row-major C = A·B)",
+            orders.0,
+            orders.1
+        )?;
+        outln!(
+            "{:<18} {:>5} {:>12} {:>12} {:>14} {:>10} {:>7} {:>10} {:>10} {:>7}{}",
+            "M×N×K",
+            "dtype",
+            "cuBLASLt",
+            "(1st algo)",
+            "cuBLASLt f32→",
+            "tilekit",
+            "ratio",
+            format!("cuBLASLt {lay}"),
+            format!("sm90 {lay}"),
+            "ratio",
+            match &a.gemm_config {
+                Some(f) => format!("  sm90: only --gemm-config \"{f}\""),
+                None => String::new(),
+            }
+        )?;
+    }
+    let mut failed = false;
     for (m, n, k, ty) in cases {
+        let plan = plans.iter().find(|p| p.shape == (m, n, k) && p.ty == ty);
+        let unmatched = plan.is_some_and(|p| p.entries.is_empty());
+        if unmatched {
+            eprintln!(
+                "warning: --gemm-config {:?} matches no configuration of {m}x{n}x{k} {ty}: its \
+                 sm90 cells are left empty",
+                a.gemm_config.as_ref().map(|f| f.to_string()).unwrap_or_default()
+            );
+        }
         let shape = format!("{m}x{n}x{k}");
         let spec = LtSpec::new(m, n, k, ty);
         let flops = spec.flops();
@@ -684,7 +1160,11 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             let tn = time_gemm_lt(&gpu, lt_spec, ALGOS, a.reps)
                 .ok()
                 .map(|t| tflops(flops, t.best.median_ms()));
-            let sm90 = match sm90_best(&cuda, (m, n, k), orders, ty, a.reps) {
+            let sm90 = match plan.filter(|p| !p.entries.is_empty()) {
+                None => Ok(None),
+                Some(p) => sm90_best(&cuda, p, orders, a.reps),
+            };
+            let sm90 = match sm90 {
                 Ok(v) => v,
                 Err(why) => {
                     eprintln!("FAIL tilekit gemm_sm90 {shape} {ty}: {why}");
@@ -726,7 +1206,11 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                 opt(row.cublaslt_tn_tflops, 1),
                 opt(row.sm90_tflops, 1),
                 opt(row.sm90_ratio, 3),
-                row.sm90_config.clone().unwrap_or_default()
+                match (&row.sm90_config, unmatched) {
+                    (Some(c), _) => c.clone(),
+                    (None, true) => "(no configuration matches --gemm-config)".into(),
+                    (None, false) => String::new(),
+                }
             )?;
         }
     }

@@ -299,13 +299,24 @@ pub const ODD_WIDTHS: [i64; 3] = [160, 176, 240];
 pub const PINGPONG_WIDTHS: [i64; 4] = [144, 160, 176, 192];
 
 /// The odd tile widths for the 64-row tile (where [`GemmProblem::wants_64_rows`]): cuBLASLt's
-/// fastest 1000³ kernel on the H200 uses 64 × 144 tiles (1000³ in 64 × 144 tiles: 16 × 7 =
-/// 112 blocks; 64 × 80: 16 × 13 = 208).
+/// fastest 1000³ kernel on the H200 and the H100 uses 64 × 144 tiles (1000³ in 64 × 144
+/// tiles: 16 × 7 = 112 blocks; 64 × 160: 16 × 7 as well, the last N-tile 40 wide; 64 × 112:
+/// 16 × 9 = 144; 64 × 80: 16 × 13 = 208).
 ///
 /// ```
-/// assert_eq!(tilekit_ops::gemm_tuning::ODD_WIDTHS_64_ROWS, [80, 144, 176]);
+/// assert_eq!(tilekit_ops::gemm_tuning::ODD_WIDTHS_64_ROWS, [80, 112, 144, 160, 176]);
 /// ```
-pub const ODD_WIDTHS_64_ROWS: [i64; 3] = [80, 144, 176];
+pub const ODD_WIDTHS_64_ROWS: [i64; 5] = [80, 112, 144, 160, 176];
+
+/// The shallower ring also tried for the 64-row odd widths with the TMA store, persistent in
+/// grouped order (besides the deepest ring that fits): 64 × 144 holds 8 stages beside a bf16
+/// C tile, 7 beside an f32 one; 6 leaves shared memory for a second block's worth of C traffic
+/// to drain while the next tile's loads start.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::SHALLOW_STAGES_64_ROWS_TMA, 6);
+/// ```
+pub const SHALLOW_STAGES_64_ROWS_TMA: i64 = 6;
 
 /// A GEMM as the tuner and the API see it: C (M×N) = A (M×K) · B (K×N), the element types, the
 /// operands' layout and whether C's rows can take TMA stores (a row pitch that is a multiple of
@@ -482,7 +493,8 @@ impl GemmProblem {
     /// K with the deepest ring that fits.
     ///
     /// And the odd tile widths ([`ODD_WIDTHS`] for 128 rows, [`ODD_WIDTHS_64_ROWS`] for 64),
-    /// each with the deepest ring that fits (at most 6 stages of 128 rows, 12 of 64), persistent
+    /// each with the deepest ring that fits (at most 6 stages of 128 rows, 12 of 64; 64 rows
+    /// with the TMA store, persistent grouped 8, also [`SHALLOW_STAGES_64_ROWS_TMA`]), persistent
     /// in grouped order (8), in pairs (grouped 4, where M has two tiles) and, 64-row, one block
     /// per tile; both epilogues where [`GemmConfig::check`] takes them (B MN-major and the TMA
     /// store of C takes them in narrower last boxes). No split K.
@@ -714,6 +726,17 @@ impl GemmProblem {
                             (2..=deepest).rev().map(at).find(|c| self.config(c).check().is_ok())
                         {
                             out.push(c);
+                            // 64 rows, the TMA store, persistent grouped: a shallower ring too
+                            let shallow = at(SHALLOW_STAGES_64_ROWS_TMA);
+                            if consumers == 1
+                                && epilogue == Epilogue::Tma
+                                && persistent
+                                && cluster == 1
+                                && c.stages > shallow.stages
+                                && self.config(&shallow).check().is_ok()
+                            {
+                                out.push(shallow);
+                            }
                         }
                     }
                 }

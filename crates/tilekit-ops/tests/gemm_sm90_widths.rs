@@ -2,7 +2,8 @@
 //! 16: 80, 112, 144, 176, 208, …) on the interpreter: ragged M, N and K (N off the tile, the
 //! last N-tile partial), one and two consumers, persistent walks, pairs of blocks splitting B
 //! into halves of `bn / 2` rows, tf32, the epilogue op, and an f32 C through the TMA store
-//! (32-column boxes), against an f64 reference with C poisoned first; the widths that a layout
+//! (32-column boxes), the 64 × 144 and 64 × 160 tiles (cuBLASLt's 1000³ tile) through TMA
+//! boxes of bf16 / f16 C, against an f64 reference with C poisoned first; the widths that a layout
 //! cannot take are refused by name; and the new widths assemble for sm_90a without spills.
 
 mod gemm_common;
@@ -52,6 +53,31 @@ fn bn_144_matches_the_reference_in_persistent_walks() {
         ..cfg
     };
     run_on(two, 260, 150, 72, 413, 2);
+}
+
+#[test]
+fn the_64_by_144_tile_stores_through_tma_boxes_at_ragged_edges() {
+    // cuBLASLt's 1000³ tile (64 × 144, 8 stages) with the TMA store: two 64-column boxes
+    // through `cm`, the last 16 columns through `cm_tail`. 200 × 296 × 136: 4 M-tiles (the last
+    // 8 rows), 3 N-tiles (the last 8 wide: the tail box clipped at N), the last k-slice 8 deep;
+    // one block per tile, then persistent walks over 5 and 3 blocks with 8 and 6 stages
+    let tile = one(GemmConfig {
+        bn: 144,
+        stages: 8,
+        overlap: true,
+        epilogue: Epilogue::Tma,
+        ..GemmConfig::default()
+    });
+    assert_eq!(tile.c_maps(), ["cm", "cm_tail"]);
+    run(tile, 200, 296, 136, 451);
+    let walk = GemmConfig { persistent: true, raster: Raster::Grouped(8), ..tile };
+    run_on(walk, 200, 296, 136, 453, 5);
+    run_on(GemmConfig { stages: 6, ..walk }, 136, 280, 200, 455, 3);
+    // bn 160, 7 stages (the bench's other 112-tile width), f16 in and out: 130 × 200 is 3 × 2
+    // tiles, the last N-tile 40 wide (a 64-column box clipped, then the 32-column tail)
+    let f16 =
+        GemmConfig { bn: 160, stages: 7, input: ScalarType::F16, output: ScalarType::F16, ..walk };
+    run_on(f16, 130, 200, 200, 457, 4);
 }
 
 #[test]
@@ -183,6 +209,23 @@ fn odd_widths_assemble_for_sm_90a_without_spills() {
     let configs = [
         // the bench's and the tuner's candidates
         one(GemmConfig { bn: 144, stages: 8, ..p }),
+        one(GemmConfig { bn: 144, stages: 8, epilogue: Epilogue::Tma, ..p }),
+        one(GemmConfig {
+            bn: 144,
+            stages: 8,
+            persistent: false,
+            raster: Raster::Linear,
+            epilogue: Epilogue::Tma,
+            ..p
+        }),
+        one(GemmConfig {
+            bn: 160,
+            stages: 7,
+            input: ScalarType::F16,
+            output: ScalarType::F16,
+            epilogue: Epilogue::Tma,
+            ..p
+        }),
         one(GemmConfig { bn: 80, stages: 10, ..p }),
         GemmConfig { bn: 176, stages: 5, ..p },
         GemmConfig { bn: 160, stages: 5, ..p },
