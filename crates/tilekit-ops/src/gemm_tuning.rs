@@ -118,6 +118,31 @@ fn two() -> i64 {
 }
 
 impl GemmChoice {
+    /// A ping-pong choice ([`GemmConfig::pingpong`]): two consumer warpgroups taking turns
+    /// over a persistent walk in grouped-8 order, `bn` wide, `stages` deep, unsplit, no
+    /// cluster — the shape every ping-pong candidate of the tuner has.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::Epilogue;
+    /// use tilekit_ops::gemm_tuning::GemmChoice;
+    /// let c = GemmChoice::pingpong(176, 3, Epilogue::Tma);
+    /// assert_eq!(c.label(), "bn 176, 3 stages, overlap, persistent, grouped 8, tma store, pingpong");
+    /// ```
+    pub fn pingpong(bn: i64, stages: i64, epilogue: Epilogue) -> GemmChoice {
+        GemmChoice {
+            bn,
+            stages,
+            overlap: true,
+            persistent: true,
+            raster: Raster::Grouped(8),
+            epilogue,
+            split_k: 1,
+            cluster: 1,
+            consumers: 2,
+            pingpong: true,
+        }
+    }
+
     /// `base` with this choice's tile knobs (its types and any other fields kept).
     ///
     /// ```
@@ -580,18 +605,7 @@ impl GemmProblem {
                         // ping-pong consumers (each warpgroup a whole 128 × bn tile, bn ≤ 128),
                         // persistent in grouped order, where a block has tiles to alternate
                         if consumers == 2 && bn <= 128 && tiles(bn) > 1 {
-                            let c = GemmChoice {
-                                bn,
-                                stages,
-                                overlap: true,
-                                persistent: true,
-                                raster: Raster::Grouped(8),
-                                epilogue,
-                                split_k: 1,
-                                cluster: 1,
-                                consumers,
-                                pingpong: true,
-                            };
+                            let c = GemmChoice::pingpong(bn, stages, epilogue);
                             if c.apply(self.base()).check().is_ok() {
                                 out.push(c);
                             }
@@ -667,18 +681,7 @@ impl GemmProblem {
                         if epilogue == Epilogue::Tma && !self.c_tma {
                             continue;
                         }
-                        let at = |stages| GemmChoice {
-                            bn,
-                            stages,
-                            overlap: true,
-                            persistent: true,
-                            raster: Raster::Grouped(8),
-                            epilogue,
-                            split_k: 1,
-                            cluster: 1,
-                            consumers,
-                            pingpong: true,
-                        };
+                        let at = |stages| GemmChoice::pingpong(bn, stages, epilogue);
                         if let Some(c) =
                             (2..=6).rev().map(at).find(|c| self.config(c).check().is_ok())
                         {

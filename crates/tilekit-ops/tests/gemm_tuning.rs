@@ -80,18 +80,7 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
         for (epilogue, c_tile) in [(Epilogue::Registers, 0), (Epilogue::Tma, 128 * bn * 2)] {
             let deepest =
                 (2..=6).rev().find(|s| s * (128 + bn) * 128 + 2 * c_tile <= 227 * 1024).unwrap();
-            let want = GemmChoice {
-                bn,
-                stages: deepest,
-                overlap: true,
-                persistent: true,
-                raster: Raster::Grouped(8),
-                epilogue,
-                split_k: 1,
-                cluster: 1,
-                consumers: 2,
-                pingpong: true,
-            };
+            let want = GemmChoice::pingpong(bn, deepest, epilogue);
             assert!(c.contains(&want), "{want:?}");
             wide_pp += 1;
         }

@@ -182,3 +182,24 @@ pub fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
     // a real result, not zeros (ReLU keeps about half)
     assert!(live > (m * n / 4) as usize, "{cfg:?}: only {live} nonzero elements");
 }
+
+/// Builds `cfg`, emits its sm_90a PTX and, where ptxas is installed, assembles it and asserts
+/// no spill stores or loads and no serialized wgmma (C7514: an instruction reading
+/// accumulators while a wgmma may still write them); prints the registers line. Returns the
+/// PTX and the ptxas report (None without ptxas).
+#[allow(dead_code)]
+pub fn assemble_clean(cfg: GemmConfig) -> (String, Option<String>) {
+    let k = build_gemm_sm90(cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
+    let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+    let report =
+        tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, "gemm_sm90").unwrap();
+    if let Some(report) = &report {
+        assert!(report.contains("0 bytes spill stores"), "{}\n{report}", cfg.label());
+        assert!(report.contains("0 bytes spill loads"), "{}\n{report}", cfg.label());
+        assert!(!report.contains("C7514"), "{}\n{report}", cfg.label());
+        let regs: Vec<&str> =
+            report.lines().filter(|l| l.contains("registers") || l.contains("spill")).collect();
+        eprintln!("{}: {}", cfg.label(), regs.join(" | "));
+    }
+    (ptx, report)
+}
