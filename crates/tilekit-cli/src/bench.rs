@@ -103,7 +103,8 @@ pub struct Args {
     /// `attention` only: time only the kernel variants whose name contains this text
     /// (`plain/bn64`, `overlap/bn128`, `pingpong/bn64`, `plain/bn128/tma/s3` (3 stages),
     /// `plain/bn128/tma/c3` (3 consumer warpgroups), …: `attention_sm90::variants`), e.g.
-    /// `pingpong`, `bn64` or `/c3`.
+    /// `pingpong`, `bn64` or `/c3`; `recommended` times per case only the schedule
+    /// `api::attention` runs (`AttnConfig::recommended`), in one column.
     #[arg(long)]
     pub attention_variant: Option<String>,
     /// `attention` only: one case `D,SEQ` or `D,SEQ,causal` (head dim, sequence length at

@@ -112,6 +112,40 @@ pub fn timed_variants(
     Ok(all.into_iter().filter(|(n, _)| filter.is_none_or(|f| n.contains(f))).collect())
 }
 
+/// The `--attention-variant` that times, per case, the one schedule `api::attention` runs
+/// ([`AttnConfig::recommended`] for the head dim, the mask and the sequence length), in one
+/// column named `recommended`; its variant name is the row's `best`.
+pub const RECOMMENDED: &str = "recommended";
+
+/// The variants timed for one case: [`timed_variants`], or with `filter` = [`RECOMMENDED`] the
+/// API's choice, named by its variant (the variant whose config it is).
+///
+/// ```
+/// use tilekit_cli::bench_attention::case_variants;
+/// let r = case_variants(64, false, 4096, Some("recommended")).unwrap();
+/// assert_eq!((r.len(), r[0].0.as_str()), (1, "plain/bn128/tma/c3"));
+/// let r = case_variants(128, true, 512, Some("recommended")).unwrap();
+/// assert_eq!(r[0].0, "pingpong/bn128/tma");
+/// assert_eq!(case_variants(256, true, 4096, Some("/tma")).unwrap().len(), 3);
+/// ```
+pub fn case_variants(
+    d: i64,
+    causal: bool,
+    seq: i64,
+    filter: Option<&str>,
+) -> Result<Vec<(String, AttnConfig)>, String> {
+    if filter != Some(RECOMMENDED) {
+        return timed_variants(d, causal, filter);
+    }
+    let cfg = AttnConfig::recommended(ScalarType::BF16, d, causal, seq);
+    let name = timed_variants(d, causal, None)?
+        .into_iter()
+        .find(|(_, c)| *c == cfg)
+        .map(|(n, _)| n)
+        .ok_or_else(|| format!("the recommended config {cfg:?} is not a bench variant"))?;
+    Ok(vec![(name, cfg)])
+}
+
 /// The f64 reference of query row `i` of (batch `bi`, head `hi`): (O row, LSE).
 #[allow(clippy::too_many_arguments)]
 fn reference_row(
@@ -163,7 +197,7 @@ fn case(
         best_tflops: 0.0,
         best: String::new(),
     };
-    for (name, cfg) in timed_variants(d, causal, filter)? {
+    for (name, cfg) in case_variants(d, causal, seq, filter)? {
         let mut o = inp.poison(cuda, ty, &shape)?;
         let mut lse = inp.poison(cuda, ScalarType::F32, &[b, h, seq])?;
         eprintln!("  d {d} causal {causal} seq {seq} (batch {b}, heads {h}): {name} …");
@@ -180,7 +214,9 @@ fn case(
             row.best_tflops = tf;
             row.best = name.clone();
         }
-        row.schedules.push((name, ms, tf));
+        // the recommended schedule's column is `recommended` in every case
+        let column = if filter == Some(RECOMMENDED) { RECOMMENDED.to_string() } else { name };
+        row.schedules.push((column, ms, tf));
     }
     Ok(row)
 }
@@ -239,11 +275,15 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             continue;
         }
         // the variants of this head dim (the same list causal or not), one column each
-        let names: Vec<String> = timed_variants(d, false, filter)
-            .map_err(|why| CliError::Check { what: "attention variants".into(), why })?
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
+        let names: Vec<String> = if filter == Some(RECOMMENDED) {
+            vec![RECOMMENDED.to_string()]
+        } else {
+            timed_variants(d, false, filter)
+                .map_err(|why| CliError::Check { what: "attention variants".into(), why })?
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect()
+        };
         if names.is_empty() {
             continue;
         }
