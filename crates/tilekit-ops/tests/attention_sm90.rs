@@ -231,6 +231,14 @@ fn bad_configs_are_refused_with_the_valid_values() {
 
 /// ptxas's register count ("Used N registers") and spill-store bytes ("N bytes spill stores")
 /// from its `-v` report.
+/// `cfg`'s kernel, its sm_90a PTX and (where ptxas is installed) the assembler's report.
+fn assembled(cfg: AttnConfig) -> (tilekit_ir::Kernel, String, Option<String>) {
+    let k = build_attention_sm90(cfg).unwrap();
+    let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+    let report = tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap();
+    (k, ptx, report)
+}
+
 fn regs_and_spills(report: &str) -> (u32, u32) {
     let words: Vec<&str> = report.split(|c: char| c.is_whitespace() || c == ',').collect();
     let num = |at: Option<usize>| -> u32 {
@@ -260,13 +268,10 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
         (ScalarType::F16, 256, false),
     ] {
         for (name, cfg) in variants(ty, d, causal).unwrap() {
-            let k = build_attention_sm90(cfg).unwrap();
-            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            let (k, ptx, report) = assembled(cfg);
             assert!(ptx.contains("wgmma.mma_async"));
             assert!(ptx.contains(&format!("cvt.rn.{}x2.f32", ty.name())), "{name}");
-            let Some(report) =
-                tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
-            else {
+            let Some(report) = report else {
                 eprintln!("no ptxas: {name} {cfg:?} emitted, not assembled");
                 continue;
             };
@@ -872,13 +877,9 @@ fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
     // no spills, no serialized wgmma; the marks are there (a clock read per mark)
     for d in [64, 128] {
         for (name, cfg) in variants(ScalarType::BF16, d, false).unwrap() {
-            let cfg = AttnConfig { probe: true, ..cfg };
-            let k = build_attention_sm90(cfg).unwrap();
-            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            let (k, ptx, report) = assembled(AttnConfig { probe: true, ..cfg });
             assert!(ptx.matches("%clock64;").count() >= 20, "{name}");
-            let Some(report) =
-                tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
-            else {
+            let Some(report) = report else {
                 eprintln!("no ptxas: probed {name} emitted, not assembled");
                 continue;
             };
