@@ -1184,3 +1184,269 @@ fn a_probed_three_consumer_kernel_marks_four_warpgroups_in_schedule_order() {
         assert_eq!(rep.busy.iter().map(|b| b.0).collect::<Vec<_>>(), [1, 2, 3]);
     }
 }
+
+// ------------------------------------------------------------------ the softmax in SASS
+
+/// One SASS instruction: address, guard predicate (`@P0`, `@!UP1`, or none), opcode with its
+/// modifiers (`FMNMX`, `MUFU.EX2`, `IMAD.MOV.U32`), operands as printed.
+#[derive(Debug, Clone)]
+struct Sass {
+    addr: u64,
+    guard: Option<String>,
+    op: String,
+    args: String,
+}
+
+impl Sass {
+    /// The branch target of a `BRA` (its last `0x…` operand).
+    fn target(&self) -> Option<u64> {
+        if !self.op.starts_with("BRA") {
+            return None;
+        }
+        let last = self.args.split([' ', ',']).rfind(|w| w.starts_with("0x"))?;
+        u64::from_str_radix(&last[2..], 16).ok()
+    }
+}
+
+/// The instructions of cuobjdump's listing (`/*0a30*/  @P0 FMNMX R5, R5, R6, !PT ;`).
+fn parse_sass(sass: &str) -> Vec<Sass> {
+    sass.lines()
+        .filter_map(|l| {
+            let l = l.trim_start().strip_prefix("/*")?;
+            let (addr, rest) = l.split_once("*/")?;
+            let addr = u64::from_str_radix(addr, 16).ok()?;
+            let text = rest.split(';').next()?.trim();
+            let (guard, text) = match text.strip_prefix('@') {
+                Some(t) => {
+                    let (g, r) = t.split_once(' ')?;
+                    (Some(g.to_string()), r.trim_start())
+                }
+                None => (None, text),
+            };
+            let (op, args) = text.split_once(' ').unwrap_or((text, ""));
+            Some(Sass { addr, guard, op: op.to_string(), args: args.trim().to_string() })
+        })
+        .collect()
+}
+
+/// The audit's classes of an instruction, in the order of [`SoftmaxAudit`]'s table.
+const CLASSES: [&str; 13] = [
+    "MUFU.EX2",
+    "FFMA",
+    "FMUL",
+    "FADD",
+    "FMNMX",
+    "SHFL",
+    "F2FP",
+    "pred/select",
+    "int",
+    "move",
+    "uniform",
+    "sync/gemm/branch",
+    "other",
+];
+
+fn class(i: &Sass) -> usize {
+    let base = i.op.split('.').next().unwrap_or("");
+    let identity_prmt = base == "PRMT" && i.args.contains("0x3210, RZ");
+    match base {
+        _ if i.op == "MUFU.EX2" => 0,
+        "FFMA" => 1,
+        "FMUL" => 2,
+        "FADD" => 3,
+        "FMNMX" => 4,
+        "SHFL" => 5,
+        "F2FP" | "F2F" => 6,
+        "FSETP" | "ISETP" | "SEL" | "FSEL" | "PLOP3" | "P2R" | "R2P" => 7,
+        "MOV" | "CS2R" => 9,
+        "IMAD" if i.op.starts_with("IMAD.MOV") => 9,
+        "PRMT" if identity_prmt => 9,
+        "IMAD" | "IADD3" | "LEA" | "LOP3" | "SHF" | "IABS" | "I2F" | "F2I" | "VIADD" | "IMNMX"
+        | "PRMT" | "SGXT" | "IMAD.HI" => 8,
+        "MUFU" => 8, // the reciprocal of a generic integer division
+        "HGMMA" | "WARPGROUP" | "SYNCS" | "BAR" | "BRA" | "BSSY" | "BSYNC" | "WARPSYNC" | "NOP"
+        | "DEPBAR" | "MEMBAR" | "FENCE" => 11,
+        _ if base.starts_with('U') || ["R2UR", "S2UR", "S2R", "CS2R.32"].contains(&base) => 10,
+        _ => 12,
+    }
+}
+
+/// What one key tile of the consumer loop executes, on the path of a tile that needs no mask
+/// (the shortest path through the loop body: mbarrier waits that succeed at once, the mask's
+/// branch not taken) and of one that does (the longest): per class, the whole tile, and the
+/// softmax — from the `WARPGROUP.DEPBAR` that retires S (`gsb0, 0x0` after S's HGMMAs; the
+/// pipelined loops: `gsb0, 0x1`) to the `WARPGROUP.ARRIVE` before P·V's first HGMMA (the
+/// pipelined loops: the back edge).
+#[derive(Debug, Clone)]
+struct SoftmaxAudit {
+    /// Per class ([`CLASSES`]): (softmax, whole tile), a tile without the mask.
+    plain: Vec<(usize, usize)>,
+    /// The same, a masked tile.
+    masked: Vec<(usize, usize)>,
+}
+
+impl SoftmaxAudit {
+    fn total(v: &[(usize, usize)]) -> (usize, usize) {
+        v.iter().fold((0, 0), |(a, b), &(x, y)| (a + x, b + y))
+    }
+
+    /// The table, per S element of a thread (`bn / 2` of them).
+    fn table(&self, name: &str, bn: i64) -> String {
+        let e = (bn / 2) as f64;
+        let mut s = format!(
+            "{name}: SASS per S element per thread ({} elements), unmasked tile / masked tile\n  \
+             {:<18} {:>9} {:>9}   {:>9} {:>9}\n",
+            bn / 2,
+            "class",
+            "softmax",
+            "tile",
+            "softmax",
+            "tile"
+        );
+        let row = |c: &str, p: (usize, usize), m: (usize, usize)| {
+            format!(
+                "  {c:<18} {:>9.3} {:>9.3}   {:>9.3} {:>9.3}\n",
+                p.0 as f64 / e,
+                p.1 as f64 / e,
+                m.0 as f64 / e,
+                m.1 as f64 / e
+            )
+        };
+        for (k, c) in CLASSES.iter().enumerate() {
+            s += &row(c, self.plain[k], self.masked[k]);
+        }
+        s += &row("total", Self::total(&self.plain), Self::total(&self.masked));
+        s
+    }
+}
+
+/// Walks the consumer loop (the innermost conditional backward branch around S's HGMMAs and
+/// P·V's — those with a register A operand) of a kernel's SASS along every path of one iteration, and audits the
+/// shortest and the longest (see [`SoftmaxAudit`]).
+fn audit_softmax(sass: &str, pipelined: bool) -> SoftmaxAudit {
+    let code = parse_sass(sass);
+    let at = |addr: u64| {
+        code.iter()
+            .position(|i| i.addr == addr)
+            .unwrap_or_else(|| panic!("no instruction at {addr:#x}"))
+    };
+    let is_pv = |i: &Sass| {
+        i.op.starts_with("HGMMA") && i.args.split(", ").nth(1).is_some_and(|a| a.starts_with('R'))
+    };
+    // the consumer loop: the innermost back edge around a P·V
+    let (head, tail) = code
+        .iter()
+        .enumerate()
+        .filter_map(|(k, i)| Some((at(i.target()?), k)))
+        .filter(|&(h, k)| {
+            // a conditional back edge (a wait's retry returns unconditionally) around S and P·V
+            let gemms =
+                |pv: bool| code[h..k].iter().any(|i| i.op.starts_with("HGMMA") && is_pv(i) == pv);
+            h < k && code[k].guard.is_some() && gemms(true) && gemms(false)
+        })
+        .min_by_key(|&(h, k)| k - h)
+        .expect("a consumer loop around P·V");
+    // every path of one iteration: mbarrier waits succeed at once (their retry loops lie
+    // after the kernel's exit, or spin in place: a branch out of the loop or backwards is not
+    // taken), other conditional
+    // branches both ways, the back edge ends it
+    let mut paths: Vec<Vec<usize>> = vec![];
+    let mut todo = vec![(head, vec![])];
+    while let Some((mut k, mut path)) = todo.pop() {
+        loop {
+            assert!(path.len() < 20_000 && (head..=tail).contains(&k), "path left the loop");
+            let i = &code[k];
+            path.push(k);
+            let Some(t) = i.target() else {
+                k += 1;
+                continue;
+            };
+            let t = at(t);
+            if t == head {
+                break; // the back edge (taken: the next tile)
+            }
+            if !(head..=tail).contains(&t) || t <= k {
+                k += 1; // a wait's retry, out of line or a spin in place
+            } else if i.guard.is_none() {
+                k = t;
+            } else {
+                todo.push((t, path.clone()));
+                k += 1;
+            }
+        }
+        paths.push(path);
+        assert!(paths.len() <= 64, "too many paths");
+    }
+    let count = |path: &[usize]| -> Vec<(usize, usize)> {
+        let ops: Vec<&Sass> = path.iter().map(|&k| &code[k]).collect();
+        let retire = if pipelined { "gsb0, 0x1" } else { "gsb0, 0x0" };
+        let last_s = ops.iter().rposition(|i| i.op.starts_with("HGMMA") && !is_pv(i));
+        let from = ops
+            .iter()
+            .enumerate()
+            .skip(last_s.unwrap_or(0))
+            .find(|(_, i)| i.op == "WARPGROUP.DEPBAR.LE" && i.args == retire)
+            .map(|(k, _)| k + 1)
+            .expect("the wait that retires S");
+        let to = if pipelined {
+            ops.len()
+        } else {
+            let pv = ops.iter().position(|i| is_pv(i)).expect("P·V");
+            ops[..pv].iter().rposition(|i| i.op == "WARPGROUP.ARRIVE").expect("P·V's arrive")
+        };
+        let mut out = vec![(0, 0); CLASSES.len()];
+        for (k, i) in ops.iter().enumerate() {
+            let c = class(i);
+            out[c].1 += 1;
+            if (from..to).contains(&k) {
+                out[c].0 += 1;
+            }
+        }
+        out
+    };
+    let audits: Vec<Vec<(usize, usize)>> = paths.iter().map(|p| count(p)).collect();
+    let by_len = |v: &&Vec<(usize, usize)>| SoftmaxAudit::total(v).1;
+    SoftmaxAudit {
+        plain: audits.iter().min_by_key(by_len).unwrap().clone(),
+        masked: audits.iter().max_by_key(by_len).unwrap().clone(),
+    }
+}
+
+/// The two schedules `AttnConfig::recommended` runs at s_k = 4096: d 64 `plain/bn128/tma/c3`
+/// and d 128 `pingpong/bn128/tma`, bf16, causal and not.
+fn audited() -> Vec<(String, AttnConfig)> {
+    let mut out = vec![];
+    for (d, name) in [(64, "plain/bn128/tma/c3"), (128, "pingpong/bn128/tma")] {
+        for causal in [false, true] {
+            let cfg = AttnConfig::recommended(ScalarType::BF16, d, causal, 4096);
+            out.push((format!("d{d} causal {causal} {name}"), cfg));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_softmax_sass_audit() {
+    // ptxas 13.0 + cuobjdump (skipped without them): prints the per-element breakdown
+    // (`--nocapture`) and writes it with the SASS under $TILEKIT_SASS_DIR when set
+    for (name, cfg) in audited() {
+        let k = build_attention_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        let Some(sass) =
+            tilekit_ptx::ptxas::sass(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
+        else {
+            eprintln!("no ptxas or cuobjdump: {name} not disassembled");
+            continue;
+        };
+        let audit = audit_softmax(&sass, cfg.overlap);
+        let table = audit.table(&name, cfg.bn);
+        eprintln!("{table}");
+        if let Ok(dir) = std::env::var("TILEKIT_SASS_DIR") {
+            let stem: String =
+                name.chars().map(|c| if c.is_alphanumeric() { c } else { '_' }).collect();
+            std::fs::write(format!("{dir}/{stem}.sass"), &sass).unwrap();
+            std::fs::write(format!("{dir}/{stem}.ptx"), &ptx).unwrap();
+            std::fs::write(format!("{dir}/{stem}.txt"), &table).unwrap();
+        }
+    }
+}
