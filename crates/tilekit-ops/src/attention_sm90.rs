@@ -1103,6 +1103,24 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     Ok(b.finish()?)
 }
 
+/// `vals[0] op vals[1] op …` as a balanced tree: neighbours paired level by level, so the
+/// dependent chain is ⌈log2 n⌉ deep, not n − 1 (for `Max` the same value as a chain; for `Add`
+/// the same up to f32 rounding).
+fn tree(b: &KernelBuilder, op: BinOp, mut vals: Vec<Val>) -> std::result::Result<Val, IrError> {
+    while vals.len() > 1 {
+        let mut next = Vec::with_capacity(vals.len().div_ceil(2));
+        for pair in vals.chunks(2) {
+            next.push(match pair {
+                [x, y] => b.binary(op, x, y)?,
+                [x] => x.clone(),
+                _ => unreachable!("chunks of two"),
+            });
+        }
+        vals = next;
+    }
+    Ok(vals.pop().expect("a tree of at least one value"))
+}
+
 /// One tile's softmax: P in f32 (the S fragment's order; [`pack`] rounds it to the input type
 /// for wgmma), α per row, (m0, m1, ℓ0, ℓ1).
 struct Soft {
@@ -1263,12 +1281,13 @@ fn consumer(
         let mut base = Vec::with_capacity(2);
         let mut alpha = Vec::with_capacity(2);
         for (r, m_old) in ml[..2].iter().enumerate() {
-            let mut mx = m_old.clone();
-            for (i, v) in sm.iter().enumerate() {
-                if (i / 2) % 2 == r {
-                    mx = b.binary(BinOp::Max, &mx, v)?;
-                }
-            }
+            // a balanced tree (max is exact in any order): depth log2(BN/4 + 1), not a chain of
+            // BN/4 dependent FMNMX
+            let mut row = vec![m_old.clone()];
+            row.extend(
+                sm.iter().enumerate().filter(|(i, _)| (i / 2) % 2 == r).map(|(_, v)| v.clone()),
+            );
+            let mut mx = tree(b, BinOp::Max, row)?;
             for x in [1, 2] {
                 let other = b.shfl(ShflMode::Bfly, &mx, &b.i32(x))?;
                 mx = b.binary(BinOp::Max, &mx, &other)?;
@@ -1283,20 +1302,19 @@ fn consumer(
             base.push(nb);
             alpha.push(a);
         }
-        let mut p = Vec::with_capacity(sm.len());
-        let mut sums = [ml[2].clone(), ml[3].clone()];
-        for r in 0..2 {
-            sums[r] = b.binary(BinOp::Mul, &sums[r], &alpha[r])?;
-        }
         // P in f32: the pipelined schedules pack it only after P·V(t−1) has read the previous
-        // tile's P (see `pack`)
+        // tile's P (see `pack`); one FFMA and one MUFU.EX2 an element (m·c hoisted per row)
+        let mut p = Vec::with_capacity(sm.len());
         for (i, v) in sm.iter().enumerate() {
-            let r = (i / 2) % 2;
-            let e = b.unary(UnOp::Exp2ApproxFtz, &b.fma(v, &sl2, &base[r])?)?;
-            sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
-            p.push(e);
+            p.push(b.unary(UnOp::Exp2ApproxFtz, &b.fma(v, &sl2, &base[(i / 2) % 2])?)?);
         }
-        new_ml.extend(sums);
+        // ℓ' = α·ℓ + Σ P: the thread's sum of a row as a balanced tree of FADDs, then one FFMA
+        for (r, (l, a)) in ml[2..].iter().zip(&alpha).enumerate() {
+            let row =
+                p.iter().enumerate().filter(|(i, _)| (i / 2) % 2 == r).map(|(_, v)| v.clone());
+            let sum = tree(b, BinOp::Add, row.collect())?;
+            new_ml.push(b.fma(l, a, &sum)?);
+        }
         Ok(Soft { p, alpha, ml: new_ml })
     };
     // P rounded to the input type and packed in pairs (fragment values 2j, 2j + 1 share a row):

@@ -3,6 +3,8 @@
 //! sequence lengths that are not multiples of the tiles (s_q ≠ s_k, rows that see no key), a
 //! strided Q; the output and LSE poisoned first. Its PTX assembles for sm_90a.
 
+use std::collections::HashMap;
+
 use tilekit_ir::tensor::TensorView;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::{Lit, ScalarType};
@@ -279,7 +281,11 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
             // (d = 256 pipelined with the TMA store: a value or a few reloaded in the loop, the
             // price of P·V(t−1) running under the softmax — 4 bytes, causal 60)
             let spill_ok = d == 256 && (!cfg.tma_store || (cfg.overlap && spills <= 64));
-            assert!(spills == 0 || spill_ok, "{name} {cfg:?} spills\n{report}");
+            // (d = 128, plain/bn128 with the register epilogue: O in its carried registers
+            // through the loop leaves one epilogue value stored before the loop and reloaded
+            // after it — 4 bytes, causal f16 12, none in the loop)
+            let outside = d == 128 && spills <= 16 && spills_outside_the_loop(&ptx, &k.name);
+            assert!(spills == 0 || spill_ok || outside, "{name} {cfg:?} spills\n{report}");
             // and ptxas keeps the wgmmas asynchronous (no "wgmma.mma_async instructions are
             // serialized": C7513 when P of the next tile is written into the registers an
             // in-flight P·V reads, C7514 when a copy reads the accumulators of one)
@@ -291,6 +297,15 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
              ptxas info    : Function properties for k\n    \
              24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads";
     assert_eq!(regs_and_spills(r), (168, 20));
+}
+
+/// Whether a kernel that spills keeps every spill out of its consumer loop (no `LDL` / `STL`
+/// between the loop's head and back edge in its SASS); false without ptxas and cuobjdump.
+fn spills_outside_the_loop(ptx: &str, name: &str) -> bool {
+    match tilekit_ptx::ptxas::sass(ptx, tilekit_ptx::Target::Sm90a, name).unwrap() {
+        Some(sass) => local_memory_in_the_loop(&sass) == 0,
+        None => false,
+    }
 }
 
 /// The pipelined variants (`overlap`, `pingpong`), one per head dim, key tile and mask.
@@ -869,7 +884,7 @@ fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
         .to_string();
     assert!(e.contains("attention_probed"), "{e}");
     // on: the bench's d 128 variants (and d 64's) assemble with ptxas 13.0 at ≤ 168 registers,
-    // no spills, no serialized wgmma; the marks are there (a clock read per mark)
+    // no spills in the consumer loop, no serialized wgmma; the marks are there (a clock read per mark)
     for d in [64, 128] {
         for (name, cfg) in variants(ScalarType::BF16, d, false).unwrap() {
             let cfg = AttnConfig { probe: true, ..cfg };
@@ -885,7 +900,11 @@ fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
             let (regs, spills) = regs_and_spills(&report);
             eprintln!("probed d {d} {name}: {regs} registers, {spills} bytes spilled");
             let entry = tilekit_ptx::emit::entry_registers(&k).unwrap();
-            assert!(regs <= entry && spills == 0, "probed {name}\n{report}");
+            // (d = 128 plain/bn128 with the register epilogue: the probe's addresses and a few
+            // epilogue values stored before the consumer loop and reloaded after it — 28
+            // bytes, none in the loop; see the_bench_variants_assemble_for_sm_90a_without_spills)
+            let outside = d == 128 && spills <= 32 && spills_outside_the_loop(&ptx, &k.name);
+            assert!(regs <= entry && (spills == 0 || outside), "probed {name}\n{report}");
             assert!(!report.contains("serialized"), "probed {name} serialized\n{report}");
         }
     }
@@ -1283,6 +1302,53 @@ struct SoftmaxAudit {
     plain: Vec<(usize, usize)>,
     /// The same, a masked tile.
     masked: Vec<(usize, usize)>,
+    /// The longest chain of dependent instructions (through registers and predicates) in the
+    /// softmax region: (unmasked tile, masked tile).
+    depth: (usize, usize),
+}
+
+/// The longest chain of instructions each reading a register or predicate the one before it
+/// wrote (the softmax's latency floor in instructions: a row max as a chain of FMNMX is BN/4
+/// deep, as a tree log2 of that).
+fn dependence_depth(ops: &[&Sass]) -> usize {
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut deepest = 0;
+    for i in ops {
+        let regs: Vec<String> = i
+            .args
+            .split([',', ' ', '[', ']', '|', '-', '!'])
+            .map(|w| w.split('.').next().unwrap_or(""))
+            .filter(|w| {
+                w.len() > 1
+                    && (w.starts_with('R') || w.starts_with('P') || w.starts_with("UR"))
+                    && w.trim_start_matches(['R', 'P', 'U']).chars().all(|c| c.is_ascii_digit())
+                    && !w.trim_start_matches(['R', 'P', 'U']).is_empty()
+            })
+            .map(str::to_string)
+            .collect();
+        // destinations: the first operand (compares: their leading predicates)
+        let dests = if i.op.contains("SETP") {
+            regs.iter().take_while(|r| r.starts_with('P')).count()
+        } else {
+            1
+        };
+        let writes = !(i.op.starts_with("SYNCS")
+            || i.op.starts_with("BRA")
+            || i.op.starts_with("BAR")
+            || i.op.starts_with("WARPGROUP")
+            || i.op.starts_with("HGMMA"));
+        let (dst, src) =
+            if writes { regs.split_at(dests.min(regs.len())) } else { (&regs[..0], &regs[..]) };
+        let d = 1 + src.iter().filter_map(|r| at.get(r)).max().copied().unwrap_or(0);
+        let d = d.max(
+            i.guard.as_ref().and_then(|g| at.get(g.trim_start_matches('!'))).map_or(1, |g| g + 1),
+        );
+        for r in dst {
+            at.insert(r.clone(), d);
+        }
+        deepest = deepest.max(d);
+    }
+    deepest
 }
 
 impl SoftmaxAudit {
@@ -1316,13 +1382,45 @@ impl SoftmaxAudit {
             s += &row(c, self.plain[k], self.masked[k]);
         }
         s += &row("total", Self::total(&self.plain), Self::total(&self.masked));
+        s += &format!(
+            "  dependent chain in the softmax: {} / {} instructions\n",
+            self.depth.0, self.depth.1
+        );
         s
     }
 }
 
-/// Walks the consumer loop (the innermost conditional backward branch around S's HGMMAs and
-/// P·V's — those with a register A operand) of a kernel's SASS along every path of one iteration, and audits the
-/// shortest and the longest (see [`SoftmaxAudit`]).
+/// Whether an HGMMA is a P·V (its A operand in registers), not an S (both from shared memory).
+fn is_pv_gemm(i: &Sass) -> bool {
+    i.op.starts_with("HGMMA") && i.args.split(", ").nth(1).is_some_and(|a| a.starts_with('R'))
+}
+
+/// The consumer loop of a kernel's SASS, (head, back edge) indices: the innermost conditional
+/// backward branch (a wait's retry returns unconditionally) around S's HGMMAs and P·V's.
+fn consumer_loop(code: &[Sass]) -> (usize, usize) {
+    let at = |addr: u64| code.iter().position(|i| i.addr == addr);
+    code.iter()
+        .enumerate()
+        .filter_map(|(k, i)| Some((at(i.target()?)?, k)))
+        .filter(|&(h, k)| {
+            let gemms = |pv: bool| {
+                code[h..k].iter().any(|i| i.op.starts_with("HGMMA") && is_pv_gemm(i) == pv)
+            };
+            h < k && code[k].guard.is_some() && gemms(true) && gemms(false)
+        })
+        .min_by_key(|&(h, k)| k - h)
+        .expect("a consumer loop around S and P·V")
+}
+
+/// Local-memory accesses (spills and their reloads: `LDL`, `STL`) inside the consumer loop.
+fn local_memory_in_the_loop(sass: &str) -> usize {
+    let code = parse_sass(sass);
+    let (head, tail) = consumer_loop(&code);
+    code[head..=tail].iter().filter(|i| i.op.starts_with("LDL") || i.op.starts_with("STL")).count()
+}
+
+/// Walks the consumer loop ([`consumer_loop`]) of a kernel's SASS along every path of one
+/// iteration, and audits the shortest and the longest (see [`SoftmaxAudit`]).
 fn audit_softmax(sass: &str, pipelined: bool) -> SoftmaxAudit {
     let code = parse_sass(sass);
     let at = |addr: u64| {
@@ -1330,22 +1428,8 @@ fn audit_softmax(sass: &str, pipelined: bool) -> SoftmaxAudit {
             .position(|i| i.addr == addr)
             .unwrap_or_else(|| panic!("no instruction at {addr:#x}"))
     };
-    let is_pv = |i: &Sass| {
-        i.op.starts_with("HGMMA") && i.args.split(", ").nth(1).is_some_and(|a| a.starts_with('R'))
-    };
-    // the consumer loop: the innermost back edge around a P·V
-    let (head, tail) = code
-        .iter()
-        .enumerate()
-        .filter_map(|(k, i)| Some((at(i.target()?), k)))
-        .filter(|&(h, k)| {
-            // a conditional back edge (a wait's retry returns unconditionally) around S and P·V
-            let gemms =
-                |pv: bool| code[h..k].iter().any(|i| i.op.starts_with("HGMMA") && is_pv(i) == pv);
-            h < k && code[k].guard.is_some() && gemms(true) && gemms(false)
-        })
-        .min_by_key(|&(h, k)| k - h)
-        .expect("a consumer loop around P·V");
+    let is_pv = is_pv_gemm;
+    let (head, tail) = consumer_loop(&code);
     // every path of one iteration: mbarrier waits succeed at once (their retry loops lie
     // after the kernel's exit, or spin in place: a branch out of the loop or backwards is not
     // taken), other conditional
@@ -1377,7 +1461,7 @@ fn audit_softmax(sass: &str, pipelined: bool) -> SoftmaxAudit {
         paths.push(path);
         assert!(paths.len() <= 64, "too many paths");
     }
-    let count = |path: &[usize]| -> Vec<(usize, usize)> {
+    let count = |path: &[usize]| -> (Vec<(usize, usize)>, usize) {
         let ops: Vec<&Sass> = path.iter().map(|&k| &code[k]).collect();
         let retire = if pipelined { "gsb0, 0x1" } else { "gsb0, 0x0" };
         let last_s = ops.iter().rposition(|i| i.op.starts_with("HGMMA") && !is_pv(i));
@@ -1402,14 +1486,13 @@ fn audit_softmax(sass: &str, pipelined: bool) -> SoftmaxAudit {
                 out[c].0 += 1;
             }
         }
-        out
+        (out, dependence_depth(&ops[from..to]))
     };
-    let audits: Vec<Vec<(usize, usize)>> = paths.iter().map(|p| count(p)).collect();
-    let by_len = |v: &&Vec<(usize, usize)>| SoftmaxAudit::total(v).1;
-    SoftmaxAudit {
-        plain: audits.iter().min_by_key(by_len).unwrap().clone(),
-        masked: audits.iter().max_by_key(by_len).unwrap().clone(),
-    }
+    let audits: Vec<(Vec<(usize, usize)>, usize)> = paths.iter().map(|p| count(p)).collect();
+    let by_len = |v: &&(Vec<(usize, usize)>, usize)| SoftmaxAudit::total(&v.0).1;
+    let (plain, masked) =
+        (audits.iter().min_by_key(by_len).unwrap(), audits.iter().max_by_key(by_len).unwrap());
+    SoftmaxAudit { plain: plain.0.clone(), masked: masked.0.clone(), depth: (plain.1, masked.1) }
 }
 
 /// The two schedules `AttnConfig::recommended` runs at s_k = 4096: d 64 `plain/bn128/tma/c3`
