@@ -1033,8 +1033,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 }
                 mark(pr, b, AttnSpan::QLoad, true)?;
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
-                    let s = t.clone() % lit(stages);
-                    let parity = (t.clone() / lit(stages) + lit(1)) % lit(2);
+                    let (s, round) = ring_slot(b, &t, stages)?;
+                    let parity = b.binary(BinOp::Xor, &round, &lit(1))?;
                     let n0 = i32v(b, &(t.clone() * lit(bn)))?;
                     for (empty, bar, mem, map, (wait, load)) in [
                         (k_empty, k_full, sk, km, (AttnSpan::KEmptyWait, AttnSpan::KLoad)),
@@ -1101,6 +1101,19 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
         },
     )?;
     Ok(b.finish()?)
+}
+
+/// The ring stage of tile `t ≥ 0` and the parity of its round: `(t mod S, ⌊t/S⌋ mod 2)` —
+/// with a power-of-two S as a mask and a shift (ptxas 13.0 makes a `rem.s32` / `div.s32` by a
+/// constant in a register a generic division: about 20 instructions a tile in the consumer
+/// loop, where these are 3).
+fn ring_slot(b: &KernelBuilder, t: &Val, stages: i64) -> std::result::Result<(Val, Val), IrError> {
+    if stages & (stages - 1) != 0 {
+        return Ok((t.clone() % lit(stages), (t.clone() / lit(stages)) % lit(2)));
+    }
+    let slot = b.binary(BinOp::And, t, &lit(stages - 1))?;
+    let round = b.binary(BinOp::Shr, t, &lit(stages.trailing_zeros() as i64))?;
+    Ok((slot, b.binary(BinOp::And, &round, &lit(1))?))
 }
 
 /// `vals[0] op vals[1] op …` as a balanced tree: neighbours paired level by level, so the
@@ -1209,7 +1222,7 @@ fn consumer(
     span(b, AttnSpan::QFullWait, true)?;
     let nacc = o_shape.acc_regs();
     type R<T> = std::result::Result<T, IrError>;
-    let stage = |kt: &Val| (kt.clone() % lit(stages), (kt.clone() / lit(stages)) % lit(2));
+    let stage = |kt: &Val| ring_slot(b, kt, stages).expect("a tile index and a constant");
     // S = Q·K[kt]ᵀ issued, once K has landed (the caller commits after): the fence after the
     // wait, so that no branch (the wait's loop) separates it from the wgmmas (ptxas would
     // inject a second `warpgroup.arrive`, its info C7519)
