@@ -130,9 +130,10 @@
 //!
 //! P is rounded to the input type and packed two to a register as it is computed
 //! (`cvt.rn.{f16,bf16}x2.f32`, [`KernelBuilder::cvt_pack`]) — one 16-bit value per register
-//! spilled the pipelined d = 128 (20–28 bytes). The packed words reach wgmma through an
-//! identity `prmt`, not a copy, or ptxas would put the next tile's P into the registers an
-//! in-flight P·V reads and serialize the wgmmas (its warning C7513). ptxas 13.0 `-v`, every
+//! spilled the pipelined d = 128 (20–28 bytes). In the pipelined loops the packed words reach
+//! wgmma through an identity `prmt`, not a copy, or ptxas would put the next tile's P into the
+//! registers an in-flight P·V reads and serialize the wgmmas (its warning C7513); `plain`
+//! passes them as they are (see "The softmax in SASS"). ptxas 13.0 `-v`, every
 //! variant at 168 registers at entry, spill-store bytes, bf16, not causal, with the register
 //! epilogue and with the TMA store:
 //!
@@ -141,9 +142,13 @@
 //!   64   64    0       0         0           0 0 0
 //!   64   128   0       0         0           0 0 0
 //!   128  64    0       0         0           0 0 0   (before packing P: 0 / 20 / 20)
-//!   128  128   0       148       148         0 0 0   (causal 156 / 156)
-//!   256  64    280     272       272         0 4 4   (causal 288 / 284 / 284, 0 / 60 / 60)
+//!   128  128   4*      148       148         0 0 0   (causal, f16: 12* / 156 / 156)
+//!   256  64    192*    272       272         0 4 4   (causal 200* / 284 / 284, 0 / 60 / 60)
 //! ```
+//!
+//! (\* since O stays in its carried registers in `plain` too: d = 128's spill is a few
+//! epilogue values stored once before the consumer loop and reloaded after it, none in the
+//! loop — a test checks the SASS; d = 256's fell from 280 / 288.)
 //!
 //! Three consumers (160 registers), ptxas 13.0, spill-store bytes, bf16, register epilogue /
 //! TMA store, not causal (causal where it differs); a TMA-store variant with 3 stages spills
@@ -173,6 +178,66 @@
 //! [`variants`] lists the spill-free ones (and d = 256's); `tilekit bench attention` times them
 //! and a test asserts they assemble without serialized wgmmas and without spills (but for
 //! d = 256's).
+//!
+//! # The softmax in SASS
+//!
+//! ncu at d 64 / s 4096 (two consumers) had the consumers instruction-bound between the GEMMs
+//! (tensor pipe 41% active against cuDNN's 51%, issue slots 50% busy, top stall "wait", a
+//! fixed-latency dependency). The tests' SASS audit (`the_softmax_stays_lean_in_the_machine_code`,
+//! ptxas 13.0 + cuobjdump) walks one iteration of the consumer loop — the path of a tile that
+//! needs no mask and of one that does — and counts what a thread issues per S element (BN/2 of
+//! them: 64 at BN = 128), in the softmax (from the `WARPGROUP.DEPBAR` that retires S to P·V's
+//! `WARPGROUP.ARRIVE`; pipelined: to the back edge) and in the whole tile; and the longest
+//! chain of dependent instructions in the softmax. bf16, not causal, unmasked tile (causal:
+//! within 0.05; a masked tile adds 1.5 compares/selects an element, causal 2):
+//!
+//! ```text
+//!                       d 64 plain/bn128/tma/c3        d 128 pingpong/bn128/tma
+//!                       before        after            before        after
+//!                       soft   tile   soft   tile      soft   tile   soft   tile
+//!   MUFU.EX2            1.03   1.03   1.03   1.03      1.03   1.03   1.03   1.03
+//!   FFMA                1.03   1.03   1.06   1.06      1.03   1.03   1.06   1.06
+//!   FMUL                0.56   0.56   0.53   0.53      0.06   1.06   0.03   1.03
+//!   FADD                1.00   1.00   0.97   0.97      1.00   1.00   0.97   0.97
+//!   FMNMX               1.06   1.06   1.06   1.06      1.06   1.06   1.06   1.06
+//!   SHFL                0.06   0.06   0.06   0.06      0.06   0.06   0.06   0.06
+//!   F2FP (pack P)       0.50   0.50   0.50   0.50      0.50   0.50   0.50   0.50
+//!   compare / select    0.08   0.16   0.06   0.09      0.08   0.23   0.08   0.11
+//!   integer             0      0.22   0      0.06      0      0.41   0      0.09
+//!   moves               0.70   1.25   0.19   0.22      0.11   0.67   0.16   0.66
+//!   uniform datapath    0.30   1.95   0.05   1.67      0.03   2.97   0.03   2.44
+//!   sync, gemm, branch  0.08   0.41   0.08   0.41      0.06   0.53   0.06   0.53
+//!   total               6.41   9.23   5.59   7.67      5.03  10.56   5.05   9.55
+//!   dependent chain     74            21               73            21
+//! ```
+//!
+//! What the SASS showed, and what changed:
+//!
+//! - The essential work is ~5 an element: one FFMA (S·c − m·c, the scale folded into exp2 and
+//!   m·c hoisted per row) and one MUFU.EX2 per element, one FMNMX, one FADD, half an F2FP
+//!   (`F2FP.BF16.F32.PACK_AB`: one per pair); sm_90 has no 3-input FMNMX (ptxas emits the
+//!   2-input one), so the max stays one per element.
+//! - The mask costs nothing in a tile that needs none: the per-element compares and selects
+//!   sit in the branch taken only by tiles past a row's limit (ptxas sinks the hoisted
+//!   `setp`/`selp` into it); the other path is a dozen moves of the branch's results.
+//! - The row max and the row sum were chains (BN/4 + 1 dependent FMNMX, then as many FADDs:
+//!   a 74-deep chain, the "wait" stall). Both are balanced trees now (`tree`, max exact,
+//!   the sum's rounding differs from the chain's by f32 ulps), ℓ' = α·ℓ + ΣP one FFMA: 21
+//!   deep. The 4 lanes of a row are summed only in the epilogue (as FlashAttention-3 does).
+//! - `plain` copied O back each tile (32 MOV at d 64: ptxas kept the rescaled O in other
+//!   registers than the carried one) and sent P to wgmma through the identity `prmt` (32
+//!   PRMT): the emitter now computes O ·= α in the carried registers in every loop
+//!   (`tilekit_ptx::emit`'s in-place accumulators) and passes packed words as they are in a
+//!   loop whose wgmmas retire before its back edge. The pipelined loops keep the `prmt` (their
+//!   in-flight P·V needs it: 0.5 an element of `pingpong`'s moves).
+//! - The ring slot `t mod S`, `⌊t/S⌋ mod 2` was a generic signed division in SASS (ptxas 13.0
+//!   does not fold `rem.s32` by a register holding 2): a mask and a shift for 2 and 4 stages
+//!   (`ring_slot`).
+//! - Left: the uniform datapath's descriptor math (1.7 an element at d 64, 2.4 at d 128: the
+//!   shift, mask and OR of each wgmma's descriptors, recomputed per wgmma — a base descriptor
+//!   plus constant offsets would save most of it; an emitter change), and O ·= α (d/2 FMULs a
+//!   tile, FMUL's 1.03 at d 128 — FlashAttention-3 pays it too; skipping it when α = 1 would
+//!   need a warpgroup-uniform branch around wgmma, not done).
 //!
 //! # The TMA-store epilogue ([`AttnConfig::tma_store`])
 //!
