@@ -143,12 +143,13 @@
 //!   64   128   0       0         0           0 0 0
 //!   128  64    0       0         0           0 0 0   (before packing P: 0 / 20 / 20)
 //!   128  128   4*      148       148         0 0 0   (causal, f16: 12* / 156 / 156)
-//!   256  64    192*    272       272         0 4 4   (causal 200* / 284 / 284, 0 / 60 / 60)
+//!   256  64    192*    268*      268*        0 4 4   (causal 200* / 280* / 280*, 0 / 56* / 56*)
 //! ```
 //!
-//! (\* since O stays in its carried registers in `plain` too: d = 128's spill is a few
-//! epilogue values stored once before the consumer loop and reloaded after it, none in the
-//! loop — a test checks the SASS; d = 256's fell from 280 / 288.)
+//! (\* the leaner softmax, see "The softmax in SASS": O stays in its carried registers in
+//! `plain` too, so d = 128's spill is a few epilogue values stored once before the consumer
+//! loop and reloaded after it, none in the loop — a test checks the SASS; d = 256's fell
+//! from 280 / 288, 272 / 284 and 60.)
 //!
 //! Three consumers (160 registers), ptxas 13.0, spill-store bytes, bf16, register epilogue /
 //! TMA store, not causal (causal where it differs); a TMA-store variant with 3 stages spills
@@ -202,12 +203,12 @@
 //!   FMNMX               1.06   1.06   1.06   1.06      1.06   1.06   1.06   1.06
 //!   SHFL                0.06   0.06   0.06   0.06      0.06   0.06   0.06   0.06
 //!   F2FP (pack P)       0.50   0.50   0.50   0.50      0.50   0.50   0.50   0.50
-//!   compare / select    0.08   0.16   0.06   0.09      0.08   0.23   0.08   0.11
+//!   compare / select    0.08   0.16   0.06   0.09      0.08   0.23   0.09   0.11
 //!   integer             0      0.22   0      0.06      0      0.41   0      0.09
 //!   moves               0.70   1.25   0.19   0.22      0.11   0.67   0.16   0.66
-//!   uniform datapath    0.30   1.95   0.05   1.67      0.03   2.97   0.03   2.44
+//!   uniform datapath    0.30   1.95   0.05   1.36      0.03   2.97   0.03   1.70
 //!   sync, gemm, branch  0.08   0.41   0.08   0.41      0.06   0.53   0.06   0.53
-//!   total               6.41   9.23   5.59   7.67      5.03  10.56   5.05   9.55
+//!   total               6.41   9.23   5.59   7.36      5.03  10.56   5.06   8.81
 //!   dependent chain     74            21               73            21
 //! ```
 //!
@@ -233,11 +234,13 @@
 //! - The ring slot `t mod S`, `⌊t/S⌋ mod 2` was a generic signed division in SASS (ptxas 13.0
 //!   does not fold `rem.s32` by a register holding 2): a mask and a shift for 2 and 4 stages
 //!   (`ring_slot`).
-//! - Left: the uniform datapath's descriptor math (1.7 an element at d 64, 2.4 at d 128: the
-//!   shift, mask and OR of each wgmma's descriptors, recomputed per wgmma — a base descriptor
-//!   plus constant offsets would save most of it; an emitter change), and O ·= α (d/2 FMULs a
-//!   tile, FMUL's 1.03 at d 128 — FlashAttention-3 pays it too; skipping it when α = 1 would
-//!   need a warpgroup-uniform branch around wgmma, not done).
+//! - Q's wgmma descriptors are the same every tile: d ≤ 128 makes them once before the loop
+//!   (uniform datapath 1.67 → 1.36 an element at d 64, 2.44 → 1.70 at d 128; d = 256's 16
+//!   descriptors would hold 32 registers and spill more, so it keeps them per tile).
+//! - Left: the rest of the descriptor math (K's and V's: shift, mask and OR per wgmma — a base
+//!   descriptor per stage plus constant offsets would save most of it; an emitter change), and
+//!   O ·= α (d/2 FMULs a tile, FMUL's 1.03 at d 128 — FlashAttention-3 pays it too; skipping
+//!   it when α = 1 would need a warpgroup-uniform branch around wgmma, not done).
 //!
 //! # The TMA-store epilogue ([`AttnConfig::tma_store`])
 //!
@@ -713,7 +716,7 @@ pub fn tolerance(ty: ScalarType) -> f64 {
 /// sm_90a; the table in the [module docs](self)). So d = 128 pipelines BN = 128 only with the
 /// TMA store; d = 256 (BN 64, its only tile) spills with the register epilogue in every
 /// schedule, listed as the baseline, and its pipelined TMA-store ones reload a value or a few
-/// per tile (4 bytes, causal 60). Then, for d = 64 and 128, the TMA-store ones with a third
+/// per tile (4 bytes, causal 56). Then, for d = 64 and 128, the TMA-store ones with a third
 /// K/V stage (`…/tma/s3`), and the three-consumer ones ([`AttnConfig::consumers`] = 3, 192
 /// query rows a block: `…/c3`) that assemble without spills. `tilekit bench attention` times
 /// these, and a test asserts that they assemble without spills (but for d = 256). A head dim
@@ -1291,6 +1294,22 @@ fn consumer(
     // S = Q·K[kt]ᵀ issued, once K has landed (the caller commits after): the fence after the
     // wait, so that no branch (the wait's loop) separates it from the wgmmas (ptxas would
     // inject a second `warpgroup.arrive`, its info C7519)
+    // Q's descriptors are the same every tile (this warpgroup's rows): d ≤ 128 computes them
+    // once, before the loop (4 or 8 of them: 1.7 → 1.4 uniform-datapath instructions an S
+    // element at d 64, 2.4 → 1.7 at d 128); d = 256's 16 would hold 32 registers through the
+    // loop and spill more (4 → 8 bytes pipelined with the TMA store), so it makes them per tile
+    let q_desc = |b: &KernelBuilder, a: i64, blk: usize| -> R<Val> {
+        let q_at = lit(a * bm * SLAB) + half.clone() * lit(64 * SLAB);
+        b.wgmma_desc(c.sq, &q_at, c.mq, blk)
+    };
+    let q_descs: Vec<Val> = if d <= 128 {
+        (0..slabs)
+            .flat_map(|a| (0..c.mq.blocks()).map(move |blk| (a, blk)))
+            .map(|(a, blk)| q_desc(b, a, blk))
+            .collect::<R<_>>()?
+    } else {
+        vec![]
+    };
     let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
         span(b, AttnSpan::KFullWait, false)?;
@@ -1301,10 +1320,12 @@ fn consumer(
         let k_at = s * lit(kv_elems);
         let mut sc: Vec<Val> = vec![];
         for a in 0..slabs {
-            let q_at = lit(a * bm * SLAB) + half.clone() * lit(64 * SLAB);
             let k_slab = k_at.clone() + lit(a * bn * SLAB);
             for blk in 0..c.mq.blocks() {
-                let dq = b.wgmma_desc(c.sq, &q_at, c.mq, blk)?;
+                let dq = match q_descs.get(a as usize * c.mq.blocks() + blk) {
+                    Some(dq) => dq.clone(),
+                    None => q_desc(b, a, blk)?,
+                };
                 let dk = b.wgmma_desc(c.sk, &k_slab, c.mk, blk)?;
                 let acc = if sc.is_empty() { Acc::Zero } else { Acc::Add(&sc) };
                 sc = b.wgmma(s_shape, &WgmmaSrc::Smem(dq), &dk, acc)?;

@@ -279,7 +279,7 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
             assert_eq!(entry as i64, (65536 / cfg.threads()) / 8 * 8, "{name}");
             assert!(regs <= entry, "{cfg:?}\n{report}");
             // (d = 256 pipelined with the TMA store: a value or a few reloaded in the loop, the
-            // price of P·V(t−1) running under the softmax — 4 bytes, causal 60)
+            // price of P·V(t−1) running under the softmax — 4 bytes, causal 56)
             let spill_ok = d == 256 && (!cfg.tma_store || (cfg.overlap && spills <= 64));
             // (d = 128, plain/bn128 with the register epilogue: O in its carried registers
             // through the loop leaves one epilogue value stored before the loop and reloaded
@@ -1010,16 +1010,16 @@ fn the_two_consumer_kernels_emit_their_pinned_ptx() {
     // fingerprints of the PTX of four two-consumer configurations: they were the PTX of before
     // `AttnConfig::consumers` existed (main at 379682e) until the leaner softmax (branch
     // leansoft) changed every variant on purpose — row max and row sum as trees, the ring
-    // slot as a mask and a shift, the emitter's in-place O and unpermuted P in loops whose
-    // wgmmas retire (see the module docs' "The softmax in SASS"). Any other change to them
-    // shows here.
+    // slot as a mask and a shift, Q's descriptors once before the loop (d ≤ 128), the
+    // emitter's in-place O and unpermuted P in loops whose wgmmas retire (see the module docs'
+    // "The softmax in SASS"). Any other change to them shows here.
     let base = |ty, d, causal| AttnConfig::new(ty, d, causal);
     let mut got: Vec<(u64, u64, AttnConfig)> = vec![];
     for (cfg, want) in [
-        (AttnConfig { tma_store: true, ..base(ScalarType::BF16, 64, true) }, 0x926c503af1a68ac4),
+        (AttnConfig { tma_store: true, ..base(ScalarType::BF16, 64, true) }, 0xa4e72b431dd8cf5c),
         (
             AttnConfig { overlap: true, pingpong: true, ..base(ScalarType::F16, 128, false) },
-            0x6fc05cab8b7b34f3,
+            0x4ae1476971dd044f,
         ),
         (
             AttnConfig { overlap: true, tma_store: true, ..base(ScalarType::BF16, 256, true) },
@@ -1027,7 +1027,7 @@ fn the_two_consumer_kernels_emit_their_pinned_ptx() {
         ),
         (
             AttnConfig { probe: true, bn: 128, ..base(ScalarType::BF16, 128, false) },
-            0x02060e4d268da26a,
+            0x9700d64f879389ab,
         ),
     ] {
         let k = build_attention_sm90(cfg).unwrap();
@@ -1556,7 +1556,7 @@ fn the_softmax_stays_lean_in_the_machine_code() {
         let moves = audit.plain[class_of("move")].0;
         assert!(moves <= 16, "{name}: {moves} moves in the softmax\n{table}");
         assert!(audit.depth.0 <= 24, "{name}: a chain of {}\n{table}", audit.depth.0);
-        let (soft_max, tile_max) = if cfg.head_dim == 64 { (5.7, 7.85) } else { (5.2, 9.75) };
+        let (soft_max, tile_max) = if cfg.head_dim == 64 { (5.7, 7.5) } else { (5.2, 9.0) };
         assert!(per(soft) <= soft_max && per(tile) <= tile_max, "{name}\n{table}");
         let report = tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name)
             .unwrap()
