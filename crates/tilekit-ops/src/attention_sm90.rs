@@ -130,9 +130,10 @@
 //!
 //! P is rounded to the input type and packed two to a register as it is computed
 //! (`cvt.rn.{f16,bf16}x2.f32`, [`KernelBuilder::cvt_pack`]) — one 16-bit value per register
-//! spilled the pipelined d = 128 (20–28 bytes). The packed words reach wgmma through an
-//! identity `prmt`, not a copy, or ptxas would put the next tile's P into the registers an
-//! in-flight P·V reads and serialize the wgmmas (its warning C7513). ptxas 13.0 `-v`, every
+//! spilled the pipelined d = 128 (20–28 bytes). In the pipelined loops the packed words reach
+//! wgmma through an identity `prmt`, not a copy, or ptxas would put the next tile's P into the
+//! registers an in-flight P·V reads and serialize the wgmmas (its warning C7513); `plain`
+//! passes them as they are (see "The softmax in SASS"). ptxas 13.0 `-v`, every
 //! variant at 168 registers at entry, spill-store bytes, bf16, not causal, with the register
 //! epilogue and with the TMA store:
 //!
@@ -141,9 +142,14 @@
 //!   64   64    0       0         0           0 0 0
 //!   64   128   0       0         0           0 0 0
 //!   128  64    0       0         0           0 0 0   (before packing P: 0 / 20 / 20)
-//!   128  128   0       148       148         0 0 0   (causal 156 / 156)
-//!   256  64    280     272       272         0 4 4   (causal 288 / 284 / 284, 0 / 60 / 60)
+//!   128  128   4*      148       148         0 0 0   (causal, f16: 12* / 156 / 156)
+//!   256  64    192*    268*      268*        0 4 4   (causal 200* / 280* / 280*, 0 / 56* / 56*)
 //! ```
+//!
+//! (\* the leaner softmax, see "The softmax in SASS": O stays in its carried registers in
+//! `plain` too, so d = 128's spill is a few epilogue values stored once before the consumer
+//! loop and reloaded after it, none in the loop — a test checks the SASS; d = 256's fell
+//! from 280 / 288, 272 / 284 and 60.)
 //!
 //! Three consumers (160 registers), ptxas 13.0, spill-store bytes, bf16, register epilogue /
 //! TMA store, not causal (causal where it differs); a TMA-store variant with 3 stages spills
@@ -173,6 +179,68 @@
 //! [`variants`] lists the spill-free ones (and d = 256's); `tilekit bench attention` times them
 //! and a test asserts they assemble without serialized wgmmas and without spills (but for
 //! d = 256's).
+//!
+//! # The softmax in SASS
+//!
+//! ncu at d 64 / s 4096 (two consumers) had the consumers instruction-bound between the GEMMs
+//! (tensor pipe 41% active against cuDNN's 51%, issue slots 50% busy, top stall "wait", a
+//! fixed-latency dependency). The tests' SASS audit (`the_softmax_stays_lean_in_the_machine_code`,
+//! ptxas 13.0 + cuobjdump) walks one iteration of the consumer loop — the path of a tile that
+//! needs no mask and of one that does — and counts what a thread issues per S element (BN/2 of
+//! them: 64 at BN = 128), in the softmax (from the `WARPGROUP.DEPBAR` that retires S to P·V's
+//! `WARPGROUP.ARRIVE`; pipelined: to the back edge) and in the whole tile; and the longest
+//! chain of dependent instructions in the softmax. bf16, not causal, unmasked tile (causal:
+//! within 0.05; a masked tile adds 1.5 compares/selects an element, causal 2):
+//!
+//! ```text
+//!                       d 64 plain/bn128/tma/c3        d 128 pingpong/bn128/tma
+//!                       before        after            before        after
+//!                       soft   tile   soft   tile      soft   tile   soft   tile
+//!   MUFU.EX2            1.03   1.03   1.03   1.03      1.03   1.03   1.03   1.03
+//!   FFMA                1.03   1.03   1.06   1.06      1.03   1.03   1.06   1.06
+//!   FMUL                0.56   0.56   0.53   0.53      0.06   1.06   0.03   1.03
+//!   FADD                1.00   1.00   0.97   0.97      1.00   1.00   0.97   0.97
+//!   FMNMX               1.06   1.06   1.06   1.06      1.06   1.06   1.06   1.06
+//!   SHFL                0.06   0.06   0.06   0.06      0.06   0.06   0.06   0.06
+//!   F2FP (pack P)       0.50   0.50   0.50   0.50      0.50   0.50   0.50   0.50
+//!   compare / select    0.08   0.16   0.06   0.09      0.08   0.23   0.09   0.11
+//!   integer             0      0.22   0      0.06      0      0.41   0      0.09
+//!   moves               0.70   1.25   0.19   0.22      0.11   0.67   0.16   0.66
+//!   uniform datapath    0.30   1.95   0.05   1.36      0.03   2.97   0.03   1.70
+//!   sync, gemm, branch  0.08   0.41   0.08   0.41      0.06   0.53   0.06   0.53
+//!   total               6.41   9.23   5.59   7.36      5.03  10.56   5.06   8.81
+//!   dependent chain     74            21               73            21
+//! ```
+//!
+//! What the SASS showed, and what changed:
+//!
+//! - The essential work is ~5 an element: one FFMA (S·c − m·c, the scale folded into exp2 and
+//!   m·c hoisted per row) and one MUFU.EX2 per element, one FMNMX, one FADD, half an F2FP
+//!   (`F2FP.BF16.F32.PACK_AB`: one per pair); sm_90 has no 3-input FMNMX (ptxas emits the
+//!   2-input one), so the max stays one per element.
+//! - The mask costs nothing in a tile that needs none: the per-element compares and selects
+//!   sit in the branch taken only by tiles past a row's limit (ptxas sinks the hoisted
+//!   `setp`/`selp` into it); the other path is a dozen moves of the branch's results.
+//! - The row max and the row sum were chains (BN/4 + 1 dependent FMNMX, then as many FADDs:
+//!   a 74-deep chain, the "wait" stall). Both are balanced trees now (`tree`, max exact,
+//!   the sum's rounding differs from the chain's by f32 ulps), ℓ' = α·ℓ + ΣP one FFMA: 21
+//!   deep. The 4 lanes of a row are summed only in the epilogue (as FlashAttention-3 does).
+//! - `plain` copied O back each tile (32 MOV at d 64: ptxas kept the rescaled O in other
+//!   registers than the carried one) and sent P to wgmma through the identity `prmt` (32
+//!   PRMT): the emitter now computes O ·= α in the carried registers in every loop
+//!   (`tilekit_ptx::emit`'s in-place accumulators) and passes packed words as they are in a
+//!   loop whose wgmmas retire before its back edge. The pipelined loops keep the `prmt` (their
+//!   in-flight P·V needs it: 0.5 an element of `pingpong`'s moves).
+//! - The ring slot `t mod S`, `⌊t/S⌋ mod 2` was a generic signed division in SASS (ptxas 13.0
+//!   does not fold `rem.s32` by a register holding 2): a mask and a shift for 2 and 4 stages
+//!   (`ring_slot`).
+//! - Q's wgmma descriptors are the same every tile: d ≤ 128 makes them once before the loop
+//!   (uniform datapath 1.67 → 1.36 an element at d 64, 2.44 → 1.70 at d 128; d = 256's 16
+//!   descriptors would hold 32 registers and spill more, so it keeps them per tile).
+//! - Left: the rest of the descriptor math (K's and V's: shift, mask and OR per wgmma — a base
+//!   descriptor per stage plus constant offsets would save most of it; an emitter change), and
+//!   O ·= α (d/2 FMULs a tile, FMUL's 1.03 at d 128 — FlashAttention-3 pays it too; skipping
+//!   it when α = 1 would need a warpgroup-uniform branch around wgmma, not done).
 //!
 //! # The TMA-store epilogue ([`AttnConfig::tma_store`])
 //!
@@ -648,7 +716,7 @@ pub fn tolerance(ty: ScalarType) -> f64 {
 /// sm_90a; the table in the [module docs](self)). So d = 128 pipelines BN = 128 only with the
 /// TMA store; d = 256 (BN 64, its only tile) spills with the register epilogue in every
 /// schedule, listed as the baseline, and its pipelined TMA-store ones reload a value or a few
-/// per tile (4 bytes, causal 60). Then, for d = 64 and 128, the TMA-store ones with a third
+/// per tile (4 bytes, causal 56). Then, for d = 64 and 128, the TMA-store ones with a third
 /// K/V stage (`…/tma/s3`), and the three-consumer ones ([`AttnConfig::consumers`] = 3, 192
 /// query rows a block: `…/c3`) that assemble without spills. `tilekit bench attention` times
 /// these, and a test asserts that they assemble without spills (but for d = 256). A head dim
@@ -1033,8 +1101,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 }
                 mark(pr, b, AttnSpan::QLoad, true)?;
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
-                    let s = t.clone() % lit(stages);
-                    let parity = (t.clone() / lit(stages) + lit(1)) % lit(2);
+                    let (s, round) = ring_slot(b, &t, stages)?;
+                    let parity = b.binary(BinOp::Xor, &round, &lit(1))?;
                     let n0 = i32v(b, &(t.clone() * lit(bn)))?;
                     for (empty, bar, mem, map, (wait, load)) in [
                         (k_empty, k_full, sk, km, (AttnSpan::KEmptyWait, AttnSpan::KLoad)),
@@ -1101,6 +1169,37 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
         },
     )?;
     Ok(b.finish()?)
+}
+
+/// The ring stage of tile `t ≥ 0` and the parity of its round: `(t mod S, ⌊t/S⌋ mod 2)` —
+/// with a power-of-two S as a mask and a shift (ptxas 13.0 makes a `rem.s32` / `div.s32` by a
+/// constant in a register a generic division: about 20 instructions a tile in the consumer
+/// loop, where these are 3).
+fn ring_slot(b: &KernelBuilder, t: &Val, stages: i64) -> std::result::Result<(Val, Val), IrError> {
+    if stages & (stages - 1) != 0 {
+        return Ok((t.clone() % lit(stages), (t.clone() / lit(stages)) % lit(2)));
+    }
+    let slot = b.binary(BinOp::And, t, &lit(stages - 1))?;
+    let round = b.binary(BinOp::Shr, t, &lit(stages.trailing_zeros() as i64))?;
+    Ok((slot, b.binary(BinOp::And, &round, &lit(1))?))
+}
+
+/// `vals[0] op vals[1] op …` as a balanced tree: neighbours paired level by level, so the
+/// dependent chain is ⌈log2 n⌉ deep, not n − 1 (for `Max` the same value as a chain; for `Add`
+/// the same up to f32 rounding).
+fn tree(b: &KernelBuilder, op: BinOp, mut vals: Vec<Val>) -> std::result::Result<Val, IrError> {
+    while vals.len() > 1 {
+        let mut next = Vec::with_capacity(vals.len().div_ceil(2));
+        for pair in vals.chunks(2) {
+            next.push(match pair {
+                [x, y] => b.binary(op, x, y)?,
+                [x] => x.clone(),
+                _ => unreachable!("chunks of two"),
+            });
+        }
+        vals = next;
+    }
+    Ok(vals.pop().expect("a tree of at least one value"))
 }
 
 /// One tile's softmax: P in f32 (the S fragment's order; [`pack`] rounds it to the input type
@@ -1191,10 +1290,26 @@ fn consumer(
     span(b, AttnSpan::QFullWait, true)?;
     let nacc = o_shape.acc_regs();
     type R<T> = std::result::Result<T, IrError>;
-    let stage = |kt: &Val| (kt.clone() % lit(stages), (kt.clone() / lit(stages)) % lit(2));
+    let stage = |kt: &Val| ring_slot(b, kt, stages).expect("a tile index and a constant");
     // S = Q·K[kt]ᵀ issued, once K has landed (the caller commits after): the fence after the
     // wait, so that no branch (the wait's loop) separates it from the wgmmas (ptxas would
     // inject a second `warpgroup.arrive`, its info C7519)
+    // Q's descriptors are the same every tile (this warpgroup's rows): d ≤ 128 computes them
+    // once, before the loop (4 or 8 of them: 1.7 → 1.4 uniform-datapath instructions an S
+    // element at d 64, 2.4 → 1.7 at d 128); d = 256's 16 would hold 32 registers through the
+    // loop and spill more (4 → 8 bytes pipelined with the TMA store), so it makes them per tile
+    let q_desc = |b: &KernelBuilder, a: i64, blk: usize| -> R<Val> {
+        let q_at = lit(a * bm * SLAB) + half.clone() * lit(64 * SLAB);
+        b.wgmma_desc(c.sq, &q_at, c.mq, blk)
+    };
+    let q_descs: Vec<Val> = if d <= 128 {
+        (0..slabs)
+            .flat_map(|a| (0..c.mq.blocks()).map(move |blk| (a, blk)))
+            .map(|(a, blk)| q_desc(b, a, blk))
+            .collect::<R<_>>()?
+    } else {
+        vec![]
+    };
     let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
         let (s, parity) = stage(kt);
         span(b, AttnSpan::KFullWait, false)?;
@@ -1205,10 +1320,12 @@ fn consumer(
         let k_at = s * lit(kv_elems);
         let mut sc: Vec<Val> = vec![];
         for a in 0..slabs {
-            let q_at = lit(a * bm * SLAB) + half.clone() * lit(64 * SLAB);
             let k_slab = k_at.clone() + lit(a * bn * SLAB);
             for blk in 0..c.mq.blocks() {
-                let dq = b.wgmma_desc(c.sq, &q_at, c.mq, blk)?;
+                let dq = match q_descs.get(a as usize * c.mq.blocks() + blk) {
+                    Some(dq) => dq.clone(),
+                    None => q_desc(b, a, blk)?,
+                };
                 let dk = b.wgmma_desc(c.sk, &k_slab, c.mk, blk)?;
                 let acc = if sc.is_empty() { Acc::Zero } else { Acc::Add(&sc) };
                 sc = b.wgmma(s_shape, &WgmmaSrc::Smem(dq), &dk, acc)?;
@@ -1263,12 +1380,13 @@ fn consumer(
         let mut base = Vec::with_capacity(2);
         let mut alpha = Vec::with_capacity(2);
         for (r, m_old) in ml[..2].iter().enumerate() {
-            let mut mx = m_old.clone();
-            for (i, v) in sm.iter().enumerate() {
-                if (i / 2) % 2 == r {
-                    mx = b.binary(BinOp::Max, &mx, v)?;
-                }
-            }
+            // a balanced tree (max is exact in any order): depth log2(BN/4 + 1), not a chain of
+            // BN/4 dependent FMNMX
+            let mut row = vec![m_old.clone()];
+            row.extend(
+                sm.iter().enumerate().filter(|(i, _)| (i / 2) % 2 == r).map(|(_, v)| v.clone()),
+            );
+            let mut mx = tree(b, BinOp::Max, row)?;
             for x in [1, 2] {
                 let other = b.shfl(ShflMode::Bfly, &mx, &b.i32(x))?;
                 mx = b.binary(BinOp::Max, &mx, &other)?;
@@ -1283,20 +1401,19 @@ fn consumer(
             base.push(nb);
             alpha.push(a);
         }
-        let mut p = Vec::with_capacity(sm.len());
-        let mut sums = [ml[2].clone(), ml[3].clone()];
-        for r in 0..2 {
-            sums[r] = b.binary(BinOp::Mul, &sums[r], &alpha[r])?;
-        }
         // P in f32: the pipelined schedules pack it only after P·V(t−1) has read the previous
-        // tile's P (see `pack`)
+        // tile's P (see `pack`); one FFMA and one MUFU.EX2 an element (m·c hoisted per row)
+        let mut p = Vec::with_capacity(sm.len());
         for (i, v) in sm.iter().enumerate() {
-            let r = (i / 2) % 2;
-            let e = b.unary(UnOp::Exp2ApproxFtz, &b.fma(v, &sl2, &base[r])?)?;
-            sums[r] = b.binary(BinOp::Add, &sums[r], &e)?;
-            p.push(e);
+            p.push(b.unary(UnOp::Exp2ApproxFtz, &b.fma(v, &sl2, &base[(i / 2) % 2])?)?);
         }
-        new_ml.extend(sums);
+        // ℓ' = α·ℓ + Σ P: the thread's sum of a row as a balanced tree of FADDs, then one FFMA
+        for (r, (l, a)) in ml[2..].iter().zip(&alpha).enumerate() {
+            let row =
+                p.iter().enumerate().filter(|(i, _)| (i / 2) % 2 == r).map(|(_, v)| v.clone());
+            let sum = tree(b, BinOp::Add, row.collect())?;
+            new_ml.push(b.fma(l, a, &sum)?);
+        }
         Ok(Soft { p, alpha, ml: new_ml })
     };
     // P rounded to the input type and packed in pairs (fragment values 2j, 2j + 1 share a row):

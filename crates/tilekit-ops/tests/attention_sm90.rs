@@ -3,6 +3,8 @@
 //! sequence lengths that are not multiples of the tiles (s_q ≠ s_k, rows that see no key), a
 //! strided Q; the output and LSE poisoned first. Its PTX assembles for sm_90a.
 
+use std::collections::HashMap;
+
 use tilekit_ir::tensor::TensorView;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
 use tilekit_ir::{Lit, ScalarType};
@@ -282,9 +284,13 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
             assert_eq!(entry as i64, (65536 / cfg.threads()) / 8 * 8, "{name}");
             assert!(regs <= entry, "{cfg:?}\n{report}");
             // (d = 256 pipelined with the TMA store: a value or a few reloaded in the loop, the
-            // price of P·V(t−1) running under the softmax — 4 bytes, causal 60)
+            // price of P·V(t−1) running under the softmax — 4 bytes, causal 56)
             let spill_ok = d == 256 && (!cfg.tma_store || (cfg.overlap && spills <= 64));
-            assert!(spills == 0 || spill_ok, "{name} {cfg:?} spills\n{report}");
+            // (d = 128, plain/bn128 with the register epilogue: O in its carried registers
+            // through the loop leaves one epilogue value stored before the loop and reloaded
+            // after it — 4 bytes, causal f16 12, none in the loop)
+            let outside = d == 128 && spills <= 16 && spills_outside_the_loop(&ptx, &k.name);
+            assert!(spills == 0 || spill_ok || outside, "{name} {cfg:?} spills\n{report}");
             // and ptxas keeps the wgmmas asynchronous (no "wgmma.mma_async instructions are
             // serialized": C7513 when P of the next tile is written into the registers an
             // in-flight P·V reads, C7514 when a copy reads the accumulators of one)
@@ -296,6 +302,15 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
              ptxas info    : Function properties for k\n    \
              24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads";
     assert_eq!(regs_and_spills(r), (168, 20));
+}
+
+/// Whether a kernel that spills keeps every spill out of its consumer loop (no `LDL` / `STL`
+/// between the loop's head and back edge in its SASS); false without ptxas and cuobjdump.
+fn spills_outside_the_loop(ptx: &str, name: &str) -> bool {
+    match tilekit_ptx::ptxas::sass(ptx, tilekit_ptx::Target::Sm90a, name).unwrap() {
+        Some(sass) => local_memory_in_the_loop(&sass) == 0,
+        None => false,
+    }
 }
 
 /// The pipelined variants (`overlap`, `pingpong`), one per head dim, key tile and mask.
@@ -874,7 +889,7 @@ fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
         .to_string();
     assert!(e.contains("attention_probed"), "{e}");
     // on: the bench's d 128 variants (and d 64's) assemble with ptxas 13.0 at ≤ 168 registers,
-    // no spills, no serialized wgmma; the marks are there (a clock read per mark)
+    // no spills in the consumer loop, no serialized wgmma; the marks are there (a clock read per mark)
     for d in [64, 128] {
         for (name, cfg) in variants(ScalarType::BF16, d, false).unwrap() {
             let (k, ptx, report) = assembled(AttnConfig { probe: true, ..cfg });
@@ -886,7 +901,11 @@ fn probing_is_opt_in_and_the_probed_kernels_assemble_without_spills() {
             let (regs, spills) = regs_and_spills(&report);
             eprintln!("probed d {d} {name}: {regs} registers, {spills} bytes spilled");
             let entry = tilekit_ptx::emit::entry_registers(&k).unwrap();
-            assert!(regs <= entry && spills == 0, "probed {name}\n{report}");
+            // (d = 128 plain/bn128 with the register epilogue: the probe's addresses and a few
+            // epilogue values stored before the consumer loop and reloaded after it — 28
+            // bytes, none in the loop; see the_bench_variants_assemble_for_sm_90a_without_spills)
+            let outside = d == 128 && spills <= 32 && spills_outside_the_loop(&ptx, &k.name);
+            assert!(regs <= entry && (spills == 0 || outside), "probed {name}\n{report}");
             assert!(!report.contains("serialized"), "probed {name} serialized\n{report}");
         }
     }
@@ -988,28 +1007,36 @@ fn fnv1a(text: &str) -> u64 {
 }
 
 #[test]
-fn the_two_consumer_kernels_emit_the_ptx_of_before_the_consumers_knob() {
-    // fingerprints of the PTX these configurations emitted before `AttnConfig::consumers`
-    // existed (main at 379682e): with 2 consumers the kernel is that one, byte for byte
+fn the_two_consumer_kernels_emit_their_pinned_ptx() {
+    // fingerprints of the PTX of four two-consumer configurations: they were the PTX of before
+    // `AttnConfig::consumers` existed (main at 379682e) until the leaner softmax (branch
+    // leansoft) changed every variant on purpose — row max and row sum as trees, the ring
+    // slot as a mask and a shift, Q's descriptors once before the loop (d ≤ 128), the
+    // emitter's in-place O and unpermuted P in loops whose wgmmas retire (see the module docs'
+    // "The softmax in SASS"). Any other change to them shows here.
     let base = |ty, d, causal| AttnConfig::new(ty, d, causal);
+    let mut got: Vec<(u64, u64, AttnConfig)> = vec![];
     for (cfg, want) in [
-        (AttnConfig { tma_store: true, ..base(ScalarType::BF16, 64, true) }, 0x9da90f9d894a9002),
+        (AttnConfig { tma_store: true, ..base(ScalarType::BF16, 64, true) }, 0xa4e72b431dd8cf5c),
         (
             AttnConfig { overlap: true, pingpong: true, ..base(ScalarType::F16, 128, false) },
-            0x72391f63787b689a,
+            0x4ae1476971dd044f,
         ),
         (
             AttnConfig { overlap: true, tma_store: true, ..base(ScalarType::BF16, 256, true) },
-            0xde1d149912d372e0,
+            0x1ddc9b63ecd09131,
         ),
         (
             AttnConfig { probe: true, bn: 128, ..base(ScalarType::BF16, 128, false) },
-            0x54f418fcbc3b73d7,
+            0x9700d64f879389ab,
         ),
     ] {
         let k = build_attention_sm90(cfg).unwrap();
         let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
-        assert_eq!(fnv1a(&ptx), want, "{cfg:?}: {:#018x}", fnv1a(&ptx));
+        got.push((fnv1a(&ptx), want, cfg));
+    }
+    for (got, want, cfg) in got {
+        assert_eq!(got, want, "{cfg:?}: {got:#018x}");
     }
 }
 
@@ -1184,4 +1211,395 @@ fn a_probed_three_consumer_kernel_marks_four_warpgroups_in_schedule_order() {
         let rep = tilekit_ops::attention_sm90::probe_report(&layout, &recs);
         assert_eq!(rep.busy.iter().map(|b| b.0).collect::<Vec<_>>(), [1, 2, 3]);
     }
+}
+
+// ------------------------------------------------------------------ the softmax in SASS
+
+/// One SASS instruction: address, guard predicate (`@P0`, `@!UP1`, or none), opcode with its
+/// modifiers (`FMNMX`, `MUFU.EX2`, `IMAD.MOV.U32`), operands as printed.
+#[derive(Debug, Clone)]
+struct Sass {
+    addr: u64,
+    guard: Option<String>,
+    op: String,
+    args: String,
+}
+
+impl Sass {
+    /// The branch target of a `BRA` (its last `0x…` operand).
+    fn target(&self) -> Option<u64> {
+        if !self.op.starts_with("BRA") {
+            return None;
+        }
+        let last = self.args.split([' ', ',']).rfind(|w| w.starts_with("0x"))?;
+        u64::from_str_radix(&last[2..], 16).ok()
+    }
+}
+
+/// The instructions of cuobjdump's listing (`/*0a30*/  @P0 FMNMX R5, R5, R6, !PT ;`).
+fn parse_sass(sass: &str) -> Vec<Sass> {
+    sass.lines()
+        .filter_map(|l| {
+            let l = l.trim_start().strip_prefix("/*")?;
+            let (addr, rest) = l.split_once("*/")?;
+            let addr = u64::from_str_radix(addr, 16).ok()?;
+            let text = rest.split(';').next()?.trim();
+            let (guard, text) = match text.strip_prefix('@') {
+                Some(t) => {
+                    let (g, r) = t.split_once(' ')?;
+                    (Some(g.to_string()), r.trim_start())
+                }
+                None => (None, text),
+            };
+            let (op, args) = text.split_once(' ').unwrap_or((text, ""));
+            Some(Sass { addr, guard, op: op.to_string(), args: args.trim().to_string() })
+        })
+        .collect()
+}
+
+/// The audit's classes of an instruction, in the order of [`SoftmaxAudit`]'s table.
+const CLASSES: [&str; 13] = [
+    "MUFU.EX2",
+    "FFMA",
+    "FMUL",
+    "FADD",
+    "FMNMX",
+    "SHFL",
+    "F2FP",
+    "pred/select",
+    "int",
+    "move",
+    "uniform",
+    "sync/gemm/branch",
+    "other",
+];
+
+fn class(i: &Sass) -> usize {
+    let base = i.op.split('.').next().unwrap_or("");
+    let identity_prmt = base == "PRMT" && i.args.contains("0x3210, RZ");
+    match base {
+        _ if i.op == "MUFU.EX2" => 0,
+        "FFMA" => 1,
+        "FMUL" => 2,
+        "FADD" => 3,
+        "FMNMX" => 4,
+        "SHFL" => 5,
+        "F2FP" | "F2F" => 6,
+        "FSETP" | "ISETP" | "SEL" | "FSEL" | "PLOP3" | "P2R" | "R2P" => 7,
+        "MOV" | "CS2R" => 9,
+        "IMAD" if i.op.starts_with("IMAD.MOV") => 9,
+        "PRMT" if identity_prmt => 9,
+        "IMAD" | "IADD3" | "LEA" | "LOP3" | "SHF" | "IABS" | "I2F" | "F2I" | "VIADD" | "IMNMX"
+        | "PRMT" | "SGXT" | "IMAD.HI" => 8,
+        "MUFU" => 8, // the reciprocal of a generic integer division
+        "HGMMA" | "WARPGROUP" | "SYNCS" | "BAR" | "BRA" | "BSSY" | "BSYNC" | "WARPSYNC" | "NOP"
+        | "DEPBAR" | "MEMBAR" | "FENCE" => 11,
+        _ if base.starts_with('U') || ["R2UR", "S2UR", "S2R", "CS2R.32"].contains(&base) => 10,
+        _ => 12,
+    }
+}
+
+/// What one key tile of the consumer loop executes, on the path of a tile that needs no mask
+/// (the shortest path through the loop body: mbarrier waits that succeed at once, the mask's
+/// branch not taken) and of one that does (the longest): per class, the whole tile, and the
+/// softmax — from the `WARPGROUP.DEPBAR` that retires S (`gsb0, 0x0` after S's HGMMAs; the
+/// pipelined loops: `gsb0, 0x1`) to the `WARPGROUP.ARRIVE` before P·V's first HGMMA (the
+/// pipelined loops: the back edge).
+#[derive(Debug, Clone)]
+struct SoftmaxAudit {
+    /// Per class ([`CLASSES`]): (softmax, whole tile), a tile without the mask.
+    plain: Vec<(usize, usize)>,
+    /// The same, a masked tile.
+    masked: Vec<(usize, usize)>,
+    /// The longest chain of dependent instructions (through registers and predicates) in the
+    /// softmax region: (unmasked tile, masked tile).
+    depth: (usize, usize),
+}
+
+/// The longest chain of instructions each reading a register or predicate the one before it
+/// wrote (the softmax's latency floor in instructions: a row max as a chain of FMNMX is BN/4
+/// deep, as a tree log2 of that).
+fn dependence_depth(ops: &[&Sass]) -> usize {
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut deepest = 0;
+    for i in ops {
+        let regs: Vec<String> = i
+            .args
+            .split([',', ' ', '[', ']', '|', '-', '!'])
+            .map(|w| w.split('.').next().unwrap_or(""))
+            .filter(|w| {
+                w.len() > 1
+                    && (w.starts_with('R') || w.starts_with('P') || w.starts_with("UR"))
+                    && w.trim_start_matches(['R', 'P', 'U']).chars().all(|c| c.is_ascii_digit())
+                    && !w.trim_start_matches(['R', 'P', 'U']).is_empty()
+            })
+            .map(str::to_string)
+            .collect();
+        // destinations: the first operand (compares: their leading predicates)
+        let dests = if i.op.contains("SETP") {
+            regs.iter().take_while(|r| r.starts_with('P')).count()
+        } else {
+            1
+        };
+        let writes = !(i.op.starts_with("SYNCS")
+            || i.op.starts_with("BRA")
+            || i.op.starts_with("BAR")
+            || i.op.starts_with("WARPGROUP")
+            || i.op.starts_with("HGMMA"));
+        let (dst, src) =
+            if writes { regs.split_at(dests.min(regs.len())) } else { (&regs[..0], &regs[..]) };
+        let d = 1 + src.iter().filter_map(|r| at.get(r)).max().copied().unwrap_or(0);
+        let d = d.max(
+            i.guard.as_ref().and_then(|g| at.get(g.trim_start_matches('!'))).map_or(1, |g| g + 1),
+        );
+        for r in dst {
+            at.insert(r.clone(), d);
+        }
+        deepest = deepest.max(d);
+    }
+    deepest
+}
+
+impl SoftmaxAudit {
+    fn total(v: &[(usize, usize)]) -> (usize, usize) {
+        v.iter().fold((0, 0), |(a, b), &(x, y)| (a + x, b + y))
+    }
+
+    /// The table, per S element of a thread (`bn / 2` of them).
+    fn table(&self, name: &str, bn: i64) -> String {
+        let e = (bn / 2) as f64;
+        let mut s = format!(
+            "{name}: SASS per S element per thread ({} elements), unmasked tile / masked tile\n  \
+             {:<18} {:>9} {:>9}   {:>9} {:>9}\n",
+            bn / 2,
+            "class",
+            "softmax",
+            "tile",
+            "softmax",
+            "tile"
+        );
+        let row = |c: &str, p: (usize, usize), m: (usize, usize)| {
+            format!(
+                "  {c:<18} {:>9.3} {:>9.3}   {:>9.3} {:>9.3}\n",
+                p.0 as f64 / e,
+                p.1 as f64 / e,
+                m.0 as f64 / e,
+                m.1 as f64 / e
+            )
+        };
+        for (k, c) in CLASSES.iter().enumerate() {
+            s += &row(c, self.plain[k], self.masked[k]);
+        }
+        s += &row("total", Self::total(&self.plain), Self::total(&self.masked));
+        s += &format!(
+            "  dependent chain in the softmax: {} / {} instructions\n",
+            self.depth.0, self.depth.1
+        );
+        s
+    }
+}
+
+/// Whether an HGMMA is a P·V (its A operand in registers), not an S (both from shared memory).
+fn is_pv_gemm(i: &Sass) -> bool {
+    i.op.starts_with("HGMMA") && i.args.split(", ").nth(1).is_some_and(|a| a.starts_with('R'))
+}
+
+/// The consumer loop of a kernel's SASS, (head, back edge) indices: the innermost conditional
+/// backward branch (a wait's retry returns unconditionally) around S's HGMMAs and P·V's.
+fn consumer_loop(code: &[Sass]) -> (usize, usize) {
+    let at = |addr: u64| code.iter().position(|i| i.addr == addr);
+    code.iter()
+        .enumerate()
+        .filter_map(|(k, i)| Some((at(i.target()?)?, k)))
+        .filter(|&(h, k)| {
+            let gemms = |pv: bool| {
+                code[h..k].iter().any(|i| i.op.starts_with("HGMMA") && is_pv_gemm(i) == pv)
+            };
+            h < k && code[k].guard.is_some() && gemms(true) && gemms(false)
+        })
+        .min_by_key(|&(h, k)| k - h)
+        .expect("a consumer loop around S and P·V")
+}
+
+/// Local-memory accesses (spills and their reloads: `LDL`, `STL`) inside the consumer loop.
+fn local_memory_in_the_loop(sass: &str) -> usize {
+    let code = parse_sass(sass);
+    let (head, tail) = consumer_loop(&code);
+    code[head..=tail].iter().filter(|i| i.op.starts_with("LDL") || i.op.starts_with("STL")).count()
+}
+
+/// Walks the consumer loop ([`consumer_loop`]) of a kernel's SASS along every path of one
+/// iteration, and audits the shortest and the longest (see [`SoftmaxAudit`]).
+fn audit_softmax(sass: &str, pipelined: bool) -> SoftmaxAudit {
+    let code = parse_sass(sass);
+    let at = |addr: u64| {
+        code.iter()
+            .position(|i| i.addr == addr)
+            .unwrap_or_else(|| panic!("no instruction at {addr:#x}"))
+    };
+    let is_pv = is_pv_gemm;
+    let (head, tail) = consumer_loop(&code);
+    // every path of one iteration: mbarrier waits succeed at once (their retry loops lie
+    // after the kernel's exit, or spin in place: a branch out of the loop or backwards is not
+    // taken), other conditional
+    // branches both ways, the back edge ends it
+    let mut paths: Vec<Vec<usize>> = vec![];
+    let mut todo = vec![(head, vec![])];
+    while let Some((mut k, mut path)) = todo.pop() {
+        loop {
+            assert!(path.len() < 20_000 && (head..=tail).contains(&k), "path left the loop");
+            let i = &code[k];
+            path.push(k);
+            let Some(t) = i.target() else {
+                k += 1;
+                continue;
+            };
+            let t = at(t);
+            if t == head {
+                break; // the back edge (taken: the next tile)
+            }
+            if !(head..=tail).contains(&t) || t <= k {
+                k += 1; // a wait's retry, out of line or a spin in place
+            } else if i.guard.is_none() {
+                k = t;
+            } else {
+                todo.push((t, path.clone()));
+                k += 1;
+            }
+        }
+        paths.push(path);
+        assert!(paths.len() <= 64, "too many paths");
+    }
+    let count = |path: &[usize]| -> (Vec<(usize, usize)>, usize) {
+        let ops: Vec<&Sass> = path.iter().map(|&k| &code[k]).collect();
+        let retire = if pipelined { "gsb0, 0x1" } else { "gsb0, 0x0" };
+        let last_s = ops.iter().rposition(|i| i.op.starts_with("HGMMA") && !is_pv(i));
+        let from = ops
+            .iter()
+            .enumerate()
+            .skip(last_s.unwrap_or(0))
+            .find(|(_, i)| i.op == "WARPGROUP.DEPBAR.LE" && i.args == retire)
+            .map(|(k, _)| k + 1)
+            .expect("the wait that retires S");
+        let to = if pipelined {
+            ops.len()
+        } else {
+            let pv = ops.iter().position(|i| is_pv(i)).expect("P·V");
+            ops[..pv].iter().rposition(|i| i.op == "WARPGROUP.ARRIVE").expect("P·V's arrive")
+        };
+        let mut out = vec![(0, 0); CLASSES.len()];
+        for (k, i) in ops.iter().enumerate() {
+            let c = class(i);
+            out[c].1 += 1;
+            if (from..to).contains(&k) {
+                out[c].0 += 1;
+            }
+        }
+        (out, dependence_depth(&ops[from..to]))
+    };
+    let audits: Vec<(Vec<(usize, usize)>, usize)> = paths.iter().map(|p| count(p)).collect();
+    let by_len = |v: &&(Vec<(usize, usize)>, usize)| SoftmaxAudit::total(&v.0).1;
+    let (plain, masked) =
+        (audits.iter().min_by_key(by_len).unwrap(), audits.iter().max_by_key(by_len).unwrap());
+    SoftmaxAudit { plain: plain.0.clone(), masked: masked.0.clone(), depth: (plain.1, masked.1) }
+}
+
+/// The two schedules `AttnConfig::recommended` runs at s_k = 4096: d 64 `plain/bn128/tma/c3`
+/// and d 128 `pingpong/bn128/tma`, bf16, causal and not.
+fn audited() -> Vec<(String, AttnConfig)> {
+    let mut out = vec![];
+    for (d, name) in [(64, "plain/bn128/tma/c3"), (128, "pingpong/bn128/tma")] {
+        for causal in [false, true] {
+            let cfg = AttnConfig::recommended(ScalarType::BF16, d, causal, 4096);
+            out.push((format!("d{d} causal {causal} {name}"), cfg));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_softmax_stays_lean_in_the_machine_code() {
+    // ptxas 13.0 + cuobjdump (skipped without them): the SASS of one key tile of the
+    // recommended d 64 / d 128 schedules (the breakdown printed with `--nocapture`, and written
+    // with the SASS and PTX under $TILEKIT_SASS_DIR when set). Pinned: BN/2 + 2 MUFU.EX2 (P and
+    // the two α), no per-element compare or select in a tile that needs no mask, the row max
+    // and sum as trees (a short dependent chain), and the instruction counts per S element
+    // of the module docs' table (plus a little slack for ptxas' scheduling); no spills, no
+    // serialized wgmma.
+    // (before the leaner softmax, main at be89cca: softmax 6.41 / 5.03, tile 9.23 / 10.56,
+    // dependent chain 74 / 73 at d 64 / d 128, not causal)
+    for (name, cfg) in audited() {
+        let k = build_attention_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        let Some(sass) =
+            tilekit_ptx::ptxas::sass(&ptx, tilekit_ptx::Target::Sm90a, &k.name).unwrap()
+        else {
+            eprintln!("no ptxas or cuobjdump: {name} not disassembled");
+            continue;
+        };
+        let audit = audit_softmax(&sass, cfg.overlap);
+        let table = audit.table(&name, cfg.bn);
+        eprintln!("{table}");
+        if let Ok(dir) = std::env::var("TILEKIT_SASS_DIR") {
+            let stem: String =
+                name.chars().map(|c| if c.is_alphanumeric() { c } else { '_' }).collect();
+            std::fs::write(format!("{dir}/{stem}.sass"), &sass).unwrap();
+            std::fs::write(format!("{dir}/{stem}.ptx"), &ptx).unwrap();
+            std::fs::write(format!("{dir}/{stem}.txt"), &table).unwrap();
+        }
+        let class_of = |c: &str| CLASSES.iter().position(|&x| x == c).unwrap();
+        let (soft, tile) = SoftmaxAudit::total(&audit.plain);
+        let per = |n: usize| n as f64 / (cfg.bn / 2) as f64;
+        let exp2 = audit.plain[class_of("MUFU.EX2")];
+        assert_eq!(exp2, ((cfg.bn / 2 + 2) as usize, (cfg.bn / 2 + 2) as usize), "{table}");
+        let masking = audit.plain[class_of("pred/select")].0;
+        assert!(masking <= 8, "{name}: {masking} compares/selects unmasked\n{table}");
+        let moves = audit.plain[class_of("move")].0;
+        assert!(moves <= 16, "{name}: {moves} moves in the softmax\n{table}");
+        assert!(audit.depth.0 <= 24, "{name}: a chain of {}\n{table}", audit.depth.0);
+        let (soft_max, tile_max) = if cfg.head_dim == 64 { (5.7, 7.5) } else { (5.2, 9.0) };
+        assert!(per(soft) <= soft_max && per(tile) <= tile_max, "{name}\n{table}");
+        let report = tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, &k.name)
+            .unwrap()
+            .unwrap();
+        assert_eq!(regs_and_spills(&report).1, 0, "{name}\n{report}");
+        assert!(!report.contains("serialized"), "{name}\n{report}");
+    }
+}
+
+#[test]
+fn the_sass_audit_reads_cuobjdumps_listing() {
+    // the parse and the loop walk on a listing written out: a loop (head 0x10, back edge 0x70)
+    // whose masked branch (0x30) is skipped by a tile that needs no mask, a wait whose retry
+    // lies past the exit
+    let sass = "\
+        /*0000*/                   MOV R1, c[0x0][0x28] ;\n\
+        /*0010*/                   HGMMA.64x64x16.F32.BF16 R24, gdesc[UR12], RZ, !UPT, gsb0 ;\n\
+        /*0020*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n\
+        /*0030*/               @P0 BRA 0x50 ;\n\
+        /*0040*/                   SEL R24, R24, 0xff800000, P1 ;\n\
+        /*0050*/                   FMNMX R2, R24, R25, !PT ;\n\
+        /*0055*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR9], R98 ;\n\
+        /*0056*/              @!P0 BRA 0x90 ;\n\
+        /*0057*/                   MUFU.EX2 R3, R2 ;\n\
+        /*0058*/                   WARPGROUP.ARRIVE ;\n\
+        /*0060*/                   HGMMA.64x64x16.F32.BF16 R40, R24, gdesc[UR8].tnspB, R40, gsb0 ;\n\
+        /*0070*/              @!P2 BRA 0x10 ;\n\
+        /*0080*/                   EXIT ;\n\
+        /*0090*/                   BRA 0x90;\n";
+    let code = parse_sass(sass);
+    assert_eq!(code.len(), 14);
+    assert_eq!((code[3].guard.as_deref(), code[3].target()), (Some("P0"), Some(0x50)));
+    assert_eq!(code[13].target(), Some(0x90));
+    assert_eq!(consumer_loop(&code), (1, 11));
+    let a = audit_softmax(sass, false);
+    let class_of = |c: &str| CLASSES.iter().position(|&x| x == c).unwrap();
+    // the softmax: after the DEPBAR to the ARRIVE — the branch, (SEL), FMNMX, wait, MUFU
+    assert_eq!(SoftmaxAudit::total(&a.plain), (5, 10));
+    assert_eq!(SoftmaxAudit::total(&a.masked), (6, 11));
+    assert_eq!(a.masked[class_of("pred/select")], (1, 1));
+    assert_eq!(a.plain[class_of("MUFU.EX2")], (1, 1));
+    // SEL → FMNMX → MUFU on the masked path, FMNMX → MUFU without it
+    assert_eq!(a.depth, (2, 3));
+    assert_eq!(local_memory_in_the_loop(sass), 0);
 }

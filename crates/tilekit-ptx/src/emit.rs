@@ -1323,13 +1323,17 @@ impl<'k> Emitter<'k> {
         self.line(format!("setp.ge.{} {p}, {ivr}, {hir};", arith(it)));
         self.line(format!("@{p} bra {end};"));
         self.indent += 1;
-        // a software-pipelined loop (wgmmas running across the back edge): its accumulators stay
-        // in the carried registers, in the loop and after it (`wgmma::carried_in_place`)
-        let pipelined = wgmma::in_flight_at_end(body);
-        if pipelined {
-            self.wgmma_carry(body, carried);
-        }
-        self.block(body)?;
+        // a loop's wgmma accumulators that are rescaled and accumulated each iteration stay in
+        // the carried registers, in the loop and after it (`wgmma::carried_in_place`): in a
+        // software-pipelined loop (wgmmas running across the back edge) a copy would read
+        // accumulators in flight; in any other it is one move per accumulator and iteration
+        // that ptxas keeps (the rescaled copy lives in other registers than the carried one)
+        let in_flight = wgmma::in_flight_at_end(body);
+        self.wg.loops.push(in_flight);
+        let pipelined = self.wgmma_carry(body, carried) || in_flight;
+        let emitted = self.block(body);
+        self.wg.loops.pop();
+        emitted?;
         // parallel copy of the yields into the carried registers (none where a yield is in its
         // carried register already: a wgmma accumulator computed in place)
         let in_place: Vec<bool> = body

@@ -18,7 +18,10 @@
 //! (`prmt.b32 w, x, 0, 0x3210`, the identity), not a copy: ptxas coalesces a copy with the
 //! word's other copies, so in a software-pipelined loop the next tile's words — written while
 //! this wgmma is still in flight — would land in the registers it reads, and ptxas then
-//! serializes the wgmmas ("C7513 … non wgmma instructions defining input registers").
+//! serializes the wgmmas ("C7513 … non wgmma instructions defining input registers"). The
+//! permute is not free (one SASS `PRMT` a word: 32 a key tile of the attention's P·V at
+//! BN = 128), so a loop whose wgmmas all retire before its back edge passes the words as they
+//! are.
 
 use std::collections::HashMap;
 
@@ -40,6 +43,9 @@ pub(super) struct WgEmit {
     /// wgmmas (by address) whose accumulator inputs were copied into their results before the
     /// fence.
     premoved: std::collections::HashSet<usize>,
+    /// The `for` loops being emitted, innermost last: whether each is software-pipelined
+    /// ([`in_flight_at_end`]).
+    pub(super) loops: Vec<bool>,
 }
 
 /// Work done at a fence for one wgmma after it (in its block, before the next fence).
@@ -188,28 +194,37 @@ impl Emitter<'_> {
         }
     }
 
-    /// Before a `for` body is emitted (sm_90a) whose wgmmas may still run at its end
-    /// ([`in_flight_at_end`]): its loop-carried wgmma accumulators computed in place
-    /// ([`carried_in_place`]) — each such value printed as its carried arg's register.
-    pub(super) fn wgmma_carry(&mut self, body: &Block, carried: &[ValueId]) {
+    /// Before a `for` body is emitted (sm_90a): its loop-carried wgmma accumulators computed in
+    /// place ([`carried_in_place`]) — each such value printed as its carried arg's register;
+    /// whether there was any.
+    pub(super) fn wgmma_carry(&mut self, body: &Block, carried: &[ValueId]) -> bool {
         if self.target != Target::Sm90a {
-            return;
+            return false;
         }
         self.plan_wgmma();
         let uses = self.wg.uses.clone().unwrap_or_default();
+        let mut any = false;
         for (v, a) in carried_in_place(body, carried, &uses) {
             if self.ty(v) != ScalarType::F32 || self.ty(a) != ScalarType::F32 {
                 continue;
             }
             let name = self.reg(a);
             self.alias.insert(v, name);
+            any = true;
         }
+        any
     }
 
     /// The `.b32` registers of an A fragment: 16-bit values in pairs, packed pairs through an
-    /// identity permute (see the module docs), tf32 one each.
+    /// identity permute (see the module docs) — or as they are, in a loop that is not
+    /// software-pipelined (the permute is one SASS `PRMT` a word) — tf32 one each.
     fn pack_a(&mut self, vals: &[ValueId]) -> Vec<String> {
-        if self.ty(vals[0]) == ScalarType::U32 {
+        // in a loop whose wgmmas all retire before the back edge no later write can reach the
+        // registers a wgmma reads while it runs: the packed words go in as they are
+        let retired = self.wg.loops.last() == Some(&false);
+        if self.ty(vals[0]) == ScalarType::U32 && retired {
+            vals.iter().map(|&v| self.reg(v)).collect()
+        } else if self.ty(vals[0]) == ScalarType::U32 {
             vals.iter()
                 .map(|&v| {
                     let w = self.tmp(ScalarType::U32);
