@@ -175,6 +175,7 @@ const fn sm90(
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     }
 }
 
@@ -666,6 +667,7 @@ pub fn sm90_case(
                 cluster: 1,
                 consumers,
                 pingpong: false,
+                epilogue_subtile: 0,
             };
             entries.push((format!("api, {}", choice.label()), Sm90Run::SplitK(choice)));
         }

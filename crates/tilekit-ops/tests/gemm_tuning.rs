@@ -265,6 +265,7 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     assert_eq!(GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, BF, true)), won);
     // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
@@ -291,6 +292,7 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     assert!(won.apply(p.base()).check().is_ok());
     let mut t = GemmTable::default();
@@ -420,6 +422,7 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     // Hilbert order: the API builds and binds the tile table (3 × 2 tiles over 4 "SMs")
     check_with(base, (300, 200, 72), F32, 11);
@@ -478,6 +481,7 @@ fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     let e = api::gemm_with(&Interp, tma, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap_err();
     let e = e.to_string();
@@ -501,6 +505,7 @@ fn a_split_k_sums_its_partial_products() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     // 10 k-slices over 3 splits: 4 + 4 + 2; an f32 C
     check_with(split(3, false), (64, 136, 640), F32, 21);
