@@ -76,7 +76,8 @@
 //!   that phase as already complete; after the turn, every earlier fill has been waited by
 //!   someone. (The arrive sits in the k-loop, at the last slice: between the loop and its
 //!   wait_group 0, ptxas serializes the wgmmas, C7514.)
-//!   epilogues: Registers unchanged (rows 64·j + … of slab j's accumulators); Tma: a C tile,
+//!   epilogues: Registers unchanged (rows 64·j + … of slab j's accumulators); Tma: a C tile
+//!   (or, with epilogue subtiles, two buffers of 128 × s: below),
 //!   a named barrier (1 for warpgroup 1, 2 for warpgroup 2, 128 threads) and a storing thread
 //!   (the warpgroup's first) per warpgroup, each waiting its own bulk groups; with an epilogue
 //!   op the warpgroup also syncs every quarter slab (ptxas hoists the loads of C and the bias
@@ -115,10 +116,48 @@
 //!     with 64 B swizzle last; a thread's swizzle phase in a box of R-byte rows is
 //!     (row mod 8) / (128 / R): 8 rows of 128 bytes, 4 of 64 or 2 of 32 share one)
 //!
+//!   epilogue subtiles (GemmConfig::epilogue_subtile = s > 0, Tma; CUTLASS's epilogue
+//!   subtiling): the tile's columns s at a time (the last subtile bn mod s wide) through
+//!   C_SUB_BUFFERS = 2 shared buffers of bm × s per C tile (ping-pong: two per warpgroup), a
+//!   subtile's buffer laid out as the C tile of its width above (c_boxes; s is one 32- or
+//!   64-byte swizzle row of C or whole 128-byte rows, so at most two kinds of box: `cm` the
+//!   wider, `cm_tail` the other), each thread's offsets the C tile's formula:
+//!     the storing thread: wait_group.read 0 (the last tile's stores have read both buffers)
+//!     bar.sync (the warpgroup's, or all consumers')
+//!     for subtile j = 0 .. ⌈bn / s⌉:
+//!       j ≥ 2: the storing thread waits wait_group.read 1 (every store but subtile j − 1's
+//!              has read its buffer: j − 2's, in buffer j mod 2); bar.sync
+//!       accumulators of columns j·s .. j·s + s → buffer j mod 2; fence.proxy.async; bar.sync
+//!       the storing thread: a TMA store per box of the subtile at (n0 + j·s + its column, m0);
+//!              commit_group (one bulk group a subtile)
+//!
+//!     bn 176, s 32, bf16 (a ping-pong warpgroup's two buffers of 128 × 32, 8 KiB each):
+//!       columns   0..32  32..64  64..96  96..128  128..160  160..176
+//!       buffer      0      1       0       1         0         1
+//!       box       64 B   64 B    64 B    64 B      64 B      32 B       (64 B swizzle: cm;
+//!                                                                       32 B: cm_tail)
+//!     a warp's store of a register pair: 8 rows × 4 lanes into 8 different 16-byte chunks of
+//!     a 128-byte line in either swizzle (4 phases of 2 rows of 64 B, 2 phases of 4 of 32 B):
+//!     no bank conflicts, as in the whole tile
+//!
+//!   shared memory per block, bf16 (227 KiB; a stage is (128 + bn) × 64 × 2 bytes), ping-pong
+//!   with the TMA store at the deepest ring, whole C tiles against subtiles
+//!   (`tilekit_ops::gemm_tuning::pingpong_subtile_choice`):
+//!     bn    stage    2 whole C tiles          2 warpgroups × 2 buffers of 128 × s
+//!     128   32 KiB   64 KiB + 5 stages = 224   s 32: 32 KiB + 6 stages = 224
+//!     144   34 KiB   72 KiB + 4 stages = 208   s 16: 16 KiB + 6 stages = 220
+//!     160   36 KiB   80 KiB + 4 stages = 224   s 32: 32 KiB + 5 stages = 212
+//!     176   38 KiB   88 KiB + 3 stages = 202   s 32: 32 KiB + 5 stages = 222
+//!     192   40 KiB   96 KiB + 3 stages = 216   s 16: 16 KiB + 5 stages = 216
+//!     208   42 KiB  104 KiB + 2 stages = 188   s 16: 16 KiB + 5 stages = 226
+//!   (the cooperative kernel takes subtiles too: bn 256 with s 64, 32 KiB of buffers beside 4
+//!   stages of 48 KiB, where a whole C tile of 64 KiB leaves 3)
+//!
 //!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
 //!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs (two
-//!   of them with ping-pong); (ping-pong) the order barriers
+//!   of them with ping-pong), or with subtiles 2 buffers of bm × s (4 with ping-pong);
+//!   (ping-pong) the order barriers
 //!
 //!   the 64-row tile (one consumer), against the 128-row one, per stage and block:
 //!     bm 128:  A 16 KiB + B (bn 256) 32 KiB = 48 KiB; 2 × 4 wgmma m64n256k16; 384 threads
@@ -219,6 +258,8 @@
 //!   plain product, bn 224                     ~2.4 KiB             ~2.4 KiB   (refused)
 //!   epilogue op (α, β·C, bias, GELU), bn 144  TMA store spills     TMA store spills (refused:
 //!                                                                  an op needs bn ≤ 128)
+//!   TMA store in subtiles, bn 128..208        —                    0 spills, no C7514 (every
+//!   (s 8..64; the op at bn 128)                                    width at its deepest ring)
 //! ```
 //!
 //! With one consumer
@@ -577,7 +618,8 @@ pub struct GemmConfig {
     /// [`PINGPONG_MAX_BN`] (the accumulators of a 128 × bn tile in one warpgroup: 240 registers
     /// a consumer thread above bn 128, [`GemmConfig::registers`]; with an epilogue op bn ≤ 128);
     /// no split K, batches or clusters.
-    /// With [`Epilogue::Tma`] each warpgroup has its own C tile (twice the shared memory).
+    /// With [`Epilogue::Tma`] each warpgroup has its own C tile (twice the shared memory), or
+    /// its own two subtile buffers ([`GemmConfig::epilogue_subtile`]).
     /// `false`: both consumers on one tile (the cooperative schedule).
     pub pingpong: bool,
     /// The TMA-store epilogue in column subtiles (CUTLASS's epilogue subtiling): 0 stores the
@@ -727,7 +769,8 @@ impl GemmConfig {
 
     /// Bytes of shared memory: the ring's tiles, and with [`Epilogue::Tma`] the C tile
     /// (`bm × bn` of the output type, [`GemmConfig::bm`]; one per consumer warpgroup with
-    /// [`GemmConfig::pingpong`]).
+    /// [`GemmConfig::pingpong`]) or, with [`GemmConfig::epilogue_subtile`] `s`, its
+    /// [`C_SUB_BUFFERS`] buffers of `bm × s`.
     ///
     /// ```
     /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
@@ -737,6 +780,8 @@ impl GemmConfig {
     /// assert_eq!(one.shared_bytes(), 4 * (64 * 64 + 128 * 64) * 2 + 64 * 128 * 2);
     /// let pp = GemmConfig { pingpong: true, persistent: true, ..c };
     /// assert_eq!(pp.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2 + 2 * 128 * 128 * 2);
+    /// let sub = GemmConfig { epilogue_subtile: 32, stages: 6, ..pp };
+    /// assert_eq!(sub.shared_bytes(), 6 * (128 * 64 + 128 * 64) * 2 + 2 * 2 * 128 * 32 * 2);
     /// ```
     pub fn shared_bytes(&self) -> i64 {
         let bm = self.bm();
@@ -1364,7 +1409,8 @@ fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<
 /// row-major), `am`, `bm` (their tensor maps over that storage: K-major boxes of 64 × bm
 /// ([`GemmConfig::bm`]) and 64 × BN, MN-major boxes of 64 × 64, with the 128-byte swizzle), `c`
 /// (a 2-D tensor M×N of the output type, any row stride), with [`Epilogue::Tma`] also `cm` (C's
-/// tensor map: boxes of 128 bytes × bm rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
+/// tensor map: boxes of 128 bytes × bm rows, the 128-byte swizzle; [`GemmConfig::c_maps`]
+/// names all of C's maps, whose boxes depend on the width and the subtile), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
 /// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
 /// [`GemmConfig::batched`]: `c` is `batch × M × N`, the maps 3-D (entry last, innermost first),
 /// i32 `a_batch_step`, `b_batch_step`; launch on [`launch_grid_batched`].

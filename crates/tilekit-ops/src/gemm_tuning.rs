@@ -565,7 +565,8 @@ impl GemmProblem {
     /// and the wider ping-pong tiles [`PINGPONG_WIDTHS`] (the plain product), each epilogue with
     /// the deepest ring that fits (at most 6); and where C takes the TMA store, ping-pong tiles
     /// of [`PINGPONG_SUBTILE_WIDTHS`] storing C in column subtiles
-    /// ([`pingpong_subtile_choice`]).
+    /// ([`pingpong_subtile_choice`]), and the cooperative 128 × 256 tile in subtiles of 128 bytes
+    /// with the deepest ring beside them.
     ///
     /// Where M ≤ 64 or the problem has fewer than [`FEW_TILES`] tiles of 128 × 256, also the
     /// 64-row tile (one consumer warpgroup, labels ending `bm 64`): widths 64 to 256, 4 to 12
@@ -594,6 +595,7 @@ impl GemmProblem {
     /// assert_eq!(c.iter().filter(|c| c.pingpong && c.bn > 128).count(), 13);
     /// // subtiled TMA stores: 128 × 176 with 5 stages beside 32-column buffers
     /// assert!(c.iter().any(|c| c.bn == 176 && c.stages == 5 && c.epilogue_subtile == 32));
+    /// assert!(c.iter().any(|c| !c.pingpong && c.bn == 256 && c.stages == 4 && c.epilogue_subtile == 64));
     /// assert!(c.iter().any(|c| c.pingpong && c.bn == 176 && c.stages == 3 && c.epilogue == Epilogue::Tma));
     /// let one_row = GemmProblem::new(64, 8192, 4096, ScalarType::BF16, ScalarType::BF16, true);
     /// assert!(one_row.candidates().iter().all(|c| c.cluster == 1));
@@ -755,6 +757,20 @@ impl GemmProblem {
                         continue;
                     }
                     if let Some(c) = pingpong_subtile_choice(bn, self.base()) {
+                        out.push(c);
+                    }
+                }
+                // and the cooperative 128 × 256 tile in subtiles of 128 bytes of C: a stage
+                // more than beside a whole C tile (bf16: 4 of 48 KiB beside 32 KiB of buffers)
+                if self.c_tma && 256 <= n_cap && tiles(256) > 1 {
+                    let sub = 128 / self.base().output.size_bytes() as i64;
+                    let at = |stages| GemmChoice {
+                        pingpong: false,
+                        epilogue_subtile: sub,
+                        ..GemmChoice::pingpong(256, stages, Epilogue::Tma)
+                    };
+                    if let Some(c) = (2..=6).rev().map(at).find(|c| self.config(c).check().is_ok())
+                    {
                         out.push(c);
                     }
                 }

@@ -154,14 +154,64 @@ fn subtiled_pingpong_kernels_assemble_for_sm_90a_without_spills() {
             }
         }
     }
-    // (2048³ with a bf16 C takes the same six as 8192 × 8192 × 1024)
-    assert_eq!(configs.len(), 2 * PINGPONG_SUBTILE_WIDTHS.len(), "{configs:?}");
+    // (2048³ with a bf16 C takes the same as 8192 × 8192 × 1024; and per C type the
+    // cooperative 128 × 256 tile in 128-byte subtiles)
+    assert_eq!(configs.len(), 2 * (PINGPONG_SUBTILE_WIDTHS.len() + 1), "{configs:?}");
     for sub in [16, 64] {
         configs.push(pp(176, if sub == 64 { 4 } else { 5 }, sub));
     }
     configs.push(GemmConfig { op: full_op(ScalarType::F32), ..pp(128, 6, 32) });
-    configs.push(GemmConfig { pingpong: false, ..pp(256, 4, 64) });
     for cfg in configs {
         assemble_clean(cfg);
+    }
+}
+
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+#[test]
+fn the_kernels_without_subtiles_are_unchanged_byte_for_byte() {
+    // the PTX (FNV-1a, length) of ping-pong and TMA-store kernels as main emitted them before
+    // `epilogue_subtile` existed (a7abe94: derived there with this list); the cooperative ones
+    // are pinned in gemm_sm90.rs. An emitter change elsewhere changes them too — then re-derive
+    // them from a commit without the subtile's kernel changes, never from this one
+    let p = GemmConfig {
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(8),
+        pingpong: true,
+        ..GemmConfig::default()
+    };
+    let tma = Epilogue::Tma;
+    let cases = [
+        (GemmConfig { bn: 128, stages: 5, epilogue: tma, ..p }, 0xe3b43782b5ea4a36u64, 43639usize),
+        (GemmConfig { bn: 176, stages: 3, epilogue: tma, ..p }, 0xca5cc9f25dd547b2, 54362),
+        (
+            GemmConfig { bn: 144, stages: 2, epilogue: tma, output: ScalarType::F32, ..p },
+            0x9b7feac4a9a583cc,
+            42437,
+        ),
+        (
+            GemmConfig { bn: 192, stages: 5, epilogue: Epilogue::Registers, ..p },
+            0x3a7642cc795b2906,
+            84401,
+        ),
+        (
+            GemmConfig { bn: 128, stages: 4, epilogue: tma, op: full_op(ScalarType::F32), ..p },
+            0x6a53769811ea2d01,
+            162105,
+        ),
+        (
+            GemmConfig { bn: 144, stages: 4, epilogue: tma, consumers: 1, pingpong: false, ..p },
+            0xfee5f105a185d585,
+            28802,
+        ),
+    ];
+    for (cfg, hash, len) in cases {
+        assert_eq!(cfg.epilogue_subtile, 0);
+        let k = build_gemm_sm90(cfg).unwrap();
+        let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+        assert_eq!((fnv(&ptx), ptx.len()), (hash, len), "{}", cfg.label());
     }
 }
