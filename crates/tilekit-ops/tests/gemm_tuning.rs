@@ -94,15 +94,14 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     for bn in PINGPONG_SUBTILE_WIDTHS {
         let (mut stages, mut sub) = (0, 0);
         for s in [64i64, 32, 16] {
-            let deepest = (2..=6).rev().find(|n| n * (128 + bn) * 128 + 4 * 128 * s * 2 <= 227 * 1024);
+            let deepest =
+                (2..=6).rev().find(|n| n * (128 + bn) * 128 + 4 * 128 * s * 2 <= 227 * 1024);
             if let Some(d) = deepest.filter(|&d| d > stages) {
                 (stages, sub) = (d, s);
             }
         }
-        let want = GemmChoice {
-            epilogue_subtile: sub,
-            ..GemmChoice::pingpong(bn, stages, Epilogue::Tma)
-        };
+        let want =
+            GemmChoice { epilogue_subtile: sub, ..GemmChoice::pingpong(bn, stages, Epilogue::Tma) };
         assert!(c.contains(&want), "{want:?}");
         subtiled += 1;
     }
@@ -502,6 +501,10 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         ..base
     };
     check_with_pitch(wide, (300, 312, 136), 328, BF, 16);
+    // the same tile in 32-column subtiles with 5 stages: five 64-byte boxes through `cm` and a
+    // 32-byte one through `cm_tail`, both bound by the API to the same C, clipped at 312
+    let sub = GemmChoice { stages: 5, epilogue_subtile: 32, ..wide };
+    check_with_pitch(sub, (300, 312, 136), 328, BF, 17);
 }
 
 #[test]
