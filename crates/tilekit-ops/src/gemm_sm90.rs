@@ -259,7 +259,10 @@
 //!   epilogue op (α, β·C, bias, GELU), bn 144  TMA store spills     TMA store spills (refused:
 //!                                                                  an op needs bn ≤ 128)
 //!   TMA store in subtiles, bn 128..208        —                    0 spills, no C7514 (every
-//!   (s 8..64; the op at bn 128)                                    width at its deepest ring)
+//!   (s 8..128; the op at bn 128)                                   width at its deepest ring)
+//!   (the cooperative kernel in subtiles: the plain product 0 spills at bn 128..256; with an
+//!   op it spills from bn 144 in 128-byte subtiles and at 240, 256 in any: an op with subtiles
+//!   needs bn ≤ 128, refused by name otherwise)
 //! ```
 //!
 //! With one consumer
@@ -629,7 +632,9 @@ pub struct GemmConfig {
     /// memory holds ring stages (a 128 × 176 ping-pong tile: 5 stages with `s` 32 instead of 3
     /// with two whole C tiles). [`Epilogue::Tma`] only; `s` ≤ `bn` and one 32- or 64-byte
     /// swizzle row of C or a multiple of 128 bytes (bf16 / f16: 16, 32, 64, 128, 192, 256
-    /// columns; f32: 8, 16, 32, 64, …). See the module docs, "epilogue subtiles".
+    /// columns; f32: 8, 16, 32, 64, …); with an epilogue op ([`GemmConfig::op`]) bn ≤ 128 (ptxas
+    /// spills the op beside wider tiles in subtiles). See the module docs, "epilogue
+    /// subtiles".
     ///
     /// ```
     /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
@@ -639,6 +644,14 @@ pub struct GemmConfig {
     /// assert!(sub.check().is_ok());
     /// assert_eq!(sub.shared_bytes(), 5 * (128 + 176) * 64 * 2 + 2 * 2 * 128 * 32 * 2);
     /// assert_eq!(sub.label(), "bn 176, 5 stages, persistent, tma store, pingpong, subtile 32");
+    /// // an epilogue op in subtiles: bn ≤ 128 (wider tiles spill), either kernel
+    /// use tilekit_ops::gemm_sm90::EpilogueOp;
+    /// let op = EpilogueOp { alpha: true, ..EpilogueOp::default() };
+    /// let coop = GemmConfig { pingpong: false, bn: 256, stages: 4, epilogue_subtile: 64, ..pp };
+    /// assert!(coop.check().is_ok());
+    /// let e = GemmConfig { op, ..coop }.check().unwrap_err().to_string();
+    /// assert!(e.contains("64 with an epilogue op at bn 256") && e.contains("bn ≤ 128"), "{e}");
+    /// assert!(GemmConfig { op, bn: 128, stages: 6, ..coop }.check().is_ok());
     /// ```
     pub epilogue_subtile: i64,
 }
@@ -998,6 +1011,18 @@ impl GemmConfig {
                         self.output,
                         self.epilogue
                     ),
+                ));
+            }
+            if !self.op.is_identity() && self.bn > 128 {
+                // (ptxas 13.0: the cooperative kernel's op in subtiles spills from bn 144 with
+                // 128-byte subtiles and at bn 240 / 256 with any; ping-pong takes an op at bn
+                // ≤ 128 anyway)
+                return Err(OpsError::invalid(
+                    op,
+                    "epilogue_subtile",
+                    format!("{sub} with an epilogue op at bn {}", self.bn),
+                    "0 (the whole C tile), or an op-free product, or bn ≤ 128 (the op's loads \
+                     and addresses beside a wider tile's accumulators spill)",
                 ));
             }
         }

@@ -78,14 +78,14 @@ fn subtiles_of_64_16_and_f32_rows_match_the_reference() {
 fn the_cooperative_kernels_take_subtiles_too() {
     // two consumers on one 128 × 256 tile in 64-column subtiles (both warpgroups write each,
     // one thread stores it), 4 stages (3 with a whole C tile); and one consumer (64 rows) at
-    // bn 144 in subtiles of 32 with the op, and a pair of blocks (cluster 2) with an odd
+    // bn 128 in subtiles of 32 with the op, and a pair of blocks (cluster 2) with an odd
     // M-tile count (the last pair's second tile stores nothing)
     let coop = GemmConfig { pingpong: false, ..pp(256, 4, 64) };
     assert!(GemmConfig { epilogue_subtile: 0, ..coop }.check().is_err());
     run_on(coop, 200, 488, 136, 621, 2);
     let one = GemmConfig {
         consumers: 1,
-        bn: 144,
+        bn: 128,
         epilogue_subtile: 32,
         op: full_op(ScalarType::BF16),
         ..coop
@@ -113,6 +113,13 @@ fn bad_subtiles_are_refused_by_name() {
     assert!(GemmConfig { epilogue_subtile: 8, ..f32_c }.check().is_ok());
     let e = GemmConfig { epilogue_subtile: 24, ..f32_c }.check().unwrap_err().to_string();
     assert!(e.contains("epilogue_subtile = 24") && e.contains("8, 16, 32, 64"), "{e}");
+    // an epilogue op beside a tile wider than 128 in subtiles spills (ptxas): refused
+    for (bn, pingpong) in [(144, false), (256, false)] {
+        let wide = GemmConfig { op: full_op(ScalarType::F32), pingpong, ..pp(bn, 3, 32) };
+        let e = wide.check().unwrap_err().to_string();
+        assert!(e.contains(&format!("32 with an epilogue op at bn {bn}")), "{e}");
+        assert!(e.contains("bn ≤ 128"), "{e}");
+    }
     // the ring still has to fit beside the buffers
     let e = pp(176, 6, 32).check().unwrap_err().to_string();
     assert!(e.contains("stages = 6"), "{e}");
@@ -161,6 +168,11 @@ fn subtiled_pingpong_kernels_assemble_for_sm_90a_without_spills() {
         configs.push(pp(176, if sub == 64 { 4 } else { 5 }, sub));
     }
     configs.push(GemmConfig { op: full_op(ScalarType::F32), ..pp(128, 6, 32) });
+    // the cooperative kernel with the op at bn 128 (the widest an op takes in subtiles), and
+    // its plain product at bn 256 in 128-byte subtiles
+    let coop = GemmConfig { pingpong: false, ..pp(128, 6, 64) };
+    configs.push(GemmConfig { op: full_op(ScalarType::F32), ..coop });
+    configs.push(GemmConfig { bn: 256, stages: 3, epilogue_subtile: 64, ..coop });
     for cfg in configs {
         assemble_clean(cfg);
     }
