@@ -13,7 +13,8 @@
 //!                                     B column-major), output of the input type
 //!     sm90 --layout                   gemm_sm90 on the same storage (K- / MN-major operands),
 //!                                     the best of SM90_CONFIGS, SM90_ODD_WIDTHS,
-//!                                     SM90_WIDE_PINGPONG and SM90_BM64_TMA (or of those
+//!                                     SM90_WIDE_PINGPONG, SM90_PINGPONG_SUBTILE and
+//!                                     SM90_BM64_TMA (or of those
 //!                                     --gemm-config selects, see below);
 //!                                     its ratio to the line above
 //!   flops = 2·M·N·K; TFLOP/s = flops / median
@@ -175,6 +176,7 @@ const fn sm90(
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     }
 }
 
@@ -310,9 +312,50 @@ pub const SM90_WIDE_PINGPONG: &[GemmConfig] = &[
     pp(sm90(144, 6, true, Raster::Grouped(8), Epilogue::Registers)),
 ];
 
+/// `c` storing C in column subtiles of `s` ([`GemmConfig::epilogue_subtile`]; labels end in
+/// `subtile s`).
+const fn subtile(c: GemmConfig, s: i64) -> GemmConfig {
+    GemmConfig { epilogue_subtile: s, ..c }
+}
+
+/// Ping-pong tiles 128..=208 wide with the TMA store in column subtiles
+/// ([`GemmConfig::epilogue_subtile`]: two buffers of 128 × s per warpgroup instead of a whole
+/// 128 × bn C tile each), timed after [`SM90_WIDE_PINGPONG`] with two consumers: each width at
+/// the deepest ring that fits beside its buffers (bf16 C: bn 128 six stages with 32-column
+/// subtiles, 144 six with 16, 160 and 176 five with 32, 192 and 208 five with 16), and bn 176
+/// with 64- and 16-column subtiles (4 and 5 stages) to separate the subtile's cost from the
+/// ring's depth. Persistent, grouped 8. cuBLASLt's 8192 × 8192 × 1024 winners are 176 × 128 and
+/// 168 × 128 ping-pong kernels storing C this way. Last, the cooperative 128 × 256 tile (the
+/// measured winner at 3 stages beside its whole C tile) with 4 stages beside 64-column
+/// subtiles.
+///
+/// ```
+/// use tilekit_cli::bench_gemm::SM90_PINGPONG_SUBTILE;
+/// assert_eq!(SM90_PINGPONG_SUBTILE.len(), 9);
+/// assert!(SM90_PINGPONG_SUBTILE.iter().all(|c| c.epilogue_subtile > 0 && c.check().is_ok()));
+/// assert_eq!(SM90_PINGPONG_SUBTILE.iter().filter(|c| c.pingpong).count(), 8);
+/// // each the deepest ring: one more stage does not fit
+/// assert!(SM90_PINGPONG_SUBTILE
+///     .iter()
+///     .all(|c| c.stages == 6 || tilekit_ops::gemm_sm90::GemmConfig { stages: c.stages + 1, ..*c }.check().is_err()));
+/// let labels: Vec<String> = SM90_PINGPONG_SUBTILE.iter().map(|c| c.label()).collect();
+/// assert_eq!(labels[3], "bn 176, 5 stages, overlap, persistent, grouped 8, tma store, pingpong, subtile 32");
+/// ```
+pub const SM90_PINGPONG_SUBTILE: &[GemmConfig] = &[
+    subtile(pp(sm90(128, 6, true, Raster::Grouped(8), Epilogue::Tma)), 32),
+    subtile(pp(sm90(144, 6, true, Raster::Grouped(8), Epilogue::Tma)), 16),
+    subtile(pp(sm90(160, 5, true, Raster::Grouped(8), Epilogue::Tma)), 32),
+    subtile(pp(sm90(176, 5, true, Raster::Grouped(8), Epilogue::Tma)), 32),
+    subtile(pp(sm90(176, 5, true, Raster::Grouped(8), Epilogue::Tma)), 16),
+    subtile(pp(sm90(176, 4, true, Raster::Grouped(8), Epilogue::Tma)), 64),
+    subtile(pp(sm90(192, 5, true, Raster::Grouped(8), Epilogue::Tma)), 16),
+    subtile(pp(sm90(208, 5, true, Raster::Grouped(8), Epilogue::Tma)), 16),
+    subtile(sm90(256, 4, true, Raster::Grouped(8), Epilogue::Tma), 64),
+];
+
 /// 64-row tiles of odd widths with the TMA-store epilogue (the C tile's last 16 columns of
 /// bn 144 through the `cm_tail` map, [`GemmConfig::c_maps`]), timed after
-/// [`SM90_WIDE_PINGPONG`] only where [`GemmProblem::wants_64_rows`]: cuBLASLt's 1000³ winner on
+/// [`SM90_PINGPONG_SUBTILE`] only where [`GemmProblem::wants_64_rows`]: cuBLASLt's 1000³ winner on
 /// the H100 is a 64 × 144 tile with 8 stages on 112 blocks (`nvjet_sm90_tst_64x144_64x8_4x1`);
 /// 1000 × 1000 in 64 × 144 tiles is 16 × 7 = 112 tiles (64 × 160 as well), where 128 × 128
 /// tiles are 64 blocks on 132 SMs. bn 144 with 8 stages (226 KiB beside a bf16 C tile) and 6,
@@ -583,7 +626,8 @@ fn staged_case((m, n, k): (usize, usize, usize), orders: (Order, Order), ty: Sca
 }
 
 /// The sm90 column's entries for a case: [`SM90_CONFIGS`], [`SM90_ODD_WIDTHS`],
-/// [`SM90_WIDE_PINGPONG`] and [`SM90_BM64_TMA`] (the 64-row ones only where
+/// [`SM90_WIDE_PINGPONG`], [`SM90_PINGPONG_SUBTILE`] and [`SM90_BM64_TMA`] (the 64-row ones
+/// only where
 /// [`GemmProblem::wants_64_rows`]), the problem's [`GemmChoice::heuristic`] where it is not
 /// among them, each that passes [`GemmConfig::check`] for the case's types and layout (a TMA
 /// store only where C's rows are 16-byte aligned; staged: only TMA stores of bn ≥ 192); then,
@@ -605,6 +649,7 @@ pub fn sm90_case(
         .iter()
         .chain(SM90_ODD_WIDTHS)
         .chain(SM90_WIDE_PINGPONG)
+        .chain(SM90_PINGPONG_SUBTILE)
         .chain(SM90_BM64_TMA)
         .filter(|c| c.consumers == 2 || problem.wants_64_rows())
         .map(typed)
@@ -666,6 +711,7 @@ pub fn sm90_case(
                 cluster: 1,
                 consumers,
                 pingpong: false,
+                epilogue_subtile: 0,
             };
             entries.push((format!("api, {}", choice.label()), Sm90Run::SplitK(choice)));
         }

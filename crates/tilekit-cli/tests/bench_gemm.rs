@@ -2,10 +2,12 @@
 //! `--gemm-config best` ([`BEST`]) is among the configurations the bench times for its shape
 //! (bf16 and f16, layout nt) and builds, so the list cannot rot silently when the tables
 //! change; the 64-row TMA-store tiles of cuBLASLt's 1000³ width are timed where 64-row tiles
-//! are and nowhere else; a pattern selects by substring, `best` by whole label.
+//! are and nowhere else; the subtiled ping-pong tiles are timed at 8192 × 8192 × 1024 and
+//! 2048³; a pattern selects by substring, `best` by whole label.
 
 use tilekit_cli::bench_gemm::{
     best_labels, parse_gemm_config, select_sm90, sm90_case, Sm90Run, BEST, SHAPES,
+    SM90_PINGPONG_SUBTILE,
 };
 use tilekit_cuda::blas::Order;
 use tilekit_ir::ScalarType;
@@ -114,4 +116,31 @@ fn patterns_select_by_substring_and_best_by_whole_label() {
     // a text that matches one case only: no error, the other case keeps no entries
     let only = select_sm90(&cases, &parse_gemm_config("bm 64").unwrap(), "nt").unwrap();
     assert!(!only[0].entries.is_empty() && only[1].entries.is_empty());
+}
+
+#[test]
+fn subtiled_pingpong_tiles_are_timed_at_8192_by_1024_and_2048_cubed() {
+    // `--gemm-config "subtile"` picks exactly the subtiled list (bf16 and f16: the same
+    // shared memory), each a kernel that builds
+    let f = parse_gemm_config("subtile").unwrap();
+    for shape in [(8192, 8192, 1024), (2048, 2048, 2048)] {
+        for ty in [ScalarType::BF16, ScalarType::F16] {
+            let cases = [sm90_case(shape, NT, ty)];
+            let picked = select_sm90(&cases, &f, "nt").unwrap();
+            let labels = picked[0].labels();
+            assert_eq!(labels.len(), SM90_PINGPONG_SUBTILE.len(), "{shape:?} {ty}");
+            assert!(labels.contains(
+                &"bn 176, 5 stages, overlap, persistent, grouped 8, tma store, pingpong, subtile 32"
+            ));
+            for (_, run) in &picked[0].entries {
+                match run {
+                    Sm90Run::Kernel(c) => {
+                        assert!(c.epilogue_subtile > 0 && c.input == ty);
+                        build_gemm_sm90(*c).unwrap();
+                    }
+                    Sm90Run::SplitK(_) => panic!("{shape:?}: a split K is no subtile"),
+                }
+            }
+        }
+    }
 }

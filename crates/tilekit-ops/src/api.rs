@@ -1448,6 +1448,7 @@ fn sm90_key(cfg: &crate::gemm_sm90::GemmConfig) -> KernelKey {
         | (cfg.cluster - 1) << 21
         | (cfg.consumers - 1) << 22
         | i64::from(cfg.pingpong) << 23
+        | cfg.epilogue_subtile << 24
         | match op.act {
             Activation::None => 0,
             Activation::Relu => 1,

@@ -76,7 +76,8 @@
 //!   that phase as already complete; after the turn, every earlier fill has been waited by
 //!   someone. (The arrive sits in the k-loop, at the last slice: between the loop and its
 //!   wait_group 0, ptxas serializes the wgmmas, C7514.)
-//!   epilogues: Registers unchanged (rows 64·j + … of slab j's accumulators); Tma: a C tile,
+//!   epilogues: Registers unchanged (rows 64·j + … of slab j's accumulators); Tma: a C tile
+//!   (or, with epilogue subtiles, two buffers of 128 × s: below),
 //!   a named barrier (1 for warpgroup 1, 2 for warpgroup 2, 128 threads) and a storing thread
 //!   (the warpgroup's first) per warpgroup, each waiting its own bulk groups; with an epilogue
 //!   op the warpgroup also syncs every quarter slab (ptxas hoists the loads of C and the bias
@@ -115,10 +116,48 @@
 //!     with 64 B swizzle last; a thread's swizzle phase in a box of R-byte rows is
 //!     (row mod 8) / (128 / R): 8 rows of 128 bytes, 4 of 64 or 2 of 32 share one)
 //!
+//!   epilogue subtiles (GemmConfig::epilogue_subtile = s > 0, Tma; CUTLASS's epilogue
+//!   subtiling): the tile's columns s at a time (the last subtile bn mod s wide) through
+//!   C_SUB_BUFFERS = 2 shared buffers of bm × s per C tile (ping-pong: two per warpgroup), a
+//!   subtile's buffer laid out as the C tile of its width above (c_boxes; s is one 32- or
+//!   64-byte swizzle row of C or whole 128-byte rows, so at most two kinds of box: `cm` the
+//!   wider, `cm_tail` the other), each thread's offsets the C tile's formula:
+//!     the storing thread: wait_group.read 0 (the last tile's stores have read both buffers)
+//!     bar.sync (the warpgroup's, or all consumers')
+//!     for subtile j = 0 .. ⌈bn / s⌉:
+//!       j ≥ 2: the storing thread waits wait_group.read 1 (every store but subtile j − 1's
+//!              has read its buffer: j − 2's, in buffer j mod 2); bar.sync
+//!       accumulators of columns j·s .. j·s + s → buffer j mod 2; fence.proxy.async; bar.sync
+//!       the storing thread: a TMA store per box of the subtile at (n0 + j·s + its column, m0);
+//!              commit_group (one bulk group a subtile)
+//!
+//!     bn 176, s 32, bf16 (a ping-pong warpgroup's two buffers of 128 × 32, 8 KiB each):
+//!       columns   0..32  32..64  64..96  96..128  128..160  160..176
+//!       buffer      0      1       0       1         0         1
+//!       box       64 B   64 B    64 B    64 B      64 B      32 B       (64 B swizzle: cm;
+//!                                                                       32 B: cm_tail)
+//!     a warp's store of a register pair: 8 rows × 4 lanes into 8 different 16-byte chunks of
+//!     a 128-byte line in either swizzle (4 phases of 2 rows of 64 B, 2 phases of 4 of 32 B):
+//!     no bank conflicts, as in the whole tile
+//!
+//!   shared memory per block, bf16 (227 KiB; a stage is (128 + bn) × 64 × 2 bytes), ping-pong
+//!   with the TMA store at the deepest ring, whole C tiles against subtiles
+//!   (`tilekit_ops::gemm_tuning::pingpong_subtile_choice`):
+//!     bn    stage    2 whole C tiles          2 warpgroups × 2 buffers of 128 × s
+//!     128   32 KiB   64 KiB + 5 stages = 224   s 32: 32 KiB + 6 stages = 224
+//!     144   34 KiB   72 KiB + 4 stages = 208   s 16: 16 KiB + 6 stages = 220
+//!     160   36 KiB   80 KiB + 4 stages = 224   s 32: 32 KiB + 5 stages = 212
+//!     176   38 KiB   88 KiB + 3 stages = 202   s 32: 32 KiB + 5 stages = 222
+//!     192   40 KiB   96 KiB + 3 stages = 216   s 16: 16 KiB + 5 stages = 216
+//!     208   42 KiB  104 KiB + 2 stages = 188   s 16: 16 KiB + 5 stages = 226
+//!   (the cooperative kernel takes subtiles too: bn 256 with s 64, 32 KiB of buffers beside 4
+//!   stages of 48 KiB, where a whole C tile of 64 KiB leaves 3)
+//!
 //!   shared: S stages of { A tile bm×64, B tile BN×64 } bf16/f16, each the TMA box image with
 //!   the 128-byte swizzle = HopperSwizzle::B128.descriptor(rows, 64, 2), from which both the
 //!   tensor map and the wgmma descriptors are derived; (Tma) the C tile, bm × BN outputs (two
-//!   of them with ping-pong); (ping-pong) the order barriers
+//!   of them with ping-pong), or with subtiles 2 buffers of bm × s (4 with ping-pong);
+//!   (ping-pong) the order barriers
 //!
 //!   the 64-row tile (one consumer), against the 128-row one, per stage and block:
 //!     bm 128:  A 16 KiB + B (bn 256) 32 KiB = 48 KiB; 2 × 4 wgmma m64n256k16; 384 threads
@@ -219,6 +258,11 @@
 //!   plain product, bn 224                     ~2.4 KiB             ~2.4 KiB   (refused)
 //!   epilogue op (α, β·C, bias, GELU), bn 144  TMA store spills     TMA store spills (refused:
 //!                                                                  an op needs bn ≤ 128)
+//!   TMA store in subtiles, bn 128..208        —                    0 spills, no C7514 (every
+//!   (s 8..128; the op at bn 128)                                   width at its deepest ring)
+//!   (the cooperative kernel in subtiles: the plain product 0 spills at bn 128..256; with an
+//!   op it spills from bn 144 in 128-byte subtiles and at 240, 256 in any: an op with subtiles
+//!   needs bn ≤ 128, refused by name otherwise)
 //! ```
 //!
 //! With one consumer
@@ -577,10 +621,50 @@ pub struct GemmConfig {
     /// [`PINGPONG_MAX_BN`] (the accumulators of a 128 × bn tile in one warpgroup: 240 registers
     /// a consumer thread above bn 128, [`GemmConfig::registers`]; with an epilogue op bn ≤ 128);
     /// no split K, batches or clusters.
-    /// With [`Epilogue::Tma`] each warpgroup has its own C tile (twice the shared memory).
+    /// With [`Epilogue::Tma`] each warpgroup has its own C tile (twice the shared memory), or
+    /// its own two subtile buffers ([`GemmConfig::epilogue_subtile`]).
     /// `false`: both consumers on one tile (the cooperative schedule).
     pub pingpong: bool,
+    /// The TMA-store epilogue in column subtiles (CUTLASS's epilogue subtiling): 0 stores the
+    /// whole C tile from one shared `bm × bn` tile (two with [`GemmConfig::pingpong`]); `s` > 0
+    /// stores it `s` columns at a time (the last subtile `bn mod s` wide) through
+    /// [`C_SUB_BUFFERS`] shared buffers of `bm × s` outputs per C tile, so the rest of shared
+    /// memory holds ring stages (a 128 × 176 ping-pong tile: 5 stages with `s` 32 instead of 3
+    /// with two whole C tiles). [`Epilogue::Tma`] only; `s` ≤ `bn` and one 32- or 64-byte
+    /// swizzle row of C or a multiple of 128 bytes (bf16 / f16: 16, 32, 64, 128, 192, 256
+    /// columns; f32: 8, 16, 32, 64, …); with an epilogue op ([`GemmConfig::op`]) bn ≤ 128 (ptxas
+    /// spills the op beside wider tiles in subtiles). See the module docs, "epilogue
+    /// subtiles".
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
+    /// let pp = GemmConfig { pingpong: true, persistent: true, epilogue: Epilogue::Tma, bn: 176, ..GemmConfig::default() };
+    /// assert!(GemmConfig { stages: 5, ..pp }.check().is_err()); // two 44 KiB C tiles
+    /// let sub = GemmConfig { stages: 5, epilogue_subtile: 32, ..pp };
+    /// assert!(sub.check().is_ok());
+    /// assert_eq!(sub.shared_bytes(), 5 * (128 + 176) * 64 * 2 + 2 * 2 * 128 * 32 * 2);
+    /// assert_eq!(sub.label(), "bn 176, 5 stages, persistent, tma store, pingpong, subtile 32");
+    /// // an epilogue op in subtiles: bn ≤ 128 (wider tiles spill), either kernel
+    /// use tilekit_ops::gemm_sm90::EpilogueOp;
+    /// let op = EpilogueOp { alpha: true, ..EpilogueOp::default() };
+    /// let coop = GemmConfig { pingpong: false, bn: 256, stages: 4, epilogue_subtile: 64, ..pp };
+    /// assert!(coop.check().is_ok());
+    /// let e = GemmConfig { op, ..coop }.check().unwrap_err().to_string();
+    /// assert!(e.contains("64 with an epilogue op at bn 256") && e.contains("bn ≤ 128"), "{e}");
+    /// assert!(GemmConfig { op, bn: 128, stages: 6, ..coop }.check().is_ok());
+    /// ```
+    pub epilogue_subtile: i64,
 }
+
+/// Shared buffers per C tile of a subtiled TMA-store epilogue ([`GemmConfig::epilogue_subtile`]):
+/// subtile `j` is written into buffer `j mod 2` while the bulk store of subtile `j − 1` still
+/// reads the other one; before rewriting a buffer its storing thread waits
+/// `cp.async.bulk.wait_group.read 1` (all but the last store have read their shared memory).
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_sm90::C_SUB_BUFFERS, 2);
+/// ```
+pub const C_SUB_BUFFERS: i64 = 2;
 
 impl Default for GemmConfig {
     fn default() -> Self {
@@ -601,6 +685,7 @@ impl Default for GemmConfig {
             cluster: 1,
             consumers: 2,
             pingpong: false,
+            epilogue_subtile: 0,
         }
     }
 }
@@ -664,6 +749,9 @@ impl GemmConfig {
         if self.pingpong {
             s += ", pingpong";
         }
+        if self.epilogue_subtile > 0 {
+            s += &format!(", subtile {}", self.epilogue_subtile);
+        }
         s
     }
 
@@ -694,7 +782,8 @@ impl GemmConfig {
 
     /// Bytes of shared memory: the ring's tiles, and with [`Epilogue::Tma`] the C tile
     /// (`bm × bn` of the output type, [`GemmConfig::bm`]; one per consumer warpgroup with
-    /// [`GemmConfig::pingpong`]).
+    /// [`GemmConfig::pingpong`]) or, with [`GemmConfig::epilogue_subtile`] `s`, its
+    /// [`C_SUB_BUFFERS`] buffers of `bm × s`.
     ///
     /// ```
     /// use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig};
@@ -704,6 +793,8 @@ impl GemmConfig {
     /// assert_eq!(one.shared_bytes(), 4 * (64 * 64 + 128 * 64) * 2 + 64 * 128 * 2);
     /// let pp = GemmConfig { pingpong: true, persistent: true, ..c };
     /// assert_eq!(pp.shared_bytes(), 4 * (128 * 64 + 128 * 64) * 2 + 2 * 128 * 128 * 2);
+    /// let sub = GemmConfig { epilogue_subtile: 32, stages: 6, ..pp };
+    /// assert_eq!(sub.shared_bytes(), 6 * (128 * 64 + 128 * 64) * 2 + 2 * 2 * 128 * 32 * 2);
     /// ```
     pub fn shared_bytes(&self) -> i64 {
         let bm = self.bm();
@@ -713,7 +804,11 @@ impl GemmConfig {
             Epilogue::Registers => ring,
             Epilogue::Tma => {
                 let tiles = if self.pingpong { 2 } else { 1 };
-                ring + tiles * bm * self.bn * self.output.size_bytes() as i64
+                let width = match self.epilogue_subtile {
+                    0 => self.bn,
+                    s => C_SUB_BUFFERS * s,
+                };
+                ring + tiles * bm * width * self.output.size_bytes() as i64
             }
         }
     }
@@ -755,12 +850,24 @@ impl GemmConfig {
     /// assert_eq!(tma.c_maps(), ["cm"]);
     /// assert_eq!(GemmConfig { bn: 176, ..tma }.c_maps(), ["cm", "cm_tail"]); // 64 + 64 + 3 × 16
     /// assert_eq!(GemmConfig { bn: 160, output: ScalarType::F32, ..tma }.c_maps(), ["cm"]);
+    /// // subtiles (GemmConfig::epilogue_subtile): the kinds of box they are stored in, widest
+    /// // first — bn 176 in 32-column subtiles: 5 boxes of 64 bytes, then one of 32
+    /// let sub = GemmConfig { bn: 176, epilogue_subtile: 32, ..tma };
+    /// assert_eq!(sub.c_maps(), ["cm", "cm_tail"]);
+    /// assert_eq!(GemmConfig { epilogue_subtile: 64, ..tma }.c_maps(), ["cm"]);
     /// assert!(GemmConfig::default().c_maps().is_empty());
     /// ```
     pub fn c_maps(&self) -> &'static [&'static str] {
-        let cw = 128 / self.output.size_bytes().max(1) as i64;
+        let ob = self.output.size_bytes().max(1) as i64;
+        let cw = 128 / ob;
         match self.epilogue {
             Epilogue::Registers => &[],
+            Epilogue::Tma if self.epilogue_subtile > 0 => {
+                match c_sub_kinds(ob, self.bm(), self.bn, self.epilogue_subtile).len() {
+                    1 => &["cm"],
+                    _ => &["cm", "cm_tail"],
+                }
+            }
             Epilogue::Tma if self.bn % cw == 0 => &["cm"],
             Epilogue::Tma => &["cm", "cm_tail"],
         }
@@ -874,6 +981,49 @@ impl GemmConfig {
         if let Raster::Grouped(g) = self.raster {
             if !(1..=65535).contains(&g) {
                 return Err(OpsError::invalid(op, "raster group", g, "1..=65535 M-tiles"));
+            }
+        }
+        if self.epilogue_subtile != 0 {
+            let ob = self.output.size_bytes() as i64;
+            let sub = self.epilogue_subtile;
+            let bytes = sub * ob;
+            if self.epilogue != Epilogue::Tma
+                || sub < 0
+                || sub > self.bn
+                || !(bytes == 32 || bytes == 64 || bytes % 128 == 0)
+            {
+                return Err(OpsError::invalid(
+                    op,
+                    "epilogue_subtile",
+                    sub,
+                    format!(
+                        "0 (the whole C tile at once), or with the TMA-store epilogue a width \
+                         ≤ bn ({}) of one 32- or 64-byte swizzle row of C or a multiple of 128 \
+                         bytes: {} columns of {} (epilogue {:?})",
+                        self.bn,
+                        [32 / ob, 64 / ob, 128 / ob, 256 / ob]
+                            .iter()
+                            .filter(|&&w| w <= self.bn)
+                            .map(|w| w.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                            + ", …",
+                        self.output,
+                        self.epilogue
+                    ),
+                ));
+            }
+            if !self.op.is_identity() && self.bn > 128 {
+                // (ptxas 13.0: the cooperative kernel's op in subtiles spills from bn 144 with
+                // 128-byte subtiles and at bn 240 / 256 with any; ping-pong takes an op at bn
+                // ≤ 128 anyway)
+                return Err(OpsError::invalid(
+                    op,
+                    "epilogue_subtile",
+                    format!("{sub} with an epilogue op at bn {}", self.bn),
+                    "0 (the whole C tile), or an op-free product, or bn ≤ 128 (the op's loads \
+                     and addresses beside a wider tile's accumulators spill)",
+                ));
             }
         }
         if !(2..=12).contains(&self.stages) || self.shared_bytes() > 227 * 1024 {
@@ -1177,6 +1327,29 @@ fn c_box_of(boxes: &[CBox], col: i64) -> CBox {
     *boxes.iter().find(|x| (x.col..x.col + x.width).contains(&col)).expect("col < bn")
 }
 
+/// The column subtiles of a `bn`-wide C tile stored `sub` columns at a time
+/// ([`GemmConfig::epilogue_subtile`]): `(first column, width)`, the last `bn mod sub` wide.
+fn c_subtiles(bn: i64, sub: i64) -> Vec<(i64, i64)> {
+    (0..bn).step_by(sub.max(1) as usize).map(|c| (c, sub.min(bn - c))).collect()
+}
+
+/// The kinds of box (swizzle, width) the subtiles of a `bm × bn` tile are stored in, each
+/// subtile's shared buffer laid out as [`c_boxes`] of its width: widest first (the first
+/// through the map `cm`, a second through `cm_tail`; with the widths
+/// [`GemmConfig::check`] takes, at most two kinds).
+fn c_sub_kinds(ob: i64, bm: i64, bn: i64, sub: i64) -> Vec<(HopperSwizzle, i64)> {
+    let mut kinds: Vec<(HopperSwizzle, i64)> = Vec::new();
+    for (_, w) in c_subtiles(bn, sub) {
+        for bx in c_boxes(ob, bm, w) {
+            if !kinds.contains(&(bx.swizzle, bx.width)) {
+                kinds.push((bx.swizzle, bx.width));
+            }
+        }
+    }
+    kinds.sort_by_key(|k| -k.1);
+    kinds
+}
+
 /// Element of the shared C tile ([`c_boxes`]) where consumer thread `t` (0..128 · consumers)
 /// puts accumulator pair `i` (registers `i`, `i + 1`): the arithmetic the epilogue emits, on
 /// the host. Per box of width `w` and 16-byte chunks of `ce` elements: a thread's rows have
@@ -1261,7 +1434,8 @@ fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<
 /// row-major), `am`, `bm` (their tensor maps over that storage: K-major boxes of 64 × bm
 /// ([`GemmConfig::bm`]) and 64 × BN, MN-major boxes of 64 × 64, with the 128-byte swizzle), `c`
 /// (a 2-D tensor M×N of the output type, any row stride), with [`Epilogue::Tma`] also `cm` (C's
-/// tensor map: boxes of 128 bytes × bm rows, the 128-byte swizzle), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
+/// tensor map: boxes of 128 bytes × bm rows, the 128-byte swizzle; [`GemmConfig::c_maps`]
+/// names all of C's maps, whose boxes depend on the width and the subtile), `k` (i32), with [`Raster::Hilbert`] also `order` (i32
 /// pointer: [`hilbert_order`] of the tile grid). Launch on [`launch_grid`].
 /// [`GemmConfig::batched`]: `c` is `batch × M × N`, the maps 3-D (entry last, innermost first),
 /// i32 `a_batch_step`, `b_batch_step`; launch on [`launch_grid_batched`].
@@ -1334,11 +1508,37 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     let cw = 128 / ob;
     let c_layout = HopperSwizzle::B128.descriptor(bm, cw, ob)?;
     let c_box = c_boxes(ob, bm, bn);
-    if cfg.epilogue == Epilogue::Tma {
+    // subtiled (epilogue_subtile > 0): buffers of bm × sub outputs, each subtile laid out as
+    // the C tile of its width, stored through one map per kind of box (widest first)
+    let sub = cfg.epilogue_subtile;
+    let subtiled = cfg.epilogue == Epilogue::Tma && sub > 0;
+    if subtiled {
+        let mut widths: Vec<i64> = c_subtiles(bn, sub).iter().map(|st| st.1).collect();
+        widths.dedup();
+        for w in widths {
+            check_c_tile(cfg.output, (bm, w))?;
+        }
+    } else if cfg.epilogue == Epilogue::Tma {
         check_c_tile(cfg.output, (bm, bn))?;
+    }
+    let sub_kinds = if subtiled { c_sub_kinds(ob, bm, bn, sub) } else { vec![] };
+    if sub_kinds.len() > 2 {
+        return Err(OpsError::invalid(
+            "gemm_sm90",
+            "epilogue_subtile",
+            sub,
+            "a width whose subtiles need at most two kinds of TMA box (GemmConfig::check)",
+        ));
+    }
+    let mut sub_maps = Vec::with_capacity(sub_kinds.len());
+    for (&(sw, w), name) in sub_kinds.iter().zip(["cm", "cm_tail"]) {
+        let layout = sw.descriptor(bm, w, ob)?;
+        let map = b.tensor_map_for_layout(name, c.mem, &boxd(w, bm), &layout, OobFill::Zero)?;
+        sub_maps.push((sw, w, map));
     }
     let cmap = match cfg.epilogue {
         Epilogue::Registers => None,
+        Epilogue::Tma if subtiled => None,
         Epilogue::Tma => {
             Some(b.tensor_map_for_layout("cm", c.mem, &boxd(cw, bm), &c_layout, OobFill::Zero)?)
         }
@@ -1347,7 +1547,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     // same C: boxes of one 64- or 32-byte swizzle row × bm, the layout of the last boxes)
     let tail_box = c_box.last().filter(|x| x.swizzle != HopperSwizzle::B128).copied();
     let tail_map = match (cfg.epilogue, tail_box) {
-        (Epilogue::Tma, Some(tb)) => {
+        (Epilogue::Tma, Some(tb)) if !subtiled => {
             let layout = tb.swizzle.descriptor(bm, tb.width, ob)?;
             let dims = boxd(tb.width, bm);
             Some(b.tensor_map_for_layout("cm_tail", c.mem, &dims, &layout, OobFill::Zero)?)
@@ -1430,9 +1630,11 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
     // ping-pong: the two consumer warpgroups on different tiles, one C tile each
     let pingpong = cfg.pingpong;
     let c_tiles = if pingpong { 2 } else { 1 };
+    // (subtiled: C_SUB_BUFFERS buffers of bm × sub per C tile)
+    let c_width = if subtiled { C_SUB_BUFFERS * sub } else { bn };
     let sc = match cfg.epilogue {
         Epilogue::Registers => None,
-        Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (c_tiles * bm * bn) as usize)?),
+        Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (c_tiles * bm * c_width) as usize)?),
     };
     let full = b.mbarrier("full", stages as usize)?;
     let empty = b.mbarrier("empty", stages as usize)?;
@@ -1837,7 +2039,148 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let least = b.binary(BinOp::Min, &rows_left, &cols_left)?;
                         b.cmp(CmpOp::Ge, &least, &lit(0))
                     };
-                if let (Some(cmap), Some(sc)) = (cmap, sc) {
+                // the consumers of the C tile meet: all of them, or (ping-pong) the
+                // warpgroup's 128 at its own named barrier (1 or 2)
+                let c_sync = |b: &KernelBuilder| -> IrResult<()> {
+                    if pingpong {
+                        let wg1 = b.cmp(CmpOp::Eq, &half, &lit(0))?;
+                        b.if_then_else(
+                            &wg1,
+                            |b| b.named_barrier(1, 128).map(|_| vec![]),
+                            |b| b.named_barrier(2, 128).map(|_| vec![]),
+                        )?;
+                        Ok(())
+                    } else {
+                        b.named_barrier(1, cthreads as u32)
+                    }
+                };
+                // accumulator pair i, i + 1 in the output type: the epilogue op (if any) at
+                // the elements' place in C (the stores clip there; the op's loads are masked
+                // to it), converted
+                let tile_vals = |b: &KernelBuilder, i: usize| -> IrResult<[Val; 2]> {
+                    if cfg.op.is_identity() {
+                        return Ok([b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]);
+                    }
+                    let (r, cc) = frag(i);
+                    let (row, col) = (m0.clone() + r, n0.clone() + cc);
+                    let g = in_entry(row.clone() * c_pitch.clone() + col.clone());
+                    let mut out = Vec::with_capacity(2);
+                    for e in 0..2 {
+                        let col = col.clone() + lit(e);
+                        let mask = inside(b, &row, &col)?;
+                        let v =
+                            epilogue_op(b, &acc[i + e as usize], &(g.clone() + lit(e)), &col, &mask)?;
+                        out.push(b.cvt(&v, cfg.output)?);
+                    }
+                    Ok([out[0].clone(), out[1].clone()])
+                };
+                // the stores of one subtile's (or the tile's) boxes, by its storing thread
+                // (a pair's second tile of an odd count's last pair is outside C: none)
+                let store_boxes = |b: &KernelBuilder, stores: &dyn Fn(&KernelBuilder) -> IrResult<()>| {
+                    b.if_then(&storer, |b| {
+                        if pair {
+                            let inside = b.cmp(CmpOp::Lt, &m0, &m_rows)?;
+                            b.if_then(&inside, stores)
+                        } else {
+                            stores(b)
+                        }
+                    })
+                };
+                if let (true, Some(sc)) = (subtiled, sc) {
+                    b.note(
+                        "gemm_sm90 epilogue: the fragment in column subtiles through two shared buffers, TMA stores",
+                    );
+                    // per thread: its rows' swizzle phase x = row mod 8 = lane / 4 and the
+                    // 16-byte chunk of its column pair (as in the whole C tile below)
+                    let ce = 16 / ob;
+                    let pair_col = lane.clone() % lit(4) * lit(2);
+                    let x = lane.clone() / lit(4);
+                    let sbuf = bm * sub;
+                    // ping-pong: the warpgroup's own buffers, at w · C_SUB_BUFFERS · bm · sub
+                    let (row_t, c_base) = if pingpong {
+                        let cb = half.clone() * lit(C_SUB_BUFFERS * sbuf);
+                        (warp.clone() * lit(16) + x.clone(), Some(cb))
+                    } else {
+                        (half.clone() * lit(64) + warp.clone() * lit(16) + x.clone(), None)
+                    };
+                    // per kind of box (rows of w outputs, its swizzle): the thread's chunk
+                    // phase and its first element in a buffer
+                    let mut kinds = Vec::with_capacity(sub_maps.len());
+                    for &(sw, w, map) in &sub_maps {
+                        let xk = x.clone() / lit(128 / sw.row_bytes());
+                        let y = b.binary(BinOp::Xor, &(pair_col.clone() / lit(ce)), &xk)?;
+                        let at = row_t.clone() * lit(w) + pair_col.clone() % lit(ce);
+                        let at = match &c_base {
+                            Some(cb) => cb.clone() + at,
+                            None => at,
+                        };
+                        kinds.push((sw, w, map, y, at));
+                    }
+                    let kind = |bx: &CBox| {
+                        kinds
+                            .iter()
+                            .find(|k| k.0 == bx.swizzle && k.1 == bx.width)
+                            .expect("a map for every kind of box (c_sub_kinds)")
+                    };
+                    // the last tile's stores have finished reading both buffers
+                    b.if_then(&storer, |b| {
+                        b.bulk_wait(0, true);
+                        Ok(())
+                    })?;
+                    c_sync(b)?;
+                    for (j, &(col0, width)) in c_subtiles(bn, sub).iter().enumerate() {
+                        let j = j as i64;
+                        let buf = j % C_SUB_BUFFERS * sbuf;
+                        if j >= C_SUB_BUFFERS {
+                            // this buffer's last store (subtile j − 2) has read it: all but
+                            // the newest bulk group (subtile j − 1's)
+                            b.if_then(&storer, |b| {
+                                b.bulk_wait((C_SUB_BUFFERS - 1) as u32, true);
+                                Ok(())
+                            })?;
+                            c_sync(b)?;
+                        }
+                        let boxes = c_boxes(ob, bm, width);
+                        let mut written = 0;
+                        for i in (0..acc.len()).step_by(2) {
+                            let (slab, ii) =
+                                if pingpong { ((i / nacc) as i64, i % nacc) } else { (0, i) };
+                            let (r0, c0) = acc_coord(0, ii);
+                            let (r0, c0) = (r0 as i64, c0 as i64);
+                            if !(col0..col0 + width).contains(&c0) {
+                                continue;
+                            }
+                            if pingpong && !cfg.op.is_identity() && written > 0 && written % (nacc / 8) == 0 {
+                                // (as in the whole tile: the op's loads kept below the stores)
+                                c_sync(b)?;
+                            }
+                            written += 1;
+                            let bx = c_box_of(&boxes, c0 - col0);
+                            let (_, w, _, y, base) = kind(&bx);
+                            let chunk = b.binary(BinOp::Xor, y, &lit((c0 - col0 - bx.col) / ce))?;
+                            let at = base.clone()
+                                + lit(buf + slab * 64 * w + bx.at + r0 * w)
+                                + chunk * lit(ce);
+                            let vals = tile_vals(b, i)?;
+                            b.store(sc, &at, &vals, None)?;
+                        }
+                        b.fence_proxy_async();
+                        c_sync(b)?;
+                        store_boxes(b, &|b| {
+                            for bx in &boxes {
+                                let mut xy = vec![n0.clone() + lit(col0 + bx.col), m0.clone()];
+                                xy.extend(sl.entry.clone());
+                                let from = match &c_base {
+                                    Some(cb) => cb.clone() + lit(buf + bx.at),
+                                    None => lit(buf + bx.at),
+                                };
+                                b.tensor_store(kind(bx).2, &xy, sc, &from)?;
+                            }
+                            b.bulk_commit();
+                            Ok(())
+                        })?;
+                    }
+                } else if let (Some(cmap), Some(sc)) = (cmap, sc) {
                     b.note("gemm_sm90 epilogue: the fragment into the swizzled C tile, TMA stores");
                     // per thread: its rows' swizzle phase x = row mod 8 = lane / 4 and the
                     // 16-byte chunk of its column pair; per register pair a constant chunk
@@ -1869,21 +2212,6 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     } else {
                         row_t * lit(cw) + pair_col % lit(ce)
                     };
-                    // the consumers of the C tile meet: all of them, or (ping-pong) the
-                    // warpgroup's 128 at its own named barrier (1 or 2)
-                    let c_sync = |b: &KernelBuilder| -> IrResult<()> {
-                        if pingpong {
-                            let wg1 = b.cmp(CmpOp::Eq, &half, &lit(0))?;
-                            b.if_then_else(
-                                &wg1,
-                                |b| b.named_barrier(1, 128).map(|_| vec![]),
-                                |b| b.named_barrier(2, 128).map(|_| vec![]),
-                            )?;
-                            Ok(())
-                        } else {
-                            b.named_barrier(1, cthreads as u32)
-                        }
-                    };
                     // the last tile's stores have finished reading the C tile
                     b.if_then(&storer, |b| {
                         b.bulk_wait(0, true);
@@ -1912,29 +2240,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         let chunk = b.binary(BinOp::Xor, y, &lit((c0 - bx.col) / ce))?;
                         let at =
                             base.clone() + lit(slab * 64 * w + bx.at + r0 * w) + chunk * lit(ce);
-                        let vals = if cfg.op.is_identity() {
-                            [b.cvt(&acc[i], cfg.output)?, b.cvt(&acc[i + 1], cfg.output)?]
-                        } else {
-                            // the element's place in C (the stores clip there; the epilogue's
-                            // loads are masked to it)
-                            let (r, cc) = frag(i);
-                            let (row, col) = (m0.clone() + r, n0.clone() + cc);
-                            let g = in_entry(row.clone() * c_pitch.clone() + col.clone());
-                            let mut out = Vec::with_capacity(2);
-                            for e in 0..2 {
-                                let col = col.clone() + lit(e);
-                                let mask = inside(b, &row, &col)?;
-                                let v = epilogue_op(
-                                    b,
-                                    &acc[i + e as usize],
-                                    &(g.clone() + lit(e)),
-                                    &col,
-                                    &mask,
-                                )?;
-                                out.push(b.cvt(&v, cfg.output)?);
-                            }
-                            [out[0].clone(), out[1].clone()]
-                        };
+                        let vals = tile_vals(b, i)?;
                         b.store(sc, &at, &vals, None)?;
                     }
                     b.fence_proxy_async();
@@ -1954,15 +2260,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         b.bulk_commit();
                         Ok(())
                     };
-                    b.if_then(&storer, |b| {
-                        if pair {
-                            // the second tile of an odd count's last pair is outside C
-                            let inside = b.cmp(CmpOp::Lt, &m0, &m_rows)?;
-                            b.if_then(&inside, stores)
-                        } else {
-                            stores(b)
-                        }
-                    })?;
+                    store_boxes(b, &stores)?;
                 } else {
                     b.note(
                         "gemm_sm90 epilogue: the accumulator fragment to C, masked at the edges",

@@ -69,7 +69,7 @@ use crate::tuning::{TuningError, TuningSource};
 /// use tilekit_ops::gemm_tuning::GemmChoice;
 /// let c = GemmChoice { bn: 256, stages: 3, overlap: true, persistent: true,
 ///                      raster: Raster::Grouped(8), epilogue: Epilogue::Tma, split_k: 1, cluster: 1,
-///                      consumers: 2, pingpong: false };
+///                      consumers: 2, pingpong: false, epilogue_subtile: 0 };
 /// let cfg = c.apply(GemmConfig { input: ScalarType::F16, output: ScalarType::F16, ..GemmConfig::default() });
 /// assert_eq!((cfg.input, cfg.bn, cfg.stages), (ScalarType::F16, 256, 3));
 /// assert_eq!(GemmChoice::of(&cfg), c);
@@ -107,6 +107,10 @@ pub struct GemmChoice {
     /// Files written before it existed read as `false`.
     #[serde(default)]
     pub pingpong: bool,
+    /// The TMA-store epilogue's column subtile (0: the whole C tile; see
+    /// [`GemmConfig::epilogue_subtile`]). Files written before it existed read as 0.
+    #[serde(default)]
+    pub epilogue_subtile: i64,
 }
 
 fn one() -> i64 {
@@ -140,6 +144,7 @@ impl GemmChoice {
             cluster: 1,
             consumers: 2,
             pingpong: true,
+            epilogue_subtile: 0,
         }
     }
 
@@ -163,6 +168,7 @@ impl GemmChoice {
             cluster: self.cluster,
             consumers: self.consumers,
             pingpong: self.pingpong,
+            epilogue_subtile: self.epilogue_subtile,
             ..base
         }
     }
@@ -186,6 +192,7 @@ impl GemmChoice {
             cluster: cfg.cluster,
             consumers: cfg.consumers,
             pingpong: cfg.pingpong,
+            epilogue_subtile: cfg.epilogue_subtile,
         }
     }
 
@@ -247,6 +254,7 @@ impl GemmChoice {
             cluster: 1,
             consumers: 2,
             pingpong: false,
+            epilogue_subtile: 0,
         };
         // the first of these that builds for the problem's types and can store its C
         let pick = |tma: GemmChoice| -> Option<GemmChoice> {
@@ -322,6 +330,51 @@ pub const ODD_WIDTHS: [i64; 3] = [160, 176, 240];
 ///     .all(|&w| w <= tilekit_ops::gemm_sm90::PINGPONG_MAX_BN));
 /// ```
 pub const PINGPONG_WIDTHS: [i64; 4] = [144, 160, 176, 192];
+
+/// The ping-pong tile widths [`GemmProblem::candidates`] also tries with the TMA store in
+/// column subtiles ([`GemmConfig::epilogue_subtile`]): two buffers of 128 × s per warpgroup
+/// instead of a whole 128 × bn C tile each, so the ring keeps 5–6 stages (cuBLASLt's 176 × 128
+/// and 168 × 128 ping-pong kernels store C that way). Each with [`pingpong_subtile_choice`]'s
+/// subtile and ring.
+///
+/// ```
+/// assert_eq!(tilekit_ops::gemm_tuning::PINGPONG_SUBTILE_WIDTHS, [128, 144, 160, 176, 192, 208]);
+/// ```
+pub const PINGPONG_SUBTILE_WIDTHS: [i64; 6] = [128, 144, 160, 176, 192, 208];
+
+/// The subtiled ping-pong choice of width `bn` for a problem's types (`base`): the TMA store
+/// in subtiles of 128, 64 or 32 bytes of C, whichever leaves the deepest ring (at most 6
+/// stages; the wider subtile where they tie); None where none fits.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::gemm_sm90::GemmConfig;
+/// use tilekit_ops::gemm_tuning::pingpong_subtile_choice;
+/// let bf16 = GemmConfig::default();
+/// let depth = |bn| pingpong_subtile_choice(bn, bf16).map(|c| (c.stages, c.epilogue_subtile));
+/// // bf16 C: 128 × 176 in subtiles of 32 columns beside 5 stages (222 KiB), 208 in 16 beside 5
+/// assert_eq!(depth(176), Some((5, 32)));
+/// assert_eq!(depth(128), Some((6, 32)));
+/// assert_eq!(depth(208), Some((5, 16)));
+/// let f32_c = GemmConfig { output: ScalarType::F32, ..bf16 };
+/// assert_eq!(pingpong_subtile_choice(176, f32_c).unwrap().epilogue_subtile, 16);
+/// ```
+pub fn pingpong_subtile_choice(bn: i64, base: GemmConfig) -> Option<GemmChoice> {
+    let ob = base.output.size_bytes() as i64;
+    let mut best: Option<GemmChoice> = None;
+    for bytes in [128, 64, 32] {
+        let at = |stages| GemmChoice {
+            epilogue_subtile: bytes / ob,
+            ..GemmChoice::pingpong(bn, stages, Epilogue::Tma)
+        };
+        if let Some(c) = (2..=6).rev().map(at).find(|c| c.apply(base).check().is_ok()) {
+            if best.is_none_or(|b| c.stages > b.stages) {
+                best = Some(c);
+            }
+        }
+    }
+    best
+}
 
 /// The odd tile widths for the 64-row tile (where [`GemmProblem::wants_64_rows`]): cuBLASLt's
 /// fastest 1000³ kernel on the H200 and the H100 uses 64 × 144 tiles (1000³ in 64 × 144
@@ -510,7 +563,10 @@ impl GemmProblem {
     /// With two consumers and bn 128, also the ping-pong schedule ([`GemmConfig::pingpong`],
     /// labels ending `pingpong`): persistent, grouped 8, each epilogue and ring depth that fits;
     /// and the wider ping-pong tiles [`PINGPONG_WIDTHS`] (the plain product), each epilogue with
-    /// the deepest ring that fits (at most 6).
+    /// the deepest ring that fits (at most 6); and where C takes the TMA store, ping-pong tiles
+    /// of [`PINGPONG_SUBTILE_WIDTHS`] storing C in column subtiles
+    /// ([`pingpong_subtile_choice`]), and the cooperative 128 × 256 tile in subtiles of 128 bytes
+    /// with the deepest ring beside them.
     ///
     /// Where M ≤ 64 or the problem has fewer than [`FEW_TILES`] tiles of 128 × 256, also the
     /// 64-row tile (one consumer warpgroup, labels ending `bm 64`): widths 64 to 256, 4 to 12
@@ -535,8 +591,11 @@ impl GemmProblem {
     /// assert!(c.iter().any(|c| c.cluster == 2));
     /// assert!(c.iter().all(|c| c.consumers == 2), "a big square keeps the 128-row tile");
     /// // bn 128: 3..6 stages (TMA: 3..5); 144..192: the deepest ring, both epilogues
-    /// assert_eq!(c.iter().filter(|c| c.pingpong && c.bn == 128).count(), 7);
-    /// assert_eq!(c.iter().filter(|c| c.pingpong && c.bn > 128).count(), 8);
+    /// assert_eq!(c.iter().filter(|c| c.pingpong && c.bn == 128).count(), 8);
+    /// assert_eq!(c.iter().filter(|c| c.pingpong && c.bn > 128).count(), 13);
+    /// // subtiled TMA stores: 128 × 176 with 5 stages beside 32-column buffers
+    /// assert!(c.iter().any(|c| c.bn == 176 && c.stages == 5 && c.epilogue_subtile == 32));
+    /// assert!(c.iter().any(|c| !c.pingpong && c.bn == 256 && c.stages == 4 && c.epilogue_subtile == 64));
     /// assert!(c.iter().any(|c| c.pingpong && c.bn == 176 && c.stages == 3 && c.epilogue == Epilogue::Tma));
     /// let one_row = GemmProblem::new(64, 8192, 4096, ScalarType::BF16, ScalarType::BF16, true);
     /// assert!(one_row.candidates().iter().all(|c| c.cluster == 1));
@@ -597,6 +656,7 @@ impl GemmProblem {
                                 cluster: 1,
                                 consumers,
                                 pingpong: false,
+                                epilogue_subtile: 0,
                             };
                             if c.apply(self.base()).check().is_ok() {
                                 out.push(c);
@@ -626,6 +686,7 @@ impl GemmProblem {
                                     cluster: 2,
                                     consumers,
                                     pingpong: false,
+                                    epilogue_subtile: 0,
                                 };
                                 if c.apply(self.base()).check().is_ok() {
                                     out.push(c);
@@ -657,6 +718,7 @@ impl GemmProblem {
                                 cluster: 1,
                                 consumers,
                                 pingpong: false,
+                                epilogue_subtile: 0,
                             };
                             let c = if consumers == 2 {
                                 Some(at(4))
@@ -687,6 +749,29 @@ impl GemmProblem {
                         {
                             out.push(c);
                         }
+                    }
+                }
+                // the TMA store in subtiles: the deepest ring beside two small buffers
+                for &bn in &PINGPONG_SUBTILE_WIDTHS {
+                    if !self.c_tma || bn > n_cap || tiles(bn) <= 1 {
+                        continue;
+                    }
+                    if let Some(c) = pingpong_subtile_choice(bn, self.base()) {
+                        out.push(c);
+                    }
+                }
+                // and the cooperative 128 × 256 tile in subtiles of 128 bytes of C: a stage
+                // more than beside a whole C tile (bf16: 4 of 48 KiB beside 32 KiB of buffers)
+                if self.c_tma && 256 <= n_cap && tiles(256) > 1 {
+                    let sub = 128 / self.base().output.size_bytes() as i64;
+                    let at = |stages| GemmChoice {
+                        pingpong: false,
+                        epilogue_subtile: sub,
+                        ..GemmChoice::pingpong(256, stages, Epilogue::Tma)
+                    };
+                    if let Some(c) = (2..=6).rev().map(at).find(|c| self.config(c).check().is_ok())
+                    {
+                        out.push(c);
                     }
                 }
             }

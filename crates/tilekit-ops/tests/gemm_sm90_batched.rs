@@ -382,3 +382,34 @@ fn one_consumer_batched_walks_match_the_reference_per_entry() {
     let pair = GemmConfig { cluster: 2, raster: Raster::Grouped(1), ..base };
     run(pair, 2, (150, 136, 72), false, 4);
 }
+
+#[test]
+fn batched_kernels_store_c_in_subtiles_per_entry() {
+    // the TMA store in column subtiles (GemmConfig::epilogue_subtile) with the entry as the
+    // maps' third coordinate: 3 entries × 2 × 3 tiles of 128 × 112 in subtiles of 32 (three
+    // 64-byte boxes and a 32-byte one through `cm_tail`) on 4 persistent blocks; f16 with
+    // MN-major operands at bn 128 in subtiles of 16 (eight 32-byte boxes, one map)
+    let base = GemmConfig {
+        bn: 112,
+        stages: 3,
+        overlap: true,
+        persistent: true,
+        raster: Raster::Grouped(2),
+        epilogue: Epilogue::Tma,
+        epilogue_subtile: 32,
+        ..GemmConfig::default()
+    };
+    assert_eq!(GemmConfig { batched: true, ..base }.c_maps(), ["cm", "cm_tail"]);
+    run(base, 3, (200, 328, 136), false, 4);
+    let mn = GemmConfig {
+        input: ScalarType::F16,
+        output: ScalarType::F16,
+        a_major: Major::MN,
+        b_major: Major::MN,
+        bn: 128,
+        epilogue_subtile: 16,
+        ..base
+    };
+    assert_eq!(GemmConfig { batched: true, ..mn }.c_maps(), ["cm"]);
+    run(mn, 3, (264, 200, 72), false, 3);
+}

@@ -10,7 +10,7 @@ use tilekit_ops::backend::Interp;
 use tilekit_ops::gemm_sm90::{Epilogue, GemmConfig, Raster};
 use tilekit_ops::gemm_tuning::{
     file_name, GemmChoice, GemmProblem, GemmTable, Tuned, ODD_WIDTHS, ODD_WIDTHS_64_ROWS,
-    PINGPONG_WIDTHS,
+    PINGPONG_SUBTILE_WIDTHS, PINGPONG_WIDTHS,
 };
 use tilekit_ops::host;
 use tilekit_ops::tuning::{TuningError, TuningSource};
@@ -87,12 +87,39 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     }
     // (bn 176 with the TMA store: 3 stages of 38 KiB beside 2 × 44 KiB of C)
     assert!(c.iter().any(|c| c.pingpong && c.bn == 176 && c.stages == 3));
+    // the TMA store in subtiles (128..208 ping-pong): of 64, 32 or 16 bf16 columns, whichever
+    // leaves the deepest ring beside 2 warpgroups × 2 buffers of 128 × s (the wider on a tie);
+    // and the cooperative 128 × 256 tile with 64-column subtiles (2 buffers)
+    let mut subtiled = 0;
+    for bn in PINGPONG_SUBTILE_WIDTHS {
+        let (mut stages, mut sub) = (0, 0);
+        for s in [64i64, 32, 16] {
+            let deepest =
+                (2..=6).rev().find(|n| n * (128 + bn) * 128 + 4 * 128 * s * 2 <= 227 * 1024);
+            if let Some(d) = deepest.filter(|&d| d > stages) {
+                (stages, sub) = (d, s);
+            }
+        }
+        let want =
+            GemmChoice { epilogue_subtile: sub, ..GemmChoice::pingpong(bn, stages, Epilogue::Tma) };
+        assert!(c.contains(&want), "{want:?}");
+        subtiled += 1;
+    }
+    let coop = GemmChoice {
+        pingpong: false,
+        epilogue_subtile: 64,
+        ..GemmChoice::pingpong(256, 4, Epilogue::Tma)
+    };
+    assert!(c.contains(&coop));
+    assert!(!c.contains(&GemmChoice { stages: 5, ..coop }), "5 × 48 + 32 KiB do not fit");
+    subtiled += 1;
+    assert_eq!(c.iter().filter(|c| c.epilogue_subtile > 0).count(), subtiled);
     let pp_odd = c.iter().filter(|c| c.pingpong && c.bn % 64 != 0).count();
     assert_eq!(c.iter().filter(|c| c.bn % 64 != 0).count(), odd_choices + pp_odd);
     assert_eq!(pingpong, 7);
-    assert_eq!(c.len(), want + pingpong + odd_choices + wide_pp);
-    assert_eq!(c.iter().filter(|c| c.pingpong).count(), pingpong + wide_pp);
-    assert!(c.iter().filter(|c| c.pingpong).all(|c| c.bn <= 192 && c.persistent));
+    assert_eq!(c.len(), want + pingpong + odd_choices + wide_pp + subtiled);
+    assert_eq!(c.iter().filter(|c| c.pingpong).count(), pingpong + wide_pp + subtiled - 1);
+    assert!(c.iter().filter(|c| c.pingpong).all(|c| c.bn <= 208 && c.persistent));
     let mut uniq = c.clone();
     uniq.sort_by_key(|c| format!("{c:?}"));
     uniq.dedup();
@@ -108,9 +135,20 @@ fn the_candidates_are_every_buildable_choice_and_nothing_else() {
     let f32_c = GemmProblem::new(4096, 4096, 4096, BF, F32, true).candidates();
     let tma_odd: Vec<(i64, i64, bool)> = f32_c
         .iter()
-        .filter(|c| c.bn % 64 != 0 && c.epilogue == Epilogue::Tma)
+        .filter(|c| c.bn % 64 != 0 && c.epilogue == Epilogue::Tma && c.epilogue_subtile == 0)
         .map(|c| (c.bn, c.stages, c.pingpong))
         .collect();
+    // (in subtiles, every ping-pong width keeps 5 or 6 stages beside an f32 C: 32 or 16
+    // columns of 4 bytes)
+    let sub: Vec<(i64, i64, i64)> = f32_c
+        .iter()
+        .filter(|c| c.epilogue_subtile > 0 && c.pingpong)
+        .map(|c| (c.bn, c.stages, c.epilogue_subtile))
+        .collect();
+    assert_eq!(
+        sub,
+        [(128, 6, 16), (144, 6, 8), (160, 5, 16), (176, 5, 16), (192, 5, 8), (208, 5, 8)]
+    );
     assert_eq!(
         tma_odd,
         [
@@ -265,6 +303,7 @@ fn the_heuristic_is_the_measured_winner_where_it_fits() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     assert_eq!(GemmChoice::heuristic(&GemmProblem::new(8192, 8192, 8192, BF, BF, true)), won);
     // f32 C: 128 KiB of C tile beside 3 × 48 KiB of ring does not fit
@@ -291,6 +330,7 @@ fn tuning_files_round_trip_and_corrupt_ones_are_named() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     assert!(won.apply(p.base()).check().is_ok());
     let mut t = GemmTable::default();
@@ -420,6 +460,7 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     // Hilbert order: the API builds and binds the tile table (3 × 2 tiles over 4 "SMs")
     check_with(base, (300, 200, 72), F32, 11);
@@ -460,6 +501,10 @@ fn the_api_runs_tuned_choices_with_their_extra_arguments() {
         ..base
     };
     check_with_pitch(wide, (300, 312, 136), 328, BF, 16);
+    // the same tile in 32-column subtiles with 5 stages: five 64-byte boxes through `cm` and a
+    // 32-byte one through `cm_tail`, both bound by the API to the same C, clipped at 312
+    let sub = GemmChoice { stages: 5, epilogue_subtile: 32, ..wide };
+    check_with_pitch(sub, (300, 312, 136), 328, BF, 17);
 }
 
 #[test]
@@ -478,6 +523,7 @@ fn the_api_refuses_a_tma_store_into_rows_tma_cannot_address() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     let e = api::gemm_with(&Interp, tma, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap_err();
     let e = e.to_string();
@@ -501,6 +547,7 @@ fn a_split_k_sums_its_partial_products() {
         cluster: 1,
         consumers: 2,
         pingpong: false,
+        epilogue_subtile: 0,
     };
     // 10 k-slices over 3 splits: 4 + 4 + 2; an f32 C
     check_with(split(3, false), (64, 136, 640), F32, 21);
