@@ -390,7 +390,10 @@ pub type BestList = ((usize, usize, usize), &'static [&'static str]);
 
 /// `tilekit bench gemm --gemm-config best`: per shape of [`SHAPES`], the labels of the sm90
 /// configurations that won on the H100 (SXM, 132 SMs) in the full run of 2026-11-27
-/// (session 11, layout nt, bf16 and f16), so a recorded run of every shape times two to four
+/// (session 11, layout nt, bf16 and f16) — for 8192 × 8192 × 1024 and 2048³ the subtiled ping-pong
+/// tiles that won the session-12 comparison (H100, 2026-11-27: bn 176 / 5 stages / 32-column
+/// subtiles 764.7 TFLOP/s against 738.1 for the cooperative bn 256; bn 128 ping-pong with
+/// subtiles 673.2 against 660.0) — so a recorded run of every shape times two to four
 /// configurations a shape instead of about 35. Labels are matched exactly (not as substrings:
 /// `… grouped 8, tma store` would also take its `cluster 2` and `bm 64` relatives). Where one
 /// configuration won, a sibling that won a neighbouring shape is timed beside it; 1000³ also
@@ -423,6 +426,7 @@ pub const BEST: &[BestList] = &[
     (
         (2048, 2048, 2048),
         &[
+            "bn 128, 6 stages, overlap, persistent, grouped 8, tma store, pingpong, subtile 32",
             "bn 128, 6 stages, overlap, persistent, hilbert, tma store",
             "bn 128, 5 stages, overlap, persistent, hilbert, tma store, pingpong",
         ],
@@ -430,8 +434,9 @@ pub const BEST: &[BestList] = &[
     (
         (8192, 8192, 1024),
         &[
+            "bn 176, 5 stages, overlap, persistent, grouped 8, tma store, pingpong, subtile 32",
+            "bn 160, 5 stages, overlap, persistent, grouped 8, tma store, pingpong, subtile 32",
             "bn 256, 3 stages, overlap, persistent, hilbert, tma store",
-            "bn 256, 3 stages, overlap, persistent, grouped 8, tma store",
         ],
     ),
     (
