@@ -56,7 +56,8 @@ pub struct Args {
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub back_to_back: usize,
     /// Launch the library kernels that wait on the prior grid (copy, permute and transpose,
-    /// the elementwise ops: `griddepcontrol.wait` before their first global access) as
+    /// the elementwise ops, row sum / max and the register softmax: `griddepcontrol.wait`
+    /// before their first global access) as
     /// programmatic dependents of the kernel before them (`Gpu::set_programmatic_launch`,
     /// Hopper and later; no effect before sm_90): the next grid launches while the previous one
     /// drains, hiding the per-launch gap between two calls. Meaningful with `--back-to-back N`

@@ -904,8 +904,9 @@ fn chain_steps(n: usize) -> Vec<Step> {
 
 /// A chain of `steps` dependent calls issued back to back (each reads the previous call's
 /// output, every output a distinct NaN-poisoned tensor allocated before the chain starts, so
-/// that nothing but kernels sits between two calls on the stream), then every intermediate
-/// compared bit for bit with the CPU reference. With programmatic dependent launch on, a
+/// that nothing but kernels sits between two calls on the stream), then row sum, row max and
+/// softmax of the last output, then every intermediate compared bit for bit with the CPU
+/// reference (the row results with an f64 reference). With programmatic dependent launch on, a
 /// dependent that read its input before the previous kernel completed would see NaNs (or
 /// partial results) and fail here.
 fn pdl_chain<B: Backend>(b: &B, shape: [i64; 3], steps: usize) {
@@ -929,6 +930,12 @@ fn pdl_chain<B: Backend>(b: &B, shape: [i64; 3], steps: usize) {
         }
         let mut ts = vec![b.from_host(&x).unwrap()];
         ts.extend(want[1..].iter().map(|w| poisoned(b, ty, w.shape())));
+        // the chain ends in the one-block-per-row kernels, each reading the last output
+        let last = want.last().unwrap();
+        let rows = last.shape()[..2].to_vec();
+        let (m, n) = ((rows[0] * rows[1]) as usize, last.shape()[2] as usize);
+        let (mut ysum, mut ymax) = (poisoned(b, F32, &rows), poisoned(b, F32, &rows));
+        let mut ysoft = poisoned(b, ty, last.shape());
         b.synchronize().unwrap(); // the uploads are done: from here on, only kernels
         for (k, s) in chain_steps(steps).into_iter().enumerate() {
             let (done, rest) = ts.split_at_mut(k + 1);
@@ -941,7 +948,17 @@ fn pdl_chain<B: Backend>(b: &B, shape: [i64; 3], steps: usize) {
                 }
             }
         }
+        let t_last = ts.last().unwrap();
+        api::row_sum_into(b, t_last, &mut ysum).unwrap();
+        api::row_max_into(b, t_last, &mut ymax).unwrap();
+        api::softmax_into(b, t_last, &mut ysoft).unwrap();
         b.synchronize().unwrap();
+        let (sum, max, soft) = row_refs(&values(last), m, n);
+        check(&format!("{ty} chain row_sum"), &values(&b.to_host(&ysum).unwrap()), &sum, 1e-4);
+        check(&format!("{ty} chain row_max"), &values(&b.to_host(&ymax).unwrap()), &max, 0.0);
+        // |Δ| ≤ tol (softmax values are at most 1); a NaN (a stale read of the poison) fails
+        let tol = if ty == F32 { 1e-5 } else { 1.0 / 256.0 };
+        check(&format!("{ty} chain softmax"), &values(&b.to_host(&ysoft).unwrap()), &soft, tol);
         for (k, (t, w)) in ts.iter().zip(&want).enumerate().skip(1) {
             let got = b.to_host(t).unwrap();
             assert_eq!(got.shape(), w.shape(), "{ty} step {k}");
