@@ -4,7 +4,7 @@
 mod common;
 
 use common::Rng;
-use tilekit_ir::interp::{run, Args, HostBuffer};
+use tilekit_ir::interp::{run_scheduled, Args, HostBuffer, Schedule};
 use tilekit_ir::{Axis, BinOp, Kernel, KernelBuilder, Lit, ScalarType, Val};
 use tilekit_layout::Idx;
 
@@ -144,15 +144,23 @@ fn the_interpreter_runs_kernels_with_grid_dependency_ops_unchanged() {
     for pdl in [false, true] {
         let k = neighbours(n as i64, pdl);
         assert_eq!(k.waits_on_prior_grid(), pdl);
-        let mut args = Args::new();
-        args.buffer(HostBuffer::from_f32(&xs)).buffer(HostBuffer::filled(Lit::f32(f32::NAN), n));
-        run(&k, [4, 1, 1], &mut args).unwrap();
-        let y = args.get_buffer(1).unwrap().to_f32().unwrap();
-        for (i, (g, e)) in y.iter().zip(&expect).enumerate() {
-            // one rounding per op, as the kernel computes it in f32
-            assert_eq!(g.to_bits(), e.to_bits(), "pdl {pdl}: y[{i}] = {g}, expected {e}");
+        // in lockstep and one warp at a time (the schedule that interleaves warps)
+        for schedule in [Schedule::Lockstep, Schedule::Warps] {
+            let mut args = Args::new();
+            args.buffer(HostBuffer::from_f32(&xs))
+                .buffer(HostBuffer::filled(Lit::f32(f32::NAN), n));
+            run_scheduled(&k, [4, 1, 1], &mut args, schedule).unwrap();
+            let y = args.get_buffer(1).unwrap().to_f32().unwrap();
+            for (i, (g, e)) in y.iter().zip(&expect).enumerate() {
+                // one rounding per op, as the kernel computes it in f32
+                assert_eq!(
+                    g.to_bits(),
+                    e.to_bits(),
+                    "pdl {pdl}, {schedule:?}: y[{i}] = {g}, expected {e}"
+                );
+            }
+            outs.push(y);
         }
-        outs.push(y);
     }
-    assert_eq!(outs[0], outs[1]);
+    assert!(outs.windows(2).all(|w| w[0] == w[1]));
 }
