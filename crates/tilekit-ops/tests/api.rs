@@ -1004,6 +1004,16 @@ mod pdl_chain {
         }
     }
 
+    /// The same chain on a small shape (a few hundred blocks a call): for compute-sanitizer,
+    /// whose tools are too slow for the large one.
+    #[test]
+    fn cuda_programmatic_launch_small() {
+        if let Some(c) = super::cuda() {
+            c.gpu().set_programmatic_launch(true);
+            super::pdl_chain(&c, [4, 128, 96], 20);
+        }
+    }
+
     #[test]
     fn cuda_plain_launch() {
         if let Some(c) = super::cuda() {
