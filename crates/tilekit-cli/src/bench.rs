@@ -55,6 +55,17 @@ pub struct Args {
     #[arg(long, default_value_t = 1,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub back_to_back: usize,
+    /// Launch the library kernels that wait on the prior grid (copy, permute and transpose,
+    /// the elementwise ops, row sum / max and the register softmax: `griddepcontrol.wait`
+    /// before their first global access) as
+    /// programmatic dependents of the kernel before them (`Gpu::set_programmatic_launch`,
+    /// Hopper and later; no effect before sm_90): the next grid launches while the previous one
+    /// drains, hiding the per-launch gap between two calls. Meaningful with `--back-to-back N`
+    /// (N calls between two events; a single call per event pair has no kernel before it to
+    /// overlap). The copy baseline (`cuMemcpyDtoD`), the copy example and the other kernels
+    /// launch as before. Recorded as `pdl` in `--json`.
+    #[arg(long)]
+    pub pdl: bool,
     /// `launch` only: API calls to time (in 10 batches, after warm-up).
     #[arg(long, default_value_t = 10_000,
           value_parser = RangedU64ValueParser::<usize>::new().range(100..=10_000_000))]
@@ -239,6 +250,10 @@ pub struct Measurement {
     /// The kernel the op launched and its grid (library ops), e.g. `softmax_coop [32768, 1, 1]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launched: Option<String>,
+    /// Calls between each pair of timing events (`--back-to-back`); the time is per call.
+    pub back_to_back: usize,
+    /// Whether programmatic dependent launch was on (`--pdl`).
+    pub pdl: bool,
 }
 
 /// The names `bench` takes: the benchmark set's kernels, `copy-example` and `all`.
@@ -305,6 +320,23 @@ pub fn timed_calls_note(calls: usize) -> String {
     }
 }
 
+/// The table header's note on programmatic dependent launch (`--pdl`): empty when off, and
+/// saying so where the device (compute capability `cc`) cannot launch that way.
+///
+/// ```
+/// use tilekit_cli::bench::pdl_note;
+/// assert_eq!(pdl_note(false, (9, 0)), "");
+/// assert_eq!(pdl_note(true, (9, 0)), "; programmatic dependent launch on");
+/// assert!(pdl_note(true, (8, 0)).contains("no effect before sm_90"));
+/// ```
+pub fn pdl_note(pdl: bool, cc: (i32, i32)) -> &'static str {
+    match (pdl, cc.0 >= 9) {
+        (false, _) => "",
+        (true, true) => "; programmatic dependent launch on",
+        (true, false) => "; --pdl has no effect before sm_90",
+    }
+}
+
 /// The copy baseline: `cuMemcpyDtoD` of `bytes / 2` bytes (read + write = `bytes`), in GB/s.
 pub fn copy_baseline(gpu: &Gpu, bytes_read: usize, reps: usize) -> Result<f64, CliError> {
     let cuda = cuda("bench: device-to-device copy baseline");
@@ -360,6 +392,8 @@ fn bench_copy(
         registers: Some(k.registers),
         local_bytes: Some(k.local_bytes),
         launched: None,
+        back_to_back: a.back_to_back,
+        pdl: a.pdl,
     })
 }
 
@@ -404,9 +438,10 @@ fn ops_bench(
     kernel: &str,
     shape: &[i64],
     dtype: ScalarType,
-    reps: usize,
+    a: &Args,
     copy_gbs: f64,
 ) -> Result<Measurement, CliError> {
+    let reps = a.reps;
     let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
     let name = format!("{kernel} {} {}", dims.join("x"), dtype.name());
     let err = |e: OpsError| CliError::kernel(&name, e);
@@ -457,6 +492,8 @@ fn ops_bench(
         registers: Some(info.registers()),
         local_bytes: Some(info.local_bytes()),
         launched: Some(format!("{} {grid:?}", k.kernel().name)),
+        back_to_back: a.back_to_back,
+        pdl: a.pdl,
     })
 }
 
@@ -476,6 +513,8 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let gpu = Gpu::open(a.device)
         .map_err(|e| CliError::NoGpu { command: "bench".into(), reason: e.to_string() })?;
     gpu.set_timed_calls(a.back_to_back);
+    // shared with the Cuda backend below (one Gpu::open): every library launch of this run
+    gpu.set_programmatic_launch(a.pdl);
     let cache = KernelCache::open(KernelCache::default_dir()).ok();
     let cuda = Cuda::new(gpu.clone());
     let cuda = match a.softmax_coop {
@@ -490,10 +529,11 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let copy_gbs = copy_baseline(&gpu, a.mib << 20, a.reps)?;
     if !a.json {
         outln!(
-            "device {}; device-to-device copy (cuMemcpyDtoD, {} MiB) {copy_gbs:.0} GB/s{}",
+            "device {}; device-to-device copy (cuMemcpyDtoD, {} MiB) {copy_gbs:.0} GB/s{}{}",
             gpu.props().name,
             a.mib,
-            timed_calls_note(a.back_to_back)
+            timed_calls_note(a.back_to_back),
+            pdl_note(a.pdl, gpu.props().compute_capability)
         )?;
         outln!(
             "{:<34} {:>10} {:>10} {:>8} {:>5} {:>7}",
@@ -548,7 +588,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     }
     for (k, shape, dtype) in BENCH_SET {
         if a.kernel == "all" || a.kernel == *k {
-            emit(ops_bench(&cuda, k, shape, *dtype, a.reps, copy_gbs))?;
+            emit(ops_bench(&cuda, k, shape, *dtype, a, copy_gbs))?;
         }
     }
     Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -1,3 +1,4 @@
+//! `tilekit bench --pdl`: off unless given, the header's note, and the no-GPU error.
 //! `tilekit bench --back-to-back`: its default is one call per event pair, values outside
 //! 1..=1000 are refused naming themselves and the range, and a valid one on a machine without
 //! a GPU is the typed no-GPU error. `tilekit bench gemm --gemm-config`: `|`-separated texts or
@@ -5,7 +6,7 @@
 //! opened (naming it and the labels), `best` only for its shapes and layout nt.
 
 use clap::Parser;
-use tilekit_cli::bench::{run, timed_calls_note, Args};
+use tilekit_cli::bench::{pdl_note, run, timed_calls_note, Args};
 use tilekit_cli::CliError;
 
 #[derive(Parser)]
@@ -124,6 +125,28 @@ fn gemm_config_that_matches_some_shapes_passes_the_check() {
     let a = parse(&["gemm", "--gemm-config", "bm 64"]).unwrap();
     match run(&a) {
         Err(CliError::NoGpu { command, .. }) => assert_eq!(command, "bench gemm"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn pdl_is_off_unless_asked_for_and_combines_with_back_to_back() {
+    assert!(!parse(&["permute"]).unwrap().pdl);
+    let a = parse(&["permute", "--back-to-back", "10", "--pdl"]).unwrap();
+    assert!(a.pdl && a.back_to_back == 10);
+    assert!(parse(&["permute", "--pdl", "yes"]).is_err()); // a flag, not an option
+    assert_eq!(pdl_note(false, (9, 0)), "");
+    assert_eq!(pdl_note(true, (9, 0)), "; programmatic dependent launch on");
+    assert_eq!(pdl_note(true, (8, 6)), "; --pdl has no effect before sm_90");
+}
+
+#[test]
+fn pdl_without_a_gpu_is_the_no_gpu_error() {
+    if tilekit_cuda::driver_present() {
+        return; // a machine with a driver times for real; the device runs cover it
+    }
+    match run(&parse(&["permute", "--back-to-back", "10", "--pdl"]).unwrap()) {
+        Err(CliError::NoGpu { command, .. }) => assert_eq!(command, "bench"),
         other => panic!("{other:?}"),
     }
 }

@@ -119,13 +119,15 @@ impl Gpu {
             },
             None => None,
         };
-        let (k, outcome, jit) = match built {
+        let (mut k, outcome, jit) = match built {
             Some(done) => done,
             None => {
                 let (bin, o, j) = build(None)?;
                 (load_kernel(self, &bin, &kernel.name)?, o, j)
             }
         };
+        // what the IR proves: may be launched as a programmatic dependent
+        k.waits_on_prior_grid = kernel.waits_on_prior_grid();
         let load_ms = t_build.elapsed().as_secs_f64() * 1e3 - f64::from(jit.jit_ms);
         let report = CompileReport {
             name: kernel.name.clone(),

@@ -64,6 +64,9 @@ pub struct Gpu {
     /// Calls per timed repetition ([`Gpu::set_timed_calls`]), shared by every handle of
     /// this device made from one [`Gpu::open`].
     timed_calls: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether kernels that wait on the prior grid are launched as programmatic dependents
+    /// ([`Gpu::set_programmatic_launch`]), shared like `timed_calls`.
+    programmatic: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// True when the CUDA driver library can be loaded on this machine.
@@ -120,7 +123,8 @@ impl Gpu {
             driver_version,
         };
         let timed_calls = Arc::new(std::sync::atomic::AtomicUsize::new(1));
-        Ok(Gpu { ctx, stream, props, timed_calls })
+        let programmatic = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        Ok(Gpu { ctx, stream, props, timed_calls, programmatic })
     }
 
     /// How many back-to-back calls [`Gpu::time`] (and `tilekit_ops::backend::Cuda::time`)
@@ -146,6 +150,35 @@ impl Gpu {
     /// Calls per timed repetition ([`Gpu::set_timed_calls`]; 1 unless set).
     pub fn timed_calls(&self) -> usize {
         self.timed_calls.load(std::sync::atomic::Ordering::Relaxed).max(1)
+    }
+
+    /// Launches kernels that wait on the prior grid ([`crate::Kernel::waits_on_prior_grid`]:
+    /// their IR has `griddepcontrol.wait` before every global access) as *programmatic
+    /// dependents* of the kernel before them on the stream (`cuLaunchKernelEx` with
+    /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`), so that the GPU launches the
+    /// next grid while the previous one drains instead of after it (see [`crate::module`]'s
+    /// essay). Other kernels, and every kernel on a GPU before sm_90, keep the plain launch.
+    /// Shared by every handle made from one [`Gpu::open`]. **Off by default**: it is correct
+    /// for every kernel it applies to (the flag is only set where the wait precedes every
+    /// global access), but it changes the launch path of the memory-bound kernels, pays only
+    /// in streams of short kernels, and has not yet been validated on a GPU by the chain test
+    /// and compute-sanitizer (bench/NOTES.md §19); turn it on with this setting or
+    /// `tilekit bench --pdl`.
+    ///
+    /// ```
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     assert!(!gpu.programmatic_launch());
+    ///     gpu.set_programmatic_launch(true);
+    ///     assert!(gpu.new_stream().unwrap().programmatic_launch()); // shared by the handles
+    /// }
+    /// ```
+    pub fn set_programmatic_launch(&self, on: bool) {
+        self.programmatic.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether programmatic dependent launch is on ([`Gpu::set_programmatic_launch`]).
+    pub fn programmatic_launch(&self) -> bool {
+        self.programmatic.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The device's properties.
@@ -178,6 +211,7 @@ impl Gpu {
             stream,
             props: self.props.clone(),
             timed_calls: self.timed_calls.clone(),
+            programmatic: self.programmatic.clone(),
         }
     }
 

@@ -7,10 +7,47 @@
 //!   cubin ──cuModuleLoadDataEx──► Module ──cuModuleGetFunction──► Kernel (regs, local bytes,
 //!                                                                        static smem)
 //!   Kernel + LaunchDims + KernelArgs ──cuLaunchKernel──► work on the Gpu's stream
+//!                                     (cuLaunchKernelEx + programmatic serialization: PDL)
 //! ```
 //!
 //! Dynamic shared memory above 48 KiB is allowed by raising the kernel's
 //! `MAX_DYNAMIC_SHARED_SIZE_BYTES` attribute before the launch, up to the device's opt-in limit.
+//!
+//! **Programmatic dependent launch (PDL, Hopper).** Two kernels on one stream normally meet
+//! like relay runners who must stop: the second grid is launched only after the last block of
+//! the first has exited and its writes are flushed, and then its blocks still have to be
+//! distributed and ramp up — a gap of a few microseconds per kernel boundary in which the
+//! memory system idles (bench/NOTES.md §5: permute 512×512×256 bf16 runs at 0.985 of copy
+//! inside the kernel, 0.90 between events, even ten calls back to back). With PDL the second
+//! launch carries `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`: once every block of
+//! the first grid has executed `griddepcontrol.launch_dependents` (or exited), the second
+//! grid is launched *while the first drains*; its blocks run their prologue (parameters, index
+//! arithmetic) and park at `griddepcontrol.wait`, which releases them the moment the first
+//! grid has completed and its memory is visible — launch and ramp overlap the tail:
+//!
+//! ```text
+//!   plain     grid A  |■■■■■■■■■■■■■■■■■■▄▂|
+//!             grid B                          ·gap·|■■■■■■■■■■■■■■■■■■▄▂|
+//!
+//!   PDL       grid A  |■■■■■■■■■■■■■■■■■■▄▂|        ▲ every A block issued launch_dependents
+//!             grid B              |prologue····wait|■■■■■■■■■■■■■■■■■■▄▂|
+//!                                  (parked on free SM slots)  ▲ A complete + its writes visible
+//! ```
+//!
+//! Correctness rests on the dependent, not on the primary: the wait is the only ordering, so
+//! a kernel may be launched this way only if no global access of any thread comes before it —
+//! what [`Kernel::waits_on_prior_grid`] records from the IR (`tilekit_ir::Kernel::
+//! waits_on_prior_grid`: a top-level wait before every global access). A primary without a
+//! trigger simply triggers when it completes, so a dependent after any kernel (cuBLAS's,
+//! PyTorch's) is safe; and since each dependent completes only after its wait returned, a
+//! chain A → B → C is ordered transitively. The trigger is a pure scheduling hint: its place
+//! decides how early B's blocks take SM slots, never what they read. A primary's blocks are
+//! all resident before the dependent is scheduled (every one must have triggered or exited),
+//! so parked dependents cannot starve a primary whose blocks wait on each other. The launch
+//! goes through `cuLaunchKernelEx` only when [`Gpu::set_programmatic_launch`] is on, the kernel
+//! waits on the prior grid and the device is sm_90 or newer; cluster kernels keep their
+//! compiled-in cluster shape (`.reqnctapercluster`: no cluster attribute is passed, as with
+//! `cuLaunchKernel`).
 
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -210,6 +247,11 @@ pub struct Kernel {
     /// Blocks per cluster the kernel requires (`.reqnctapercluster`; `(1, 1, 1)` without
     /// clusters). Launches group the grid into clusters of this shape.
     pub cluster: (u32, u32, u32),
+    /// Every thread executes `griddepcontrol.wait` before its first global access
+    /// (`tilekit_ir::Kernel::waits_on_prior_grid`, set by [`Gpu::compile`]; `false` for a
+    /// kernel loaded from an image with [`load_kernel`]): it may be launched as a programmatic
+    /// dependent ([`Gpu::set_programmatic_launch`]).
+    pub waits_on_prior_grid: bool,
 }
 
 // SAFETY: see Module; a CUfunction is an immutable handle into its module.
@@ -280,6 +322,7 @@ pub fn load_kernel(gpu: &Gpu, image: &[u8], name: &str) -> Result<Kernel> {
             attr(F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?.max(1) as u32,
             attr(F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?.max(1) as u32,
         ),
+        waits_on_prior_grid: false,
         module,
     })
 }
@@ -397,8 +440,78 @@ impl KernelArgs {
     }
 }
 
+/// Whether a launch goes as a programmatic dependent of the kernel before it (see the module
+/// essay): the kernel waits on the prior grid, [`Gpu::set_programmatic_launch`] is on, and the
+/// device (compute capability `cc`) is sm_90 or newer.
+///
+/// ```
+/// use tilekit_cuda::module::launches_programmatically as pdl;
+/// assert!(pdl(true, true, (9, 0)));
+/// assert!(pdl(true, true, (10, 0)));
+/// assert!(!pdl(false, true, (9, 0))); // a kernel that may touch memory before its wait
+/// assert!(!pdl(true, false, (9, 0))); // the setting is off
+/// assert!(!pdl(true, true, (8, 6))); // no programmatic launch before Hopper
+/// ```
+pub fn launches_programmatically(waits_on_prior_grid: bool, enabled: bool, cc: (i32, i32)) -> bool {
+    waits_on_prior_grid && enabled && cc.0 >= 9
+}
+
+/// The launch attribute that makes a `cuLaunchKernelEx` launch a programmatic dependent of the
+/// kernel before it on the stream: `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`
+/// with `programmaticStreamSerializationAllowed = 1`.
+///
+/// ```
+/// use cudarc::driver::sys::CUlaunchAttributeID as Id;
+/// let a = tilekit_cuda::module::programmatic_attribute();
+/// assert_eq!(a.id, Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+/// // SAFETY (of the read): the attribute was built with this member of the union
+/// assert_eq!(unsafe { a.value.programmaticStreamSerializationAllowed }, 1);
+/// ```
+pub fn programmatic_attribute() -> sys::CUlaunchAttribute {
+    // SAFETY: CUlaunchAttribute is plain C data (an enum whose discriminant 0 is valid, padding
+    // and a union of integers and arrays): all-zero bytes are a valid value
+    let mut a: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+    a
+}
+
+/// The `cuLaunchKernelEx` configuration of a launch of `dims` on `stream` with `attrs` (which
+/// must outlive the returned value's use: it holds a pointer to them).
+///
+/// ```
+/// use tilekit_cuda::module::{launch_config, programmatic_attribute};
+/// use tilekit_cuda::LaunchDims;
+/// let dims = LaunchDims { grid: (4, 32, 512), block: (256, 1, 1), dynamic_smem: 0 };
+/// let mut attrs = [programmatic_attribute()];
+/// let c = launch_config(dims, std::ptr::null_mut(), &mut attrs);
+/// assert_eq!((c.gridDimX, c.gridDimY, c.gridDimZ), (4, 32, 512));
+/// assert_eq!((c.blockDimX, c.blockDimY, c.blockDimZ, c.sharedMemBytes), (256, 1, 1, 0));
+/// assert_eq!((c.numAttrs, c.attrs), (1, attrs.as_mut_ptr()));
+/// ```
+pub fn launch_config(
+    dims: LaunchDims,
+    stream: sys::CUstream,
+    attrs: &mut [sys::CUlaunchAttribute],
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: dims.grid.0,
+        gridDimY: dims.grid.1,
+        gridDimZ: dims.grid.2,
+        blockDimX: dims.block.0,
+        blockDimY: dims.block.1,
+        blockDimZ: dims.block.2,
+        sharedMemBytes: dims.dynamic_smem,
+        hStream: stream,
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: attrs.len() as u32,
+    }
+}
+
 impl Gpu {
-    /// Launches a kernel on the Gpu's stream (asynchronously).
+    /// Launches a kernel on the Gpu's stream (asynchronously): as a programmatic dependent of
+    /// the kernel before it when [`launches_programmatically`] says so (`cuLaunchKernelEx`),
+    /// else with `cuLaunchKernel`.
     ///
     /// The argument slots are read by the driver during the call (little-endian: a 4-byte
     /// parameter reads the low half of its slot).
@@ -446,6 +559,28 @@ impl Gpu {
         let _keep = &kernel.module;
         if kernel.cluster != (1, 1, 1) {
             self.prepare_cluster(kernel, dims)?;
+        }
+        let programmatic = launches_programmatically(
+            kernel.waits_on_prior_grid,
+            self.programmatic_launch(),
+            self.props().compute_capability,
+        );
+        if programmatic {
+            let mut attrs = [programmatic_attribute()];
+            let config = launch_config(dims, self.stream.cu_stream(), &mut attrs);
+            // SAFETY: `config` points at `attrs`, `params` into `slots`, all alive for the
+            // whole call; the kernel's parameter list is the one the builder generated with
+            // these arguments; the grid and block were checked above.
+            return unsafe {
+                sys::cuLaunchKernelEx(
+                    &config,
+                    kernel.function,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
+            .map_err(|e| CudaError::driver("cuLaunchKernelEx", e));
         }
         // SAFETY: `params` points into `slots`, alive for the whole call; the kernel's parameter
         // list is the one the builder generated with these arguments.

@@ -823,6 +823,59 @@ impl KernelBuilder {
         self.ctx.borrow_mut().push(Op::FenceGpu, &[]);
     }
 
+    /// `griddepcontrol.wait` (sm_90+): every thread waits here until the grid this one was
+    /// launched after, as a *programmatic dependent* (`tilekit_cuda::Gpu::
+    /// set_programmatic_launch`), has completed and its memory writes are visible. Put it at the
+    /// top level of the kernel (not in a loop or branch) before the first global-memory access:
+    /// then [`Kernel::waits_on_prior_grid`](crate::Kernel::waits_on_prior_grid) is true and the
+    /// launcher may start the grid while the previous one is still draining — its blocks park
+    /// here and run the moment the previous grid is done. Without such a launch it returns at
+    /// once; on sm_80 (no programmatic launch: every grid starts after the previous completed)
+    /// it is emitted as nothing. The interpreter runs one grid at a time and treats it as a
+    /// no-op.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType, Axis};
+    /// use tilekit_layout::Idx;
+    /// # fn main() -> Result<(), tilekit_ir::IrError> {
+    /// let b = KernelBuilder::new("scale", [64, 1, 1])?;
+    /// let x = b.ptr_param("x", ScalarType::F32)?;
+    /// let y = b.ptr_param("y", ScalarType::F32)?;
+    /// let i = b.block_id(Axis::X) * Idx::lit(64) + b.thread_id(Axis::X); // no memory touched yet
+    /// b.grid_dependency_wait(); // x may be the previous kernel's output
+    /// let v = b.load(x, &i, 1, None)?;
+    /// b.launch_dependents(); // this block's last load is out: the next grid may launch
+    /// b.store(y, &i, &[b.binary(tilekit_ir::BinOp::Add, &v[0], &v[0])?], None)?;
+    /// let k = b.finish()?;
+    /// assert!(k.waits_on_prior_grid());
+    /// let text = k.to_string();
+    /// assert!(text.find("griddepcontrol.wait").unwrap() < text.find("ld.global").unwrap());
+    /// # Ok(()) }
+    /// ```
+    pub fn grid_dependency_wait(&self) {
+        self.ctx.borrow_mut().push(Op::GridDepWait, &[]);
+    }
+
+    /// `griddepcontrol.launch_dependents` (sm_90+): lets the grid launched after this one as a
+    /// programmatic dependent be scheduled once every block of this grid has issued it (or
+    /// exited) — a scheduling hint with no memory ordering (the dependent still waits for this
+    /// grid to *complete* in its [`grid_dependency_wait`](Self::grid_dependency_wait)), so it
+    /// may go anywhere; the earliest useful place is after the block's last global load is
+    /// issued, before its stores drain. Issuing it again has no further effect; without a
+    /// dependent it does nothing; on sm_80 it is emitted as nothing; the interpreter ignores it.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.launch_dependents();
+    /// let k = b.finish().unwrap();
+    /// assert!(k.to_string().contains("griddepcontrol.launch_dependents"));
+    /// assert!(!k.waits_on_prior_grid()); // the trigger alone says nothing about the wait
+    /// ```
+    pub fn launch_dependents(&self) {
+        self.ctx.borrow_mut().push(Op::LaunchDependents, &[]);
+    }
+
     /// A note naming the tile operation the next instructions come from (kept through the
     /// passes, ignored by the interpreter, a comment in the dump and the PTX).
     ///

@@ -72,6 +72,8 @@ pub fn op_mnemonic(op: &Op) -> String {
         }
         Op::LoadAcquire { .. } => "ld.acquire.gpu.global".into(),
         Op::FenceGpu => "fence.acq_rel.gpu".into(),
+        Op::GridDepWait => "griddepcontrol.wait".into(),
+        Op::LaunchDependents => "griddepcontrol.launch_dependents".into(),
         Op::WaitAcquire { .. } => "wait.acquire.gpu.global".into(),
         Op::Note(_) => "//".into(),
         Op::Shfl { mode, .. } => format!("shfl.sync.{}", mode.name()),
@@ -201,7 +203,7 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
             format!("{mn}.{} {}, {value}", m.elem, mem(k, *m, *offset))
         }
         Op::LoadAcquire { mem: m, offset } => format!("{mn}.{} {}", m.elem, mem(k, *m, *offset)),
-        Op::FenceGpu => mn,
+        Op::FenceGpu | Op::GridDepWait | Op::LaunchDependents => mn,
         Op::WaitAcquire { mem: m, offset, target, sleep_ns } => {
             let sleep =
                 if *sleep_ns > 0 { format!(" nanosleep {sleep_ns}") } else { String::new() };

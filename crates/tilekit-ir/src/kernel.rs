@@ -243,6 +243,60 @@ impl Kernel {
         n
     }
 
+    /// True when every thread executes `griddepcontrol.wait`
+    /// ([`grid_dependency_wait`](crate::KernelBuilder::grid_dependency_wait)) before its first
+    /// access to global memory: a wait at the top level of the body (not inside a loop or an
+    /// if) with no instruction before it that may touch global memory — global loads and
+    /// stores, atomics and acquire loads, and (conservatively) every asynchronous operation,
+    /// directly or inside a loop or if. Such a kernel may be launched as a *programmatic
+    /// dependent* of the grid before it (`tilekit_cuda::Gpu::set_programmatic_launch`):
+    /// whatever it reads was written by a complete grid, and nothing it writes can race with
+    /// that grid's reads.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// # fn main() -> Result<(), tilekit_ir::IrError> {
+    /// let build = |wait_first: bool| -> Result<tilekit_ir::Kernel, tilekit_ir::IrError> {
+    ///     let b = KernelBuilder::new("k", [32, 1, 1])?;
+    ///     let x = b.ptr_param("x", ScalarType::F32)?;
+    ///     if wait_first {
+    ///         b.grid_dependency_wait();
+    ///     }
+    ///     let v = b.load(x, &Idx::lit(0), 1, None)?;
+    ///     b.grid_dependency_wait(); // too late for the load above
+    ///     b.store(x, &Idx::lit(1), &v, None)?;
+    ///     b.finish()
+    /// };
+    /// assert!(build(true)?.waits_on_prior_grid());
+    /// assert!(!build(false)?.waits_on_prior_grid());
+    /// # Ok(()) }
+    /// ```
+    pub fn waits_on_prior_grid(&self) -> bool {
+        use crate::op::Op;
+        fn touches_global(i: &Inst) -> bool {
+            match &i.op {
+                Op::Load { mem, .. } | Op::Store { mem, .. } => {
+                    matches!(mem.space, MemSpace::Global(_))
+                }
+                Op::AtomicAdd { .. }
+                | Op::LoadAcquire { .. }
+                | Op::WaitAcquire { .. }
+                | Op::Async(_) => true,
+                op => op.blocks().into_iter().any(|b| b.insts.iter().any(touches_global)),
+            }
+        }
+        for inst in &self.body.insts {
+            if inst.op == Op::GridDepWait {
+                return true;
+            }
+            if touches_global(inst) {
+                return false;
+            }
+        }
+        false
+    }
+
     /// The name of the memory an access goes to (the parameter or the shared allocation).
     ///
     /// ```

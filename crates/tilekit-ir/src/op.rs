@@ -581,6 +581,17 @@ pub enum Op {
     },
     /// `fence.acq_rel.gpu`: orders this thread's memory accesses before and after it at GPU scope.
     FenceGpu,
+    /// `griddepcontrol.wait` (sm_90+): the thread waits until every prerequisite grid of a
+    /// programmatic dependent launch has completed and its memory operations are performed and
+    /// visible to this grid. Without such a launch (or on sm_80, where it is emitted as nothing)
+    /// the previous grid is already complete and it returns at once. See
+    /// [`crate::KernelBuilder::grid_dependency_wait`].
+    GridDepWait,
+    /// `griddepcontrol.launch_dependents` (sm_90+): a hint that the grid launched after this one
+    /// as a programmatic dependent may be scheduled once every block of this grid has issued it
+    /// or exited. Carries no memory ordering; repeats in a block have no further effect; no
+    /// effect without a dependent. See [`crate::KernelBuilder::launch_dependents`].
+    LaunchDependents,
     /// `mov.u64 %rd, %clock64` / `%globaltimer`: one `i64` result, the clock's raw 64-bit value.
     /// Not pure: two reads are two instructions, never merged, hoisted or moved across other
     /// side effects by the passes (ptxas may still schedule independent arithmetic around it).
@@ -690,6 +701,8 @@ impl Op {
             | Op::ClusterBarrier
             | Op::Elect
             | Op::FenceGpu
+            | Op::GridDepWait
+            | Op::LaunchDependents
             | Op::Clock(_)
             | Op::Note(_) => vec![],
             Op::LoadCluster { cta, offset, .. } => vec![*cta, *offset],

@@ -7,6 +7,8 @@
 //!   x view  = naive(len, stride) ─freeze batch─► pad to the tile ─► Window(row_major) ─load─┐
 //!   y view  = same                                                  Window(row_major) ◄store┘
 //!   per thread: 4 row segments of V elements (16 bytes), 4 loads in flight
+//!   griddepcontrol.wait before the loads, launch_dependents between loads and stores
+//!   (programmatic dependent launch, tilekit_cuda::module)
 //!   (a side without 16-byte vectors: V = what both sides allow, down to 1 element, with
 //!    32·TN/V/256 segments per thread — lanes stay contiguous, so accesses stay coalesced)
 //! ```
@@ -62,6 +64,8 @@ pub fn tile(ty: ScalarType) -> (i64, i64) {
 /// let text = k.to_string();
 /// assert!(!text.contains("st.global.v"));
 /// assert_eq!(text.matches("st.global").count(), 32);
+/// // a programmatic dependent launch may start it while the previous kernel drains
+/// assert!(k.waits_on_prior_grid() && text.contains("griddepcontrol.launch_dependents"));
 /// ```
 pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
     host::check_dtype("copy", ty, &host::FLOAT_TYPES)?;
@@ -82,7 +86,11 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
     let origin = [b.block_id(Axis::Y) * Val::lit(tm), b.block_id(Axis::X) * Val::lit(tn)];
     let xv = View::global(&x, vx)?.freeze(0, z.clone())?.pad(&[tm, tn])?;
     let yv = View::global(&y, vy)?.freeze(0, z)?.pad(&[tm, tn])?;
+    // programmatic dependent launch (sm_90): wait for the previous grid before the first
+    // global access, let the next grid launch once this block's loads are out
+    b.grid_dependency_wait();
     let t = Window::new(&b, &xv, &[tm, tn], &origin, &d)?.load(&b)?;
+    b.launch_dependents();
     Window::new(&b, &yv, &[tm, tn], &origin, &d)?.store(&b, &t)?;
     Ok(b.finish()?)
 }

@@ -8,6 +8,8 @@
 //!   (scalar loads), a row vector keeps 16-byte loads.
 //!   math in f32 (16-bit inputs widened, the result rounded once): equal to the f64 reference
 //!   rounded to the type, so the check is exact.
+//!   griddepcontrol.wait before the loads, launch_dependents after them (programmatic
+//!   dependent launch, tilekit_cuda::module)
 //! ```
 //!
 //! ```
@@ -131,6 +133,7 @@ impl Broadcast {
 /// use tilekit_ops::elementwise::{build, Binary};
 /// let k = build(Binary::Mul, ScalarType::BF16, 8, 1).unwrap();
 /// assert!(k.to_string().contains("ld.global.v8.bf16") && k.to_string().contains("ld.global.bf16"));
+/// assert!(k.waits_on_prior_grid()); // may be launched as a programmatic dependent
 /// ```
 pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
     host::check_dtype(op.name(), ty, &host::FLOAT_TYPES)?;
@@ -145,8 +148,10 @@ pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
     let win = |t: &tilekit_ir::TensorParam, vec: i64| -> Result<Window> {
         Ok(Window::new(&b, &View::global(t, vec)?.pad(&[tm, tn])?, &[tm, tn], &origin, &d)?)
     };
+    b.grid_dependency_wait(); // programmatic dependent launch: before the first global access
     let x = win(&a, va)?.load(&b)?.cast(&b, ScalarType::F32)?;
     let y = win(&bb, vb)?.load(&b)?.cast(&b, ScalarType::F32)?;
+    b.launch_dependents(); // both operands' loads are out: the next grid may launch
     let z = x.zip_map(&b, &y, |b, p, q| Ok(b.binary(op.op(), p, q)?))?.cast(&b, ty)?;
     win(&c, va)?.store(&b, &z)?;
     Ok(b.finish()?)

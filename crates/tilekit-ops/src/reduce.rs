@@ -8,6 +8,8 @@
 //!   r = block_reduce(acc)                      s  = block_reduce(Σ e)
 //!   thread 0: y[row] = r                       y  = Window(row).store(cast(e · (1/s)))
 //!   (4 vectors of 16 bytes in flight per thread; warps: butterfly shuffles; block: shared memory)
+//!   both: griddepcontrol.wait before the first load, launch_dependents once the row is read
+//!   (programmatic dependent launch, tilekit_cuda::module; not in the kernels below)
 //!
 //!   online softmax (N > 16384: any length, the row is read twice, chunks of 256·V·4)
 //!   m = lowest f32, s = 0                                     per thread, f32
@@ -129,6 +131,7 @@ fn lit(ty: ScalarType, v: f64) -> Result<Lit> {
 /// use tilekit_ops::reduce::{build_reduce, Reduction};
 /// let k = build_reduce(Reduction::Max, ScalarType::BF16, 8).unwrap();
 /// assert!(k.to_string().contains("ld.global.v8.bf16"));
+/// assert!(k.waits_on_prior_grid()); // may be launched as a programmatic dependent
 /// assert!(build_reduce(Reduction::Softmax, ScalarType::F32, 4).is_err());
 /// ```
 pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
@@ -157,6 +160,7 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
     let fill = b.konst(lit(ty, identity)?);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
+    b.grid_dependency_wait(); // programmatic dependent launch: before the first global access
     let acc = crate::tile::for_range(
         &b,
         &Val::lit(0),
@@ -169,6 +173,7 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
             Ok(vec![b.binary(op, &acc[0], &part)?])
         },
     )?;
+    b.launch_dependents(); // the row has been read: the next grid may launch
     let total = block_reduce(&b, &acc[0], op, scratch)?;
     let first = b.cmp(CmpOp::Eq, &b.thread_id(Axis::X), &Val::lit(0))?;
     let off = y.descriptor(None)?.calculate_offset(std::slice::from_ref(&row))?;
@@ -217,6 +222,7 @@ pub fn softmax_chunks(ty: ScalarType, n: i64) -> Result<i64> {
 /// use tilekit_ir::ScalarType;
 /// let k = tilekit_ops::reduce::build_softmax(ScalarType::F32, 1, 4).unwrap();
 /// assert!(k.to_string().contains("ex2.approx"));
+/// assert!(k.waits_on_prior_grid()); // may be launched as a programmatic dependent
 /// ```
 pub fn build_softmax(ty: ScalarType, chunks: i64, vx: i64) -> Result<Kernel> {
     build_softmax_threads(ty, chunks, vx, THREADS)
@@ -245,9 +251,11 @@ pub fn build_softmax_threads(ty: ScalarType, chunks: i64, vx: i64, threads: u32)
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
     let yv = View::global(&y, vx)?.pad(&[1, len])?;
     let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    b.grid_dependency_wait(); // programmatic dependent launch: before the first global access
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
         .cast(&b, ScalarType::F32)?;
+    b.launch_dependents(); // the row is in registers: the next grid may launch
     let (e, _, s) = block_exp(&b, &t, scratch, false)?;
     let inv = b.binary(BinOp::Div, &b.f32(1.0), &s)?;
     let out = e.map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &inv)?))?.cast(&b, ty)?;

@@ -5,9 +5,11 @@
 //!   T = 16·V (V = 16 bytes of the type: 64 for f32, 128 for f16/bf16), 256 threads
 //!   micro_block(V): each thread holds a V×V block of the tile (V row segments of V elements)
 //!
+//!   griddepcontrol.wait (programmatic dependent launch: before the first global access)
 //!   x tile (r, c) ──load: V-vectors along c──► regs ──store: V-vectors along r──► St[c][r]
 //!                                                    (the shared view is St permuted to (r, c):
 //!                                                     the traits pick the other Y as vector dim)
+//!   (griddepcontrol.launch_dependents between the global loads and the shared stores)
 //!   bar.sync
 //!   St[c][r] ──load: V-vectors along r──► regs ──store: V-vectors along r──► y tile (c, r)
 //!
@@ -26,8 +28,10 @@
 //! ```text
 //!   block (bx, by, bz), grid y = ⌈R / k⌉ (R row tiles, k = tiles per block): rows by, by + gy, …
 //!
+//!   griddepcontrol.wait                                   (programmatic dependent launch)
 //!   regs ← x tile by                                      prologue
 //!   for r = by; r < R; r += gy:                           carried: regs (+ buffer parity)
+//!     if r + gy ≥ R: launch_dependents                    last tile: every real load is out
 //!     regs ──► St[buf] (transposed)
 //!     bar.sync                                            St[buf] complete
 //!     prefetch:  next ← x tile r + gy   (masked: past R every vector is invalid, no traffic)
@@ -59,7 +63,7 @@
 //! ```
 
 use tilekit_ir::interp::HostBuffer;
-use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_ir::{Axis, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::{Idx, TensorDescriptor, Transform};
 use tilekit_tile::traits::{AccessCurve, LoadStoreTraits};
 use tilekit_tile::window::walk_generic;
@@ -189,6 +193,8 @@ pub fn shared_tile(ty: ScalarType) -> Result<TensorDescriptor<i64>> {
 /// let k = tilekit_ops::transpose::build(ScalarType::F32, 4, 4).unwrap();
 /// let text = k.to_string();
 /// assert!(text.contains("ld.global.v4.f32") && text.contains("st.shared.v4.f32") && text.contains("bar.sync"));
+/// // launchable as a programmatic dependent: the wait comes before every global access
+/// assert!(k.waits_on_prior_grid());
 /// ```
 pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
     build_micro(ty, tile(ty).0, vx, vy)
@@ -218,7 +224,9 @@ pub fn build_micro(ty: ScalarType, v: i64, vx: i64, vy: i64) -> Result<Kernel> {
     let yv = View::global(&y, vy)?.freeze(0, z)?.pad(&[t, t])?;
     let st = View::shared(&b, "tile", ty, &xor_swizzled(t, t, v, v)?)?; // top (c, r)
     let zero = [Val::lit(0), Val::lit(0)];
+    b.grid_dependency_wait(); // programmatic dependent launch: before the first global access
     let regs = Window::new(&b, &xv, &[t, t], &[r0.clone(), c0.clone()], &d)?.load(&b)?;
+    b.launch_dependents(); // the block's loads are out: the next grid may launch
     Window::new(&b, &st.clone().permute(&[1, 0])?, &[t, t], &zero, &d)?.store(&b, &regs)?;
     b.barrier();
     let out = Window::new(&b, &st, &[t, t], &zero, &d)?.load(&b)?;
@@ -342,6 +350,7 @@ impl TransposeLoop {
 /// let text = k.to_string();
 /// assert!(text.contains("for ") && text.contains("ld.global.v8.bf16"), "{text}");
 /// assert_eq!(k.shared_bytes(), 2 * 128 * 128 * 2);
+/// assert!(k.waits_on_prior_grid() && text.contains("griddepcontrol.launch_dependents"));
 /// assert!(tilekit_ops::transpose::build_tiled(ScalarType::F32, 4, 4, 4, 3, true).is_err());
 /// ```
 pub fn build_tiled(
@@ -380,6 +389,7 @@ pub fn build_tiled(
         Ok(Window::new(b, &xv, &[t, t], &[r.clone() * Val::lit(t), c0.clone()], &d)?.load(b)?)
     };
     b.note("transpose tiled: prologue loads the block's first tile");
+    b.grid_dependency_wait(); // programmatic dependent launch: before the first global access
     let mut init = load(&b, &first)?.regs;
     let n = init.len();
     if buffers == 2 {
@@ -387,6 +397,13 @@ pub fn build_tiled(
     }
     for_range(&b, &first, &row_tiles, &stride, &init, |b, r, carried| {
         let cur = DTile { dist: d.clone(), elem: ty, regs: carried[..n].to_vec() };
+        // the last iteration: every load that moves data has been issued (this iteration's
+        // prefetch is masked off), so the next grid may launch
+        let last = b.cmp(CmpOp::Ge, &(r.clone() + stride.clone()), &row_tiles)?;
+        b.if_then(&last, |b| {
+            b.launch_dependents();
+            Ok(())
+        })?;
         let (w_in, w_out) = match &one_buffer {
             Some(w) => w.clone(),
             None => shared(b, carried[n].clone())?,

@@ -884,3 +884,141 @@ fn mismatched_batches_are_typed_errors() {
     assert!(e.contains("ranks"), "{e}");
     assert!(rec.take().is_empty());
 }
+
+/// One step of [`pdl_chain`]: a permute, or `y = x + x` (exact: a doubling).
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Permute([usize; 3]),
+    Double,
+}
+
+/// The steps of [`pdl_chain`]: every permute kernel shape (the transpose kernel for the
+/// perms that move the last dim, the copy kernel for those that keep it), with a doubling
+/// (the elementwise kernel, reading its input twice) every fourth step.
+fn chain_steps(n: usize) -> Vec<Step> {
+    let perms = [[0, 2, 1], [1, 0, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]];
+    (0..n)
+        .map(|i| if i % 4 == 3 { Step::Double } else { Step::Permute(perms[i % perms.len()]) })
+        .collect()
+}
+
+/// A chain of `steps` dependent calls issued back to back (each reads the previous call's
+/// output, every output a distinct NaN-poisoned tensor allocated before the chain starts, so
+/// that nothing but kernels sits between two calls on the stream), then row sum, row max and
+/// softmax of the last output, then every intermediate compared bit for bit with the CPU
+/// reference (the row results with an f64 reference). With programmatic dependent launch on, a
+/// dependent that read its input before the previous kernel completed would see NaNs (or
+/// partial results) and fail here.
+fn pdl_chain<B: Backend>(b: &B, shape: [i64; 3], steps: usize) {
+    for (i, ty) in [F32, BF16].into_iter().enumerate() {
+        let x = random(ty, &shape, 70 + i as u64);
+        // the CPU reference of every step, and the shapes of the outputs
+        let mut want = vec![x.clone()];
+        for s in chain_steps(steps) {
+            let prev = want.last().unwrap();
+            let next = match s {
+                Step::Permute(p) => prev.permute(&p).unwrap().contiguous().unwrap(),
+                Step::Double => {
+                    let v: Vec<f64> = values(prev).iter().map(|v| 2.0 * v).collect();
+                    let layout =
+                        tilekit_ir::tensor::TensorLayout::contiguous(ty, prev.shape().to_vec())
+                            .unwrap();
+                    HostTensor::new(host::from_f64(ty, &v), layout).unwrap()
+                }
+            };
+            want.push(next);
+        }
+        let mut ts = vec![b.from_host(&x).unwrap()];
+        ts.extend(want[1..].iter().map(|w| poisoned(b, ty, w.shape())));
+        // the chain ends in the one-block-per-row kernels, each reading the last output
+        let last = want.last().unwrap();
+        let rows = last.shape()[..2].to_vec();
+        let (m, n) = ((rows[0] * rows[1]) as usize, last.shape()[2] as usize);
+        let (mut ysum, mut ymax) = (poisoned(b, F32, &rows), poisoned(b, F32, &rows));
+        let mut ysoft = poisoned(b, ty, last.shape());
+        b.synchronize().unwrap(); // the uploads are done: from here on, only kernels
+        for (k, s) in chain_steps(steps).into_iter().enumerate() {
+            let (done, rest) = ts.split_at_mut(k + 1);
+            let (prev, next) = (&done[k], &mut rest[0]);
+            match s {
+                Step::Permute(p) => api::permute_into(b, prev, &p, next).unwrap(),
+                Step::Double => {
+                    api::binary_op_into(b, tilekit_ops::elementwise::Binary::Add, prev, prev, next)
+                        .unwrap()
+                }
+            }
+        }
+        let t_last = ts.last().unwrap();
+        api::row_sum_into(b, t_last, &mut ysum).unwrap();
+        api::row_max_into(b, t_last, &mut ymax).unwrap();
+        api::softmax_into(b, t_last, &mut ysoft).unwrap();
+        b.synchronize().unwrap();
+        let (sum, max, soft) = row_refs(&values(last), m, n);
+        check(&format!("{ty} chain row_sum"), &values(&b.to_host(&ysum).unwrap()), &sum, 1e-4);
+        check(&format!("{ty} chain row_max"), &values(&b.to_host(&ymax).unwrap()), &max, 0.0);
+        // |Δ| ≤ tol (softmax values are at most 1); a NaN (a stale read of the poison) fails
+        let tol = if ty == F32 { 1e-5 } else { 1.0 / 256.0 };
+        check(&format!("{ty} chain softmax"), &values(&b.to_host(&ysoft).unwrap()), &soft, tol);
+        for (k, (t, w)) in ts.iter().zip(&want).enumerate().skip(1) {
+            let got = b.to_host(t).unwrap();
+            assert_eq!(got.shape(), w.shape(), "{ty} step {k}");
+            if bits(&got) != bits(w) {
+                // NaNs: read before the previous call wrote (the poison came through)
+                let (g, e) = (values(&got), values(w));
+                let bad: Vec<usize> =
+                    (0..g.len()).filter(|&i| g[i].to_bits() != e[i].to_bits()).collect();
+                let nans = g.iter().filter(|v| v.is_nan()).count();
+                panic!(
+                    "{ty} step {k} ({:?}): {} of {} elements wrong ({nans} NaN), first at {}: {} \
+                     instead of {}",
+                    chain_steps(steps)[k - 1],
+                    bad.len(),
+                    g.len(),
+                    bad[0],
+                    g[bad[0]],
+                    e[bad[0]]
+                );
+            }
+        }
+    }
+}
+
+/// [`pdl_chain`] on the interpreter (one grid at a time: the ops are no-ops) and on the GPU
+/// with programmatic dependent launch on and off (`TILEKIT_REQUIRE_GPU=1 … pdl`).
+mod pdl_chain {
+    use tilekit_ops::backend::Interp;
+
+    #[test]
+    fn interp() {
+        super::pdl_chain(&Interp, [3, 40, 72], 8);
+    }
+
+    #[test]
+    fn cuda_programmatic_launch() {
+        if let Some(c) = super::cuda() {
+            c.gpu().set_programmatic_launch(true);
+            assert!(c.gpu().programmatic_launch());
+            // 20 dependent calls of 6M elements (24 MiB f32): grids of thousands of blocks,
+            // long enough for the next grid to launch while the previous one drains
+            super::pdl_chain(&c, [24, 512, 512], 20);
+        }
+    }
+
+    /// The same chain on a small shape (a few hundred blocks a call): for compute-sanitizer,
+    /// whose tools are too slow for the large one.
+    #[test]
+    fn cuda_programmatic_launch_small() {
+        if let Some(c) = super::cuda() {
+            c.gpu().set_programmatic_launch(true);
+            super::pdl_chain(&c, [4, 128, 96], 20);
+        }
+    }
+
+    #[test]
+    fn cuda_plain_launch() {
+        if let Some(c) = super::cuda() {
+            c.gpu().set_programmatic_launch(false);
+            super::pdl_chain(&c, [24, 512, 512], 20);
+        }
+    }
+}

@@ -25,3 +25,19 @@ fn vector_width_follows_the_shape() {
     let k1 = copy::build(ScalarType::F32, 1, 1).unwrap().to_string();
     assert!(k4.contains("ld.global.v4.f32") && !k1.contains("ld.global.v4.f32"));
 }
+
+#[test]
+fn copy_waits_for_the_prior_grid_and_triggers_between_loads_and_stores() {
+    for ty in FLOAT_TYPES {
+        for (vx, vy) in [(16 / ty.size_bytes() as i64, 16 / ty.size_bytes() as i64), (1, 1)] {
+            let k = copy::build(ty, vx, vy).unwrap();
+            assert!(k.waits_on_prior_grid(), "{k}");
+            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            let wait = ptx.find("griddepcontrol.wait;").unwrap();
+            let trigger = ptx.find("griddepcontrol.launch_dependents;").unwrap();
+            assert!(wait < ptx.find("ld.global").unwrap(), "{ptx}");
+            assert!(ptx.rfind("ld.global").unwrap() < trigger, "{ptx}");
+            assert!(trigger < ptx.find("st.global").unwrap(), "{ptx}");
+        }
+    }
+}

@@ -19,3 +19,21 @@ fn binary_ops_with_broadcast_match_on_random_shapes() {
         }
     }
 }
+
+#[test]
+fn elementwise_waits_for_the_prior_grid_and_triggers_after_both_operands_loads() {
+    for ty in FLOAT_TYPES {
+        for vb in [1, 16 / ty.size_bytes() as i64] {
+            let k =
+                tilekit_ops::elementwise::build(Binary::Add, ty, 16 / ty.size_bytes() as i64, vb)
+                    .unwrap();
+            assert!(k.waits_on_prior_grid(), "{k}");
+            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            let wait = ptx.find("griddepcontrol.wait;").unwrap();
+            let trigger = ptx.find("griddepcontrol.launch_dependents;").unwrap();
+            assert!(wait < ptx.find("ld.global").unwrap(), "{ptx}");
+            assert!(ptx.rfind("ld.global").unwrap() < trigger, "{ptx}");
+            assert!(trigger < ptx.find("st.global").unwrap(), "{ptx}");
+        }
+    }
+}

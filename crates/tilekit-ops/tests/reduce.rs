@@ -617,3 +617,24 @@ fn held_softmax_exponentiates_once_and_matches_for_every_split() {
         assert_close_relative(&o.got, &o.want, 40_000, ty, &format!("held {ty}"));
     }
 }
+
+#[test]
+fn the_one_block_per_row_kernels_wait_for_the_prior_grid_then_trigger_after_reading_the_row() {
+    use tilekit_ops::reduce::{build_reduce, build_softmax, Reduction};
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        for k in [
+            build_reduce(Reduction::Sum, ty, v).unwrap(),
+            build_reduce(Reduction::Max, ty, 1).unwrap(),
+            build_softmax(ty, 2, v).unwrap(),
+        ] {
+            assert!(k.waits_on_prior_grid(), "{k}");
+            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
+            let wait = ptx.find("griddepcontrol.wait;").unwrap();
+            let trigger = ptx.find("griddepcontrol.launch_dependents;").unwrap();
+            assert!(wait < ptx.find("ld.global").unwrap(), "{}: {ptx}", k.name);
+            assert!(ptx.rfind("ld.global").unwrap() < trigger, "{}: {ptx}", k.name);
+            assert!(trigger < ptx.find("st.global").unwrap(), "{}: {ptx}", k.name);
+        }
+    }
+}

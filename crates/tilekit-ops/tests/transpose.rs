@@ -246,3 +246,40 @@ fn the_tiled_kernels_shared_accesses_stay_conflict_free() {
         }
     }
 }
+
+/// The sm_90a PTX of `k`: the grid-dependency wait comes before the first global load and
+/// (when `trigger_before_stores`) the trigger after the last global load and before the first
+/// global store.
+fn pdl_placement(k: &tilekit_ir::Kernel, trigger_before_stores: bool) {
+    assert!(k.waits_on_prior_grid(), "{}: a global access precedes the wait", k.name);
+    let ptx = tilekit_ptx::emit_kernel(k, tilekit_ptx::Target::Sm90a).unwrap();
+    let wait = ptx.find("griddepcontrol.wait;").expect("wait emitted");
+    let trigger = ptx.find("griddepcontrol.launch_dependents;").expect("trigger emitted");
+    assert_eq!(ptx.matches("griddepcontrol.wait;").count(), 1, "{}", k.name);
+    assert!(wait < ptx.find("ld.global").unwrap(), "{}: wait after a load", k.name);
+    if trigger_before_stores {
+        let last_load = ptx.rfind("ld.global").unwrap();
+        let first_store = ptx.find("st.global").unwrap();
+        assert!(last_load < trigger && trigger < first_store, "{}:\n{ptx}", k.name);
+    }
+}
+
+#[test]
+fn transpose_kernels_wait_for_the_prior_grid_before_any_global_access() {
+    for ty in FLOAT_TYPES {
+        let (v, _) = transpose::tile(ty);
+        pdl_placement(&transpose::build(ty, v, v).unwrap(), true);
+        pdl_placement(&transpose::build_micro(ty, 1, 1, 1).unwrap(), true);
+        for (buffers, prefetch) in [(1u32, true), (2, true), (1, false), (2, false)] {
+            let k = transpose::build_tiled(ty, v, v, v, buffers, prefetch).unwrap();
+            // the trigger sits at the top of the loop body, under `r + gy >= R`
+            pdl_placement(&k, false);
+            let text = k.to_string();
+            let (for_at, trig) = (
+                text.find("for ").unwrap(),
+                text.find("griddepcontrol.launch_dependents").unwrap(),
+            );
+            assert!(for_at < trig && trig < text.find("st.shared").unwrap(), "{text}");
+        }
+    }
+}

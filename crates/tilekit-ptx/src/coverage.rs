@@ -20,7 +20,8 @@ pub const TYPES: [ScalarType; 7] = [
 /// One kernel per type exercising every op the builder accepts for it: loads (vector, masked),
 /// unary and binary ops, fma, compares and selects, conversions to every type and back, votes,
 /// shuffles, shared memory with a barrier, a loop with a carried value, an if/else and masked
-/// vector stores. Parameters: `x` (input, `64·grid·W` elements where W is the widest vector of
+/// vector stores, with the grid-dependency wait before the first global access and the
+/// dependents' trigger after the last global load. Parameters: `x` (input, `64·grid·W` elements where W is the widest vector of
 /// the type), `y` (output, same length), `n` (elements per row of threads that are active).
 /// With `approx = false` the fast approximate functions are left out, so that a GPU and the
 /// interpreter agree bit for bit.
@@ -42,8 +43,12 @@ pub fn every_op(t: ScalarType, approx: bool) -> Result<Kernel, IrError> {
     let gid = b.block_id(Axis::X) * Idx::lit(64) + tid.clone();
     let inside = b.cmp(CmpOp::Lt, &gid, &n)?;
     let widest = tilekit_ir::op::valid_vector_widths(t).last().copied().unwrap_or(1);
+    // programmatic dependent launch: wait before the first global access, trigger after the
+    // last global load (no-ops without such a launch, and on sm_80)
+    b.grid_dependency_wait();
     let vec = b.load(x, &(gid.clone() * Idx::lit(widest as i64)), widest, Some(&inside))?;
     let a = b.load(x, &gid, 1, None)?.remove(0);
+    b.launch_dependents();
     // never zero for integers: masked-off lanes load 0, the unmasked `a` is an input (>= 1)
     let c = b.binary(BinOp::Max, &vec[widest - 1], &a)?;
     let mut acc = a.clone();

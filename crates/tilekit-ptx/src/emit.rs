@@ -547,6 +547,16 @@ impl<'k> Emitter<'k> {
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
             Op::FenceGpu => self.line("fence.acq_rel.gpu;"),
+            // sm_80 has no programmatic dependent launch: a grid starts after the previous one
+            // completed, so the wait is already satisfied and there is nobody to trigger
+            Op::GridDepWait if self.target == Target::Sm80 => {
+                self.line("// griddepcontrol.wait: nothing on sm_80 (no programmatic launch)")
+            }
+            Op::LaunchDependents if self.target == Target::Sm80 => self.line(
+                "// griddepcontrol.launch_dependents: nothing on sm_80 (no programmatic launch)",
+            ),
+            Op::GridDepWait => self.line("griddepcontrol.wait;"),
+            Op::LaunchDependents => self.line("griddepcontrol.launch_dependents;"),
             Op::WaitAcquire { mem, offset, target, sleep_ns } => {
                 let (addr, space) = self.address(*mem, *offset)?;
                 let v = self.tmp(ScalarType::U32);

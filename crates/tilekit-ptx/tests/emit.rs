@@ -71,7 +71,41 @@ fn every_op_on_every_type_assembles() {
         assert!(ptx.contains("bar.sync 0;"));
         assert_eq!(ptx.contains("shfl.sync.bfly.b32"), t.size_bytes() == 4, "{}", t.name());
         assert!(ptx.contains("vote.sync.ballot.b32"));
+        // the programmatic-launch pair: the wait before the first global load, the trigger
+        // after the last one and before the first global store
+        let (wait, trigger) =
+            (ptx.find("griddepcontrol.wait;"), ptx.find("griddepcontrol.launch_dependents;"));
+        let (wait, trigger) = (wait.expect("wait emitted"), trigger.expect("trigger emitted"));
+        let first_load = ptx.find("ld.global").unwrap();
+        let last_load = ptx.rfind("ld.global").unwrap();
+        let first_store = ptx.find("st.global").unwrap();
+        assert!(wait < first_load && last_load < trigger && trigger < first_store, "{ptx}");
+        assert!(every_op(t, true).unwrap().waits_on_prior_grid());
     }
+}
+
+#[test]
+fn grid_dependency_control_is_sm90_ptx_and_nothing_on_sm80() {
+    let b = KernelBuilder::new("griddep", [32, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::F32).unwrap();
+    b.grid_dependency_wait();
+    let v = b.load(x, &Idx::lit(0), 1, None).unwrap();
+    b.launch_dependents();
+    b.store(x, &Idx::lit(1), &v, None).unwrap();
+    let k = b.finish().unwrap();
+    let sm90a = check(&k); // assembled for sm_80, sm_90 and sm_90a where ptxas is found
+    assert_eq!(sm90a.matches("griddepcontrol.wait;").count(), 1, "{sm90a}");
+    assert_eq!(sm90a.matches("griddepcontrol.launch_dependents;").count(), 1, "{sm90a}");
+    let sm90 = emit_kernel(&k, Target::Sm90).unwrap();
+    assert!(
+        sm90.contains("\tgriddepcontrol.wait;")
+            && sm90.contains("\tgriddepcontrol.launch_dependents;")
+    );
+    // sm_80: no programmatic launch, so no instruction (a comment says why)
+    let sm80 = emit_kernel(&k, Target::Sm80).unwrap();
+    assert!(!sm80.contains("griddepcontrol.wait;"), "{sm80}");
+    assert!(!sm80.contains("griddepcontrol.launch_dependents;"), "{sm80}");
+    assert!(sm80.contains("// griddepcontrol.wait: nothing on sm_80"), "{sm80}");
 }
 
 #[test]

@@ -825,7 +825,9 @@ impl<'a> BlockExec<'a> {
                 MemSpace::Global(p) => self.store_global(inst, p, *offset, values, *mask, m)?,
                 MemSpace::Shared(s) => self.store_shared(inst, s, *offset, values, *mask, m)?,
             },
-            Op::Note(_) | Op::FenceGpu => {}
+            // the interpreter runs one grid at a time: the previous grid is complete before this
+            // one starts (the wait returns at once) and nothing can start early (no dependent)
+            Op::Note(_) | Op::FenceGpu | Op::GridDepWait | Op::LaunchDependents => {}
             Op::Clock(_) => {
                 // one read per execution (a warp's, or the block's in lockstep): every active
                 // lane gets the count, then it advances

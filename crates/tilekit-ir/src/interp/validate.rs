@@ -182,7 +182,12 @@ fn check_inst(
             }
             count(0)
         }
-        Op::Barrier | Op::ClusterBarrier | Op::Note(_) | Op::FenceGpu => count(0),
+        Op::Barrier
+        | Op::ClusterBarrier
+        | Op::Note(_)
+        | Op::FenceGpu
+        | Op::GridDepWait
+        | Op::LaunchDependents => count(0),
         Op::AtomicAdd { mem: m, .. }
         | Op::LoadAcquire { mem: m, .. }
         | Op::WaitAcquire { mem: m, .. } => {

@@ -43,7 +43,9 @@ pub fn has_effect(inst: &Inst) -> bool {
         | Op::AtomicAdd { .. }
         | Op::LoadAcquire { .. }
         | Op::WaitAcquire { .. }
-        | Op::FenceGpu => true,
+        | Op::FenceGpu
+        | Op::GridDepWait
+        | Op::LaunchDependents => true,
         Op::Wgmma(w) => w.has_effect(),
         op => op.blocks().iter().any(|b| b.insts.iter().any(has_effect)),
     }

@@ -56,6 +56,8 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
         | Op::Elect
         | Op::Clock(_)
         | Op::FenceGpu
+        | Op::GridDepWait
+        | Op::LaunchDependents
         | Op::Note(_) => {}
         Op::AtomicAdd { offset, value, .. } => {
             r(offset);
