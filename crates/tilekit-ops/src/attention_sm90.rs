@@ -278,8 +278,19 @@
 //! end of shared memory, see `tilekit_ptx::emit` — and a probe should not move what it
 //! measures).
 //!
-//! Not yet here (the structure allows them): a causal schedule that starts the longest blocks
-//! first, a persistent tile scheduler.
+//! *Causal block order.* A causal block's work grows with its query rows (block i of n reads
+//! ⌈(i + 1)·BM / BN⌉ key tiles), and the hardware dispatches blocks in x order, so a grid that
+//! maps x to query block x ends each (batch, head) on its longest block and the whole grid on a
+//! last wave of long blocks. Causal kernels map x to query block n − 1 − x (longest first, as
+//! FlashAttention-3's scheduler does); the last wave is then the shortest blocks:
+//!
+//! ```text
+//!   x order      0   1   2   3        dispatched →      tail: the SMs that hold the last blocks
+//!   x → i        ▂   ▄   ▆   █   (i = x)                 run a █ while the others idle
+//!   x → n−1−i    █   ▆   ▄   ▂   (longest first)         run a ▂
+//! ```
+//!
+//! Not yet here (the structure allows it): a persistent tile scheduler.
 
 use tilekit_ir::tma::{OobFill, TensorMapSpec};
 use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
@@ -1068,7 +1079,16 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
         Ok(())
     })?;
     b.barrier();
-    let m0 = b.block_id(Axis::X) * lit(bm);
+    // causal: the longest blocks first — block x takes query block (grid x − 1 − x), so each
+    // (batch, head)'s blocks start with the one that needs every key tile up to the diagonal
+    // and the grid's last wave is made of the shortest ones (the tail is a short block's time,
+    // not a long one's); without a mask every block has the same work and keeps x
+    let m_block = if cfg.causal {
+        b.grid_dim(Axis::X) - lit(1) - b.block_id(Axis::X)
+    } else {
+        b.block_id(Axis::X)
+    };
+    let m0 = m_block * lit(bm);
     let head = b.block_id(Axis::Y);
     let batch = b.block_id(Axis::Z);
     let kv_head = head.clone() / group;

@@ -740,10 +740,13 @@ fn probed_on<B: Backend>(
     (layout, probe.to_vec::<i64>().unwrap())
 }
 
-/// The key tiles block `bx` (of `block_rows` query rows) reads: all, or (causal) up to its last
-/// row's diagonal, as the kernel counts them (the rows of a partial block included).
-fn block_tiles(cfg: AttnConfig, c: Case, bx: i64) -> usize {
+/// The key tiles the block at grid x `x` reads: all, or (causal) up to its query block's last
+/// row's diagonal, as the kernel counts them (the rows of a partial block included). Causal
+/// grids run the longest query block first: grid x `x` holds query block `⌈s_q / BM⌉ − 1 − x`.
+fn block_tiles(cfg: AttnConfig, c: Case, x: i64) -> usize {
     let bm = cfg.block_rows();
+    let gx = (c.s_q + bm - 1) / bm;
+    let bx = if cfg.causal { gx - 1 - x } else { x };
     let keys = if cfg.causal { (bm * (bx + 1) + c.s_k - c.s_q).clamp(0, c.s_k) } else { c.s_k };
     ((keys + cfg.bn - 1) / cfg.bn) as usize
 }
@@ -1013,18 +1016,20 @@ fn the_two_consumer_kernels_emit_their_pinned_ptx() {
     // leansoft) changed every variant on purpose — row max and row sum as trees, the ring
     // slot as a mask and a shift, Q's descriptors once before the loop (d ≤ 128), the
     // emitter's in-place O and unpermuted P in loops whose wgmmas retire (see the module docs'
-    // "The softmax in SASS"). Any other change to them shows here.
+    // "The softmax in SASS"); the causal ones (first and third) again when causal grids began
+    // to run the longest query block first (grid x → query block n − 1 − x, module docs).
+    // Any other change to them shows here.
     let base = |ty, d, causal| AttnConfig::new(ty, d, causal);
     let mut got: Vec<(u64, u64, AttnConfig)> = vec![];
     for (cfg, want) in [
-        (AttnConfig { tma_store: true, ..base(ScalarType::BF16, 64, true) }, 0xa4e72b431dd8cf5c),
+        (AttnConfig { tma_store: true, ..base(ScalarType::BF16, 64, true) }, 0x89816bc3524f12f6),
         (
             AttnConfig { overlap: true, pingpong: true, ..base(ScalarType::F16, 128, false) },
             0x4ae1476971dd044f,
         ),
         (
             AttnConfig { overlap: true, tma_store: true, ..base(ScalarType::BF16, 256, true) },
-            0x1ddc9b63ecd09131,
+            0x95fe1f7272f01e11,
         ),
         (
             AttnConfig { probe: true, bn: 128, ..base(ScalarType::BF16, 128, false) },
@@ -1180,7 +1185,8 @@ fn api_attention_with_two_then_three_consumers_launches_each_its_own_grid() {
 
 #[test]
 fn a_probed_three_consumer_kernel_marks_four_warpgroups_in_schedule_order() {
-    // two query blocks of 192 rows (the second partial), causal: the first reads fewer keys
+    // two query blocks of 192 rows (the second partial), causal: the second query block, which
+    // grid x 0 runs (longest first), reads more keys
     for cfg in [
         AttnConfig { consumers: 3, bn: 64, ..AttnConfig::new(ScalarType::BF16, 64, true) },
         AttnConfig {
