@@ -305,11 +305,23 @@ fn the_bench_variants_assemble_for_sm_90a_without_spills() {
 }
 
 /// Whether a kernel that spills keeps every spill out of its consumer loop (no `LDL` / `STL`
-/// between the loop's head and back edge in its SASS); false without ptxas and cuobjdump.
+/// between the loop's head and back edge in its SASS); without cuobjdump, true with a note —
+/// unless TILEKIT_REQUIRE_PTXAS (CI) asks for every check.
 fn spills_outside_the_loop(ptx: &str, name: &str) -> bool {
     match tilekit_ptx::ptxas::sass(ptx, tilekit_ptx::Target::Sm90a, name).unwrap() {
         Some(sass) => local_memory_in_the_loop(&sass) == 0,
-        None => false,
+        // ptxas without a disassembler: where the spills sit cannot be read. CI
+        // (TILEKIT_REQUIRE_PTXAS) installs cuobjdump and must read it; elsewhere the spill is
+        // accepted with a note, as the SASS tests are skipped
+        None => {
+            assert!(
+                std::env::var_os("TILEKIT_REQUIRE_PTXAS").is_none(),
+                "{name} spills: reading where needs cuobjdump (TILEKIT_CUOBJDUMP or PATH), which \
+                 TILEKIT_REQUIRE_PTXAS requires"
+            );
+            eprintln!("no cuobjdump: {name}'s few spills accepted without reading where they are");
+            true
+        }
     }
 }
 
