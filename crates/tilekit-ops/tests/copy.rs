@@ -1,4 +1,6 @@
 //! Vectorized copy through `api::copy`: interpreter vs reference on random shapes (non-multiples of the 32×(32·V) tile).
+mod common;
+
 use tilekit_ir::ScalarType;
 use tilekit_ops::backend::Interp;
 use tilekit_ops::check::{check, Op};
@@ -31,13 +33,7 @@ fn copy_waits_for_the_prior_grid_and_triggers_between_loads_and_stores() {
     for ty in FLOAT_TYPES {
         for (vx, vy) in [(16 / ty.size_bytes() as i64, 16 / ty.size_bytes() as i64), (1, 1)] {
             let k = copy::build(ty, vx, vy).unwrap();
-            assert!(k.waits_on_prior_grid(), "{k}");
-            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
-            let wait = ptx.find("griddepcontrol.wait;").unwrap();
-            let trigger = ptx.find("griddepcontrol.launch_dependents;").unwrap();
-            assert!(wait < ptx.find("ld.global").unwrap(), "{ptx}");
-            assert!(ptx.rfind("ld.global").unwrap() < trigger, "{ptx}");
-            assert!(trigger < ptx.find("st.global").unwrap(), "{ptx}");
+            common::assert_pdl_placement(&k);
         }
     }
 }

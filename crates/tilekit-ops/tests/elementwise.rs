@@ -1,4 +1,6 @@
 //! Elementwise binary ops with broadcast: interpreter vs rounded f64 reference (exact).
+mod common;
+
 use tilekit_ops::backend::Interp;
 use tilekit_ops::check::{check, Op};
 use tilekit_ops::elementwise::{Binary, Broadcast};
@@ -27,13 +29,7 @@ fn elementwise_waits_for_the_prior_grid_and_triggers_after_both_operands_loads()
             let k =
                 tilekit_ops::elementwise::build(Binary::Add, ty, 16 / ty.size_bytes() as i64, vb)
                     .unwrap();
-            assert!(k.waits_on_prior_grid(), "{k}");
-            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
-            let wait = ptx.find("griddepcontrol.wait;").unwrap();
-            let trigger = ptx.find("griddepcontrol.launch_dependents;").unwrap();
-            assert!(wait < ptx.find("ld.global").unwrap(), "{ptx}");
-            assert!(ptx.rfind("ld.global").unwrap() < trigger, "{ptx}");
-            assert!(trigger < ptx.find("st.global").unwrap(), "{ptx}");
+            common::assert_pdl_placement(&k);
         }
     }
 }

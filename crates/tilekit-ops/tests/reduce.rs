@@ -628,13 +628,7 @@ fn the_one_block_per_row_kernels_wait_for_the_prior_grid_then_trigger_after_read
             build_reduce(Reduction::Max, ty, 1).unwrap(),
             build_softmax(ty, 2, v).unwrap(),
         ] {
-            assert!(k.waits_on_prior_grid(), "{k}");
-            let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
-            let wait = ptx.find("griddepcontrol.wait;").unwrap();
-            let trigger = ptx.find("griddepcontrol.launch_dependents;").unwrap();
-            assert!(wait < ptx.find("ld.global").unwrap(), "{}: {ptx}", k.name);
-            assert!(ptx.rfind("ld.global").unwrap() < trigger, "{}: {ptx}", k.name);
-            assert!(trigger < ptx.find("st.global").unwrap(), "{}: {ptx}", k.name);
+            common::assert_pdl_placement(&k);
         }
     }
 }

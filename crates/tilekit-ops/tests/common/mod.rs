@@ -1,8 +1,9 @@
-//! Helpers shared by the test files of this folder (`mod common;` in each).
+//! Helpers shared by the test files of this folder (`mod common;` in each; each file uses some).
+#![allow(dead_code)]
 
 use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::tensor::{HostTensor, TensorLayout};
-use tilekit_ir::ScalarType;
+use tilekit_ir::{Kernel, ScalarType};
 use tilekit_ops::api;
 use tilekit_ops::backend::{Launch, LayoutTensor, Record, TunedInterp};
 use tilekit_ops::host;
@@ -33,7 +34,6 @@ pub fn assert_close_relative(
 
 /// Random row values (xorshift): uniform in [−6, 6) plus a per-(row, block-sized part) offset
 /// of up to ±20, so the blocks of a row see different maxima and must rescale their sums.
-#[allow(dead_code)] // the coop tests use it, reduce.rs does not
 pub fn random_rows(m: usize, n: usize, part: usize, seed: u64) -> Vec<f64> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut next = move || {
@@ -52,7 +52,6 @@ pub fn random_rows(m: usize, n: usize, part: usize, seed: u64) -> Vec<f64> {
 }
 
 /// A host tensor of `ty` holding `vals`.
-#[allow(dead_code)] // the coop tests use it, reduce.rs does not
 pub fn tensor(ty: ScalarType, vals: &[f64], shape: &[i64]) -> HostTensor {
     let layout = TensorLayout::contiguous(ty, shape.to_vec()).unwrap();
     HostTensor::new(host::from_f64(ty, vals), layout).unwrap()
@@ -61,7 +60,6 @@ pub fn tensor(ty: ScalarType, vals: &[f64], shape: &[i64]) -> HostTensor {
 /// What `api::softmax` does with an `m × n` tensor of `ty` under the tuning `t`: the one launch
 /// it plans (returned), and its result on the interpreter — [`random_rows`] with a new offset
 /// every `part` columns, over a NaN-poisoned output — checked against the f64 reference.
-#[allow(dead_code)] // the coop tests use it, reduce.rs does not
 pub fn api_softmax_checked(
     t: Tuning,
     ty: ScalarType,
@@ -80,4 +78,17 @@ pub fn api_softmax_checked(
     let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
     assert_close_relative(y.buffer(), &want, n as usize, ty, what);
     launched.remove(0)
+}
+
+/// A kernel that may run as a programmatic dependent: it waits on the prior grid, and in its
+/// PTX the wait comes before the first global load, the trigger after the last global load and
+/// before the first global store.
+pub fn assert_pdl_placement(k: &Kernel) {
+    assert!(k.waits_on_prior_grid(), "{k}");
+    let ptx = tilekit_ptx::emit_kernel(k, tilekit_ptx::Target::Sm90a).unwrap();
+    let wait = ptx.find("griddepcontrol.wait;").unwrap();
+    let trigger = ptx.find("griddepcontrol.launch_dependents;").unwrap();
+    assert!(wait < ptx.find("ld.global").unwrap(), "{}: {ptx}", k.name);
+    assert!(ptx.rfind("ld.global").unwrap() < trigger, "{}: {ptx}", k.name);
+    assert!(trigger < ptx.find("st.global").unwrap(), "{}: {ptx}", k.name);
 }
