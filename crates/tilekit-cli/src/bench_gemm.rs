@@ -489,7 +489,8 @@ pub const BEST: &[BestList] = &[
 ///
 /// ```
 /// use tilekit_cli::bench_gemm::best_labels;
-/// assert_eq!(best_labels((2048, 2048, 2048)).unwrap().len(), 2);
+/// let l = best_labels((2048, 2048, 2048)).unwrap();
+/// assert_eq!((l.len(), l[0].ends_with("pingpong, subtile 32")), (3, true));
 /// assert!(best_labels((512, 512, 512)).is_none());
 /// ```
 pub fn best_labels(shape: (usize, usize, usize)) -> Option<&'static [&'static str]> {
