@@ -700,25 +700,14 @@ pub fn sm90_case(
             if (ki + 63) / 64 < 4 * split_k || tiles(bm, bn) > 64 {
                 continue;
             }
-            let choice = GemmChoice {
-                bn,
-                stages: if consumers == 2 {
-                    4
-                } else if bn == 128 {
-                    6
-                } else {
-                    5
-                },
-                overlap: true,
-                persistent: false,
-                raster: Raster::Linear,
-                epilogue: Epilogue::Registers,
-                split_k,
-                cluster: 1,
-                consumers,
-                pingpong: false,
-                epilogue_subtile: 0,
+            let stages = if consumers == 2 {
+                4
+            } else if bn == 128 {
+                6
+            } else {
+                5
             };
+            let choice = GemmChoice::split(bn, stages, consumers, split_k, false, Raster::Linear);
             entries.push((format!("api, {}", choice.label()), Sm90Run::SplitK(choice)));
         }
     }

@@ -229,27 +229,15 @@ pub fn validate(op: Op, shape: &[i64], dtype: ScalarType) -> Result<()> {
             }
         }
         Op::Attention { .. } => {
-            let [b, sq, sk, h, hkv, d] = <[i64; 6]>::try_from(shape).map_err(|_| {
-                OpsError::invalid(
-                    "attention",
-                    "shape",
-                    format!("{shape:?}"),
-                    "[B, S_Q, S_K, H, H_KV, D] (e.g. 2x77x300x8x2x128)",
-                )
-            })?;
+            // the shape's arity, lengths ≥ 1 and H_KV dividing H, as `tilekit run` parses it
+            let dims = crate::attention_sm90::AttnDims::from_shape(shape)?;
+            let (b, sq, sk, h, hkv, d) =
+                (dims.batch, dims.s_q, dims.s_k, dims.heads, dims.kv_heads, dims.head_dim);
             host::check_shape("attention Q and O (B×S_Q×H×D)", &[b, sq, h, d], 4)?;
             host::check_shape("attention K and V (B×S_K×H_KV×D)", &[b, sk, hkv, d], 4)?;
             host::check_shape("attention LSE (B×H×S_Q)", &[b, h, sq], 3)?;
             if ![64, 128, 256].contains(&d) {
                 return Err(OpsError::invalid("attention", "head dim D", d, "64, 128 or 256"));
-            }
-            if h % hkv != 0 {
-                return Err(OpsError::invalid(
-                    "attention",
-                    "kv heads H_KV",
-                    hkv,
-                    format!("a divisor of the {h} query heads H"),
-                ));
             }
         }
     }

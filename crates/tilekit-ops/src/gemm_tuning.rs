@@ -148,6 +148,41 @@ impl GemmChoice {
         }
     }
 
+    /// A split-K choice: the K range of every tile split over `split_k` blocks (partial
+    /// products in an f32 workspace, summed into C by a second kernel), `consumers` warpgroups
+    /// with `stages` of ring, the register epilogue, no cluster, not ping-pong; `persistent`
+    /// and `raster` the walk. The shape of every split candidate of the tuner and of the split
+    /// entries `tilekit bench gemm` times through the API.
+    ///
+    /// ```
+    /// use tilekit_ops::gemm_sm90::Raster;
+    /// use tilekit_ops::gemm_tuning::GemmChoice;
+    /// let c = GemmChoice::split(256, 4, 2, 4, false, Raster::Linear);
+    /// assert_eq!((c.split_k, c.consumers, c.cluster, c.pingpong), (4, 2, 1, false));
+    /// ```
+    pub fn split(
+        bn: i64,
+        stages: i64,
+        consumers: i64,
+        split_k: i64,
+        persistent: bool,
+        raster: Raster,
+    ) -> GemmChoice {
+        GemmChoice {
+            bn,
+            stages,
+            overlap: true,
+            persistent,
+            raster,
+            epilogue: Epilogue::Registers,
+            split_k,
+            cluster: 1,
+            consumers,
+            pingpong: false,
+            epilogue_subtile: 0,
+        }
+    }
+
     /// `base` with this choice's tile knobs (its types and any other fields kept).
     ///
     /// ```
@@ -707,18 +742,10 @@ impl GemmProblem {
                         for (persistent, raster) in
                             [(false, Raster::Linear), (true, Raster::Grouped(8))]
                         {
-                            let at = |stages| GemmChoice {
-                                bn,
-                                stages,
-                                overlap: true,
-                                persistent,
-                                raster,
-                                epilogue: Epilogue::Registers,
-                                split_k,
-                                cluster: 1,
-                                consumers,
-                                pingpong: false,
-                                epilogue_subtile: 0,
+                            let at = |stages| {
+                                GemmChoice::split(
+                                    bn, stages, consumers, split_k, persistent, raster,
+                                )
                             };
                             let c = if consumers == 2 {
                                 Some(at(4))
