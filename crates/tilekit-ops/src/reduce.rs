@@ -68,6 +68,7 @@ pub mod coop;
 pub mod coop_smem;
 pub mod held;
 pub mod persistent;
+pub mod ring;
 pub use coop::{build_softmax_coop, coop_resident_blocks, CoopTuning};
 pub use coop_smem::{
     build_softmax_coop_smem, build_softmax_coop_smem_one_exp, coop_smem_resident_blocks,

@@ -1,0 +1,372 @@
+//! Row softmax for rows too long for one SM, on a **resident grid whose blocks walk a fixed
+//! list of slices through a ring of shared-memory slots**, publishing each slice's (max, sum)
+//! at once but waiting for its row only `lag` slices later — the exchange wait of the
+//! cooperative kernels ([`super::coop`], [`super::coop_smem`]) taken off the critical path.
+//!
+//! Why: the cooperative kernels keep one slice per block, so every block stops at its row's
+//! exchange with nothing in flight, and the next block cannot start until it is done; on an
+//! H200 they stop at 0.84–0.87 of the copy (bench/NOTES.md §10–§21). Here a block never waits
+//! for the row it has just published: it reduces the next slice, which bulk copies brought in
+//! meanwhile, and the row it waits for was published by its peers a whole slice's work ago.
+//!
+//! ```text
+//!   N = rows · k slices (slice q: part q mod k of row q / k, L = chunks · C elements)
+//!   G resident blocks (all on the device at once); block b takes slices b, b + G, b + 2G, …
+//!   ring of S slots per block, one mbarrier each; slice i (the block's i-th) lives in slot i mod S
+//!
+//!   prologue: thread 0 issues slices 0 … S−1 (cp.async.bulk, chunk by chunk, expect_tx)
+//!   for i in 0 .. J + D:                       J = the block's slices, D = lag ≥ 1
+//!     i < J:  wait slot i mod S (parity ⌊i/S⌋ mod 2)
+//!             (m, s) online per thread over the slot, per step: m' = max(m, step max),
+//!             s = s·exp(m − m') + Σ exp(x − m')            (ex2.approx.ftz: sums only)
+//!             warp butterfly of pairs → lane 0 → scratch[i mod 2]; bar.sync
+//!             warp 0: the block's pair; thread 0 publishes it (stats, red.release counter)
+//!             thread 0: slot of slice i − 1 − D is free (every thread passed this barrier
+//!             after reading it): issue slice i − 1 − D + S into it
+//!     i ≥ D:  slice j = i − D: thread 0 polls its row's counter to k; bar.sync; (M, S) from
+//!             the k pairs; y = exp2((x − M)·log2 e − log2 S) from slot j mod S, stored
+//! ```
+//!
+//! **Progress.** Slice `j`'s row is complete when its `k` slices are published. Those are
+//! slices `r·k … r·k + k − 1`, which the blocks take at iterations `⌊r·k/G⌋ …
+//! ⌊(r·k + k − 1)/G⌋`, at most `⌈(k − 1)/G⌉` after the first. With `D ≥ ⌈(k − 1)/G⌉` (`G ≥
+//! k − 1` for `D = 1`) the wait at iteration `i` needs publications of iterations `≤ i`, each
+//! made before the publishing block's own wait of that iteration, and a block reaches
+//! iteration `i`'s publication after waits that need iterations `≤ i − 1` only: by induction
+//! on the iteration every wait ends — provided every block of the grid is resident at once
+//! (`api::softmax` sizes the grid by the device's occupancy for the compiled kernel). No
+//! tickets: the assignment is static, and a row's blocks advance at the same pace, so the row
+//! a block waits for was usually complete a slice ago. A slot is refilled a slice after it is
+//! read (at the next barrier every thread passes), so `S ≥ D + 2`.
+//!
+//! **Ordering.** As [`super::coop`]: thread 0's pair store precedes its release add; the
+//! waiting thread's acquire and the block barrier after it order every thread's reads of the
+//! pairs. The ring's slots are written by bulk copies only after the barrier that every
+//! thread passes once it has read the slot (the barrier of the following iteration).
+//!
+//! ```
+//! use tilekit_ir::ScalarType;
+//! use tilekit_ops::reduce::ring::build_softmax_ring;
+//! // 512 threads × 2 vectors of 8 bf16 a step, 2 steps: 32 KiB slots, 3 of them, lag 1
+//! let k = build_softmax_ring(ScalarType::BF16, 512, 4, (2, 2), (3, 1)).unwrap();
+//! assert_eq!(k.name, "softmax_ring");
+//! assert!(k.shared_bytes() >= 3 * 32 * 1024);
+//! let text = k.to_string();
+//! assert!(text.contains("cp.async.bulk") && text.contains("atom.release.gpu.global.add.u32"));
+//! assert!(build_softmax_ring(ScalarType::BF16, 512, 4, (2, 2), (3, 0)).is_err()); // lag 0
+//! assert!(build_softmax_ring(ScalarType::BF16, 512, 4, (2, 2), (2, 1)).is_err()); // S < lag + 2
+//! ```
+
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Pred, ScalarType, UnOp, Val};
+use tilekit_layout::{Idx, IdxBool};
+
+use crate::error::{OpsError, Result};
+
+use super::coop::{gather, publish};
+
+/// The most steps (chunks) a slot may take: the steps are unrolled at build time.
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::ring::RING_MAX_CHUNKS, 16);
+/// ```
+pub const RING_MAX_CHUNKS: i64 = 16;
+
+/// The most shared memory the slots of one block may take (an SM has 228 KiB).
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::ring::RING_MAX_BYTES, 200 * 1024);
+/// ```
+pub const RING_MAX_BYTES: i64 = 200 * 1024;
+
+/// Row softmax on a resident grid walking slices through a ring of `slots` shared-memory
+/// slots with the exchange `lag` slices behind (see the [module docs](self)). A slice is
+/// `chunks` steps of `threads · V · unroll` elements (V = 16 bytes / element size); the row is
+/// split into `k` slices. Params `x`, `y` (2-D, same type, rows 16-byte aligned whole vectors:
+/// bulk copies), `ws` (u32, `1 + rows`, **zero** at launch), `stats` (f32, `2 · k · rows`);
+/// launch on `G` blocks along x with `k ≤ G`, every one resident at once. Columns past
+/// `k · L` are not written (`api::softmax` picks a covering shape).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::ring::build_softmax_ring;
+/// let k = build_softmax_ring(ScalarType::F32, 1024, 4, (1, 2), (6, 2)).unwrap();
+/// assert_eq!(k.block_dim, [1024, 1, 1]);
+/// assert!(build_softmax_ring(ScalarType::F32, 1024, 4, (1, 2), (7, 2)).is_err()); // 224 KiB
+/// assert!(build_softmax_ring(ScalarType::F16, 256, 8, (1, 2), (3, 1)).is_err());
+/// ```
+pub fn build_softmax_ring(
+    ty: ScalarType,
+    threads: u32,
+    k: u32,
+    (unroll, chunks): (i64, i64),
+    (slots, lag): (i64, i64),
+) -> Result<Kernel> {
+    super::coop::check_coop(ty, threads, k)?;
+    if !(1..=8).contains(&unroll) {
+        return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
+    }
+    if !(1..=RING_MAX_CHUNKS).contains(&chunks) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks (ring softmax)",
+            chunks,
+            format!("1..={RING_MAX_CHUNKS} steps a slot"),
+        ));
+    }
+    if lag < 1 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "lag (ring softmax)",
+            lag,
+            "at least 1: a block waits for a row one slice after publishing it, or the rows' \
+             blocks could wait for each other",
+        ));
+    }
+    if slots < lag + 2 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "slots (ring softmax)",
+            slots,
+            format!(
+                "at least the lag {lag} + 2: the slices waiting for their rows, the one being \
+                 reduced, and the one a freed slot is refilled with (it is refilled a slice \
+                 after it is read)"
+            ),
+        ));
+    }
+    let size = ty.size_bytes() as i64;
+    let v = 16 / size;
+    let c = threads as i64 * v * unroll;
+    let len = chunks * c;
+    if slots * len * size > RING_MAX_BYTES {
+        return Err(OpsError::invalid(
+            "softmax",
+            "slots × slice (ring softmax)",
+            format!("{slots} × {} KiB", len * size / 1024),
+            format!("at most {} KiB of shared memory", RING_MAX_BYTES / 1024),
+        ));
+    }
+    let name = "softmax_ring";
+    let kk = k as i64;
+    let warps = threads as i64 / 32;
+    let lit = Val::lit;
+    let b = KernelBuilder::new(name, [threads, 1, 1])?;
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    // full 16-byte vectors: the binding checks 16-byte aligned rows
+    x.descriptor(Some((v, 1)))?;
+    y.descriptor(Some((v, 1)))?;
+    let ws = b.ptr_param("ws", ScalarType::U32)?;
+    let stats = b.ptr_param("stats", ScalarType::F32)?;
+    let scratch = b.shared("pairs", ScalarType::F32, (4 * warps) as usize)?;
+    let buf = b.shared("slots", ty, (slots * len) as usize)?;
+    let bars = b.mbarrier("full", slots as usize)?;
+    let rows = x.lengths[0].clone();
+    let n = x.lengths[1].clone();
+    let tid = b.thread_id(Axis::X);
+    let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
+    let me = b.block_id(Axis::X);
+    let big_g = b.grid_dim(Axis::X);
+    let total = rows.clone() * lit(kk);
+    // the block's slices: b, b + G, … below rows · k
+    let mine = (total.clone() - me.clone() + big_g.clone() - lit(1)) / big_g.clone();
+    let slice = |i: &Val| me.clone() + i.clone() * big_g.clone();
+    // thread 0: slice q's bulk copies into slot s, completing on full[s]
+    let issue =
+        |b: &KernelBuilder, q: &Val, s: &Val| -> std::result::Result<(), tilekit_ir::IrError> {
+            let (row, part) = (q.clone() / lit(kk), q.clone() % lit(kk));
+            let xrow = row * x.strides[0].clone();
+            let lo = part * lit(len);
+            let left = b.binary(BinOp::Sub, &n, &lo)?;
+            let all = b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(len))?, &lit(0))?;
+            b.mbarrier_arrive(bars, s, Some(&(all * lit(size))))?;
+            for step in 0..chunks {
+                let c0 = lo.clone() + lit(step * c);
+                let left = b.binary(BinOp::Sub, &n, &c0)?;
+                let part_len =
+                    b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(c))?, &lit(0))?;
+                let some = b.cmp(CmpOp::Gt, &part_len, &lit(0))?;
+                b.if_then(&some, |b| {
+                    let at = s.clone() * lit(len) + lit(step * c);
+                    b.bulk_load(buf, &at, x.mem, &(xrow.clone() + c0.clone()), &part_len, bars, s)
+                })?;
+            }
+            Ok(())
+        };
+    b.note(format!("{name}: one mbarrier per slot; slices 0 … {} in flight", slots - 1));
+    b.if_then(&first, |b| {
+        for s in 0..slots {
+            b.mbarrier_init(bars, &lit(s), &lit(1))?;
+        }
+        b.fence_mbarrier_init();
+        Ok(())
+    })?;
+    b.barrier();
+    b.if_then(&first, |b| {
+        for s in 0..slots {
+            let real = b.cmp(CmpOp::Lt, &lit(s), &mine)?;
+            b.if_then(&real, |b| issue(b, &slice(&lit(s)), &lit(s)))?;
+        }
+        Ok(())
+    })?;
+    // the vectors of step `step` this thread owns in a slot: (offset in the slot, in-row mask)
+    let vectors = |b: &KernelBuilder, lo: &Val, step: i64| -> Result<Vec<(Val, Pred)>> {
+        (0..unroll)
+            .map(|u| {
+                let off = lit(step * c) + (lit(u * threads as i64) + tid.clone()) * lit(v);
+                let inside = b.cmp(CmpOp::Lt, &(lo.clone() + off.clone()), &n)?;
+                Ok((off, inside))
+            })
+            .collect()
+    };
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let ninf = b.f32(f32::NEG_INFINITY);
+    let ftz_exp = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
+        let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &log2e)?;
+        Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+    };
+    // (m, s) ⊕ (m', s') = (M, s·exp(m − M) + s'·exp(m' − M)), M = max(m, m'); both m finite
+    let combine =
+        |b: &KernelBuilder, (m, s): (&Val, &Val), (mo, so): (&Val, &Val)| -> Result<(Val, Val)> {
+            let big = b.binary(BinOp::Max, m, mo)?;
+            let a = b.binary(BinOp::Mul, s, &ftz_exp(b, m, &big)?)?;
+            let r = b.fma(so, &ftz_exp(b, mo, &big)?, &a)?;
+            Ok((big, r))
+        };
+    let butterfly = |b: &KernelBuilder, m: Val, s: Val| -> Result<(Val, Val)> {
+        let (mut m, mut s) = (m, s);
+        for d in [16, 8, 4, 2, 1] {
+            let mo = b.shfl(tilekit_ir::ShflMode::Bfly, &m, &lit(d))?;
+            let so = b.shfl(tilekit_ir::ShflMode::Bfly, &s, &lit(d))?;
+            (m, s) = combine(b, (&m, &s), (&mo, &so))?;
+        }
+        Ok((m, s))
+    };
+    let ftz_out = size == 2;
+    let one = lit(1);
+    let zero = lit(0);
+    let init = [zero.clone(), zero.clone(), lit(slots - lag)];
+    let end = mine.clone() + lit(lag);
+    crate::tile::for_range(&b, &zero, &end, &one, &init, |b, i, acc| {
+        let (s, ph, sj) = (&acc[0], &acc[1], &acc[2]);
+        let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
+        b.if_then(&has_stats, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+            let q = slice(&i);
+            let (row, part) = (q.clone() / lit(kk), q % lit(kk));
+            let lo = part.clone() * lit(len);
+            b.note(format!("{name}: slot i mod S landed; online (max, sum) over it"));
+            b.mbarrier_wait(bars, s, ph)?;
+            let base = s.clone() * lit(len);
+            let mut m = b.f32(f32::MIN);
+            let mut sum = b.f32(0.0);
+            let mut inner = |b: &KernelBuilder| -> Result<(Val, Val)> {
+                for step in 0..chunks {
+                    let mut xs = vec![];
+                    for (off, inside) in vectors(b, &lo, step)? {
+                        for e in b.load(buf, &(base.clone() + off), v as usize, Some(&inside))? {
+                            let f = b.cvt(&e, ScalarType::F32)?;
+                            xs.push(b.select(&inside, &f, &ninf)?);
+                        }
+                    }
+                    let mx = crate::tile::tree_reduce(b, xs.clone(), BinOp::Max)?;
+                    let m2 = b.binary(BinOp::Max, &m, &mx)?;
+                    let es = xs.iter().map(|x| ftz_exp(b, x, &m2)).collect::<Result<Vec<_>>>()?;
+                    let e = crate::tile::tree_reduce(b, es, BinOp::Add)?;
+                    sum = if step == 0 { e } else { b.fma(&sum, &ftz_exp(b, &m, &m2)?, &e)? };
+                    m = m2;
+                }
+                butterfly(b, m.clone(), sum.clone())
+            };
+            let (wm, wsum) = inner(b).map_err(ir)?;
+            let half = b.binary(BinOp::Rem, &i, &lit(2))? * lit(2 * warps);
+            let lane0 = b.cmp(CmpOp::Eq, &b.lane_id(), &lit(0))?;
+            b.if_then(&lane0, |b| {
+                let at = half.clone() + b.warp_id() * lit(2);
+                b.store(scratch, &at, &[wm.clone(), wsum.clone()], None)
+            })?;
+            b.barrier();
+            b.note(format!("{name}: warp 0 folds the warps' pairs; thread 0 publishes"));
+            let warp0 = b.cmp(CmpOp::Eq, &b.warp_id(), &lit(0))?;
+            b.if_then(&warp0, |b| {
+                let lane = b.lane_id();
+                let real = b.cmp(CmpOp::Lt, &lane, &lit(warps))?;
+                let p = b.load(scratch, &(half.clone() + lane * lit(2)), 2, Some(&real))?;
+                let pm = b.select(&real, &p[0], &b.f32(f32::MIN))?;
+                let ps = b.select(&real, &p[1], &b.f32(0.0))?;
+                let (bm, bs) = butterfly(b, pm, ps).map_err(ir)?;
+                publish(b, name, &first, (ws, stats), (&row, &part, kk), (&bm, &bs)).map_err(ir)
+            })?;
+            b.note(format!("{name}: slice i − 1 − lag's slot is free: thread 0 refills it"));
+            let prev = i.clone() - lit(1 + lag);
+            let later = prev.clone() + lit(slots);
+            let due = b.cmp(CmpOp::Ge, &prev, &zero)?.and(&b.cmp(CmpOp::Lt, &later, &mine)?);
+            let refill = first.and(&due);
+            b.if_then(&refill, |b| {
+                let sp = b.select(
+                    &b.cmp(CmpOp::Eq, sj, &zero)?,
+                    &lit(slots - 1),
+                    &(sj.clone() - lit(1)),
+                )?;
+                issue(b, &slice(&later), &sp)
+            })?;
+            Ok(())
+        })?;
+        let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
+        b.if_then(&has_out, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+            let q = slice(&(i.clone() - lit(lag)));
+            let (row, part) = (q.clone() / lit(kk), q % lit(kk));
+            let lo = part * lit(len);
+            let out = |b: &KernelBuilder| -> Result<()> {
+                let (big_m, big_s) = gather(b, name, &first, (ws, stats), (&row, kk))?;
+                b.note(format!(
+                    "{name}: y = exp2((x − M)·log2 e − log2 S) from slot (i − lag) mod S"
+                ));
+                let neg_lg2_s = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, &big_s)?)?;
+                let base = sj.clone() * lit(len);
+                let yrow = row.clone() * y.strides[0].clone();
+                for step in 0..chunks {
+                    for (off, inside) in vectors(b, &lo, step)? {
+                        let xs =
+                            b.load(buf, &(base.clone() + off.clone()), v as usize, Some(&inside))?;
+                        let outs = xs
+                            .iter()
+                            .map(|e| {
+                                let f = b.cvt(e, ScalarType::F32)?;
+                                let z =
+                                    b.fma(&b.binary(BinOp::Sub, &f, &big_m)?, &log2e, &neg_lg2_s)?;
+                                let op =
+                                    if ftz_out { UnOp::Exp2ApproxFtz } else { UnOp::Exp2Approx };
+                                Ok(b.cvt(&b.unary(op, &z)?, ty)?)
+                            })
+                            .collect::<Result<Vec<_>>>()?;
+                        let at = yrow.clone() + lo.clone() + off;
+                        b.store(y.mem, &at, &outs, Some(&inside))?;
+                    }
+                }
+                Ok(())
+            };
+            out(b).map_err(ir)
+        })?;
+        // step the ring: slot and parity of slice i + 1, slot of slice i + 1 − lag
+        let wrap = b.cmp(CmpOp::Eq, &(s.clone() + lit(1)), &lit(slots))?;
+        let s2 = b.select(&wrap, &zero, &(s.clone() + lit(1)))?;
+        let ph2 = b.select(&wrap, &(lit(1) - ph.clone()), ph)?;
+        let wrap_j = b.cmp(CmpOp::Eq, &(sj.clone() + lit(1)), &lit(slots))?;
+        let sj2 = b.select(&wrap_j, &zero, &(sj.clone() + lit(1)))?;
+        Ok(vec![s2, ph2, sj2])
+    })?;
+    Ok(b.finish()?)
+}
+
+/// This layer's error inside an IR closure (the builder's closures return `IrError`).
+fn ir(e: OpsError) -> tilekit_ir::IrError {
+    match e {
+        OpsError::Ir(e) => e,
+        other => tilekit_ir::IrError::Layout(tilekit_layout::LayoutError::invalid(
+            "softmax_ring",
+            "error",
+            other.to_string(),
+            "see the ops layer's error",
+        )),
+    }
+}
