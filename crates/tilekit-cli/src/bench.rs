@@ -172,12 +172,17 @@ pub struct Args {
 /// assert!(parse_coop("256,32,64k,bulk,1exp,1exp").is_err());
 /// assert_eq!(parse_coop("256,16,32k,2rows").unwrap().rows, 2);
 /// assert!(parse_coop("256,16,32k,bulk,2rows").is_err());          // 2rows takes loads
+/// let r = parse_coop("1024,8,32k,ring6,lag2").unwrap();
+/// assert_eq!((r.ring, r.lag), (6, 2));
+/// assert_eq!(parse_coop("512,8,32k,ring3").unwrap().lag, 1);        // lag 1 by default
+/// assert!(parse_coop("512,8,32k,ring3,lag2").is_err());             // slots ≥ lag + 2
+/// assert!(parse_coop("512,8,32k,lag2").is_err() && parse_coop("512,8,32k,ringx").is_err());
 /// ```
 pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let bad = || {
         format!(
-            "`{s}`: expected THREADS,PER_THREAD[,KIBk[,bulk][,1exp][,2rows]], e.g. 256,32 or \
-             256,16,32k"
+            "`{s}`: expected THREADS,PER_THREAD[,KIBk[,bulk][,1exp][,2rows][,ringS[,lagD]]], e.g. \
+             256,32 or 256,16,32k"
         )
     };
     let mut fields = s.split(',');
@@ -202,11 +207,30 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let bulk = words.next_if_eq(&"bulk").is_some();
     let one_exp = words.next_if_eq(&"1exp").is_some();
     let rows = if words.next_if_eq(&"2rows").is_some() { 2 } else { 1 };
+    let mut number = |prefix: &str| -> Result<Option<u32>, String> {
+        match words.next_if(|w| w.starts_with(prefix)) {
+            None => Ok(None),
+            Some(w) => w[prefix.len()..].parse().map(Some).map_err(|_| {
+                format!("`{w}` in `{s}`: expected {prefix} and a number, e.g. {prefix}6")
+            }),
+        }
+    };
+    let ring = number("ring")?.unwrap_or(0);
+    let lag = number("lag")?.unwrap_or(if ring > 0 { 1 } else { 0 });
     if let Some(f) = words.next() {
         return Err(format!(
-            "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp`, then `2rows` (each \
-             at most once)"
+            "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp`, then `2rows`, then \
+             `ringS` and `lagD` (each at most once)"
         ));
+    }
+    if ring > 0 && (bulk || one_exp || rows != 1 || smem_kib == 0 || ring < lag + 2 || lag < 1) {
+        return Err(format!(
+            "`{s}`: `ringS` takes a shared-memory slice without bulk, 1exp or 2rows, and S ≥ \
+             lag + 2 with lag ≥ 1 (e.g. 1024,8,32k,ring6,lag2)"
+        ));
+    }
+    if ring == 0 && lag > 0 {
+        return Err(format!("`{s}`: `lagD` only goes with `ringS`"));
     }
     if rows == 2 && (bulk || one_exp || smem_kib == 0) {
         return Err(format!(
@@ -219,7 +243,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if !(1..=64).contains(&per_thread) {
         return Err(format!("elements per thread {per_thread}: must be 1..=64"));
     }
-    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp, rows })
+    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp, rows, ring, lag })
 }
 
 /// One measured kernel.

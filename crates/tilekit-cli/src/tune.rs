@@ -590,7 +590,17 @@ fn softmax_candidates(
                 continue;
             }
             // registers: elements a thread holds; shared memory: the slice per block
-            let label = if c.smem() {
+            let label = if c.ring > 0 {
+                let slice = chunks * c.threads as i64 * vw * c.unroll(ty);
+                format!(
+                    "coop ring {} × {} KiB slots lag {}, {k} slices × {} threads ({} vectors a step)",
+                    c.ring,
+                    slice * ty.size_bytes() as i64 / 1024,
+                    c.lag,
+                    c.threads,
+                    c.unroll(ty)
+                )
+            } else if c.smem() {
                 let slice = chunks * c.threads as i64 * vw * c.unroll(ty);
                 format!(
                     "coop smem{}{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",

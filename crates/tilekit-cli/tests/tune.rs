@@ -101,6 +101,8 @@ fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
         bulk: false,
         one_exp: false,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let b = CoopTuning {
         threads: 512,
@@ -109,6 +111,8 @@ fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
         bulk: false,
         one_exp: false,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     // `small` ran only on the shorter rows (too many blocks for the longer): it does not compete
     let small = CoopTuning {
@@ -118,6 +122,8 @@ fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
         bulk: false,
         one_exp: false,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let mut c = vec![
         cand("softmax 65536 f32", Knob::Online(O512), 0.70),

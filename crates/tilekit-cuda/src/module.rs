@@ -597,6 +597,53 @@ impl Gpu {
         .map_err(|e| CudaError::driver("cuLaunchKernel", e))
     }
 
+    /// How many blocks of `kernel`, launched with `threads` threads and `dynamic_smem` bytes of
+    /// dynamic shared memory, one multiprocessor holds at once: the driver's occupancy
+    /// calculator (`cuOccupancyMaxActiveBlocksPerMultiprocessor`) for the compiled kernel — its
+    /// real registers, shared memory and block size. Persistent kernels whose blocks wait for
+    /// each other size their grids by it. Above 48 KiB of dynamic shared memory the kernel is
+    /// first allowed that much (as [`Gpu::launch`] does), or the answer would be 0.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     let b = KernelBuilder::new("k", [256, 1, 1])?;
+    ///     let _ = b.shared("s", ScalarType::F32, 1024)?;
+    ///     let (k, _) = gpu.compile(&b.finish()?, None)?;
+    ///     assert!(gpu.max_active_blocks(&k, 256, 0)? >= 1);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn max_active_blocks(&self, kernel: &Kernel, threads: u32, dynamic_smem: u32) -> Result<u32> {
+        self.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
+        if dynamic_smem > 48 * 1024 {
+            // SAFETY: valid function handle; the launch checks the value against the limit.
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    kernel.function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    dynamic_smem as i32,
+                )
+            }
+            .result()
+            .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
+        }
+        let mut blocks = 0i32;
+        // SAFETY: valid function handle and out-pointer.
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                kernel.function,
+                threads as i32,
+                dynamic_smem as usize,
+            )
+        }
+        .result()
+        .map_err(|e| CudaError::driver("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        Ok(blocks.max(0) as u32)
+    }
+
     /// Before launching a cluster kernel (its cluster shape is compiled in, so the plain launch
     /// groups the grid): the grid must be a multiple of the cluster, and above 8 blocks per
     /// cluster the kernel is allowed a non-portable size.

@@ -584,6 +584,8 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             tune.softmax_coop_for(ty).filter(|_| !fits_registers && !fits_staged).and_then(|c| {
                 // bulk copies move whole 16-byte units of 16-byte aligned rows
                 let c = if c.bulk && !aligned { CoopTuning { bulk: false, ..c } } else { c };
+                // so do the ring's: elsewhere the shared-memory kernel with loads
+                let c = if c.ring > 0 && !aligned { CoopTuning { ring: 0, lag: 0, ..c } } else { c };
                 Some((c, c.plan(ty, n)?))
             })
         {
@@ -696,6 +698,9 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
 ) -> Result<()> {
     let op = "softmax";
     let threads = c.threads;
+    if c.ring > 0 {
+        return softmax_ring_into(b, x, y, (ty, v, m), (c, k, chunks));
+    }
     let per_sm = c.resident_blocks(ty, chunks);
     let resident = i64::from(b.multiprocessors()) * i64::from(per_sm);
     if i64::from(k) > resident {
@@ -735,6 +740,58 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     let grid = [grid_u32(op, "row groups × blocks per row", groups * i64::from(k))?, 1, 1];
     let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
     let pairs = 2 * m * i64::from(k);
+    let mut stats = b.empty(ScalarType::F32, &[pairs])?;
+    let args = Bindings::new(&kern)
+        .input("x", x, b)?
+        .output("y", y, b)?
+        .output_ptr("ws", &mut ws, m + 1, b)?
+        .output_ptr("stats", &mut stats, pairs, b)?;
+    b.launch(&kern, grid, args)
+}
+
+/// The ring softmax (`reduce::ring`) of `m` rows of `x` into `y`: `k` slices per row of
+/// `chunks` steps, on a grid of every block the device holds at once ([`Backend::resident_blocks`]
+/// × multiprocessors, at most the `m · k` slices), walking the slices through `c.ring` slots
+/// with the exchange `c.lag` slices behind. A lag below `⌈(k − 1)/G⌉` for that grid `G` could
+/// deadlock (a row's slices would lie further apart than the lag): a typed error names it.
+fn softmax_ring_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    x: &X,
+    y: &mut Y,
+    (ty, v, m): (ScalarType, i64, i64),
+    (c, k, chunks): (crate::reduce::CoopTuning, u32, i64),
+) -> Result<()> {
+    let op = "softmax";
+    let shape = [
+        i64::from(c.threads),
+        chunks * 100 + c.unroll(ty),
+        i64::from(c.ring) * 100 + i64::from(c.lag),
+        i64::from(k),
+    ];
+    let kern = cached(KernelKey::new("softmax_ring", ty, shape), || c.build(ty, v, k, chunks))?;
+    let per_sm = b.resident_blocks(&kern)?;
+    let slices = m * i64::from(k);
+    let resident = i64::from(b.multiprocessors()) * i64::from(per_sm);
+    let g = resident.min(slices).max(1);
+    let reach = (i64::from(k) - 1 + g - 1) / g;
+    if per_sm == 0 || i64::from(c.lag) < reach {
+        return Err(OpsError::invalid(
+            op,
+            "lag (ring softmax)",
+            c.lag,
+            format!(
+                "at least {reach}: the grid holds {resident} blocks ({} multiprocessors × \
+                 {per_sm} of {} threads with {} KiB slots), so a row's {k} slices lie up to \
+                 {reach} iterations apart; tune a shape that fits more blocks",
+                b.multiprocessors(),
+                c.threads,
+                c.smem_kib
+            ),
+        ));
+    }
+    let grid = [grid_u32(op, "resident blocks", g)?, 1, 1];
+    let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
+    let pairs = 2 * slices;
     let mut stats = b.empty(ScalarType::F32, &[pairs])?;
     let args = Bindings::new(&kern)
         .input("x", x, b)?

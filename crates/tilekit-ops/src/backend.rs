@@ -132,6 +132,23 @@ pub trait Backend {
         true
     }
 
+    /// How many blocks of `kernel` one multiprocessor holds at once: on a GPU the driver's
+    /// occupancy calculator for the compiled kernel (its real registers and shared memory); the
+    /// interpreter backends estimate it from shared memory and threads
+    /// ([`crate::reduce::resident_blocks`]). Persistent kernels whose blocks wait for each
+    /// other size their grids by it, so every block is resident at once.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// use tilekit_ops::compiled::CompiledKernel;
+    /// let k = tilekit_ops::reduce::ring::build_softmax_ring(ScalarType::BF16, 512, 4, (2, 2), (3, 1)).unwrap();
+    /// assert_eq!(Interp.resident_blocks(&CompiledKernel::new(k)).unwrap(), 2); // 96 KiB of slots
+    /// ```
+    fn resident_blocks(&self, kernel: &CompiledKernel) -> Result<u32> {
+        Ok(crate::reduce::resident_blocks(kernel.kernel()))
+    }
+
     /// The streaming multiprocessors of the device: persistent kernels size their grids by it.
     /// The interpreter backends say 4, so persistent kernels walk several rows per block there.
     ///
@@ -1145,6 +1162,12 @@ impl Backend for Cuda {
 
     fn to_host(&self, t: &DeviceTensor) -> Result<HostTensor> {
         t.on(&self.gpu).to_host().map_err(cuda)
+    }
+
+    fn resident_blocks(&self, kernel: &CompiledKernel) -> Result<u32> {
+        let l = self.load(kernel)?;
+        let threads = kernel.kernel().block_dim.iter().product::<u32>();
+        self.gpu.max_active_blocks(&l.kernel, threads, l.dynamic_smem).map_err(cuda)
     }
 
     fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {

@@ -110,6 +110,8 @@ fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
         bulk: false,
         one_exp: false,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k, chunks) in
@@ -147,6 +149,8 @@ fn the_deadlock_bound_counts_shared_memory() {
         bulk: false,
         one_exp: false,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let (k, chunks) = c.plan(ScalarType::F32, 5 * 49152).unwrap();
@@ -208,6 +212,8 @@ fn api_softmax_takes_bulk_copies_for_aligned_rows_and_loads_elsewhere() {
         bulk: true,
         one_exp: false,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     // f32 rows of 20000 are whole 16-byte vectors; 20001 are not
@@ -294,6 +300,8 @@ fn api_softmax_takes_the_one_exp_kernel_when_tuned_and_matches() {
         bulk: true,
         one_exp: true,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, name) in [
@@ -331,6 +339,8 @@ fn one_exp_without_a_shared_memory_slice_is_a_typed_error() {
         bulk: false,
         one_exp: true,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let x = LayoutTensor::contiguous(ScalarType::F32, &[2, 65536]).unwrap();
@@ -426,6 +436,8 @@ fn two_rows_a_block_match_the_reference_for_even_and_odd_row_counts() {
         bulk: false,
         one_exp: false,
         rows: 2,
+        ring: 0,
+        lag: 0,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, m, n) in [
@@ -460,6 +472,8 @@ fn two_rows_are_refused_with_bulk_copies_one_exponential_or_three_rows() {
         bulk: false,
         one_exp: false,
         rows: 2,
+        ring: 0,
+        lag: 0,
     };
     for bad in [
         CoopTuning { bulk: true, ..c },

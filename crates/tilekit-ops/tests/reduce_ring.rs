@@ -7,12 +7,16 @@
 
 mod common;
 
-use common::{assert_close_relative, random_rows};
+use common::{api_softmax_checked, assert_close_relative, random_rows};
 use tilekit_ir::interp::{self, Args, HostBuffer, InterpError};
 use tilekit_ir::ScalarType;
+use tilekit_ops::api;
+use tilekit_ops::backend::{LayoutTensor, Record};
 use tilekit_ops::host;
 use tilekit_ops::reduce::ring::build_softmax_ring;
-use tilekit_ops::reduce::{reference, Reduction};
+use tilekit_ops::reduce::{reference, resident_blocks, CoopTuning, Reduction};
+use tilekit_ops::tuning::Tuning;
+use tilekit_ops::OpsError;
 
 /// Runs the ring kernel: `m` rows of `n`, `k` slices per row of `chunks` steps of
 /// `threads × unroll` vectors, `slots` slots, `lag`, on `blocks` blocks; output and stats
@@ -102,4 +106,54 @@ fn bad_shapes_are_typed_errors_naming_the_value() {
     assert!(e.to_string().contains("200 KiB"), "{e}");
     let e = build_softmax_ring(ScalarType::F32, 256, 65, (2, 2), (3, 1)).unwrap_err();
     assert!(e.to_string().contains("65"), "{e}");
+}
+
+fn ring(threads: u32, smem_kib: u32, ring: u32, lag: u32) -> CoopTuning {
+    CoopTuning { threads, per_thread: 8, smem_kib, bulk: false, one_exp: false, rows: 1, ring, lag }
+}
+
+#[test]
+fn api_softmax_takes_the_ring_when_tuned_and_matches() {
+    // 128 threads × 8 elements a step, 8 KiB slots, 3 of them, lag 1: the interpreter's
+    // estimate holds 9 blocks per "multiprocessor", 36 in all, fewer than the 5 rows × 10
+    // slices (f32 20000: slots of 2 steps of 1024; bf16 40000: 4 steps of 1024... a 4096-element
+    // slot, 10 slices too)
+    let c = ring(128, 8, 3, 1);
+    let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
+    for (ty, n, k, chunks) in [(ScalarType::F32, 20000i64, 10u32, 2i64), (ScalarType::BF16, 40000, 10, 4)]
+    {
+        let m = 5i64;
+        assert_eq!(c.plan(ty, n), Some((k, chunks)), "{ty}");
+        let part = (n as usize).div_ceil(k as usize);
+        let l = api_softmax_checked(t, ty, (m, n), (part, 9), &format!("api ring {ty}"));
+        let kern = l.kernel.kernel();
+        let g = (4 * resident_blocks(kern)).min(m as u32 * k);
+        assert_eq!((kern.name.as_str(), l.grid), ("softmax_ring", [g, 1, 1]), "{ty}");
+        assert!(g < m as u32 * k || ty == ScalarType::BF16, "f32: blocks walk several slices");
+    }
+    // rows that are not whole 16-byte vectors take the shared-memory kernel with loads
+    let l = api_softmax_checked(t, ScalarType::F32, (2, 20001), (2001, 3), "api ring, odd rows");
+    assert_eq!(l.kernel.kernel().name, "softmax_coop_smem");
+}
+
+#[test]
+fn a_lag_too_short_for_the_grid_is_a_typed_error() {
+    // 64 KiB slots × 3: one block per "multiprocessor", 4 in all; f32 rows of 10 slices lie
+    // up to ⌈9 / 4⌉ = 3 iterations apart, more than a lag of 1
+    let c = ring(256, 64, 3, 1);
+    let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
+    let x = LayoutTensor::contiguous(ScalarType::F32, &[2, 10 * 16384]).unwrap();
+    let e = api::softmax_into(&Record::with_tuning(t), &x, &mut x.clone()).unwrap_err();
+    match &e {
+        OpsError::Invalid { field, value, rule, .. } => {
+            assert_eq!((field.as_str(), value.as_str()), ("lag (ring softmax)", "1"));
+            assert!(rule.contains("at least 3") && rule.contains("holds 4 blocks"), "{e}");
+        }
+        _ => panic!("expected a typed error, got {e}"),
+    }
+    // on 132 multiprocessors the grid holds every slice: a lag of 1 covers it
+    let rec = Record::with_tuning(t).on_multiprocessors(132);
+    api::softmax_into(&rec, &x, &mut x.clone()).unwrap();
+    let l = rec.take().remove(0);
+    assert_eq!((l.kernel.kernel().name.as_str(), l.grid), ("softmax_ring", [20, 1, 1]));
 }

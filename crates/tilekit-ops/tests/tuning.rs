@@ -151,7 +151,9 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
             smem_kib: 64,
             bulk: false,
             one_exp: false,
-            rows: 1
+            rows: 1,
+            ring: 0,
+            lag: 0,
         })
     );
     let t = Tuning {
@@ -162,6 +164,8 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
             bulk: false,
             one_exp: false,
             rows: 1,
+            ring: 0,
+            lag: 0,
         }),
         ..Tuning::default()
     };
@@ -194,6 +198,8 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
             bulk: false,
             one_exp: false,
             rows: 1,
+            ring: 0,
+            lag: 0,
         }),
         ..Tuning::default()
     };
@@ -221,7 +227,9 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
                 smem_kib: 0,
                 bulk: false,
                 one_exp: false,
-                rows: 1
+                rows: 1,
+                ring: 0,
+                lag: 0,
             },
             false
         )
@@ -266,6 +274,8 @@ fn the_16bit_coop_shape_is_validated_and_absent_from_old_files() {
         bulk: false,
         one_exp: false,
         rows: 1,
+        ring: 0,
+        lag: 0,
     };
     let t = Tuning { softmax_coop_16bit: Some(c), ..Tuning::default() };
     let path = t.save(tmp.path(), dev).unwrap();

@@ -52,7 +52,7 @@
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
-//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1 };
+//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
 //! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
 //! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
 //! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
@@ -86,11 +86,11 @@ pub const MAX_COOP_BLOCKS: u32 = 64;
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::CoopTuning;
-/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1 };
+/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
 /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
 /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
 /// // 32 KiB of f32 in shared memory a block: 8192 elements, 2 steps of 512 × 8
-/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false, rows: 1 };
+/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((32, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -124,6 +124,19 @@ pub struct CoopTuning {
     /// --softmax-coop`.
     #[serde(default = "one_row")]
     pub rows: u32,
+    /// `0`: the kernels above. Otherwise the **ring** kernel ([`super::ring`]): a resident grid
+    /// whose blocks walk a fixed list of slices (`smem_kib` KiB each, `per_thread` elements a
+    /// thread per step, brought in by bulk copies) through this many shared-memory slots,
+    /// waiting for each slice's row [`lag`](Self::lag) slices after publishing it (at least
+    /// `lag + 2`; `slots × smem_kib ≤ 200`). Rows must be 16-byte aligned whole vectors
+    /// (elsewhere `api::softmax` uses the shared-memory kernel with loads). Labelled `ringS`
+    /// by `tilekit tune` and `bench --softmax-coop`.
+    #[serde(default)]
+    pub ring: u32,
+    /// Ring only: how many slices after publishing a slice's (max, sum) a block waits for its
+    /// row (at least 1). Labelled `lagD`.
+    #[serde(default)]
+    pub lag: u32,
 }
 
 fn one_row() -> u32 {
@@ -137,15 +150,18 @@ impl CoopTuning {
     /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
     /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
     /// by bulk copies; then each of those 18 shared-memory shapes with one exponential per
-    /// element (`one_exp`). Two rows a block (`rows` 2) is not swept: slower than one row at
-    /// every H200 shape measured (bench/NOTES.md §10); `--softmax-coop …,2rows` times it.
+    /// element (`one_exp`); and 8 shapes of the ring kernel ([`super::ring`]: 256–1024
+    /// threads, slots of 16 or 32 KiB, 3–12 of them, lag 1 or 2). Two rows a block (`rows` 2) is
+    /// not swept: slower than one row at every H200 shape measured (bench/NOTES.md §10);
+    /// `--softmax-coop …,2rows` times it.
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6 + 18);
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 8);
     /// assert!(c.iter().all(|t| t.rows == 1));
+    /// assert!(c.iter().filter(|t| t.ring > 0).all(|t| t.smem() && t.ring >= t.lag + 2));
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0).count(), 36);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0 && t.ring == 0).count(), 36);
     /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// assert!(c.iter().all(|t| !t.one_exp || t.smem_kib > 0));
     /// assert_eq!(c.iter().filter(|t| t.one_exp && t.bulk).count(), 6);
@@ -162,6 +178,8 @@ impl CoopTuning {
                         bulk: false,
                         one_exp: false,
                         rows: 1,
+                        ring: 0,
+                        lag: 0,
                     });
                 }
             }
@@ -176,6 +194,8 @@ impl CoopTuning {
                         bulk: false,
                         one_exp: false,
                         rows: 1,
+                        ring: 0,
+                        lag: 0,
                     });
                 }
             }
@@ -189,6 +209,8 @@ impl CoopTuning {
                     bulk: true,
                     one_exp: false,
                     rows: 1,
+                    ring: 0,
+                    lag: 0,
                 });
             }
         }
@@ -196,6 +218,28 @@ impl CoopTuning {
         let one: Vec<CoopTuning> =
             v.iter().filter(|t| t.smem()).map(|t| CoopTuning { one_exp: true, ..*t }).collect();
         v.extend(one);
+        // the ring kernel: (threads, slice KiB, slots, lag), 8 elements a thread per step
+        for (threads, smem_kib, ring, lag) in [
+            (1024u32, 32u32, 6u32, 1u32),
+            (1024, 32, 6, 2),
+            (1024, 16, 12, 2),
+            (512, 32, 3, 1),
+            (512, 16, 6, 1),
+            (512, 16, 6, 2),
+            (256, 16, 3, 1),
+            (256, 16, 6, 2),
+        ] {
+            v.push(CoopTuning {
+                threads,
+                per_thread: 8,
+                smem_kib,
+                bulk: false,
+                one_exp: false,
+                rows: 1,
+                ring,
+                lag,
+            });
+        }
         v
     }
 
@@ -203,8 +247,8 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ops::reduce::CoopTuning;
-    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1 }.smem());
-    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false, rows: 1 }.smem());
+    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 }.smem());
+    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 }.smem());
     /// ```
     pub fn smem(&self) -> bool {
         self.smem_kib > 0
@@ -215,7 +259,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false, rows: 1 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
     /// assert_eq!((t.unroll(ScalarType::F32), t.unroll(ScalarType::BF16)), (8, 4));
     /// ```
     pub fn unroll(&self, ty: ScalarType) -> i64 {
@@ -231,11 +275,11 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false, rows: 1 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
     /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
     /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
     /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
-    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false, rows: 1 };
+    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
     /// assert_eq!(s.plan(ScalarType::BF16, 65536), Some((2, 8))); // 2 × 8 steps of 256 × 8 × 2
     /// assert_eq!(s.plan(ScalarType::F32, 262145), Some((17, 4)));
     /// ```
@@ -253,6 +297,15 @@ impl CoopTuning {
         if n < 1 || per_chunk < 1 {
             return None;
         }
+        if self.ring > 0 {
+            // the ring's slots must fit its shared memory, its steps its unrolled body
+            let slot = max_chunks * per_chunk * size;
+            if i64::from(self.ring) * slot > super::ring::RING_MAX_BYTES
+                || max_chunks > super::ring::RING_MAX_CHUNKS
+            {
+                return None;
+            }
+        }
         let k = (n + max_chunks * per_chunk - 1) / (max_chunks * per_chunk);
         if k > MAX_COOP_BLOCKS as i64 {
             return None;
@@ -268,7 +321,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
     /// let (k, chunks) = t.plan(ScalarType::F32, 65536).unwrap();
     /// assert_eq!(t.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem");
     /// let one = tilekit_ops::reduce::CoopTuning { one_exp: true, ..t };
@@ -277,6 +330,25 @@ impl CoopTuning {
     /// assert!(regs.build(ScalarType::F32, 4, 8, 8).is_err());
     /// ```
     pub fn build(&self, ty: ScalarType, vx: i64, k: u32, chunks: i64) -> Result<Kernel> {
+        if self.ring > 0 {
+            if !self.smem() || self.bulk || self.one_exp || self.rows != 1 {
+                return Err(OpsError::invalid(
+                    "softmax",
+                    "ring (cooperative softmax)",
+                    self.ring,
+                    "0 unless the slice is in shared memory (smem_kib 1..=200) with bulk, \
+                     one_exp off and rows 1: the ring brings its slots in by bulk copies itself",
+                ));
+            }
+            let _ = vx;
+            return super::ring::build_softmax_ring(
+                ty,
+                self.threads,
+                k,
+                (self.unroll(ty), chunks),
+                (i64::from(self.ring), i64::from(self.lag)),
+            );
+        }
         if self.one_exp && !self.smem() {
             return Err(OpsError::invalid(
                 "softmax",
@@ -331,10 +403,19 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
     /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 4);
     /// ```
     pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {
+        if self.ring > 0 {
+            // the slots, the warps' pairs, the mbarriers; at most 64 registers a thread
+            let v = 16 / ty.size_bytes() as i64;
+            let slice = chunks * i64::from(self.threads) * v * self.unroll(ty) * ty.size_bytes() as i64;
+            let bytes = i64::from(self.ring) * (slice + 8) + i64::from(self.threads) / 2 + 1024;
+            let by_smem = (228 * 1024 / bytes.max(1)) as u32;
+            let by_regs = 65536 / (self.threads.max(32) * 64);
+            return by_smem.min(by_regs).min(2048 / self.threads.max(32)).max(1);
+        }
         if self.smem() {
             let u = self.unroll(ty);
             if self.one_exp {
