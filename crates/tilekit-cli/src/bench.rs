@@ -77,7 +77,10 @@ pub struct Args {
     /// KiB a block, PER_THREAD elements a thread per step), e.g. `256,16,32k`; `,bulk` after
     /// it brings the slices in with bulk copies (sm_90, aligned rows), e.g. `256,32,64k,bulk`;
     /// `,1exp` computes one exponential per element (`reduce::coop_smem`'s one-exponential
-    /// kernel), e.g. `256,16,32k,1exp` or `256,32,64k,bulk,1exp`.
+    /// kernel), e.g. `256,16,32k,1exp` or `256,32,64k,bulk,1exp`; `,ringS[,lagD]` takes the
+    /// ring kernel (`reduce::ring`: a resident grid walking slices of KIB KiB through S slots,
+    /// each row waited for D slices after publishing, lag 1 by default), e.g.
+    /// `1024,8,32k,ring6,lag2`.
     #[arg(long, value_parser = parse_coop)]
     pub softmax_coop: Option<CoopTuning>,
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.

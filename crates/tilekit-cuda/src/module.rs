@@ -615,7 +615,12 @@ impl Gpu {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn max_active_blocks(&self, kernel: &Kernel, threads: u32, dynamic_smem: u32) -> Result<u32> {
+    pub fn max_active_blocks(
+        &self,
+        kernel: &Kernel,
+        threads: u32,
+        dynamic_smem: u32,
+    ) -> Result<u32> {
         self.ctx.bind_to_thread().map_err(|e| CudaError::driver("cuCtxSetCurrent", e))?;
         if dynamic_smem > 48 * 1024 {
             // SAFETY: valid function handle; the launch checks the value against the limit.

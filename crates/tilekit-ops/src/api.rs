@@ -585,7 +585,8 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
                 // bulk copies move whole 16-byte units of 16-byte aligned rows
                 let c = if c.bulk && !aligned { CoopTuning { bulk: false, ..c } } else { c };
                 // so do the ring's: elsewhere the shared-memory kernel with loads
-                let c = if c.ring > 0 && !aligned { CoopTuning { ring: 0, lag: 0, ..c } } else { c };
+                let c =
+                    if c.ring > 0 && !aligned { CoopTuning { ring: 0, lag: 0, ..c } } else { c };
                 Some((c, c.plan(ty, n)?))
             })
         {

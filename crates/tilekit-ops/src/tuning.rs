@@ -256,12 +256,28 @@ impl Default for Tuning {
 /// The cooperative softmax shape that won the f32 rows of 65536 and 262144 on both the H100 and
 /// the H200 (`tilekit tune --config coop`, 2026-11-26): 256 threads reading 8 vectors a step
 /// into 64 KiB slices of shared memory.
-const COOP_SMEM_F32: CoopTuning =
-    CoopTuning { threads: 256, per_thread: 32, smem_kib: 64, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+const COOP_SMEM_F32: CoopTuning = CoopTuning {
+    threads: 256,
+    per_thread: 32,
+    smem_kib: 64,
+    bulk: false,
+    one_exp: false,
+    rows: 1,
+    ring: 0,
+    lag: 0,
+};
 
 /// The same for bf16 rows: 256 threads, 2 vectors a step, 32 KiB slices.
-const COOP_SMEM_16BIT: CoopTuning =
-    CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+const COOP_SMEM_16BIT: CoopTuning = CoopTuning {
+    threads: 256,
+    per_thread: 16,
+    smem_kib: 32,
+    bulk: false,
+    one_exp: false,
+    rows: 1,
+    ring: 0,
+    lag: 0,
+};
 
 fn default_cluster() -> Option<ClusterTuning> {
     Some(ClusterTuning::default())

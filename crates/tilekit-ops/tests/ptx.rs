@@ -198,7 +198,11 @@ fn the_coop_smem_softmax_assembles_without_spills_within_its_register_estimate()
                         if c.bulk { "_bulk" } else { "" },
                         if c.one_exp { "_1exp" } else { "" },
                         if c.rows == 2 { "_2rows" } else { "" }
-                    ) + &if c.ring > 0 { format!("_ring{}_{}", c.ring, c.lag) } else { String::new() };
+                    ) + &if c.ring > 0 {
+                        format!("_ring{}_{}", c.ring, c.lag)
+                    } else {
+                        String::new()
+                    };
                     // the ring's residency estimate allows 64 registers a thread (1024-thread
                     // blocks cannot launch with more)
                     let estimate = if c.ring > 0 {

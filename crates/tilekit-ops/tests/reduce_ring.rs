@@ -120,7 +120,8 @@ fn api_softmax_takes_the_ring_when_tuned_and_matches() {
     // slot, 10 slices too)
     let c = ring(128, 8, 3, 1);
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
-    for (ty, n, k, chunks) in [(ScalarType::F32, 20000i64, 10u32, 2i64), (ScalarType::BF16, 40000, 10, 4)]
+    for (ty, n, k, chunks) in
+        [(ScalarType::F32, 20000i64, 10u32, 2i64), (ScalarType::BF16, 40000, 10, 4)]
     {
         let m = 5i64;
         assert_eq!(c.plan(ty, n), Some((k, chunks)), "{ty}");

@@ -410,7 +410,8 @@ impl CoopTuning {
         if self.ring > 0 {
             // the slots, the warps' pairs, the mbarriers; at most 64 registers a thread
             let v = 16 / ty.size_bytes() as i64;
-            let slice = chunks * i64::from(self.threads) * v * self.unroll(ty) * ty.size_bytes() as i64;
+            let slice =
+                chunks * i64::from(self.threads) * v * self.unroll(ty) * ty.size_bytes() as i64;
             let bytes = i64::from(self.ring) * (slice + 8) + i64::from(self.threads) / 2 + 1024;
             let by_smem = (228 * 1024 / bytes.max(1)) as u32;
             let by_regs = 65536 / (self.threads.max(32) * 64);
