@@ -62,6 +62,7 @@ pub(crate) struct Ctx {
     pub(crate) name: String,
     pub(crate) block_dim: [u32; 3],
     pub(crate) cluster_dim: [u32; 3],
+    pub(crate) min_blocks_per_sm: u32,
     pub(crate) index_ty: ScalarType,
     pub(crate) params: Vec<ParamDecl>,
     /// Tensor parameters, each with the vector its descriptors promised (shared with the
@@ -261,6 +262,7 @@ impl KernelBuilder {
             name: name.into(),
             block_dim,
             cluster_dim: [1, 1, 1],
+            min_blocks_per_sm: 0,
             index_ty: ScalarType::I32,
             params: vec![],
             tensors: vec![],
@@ -333,6 +335,30 @@ impl KernelBuilder {
             return Err(bad("set the cluster before building any instruction"));
         }
         c.cluster_dim = dims;
+        Ok(())
+    }
+
+    /// Asks ptxas to fit `blocks` blocks of this kernel on every SM at once (`.minnctapersm`):
+    /// it caps the registers a thread gets (`65536 / (blocks · threads)`, rounded down to its
+    /// allocation unit). For kernels whose grids are sized by how many blocks an SM holds.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [544, 1, 1]).unwrap();
+    /// b.set_min_blocks_per_sm(2).unwrap();
+    /// assert!(b.set_min_blocks_per_sm(33).is_err());
+    /// assert_eq!(b.finish().unwrap().min_blocks_per_sm, 2);
+    /// ```
+    pub fn set_min_blocks_per_sm(&self, blocks: u32) -> Result<()> {
+        if blocks > 32 {
+            return Err(IrError::Layout(tilekit_layout::LayoutError::invalid(
+                "min blocks per SM",
+                "blocks",
+                blocks,
+                "0..=32 (an SM holds at most 32 blocks)",
+            )));
+        }
+        self.ctx.borrow_mut().min_blocks_per_sm = blocks;
         Ok(())
     }
 
@@ -2172,6 +2198,7 @@ impl KernelBuilder {
             name: c.name.clone(),
             block_dim: c.block_dim,
             cluster_dim: c.cluster_dim,
+            min_blocks_per_sm: c.min_blocks_per_sm,
             params: c.params.clone(),
             tensors: c
                 .tensors

@@ -161,6 +161,10 @@ pub struct Kernel {
     /// Blocks per cluster along x, y, z (`[1, 1, 1]`: no clusters). The grid must be a
     /// multiple of it; its product is at most 16 (8 is the portable limit).
     pub cluster_dim: [u32; 3],
+    /// Blocks of this kernel every SM must be able to hold at once (`.minnctapersm`: ptxas
+    /// caps the registers a thread gets so that many fit); `0` leaves it to ptxas. Set with
+    /// [`crate::KernelBuilder::set_min_blocks_per_sm`].
+    pub min_blocks_per_sm: u32,
     /// Parameters, in launch order.
     pub params: Vec<ParamDecl>,
     /// The tensor parameters among `params`, with what the kernel assumes of each.

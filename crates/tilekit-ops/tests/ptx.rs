@@ -203,10 +203,12 @@ fn the_coop_smem_softmax_assembles_without_spills_within_its_register_estimate()
                     } else {
                         String::new()
                     };
-                    // the ring's residency estimate allows 64 registers a thread (1024-thread
-                    // blocks cannot launch with more)
+                    // the ring asks ptxas for `.minnctapersm` blocks per SM: its registers must
+                    // let that many fit (allocated per warp in units of 256)
                     let estimate = if c.ring > 0 {
-                        64
+                        let per_sm = kern.min_blocks_per_sm.max(1);
+                        let warps = kern.block_dim[0].div_ceil(32);
+                        65536 / (per_sm * warps * 32) / 8 * 8
                     } else if c.one_exp {
                         coop_smem_one_exp_registers(ty, unroll, chunks, c.bulk)
                     } else {

@@ -192,6 +192,9 @@ pub fn emit_kernel(k: &Kernel, target: Target) -> Result<String> {
         let [cx, cy, cz] = k.cluster_dim;
         let _ = writeln!(head, ".reqnctapercluster {cx}, {cy}, {cz}");
     }
+    if k.min_blocks_per_sm > 0 {
+        let _ = writeln!(head, ".minnctapersm {}", k.min_blocks_per_sm);
+    }
     let _ = writeln!(head, "{{");
     let layout = shared_layout(k);
     if layout.dynamic {

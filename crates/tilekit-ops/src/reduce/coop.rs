@@ -150,8 +150,8 @@ impl CoopTuning {
     /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
     /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
     /// by bulk copies; then each of those 18 shared-memory shapes with one exponential per
-    /// element (`one_exp`); and 8 shapes of the ring kernel ([`super::ring`]: 256–1024
-    /// threads, slots of 16 or 32 KiB, 3–12 of them, lag 1 or 2). Two rows a block (`rows` 2) is
+    /// element (`one_exp`); and 8 shapes of the ring kernel ([`super::ring`]: 256–768
+    /// compute threads, slots of 8–32 KiB, 3–6 of them, lag 1 or 2). Two rows a block (`rows` 2) is
     /// not swept: slower than one row at every H200 shape measured (bench/NOTES.md §10);
     /// `--softmax-coop …,2rows` times it.
     ///
@@ -220,14 +220,14 @@ impl CoopTuning {
         v.extend(one);
         // the ring kernel: (threads, slice KiB, slots, lag), 8 elements a thread per step
         for (threads, smem_kib, ring, lag) in [
-            (1024u32, 32u32, 6u32, 1u32),
-            (1024, 32, 6, 2),
-            (1024, 16, 12, 2),
-            (512, 32, 3, 1),
+            (512u32, 32u32, 3u32, 1u32),
             (512, 16, 6, 1),
             (512, 16, 6, 2),
             (256, 16, 3, 1),
-            (256, 16, 6, 2),
+            (256, 16, 4, 2),
+            (256, 32, 3, 1),
+            (256, 8, 6, 2),
+            (768, 32, 6, 2),
         ] {
             v.push(CoopTuning {
                 threads,
@@ -412,10 +412,12 @@ impl CoopTuning {
             let v = 16 / ty.size_bytes() as i64;
             let slice =
                 chunks * i64::from(self.threads) * v * self.unroll(ty) * ty.size_bytes() as i64;
-            let bytes = i64::from(self.ring) * (slice + 8) + i64::from(self.threads) / 2 + 1024;
+            // (the block has one more warp than `threads`: the exchange and the copies)
+            let block = self.threads + 32;
+            let bytes = i64::from(self.ring) * (slice + 40) + i64::from(self.threads) / 2 + 1024;
             let by_smem = (228 * 1024 / bytes.max(1)) as u32;
-            let by_regs = 65536 / (self.threads.max(32) * 64);
-            return by_smem.min(by_regs).min(2048 / self.threads.max(32)).max(1);
+            let by_regs = 65536 / (block * 56);
+            return by_smem.min(by_regs).min(2048 / block).max(1);
         }
         if self.smem() {
             let u = self.unroll(ty);

@@ -62,7 +62,7 @@ use tilekit_layout::{Idx, IdxBool};
 
 use crate::error::{OpsError, Result};
 
-use super::coop::{gather, publish};
+use super::coop::publish;
 
 /// The most steps (chunks) a slot may take: the steps are unrolled at build time.
 ///
@@ -102,6 +102,14 @@ pub fn build_softmax_ring(
     (slots, lag): (i64, i64),
 ) -> Result<Kernel> {
     super::coop::check_coop(ty, threads, k)?;
+    if threads + 32 > 1024 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "threads (ring softmax)",
+            threads,
+            "32..=992: the block adds one warp for the exchange and the copies",
+        ));
+    }
     if !(1..=8).contains(&unroll) {
         return Err(OpsError::invalid("softmax", "unroll", unroll, "1..=8 vectors per thread"));
     }
@@ -150,7 +158,10 @@ pub fn build_softmax_ring(
     let kk = k as i64;
     let warps = threads as i64 / 32;
     let lit = Val::lit;
-    let b = KernelBuilder::new(name, [threads, 1, 1])?;
+    let b = KernelBuilder::new(name, [threads + 32, 1, 1])?;
+    // as many blocks per SM as the slots' shared memory allows: ptxas fits the registers
+    let per_sm = (228 * 1024 / (slots * len * size + 2048)).clamp(1, 8) as u32;
+    b.set_min_blocks_per_sm(per_sm.min(2048 / (threads + 32)))?;
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ty, 2)?;
     // full 16-byte vectors: the binding checks 16-byte aligned rows
@@ -158,12 +169,20 @@ pub fn build_softmax_ring(
     y.descriptor(Some((v, 1)))?;
     let ws = b.ptr_param("ws", ScalarType::U32)?;
     let stats = b.ptr_param("stats", ScalarType::F32)?;
-    let scratch = b.shared("pairs", ScalarType::F32, (4 * warps) as usize)?;
     let buf = b.shared("slots", ty, (slots * len) as usize)?;
-    let bars = b.mbarrier("full", slots as usize)?;
+    // the compute warps' pairs and the row's (M, −log2 S), per slot
+    let scratch = b.shared("pairs", ScalarType::F32, (2 * warps * slots) as usize)?;
+    let rowstat = b.shared("row_stats", ScalarType::F32, (2 * slots) as usize)?;
+    let full = b.mbarrier("full", slots as usize)?;
+    let empty = b.mbarrier("empty", slots as usize)?;
+    let ready = b.mbarrier("ready", slots as usize)?;
+    let folded = b.mbarrier("partials", slots as usize)?;
     let rows = x.lengths[0].clone();
     let n = x.lengths[1].clone();
     let tid = b.thread_id(Axis::X);
+    let lane = b.lane_id();
+    let warp = b.warp_id();
+    let lane0 = b.cmp(CmpOp::Eq, &lane, &lit(0))?;
     let first = b.cmp(CmpOp::Eq, &tid, &lit(0))?;
     let me = b.block_id(Axis::X);
     let big_g = b.grid_dim(Axis::X);
@@ -171,7 +190,9 @@ pub fn build_softmax_ring(
     // the block's slices: b, b + G, … below rows · k
     let mine = (total.clone() - me.clone() + big_g.clone() - lit(1)) / big_g.clone();
     let slice = |i: &Val| me.clone() + i.clone() * big_g.clone();
-    // thread 0: slice q's bulk copies into slot s, completing on full[s]
+    // (the slot, the parity of its use) of the block's slice i ≥ 0
+    let ring_of = |i: &Val| (i.clone() % lit(slots), (i.clone() / lit(slots)) % lit(2));
+    // one thread: slice q's bulk copies into slot s, completing on full[s]
     let issue =
         |b: &KernelBuilder, q: &Val, s: &Val| -> std::result::Result<(), tilekit_ir::IrError> {
             let (row, part) = (q.clone() / lit(kk), q.clone() % lit(kk));
@@ -179,7 +200,7 @@ pub fn build_softmax_ring(
             let lo = part * lit(len);
             let left = b.binary(BinOp::Sub, &n, &lo)?;
             let all = b.binary(BinOp::Max, &b.binary(BinOp::Min, &left, &lit(len))?, &lit(0))?;
-            b.mbarrier_arrive(bars, s, Some(&(all * lit(size))))?;
+            b.mbarrier_arrive(full, s, Some(&(all * lit(size))))?;
             for step in 0..chunks {
                 let c0 = lo.clone() + lit(step * c);
                 let left = b.binary(BinOp::Sub, &n, &c0)?;
@@ -188,37 +209,23 @@ pub fn build_softmax_ring(
                 let some = b.cmp(CmpOp::Gt, &part_len, &lit(0))?;
                 b.if_then(&some, |b| {
                     let at = s.clone() * lit(len) + lit(step * c);
-                    b.bulk_load(buf, &at, x.mem, &(xrow.clone() + c0.clone()), &part_len, bars, s)
+                    b.bulk_load(buf, &at, x.mem, &(xrow.clone() + c0.clone()), &part_len, full, s)
                 })?;
             }
             Ok(())
         };
-    b.note(format!("{name}: one mbarrier per slot; slices 0 … {} in flight", slots - 1));
+    b.note(format!("{name}: mbarriers (full: the copies; empty: {threads} readers; ready: the row's stats; partials: {warps} warps)"));
     b.if_then(&first, |b| {
         for s in 0..slots {
-            b.mbarrier_init(bars, &lit(s), &lit(1))?;
+            b.mbarrier_init(full, &lit(s), &lit(1))?;
+            b.mbarrier_init(empty, &lit(s), &lit(threads as i64))?;
+            b.mbarrier_init(ready, &lit(s), &lit(1))?;
+            b.mbarrier_init(folded, &lit(s), &lit(warps))?;
         }
         b.fence_mbarrier_init();
         Ok(())
     })?;
     b.barrier();
-    b.if_then(&first, |b| {
-        for s in 0..slots {
-            let real = b.cmp(CmpOp::Lt, &lit(s), &mine)?;
-            b.if_then(&real, |b| issue(b, &slice(&lit(s)), &lit(s)))?;
-        }
-        Ok(())
-    })?;
-    // the vectors of step `step` this thread owns in a slot: (offset in the slot, in-row mask)
-    let vectors = |b: &KernelBuilder, lo: &Val, step: i64| -> Result<Vec<(Val, Pred)>> {
-        (0..unroll)
-            .map(|u| {
-                let off = lit(step * c) + (lit(u * threads as i64) + tid.clone()) * lit(v);
-                let inside = b.cmp(CmpOp::Lt, &(lo.clone() + off.clone()), &n)?;
-                Ok((off, inside))
-            })
-            .collect()
-    };
     let log2e = b.f32(std::f32::consts::LOG2_E);
     let ninf = b.f32(f32::NEG_INFINITY);
     let ftz_exp = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
@@ -242,120 +249,199 @@ pub fn build_softmax_ring(
         }
         Ok((m, s))
     };
-    let ftz_out = size == 2;
-    let one = lit(1);
     let zero = lit(0);
-    let init = [zero.clone(), zero.clone(), lit(slots - lag)];
+    let one = lit(1);
     let end = mine.clone() + lit(lag);
-    crate::tile::for_range(&b, &zero, &end, &one, &init, |b, i, acc| {
-        let (s, ph, sj) = (&acc[0], &acc[1], &acc[2]);
-        let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
-        b.if_then(&has_stats, |b| -> std::result::Result<(), tilekit_ir::IrError> {
-            let q = slice(&i);
-            let (row, part) = (q.clone() / lit(kk), q % lit(kk));
-            let lo = part.clone() * lit(len);
-            b.note(format!("{name}: slot i mod S landed; online (max, sum) over it"));
-            b.mbarrier_wait(bars, s, ph)?;
-            let base = s.clone() * lit(len);
-            let mut m = b.f32(f32::MIN);
-            let mut sum = b.f32(0.0);
-            let mut inner = |b: &KernelBuilder| -> Result<(Val, Val)> {
-                for step in 0..chunks {
-                    let mut xs = vec![];
-                    for (off, inside) in vectors(b, &lo, step)? {
-                        for e in b.load(buf, &(base.clone() + off), v as usize, Some(&inside))? {
-                            let f = b.cvt(&e, ScalarType::F32)?;
-                            xs.push(b.select(&inside, &f, &ninf)?);
-                        }
-                    }
-                    let mx = crate::tile::tree_reduce(b, xs.clone(), BinOp::Max)?;
-                    let m2 = b.binary(BinOp::Max, &m, &mx)?;
-                    let es = xs.iter().map(|x| ftz_exp(b, x, &m2)).collect::<Result<Vec<_>>>()?;
-                    let e = crate::tile::tree_reduce(b, es, BinOp::Add)?;
-                    sum = if step == 0 { e } else { b.fma(&sum, &ftz_exp(b, &m, &m2)?, &e)? };
-                    m = m2;
-                }
-                butterfly(b, m.clone(), sum.clone())
-            };
-            let (wm, wsum) = inner(b).map_err(ir)?;
-            let half = b.binary(BinOp::Rem, &i, &lit(2))? * lit(2 * warps);
-            let lane0 = b.cmp(CmpOp::Eq, &b.lane_id(), &lit(0))?;
-            b.if_then(&lane0, |b| {
-                let at = half.clone() + b.warp_id() * lit(2);
-                b.store(scratch, &at, &[wm.clone(), wsum.clone()], None)
-            })?;
-            b.barrier();
-            b.note(format!("{name}: warp 0 folds the warps' pairs; thread 0 publishes"));
-            let warp0 = b.cmp(CmpOp::Eq, &b.warp_id(), &lit(0))?;
-            b.if_then(&warp0, |b| {
-                let lane = b.lane_id();
+    let exchange = b.cmp(CmpOp::Eq, &warp, &lit(warps))?;
+    b.note(format!(
+        "{name}: the last warp — copies, the block's pair, the row's stats {lag} slices later"
+    ));
+    b.if_then(&exchange, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+        b.if_then(&lane0, |b| {
+            for s in 0..slots {
+                let real = b.cmp(CmpOp::Lt, &lit(s), &mine)?;
+                b.if_then(&real, |b| issue(b, &slice(&lit(s)), &lit(s)))?;
+            }
+            Ok(())
+        })?;
+        b.for_range(&zero, &end, &one, &[], |b, i, _| {
+            let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
+            b.if_then(&has_stats, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+                let q = slice(&i);
+                let (row, part) = (q.clone() / lit(kk), q % lit(kk));
+                // a slot's pairs are written again only after the slot is refilled, which
+                // this warp does after folding them
+                let (h, ph) = ring_of(&i);
+                b.mbarrier_wait(folded, &h, &ph)?;
                 let real = b.cmp(CmpOp::Lt, &lane, &lit(warps))?;
-                let p = b.load(scratch, &(half.clone() + lane * lit(2)), 2, Some(&real))?;
+                let at = h * lit(2 * warps) + lane.clone() * lit(2);
+                let p = b.load(scratch, &at, 2, Some(&real))?;
                 let pm = b.select(&real, &p[0], &b.f32(f32::MIN))?;
                 let ps = b.select(&real, &p[1], &b.f32(0.0))?;
                 let (bm, bs) = butterfly(b, pm, ps).map_err(ir)?;
-                publish(b, name, &first, (ws, stats), (&row, &part, kk), (&bm, &bs)).map_err(ir)
+                publish(b, name, &lane0, (ws, stats), (&row, &part, kk), (&bm, &bs)).map_err(ir)
             })?;
-            b.note(format!("{name}: slice i − 1 − lag's slot is free: thread 0 refills it"));
-            let prev = i.clone() - lit(1 + lag);
-            let later = prev.clone() + lit(slots);
-            let due = b.cmp(CmpOp::Ge, &prev, &zero)?.and(&b.cmp(CmpOp::Lt, &later, &mine)?);
-            let refill = first.and(&due);
-            b.if_then(&refill, |b| {
-                let sp = b.select(
-                    &b.cmp(CmpOp::Eq, sj, &zero)?,
-                    &lit(slots - 1),
-                    &(sj.clone() - lit(1)),
-                )?;
-                issue(b, &slice(&later), &sp)
+            let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
+            b.if_then(&has_out, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+                let j = i.clone() - lit(lag);
+                let q = slice(&j);
+                let row = q / lit(kk);
+                let (big_m, big_s) = warp_gather(b, (ws, stats), (&row, kk)).map_err(ir)?;
+                let nlg2 = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, &big_s)?)?;
+                let (sj, _) = ring_of(&j);
+                b.if_then(&lane0, |b| {
+                    b.store(rowstat, &(sj.clone() * lit(2)), &[big_m.clone(), nlg2.clone()], None)?;
+                    b.mbarrier_arrive(ready, &sj, None)
+                })?;
+                // the slot of slice j − 1 is free once every compute thread has stored from it
+                let prev = j.clone() - lit(1);
+                let later = prev.clone() + lit(slots);
+                let due = b.cmp(CmpOp::Ge, &prev, &zero)?.and(&b.cmp(CmpOp::Lt, &later, &mine)?);
+                b.if_then(&lane0.and(&due), |b| {
+                    let (sp, pp) = ring_of(&prev);
+                    b.mbarrier_wait(empty, &sp, &pp)?;
+                    issue(b, &slice(&later), &sp)
+                })
             })?;
-            Ok(())
+            Ok(vec![])
         })?;
-        let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
-        b.if_then(&has_out, |b| -> std::result::Result<(), tilekit_ir::IrError> {
-            let q = slice(&(i.clone() - lit(lag)));
-            let (row, part) = (q.clone() / lit(kk), q % lit(kk));
-            let lo = part * lit(len);
-            let out = |b: &KernelBuilder| -> Result<()> {
-                let (big_m, big_s) = gather(b, name, &first, (ws, stats), (&row, kk))?;
-                b.note(format!(
-                    "{name}: y = exp2((x − M)·log2 e − log2 S) from slot (i − lag) mod S"
-                ));
-                let neg_lg2_s = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, &big_s)?)?;
-                let base = sj.clone() * lit(len);
-                let yrow = row.clone() * y.strides[0].clone();
-                for step in 0..chunks {
-                    for (off, inside) in vectors(b, &lo, step)? {
-                        let xs =
-                            b.load(buf, &(base.clone() + off.clone()), v as usize, Some(&inside))?;
-                        let outs = xs
-                            .iter()
-                            .map(|e| {
-                                let f = b.cvt(e, ScalarType::F32)?;
-                                let z =
-                                    b.fma(&b.binary(BinOp::Sub, &f, &big_m)?, &log2e, &neg_lg2_s)?;
-                                let op =
-                                    if ftz_out { UnOp::Exp2ApproxFtz } else { UnOp::Exp2Approx };
-                                Ok(b.cvt(&b.unary(op, &z)?, ty)?)
-                            })
-                            .collect::<Result<Vec<_>>>()?;
-                        let at = yrow.clone() + lo.clone() + off;
-                        b.store(y.mem, &at, &outs, Some(&inside))?;
+        Ok(())
+    })?;
+    // the vectors of step `step` this thread owns in a slot: (offset in the slot, in-row mask)
+    let vectors = |b: &KernelBuilder, lo: &Val, step: i64| -> Result<Vec<(Val, Pred)>> {
+        (0..unroll)
+            .map(|u| {
+                let off = lit(step * c) + (lit(u * threads as i64) + tid.clone()) * lit(v);
+                let inside = b.cmp(CmpOp::Lt, &(lo.clone() + off.clone()), &n)?;
+                Ok((off, inside))
+            })
+            .collect()
+    };
+    let ftz_out = size == 2;
+    let compute = b.cmp(CmpOp::Lt, &warp, &lit(warps))?;
+    b.note(format!("{name}: the compute warps — (max, sum) of slice i, y of slice i − {lag}"));
+    b.if_then(&compute, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+        b.for_range(&zero, &end, &one, &[], |b, i, _| {
+            let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
+            b.if_then(&has_stats, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+                let q = slice(&i);
+                let lo = (q % lit(kk)) * lit(len);
+                let (s, ph) = ring_of(&i);
+                b.mbarrier_wait(full, &s, &ph)?;
+                let base = s.clone() * lit(len);
+                let pass = |b: &KernelBuilder| -> Result<(Val, Val)> {
+                    let mut m = b.f32(f32::MIN);
+                    let mut sum = b.f32(0.0);
+                    for step in 0..chunks {
+                        let mut xs = vec![];
+                        for (off, inside) in vectors(b, &lo, step)? {
+                            for e in
+                                b.load(buf, &(base.clone() + off), v as usize, Some(&inside))?
+                            {
+                                let f = b.cvt(&e, ScalarType::F32)?;
+                                xs.push(b.select(&inside, &f, &ninf)?);
+                            }
+                        }
+                        let mx = crate::tile::tree_reduce(b, xs.clone(), BinOp::Max)?;
+                        let m2 = b.binary(BinOp::Max, &m, &mx)?;
+                        let es =
+                            xs.iter().map(|x| ftz_exp(b, x, &m2)).collect::<Result<Vec<_>>>()?;
+                        let e = crate::tile::tree_reduce(b, es, BinOp::Add)?;
+                        sum = if step == 0 { e } else { b.fma(&sum, &ftz_exp(b, &m, &m2)?, &e)? };
+                        m = m2;
                     }
-                }
-                Ok(())
-            };
-            out(b).map_err(ir)
+                    butterfly(b, m, sum)
+                };
+                let (wm, wsum) = pass(b).map_err(ir)?;
+                b.if_then(&lane0, |b| {
+                    let at = s.clone() * lit(2 * warps) + warp.clone() * lit(2);
+                    b.store(scratch, &at, &[wm.clone(), wsum.clone()], None)?;
+                    b.mbarrier_arrive(folded, &s, None)
+                })
+            })?;
+            let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
+            b.if_then(&has_out, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+                let j = i.clone() - lit(lag);
+                let q = slice(&j);
+                let (row, part) = (q.clone() / lit(kk), q % lit(kk));
+                let lo = part * lit(len);
+                let (sj, pj) = ring_of(&j);
+                b.mbarrier_wait(ready, &sj, &pj)?;
+                let st = b.load(rowstat, &(sj.clone() * lit(2)), 2, None)?;
+                let (big_m, nlg2) = (&st[0], &st[1]);
+                let base = sj.clone() * lit(len);
+                let yrow = row * y.strides[0].clone();
+                let out = |b: &KernelBuilder| -> Result<()> {
+                    for step in 0..chunks {
+                        for (off, inside) in vectors(b, &lo, step)? {
+                            let xs = b.load(
+                                buf,
+                                &(base.clone() + off.clone()),
+                                v as usize,
+                                Some(&inside),
+                            )?;
+                            let outs = xs
+                                .iter()
+                                .map(|e| {
+                                    let f = b.cvt(e, ScalarType::F32)?;
+                                    let z =
+                                        b.fma(&b.binary(BinOp::Sub, &f, big_m)?, &log2e, nlg2)?;
+                                    let op = if ftz_out {
+                                        UnOp::Exp2ApproxFtz
+                                    } else {
+                                        UnOp::Exp2Approx
+                                    };
+                                    Ok(b.cvt(&b.unary(op, &z)?, ty)?)
+                                })
+                                .collect::<Result<Vec<_>>>()?;
+                            let at = yrow.clone() + lo.clone() + off;
+                            b.store(y.mem, &at, &outs, Some(&inside))?;
+                        }
+                    }
+                    Ok(())
+                };
+                out(b).map_err(ir)?;
+                // this thread has read slot j: one of the `threads` arrivals that free it
+                b.mbarrier_arrive(empty, &sj, None)
+            })?;
+            Ok(vec![])
         })?;
-        // step the ring: slot and parity of slice i + 1, slot of slice i + 1 − lag
-        let wrap = b.cmp(CmpOp::Eq, &(s.clone() + lit(1)), &lit(slots))?;
-        let s2 = b.select(&wrap, &zero, &(s.clone() + lit(1)))?;
-        let ph2 = b.select(&wrap, &(lit(1) - ph.clone()), ph)?;
-        let wrap_j = b.cmp(CmpOp::Eq, &(sj.clone() + lit(1)), &lit(slots))?;
-        let sj2 = b.select(&wrap_j, &zero, &(sj.clone() + lit(1)))?;
-        Ok(vec![s2, ph2, sj2])
+        Ok(())
     })?;
     Ok(b.finish()?)
+}
+
+/// One warp's wait for `row` and its `(M, S)`: every lane polls the row's counter until all
+/// `k` blocks are in (acquire, backoff: the lanes' loads of one word are one request), then
+/// lane `l` reads pairs `l` and `l + 32` and butterflies combine them (as
+/// [`super::coop::gather`] without its block barrier).
+fn warp_gather(
+    b: &KernelBuilder,
+    (ws, stats): (tilekit_ir::MemRef, tilekit_ir::MemRef),
+    (row, k): (&Val, i64),
+) -> Result<(Val, Val)> {
+    let counter = row.clone() + Val::lit(1);
+    b.wait_acquire_backoff(ws, &counter, &Val::lit(k), super::coop::COOP_BACKOFF_NS)?;
+    let lane = b.lane_id();
+    let ninf = b.f32(f32::NEG_INFINITY);
+    let mut mine = vec![];
+    for j0 in (0..k).step_by(32) {
+        let j = lane.clone() + Val::lit(j0);
+        let inside = b.cmp(CmpOp::Lt, &j, &Val::lit(k))?;
+        let at = (row.clone() * Val::lit(k) + j) * Val::lit(2);
+        let p = b.load(stats, &at, 2, Some(&inside))?;
+        mine.push((b.select(&inside, &p[0], &ninf)?, b.select(&inside, &p[1], &b.f32(0.0))?));
+    }
+    let lm = crate::tile::tree_reduce(b, mine.iter().map(|p| p.0.clone()).collect(), BinOp::Max)?;
+    let big_m = crate::tile::warp_reduce(b, &lm, BinOp::Max)?;
+    // every pair's max is at least the lowest finite f32, so M is finite
+    let scaled = mine
+        .iter()
+        .map(|(m, s)| Ok(b.binary(BinOp::Mul, s, &super::exp_diff(b, m, &big_m)?)?))
+        .collect::<Result<Vec<_>>>()?;
+    let part = crate::tile::tree_reduce(b, scaled, BinOp::Add)?;
+    let big_s = crate::tile::warp_reduce(b, &part, BinOp::Add)?;
+    Ok((big_m, big_s))
 }
 
 /// This layer's error inside an IR closure (the builder's closures return `IrError`).
