@@ -170,13 +170,10 @@ pub fn build_softmax_ring(
     let ws = b.ptr_param("ws", ScalarType::U32)?;
     let stats = b.ptr_param("stats", ScalarType::F32)?;
     let buf = b.shared("slots", ty, (slots * len) as usize)?;
-    // the compute warps' pairs and the row's (M, −log2 S), per slot
-    let scratch = b.shared("pairs", ScalarType::F32, (2 * warps * slots) as usize)?;
-    let rowstat = b.shared("row_stats", ScalarType::F32, (2 * slots) as usize)?;
+    // the compute warps' pairs of the slice just reduced; the row's (M, −log2 S) for pass 2
+    let scratch = b.shared("pairs", ScalarType::F32, (2 * warps) as usize)?;
+    let rowstat = b.shared("row_stats", ScalarType::F32, 2)?;
     let full = b.mbarrier("full", slots as usize)?;
-    let empty = b.mbarrier("empty", slots as usize)?;
-    let ready = b.mbarrier("ready", slots as usize)?;
-    let folded = b.mbarrier("partials", slots as usize)?;
     let rows = x.lengths[0].clone();
     let n = x.lengths[1].clone();
     let tid = b.thread_id(Axis::X);
@@ -214,18 +211,25 @@ pub fn build_softmax_ring(
             }
             Ok(())
         };
-    b.note(format!("{name}: mbarriers (full: the copies; empty: {threads} readers; ready: the row's stats; partials: {warps} warps)"));
+    b.note(format!("{name}: one mbarrier per slot; slices 0 … {} in flight", slots - 1));
     b.if_then(&first, |b| {
         for s in 0..slots {
             b.mbarrier_init(full, &lit(s), &lit(1))?;
-            b.mbarrier_init(empty, &lit(s), &lit(threads as i64))?;
-            b.mbarrier_init(ready, &lit(s), &lit(1))?;
-            b.mbarrier_init(folded, &lit(s), &lit(warps))?;
         }
         b.fence_mbarrier_init();
         Ok(())
     })?;
     b.barrier();
+    let exchange = b.cmp(CmpOp::Eq, &warp, &lit(warps))?;
+    let compute = b.cmp(CmpOp::Lt, &warp, &lit(warps))?;
+    let leader = exchange.and(&lane0);
+    b.if_then(&leader, |b| {
+        for s in 0..slots {
+            let real = b.cmp(CmpOp::Lt, &lit(s), &mine)?;
+            b.if_then(&real, |b| issue(b, &slice(&lit(s)), &lit(s)))?;
+        }
+        Ok(())
+    })?;
     let log2e = b.f32(std::f32::consts::LOG2_E);
     let ninf = b.f32(f32::NEG_INFINITY);
     let ftz_exp = |b: &KernelBuilder, a: &Val, m: &Val| -> Result<Val> {
@@ -249,64 +253,21 @@ pub fn build_softmax_ring(
         }
         Ok((m, s))
     };
-    let zero = lit(0);
-    let one = lit(1);
-    let end = mine.clone() + lit(lag);
-    let exchange = b.cmp(CmpOp::Eq, &warp, &lit(warps))?;
-    b.note(format!(
-        "{name}: the last warp — copies, the block's pair, the row's stats {lag} slices later"
-    ));
-    b.if_then(&exchange, |b| -> std::result::Result<(), tilekit_ir::IrError> {
-        b.if_then(&lane0, |b| {
-            for s in 0..slots {
-                let real = b.cmp(CmpOp::Lt, &lit(s), &mine)?;
-                b.if_then(&real, |b| issue(b, &slice(&lit(s)), &lit(s)))?;
+    // lane l's pairs of `row` (pairs l, l + 32, …; (−∞, 0) past the k-th), loaded after `after`
+    let pairs_of =
+        |b: &KernelBuilder, row: &Val| -> std::result::Result<Vec<Val>, tilekit_ir::IrError> {
+            let mut out = vec![];
+            for j0 in (0..kk).step_by(32) {
+                let j = lane.clone() + lit(j0);
+                let inside = b.cmp(CmpOp::Lt, &j, &lit(kk))?;
+                let at = (row.clone() * lit(kk) + j) * lit(2);
+                let p = b.load(stats, &at, 2, Some(&inside))?;
+                out.push(b.select(&inside, &p[0], &ninf)?);
+                out.push(b.select(&inside, &p[1], &b.f32(0.0))?);
             }
-            Ok(())
-        })?;
-        b.for_range(&zero, &end, &one, &[], |b, i, _| {
-            let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
-            b.if_then(&has_stats, |b| -> std::result::Result<(), tilekit_ir::IrError> {
-                let q = slice(&i);
-                let (row, part) = (q.clone() / lit(kk), q % lit(kk));
-                // a slot's pairs are written again only after the slot is refilled, which
-                // this warp does after folding them
-                let (h, ph) = ring_of(&i);
-                b.mbarrier_wait(folded, &h, &ph)?;
-                let real = b.cmp(CmpOp::Lt, &lane, &lit(warps))?;
-                let at = h * lit(2 * warps) + lane.clone() * lit(2);
-                let p = b.load(scratch, &at, 2, Some(&real))?;
-                let pm = b.select(&real, &p[0], &b.f32(f32::MIN))?;
-                let ps = b.select(&real, &p[1], &b.f32(0.0))?;
-                let (bm, bs) = butterfly(b, pm, ps).map_err(ir)?;
-                publish(b, name, &lane0, (ws, stats), (&row, &part, kk), (&bm, &bs)).map_err(ir)
-            })?;
-            let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
-            b.if_then(&has_out, |b| -> std::result::Result<(), tilekit_ir::IrError> {
-                let j = i.clone() - lit(lag);
-                let q = slice(&j);
-                let row = q / lit(kk);
-                let (big_m, big_s) = warp_gather(b, (ws, stats), (&row, kk)).map_err(ir)?;
-                let nlg2 = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, &big_s)?)?;
-                let (sj, _) = ring_of(&j);
-                b.if_then(&lane0, |b| {
-                    b.store(rowstat, &(sj.clone() * lit(2)), &[big_m.clone(), nlg2.clone()], None)?;
-                    b.mbarrier_arrive(ready, &sj, None)
-                })?;
-                // the slot of slice j − 1 is free once every compute thread has stored from it
-                let prev = j.clone() - lit(1);
-                let later = prev.clone() + lit(slots);
-                let due = b.cmp(CmpOp::Ge, &prev, &zero)?.and(&b.cmp(CmpOp::Lt, &later, &mine)?);
-                b.if_then(&lane0.and(&due), |b| {
-                    let (sp, pp) = ring_of(&prev);
-                    b.mbarrier_wait(empty, &sp, &pp)?;
-                    issue(b, &slice(&later), &sp)
-                })
-            })?;
-            Ok(vec![])
-        })?;
-        Ok(())
-    })?;
+            Ok(out)
+        };
+    let npairs = (kk as usize).div_ceil(32);
     // the vectors of step `step` this thread owns in a slot: (offset in the slot, in-row mask)
     let vectors = |b: &KernelBuilder, lo: &Val, step: i64| -> Result<Vec<(Val, Pred)>> {
         (0..unroll)
@@ -318,130 +279,145 @@ pub fn build_softmax_ring(
             .collect()
     };
     let ftz_out = size == 2;
-    let compute = b.cmp(CmpOp::Lt, &warp, &lit(warps))?;
-    b.note(format!("{name}: the compute warps — (max, sum) of slice i, y of slice i − {lag}"));
-    b.if_then(&compute, |b| -> std::result::Result<(), tilekit_ir::IrError> {
-        b.for_range(&zero, &end, &one, &[], |b, i, _| {
-            let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
-            b.if_then(&has_stats, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+    let zero = lit(0);
+    let one = lit(1);
+    let end = mine.clone() + lit(lag);
+    b.for_range(&zero, &end, &one, &[], |b, i, _| {
+        let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
+        let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
+        let j = i.clone() - lit(lag);
+        let jrow = slice(&j) / lit(kk);
+        b.note(format!("{name}: the exchange warp prefetches row(i − {lag})'s count and pairs"));
+        let pre = b.if_then_else(
+            &exchange.and(&has_out),
+            |b| {
+                let cnt = b.load_acquire(ws, &(jrow.clone() + lit(1)))?;
+                let mut v = vec![b.cvt(&cnt, ScalarType::I32)?];
+                v.extend(pairs_of(b, &jrow)?);
+                Ok(v)
+            },
+            |b| {
+                let mut v = vec![lit(0)];
+                for _ in 0..npairs {
+                    v.push(b.f32(f32::NEG_INFINITY));
+                    v.push(b.f32(0.0));
+                }
+                Ok(v)
+            },
+        )?;
+        b.note(format!("{name}: the compute warps reduce slice i (online max and sum)"));
+        b.if_then(&compute.and(&has_stats), |b| -> std::result::Result<(), tilekit_ir::IrError> {
+            let lo = (slice(&i) % lit(kk)) * lit(len);
+            let (s, ph) = ring_of(&i);
+            b.mbarrier_wait(full, &s, &ph)?;
+            let base = s * lit(len);
+            let pass = |b: &KernelBuilder| -> Result<(Val, Val)> {
+                let mut m = b.f32(f32::MIN);
+                let mut sum = b.f32(0.0);
+                for step in 0..chunks {
+                    let mut xs = vec![];
+                    for (off, inside) in vectors(b, &lo, step)? {
+                        for e in b.load(buf, &(base.clone() + off), v as usize, Some(&inside))? {
+                            let f = b.cvt(&e, ScalarType::F32)?;
+                            xs.push(b.select(&inside, &f, &ninf)?);
+                        }
+                    }
+                    let mx = crate::tile::tree_reduce(b, xs.clone(), BinOp::Max)?;
+                    let m2 = b.binary(BinOp::Max, &m, &mx)?;
+                    let es = xs.iter().map(|x| ftz_exp(b, x, &m2)).collect::<Result<Vec<_>>>()?;
+                    let e = crate::tile::tree_reduce(b, es, BinOp::Add)?;
+                    sum = if step == 0 { e } else { b.fma(&sum, &ftz_exp(b, &m, &m2)?, &e)? };
+                    m = m2;
+                }
+                butterfly(b, m, sum)
+            };
+            let (wm, wsum) = pass(b).map_err(ir)?;
+            b.if_then(&lane0, |b| {
+                b.store(scratch, &(warp.clone() * lit(2)), &[wm.clone(), wsum.clone()], None)
+            })
+        })?;
+        b.barrier();
+        b.note(format!("{name}: the exchange warp folds and publishes slice i, finishes row(i − {lag}), refills a slot"));
+        b.if_then(&exchange, |b| -> std::result::Result<(), tilekit_ir::IrError> {
+            b.if_then(&has_stats, |b| {
                 let q = slice(&i);
-                let lo = (q % lit(kk)) * lit(len);
-                let (s, ph) = ring_of(&i);
-                b.mbarrier_wait(full, &s, &ph)?;
-                let base = s.clone() * lit(len);
-                let pass = |b: &KernelBuilder| -> Result<(Val, Val)> {
-                    let mut m = b.f32(f32::MIN);
-                    let mut sum = b.f32(0.0);
-                    for step in 0..chunks {
-                        let mut xs = vec![];
-                        for (off, inside) in vectors(b, &lo, step)? {
-                            for e in
-                                b.load(buf, &(base.clone() + off), v as usize, Some(&inside))?
-                            {
-                                let f = b.cvt(&e, ScalarType::F32)?;
-                                xs.push(b.select(&inside, &f, &ninf)?);
-                            }
-                        }
-                        let mx = crate::tile::tree_reduce(b, xs.clone(), BinOp::Max)?;
-                        let m2 = b.binary(BinOp::Max, &m, &mx)?;
-                        let es =
-                            xs.iter().map(|x| ftz_exp(b, x, &m2)).collect::<Result<Vec<_>>>()?;
-                        let e = crate::tile::tree_reduce(b, es, BinOp::Add)?;
-                        sum = if step == 0 { e } else { b.fma(&sum, &ftz_exp(b, &m, &m2)?, &e)? };
-                        m = m2;
-                    }
-                    butterfly(b, m, sum)
-                };
-                let (wm, wsum) = pass(b).map_err(ir)?;
-                b.if_then(&lane0, |b| {
-                    let at = s.clone() * lit(2 * warps) + warp.clone() * lit(2);
-                    b.store(scratch, &at, &[wm.clone(), wsum.clone()], None)?;
-                    b.mbarrier_arrive(folded, &s, None)
-                })
-            })?;
-            let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
-            b.if_then(&has_out, |b| -> std::result::Result<(), tilekit_ir::IrError> {
-                let j = i.clone() - lit(lag);
-                let q = slice(&j);
                 let (row, part) = (q.clone() / lit(kk), q % lit(kk));
-                let lo = part * lit(len);
-                let (sj, pj) = ring_of(&j);
-                b.mbarrier_wait(ready, &sj, &pj)?;
-                let st = b.load(rowstat, &(sj.clone() * lit(2)), 2, None)?;
-                let (big_m, nlg2) = (&st[0], &st[1]);
-                let base = sj.clone() * lit(len);
-                let yrow = row * y.strides[0].clone();
-                let out = |b: &KernelBuilder| -> Result<()> {
-                    for step in 0..chunks {
-                        for (off, inside) in vectors(b, &lo, step)? {
-                            let xs = b.load(
-                                buf,
-                                &(base.clone() + off.clone()),
-                                v as usize,
-                                Some(&inside),
-                            )?;
-                            let outs = xs
-                                .iter()
-                                .map(|e| {
-                                    let f = b.cvt(e, ScalarType::F32)?;
-                                    let z =
-                                        b.fma(&b.binary(BinOp::Sub, &f, big_m)?, &log2e, nlg2)?;
-                                    let op = if ftz_out {
-                                        UnOp::Exp2ApproxFtz
-                                    } else {
-                                        UnOp::Exp2Approx
-                                    };
-                                    Ok(b.cvt(&b.unary(op, &z)?, ty)?)
-                                })
-                                .collect::<Result<Vec<_>>>()?;
-                            let at = yrow.clone() + lo.clone() + off;
-                            b.store(y.mem, &at, &outs, Some(&inside))?;
-                        }
-                    }
+                let real = b.cmp(CmpOp::Lt, &lane, &lit(warps))?;
+                let p = b.load(scratch, &(lane.clone() * lit(2)), 2, Some(&real))?;
+                let pm = b.select(&real, &p[0], &b.f32(f32::MIN))?;
+                let ps = b.select(&real, &p[1], &b.f32(0.0))?;
+                let (bm, bs) = butterfly(b, pm, ps).map_err(ir)?;
+                publish(b, name, &lane0, (ws, stats), (&row, &part, kk), (&bm, &bs)).map_err(ir)
+            })?;
+            b.if_then(&has_out, |b| {
+                // the prefetched count was short: wait now (after publishing slice i)
+                let done = b.cmp(CmpOp::Ge, &pre[0], &lit(kk))?;
+                let ps = b.if_then_else(
+                    &done,
+                    |_| Ok(pre[1..].to_vec()),
+                    |b| {
+                        b.wait_acquire_backoff(ws, &(jrow.clone() + lit(1)), &lit(kk), super::coop::COOP_BACKOFF_NS)?;
+                        pairs_of(b, &jrow)
+                    },
+                )?;
+                let fin = |b: &KernelBuilder| -> Result<()> {
+                    let ms: Vec<Val> = ps.iter().step_by(2).cloned().collect();
+                    let lm = crate::tile::tree_reduce(b, ms, BinOp::Max)?;
+                    let big_m = crate::tile::warp_reduce(b, &lm, BinOp::Max)?;
+                    // every pair's max is at least the lowest finite f32, so M is finite
+                    let scaled = ps
+                        .chunks(2)
+                        .map(|p| Ok(b.binary(BinOp::Mul, &p[1], &super::exp_diff(b, &p[0], &big_m)?)?))
+                        .collect::<Result<Vec<_>>>()?;
+                    let part = crate::tile::tree_reduce(b, scaled, BinOp::Add)?;
+                    let big_s = crate::tile::warp_reduce(b, &part, BinOp::Add)?;
+                    let nlg2 = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, &big_s)?)?;
+                    b.if_then(&lane0, |b| b.store(rowstat, &lit(0), &[big_m.clone(), nlg2.clone()], None))?;
                     Ok(())
                 };
-                out(b).map_err(ir)?;
-                // this thread has read slot j: one of the `threads` arrivals that free it
-                b.mbarrier_arrive(empty, &sj, None)
+                fin(b).map_err(ir)
             })?;
-            Ok(vec![])
+            // every compute thread has passed the barrier after storing slice i − 1 − lag
+            let prev = i.clone() - lit(1 + lag);
+            let later = prev.clone() + lit(slots);
+            let due = b.cmp(CmpOp::Ge, &prev, &zero)?.and(&b.cmp(CmpOp::Lt, &later, &mine)?);
+            b.if_then(&lane0.and(&due), |b| issue(b, &slice(&later), &ring_of(&prev).0))
         })?;
-        Ok(())
+        b.barrier();
+        b.note(format!("{name}: the compute warps store y of slice i − {lag}"));
+        b.if_then(&compute.and(&has_out), |b| -> std::result::Result<(), tilekit_ir::IrError> {
+            let q = slice(&j);
+            let (row, part) = (q.clone() / lit(kk), q % lit(kk));
+            let lo = part * lit(len);
+            let (sj, _) = ring_of(&j);
+            let st = b.load(rowstat, &lit(0), 2, None)?;
+            let (big_m, nlg2) = (&st[0], &st[1]);
+            let base = sj * lit(len);
+            let yrow = row * y.strides[0].clone();
+            let out = |b: &KernelBuilder| -> Result<()> {
+                for step in 0..chunks {
+                    for (off, inside) in vectors(b, &lo, step)? {
+                        let xs = b.load(buf, &(base.clone() + off.clone()), v as usize, Some(&inside))?;
+                        let outs = xs
+                            .iter()
+                            .map(|e| {
+                                let f = b.cvt(e, ScalarType::F32)?;
+                                let z = b.fma(&b.binary(BinOp::Sub, &f, big_m)?, &log2e, nlg2)?;
+                                let op = if ftz_out { UnOp::Exp2ApproxFtz } else { UnOp::Exp2Approx };
+                                Ok(b.cvt(&b.unary(op, &z)?, ty)?)
+                            })
+                            .collect::<Result<Vec<_>>>()?;
+                        let at = yrow.clone() + lo.clone() + off;
+                        b.store(y.mem, &at, &outs, Some(&inside))?;
+                    }
+                }
+                Ok(())
+            };
+            out(b).map_err(ir)
+        })?;
+        Ok(vec![])
     })?;
     Ok(b.finish()?)
-}
-
-/// One warp's wait for `row` and its `(M, S)`: every lane polls the row's counter until all
-/// `k` blocks are in (acquire, backoff: the lanes' loads of one word are one request), then
-/// lane `l` reads pairs `l` and `l + 32` and butterflies combine them (as
-/// [`super::coop::gather`] without its block barrier).
-fn warp_gather(
-    b: &KernelBuilder,
-    (ws, stats): (tilekit_ir::MemRef, tilekit_ir::MemRef),
-    (row, k): (&Val, i64),
-) -> Result<(Val, Val)> {
-    let counter = row.clone() + Val::lit(1);
-    b.wait_acquire_backoff(ws, &counter, &Val::lit(k), super::coop::COOP_BACKOFF_NS)?;
-    let lane = b.lane_id();
-    let ninf = b.f32(f32::NEG_INFINITY);
-    let mut mine = vec![];
-    for j0 in (0..k).step_by(32) {
-        let j = lane.clone() + Val::lit(j0);
-        let inside = b.cmp(CmpOp::Lt, &j, &Val::lit(k))?;
-        let at = (row.clone() * Val::lit(k) + j) * Val::lit(2);
-        let p = b.load(stats, &at, 2, Some(&inside))?;
-        mine.push((b.select(&inside, &p[0], &ninf)?, b.select(&inside, &p[1], &b.f32(0.0))?));
-    }
-    let lm = crate::tile::tree_reduce(b, mine.iter().map(|p| p.0.clone()).collect(), BinOp::Max)?;
-    let big_m = crate::tile::warp_reduce(b, &lm, BinOp::Max)?;
-    // every pair's max is at least the lowest finite f32, so M is finite
-    let scaled = mine
-        .iter()
-        .map(|(m, s)| Ok(b.binary(BinOp::Mul, s, &super::exp_diff(b, m, &big_m)?)?))
-        .collect::<Result<Vec<_>>>()?;
-    let part = crate::tile::tree_reduce(b, scaled, BinOp::Add)?;
-    let big_s = crate::tile::warp_reduce(b, &part, BinOp::Add)?;
-    Ok((big_m, big_s))
 }
 
 /// This layer's error inside an IR closure (the builder's closures return `IrError`).
