@@ -156,13 +156,14 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
     for ty in [ScalarType::F32, ScalarType::BF16] {
         // every shared-memory shape whose one step fits the slice it asks for (a larger step
         // gives the kernel of a larger slice, timed once under that name), with two
-        // exponentials per element and with one
+        // exponentials per element and with one, and the 3 ring shapes
         let want: Vec<CoopTuning> = CoopTuning::candidates()
             .into_iter()
             .filter(|c| c.smem() && c.threads * 16 * c.unroll(ty) as u32 <= c.smem_kib * 1024)
             .collect();
-        assert_eq!(want.len(), if ty == ScalarType::F32 { 22 } else { 32 }, "{ty}");
-        assert_eq!(want.iter().filter(|c| c.one_exp).count(), want.len() / 2, "{ty}");
+        assert_eq!(want.len(), if ty == ScalarType::F32 { 22 + 3 } else { 32 + 3 }, "{ty}");
+        assert_eq!(want.iter().filter(|c| c.ring > 0).count(), 3, "{ty}");
+        assert_eq!(want.iter().filter(|c| c.one_exp).count(), (want.len() - 3) / 2, "{ty}");
         for n in [65536i64, 262144] {
             let configs = softmax_configs(ty, n);
             // what `--config coop` keeps: the register and the shared-memory shapes
@@ -178,7 +179,9 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
             assert_eq!(smem, want, "{ty} {n}");
             for (label, k) in &coop {
                 let Knob::Coop(c) = k else { panic!("{label}: {k:?}") };
-                assert_eq!(label.starts_with("coop smem"), c.smem(), "{label}");
+                let smem_label = label.starts_with("coop smem") || label.starts_with("coop ring");
+                assert_eq!(smem_label, c.smem(), "{label}");
+                assert_eq!(label.starts_with("coop ring"), c.ring > 0, "{label}");
                 assert_eq!(label.contains(" 1exp, "), c.one_exp, "{label}");
             }
         }

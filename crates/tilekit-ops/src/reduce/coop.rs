@@ -150,14 +150,15 @@ impl CoopTuning {
     /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
     /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
     /// by bulk copies; then each of those 18 shared-memory shapes with one exponential per
-    /// element (`one_exp`); and 8 shapes of the ring kernel ([`super::ring`]: 256–768
-    /// compute threads, slots of 8–32 KiB, 3–6 of them, lag 1 or 2). Two rows a block (`rows` 2) is
+    /// element (`one_exp`); and 3 shapes of the ring kernel ([`super::ring`]: 256 or 512
+    /// compute threads, 3 or 4 slots of 16 or 32 KiB, lag 1 or 2; slower than the
+    /// shared-memory kernel on the H200, bench/NOTES.md §22). Two rows a block (`rows` 2) is
     /// not swept: slower than one row at every H200 shape measured (bench/NOTES.md §10);
     /// `--softmax-coop …,2rows` times it.
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 8);
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 3);
     /// assert!(c.iter().all(|t| t.rows == 1));
     /// assert!(c.iter().filter(|t| t.ring > 0).all(|t| t.smem() && t.ring >= t.lag + 2));
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
@@ -219,16 +220,9 @@ impl CoopTuning {
             v.iter().filter(|t| t.smem()).map(|t| CoopTuning { one_exp: true, ..*t }).collect();
         v.extend(one);
         // the ring kernel: (threads, slice KiB, slots, lag), 8 elements a thread per step
-        for (threads, smem_kib, ring, lag) in [
-            (512u32, 32u32, 3u32, 1u32),
-            (512, 16, 6, 1),
-            (512, 16, 6, 2),
-            (256, 16, 3, 1),
-            (256, 16, 4, 2),
-            (256, 32, 3, 1),
-            (256, 8, 6, 2),
-            (768, 32, 6, 2),
-        ] {
+        for (threads, smem_kib, ring, lag) in
+            [(256u32, 16u32, 3u32, 1u32), (256, 16, 4, 2), (512, 32, 3, 1)]
+        {
             v.push(CoopTuning {
                 threads,
                 per_thread: 8,

@@ -13,19 +13,31 @@
 //!   N = rows · k slices (slice q: part q mod k of row q / k, L = chunks · C elements)
 //!   G resident blocks (all on the device at once); block b takes slices b, b + G, b + 2G, …
 //!   ring of S slots per block, one mbarrier each; slice i (the block's i-th) lives in slot i mod S
+//!   block = `threads` compute threads + one exchange warp (E)
 //!
-//!   prologue: thread 0 issues slices 0 … S−1 (cp.async.bulk, chunk by chunk, expect_tx)
+//!   prologue: E's lane 0 issues slices 0 … S−1 (cp.async.bulk, chunk by chunk, expect_tx)
 //!   for i in 0 .. J + D:                       J = the block's slices, D = lag ≥ 1
-//!     i < J:  wait slot i mod S (parity ⌊i/S⌋ mod 2)
-//!             (m, s) online per thread over the slot, per step: m' = max(m, step max),
-//!             s = s·exp(m − m') + Σ exp(x − m')            (ex2.approx.ftz: sums only)
-//!             warp butterfly of pairs → lane 0 → scratch[i mod 2]; bar.sync
-//!             warp 0: the block's pair; thread 0 publishes it (stats, red.release counter)
-//!             thread 0: slot of slice i − 1 − D is free (every thread passed this barrier
-//!             after reading it): issue slice i − 1 − D + S into it
-//!     i ≥ D:  slice j = i − D: thread 0 polls its row's counter to k; bar.sync; (M, S) from
-//!             the k pairs; y = exp2((x − M)·log2 e − log2 S) from slot j mod S, stored
+//!     E:        prefetch row(i − D): its counter (ld.acquire) and its k pairs   (no waiting)
+//!     compute:  wait slot i mod S (parity ⌊i/S⌋ mod 2); (m, s) online per thread, per step
+//!               m' = max(m, step max), s = s·exp(m − m') + Σ exp(x − m')  (ex2.approx.ftz)
+//!               warp butterfly of pairs → lane 0 → scratch
+//!     ─── bar.sync ───
+//!     E:        fold the warps' pairs, publish slice i (stats, red.release counter);
+//!               row(i − D): (M, −log2 S) from the prefetch — or, if its count was short,
+//!               wait (acquire, backoff) and load the pairs again — into shared memory;
+//!               slot of slice i − 1 − D is free (every compute thread passed the barrier
+//!               after storing from it): issue slice i − 1 − D + S into it
+//!     ─── bar.sync ───
+//!     compute:  y = exp2((x − M)·log2 e − log2 S) of slice i − D from its slot, stored
 //! ```
+//!
+//! **Measured** (H200, 2026-11-27, bench/NOTES.md §22): correct and sanitizer-clean, but
+//! slower than the shared-memory cooperative kernel at every shape tried (best 0.72 bf16 /
+//! 0.79 f32 of the copy for this version; 0.77 / 0.87 for the first, whose exchange waited
+//! between the barriers; 0.86 / 0.87 for the cooperative kernel in the same runs). ncu: the
+//! ring runs 20% more instructions per element (the online rescale, the masks) on half the
+//! resident warps, and its warps wait at the two barriers; the DRAM wait the design removes
+//! was not what limits the H200. Kept as a tuning option (`CoopTuning::ring`).
 //!
 //! **Progress.** Slice `j`'s row is complete when its `k` slices are published. Those are
 //! slices `r·k … r·k + k − 1`, which the blocks take at iterations `⌊r·k/G⌋ …
@@ -37,19 +49,23 @@
 //! (`api::softmax` sizes the grid by the device's occupancy for the compiled kernel). No
 //! tickets: the assignment is static, and a row's blocks advance at the same pace, so the row
 //! a block waits for was usually complete a slice ago. A slot is refilled a slice after it is
-//! read (at the next barrier every thread passes), so `S ≥ D + 2`.
+//! read (at the next barrier every thread passes), so `S ≥ D + 2`. The prefetch never waits;
+//! the wait, when the prefetched count is short, comes after the block's own publication.
 //!
-//! **Ordering.** As [`super::coop`]: thread 0's pair store precedes its release add; the
-//! waiting thread's acquire and the block barrier after it order every thread's reads of the
-//! pairs. The ring's slots are written by bulk copies only after the barrier that every
-//! thread passes once it has read the slot (the barrier of the following iteration).
+//! **Ordering.** As [`super::coop`]: the exchange lane's pair store precedes its release add;
+//! the exchange warp's acquire of the counter precedes its loads of the pairs (each lane's
+//! own acquire), and the block barrier hands (M, S) to the compute warps through shared
+//! memory. The warps' pairs and (M, S) live in one buffer each: written before one barrier,
+//! read between the two, written again after the second. The ring's slots are written by
+//! bulk copies only after the barrier every compute thread passes once it has read the slot.
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::ring::build_softmax_ring;
-//! // 512 threads × 2 vectors of 8 bf16 a step, 2 steps: 32 KiB slots, 3 of them, lag 1
+//! // 512 compute threads (and an exchange warp) × 2 vectors of 8 bf16 a step, 2 steps: 32 KiB
+//! // slots, 3 of them, lag 1
 //! let k = build_softmax_ring(ScalarType::BF16, 512, 4, (2, 2), (3, 1)).unwrap();
-//! assert_eq!(k.name, "softmax_ring");
+//! assert_eq!((k.name.as_str(), k.block_dim, k.min_blocks_per_sm), ("softmax_ring", [544, 1, 1], 2));
 //! assert!(k.shared_bytes() >= 3 * 32 * 1024);
 //! let text = k.to_string();
 //! assert!(text.contains("cp.async.bulk") && text.contains("atom.release.gpu.global.add.u32"));
@@ -81,17 +97,19 @@ pub const RING_MAX_BYTES: i64 = 200 * 1024;
 /// Row softmax on a resident grid walking slices through a ring of `slots` shared-memory
 /// slots with the exchange `lag` slices behind (see the [module docs](self)). A slice is
 /// `chunks` steps of `threads · V · unroll` elements (V = 16 bytes / element size); the row is
-/// split into `k` slices. Params `x`, `y` (2-D, same type, rows 16-byte aligned whole vectors:
-/// bulk copies), `ws` (u32, `1 + rows`, **zero** at launch), `stats` (f32, `2 · k · rows`);
-/// launch on `G` blocks along x with `k ≤ G`, every one resident at once. Columns past
+/// split into `k` slices; the block is `threads + 32` threads (the compute threads and the
+/// exchange warp). Params `x`, `y` (2-D, same type, rows 16-byte aligned whole vectors: bulk
+/// copies), `ws` (u32, `1 + rows`, **zero** at launch), `stats` (f32, `2 · k · rows`); launch
+/// on `G` blocks along x with `lag ≥ ⌈(k − 1)/G⌉`, every one resident at once. Columns past
 /// `k · L` are not written (`api::softmax` picks a covering shape).
 ///
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::ring::build_softmax_ring;
-/// let k = build_softmax_ring(ScalarType::F32, 1024, 4, (1, 2), (6, 2)).unwrap();
-/// assert_eq!(k.block_dim, [1024, 1, 1]);
-/// assert!(build_softmax_ring(ScalarType::F32, 1024, 4, (1, 2), (7, 2)).is_err()); // 224 KiB
+/// let k = build_softmax_ring(ScalarType::F32, 768, 4, (2, 2), (4, 2)).unwrap(); // 4 × 48 KiB
+/// assert_eq!((k.block_dim, k.min_blocks_per_sm), ([800, 1, 1], 1));
+/// assert!(build_softmax_ring(ScalarType::F32, 768, 4, (2, 2), (5, 2)).is_err()); // 240 KiB
+/// assert!(build_softmax_ring(ScalarType::F32, 1024, 4, (1, 2), (3, 1)).is_err()); // + 32 > 1024
 /// assert!(build_softmax_ring(ScalarType::F16, 256, 8, (1, 2), (3, 1)).is_err());
 /// ```
 pub fn build_softmax_ring(
