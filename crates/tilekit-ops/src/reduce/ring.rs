@@ -300,49 +300,84 @@ pub fn build_softmax_ring(
     let zero = lit(0);
     let one = lit(1);
     let end = mine.clone() + lit(lag);
-    b.for_range(&zero, &end, &one, &[], |b, i, _| {
+    let block_threads = threads + 32;
+    // the exchange warp's prefetch of row(slice i − lag): its count, then its pairs (acquire
+    // first: each lane's own); dummies (count 0) where there is no such slice
+    let prefetch =
+        |b: &KernelBuilder, i: &Val| -> std::result::Result<Vec<Val>, tilekit_ir::IrError> {
+            let live = b.cmp(CmpOp::Ge, i, &lit(lag))?.and(&b.cmp(CmpOp::Lt, i, &end)?);
+            let jrow = slice(&(i.clone() - lit(lag))) / lit(kk);
+            b.if_then_else(
+                &exchange.and(&live),
+                |b| {
+                    let cnt = b.load_acquire(ws, &(jrow.clone() + lit(1)))?;
+                    let mut v = vec![b.cvt(&cnt, ScalarType::I32)?];
+                    v.extend(pairs_of(b, &jrow)?);
+                    Ok(v)
+                },
+                |b| {
+                    let mut v = vec![lit(0)];
+                    for _ in 0..npairs {
+                        v.push(b.f32(f32::NEG_INFINITY));
+                        v.push(b.f32(0.0));
+                    }
+                    Ok(v)
+                },
+            )
+        };
+    // 16-bit outputs: the exponent as one FFMA, x·log2 e − c (c rounded once; the result is
+    // rounded to 8 bits anyway); f32: (x − m)·log2 e as before
+    let fast = size == 2;
+    let init = prefetch(&b, &zero)?;
+    b.for_range(&zero, &end, &one, &init, |b, i, pre| {
         let has_stats = b.cmp(CmpOp::Lt, &i, &mine)?;
         let has_out = b.cmp(CmpOp::Ge, &i, &lit(lag))?;
         let j = i.clone() - lit(lag);
         let jrow = slice(&j) / lit(kk);
-        b.note(format!("{name}: the exchange warp prefetches row(i − {lag})'s count and pairs"));
-        let pre = b.if_then_else(
-            &exchange.and(&has_out),
-            |b| {
-                let cnt = b.load_acquire(ws, &(jrow.clone() + lit(1)))?;
-                let mut v = vec![b.cvt(&cnt, ScalarType::I32)?];
-                v.extend(pairs_of(b, &jrow)?);
-                Ok(v)
-            },
-            |b| {
-                let mut v = vec![lit(0)];
-                for _ in 0..npairs {
-                    v.push(b.f32(f32::NEG_INFINITY));
-                    v.push(b.f32(0.0));
-                }
-                Ok(v)
-            },
-        )?;
         b.note(format!("{name}: the compute warps reduce slice i (online max and sum)"));
         b.if_then(&compute.and(&has_stats), |b| -> std::result::Result<(), tilekit_ir::IrError> {
             let lo = (slice(&i) % lit(kk)) * lit(len);
             let (s, ph) = ring_of(&i);
             b.mbarrier_wait(full, &s, &ph)?;
             let base = s * lit(len);
+            // a slot reaching past the row: −∞ over this thread's vectors there (the copies
+            // wrote only the row's part), so every load below is unmasked
+            let whole = b.cmp(CmpOp::Le, &(lo.clone() + lit(len)), &n)?;
+            b.if_then(&whole.not(), |b| {
+                let pad = vec![b.konst(super::lit(ty, f64::NEG_INFINITY).map_err(ir)?); v as usize];
+                for step in 0..chunks {
+                    for (off, inside) in vectors(b, &lo, step).map_err(ir)? {
+                        b.store(buf, &(base.clone() + off), &pad, Some(&inside.not()))?;
+                    }
+                }
+                // the next copies into this slot must come after these writes
+                b.fence_proxy_async();
+                Ok(())
+            })?;
             let pass = |b: &KernelBuilder| -> Result<(Val, Val)> {
                 let mut m = b.f32(f32::MIN);
                 let mut sum = b.f32(0.0);
                 for step in 0..chunks {
                     let mut xs = vec![];
-                    for (off, inside) in vectors(b, &lo, step)? {
-                        for e in b.load(buf, &(base.clone() + off), v as usize, Some(&inside))? {
-                            let f = b.cvt(&e, ScalarType::F32)?;
-                            xs.push(b.select(&inside, &f, &ninf)?);
+                    for u in 0..unroll {
+                        let off = lit(step * c) + (lit(u * threads as i64) + tid.clone()) * lit(v);
+                        for e in b.load(buf, &(base.clone() + off), v as usize, None)? {
+                            xs.push(b.cvt(&e, ScalarType::F32)?);
                         }
                     }
                     let mx = crate::tile::tree_reduce(b, xs.clone(), BinOp::Max)?;
                     let m2 = b.binary(BinOp::Max, &m, &mx)?;
-                    let es = xs.iter().map(|x| ftz_exp(b, x, &m2)).collect::<Result<Vec<_>>>()?;
+                    let es = if fast {
+                        // (a slot of padding only has m2 = f32::MIN, whose product overflows)
+                        let floor = b.binary(BinOp::Max, &m2, &b.f32(-1e37))?;
+                        let c2 = b.binary(BinOp::Mul, &floor, &log2e)?;
+                        let nc2 = b.unary(UnOp::Neg, &c2)?;
+                        xs.iter()
+                            .map(|x| Ok(b.unary(UnOp::Exp2ApproxFtz, &b.fma(x, &log2e, &nc2)?)?))
+                            .collect::<Result<Vec<_>>>()?
+                    } else {
+                        xs.iter().map(|x| ftz_exp(b, x, &m2)).collect::<Result<Vec<_>>>()?
+                    };
                     let e = crate::tile::tree_reduce(b, es, BinOp::Add)?;
                     sum = if step == 0 { e } else { b.fma(&sum, &ftz_exp(b, &m, &m2)?, &e)? };
                     m = m2;
@@ -354,7 +389,7 @@ pub fn build_softmax_ring(
                 b.store(scratch, &(warp.clone() * lit(2)), &[wm.clone(), wsum.clone()], None)
             })
         })?;
-        b.barrier();
+        b.named_barrier(1, block_threads)?;
         b.note(format!("{name}: the exchange warp folds and publishes slice i, finishes row(i − {lag}), refills a slot"));
         b.if_then(&exchange, |b| -> std::result::Result<(), tilekit_ir::IrError> {
             b.if_then(&has_stats, |b| {
@@ -389,8 +424,16 @@ pub fn build_softmax_ring(
                         .collect::<Result<Vec<_>>>()?;
                     let part = crate::tile::tree_reduce(b, scaled, BinOp::Add)?;
                     let big_s = crate::tile::warp_reduce(b, &part, BinOp::Add)?;
-                    let nlg2 = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, &big_s)?)?;
-                    b.if_then(&lane0, |b| b.store(rowstat, &lit(0), &[big_m.clone(), nlg2.clone()], None))?;
+                    let lg2 = b.unary(UnOp::Lg2Approx, &big_s)?;
+                    // 16-bit: y = exp2(x·log2 e − (M·log2 e + log2 S)); f32: the second word
+                    // is −log2 S
+                    let second = if fast {
+                        let floor = b.binary(BinOp::Max, &big_m, &b.f32(-1e37))?;
+                        b.unary(UnOp::Neg, &b.fma(&floor, &log2e, &lg2)?)?
+                    } else {
+                        b.unary(UnOp::Neg, &lg2)?
+                    };
+                    b.if_then(&lane0, |b| b.store(rowstat, &lit(0), &[big_m.clone(), second.clone()], None))?;
                     Ok(())
                 };
                 fin(b).map_err(ir)
@@ -399,9 +442,12 @@ pub fn build_softmax_ring(
             let prev = i.clone() - lit(1 + lag);
             let later = prev.clone() + lit(slots);
             let due = b.cmp(CmpOp::Ge, &prev, &zero)?.and(&b.cmp(CmpOp::Lt, &later, &mine)?);
-            b.if_then(&lane0.and(&due), |b| issue(b, &slice(&later), &ring_of(&prev).0))
+            b.if_then(&lane0.and(&due), |b| issue(b, &slice(&later), &ring_of(&prev).0))?;
+            // release the compute warps, then prefetch the next row while they work
+            b.named_barrier_arrive(2, block_threads)
         })?;
-        b.barrier();
+        b.if_then(&compute, |b| b.named_barrier(2, block_threads))?;
+        let next = prefetch(b, &(i.clone() + lit(1)))?;
         b.note(format!("{name}: the compute warps store y of slice i − {lag}"));
         b.if_then(&compute.and(&has_out), |b| -> std::result::Result<(), tilekit_ir::IrError> {
             let q = slice(&j);
@@ -409,18 +455,22 @@ pub fn build_softmax_ring(
             let lo = part * lit(len);
             let (sj, _) = ring_of(&j);
             let st = b.load(rowstat, &lit(0), 2, None)?;
-            let (big_m, nlg2) = (&st[0], &st[1]);
+            let (big_m, second) = (&st[0], &st[1]);
             let base = sj * lit(len);
             let yrow = row * y.strides[0].clone();
             let out = |b: &KernelBuilder| -> Result<()> {
                 for step in 0..chunks {
                     for (off, inside) in vectors(b, &lo, step)? {
-                        let xs = b.load(buf, &(base.clone() + off.clone()), v as usize, Some(&inside))?;
+                        let xs = b.load(buf, &(base.clone() + off.clone()), v as usize, None)?;
                         let outs = xs
                             .iter()
                             .map(|e| {
                                 let f = b.cvt(e, ScalarType::F32)?;
-                                let z = b.fma(&b.binary(BinOp::Sub, &f, big_m)?, &log2e, nlg2)?;
+                                let z = if fast {
+                                    b.fma(&f, &log2e, second)?
+                                } else {
+                                    b.fma(&b.binary(BinOp::Sub, &f, big_m)?, &log2e, second)?
+                                };
                                 let op = if ftz_out { UnOp::Exp2ApproxFtz } else { UnOp::Exp2Approx };
                                 Ok(b.cvt(&b.unary(op, &z)?, ty)?)
                             })
@@ -433,7 +483,7 @@ pub fn build_softmax_ring(
             };
             out(b).map_err(ir)
         })?;
-        Ok(vec![])
+        Ok(next)
     })?;
     Ok(b.finish()?)
 }
