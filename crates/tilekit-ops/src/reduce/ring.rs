@@ -17,27 +17,28 @@
 //!
 //!   prologue: E's lane 0 issues slices 0 … S−1 (cp.async.bulk, chunk by chunk, expect_tx)
 //!   for i in 0 .. J + D:                       J = the block's slices, D = lag ≥ 1
-//!     E:        prefetch row(i − D): its counter (ld.acquire) and its k pairs   (no waiting)
-//!     compute:  wait slot i mod S (parity ⌊i/S⌋ mod 2); (m, s) online per thread, per step
-//!               m' = max(m, step max), s = s·exp(m − m') + Σ exp(x − m')  (ex2.approx.ftz)
-//!               warp butterfly of pairs → lane 0 → scratch
-//!     ─── bar.sync ───
+//!     compute:  wait slot i mod S (parity ⌊i/S⌋ mod 2); a slot reaching past the row gets
+//!               −∞ over its tail (then fence.proxy.async), so every load is unmasked;
+//!               (m, s) online per thread, per step m' = max(m, step max),
+//!               s = s·exp(m − m') + Σ exp(x − m')   (ex2.approx.ftz; 16-bit: one FFMA a
+//!               term, x·log2 e − m'·log2 e); warp butterfly of pairs → lane 0 → scratch
+//!     ─── bar.sync 1 ───
 //!     E:        fold the warps' pairs, publish slice i (stats, red.release counter);
-//!               row(i − D): (M, −log2 S) from the prefetch — or, if its count was short,
-//!               wait (acquire, backoff) and load the pairs again — into shared memory;
-//!               slot of slice i − 1 − D is free (every compute thread passed the barrier
-//!               after storing from it): issue slice i − 1 − D + S into it
-//!     ─── bar.sync ───
+//!               row(i − D): (M, −log2 S) from the count and pairs it prefetched last
+//!               iteration — or, if the count was short, wait (acquire, backoff) and load the
+//!               pairs again — into shared memory; slot of slice i − 1 − D is free: issue
+//!               slice i − 1 − D + S into it;  bar.arrive 2;  prefetch row(i + 1 − D)
+//!     ─── bar.sync 2 (compute) ───
 //!     compute:  y = exp2((x − M)·log2 e − log2 S) of slice i − D from its slot, stored
 //! ```
 //!
 //! **Measured** (H200, 2026-11-27, bench/NOTES.md §22): correct and sanitizer-clean, but
-//! slower than the shared-memory cooperative kernel at every shape tried (best 0.72 bf16 /
-//! 0.79 f32 of the copy for this version; 0.77 / 0.87 for the first, whose exchange waited
-//! between the barriers; 0.86 / 0.87 for the cooperative kernel in the same runs). ncu: the
-//! ring runs 20% more instructions per element (the online rescale, the masks) on half the
-//! resident warps, and its warps wait at the two barriers; the DRAM wait the design removes
-//! was not what limits the H200. Kept as a tuning option (`CoopTuning::ring`).
+//! slower than the shared-memory cooperative kernel at every shape tried: this version 0.756
+//! bf16 / 0.802 f32 of the copy at best (0.77 / 0.87 for the first version, whose exchange
+//! waited between the barriers; 0.86 / 0.87 for the cooperative kernel in the same runs).
+//! ncu: the ring runs ~20% more instructions per element on ~30% fewer resident warps, and its
+//! warps wait at the barriers; the DRAM wait the design removes was not what limits the H200.
+//! Kept as a tuning option (`CoopTuning::ring`).
 //!
 //! **Progress.** Slice `j`'s row is complete when its `k` slices are published. Those are
 //! slices `r·k … r·k + k − 1`, which the blocks take at iterations `⌊r·k/G⌋ …
@@ -54,9 +55,10 @@
 //!
 //! **Ordering.** As [`super::coop`]: the exchange lane's pair store precedes its release add;
 //! the exchange warp's acquire of the counter precedes its loads of the pairs (each lane's
-//! own acquire), and the block barrier hands (M, S) to the compute warps through shared
-//! memory. The warps' pairs and (M, S) live in one buffer each: written before one barrier,
-//! read between the two, written again after the second. The ring's slots are written by
+//! own acquire), and barrier 2 (`bar.arrive` by the exchange warp, `bar.sync` by the compute
+//! warps) hands (M, S) to them through shared memory. The warps' pairs and (M, S) live in one
+//! buffer each: written before one barrier, read between the two, written again after the
+//! next. The ring's slots are written by
 //! bulk copies only after the barrier every compute thread passes once it has read the slot.
 //!
 //! ```
