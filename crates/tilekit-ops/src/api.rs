@@ -739,15 +739,29 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     let rows = i64::from(c.rows.max(1));
     let groups = (m + rows - 1) / rows;
     let grid = [grid_u32(op, "row groups × blocks per row", groups * i64::from(k))?, 1, 1];
+    launch_exchange(b, &kern, grid, (x, y), (m, k))
+}
+
+/// Launches a softmax kernel whose blocks exchange (max, sum) pairs through global memory
+/// (`reduce::coop`, `coop_smem`, `ring`) on `grid`: its counters (`ws`, `m + 1` u32 from
+/// [`Backend::zeros`], zeroed in stream order on a GPU) and its `2 · m · k` pair slots (from
+/// [`Backend::empty`]), both per call.
+fn launch_exchange<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    kern: &CompiledKernel,
+    grid: [u32; 3],
+    (x, y): (&X, &mut Y),
+    (m, k): (i64, u32),
+) -> Result<()> {
     let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
     let pairs = 2 * m * i64::from(k);
     let mut stats = b.empty(ScalarType::F32, &[pairs])?;
-    let args = Bindings::new(&kern)
+    let args = Bindings::new(kern)
         .input("x", x, b)?
         .output("y", y, b)?
         .output_ptr("ws", &mut ws, m + 1, b)?
         .output_ptr("stats", &mut stats, pairs, b)?;
-    b.launch(&kern, grid, args)
+    b.launch(kern, grid, args)
 }
 
 /// The ring softmax (`reduce::ring`) of `m` rows of `x` into `y`: `k` slices per row of
@@ -791,15 +805,7 @@ fn softmax_ring_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
         ));
     }
     let grid = [grid_u32(op, "resident blocks", g)?, 1, 1];
-    let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
-    let pairs = 2 * slices;
-    let mut stats = b.empty(ScalarType::F32, &[pairs])?;
-    let args = Bindings::new(&kern)
-        .input("x", x, b)?
-        .output("y", y, b)?
-        .output_ptr("ws", &mut ws, m + 1, b)?
-        .output_ptr("stats", &mut stats, pairs, b)?;
-    b.launch(&kern, grid, args)
+    launch_exchange(b, &kern, grid, (x, y), (m, k))
 }
 
 fn row_reduce<B: Backend, X: TensorIn<B> + ?Sized>(

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{api_softmax_checked, assert_close_relative, random_rows};
-use tilekit_ir::interp::{self, Args, HostBuffer, InterpError};
+use tilekit_ir::interp::{HostBuffer, InterpError};
 use tilekit_ir::ScalarType;
 use tilekit_ops::api;
 use tilekit_ops::backend::{LayoutTensor, Record};
@@ -26,18 +26,11 @@ fn run_coop(
 ) -> Result<HostBuffer, InterpError> {
     let v = host::vector_for(ty, &[n as i64]);
     let kern = build_softmax_coop(ty, threads, v, k, chunks).unwrap();
-    let mut a = Args::new();
-    let (mi, ni) = (m as i64, n as i64);
-    let y = host::poisoned(ty, m * n).unwrap();
-    a.tensor(x.clone(), &[mi, ni], &[ni, 1]).tensor(y, &[mi, ni], &[ni, 1]);
-    a.buffer(HostBuffer::from_u32(&vec![0; m + 1]));
-    a.buffer(HostBuffer::from_f32(&vec![f32::NAN; 2 * m * k as usize]));
-    interp::run(&kern, [blocks, 1, 1], &mut a)?;
-    let ws = a.take_buffer(10).unwrap().to_u32().unwrap();
+    let (y, ws) = common::run_exchange(&kern, x, (m, n), ty, (k, blocks))?;
     // every block took one ticket and counted itself into its row
     assert_eq!(ws[0], blocks, "tickets");
     assert!(ws[1..].iter().all(|&c| c == k), "counters {ws:?}");
-    Ok(a.take_buffer(5).unwrap())
+    Ok(y)
 }
 
 #[test]

@@ -92,3 +92,26 @@ pub fn assert_pdl_placement(k: &Kernel) {
     assert!(ptx.rfind("ld.global").unwrap() < trigger, "{}: {ptx}", k.name);
     assert!(trigger < ptx.find("st.global").unwrap(), "{}: {ptx}", k.name);
 }
+
+/// Runs a softmax kernel whose blocks exchange (max, sum) pairs through global memory
+/// (`reduce::coop`, `coop_smem`, `ring`) on the interpreter on `blocks` blocks: `m` rows of
+/// `n` of `x`, the output and the `2 · m · k` pair slots poisoned with NaN, the counters
+/// zeroed. Returns the output and the counters (`ws[0]` the tickets, then one per row).
+pub fn run_exchange(
+    kern: &Kernel,
+    x: &HostBuffer,
+    (m, n): (usize, usize),
+    ty: ScalarType,
+    (k, blocks): (u32, u32),
+) -> Result<(HostBuffer, Vec<u32>), tilekit_ir::interp::InterpError> {
+    use tilekit_ir::interp::{self, Args};
+    let mut a = Args::new();
+    let (mi, ni) = (m as i64, n as i64);
+    let y = host::poisoned(ty, m * n).unwrap();
+    a.tensor(x.clone(), &[mi, ni], &[ni, 1]).tensor(y, &[mi, ni], &[ni, 1]);
+    a.buffer(HostBuffer::from_u32(&vec![0; m + 1]));
+    a.buffer(HostBuffer::from_f32(&vec![f32::NAN; 2 * m * k as usize]));
+    interp::run(kern, [blocks, 1, 1], &mut a)?;
+    let ws = a.take_buffer(10).unwrap().to_u32().unwrap();
+    Ok((a.take_buffer(5).unwrap(), ws))
+}
