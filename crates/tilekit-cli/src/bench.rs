@@ -175,6 +175,8 @@ pub struct Args {
 /// assert!(parse_coop("256,32,64k,bulk,1exp,1exp").is_err());
 /// assert_eq!(parse_coop("256,16,32k,2rows").unwrap().rows, 2);
 /// assert!(parse_coop("256,16,32k,bulk,2rows").is_err());          // 2rows takes loads
+/// assert!(parse_coop("256,16,32k,pipe").unwrap().pipe);
+/// assert!(parse_coop("256,16,32k,bulk,pipe").is_err());
 /// let r = parse_coop("1024,8,32k,ring6,lag2").unwrap();
 /// assert_eq!((r.ring, r.lag), (6, 2));
 /// assert_eq!(parse_coop("512,8,32k,ring3").unwrap().lag, 1);        // lag 1 by default
@@ -210,6 +212,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let bulk = words.next_if_eq(&"bulk").is_some();
     let one_exp = words.next_if_eq(&"1exp").is_some();
     let rows = if words.next_if_eq(&"2rows").is_some() { 2 } else { 1 };
+    let pipe = words.next_if_eq(&"pipe").is_some();
     let mut number = |prefix: &str| -> Result<Option<u32>, String> {
         match words.next_if(|w| w.starts_with(prefix)) {
             None => Ok(None),
@@ -223,13 +226,19 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if let Some(f) = words.next() {
         return Err(format!(
             "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp`, then `2rows`, then \
-             `ringS` and `lagD` (each at most once)"
+             `pipe`, then `ringS` and `lagD` (each at most once)"
         ));
     }
     if ring > 0 && (bulk || one_exp || rows != 1 || smem_kib == 0 || ring < lag + 2 || lag < 1) {
         return Err(format!(
             "`{s}`: `ringS` takes a shared-memory slice without bulk, 1exp or 2rows, and S ≥ \
              lag + 2 with lag ≥ 1 (e.g. 1024,8,32k,ring6,lag2)"
+        ));
+    }
+    if pipe && (bulk || one_exp || rows != 1 || smem_kib == 0 || ring > 0) {
+        return Err(format!(
+            "`{s}`: `pipe` takes a shared-memory slice brought in by loads (no bulk, 1exp, \
+             2rows or ring)"
         ));
     }
     if ring == 0 && lag > 0 {
@@ -246,7 +255,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if !(1..=64).contains(&per_thread) {
         return Err(format!("elements per thread {per_thread}: must be 1..=64"));
     }
-    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp, rows, ring, lag })
+    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp, rows, ring, lag, pipe })
 }
 
 /// One measured kernel.

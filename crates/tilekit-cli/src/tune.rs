@@ -606,7 +606,13 @@ fn softmax_candidates(
                     "coop smem{}{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
                     if c.bulk { " bulk" } else { "" },
                     if c.one_exp { " 1exp" } else { "" },
-                    if c.rows == 2 { " 2rows" } else { "" },
+                    if c.rows == 2 {
+                        " 2rows"
+                    } else if c.pipe {
+                        " pipe"
+                    } else {
+                        ""
+                    },
                     c.threads,
                     slice * ty.size_bytes() as i64 / 1024,
                     c.unroll(ty)

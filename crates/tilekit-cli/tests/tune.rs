@@ -103,6 +103,7 @@ fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let b = CoopTuning {
         threads: 512,
@@ -113,6 +114,7 @@ fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     // `small` ran only on the shorter rows (too many blocks for the longer): it does not compete
     let small = CoopTuning {
@@ -124,6 +126,7 @@ fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let mut c = vec![
         cand("softmax 65536 f32", Knob::Online(O512), 0.70),

@@ -725,7 +725,8 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8), bulk and
     // one exponential per element
     let key = if c.smem() {
-        let vu = v * 10000
+        let vu = i64::from(c.pipe) * 1_000_000
+            + v * 10000
             + i64::from(c.rows) * 1000
             + i64::from(c.one_exp) * 100
             + c.unroll(ty) * 10

@@ -265,6 +265,7 @@ const COOP_SMEM_F32: CoopTuning = CoopTuning {
     rows: 1,
     ring: 0,
     lag: 0,
+    pipe: false,
 };
 
 /// The same for bf16 rows: 256 threads, 2 vectors a step, 32 KiB slices.
@@ -277,6 +278,7 @@ const COOP_SMEM_16BIT: CoopTuning = CoopTuning {
     rows: 1,
     ring: 0,
     lag: 0,
+    pipe: false,
 };
 
 fn default_cluster() -> Option<ClusterTuning> {

@@ -103,6 +103,7 @@ fn api_softmax_takes_the_coop_kernel_when_tuned_and_matches() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k) in [(ScalarType::F32, 20000i64, 3u32), (ScalarType::BF16, 40000, 5)] {
@@ -138,6 +139,7 @@ fn more_blocks_per_row_than_fit_at_once_is_a_typed_error() {
             rows: 1,
             ring: 0,
             lag: 0,
+            pipe: false,
         }),
         ..Tuning::default()
     };

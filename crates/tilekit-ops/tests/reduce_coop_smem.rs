@@ -105,6 +105,7 @@ fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k, chunks) in
@@ -144,6 +145,7 @@ fn the_deadlock_bound_counts_shared_memory() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let (k, chunks) = c.plan(ScalarType::F32, 5 * 49152).unwrap();
@@ -207,6 +209,7 @@ fn api_softmax_takes_bulk_copies_for_aligned_rows_and_loads_elsewhere() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     // f32 rows of 20000 are whole 16-byte vectors; 20001 are not
@@ -295,6 +298,7 @@ fn api_softmax_takes_the_one_exp_kernel_when_tuned_and_matches() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, name) in [
@@ -334,6 +338,7 @@ fn one_exp_without_a_shared_memory_slice_is_a_typed_error() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let x = LayoutTensor::contiguous(ScalarType::F32, &[2, 65536]).unwrap();
@@ -431,6 +436,7 @@ fn two_rows_a_block_match_the_reference_for_even_and_odd_row_counts() {
         rows: 2,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, m, n) in [
@@ -467,6 +473,7 @@ fn two_rows_are_refused_with_bulk_copies_one_exponential_or_three_rows() {
         rows: 2,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     for bad in [
         CoopTuning { bulk: true, ..c },
@@ -532,5 +539,38 @@ fn check_bulk_edges(seed: u64, one_exp: bool) {
             .unwrap_or_else(|e| panic!("{ty}: {e}"));
         let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
         assert_close_relative(&got, &want, n, ty, &format!("{label} {ty} {n}"));
+    }
+}
+
+#[test]
+fn pipelined_pass_one_matches_the_f64_reference() {
+    use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_pipelined;
+    // ((rows, n), (threads, k, unroll for f32, chunks)): an exact split over 4 blocks, an odd
+    // length (a tail inside the last block, scalar accesses), a last block of padding only,
+    // 4 unrolled steps
+    let cases: [Case; 4] = [
+        ((3, 4096), (64, 4, 2, 2)),
+        ((2, 3001), (64, 3, 2, 2)),
+        ((3, 1500), (32, 4, 2, 2)),
+        ((2, 2000), (32, 4, 1, 4)),
+    ];
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        for (i, &((m, n), (threads, k, unroll, chunks))) in cases.iter().enumerate() {
+            let unroll = if v == 8 { (unroll / 2).max(1) } else { unroll };
+            let part = threads as usize * (v * unroll * chunks) as usize;
+            assert!(k as usize * part >= n, "case {i} covers its rows");
+            let x = host::from_f64(ty, &random_rows(m, n, part, 31 + i as u64));
+            let vx = host::vector_for(ty, &[n as i64]);
+            let kern =
+                build_softmax_coop_smem_pipelined(ty, threads, vx, k, unroll, chunks).unwrap();
+            assert_eq!(kern.name, "softmax_coop_smem_pipe");
+            let blocks = (m * k as usize) as u32;
+            let (got, ws) = common::run_exchange(&kern, &x, (m, n), ty, (k, blocks))
+                .unwrap_or_else(|e| panic!("{ty} case {i}: {e}"));
+            assert_eq!(ws[0], blocks, "tickets");
+            let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+            assert_close_relative(&got, &want, n, ty, &format!("coop smem pipe {ty} case {i}"));
+        }
     }
 }

@@ -154,6 +154,7 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
             rows: 1,
             ring: 0,
             lag: 0,
+            pipe: false,
         })
     );
     let t = Tuning {
@@ -166,6 +167,7 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
             rows: 1,
             ring: 0,
             lag: 0,
+            pipe: false,
         }),
         ..Tuning::default()
     };
@@ -200,6 +202,7 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
             rows: 1,
             ring: 0,
             lag: 0,
+            pipe: false,
         }),
         ..Tuning::default()
     };
@@ -230,6 +233,7 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
                 rows: 1,
                 ring: 0,
                 lag: 0,
+                pipe: false,
             },
             false
         )
@@ -276,6 +280,7 @@ fn the_16bit_coop_shape_is_validated_and_absent_from_old_files() {
         rows: 1,
         ring: 0,
         lag: 0,
+        pipe: false,
     };
     let t = Tuning { softmax_coop_16bit: Some(c), ..Tuning::default() };
     let path = t.save(tmp.path(), dev).unwrap();

@@ -52,7 +52,7 @@
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
-//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
 //! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
 //! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
 //! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
@@ -86,11 +86,11 @@ pub const MAX_COOP_BLOCKS: u32 = 64;
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::CoopTuning;
-/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
 /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
 /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
 /// // 32 KiB of f32 in shared memory a block: 8192 elements, 2 steps of 512 × 8
-/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((32, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -137,6 +137,12 @@ pub struct CoopTuning {
     /// row (at least 1). Labelled `lagD`.
     #[serde(default)]
     pub lag: u32,
+    /// Shared memory with loads, two exponentials, one row a block only: pass 1
+    /// software-pipelined, the next step's loads in flight while the current one is stored
+    /// ([`super::coop_smem::build_softmax_coop_smem_pipelined`]; 2–16 steps a slice).
+    /// Labelled `pipe`.
+    #[serde(default)]
+    pub pipe: bool,
 }
 
 fn one_row() -> u32 {
@@ -181,6 +187,7 @@ impl CoopTuning {
                         rows: 1,
                         ring: 0,
                         lag: 0,
+                        pipe: false,
                     });
                 }
             }
@@ -197,6 +204,7 @@ impl CoopTuning {
                         rows: 1,
                         ring: 0,
                         lag: 0,
+                        pipe: false,
                     });
                 }
             }
@@ -212,6 +220,7 @@ impl CoopTuning {
                     rows: 1,
                     ring: 0,
                     lag: 0,
+                    pipe: false,
                 });
             }
         }
@@ -232,6 +241,7 @@ impl CoopTuning {
                 rows: 1,
                 ring,
                 lag,
+                pipe: false,
             });
         }
         v
@@ -241,8 +251,8 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ops::reduce::CoopTuning;
-    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 }.smem());
-    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 }.smem());
+    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false }.smem());
+    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false }.smem());
     /// ```
     pub fn smem(&self) -> bool {
         self.smem_kib > 0
@@ -253,7 +263,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
     /// assert_eq!((t.unroll(ScalarType::F32), t.unroll(ScalarType::BF16)), (8, 4));
     /// ```
     pub fn unroll(&self, ty: ScalarType) -> i64 {
@@ -269,11 +279,11 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
     /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
     /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
     /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
-    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
     /// assert_eq!(s.plan(ScalarType::BF16, 65536), Some((2, 8))); // 2 × 8 steps of 256 × 8 × 2
     /// assert_eq!(s.plan(ScalarType::F32, 262145), Some((17, 4)));
     /// ```
@@ -315,7 +325,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
     /// let (k, chunks) = t.plan(ScalarType::F32, 65536).unwrap();
     /// assert_eq!(t.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem");
     /// let one = tilekit_ops::reduce::CoopTuning { one_exp: true, ..t };
@@ -361,8 +371,27 @@ impl CoopTuning {
                  bulk and one_exp off)",
             ));
         }
+        if self.pipe && (!self.smem() || self.bulk || self.one_exp || self.rows != 1) {
+            return Err(OpsError::invalid(
+                "softmax",
+                "pipe (cooperative softmax)",
+                true,
+                "false unless the slice is in shared memory (smem_kib 1..=200) brought in by \
+                 loads, with two exponentials and one row a block",
+            ));
+        }
         if self.smem() {
             let u = self.unroll(ty);
+            if self.pipe {
+                return super::coop_smem::build_softmax_coop_smem_pipelined(
+                    ty,
+                    self.threads,
+                    vx,
+                    k,
+                    u,
+                    chunks,
+                );
+            }
             if self.rows != 1 {
                 return super::coop_smem::build_softmax_coop_smem_rows(
                     ty,
@@ -397,7 +426,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0 };
+    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
     /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 4);
     /// ```
     pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {

@@ -244,6 +244,38 @@ pub fn build_softmax_coop_smem(
     build(ty, threads, vx, k, (unroll, chunks), (bulk, false, 1))
 }
 
+/// [`build_softmax_coop_smem`] (loads, two exponentials, one row a block) with pass 1
+/// **software-pipelined**: step `c + 1`'s loads are issued before step `c`'s stores to shared
+/// memory and its max (steps unrolled at build time, 2..=[`ONE_EXP_PIPELINE_STEPS`]), so two
+/// steps of loads are in flight per thread instead of one, for one step's registers more.
+/// Kernel `softmax_coop_smem_pipe`; `CoopTuning::pipe`, label `pipe`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_pipelined;
+/// let k = build_softmax_coop_smem_pipelined(ScalarType::BF16, 256, 8, 4, 2, 4).unwrap();
+/// assert_eq!(k.name, "softmax_coop_smem_pipe");
+/// assert!(build_softmax_coop_smem_pipelined(ScalarType::BF16, 256, 8, 4, 2, 1).is_err()); // one step
+/// ```
+pub fn build_softmax_coop_smem_pipelined(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    unroll: i64,
+    chunks: i64,
+) -> Result<Kernel> {
+    if !pipelined(chunks, false) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks (pipelined pass 1)",
+            chunks,
+            format!("2..={ONE_EXP_PIPELINE_STEPS} steps: the steps are unrolled two in flight"),
+        ));
+    }
+    build(ty, threads, vx, k, (unroll, chunks), (false, false, -1))
+}
+
 /// [`build_softmax_coop_smem`] with **one exponential per element** (see the [module
 /// docs](self), "one exponential"): pass 2 writes `e = exp2((x − m)·log2 e)` back over the
 /// slice in shared memory (bf16 as bf16) while summing it, and pass 3 is `y = e · f` with one
@@ -353,6 +385,9 @@ fn build(
     (bulk, one_exp, rows): (bool, bool, i64),
 ) -> Result<Kernel> {
     super::coop::check_coop(ty, threads, k)?;
+    // rows = −1: one row, pass 1 pipelined (build_softmax_coop_smem_pipelined)
+    let pipe = rows == -1;
+    let rows = rows.abs();
     if !(1..=2).contains(&rows) || (rows == 2 && (bulk || one_exp)) {
         return Err(OpsError::invalid(
             "softmax",
@@ -389,7 +424,7 @@ fn build(
         ));
     }
     let name = match (bulk, one_exp) {
-        (false, false) => return build_rows(ty, threads, vx, k, (unroll, chunks), rows),
+        (false, false) => return build_rows(ty, threads, vx, k, (unroll, chunks), (rows, pipe)),
         (true, false) => "softmax_coop_smem_bulk",
         (false, true) => "softmax_coop_smem_1exp",
         (true, true) => "softmax_coop_smem_bulk_1exp",
@@ -562,9 +597,13 @@ fn build_rows(
     vx: i64,
     k: u32,
     (unroll, chunks): (i64, i64),
-    rows: i64,
+    (rows, pipe): (i64, bool),
 ) -> Result<Kernel> {
-    let name = if rows == 1 { "softmax_coop_smem" } else { "softmax_coop_smem_2rows" };
+    let name = match (rows, pipe) {
+        (1, false) => "softmax_coop_smem",
+        (1, true) => "softmax_coop_smem_pipe",
+        _ => "softmax_coop_smem_2rows",
+    };
     let v = 16 / ty.size_bytes() as i64;
     let c = threads as i64 * v * unroll;
     let len = chunks * c;
@@ -587,7 +626,11 @@ fn build_rows(
         .collect();
     // pass 1 and 2 of a row, then its (max, sum) published
     let stats_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
-        let mx = load_slice(b, name, at, &xv, (row, &lo))?;
+        let mx = if pipe {
+            load_slice_pipelined(b, name, at, &xv, (row, &lo))?
+        } else {
+            load_slice(b, name, at, &xv, (row, &lo))?
+        };
         let m = block_reduce(b, &mx, BinOp::Max, scratch)?;
         let s = block_reduce(b, &sum_slice(b, name, at, &m, ftz)?, BinOp::Add, scratch)?;
         publish(b, name, &first, (ws, stats), (row, &part, kk), (&m, &s))
@@ -700,6 +743,36 @@ fn load_slice(
         Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
     })?;
     Ok(acc[0].clone())
+}
+
+/// [`load_slice`] with step `c + 1`'s loads issued before step `c`'s stores and max (the
+/// steps unrolled: two steps of loads in flight per thread).
+fn load_slice_pipelined(
+    b: &KernelBuilder,
+    name: &str,
+    at: &Slice,
+    xv: &View,
+    (row, lo): (&Val, &Val),
+) -> Result<Val> {
+    b.note(format!("{name} pass 1: the slice into shared memory, step c + 1's loads in flight"));
+    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
+    let load = |c0: i64| {
+        Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + Val::lit(c0)], at.d)?
+            .load_or(b, &ninf)
+    };
+    let steps = at.len / at.c;
+    let mut next = Some(load(0)?);
+    let mut acc = b.f32(f32::MIN);
+    for step in 0..steps {
+        let raw = next.take().expect("one step loaded ahead");
+        if step + 1 < steps {
+            next = Some(load((step + 1) * at.c)?);
+        }
+        at.at(b, Val::lit(step * at.c))?.store(b, &raw)?;
+        let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
+        acc = b.binary(BinOp::Max, &acc, &t)?;
+    }
+    Ok(acc)
 }
 
 /// Pass 2 (two exponentials): the thread's sum of `exp2((x − m)·log2 e)` over the slice
