@@ -281,6 +281,22 @@ const COOP_SMEM_16BIT: CoopTuning = CoopTuning {
     pipe: false,
 };
 
+/// The H200's f32 shape since 2026-11-27 (bench/RESULTS.md session 13, call 7): 256 threads,
+/// 2 vectors a step into 32 KiB slices, pass 1 pipelined (`pipe`) — f32 2048×65536 0.880 of
+/// copy against 0.868 for [`COOP_SMEM_F32`] in the same run, 512×262144 0.846 against 0.847.
+/// (The H100 keeps [`COOP_SMEM_F32`]: the pipelined kernel was not measured there.)
+const COOP_SMEM_F32_H200: CoopTuning = CoopTuning {
+    threads: 256,
+    per_thread: 8,
+    smem_kib: 32,
+    bulk: false,
+    one_exp: false,
+    rows: 1,
+    ring: 0,
+    lag: 0,
+    pipe: true,
+};
+
 fn default_cluster() -> Option<ClusterTuning> {
     Some(ClusterTuning::default())
 }
@@ -301,10 +317,11 @@ impl Tuning {
             // rows of 65536 and 262144: 0.70–0.84 of copy, the online kernel 0.65–0.77)
             // rows past one block's registers (2026-11-26, bench/RESULTS.md session 8): the
             // cooperative kernel with slices in shared memory, f32 0.851 / 0.836 of copy at
-            // 65536 / 262144 (stream cluster 0.834 / 0.639), bf16 0.787 / 0.755 (0.664 / 0.677)
+            // 65536 / 262144 (stream cluster 0.834 / 0.639), bf16 0.787 / 0.755 (0.664 / 0.677);
+            // f32 since 2026-11-27 with pass 1 pipelined (0.880 / 0.846)
             return Tuning {
                 online: OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 },
-                softmax_coop: Some(COOP_SMEM_F32),
+                softmax_coop: Some(COOP_SMEM_F32_H200),
                 softmax_coop_16bit: Some(COOP_SMEM_16BIT),
                 ..Tuning::default()
             };
