@@ -29,6 +29,10 @@
 //!   (m, s) before loading row 1, so row 0's wait hides behind row 1's loads:
 //!     load+stats r0 │ publish r0 │ load+stats r1 │ publish r1 │ wait r0 │ store r0 │ wait r1 │ …
 //!
+//!   pipe (CoopTuning::pipe, one row, loads): pass 1's steps unrolled, step c + 1's loads
+//!   issued before step c's st.shared and max — two steps of loads in flight per thread
+//!   (the H200's f32 shape: bench/NOTES.md §23)
+//!
 //!   every thread reads back exactly the stash elements it wrote (the same distribution):
 //!   no barrier between pass 1's st.shared and pass 2's ld.shared is needed for the data
 //!
