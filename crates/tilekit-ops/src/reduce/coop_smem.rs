@@ -457,7 +457,6 @@ fn build(
     let lo = part.clone() * Val::lit(len);
     let xv = View::global(&x, vx)?.pad(&[1, c])?;
     let yv = View::global(&y, vx)?.pad(&[1, c])?;
-    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
     let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
     let steps = |init: &[Val]| (&zero, &end, &step, init.to_vec());
     let (lo0, hi, st, init) = steps(&[b.f32(f32::MIN)]);
@@ -490,27 +489,9 @@ fn build(
             Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
         })?
     } else if one_exp && pipelined(chunks, bulk) {
-        b.note(format!(
-            "{name} pass 1: the slice into shared memory (raw), the thread's max; \
-             step c + 1's loads issued before step c's stores"
-        ));
-        let load = |c0: i64| {
-            Window::new(&b, &xv, &[1, c], &[row.clone(), lo.clone() + Val::lit(c0)], &d)?
-                .load_or(&b, &ninf)
-        };
-        let mut next = Some(load(0)?);
-        let mut acc = init[0].clone();
-        for step in 0..chunks {
-            let raw = next.take().expect("one step loaded ahead");
-            if step + 1 < chunks {
-                next = Some(load((step + 1) * c)?);
-            }
-            Window::new(&b, &stash, &[1, c], &[Val::lit(0), Val::lit(step * c)], &d)?
-                .store(&b, &raw)?;
-            let t = raw.cast(&b, ScalarType::F32)?.reduce_thread(&b, BinOp::Max)?;
-            acc = b.binary(BinOp::Max, &acc, &t)?;
-        }
-        vec![acc]
+        // step c + 1's loads issued before step c's stores: two steps in flight per thread
+        let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
+        vec![load_slice_pipelined(&b, name, &at, &xv, (&row, &lo))?]
     } else {
         let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
         vec![load_slice(&b, name, &at, &xv, (&row, &lo))?]
