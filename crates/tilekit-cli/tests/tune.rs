@@ -94,40 +94,10 @@ fn transpose_loops_are_chosen_by_their_mean_over_the_permute_and_transpose_cases
 #[test]
 fn the_coop_shape_is_kept_only_where_it_beats_what_the_api_would_launch() {
     use tilekit_ops::reduce::CoopTuning;
-    let a = CoopTuning {
-        threads: 256,
-        per_thread: 32,
-        smem_kib: 0,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
-    let b = CoopTuning {
-        threads: 512,
-        per_thread: 64,
-        smem_kib: 0,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let a = CoopTuning::in_registers(256, 32);
+    let b = CoopTuning::in_registers(512, 64);
     // `small` ran only on the shorter rows (too many blocks for the longer): it does not compete
-    let small = CoopTuning {
-        threads: 128,
-        per_thread: 16,
-        smem_kib: 0,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let small = CoopTuning::in_registers(128, 16);
     let mut c = vec![
         cand("softmax 65536 f32", Knob::Online(O512), 0.70),
         cand("softmax 65536 f32", Knob::Coop(a), 0.93),

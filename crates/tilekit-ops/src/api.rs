@@ -700,7 +700,8 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     let op = "softmax";
     let threads = c.threads;
     if c.ring > 0 {
-        return softmax_ring_into(b, x, y, (ty, v, m), (c, k, chunks));
+        let (kern, grid) = ring_launch(b, (ty, v, m), (c, k, chunks))?;
+        return launch_exchange(b, &kern, grid, (x, y), (m, k));
     }
     let per_sm = c.resident_blocks(ty, chunks);
     let resident = i64::from(b.multiprocessors()) * i64::from(per_sm);
@@ -765,18 +766,16 @@ fn launch_exchange<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
     b.launch(kern, grid, args)
 }
 
-/// The ring softmax (`reduce::ring`) of `m` rows of `x` into `y`: `k` slices per row of
+/// The ring softmax's (`reduce::ring`) kernel and grid for `m` rows: `k` slices per row of
 /// `chunks` steps, on a grid of every block the device holds at once ([`Backend::resident_blocks`]
 /// × multiprocessors, at most the `m · k` slices), walking the slices through `c.ring` slots
 /// with the exchange `c.lag` slices behind. A lag below `⌈(k − 1)/G⌉` for that grid `G` could
 /// deadlock (a row's slices would lie further apart than the lag): a typed error names it.
-fn softmax_ring_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+fn ring_launch<B: Backend>(
     b: &B,
-    x: &X,
-    y: &mut Y,
     (ty, v, m): (ScalarType, i64, i64),
     (c, k, chunks): (crate::reduce::CoopTuning, u32, i64),
-) -> Result<()> {
+) -> Result<(CompiledKernel, [u32; 3])> {
     let op = "softmax";
     let shape = [
         i64::from(c.threads),
@@ -805,8 +804,7 @@ fn softmax_ring_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
             ),
         ));
     }
-    let grid = [grid_u32(op, "resident blocks", g)?, 1, 1];
-    launch_exchange(b, &kern, grid, (x, y), (m, k))
+    Ok((kern, [grid_u32(op, "resident blocks", g)?, 1, 1]))
 }
 
 fn row_reduce<B: Backend, X: TensorIn<B> + ?Sized>(

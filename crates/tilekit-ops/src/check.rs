@@ -785,7 +785,7 @@ pub fn plan(op: Op, shape: &[i64], dtype: ScalarType) -> Result<(CompiledKernel,
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::{check::{plan_tuned, Op}, reduce::CoopTuning, tuning::Tuning};
-/// let t = Tuning { softmax_coop: Some(CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false }), ..Tuning::default() };
+/// let t = Tuning { softmax_coop: Some(CoopTuning::in_registers(256, 32)), ..Tuning::default() };
 /// let (k, grid) = plan_tuned(Op::named("softmax").unwrap(), &[4, 65536], ScalarType::F32, t).unwrap();
 /// assert_eq!((k.kernel().name.as_str(), grid), ("softmax_coop", [32, 1, 1]));
 /// ```

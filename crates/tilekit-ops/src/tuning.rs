@@ -256,46 +256,16 @@ impl Default for Tuning {
 /// The cooperative softmax shape that won the f32 rows of 65536 and 262144 on both the H100 and
 /// the H200 (`tilekit tune --config coop`, 2026-11-26): 256 threads reading 8 vectors a step
 /// into 64 KiB slices of shared memory.
-const COOP_SMEM_F32: CoopTuning = CoopTuning {
-    threads: 256,
-    per_thread: 32,
-    smem_kib: 64,
-    bulk: false,
-    one_exp: false,
-    rows: 1,
-    ring: 0,
-    lag: 0,
-    pipe: false,
-};
+const COOP_SMEM_F32: CoopTuning = CoopTuning::in_shared(256, 32, 64);
 
 /// The same for bf16 rows: 256 threads, 2 vectors a step, 32 KiB slices.
-const COOP_SMEM_16BIT: CoopTuning = CoopTuning {
-    threads: 256,
-    per_thread: 16,
-    smem_kib: 32,
-    bulk: false,
-    one_exp: false,
-    rows: 1,
-    ring: 0,
-    lag: 0,
-    pipe: false,
-};
+const COOP_SMEM_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 32);
 
 /// The H200's f32 shape since 2026-11-27 (bench/RESULTS.md session 13, call 7): 256 threads,
 /// 2 vectors a step into 32 KiB slices, pass 1 pipelined (`pipe`) — f32 2048×65536 0.880 of
 /// copy against 0.868 for [`COOP_SMEM_F32`] in the same run, 512×262144 0.846 against 0.847.
 /// (The H100 keeps [`COOP_SMEM_F32`]: the pipelined kernel was not measured there.)
-const COOP_SMEM_F32_H200: CoopTuning = CoopTuning {
-    threads: 256,
-    per_thread: 8,
-    smem_kib: 32,
-    bulk: false,
-    one_exp: false,
-    rows: 1,
-    ring: 0,
-    lag: 0,
-    pipe: true,
-};
+const COOP_SMEM_F32_H200: CoopTuning = CoopTuning::in_shared(256, 8, 32).with_pipe();
 
 fn default_cluster() -> Option<ClusterTuning> {
     Some(ClusterTuning::default())

@@ -94,17 +94,7 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
 fn api_softmax_takes_the_coop_kernel_when_tuned_and_matches() {
     // rows longer than the register kernel holds (f32: 256 threads × 64 = 16384; bf16: 512 ×
     // 64 = 32768): 128 threads × 64 elements a block, so 3 blocks (f32) and 5 blocks (bf16)
-    let coop = CoopTuning {
-        threads: 128,
-        per_thread: 64,
-        smem_kib: 0,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let coop = CoopTuning::in_registers(128, 64);
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k) in [(ScalarType::F32, 20000i64, 3u32), (ScalarType::BF16, 40000, 5)] {
         let m = 2i64;
@@ -129,20 +119,7 @@ fn api_softmax_takes_the_coop_kernel_when_tuned_and_matches() {
 fn more_blocks_per_row_than_fit_at_once_is_a_typed_error() {
     // 1024 threads × 16 f32 a block: one block per SM by registers, 4 on the interpreter's 4
     // "multiprocessors"; a row of 5 blocks could wait forever on a real device
-    let t = Tuning {
-        softmax_coop: Some(CoopTuning {
-            threads: 1024,
-            per_thread: 16,
-            smem_kib: 0,
-            bulk: false,
-            one_exp: false,
-            rows: 1,
-            ring: 0,
-            lag: 0,
-            pipe: false,
-        }),
-        ..Tuning::default()
-    };
+    let t = Tuning { softmax_coop: Some(CoopTuning::in_registers(1024, 16)), ..Tuning::default() };
     let n = 1024 * 16 * 5;
     let x = LayoutTensor::contiguous(ScalarType::F32, &[2, n]).unwrap();
     let e = api::softmax_into(&Record::with_tuning(t), &x, &mut x.clone()).unwrap_err();

@@ -12,8 +12,8 @@ use tilekit_ops::api;
 use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
 use tilekit_ops::host;
 use tilekit_ops::reduce::coop_smem::{
-    build_softmax_coop_smem_one_exp, build_softmax_coop_smem_rows,
-    coop_smem_one_exp_resident_blocks, ONE_EXP_PIPELINE_STEPS,
+    build_softmax_coop_smem_one_exp, build_softmax_coop_smem_pipelined,
+    build_softmax_coop_smem_rows, coop_smem_one_exp_resident_blocks, ONE_EXP_PIPELINE_STEPS,
 };
 use tilekit_ops::reduce::{
     build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes, reference,
@@ -22,23 +22,37 @@ use tilekit_ops::reduce::{
 use tilekit_ops::tuning::Tuning;
 use tilekit_ops::OpsError;
 
+/// Which shared-memory kernel a test runs: two exponentials per element, one, or two with
+/// pass 1 pipelined.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    TwoExp,
+    OneExp,
+    Pipe,
+}
+
 /// Runs the kernel directly: `m` rows of `n`, `k` blocks of `threads` per row, `unroll`
 /// vectors a step, `chunks` steps per block, the slice loaded by the threads or (`bulk`) by
-/// bulk copies, with one exponential per element or two (`one_exp`), on `blocks` blocks
-/// (normally `m · k`); output and stats poisoned with NaN. Checks the shared memory it
-/// declares and the tickets and counters the blocks leave.
+/// bulk copies, the kernel of `kind`, on `blocks` blocks (normally `m · k`); output and stats
+/// poisoned with NaN. Checks the shared memory it declares and the tickets and counters the
+/// blocks leave.
 fn run_smem(
     x: &HostBuffer,
     (m, n): (usize, usize),
     ty: ScalarType,
     (threads, k, unroll, chunks): (u32, u32, i64, i64),
-    (blocks, bulk, one_exp): (u32, bool, bool),
+    (blocks, bulk, kind): (u32, bool, Kind),
 ) -> Result<HostBuffer, InterpError> {
     let v = host::vector_for(ty, &[n as i64]);
-    let kern = if one_exp {
-        build_softmax_coop_smem_one_exp(ty, threads, v, k, unroll, chunks, bulk).unwrap()
-    } else {
-        build_softmax_coop_smem(ty, threads, v, k, unroll, chunks, bulk).unwrap()
+    let kern = match kind {
+        Kind::OneExp => {
+            build_softmax_coop_smem_one_exp(ty, threads, v, k, unroll, chunks, bulk).unwrap()
+        }
+        Kind::TwoExp => build_softmax_coop_smem(ty, threads, v, k, unroll, chunks, bulk).unwrap(),
+        Kind::Pipe => {
+            assert!(!bulk, "the pipelined pass 1 loads");
+            build_softmax_coop_smem_pipelined(ty, threads, v, k, unroll, chunks).unwrap()
+        }
     };
     assert_eq!(kern.shared_bytes(), coop_smem_shared_bytes(threads, unroll, chunks, bulk));
     let (y, ws) = common::run_exchange(&kern, x, (m, n), ty, (k, blocks))?;
@@ -60,14 +74,14 @@ fn coop_smem_softmax_matches_the_f64_reference() {
         ((2, 2047), (128, 2, 2, 1)),
         ((2, 999), (32, 1, 2, 4)),
     ];
-    check_cases(&cases, 11, false);
+    check_cases(&cases, 11, Kind::TwoExp);
 }
 
 #[test]
 fn bulk_copies_cover_rows_ending_inside_a_step_and_blocks_past_the_row() {
     // whole-vector rows whose end falls inside a step (the vectors past it are filled with
     // −∞ in shared memory) and a last block entirely past the row (its copies move 0 bytes)
-    check_bulk_edges(21, false);
+    check_bulk_edges(21, Kind::TwoExp);
 }
 
 #[test]
@@ -76,7 +90,8 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
     // 0 polls the counter and warp 1 waits at the barrier
     let (m, n) = (2usize, 1536usize);
     let x = host::from_f64(ScalarType::F32, &random_rows(m, n, 512, 5));
-    let e = run_smem(&x, (m, n), ScalarType::F32, (64, 3, 1, 2), (5, false, false)).unwrap_err();
+    let e =
+        run_smem(&x, (m, n), ScalarType::F32, (64, 3, 1, 2), (5, false, Kind::TwoExp)).unwrap_err();
     match &e {
         InterpError::WarpDeadlock { warps, .. } => {
             let mut blocks: Vec<u32> = warps.iter().map(|w| w.block[0]).collect();
@@ -96,17 +111,7 @@ fn a_row_missing_a_block_is_a_named_deadlock_not_a_hang() {
 fn api_softmax_takes_the_smem_kernel_when_tuned_and_matches() {
     // 128 threads × 16 elements a step, 16 KiB a block: f32 4096 elements (2 steps), bf16
     // 8192 (4 steps); rows longer than the register kernel holds (f32 16384, bf16 32768)
-    let coop = CoopTuning {
-        threads: 128,
-        per_thread: 16,
-        smem_kib: 16,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let coop = CoopTuning::in_shared(128, 16, 16);
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, k, chunks) in
         [(ScalarType::F32, 20001i64, 5u32, 2i64), (ScalarType::BF16, 40000, 5, 4)]
@@ -136,17 +141,7 @@ fn the_deadlock_bound_counts_shared_memory() {
 
     // 200 KiB slices: one block per SM, 4 on the interpreter's 4 "multiprocessors"; a row of
     // 5 such blocks could wait forever on a real device
-    let c = CoopTuning {
-        threads: 512,
-        per_thread: 16,
-        smem_kib: 200,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let c = CoopTuning::in_shared(512, 16, 200);
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let (k, chunks) = c.plan(ScalarType::F32, 5 * 49152).unwrap();
     assert_eq!((k, chunks, c.resident_blocks(ScalarType::F32, chunks)), (5, 6, 1));
@@ -200,17 +195,7 @@ fn the_builder_refuses_bad_shapes_with_typed_errors() {
 
 #[test]
 fn api_softmax_takes_bulk_copies_for_aligned_rows_and_loads_elsewhere() {
-    let coop = CoopTuning {
-        threads: 128,
-        per_thread: 16,
-        smem_kib: 16,
-        bulk: true,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let coop = CoopTuning::in_shared(128, 16, 16).with_bulk();
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     // f32 rows of 20000 are whole 16-byte vectors; 20001 are not
     for (n, name) in [(20000i64, "softmax_coop_smem_bulk"), (20001, "softmax_coop_smem")] {
@@ -245,12 +230,12 @@ fn one_exp_softmax_matches_the_f64_reference() {
         ((2, 999), (32, 1, 2, 4)),
         ((2, 5001), (32, 2, 1, ONE_EXP_PIPELINE_STEPS + 4)),
     ];
-    check_cases(&cases, 31, true);
+    check_cases(&cases, 31, Kind::OneExp);
 }
 
 #[test]
 fn one_exp_bulk_copies_cover_rows_ending_inside_a_step_and_blocks_past_the_row() {
-    check_bulk_edges(41, true);
+    check_bulk_edges(41, Kind::OneExp);
 }
 
 #[test]
@@ -289,17 +274,7 @@ fn one_exp_kernels_compute_one_exponential_per_element() {
 #[test]
 fn api_softmax_takes_the_one_exp_kernel_when_tuned_and_matches() {
     // f32 20000 is whole aligned vectors (bulk copies), 20001 not (loads); bf16 40000 aligned
-    let coop = CoopTuning {
-        threads: 128,
-        per_thread: 16,
-        smem_kib: 16,
-        bulk: true,
-        one_exp: true,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let coop = CoopTuning::in_shared(128, 16, 16).with_bulk().with_one_exp();
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, n, name) in [
         (ScalarType::F32, 20000i64, "softmax_coop_smem_bulk_1exp"),
@@ -329,17 +304,7 @@ fn api_softmax_takes_the_one_exp_kernel_when_tuned_and_matches() {
 
 #[test]
 fn one_exp_without_a_shared_memory_slice_is_a_typed_error() {
-    let c = CoopTuning {
-        threads: 256,
-        per_thread: 32,
-        smem_kib: 0,
-        bulk: false,
-        one_exp: true,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let c = CoopTuning::in_registers(256, 32).with_one_exp();
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let x = LayoutTensor::contiguous(ScalarType::F32, &[2, 65536]).unwrap();
     let e = api::softmax_into(&Record::with_tuning(t), &x, &mut x.clone()).unwrap_err();
@@ -410,8 +375,8 @@ fn one_exp_flushes_elements_far_below_the_block_max_to_zero() {
     let x = host::from_f64(ty, &vals);
     let want = host::to_f64(&reference(Reduction::Softmax, &x, m, n, ty).unwrap());
     let shape = (threads, k, unroll, chunks);
-    let one = host::to_f64(&run_smem(&x, (m, n), ty, shape, (4, false, true)).unwrap());
-    let two = host::to_f64(&run_smem(&x, (m, n), ty, shape, (4, false, false)).unwrap());
+    let one = host::to_f64(&run_smem(&x, (m, n), ty, shape, (4, false, Kind::OneExp)).unwrap());
+    let two = host::to_f64(&run_smem(&x, (m, n), ty, shape, (4, false, Kind::TwoExp)).unwrap());
     for i in 0..m * n {
         if i % 7 == 3 {
             assert!(want[i] > 0.0 && want[i] < 1e-38, "element {i}: {}", want[i]);
@@ -427,17 +392,7 @@ fn one_exp_flushes_elements_far_below_the_block_max_to_zero() {
 fn two_rows_a_block_match_the_reference_for_even_and_odd_row_counts() {
     // 2 rows a block: ⌈m / 2⌉ groups of k blocks; an odd m leaves the last group's second
     // row past the tensor (skipped); f32 20001 is not whole vectors (loads of 1), bf16 aligned
-    let coop = CoopTuning {
-        threads: 128,
-        per_thread: 16,
-        smem_kib: 16,
-        bulk: false,
-        one_exp: false,
-        rows: 2,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let coop = CoopTuning::in_shared(128, 16, 16).with_rows(2);
     let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
     for (ty, m, n) in [
         (ScalarType::F32, 4i64, 20000i64),
@@ -464,17 +419,7 @@ fn two_rows_a_block_match_the_reference_for_even_and_odd_row_counts() {
 
 #[test]
 fn two_rows_are_refused_with_bulk_copies_one_exponential_or_three_rows() {
-    let c = CoopTuning {
-        threads: 256,
-        per_thread: 16,
-        smem_kib: 32,
-        bulk: false,
-        one_exp: false,
-        rows: 2,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let c = CoopTuning::in_shared(256, 16, 32).with_rows(2);
     for bad in [
         CoopTuning { bulk: true, ..c },
         CoopTuning { one_exp: true, ..c },
@@ -496,8 +441,12 @@ type Case = ((usize, usize), (u32, u32, i64, i64));
 /// reference, f32 and bf16 (bf16: half the unroll where it halves, so the same elements a
 /// step), with loads and, for rows of whole 16-byte vectors, bulk copies; inputs from seed
 /// `seed + case`.
-fn check_cases(cases: &[Case], seed: u64, one_exp: bool) {
-    let label = if one_exp { "coop smem 1exp" } else { "coop smem" };
+fn check_cases(cases: &[Case], seed: u64, kind: Kind) {
+    let label = match kind {
+        Kind::TwoExp => "coop smem",
+        Kind::OneExp => "coop smem 1exp",
+        Kind::Pipe => "coop smem pipe",
+    };
     for ty in [ScalarType::F32, ScalarType::BF16] {
         let v = 16 / ty.size_bytes() as i64;
         for (i, &((m, n), (threads, k, unroll, chunks))) in cases.iter().enumerate() {
@@ -511,9 +460,10 @@ fn check_cases(cases: &[Case], seed: u64, one_exp: bool) {
             let x = host::from_f64(ty, &random_rows(m, n, part, i as u64 + seed));
             let shape = (threads, k, unroll, chunks);
             let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
-            // bulk copies only take rows of whole 16-byte vectors
-            for bulk in [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0) {
-                let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, one_exp))
+            // bulk copies only take rows of whole 16-byte vectors; the pipelined pass 1 loads
+            let bulks = [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0);
+            for bulk in bulks.filter(|&bu| !bu || kind != Kind::Pipe) {
+                let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, kind))
                     .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
                 let what = format!("{label} {ty} {m}x{n} {shape:?} bulk {bulk}");
                 assert_close_relative(&got, &want, n, ty, &what);
@@ -526,8 +476,8 @@ fn check_cases(cases: &[Case], seed: u64, one_exp: bool) {
 /// filled with −∞ in shared memory) and a last block entirely past the row (its copies move 0
 /// bytes): 2 rows of 4 blocks × 32 threads × 8 elements a step × 2 steps, f32 1500 and bf16
 /// 1496, against the f64 reference.
-fn check_bulk_edges(seed: u64, one_exp: bool) {
-    let label = if one_exp { "coop smem bulk 1exp" } else { "coop smem bulk" };
+fn check_bulk_edges(seed: u64, kind: Kind) {
+    let label = if kind == Kind::OneExp { "coop smem bulk 1exp" } else { "coop smem bulk" };
     for (ty, n) in [(ScalarType::F32, 1500usize), (ScalarType::BF16, 1496)] {
         let v = 16 / ty.size_bytes() as i64;
         let (m, threads, k, chunks) = (2usize, 32u32, 4u32, 2i64);
@@ -535,7 +485,7 @@ fn check_bulk_edges(seed: u64, one_exp: bool) {
         let part = threads as usize * (v * unroll * chunks) as usize;
         assert!(n % part != 0 && (k as usize - 1) * part >= n, "{ty}");
         let x = host::from_f64(ty, &random_rows(m, n, part, seed));
-        let got = run_smem(&x, (m, n), ty, (threads, k, unroll, chunks), (8, true, one_exp))
+        let got = run_smem(&x, (m, n), ty, (threads, k, unroll, chunks), (8, true, kind))
             .unwrap_or_else(|e| panic!("{ty}: {e}"));
         let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
         assert_close_relative(&got, &want, n, ty, &format!("{label} {ty} {n}"));
@@ -544,33 +494,14 @@ fn check_bulk_edges(seed: u64, one_exp: bool) {
 
 #[test]
 fn pipelined_pass_one_matches_the_f64_reference() {
-    use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_pipelined;
-    // ((rows, n), (threads, k, unroll for f32, chunks)): an exact split over 4 blocks, an odd
-    // length (a tail inside the last block, scalar accesses), a last block of padding only,
-    // 4 unrolled steps
+    // ((rows, n), (threads, k, unroll for f32, chunks)), at least 2 steps a block (the steps
+    // unroll two in flight): an exact split over 4 blocks, an odd length (a tail inside the
+    // last block, scalar accesses), a last block of padding only, 4 unrolled steps
     let cases: [Case; 4] = [
         ((3, 4096), (64, 4, 2, 2)),
         ((2, 3001), (64, 3, 2, 2)),
         ((3, 1500), (32, 4, 2, 2)),
         ((2, 2000), (32, 4, 1, 4)),
     ];
-    for ty in [ScalarType::F32, ScalarType::BF16] {
-        let v = 16 / ty.size_bytes() as i64;
-        for (i, &((m, n), (threads, k, unroll, chunks))) in cases.iter().enumerate() {
-            let unroll = if v == 8 { (unroll / 2).max(1) } else { unroll };
-            let part = threads as usize * (v * unroll * chunks) as usize;
-            assert!(k as usize * part >= n, "case {i} covers its rows");
-            let x = host::from_f64(ty, &random_rows(m, n, part, 31 + i as u64));
-            let vx = host::vector_for(ty, &[n as i64]);
-            let kern =
-                build_softmax_coop_smem_pipelined(ty, threads, vx, k, unroll, chunks).unwrap();
-            assert_eq!(kern.name, "softmax_coop_smem_pipe");
-            let blocks = (m * k as usize) as u32;
-            let (got, ws) = common::run_exchange(&kern, &x, (m, n), ty, (k, blocks))
-                .unwrap_or_else(|e| panic!("{ty} case {i}: {e}"));
-            assert_eq!(ws[0], blocks, "tickets");
-            let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
-            assert_close_relative(&got, &want, n, ty, &format!("coop smem pipe {ty} case {i}"));
-        }
-    }
+    check_cases(&cases, 31, Kind::Pipe);
 }

@@ -102,17 +102,7 @@ fn bad_shapes_are_typed_errors_naming_the_value() {
 }
 
 fn ring(threads: u32, smem_kib: u32, ring: u32, lag: u32) -> CoopTuning {
-    CoopTuning {
-        threads,
-        per_thread: 8,
-        smem_kib,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring,
-        lag,
-        pipe: false,
-    }
+    CoopTuning::in_shared(threads, 8, smem_kib).with_ring(ring, lag)
 }
 
 #[test]

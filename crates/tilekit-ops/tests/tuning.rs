@@ -145,32 +145,9 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
     assert_eq!(Tuning::for_device("Some Future GPU").softmax_coop, None);
     assert_eq!(
         Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop,
-        Some(CoopTuning {
-            threads: 256,
-            per_thread: 32,
-            smem_kib: 64,
-            bulk: false,
-            one_exp: false,
-            rows: 1,
-            ring: 0,
-            lag: 0,
-            pipe: false,
-        })
+        Some(CoopTuning::in_shared(256, 32, 64))
     );
-    let t = Tuning {
-        softmax_coop: Some(CoopTuning {
-            threads: 512,
-            per_thread: 48,
-            smem_kib: 0,
-            bulk: false,
-            one_exp: false,
-            rows: 1,
-            ring: 0,
-            lag: 0,
-            pipe: false,
-        }),
-        ..Tuning::default()
-    };
+    let t = Tuning { softmax_coop: Some(CoopTuning::in_registers(512, 48)), ..Tuning::default() };
     let path = t.save(tmp.path(), dev).unwrap();
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));
     let text = std::fs::read_to_string(&path).unwrap();
@@ -192,20 +169,7 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
     use tilekit_ops::reduce::CoopTuning;
     let tmp = tempfile::tempdir().unwrap();
     let dev = "Some GPU";
-    let t = Tuning {
-        softmax_coop: Some(CoopTuning {
-            threads: 256,
-            per_thread: 16,
-            smem_kib: 48,
-            bulk: false,
-            one_exp: false,
-            rows: 1,
-            ring: 0,
-            lag: 0,
-            pipe: false,
-        }),
-        ..Tuning::default()
-    };
+    let t = Tuning { softmax_coop: Some(CoopTuning::in_shared(256, 16, 48)), ..Tuning::default() };
     let path = t.save(tmp.path(), dev).unwrap();
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));
     let text = std::fs::read_to_string(&path).unwrap();
@@ -221,23 +185,7 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
     v["tuning"]["softmax_coop"].as_object_mut().unwrap().remove("smem_kib");
     std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
     let c = Tuning::load(tmp.path(), dev).unwrap().unwrap().0.softmax_coop.unwrap();
-    assert_eq!(
-        (c, c.smem()),
-        (
-            CoopTuning {
-                threads: 256,
-                per_thread: 16,
-                smem_kib: 0,
-                bulk: false,
-                one_exp: false,
-                rows: 1,
-                ring: 0,
-                lag: 0,
-                pipe: false,
-            },
-            false
-        )
-    );
+    assert_eq!((c, c.smem()), (CoopTuning::in_registers(256, 16), false));
 }
 
 /// The device tables route long softmax rows by dtype (bench/RESULTS.md session 8): on the
@@ -272,17 +220,7 @@ fn the_16bit_coop_shape_is_validated_and_absent_from_old_files() {
     use tilekit_ops::reduce::CoopTuning;
     let tmp = tempfile::tempdir().unwrap();
     let dev = "Some GPU";
-    let c = CoopTuning {
-        threads: 256,
-        per_thread: 16,
-        smem_kib: 32,
-        bulk: false,
-        one_exp: false,
-        rows: 1,
-        ring: 0,
-        lag: 0,
-        pipe: false,
-    };
+    let c = CoopTuning::in_shared(256, 16, 32);
     let t = Tuning { softmax_coop_16bit: Some(c), ..Tuning::default() };
     let path = t.save(tmp.path(), dev).unwrap();
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((t, path.clone())));

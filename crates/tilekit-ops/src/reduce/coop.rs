@@ -52,7 +52,7 @@
 //! ```
 //! use tilekit_ir::ScalarType;
 //! use tilekit_ops::reduce::{build_softmax_coop, CoopTuning};
-//! let t = CoopTuning { threads: 256, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+//! let t = CoopTuning::in_registers(256, 32);
 //! assert_eq!(t.plan(ScalarType::F32, 65536), Some((8, 8)));  // 8 blocks × 256 threads × 8 chunks of 4
 //! let k = build_softmax_coop(ScalarType::F32, 256, 4, 8, 8).unwrap();
 //! assert!(k.to_string().contains("wait.acquire.gpu.global.u32"));
@@ -86,11 +86,11 @@ pub const MAX_COOP_BLOCKS: u32 = 64;
 /// ```
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::CoopTuning;
-/// let t = CoopTuning { threads: 512, per_thread: 32, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+/// let t = CoopTuning::in_registers(512, 32);
 /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((16, 8)));
 /// assert_eq!(t.plan(ScalarType::BF16, 65536), Some((4, 4)));
 /// // 32 KiB of f32 in shared memory a block: 8192 elements, 2 steps of 512 × 8
-/// let s = CoopTuning { threads: 512, per_thread: 8, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+/// let s = CoopTuning::in_shared(512, 8, 32);
 /// assert_eq!(s.plan(ScalarType::F32, 262144), Some((32, 2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -150,6 +150,71 @@ fn one_row() -> u32 {
 }
 
 impl CoopTuning {
+    /// Slices held in **registers** ([`build_softmax_coop`]): `threads` per block, each holding
+    /// at most `per_thread` elements of the row; everything else off.
+    ///
+    /// ```
+    /// use tilekit_ops::reduce::CoopTuning;
+    /// let t = CoopTuning::in_registers(256, 32);
+    /// assert_eq!((t.threads, t.per_thread, t.smem_kib, t.rows, t.ring), (256, 32, 0, 1, 0));
+    /// ```
+    pub const fn in_registers(threads: u32, per_thread: i64) -> CoopTuning {
+        CoopTuning {
+            threads,
+            per_thread,
+            smem_kib: 0,
+            bulk: false,
+            one_exp: false,
+            rows: 1,
+            ring: 0,
+            lag: 0,
+            pipe: false,
+        }
+    }
+
+    /// Slices of at most `smem_kib` KiB in **shared memory**
+    /// ([`super::build_softmax_coop_smem`]), read `per_thread` elements a thread per step by
+    /// loads, two exponentials per element, one row a block; the `with_*` methods change one
+    /// of those.
+    ///
+    /// ```
+    /// use tilekit_ops::reduce::CoopTuning;
+    /// let t = CoopTuning::in_shared(256, 16, 32);
+    /// assert!(t.smem() && !t.bulk && !t.one_exp && !t.pipe && t.rows == 1);
+    /// assert!(CoopTuning::in_shared(256, 32, 64).with_bulk().with_one_exp().one_exp);
+    /// let r = CoopTuning::in_shared(512, 8, 32).with_ring(3, 1);
+    /// assert_eq!((r.ring, r.lag), (3, 1));
+    /// ```
+    pub const fn in_shared(threads: u32, per_thread: i64, smem_kib: u32) -> CoopTuning {
+        CoopTuning { smem_kib, ..CoopTuning::in_registers(threads, per_thread) }
+    }
+
+    /// The slice brought in by bulk copies ([`CoopTuning::bulk`]).
+    pub const fn with_bulk(self) -> CoopTuning {
+        CoopTuning { bulk: true, ..self }
+    }
+
+    /// One exponential per element ([`CoopTuning::one_exp`]).
+    pub const fn with_one_exp(self) -> CoopTuning {
+        CoopTuning { one_exp: true, ..self }
+    }
+
+    /// `rows` rows a block ([`CoopTuning::rows`]).
+    pub const fn with_rows(self, rows: u32) -> CoopTuning {
+        CoopTuning { rows, ..self }
+    }
+
+    /// The ring kernel with `slots` slots and the exchange `lag` slices behind
+    /// ([`CoopTuning::ring`], [`CoopTuning::lag`]).
+    pub const fn with_ring(self, slots: u32, lag: u32) -> CoopTuning {
+        CoopTuning { ring: slots, lag, ..self }
+    }
+
+    /// Pass 1 pipelined ([`CoopTuning::pipe`]).
+    pub const fn with_pipe(self) -> CoopTuning {
+        CoopTuning { pipe: true, ..self }
+    }
+
     /// The shapes `tilekit tune` sweeps. Registers: 128 to 1024 threads × 16, 32 or 64
     /// elements a thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread:
     /// ptxas spills the slice). Shared memory: 256 or 512 threads × 16 or 32 elements a step ×
@@ -178,71 +243,31 @@ impl CoopTuning {
         for threads in [128u32, 256, 512, 1024] {
             for per_thread in [16i64, 32, 64] {
                 if threads * per_thread as u32 <= 32768 {
-                    v.push(CoopTuning {
-                        threads,
-                        per_thread,
-                        smem_kib: 0,
-                        bulk: false,
-                        one_exp: false,
-                        rows: 1,
-                        ring: 0,
-                        lag: 0,
-                        pipe: false,
-                    });
+                    v.push(CoopTuning::in_registers(threads, per_thread));
                 }
             }
         }
         for threads in [256u32, 512] {
             for per_thread in [16i64, 32] {
                 for smem_kib in [16u32, 32, 64] {
-                    v.push(CoopTuning {
-                        threads,
-                        per_thread,
-                        smem_kib,
-                        bulk: false,
-                        one_exp: false,
-                        rows: 1,
-                        ring: 0,
-                        lag: 0,
-                        pipe: false,
-                    });
+                    v.push(CoopTuning::in_shared(threads, per_thread, smem_kib));
                 }
             }
         }
         for threads in [256u32, 512] {
             for smem_kib in [16u32, 32, 64] {
-                v.push(CoopTuning {
-                    threads,
-                    per_thread: 32,
-                    smem_kib,
-                    bulk: true,
-                    one_exp: false,
-                    rows: 1,
-                    ring: 0,
-                    lag: 0,
-                    pipe: false,
-                });
+                v.push(CoopTuning::in_shared(threads, 32, smem_kib).with_bulk());
             }
         }
         // every shared-memory shape again with one exponential per element
         let one: Vec<CoopTuning> =
-            v.iter().filter(|t| t.smem()).map(|t| CoopTuning { one_exp: true, ..*t }).collect();
+            v.iter().filter(|t| t.smem()).map(|t| t.with_one_exp()).collect();
         v.extend(one);
         // the ring kernel: (threads, slice KiB, slots, lag), 8 elements a thread per step
         for (threads, smem_kib, ring, lag) in
             [(256u32, 16u32, 3u32, 1u32), (256, 16, 4, 2), (512, 32, 3, 1)]
         {
-            v.push(CoopTuning {
-                threads,
-                per_thread: 8,
-                smem_kib,
-                bulk: false,
-                one_exp: false,
-                rows: 1,
-                ring,
-                lag,
-                pipe: false,
-            });
+            v.push(CoopTuning::in_shared(threads, 8, smem_kib).with_ring(ring, lag));
         }
         v
     }
@@ -251,8 +276,8 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ops::reduce::CoopTuning;
-    /// assert!(CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false }.smem());
-    /// assert!(!CoopTuning { threads: 256, per_thread: 16, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false }.smem());
+    /// assert!(CoopTuning::in_shared(256, 16, 32).smem());
+    /// assert!(!CoopTuning::in_registers(256, 16).smem());
     /// ```
     pub fn smem(&self) -> bool {
         self.smem_kib > 0
@@ -263,7 +288,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 32, smem_kib: 16, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+    /// let t = tilekit_ops::reduce::CoopTuning::in_shared(256, 32, 16);
     /// assert_eq!((t.unroll(ScalarType::F32), t.unroll(ScalarType::BF16)), (8, 4));
     /// ```
     pub fn unroll(&self, ty: ScalarType) -> i64 {
@@ -279,11 +304,11 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 128, per_thread: 64, smem_kib: 0, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+    /// let t = tilekit_ops::reduce::CoopTuning::in_registers(128, 64);
     /// assert_eq!(t.plan(ScalarType::F32, 4096), Some((1, 8)));
     /// assert_eq!(t.plan(ScalarType::F32, 8193), Some((2, 9))); // balanced: 2 × 128 × 9 × 4 ≥ 8193
     /// assert_eq!(t.plan(ScalarType::F32, 8192 * 65), None);    // 65 blocks
-    /// let s = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 64, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+    /// let s = tilekit_ops::reduce::CoopTuning::in_shared(256, 16, 64);
     /// assert_eq!(s.plan(ScalarType::BF16, 65536), Some((2, 8))); // 2 × 8 steps of 256 × 8 × 2
     /// assert_eq!(s.plan(ScalarType::F32, 262145), Some((17, 4)));
     /// ```
@@ -325,7 +350,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+    /// let t = tilekit_ops::reduce::CoopTuning::in_shared(256, 16, 32);
     /// let (k, chunks) = t.plan(ScalarType::F32, 65536).unwrap();
     /// assert_eq!(t.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem");
     /// let one = tilekit_ops::reduce::CoopTuning { one_exp: true, ..t };
@@ -426,7 +451,7 @@ impl CoopTuning {
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
-    /// let t = tilekit_ops::reduce::CoopTuning { threads: 256, per_thread: 16, smem_kib: 32, bulk: false, one_exp: false, rows: 1, ring: 0, lag: 0, pipe: false };
+    /// let t = tilekit_ops::reduce::CoopTuning::in_shared(256, 16, 32);
     /// assert_eq!(t.resident_blocks(ScalarType::F32, 2), 4);
     /// ```
     pub fn resident_blocks(&self, ty: ScalarType, chunks: i64) -> u32 {

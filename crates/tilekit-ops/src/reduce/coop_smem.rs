@@ -488,13 +488,12 @@ fn build(
             let t = crate::tile::tree_reduce(b, xs, BinOp::Max)?;
             Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
         })?
-    } else if one_exp && pipelined(chunks, bulk) {
-        // step c + 1's loads issued before step c's stores: two steps in flight per thread
-        let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
-        vec![load_slice_pipelined(&b, name, &at, &xv, (&row, &lo))?]
     } else {
+        // one exponential: step c + 1's loads issued before step c's stores (two steps in
+        // flight per thread) where the steps unroll
         let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
-        vec![load_slice(&b, name, &at, &xv, (&row, &lo))?]
+        let pipe = one_exp && pipelined(chunks, bulk);
+        vec![load_slice(&b, name, &at, &xv, (&row, &lo), pipe)?]
     };
     // (the block max's barriers also order the bulk path's −∞ fills before pass 2's reads)
     // at least the lowest finite f32: a block of padding only gets e = 0, s = 0
@@ -611,11 +610,7 @@ fn build_rows(
         .collect();
     // pass 1 and 2 of a row, then its (max, sum) published
     let stats_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
-        let mx = if pipe {
-            load_slice_pipelined(b, name, at, &xv, (row, &lo))?
-        } else {
-            load_slice(b, name, at, &xv, (row, &lo))?
-        };
+        let mx = load_slice(b, name, at, &xv, (row, &lo), pipe)?;
         let m = block_reduce(b, &mx, BinOp::Max, scratch)?;
         let s = block_reduce(b, &sum_slice(b, name, at, &m, ftz)?, BinOp::Add, scratch)?;
         publish(b, name, &first, (ws, stats), (row, &part, kk), (&m, &s))
@@ -710,52 +705,45 @@ impl Slice<'_> {
 }
 
 /// Pass 1 with loads: `x[row, lo ..]` (−∞ past the row) into the slice (raw: bf16 stays
-/// bf16); returns the thread's max (at least the lowest finite f32).
+/// bf16); returns the thread's max (at least the lowest finite f32). `pipelined`: the steps
+/// unrolled, step `c + 1`'s loads issued before step `c`'s stores and max (two steps of loads
+/// in flight per thread); otherwise a loop over the steps.
 fn load_slice(
     b: &KernelBuilder,
     name: &str,
     at: &Slice,
     xv: &View,
     (row, lo): (&Val, &Val),
+    pipelined: bool,
 ) -> Result<Val> {
-    b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
     let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
-    let acc = at.walk(b, &[b.f32(f32::MIN)], |b, c0, acc| {
-        let raw = Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + c0.clone()], at.d)?
-            .load_or(b, &ninf)?;
-        at.at(b, c0)?.store(b, &raw)?;
-        let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
-        Ok(vec![b.binary(BinOp::Max, &acc[0], &t)?])
-    })?;
-    Ok(acc[0].clone())
-}
-
-/// [`load_slice`] with step `c + 1`'s loads issued before step `c`'s stores and max (the
-/// steps unrolled: two steps of loads in flight per thread).
-fn load_slice_pipelined(
-    b: &KernelBuilder,
-    name: &str,
-    at: &Slice,
-    xv: &View,
-    (row, lo): (&Val, &Val),
-) -> Result<Val> {
-    b.note(format!("{name} pass 1: the slice into shared memory, step c + 1's loads in flight"));
-    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
-    let load = |c0: i64| {
-        Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + Val::lit(c0)], at.d)?
-            .load_or(b, &ninf)
+    let load = |b: &KernelBuilder, c0: Val| {
+        Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?.load_or(b, &ninf)
     };
+    // step c0's raw tile into the slice, its max folded into `acc`
+    let stash = |b: &KernelBuilder, c0: Val, raw: &crate::tile::DTile, acc: &Val| {
+        at.at(b, c0)?.store(b, raw)?;
+        let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
+        Ok::<_, tilekit_kernel::KernelError>(b.binary(BinOp::Max, acc, &t)?)
+    };
+    if !pipelined {
+        b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
+        let acc = at.walk(b, &[b.f32(f32::MIN)], |b, c0, acc| {
+            let raw = load(b, c0.clone())?;
+            Ok(vec![stash(b, c0, &raw, &acc[0])?])
+        })?;
+        return Ok(acc[0].clone());
+    }
+    b.note(format!("{name} pass 1: the slice into shared memory, step c + 1's loads in flight"));
     let steps = at.len / at.c;
-    let mut next = Some(load(0)?);
+    let mut next = Some(load(b, Val::lit(0))?);
     let mut acc = b.f32(f32::MIN);
     for step in 0..steps {
         let raw = next.take().expect("one step loaded ahead");
         if step + 1 < steps {
-            next = Some(load((step + 1) * at.c)?);
+            next = Some(load(b, Val::lit((step + 1) * at.c))?);
         }
-        at.at(b, Val::lit(step * at.c))?.store(b, &raw)?;
-        let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
-        acc = b.binary(BinOp::Max, &acc, &t)?;
+        acc = stash(b, Val::lit(step * at.c), &raw, &acc)?;
     }
     Ok(acc)
 }
