@@ -611,9 +611,49 @@ impl KernelBuilder {
         width: usize,
         mask: Option<&Pred>,
     ) -> Result<Vec<Val>> {
+        self.load_fill(mem, offset, width, mask, &Lit::from_bits(mem.elem, 0))
+    }
+
+    /// [`load`](Self::load) where threads whose mask is false get `fill` (a literal of the
+    /// element type, e.g. −∞ for a max) instead of zeros. On the GPU the fill is written into
+    /// the destination registers before the predicated load: no select per element.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, Lit, ScalarType, Axis, CmpOp};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::BF16).unwrap();
+    /// let t = b.thread_id(Axis::X);
+    /// let inside = b.cmp(CmpOp::Lt, &t, &Idx::lit(20)).unwrap();
+    /// let ninf = Lit::from_bits(ScalarType::BF16, 0xFF80);
+    /// let v = b.load_fill(x, &(t * Idx::lit(8)), 8, Some(&inside), &ninf).unwrap();
+    /// assert_eq!(v.len(), 8);
+    /// b.keep(&v[0]);
+    /// let text = b.finish().unwrap().to_string();
+    /// assert!(text.contains("ld.global.v8") && text.contains("else 0xFF80"));
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let x = b.ptr_param("x", ScalarType::BF16).unwrap();
+    /// let e = b.load_fill(x, &Idx::lit(0), 8, None, &Lit::f32(0.0)).unwrap_err();
+    /// assert!(e.to_string().contains("fill"));
+    /// ```
+    pub fn load_fill(
+        &self,
+        mem: MemRef,
+        offset: &Val,
+        width: usize,
+        mask: Option<&Pred>,
+        fill: &Lit,
+    ) -> Result<Vec<Val>> {
         let op = format!("ld.{}", mem.space.name());
         self.check_mem(mem, &op)?;
         self.check_width(&op, mem, width)?;
+        if fill.ty() != mem.elem {
+            return Err(IrError::WrongType {
+                op: format!("{op} fill"),
+                ty: fill.ty(),
+                valid: format!("{} (the loaded element type)", mem.elem),
+            });
+        }
         let off = self.offset_operand(offset, &op)?;
         let mask = match mask {
             Some(p) => {
@@ -622,12 +662,11 @@ impl KernelBuilder {
                 match known {
                     Some(true) => None,
                     Some(false) => {
-                        // nothing is accessed: zeros
-                        let zero = Lit::from_bits(mem.elem, 0);
+                        // nothing is accessed: the fill
                         return Ok(vec![
                             Val::sym(
                                 &self.ctx,
-                                self.ctx.borrow_mut().konst(zero),
+                                self.ctx.borrow_mut().konst(*fill),
                                 mem.elem
                             );
                             width
@@ -638,10 +677,8 @@ impl KernelBuilder {
             }
             None => None,
         };
-        let ids = self
-            .ctx
-            .borrow_mut()
-            .push(Op::Load { mem, offset: off, width: width as u8, mask }, &vec![mem.elem; width]);
+        let load = Op::Load { mem, offset: off, width: width as u8, mask, fill: fill.bits() };
+        let ids = self.ctx.borrow_mut().push(load, &vec![mem.elem; width]);
         Ok(ids.into_iter().map(|i| self.wrap(i)).collect())
     }
 
@@ -1741,6 +1778,50 @@ impl KernelBuilder {
         let y = self.operand(hi, Some(ScalarType::F32), &op)?;
         let r = self.ctx.borrow_mut().cvt_pack(x, y, ty)?;
         Ok(self.wrap(r))
+    }
+
+    /// `op` on two pairs of 16-bit floats in one packed instruction (`max.bf16x2`,
+    /// `min.f16x2`, sm_80 and later): returns `[a[0] op b[0], a[1] op b[1]]`. All four values
+    /// must be F16 or all BF16, and `op` Max or Min (exact: the result is one of the operands).
+    /// Where `a` (or `b`) are the two halves of one loaded 32-bit word, the GPU runs the pair as
+    /// one instruction on the raw word, without widening either element.
+    ///
+    /// ```
+    /// use tilekit_ir::{BinOp, KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let h = |v: f32| b.cvt(&b.f32(v), ScalarType::BF16).unwrap();
+    /// let (a, c) = ([h(1.0), h(-4.0)], [h(2.0), h(-8.0)]);
+    /// let m = b.binary_pair(BinOp::Max, [&a[0], &a[1]], [&c[0], &c[1]]).unwrap();
+    /// assert_eq!(m[0].ty(), Some(ScalarType::BF16));
+    /// assert!(b.binary_pair(BinOp::Add, [&a[0], &a[1]], [&c[0], &c[1]]).is_err()); // rounds
+    /// let f = b.f32(1.0);
+    /// assert!(b.binary_pair(BinOp::Max, [&f, &f], [&f, &f]).is_err()); // f32: not a pair
+    /// ```
+    pub fn binary_pair(&self, op: BinOp, a: [&Val; 2], b: [&Val; 2]) -> Result<[Val; 2]> {
+        let hint = a[0].ty().or(a[1].ty()).or(b[0].ty()).or(b[1].ty());
+        let name = format!("{}.x2", op.name());
+        if !matches!(op, BinOp::Max | BinOp::Min) {
+            return Err(IrError::WrongType {
+                op: name,
+                ty: hint.unwrap_or(ScalarType::BF16),
+                valid: "max or min of packed 16-bit pairs (the only exact pair ops)".into(),
+            });
+        }
+        let mut ids = [ValueId(0); 4];
+        for (slot, v) in ids.iter_mut().zip([a[0], a[1], b[0], b[1]]) {
+            *slot = self.operand(v, hint, &name)?;
+        }
+        let ty = self.ctx.borrow().ty(ids[0]);
+        let same = ids.iter().all(|&i| self.ctx.borrow().ty(i) == ty);
+        if !matches!(ty, ScalarType::F16 | ScalarType::BF16) || !same {
+            return Err(IrError::WrongType {
+                op: name,
+                ty,
+                valid: "four f16 or four bf16 values".into(),
+            });
+        }
+        let r = self.ctx.borrow_mut().push(Op::BinaryPair(op, ids), &[ty, ty]);
+        Ok([self.wrap(r[0]), self.wrap(r[1])])
     }
 
     // ---------------------------------------------------------------- warp ops

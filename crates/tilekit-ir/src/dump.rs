@@ -60,6 +60,7 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Select(..) => "selp".into(),
         Op::Cvt(_) => "cvt".into(),
         Op::CvtPack(t, ..) => format!("cvt.rn.{}x2", t.name()),
+        Op::BinaryPair(b, ..) => format!("{}.x2", b.name()),
         Op::Load { mem, width, .. } => format!("ld.{}{}", mem.space.name(), v(*width as usize)),
         Op::Store { mem, values, .. } => format!("st.{}{}", mem.space.name(), v(values.len())),
         Op::Barrier => "bar.sync".into(),
@@ -187,8 +188,15 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Select(c, a, b) => format!("{mn}.{rty} {a}, {b}, {c}"),
         Op::Cvt(a) => format!("{mn}.{rty}.{} {a}", k.ty(*a)),
         Op::CvtPack(_, a, b) => format!("{mn}.{} {a}, {b}", k.ty(*a)),
-        Op::Load { mem: m, offset, mask: p, .. } => {
-            format!("{mn}.{} {}{}", m.elem, mem(k, *m, *offset), mask(p))
+        Op::BinaryPair(_, [a0, a1, b0, b1]) => {
+            format!("{mn}.{} {{{a0}, {a1}}}, {{{b0}, {b1}}}", k.ty(*a0))
+        }
+        Op::Load { mem: m, offset, mask: p, fill, .. } => {
+            let or = match (p, fill) {
+                (Some(_), f) if *f != 0 => format!(" else 0x{f:X}"),
+                _ => String::new(),
+            };
+            format!("{mn}.{} {}{}{or}", m.elem, mem(k, *m, *offset), mask(p))
         }
         Op::Store { mem: m, offset, values, mask: p } => {
             format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))

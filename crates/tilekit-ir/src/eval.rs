@@ -288,6 +288,33 @@ pub fn eval_pack(to: ScalarType, lo: u64, hi: u64) -> u64 {
     half(lo) | (half(hi) << 16)
 }
 
+/// One lane of a packed 16-bit pair op ([`crate::Op::BinaryPair`]): `x op y` for the bits of two
+/// `ty` (F16 or BF16) values, `op` Max or Min; the result is the bits of one operand (a NaN
+/// operand gives the other, as PTX `max.bf16x2` without `.NaN`).
+///
+/// ```
+/// use tilekit_ir::{eval::eval_pair, BinOp, ScalarType};
+/// // bf16 1.0 = 0x3f80, −2.0 = 0xc000, −∞ = 0xff80, NaN = 0x7fc0
+/// assert_eq!(eval_pair(BinOp::Max, ScalarType::BF16, 0x3f80, 0xc000), 0x3f80);
+/// assert_eq!(eval_pair(BinOp::Min, ScalarType::BF16, 0x3f80, 0xc000), 0xc000);
+/// assert_eq!(eval_pair(BinOp::Max, ScalarType::BF16, 0xff80, 0xc000), 0xc000);
+/// assert_eq!(eval_pair(BinOp::Max, ScalarType::BF16, 0x7fc0, 0xc000), 0xc000);
+/// ```
+pub fn eval_pair(op: crate::BinOp, ty: ScalarType, x: u64, y: u64) -> u64 {
+    let (fx, fy) = (to_f64(ty, x & 0xffff), to_f64(ty, y & 0xffff));
+    let pick_x = match op {
+        _ if fy.is_nan() => true,
+        _ if fx.is_nan() => false,
+        crate::BinOp::Min => fx <= fy,
+        _ => fx >= fy,
+    };
+    if pick_x {
+        x
+    } else {
+        y
+    }
+}
+
 /// [`eval_cvt`], inlined into the interpreter's per-instruction lane loops (with a constant op and
 /// type it folds to a few machine instructions).
 #[inline(always)]

@@ -497,8 +497,16 @@ pub enum Op {
     /// into one 32-bit result (`U32`): the first in the low half, the second in the high half
     /// (`cvt.rn.{f16x2,bf16x2}.f32`). The form wgmma's register A fragment is read in.
     CvtPack(ScalarType, ValueId, ValueId),
+    /// One op on two pairs of 16-bit floats as one packed instruction (`max.bf16x2`,
+    /// `min.f16x2`): operands `[a0, a1, b0, b1]` (all F16 or all BF16), results
+    /// `(a0 op b0, a1 op b1)`. `Max` and `Min` only: the result is one of the operands, so it is
+    /// exact in the element type. Where `a0, a1` are the halves of one loaded word, the pair
+    /// costs one instruction on the GPU instead of four (two widenings, two f32 ops).
+    BinaryPair(BinOp, [ValueId; 4]),
     /// A vector load of `width` consecutive elements at element offset `offset`; one result per
-    /// element. With a mask, lanes whose mask is false load nothing and get zeros.
+    /// element. With a mask, lanes whose mask is false load nothing and get `fill` (the bits of
+    /// one element: 0 gives zeros, `0xFF80` a bf16 −∞). The GPU writes the fill into the
+    /// registers before the predicated load, so a masked load with a fill costs no select.
     Load {
         /// The memory.
         mem: MemRef,
@@ -508,6 +516,8 @@ pub enum Op {
         width: u8,
         /// Optional predicate.
         mask: Option<ValueId>,
+        /// The bits every element gets where the mask is false.
+        fill: u64,
     },
     /// A vector store of `values` at element offset `offset`; nothing where the mask is false.
     Store {
@@ -683,6 +693,7 @@ impl Op {
                 | Op::Select(..)
                 | Op::Cvt(_)
                 | Op::CvtPack(..)
+                | Op::BinaryPair(..)
         )
     }
 
@@ -714,6 +725,7 @@ impl Op {
             Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => vec![*a],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::CvtPack(_, a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],
+            Op::BinaryPair(_, v) => v.to_vec(),
             Op::Load { offset, mask, .. } => std::iter::once(*offset).chain(*mask).collect(),
             Op::Store { offset, values, mask, .. } => {
                 std::iter::once(*offset).chain(values.iter().copied()).chain(*mask).collect()

@@ -478,6 +478,51 @@ impl DTile {
     pub fn reduce_thread(&self, b: &KernelBuilder, op: BinOp) -> Result<Val> {
         tree_reduce(b, self.regs.clone(), op)
     }
+
+    /// [`reduce_thread`](Self::reduce_thread) with the result in f32, whatever the element
+    /// type. A max or min of a 16-bit tile (F16, BF16) with an even element count folds the
+    /// raw elements two at a time with packed pair instructions ([`KernelBuilder::binary_pair`],
+    /// `max.bf16x2`: one instruction per two elements, no widening) and widens only the last
+    /// pair — exact, as a max picks an element. Every other case widens each element to f32
+    /// first.
+    ///
+    /// ```
+    /// use tilekit_ir::{BinOp, KernelBuilder, ScalarType};
+    /// use tilekit_kernel::{DTile, dist};
+    /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// let d = dist::row_major(8, 64, 64, 8).unwrap();
+    /// let t = DTile::splat(&d, &b.cvt(&b.f32(1.5), ScalarType::BF16).unwrap());
+    /// let m = t.reduce_thread_f32(&b, BinOp::Max).unwrap();
+    /// assert_eq!(m.ty(), Some(ScalarType::F32));
+    /// b.keep(&m);
+    /// let text = b.finish().unwrap().to_string();
+    /// assert_eq!(text.matches("max.x2").count(), 4 + 2 + 1); // 8 pairs folded to one
+    /// ```
+    pub fn reduce_thread_f32(&self, b: &KernelBuilder, op: BinOp) -> Result<Val> {
+        let packed = matches!(self.elem, ScalarType::F16 | ScalarType::BF16)
+            && matches!(op, BinOp::Max | BinOp::Min)
+            && self.regs.len() >= 2
+            && self.regs.len().is_multiple_of(2);
+        if !packed {
+            return self.cast(b, ScalarType::F32)?.reduce_thread(b, op);
+        }
+        let mut level: Vec<[Val; 2]> =
+            self.regs.chunks(2).map(|p| [p[0].clone(), p[1].clone()]).collect();
+        while level.len() > 1 {
+            let mut next = Vec::with_capacity(level.len().div_ceil(2));
+            for two in level.chunks(2) {
+                next.push(match two {
+                    [x, y] => b.binary_pair(op, [&x[0], &x[1]], [&y[0], &y[1]])?,
+                    [x] => x.clone(),
+                    _ => unreachable!("chunks(2) gives one or two"),
+                });
+            }
+            level = next;
+        }
+        let [lo, hi] = level.pop().expect("at least one pair");
+        let (lo, hi) = (b.cvt(&lo, ScalarType::F32)?, b.cvt(&hi, ScalarType::F32)?);
+        Ok(b.binary(op, &lo, &hi)?)
+    }
 }
 
 /// A tile window in a kernel: a distribution placed on a view at a (runtime) origin, with every
@@ -709,14 +754,19 @@ impl Window {
         let n = self.dist.thread_buffer_size() as usize;
         let mut regs: Vec<Option<Val>> = vec![None; n];
         let (w, pieces) = self.pieces();
+        // a constant fill goes into the registers before the predicated load (no select)
+        let konst = fill.and_then(Val::const_lit);
         for (a, acc) in self.accesses.iter().zip(&self.walk) {
             let mask = Self::mask(&acc.valid);
             for k in 0..pieces {
                 let off = acc.offset.clone() + Val::lit((k * w) as i64);
-                let vals = b.load(self.mem, &off, w, mask)?;
+                let vals = match konst {
+                    Some(lit) => b.load_fill(self.mem, &off, w, mask, &lit)?,
+                    None => b.load(self.mem, &off, w, mask)?,
+                };
                 for (j, v) in vals.into_iter().enumerate() {
-                    let v = match (fill, mask) {
-                        (Some(f), Some(m)) => b.select(m, &v, f)?,
+                    let v = match (fill, mask, konst) {
+                        (Some(f), Some(m), None) => b.select(m, &v, f)?,
                         _ => v,
                     };
                     regs[a.d_elems[k * w + j] as usize] = Some(v);
@@ -901,6 +951,51 @@ pub fn for_range(
             }
         })
     });
+    match slot.into_inner() {
+        Some(e) => Err(e),
+        None => Ok(r?),
+    }
+}
+
+/// [`KernelBuilder::if_then_else`] for branches written with this crate's errors: `then` and
+/// `else_` each return the values the if yields (same count and types); a [`KernelError`] from
+/// either comes back as itself. A uniform condition (the same in every thread, e.g. a block's
+/// reduced max) makes it a choice between two loops at no cost per element.
+///
+/// ```
+/// use tilekit_ir::{KernelBuilder, CmpOp, ScalarType};
+/// use tilekit_kernel::{if_then_else, KernelError};
+/// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+/// let n = b.scalar_param("n", ScalarType::I32).unwrap();
+/// let big = b.cmp(CmpOp::Gt, &n, &b.i32(8)).unwrap();
+/// let v = if_then_else(&b, &big, |b| Ok(vec![b.f32(1.0)]), |b| Ok(vec![b.f32(2.0)])).unwrap();
+/// assert_eq!(v[0].ty(), Some(ScalarType::F32));
+/// let e = if_then_else(&b, &big, |b| Ok(vec![b.f32(1.0)]), |_| {
+///     Err(KernelError::invalid("else", "x", 1, "stop"))
+/// }).unwrap_err();
+/// assert!(matches!(e, KernelError::Invalid { .. }));
+/// ```
+pub fn if_then_else(
+    b: &KernelBuilder,
+    cond: &tilekit_ir::Pred,
+    then: impl FnOnce(&KernelBuilder) -> Result<Vec<Val>>,
+    else_: impl FnOnce(&KernelBuilder) -> Result<Vec<Val>>,
+) -> Result<Vec<Val>> {
+    let slot = std::cell::RefCell::new(None);
+    let keep = |e: KernelError| match e {
+        KernelError::Ir(e) => e,
+        other => {
+            let msg = other.to_string();
+            *slot.borrow_mut() = Some(other);
+            tilekit_ir::IrError::Layout(tilekit_layout::LayoutError::invalid(
+                "branch",
+                "error",
+                msg,
+                "see the kernel layer's error",
+            ))
+        }
+    };
+    let r = b.if_then_else(cond, |b| then(b).map_err(keep), |b| else_(b).map_err(keep));
     match slot.into_inner() {
         Some(e) => Err(e),
         None => Ok(r?),

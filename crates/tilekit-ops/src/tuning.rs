@@ -255,17 +255,18 @@ impl Default for Tuning {
 
 /// The cooperative softmax shape that won the f32 rows of 65536 and 262144 on both the H100 and
 /// the H200 (`tilekit tune --config coop`, 2026-11-26): 256 threads reading 8 vectors a step
-/// into 64 KiB slices of shared memory.
+/// into 64 KiB slices of shared memory. With the lean kernels (session 14) the H200's best f32
+/// shape again: 0.900 / 0.873 of copy at 65536 / 262144.
 const COOP_SMEM_F32: CoopTuning = CoopTuning::in_shared(256, 32, 64);
 
 /// The same for bf16 rows: 256 threads, 2 vectors a step, 32 KiB slices.
 const COOP_SMEM_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 32);
 
-/// The H200's f32 shape since 2026-11-27 (bench/RESULTS.md session 13, call 7): 256 threads,
-/// 2 vectors a step into 32 KiB slices, pass 1 pipelined (`pipe`) — f32 2048×65536 0.880 of
-/// copy against 0.868 for [`COOP_SMEM_F32`] in the same run, 512×262144 0.846 against 0.847.
-/// (The H100 keeps [`COOP_SMEM_F32`]: the pipelined kernel was not measured there.)
-const COOP_SMEM_F32_H200: CoopTuning = CoopTuning::in_shared(256, 8, 32).with_pipe();
+/// The H200's bf16 shape since the lean kernels (bench/RESULTS.md session 14, call 3): 256
+/// threads, 4 vectors a step into 64 KiB slices, one exponential per element — bf16
+/// 4096×65536 0.892 of copy, 1024×262144 0.861 (the two-exponential 256 × 16 × 32 KiB shape
+/// 0.876 / 0.850 in the session's call 2, the session-13 kernel 0.867 / 0.841 there).
+const COOP_SMEM_16BIT_H200: CoopTuning = CoopTuning::in_shared(256, 32, 64).with_one_exp();
 
 fn default_cluster() -> Option<ClusterTuning> {
     Some(ClusterTuning::default())
@@ -288,11 +289,13 @@ impl Tuning {
             // rows past one block's registers (2026-11-26, bench/RESULTS.md session 8): the
             // cooperative kernel with slices in shared memory, f32 0.851 / 0.836 of copy at
             // 65536 / 262144 (stream cluster 0.834 / 0.639), bf16 0.787 / 0.755 (0.664 / 0.677);
-            // f32 since 2026-11-27 with pass 1 pipelined (0.880 / 0.846)
+            // since the lean kernels (2026-11-27, session 14: fill-before-load, max.bf16x2,
+            // folded exponents, .minnctapersm): f32 256 × 32 × 64 KiB 0.900 / 0.873, bf16
+            // one exponential 256 × 32 × 64 KiB 0.892 / 0.861
             return Tuning {
                 online: OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 },
-                softmax_coop: Some(COOP_SMEM_F32_H200),
-                softmax_coop_16bit: Some(COOP_SMEM_16BIT),
+                softmax_coop: Some(COOP_SMEM_F32),
+                softmax_coop_16bit: Some(COOP_SMEM_16BIT_H200),
                 ..Tuning::default()
             };
         }

@@ -203,17 +203,27 @@ fn the_coop_smem_softmax_assembles_without_spills_within_its_register_estimate()
                     } else {
                         String::new()
                     };
-                    // the ring asks ptxas for `.minnctapersm` blocks per SM: its registers must
-                    // let that many fit (allocated per warp in units of 256)
+                    // every kernel asks ptxas for `.minnctapersm` blocks per SM: its registers
+                    // must let that many fit (allocated per warp in units of 256); the coop
+                    // kernels' deadlock bound assumes no more blocks than its register estimate
+                    // gives, so either bound holding keeps the bound true
+                    let per_sm = kern.min_blocks_per_sm;
+                    assert!(per_sm > 0, "{ty} {c:?}: no .minnctapersm");
+                    let warps = kern.block_dim[0].div_ceil(32);
+                    let cap = 65536 / (per_sm * warps * 32) / 8 * 8;
                     let estimate = if c.ring > 0 {
-                        let per_sm = kern.min_blocks_per_sm.max(1);
-                        let warps = kern.block_dim[0].div_ceil(32);
-                        65536 / (per_sm * warps * 32) / 8 * 8
+                        cap
                     } else if c.one_exp {
-                        coop_smem_one_exp_registers(ty, unroll, chunks, c.bulk)
+                        coop_smem_one_exp_registers(ty, unroll, chunks, c.bulk).max(cap)
                     } else {
-                        coop_smem_rows_registers(ty, unroll, c.rows)
+                        coop_smem_rows_registers(ty, unroll, c.rows).max(cap)
                     };
+                    if c.ring == 0 {
+                        assert!(
+                            c.resident_blocks(ty, chunks) <= per_sm,
+                            "{ty} {c:?}: the deadlock bound's residency above .minnctapersm"
+                        );
+                    }
                     if let Some(report) = ptxas::assemble(&ptx, t, &name).unwrap() {
                         assert!(
                             report.contains("0 bytes spill stores"),

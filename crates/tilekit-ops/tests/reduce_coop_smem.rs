@@ -78,6 +78,64 @@ fn coop_smem_softmax_matches_the_f64_reference() {
 }
 
 #[test]
+fn f32_results_below_the_normal_range_stay_subnormal() {
+    // one element of each row at 0, the rest within 2.6 of −100: their results, e^−97.4 ≈
+    // 4.6e−43 down to e^−102.6 ≈ 2.6e−45, are f32 subnormals, which pass 3 computes as
+    // 2^(z + 64) with ex2.approx.ftz times 2⁻⁶⁴ (one rounding into the subnormal range), not 0
+    let (m, n) = (2usize, 1500usize);
+    let noise = random_rows(m, n, 512, 7);
+    let vals: Vec<f64> = noise
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if i % n == 17 { 0.0 } else { -100.0 + v / 10.0 })
+        .collect();
+    let ty = ScalarType::F32;
+    let x = host::from_f64(ty, &vals);
+    let want = host::to_f64(&reference(Reduction::Softmax, &x, m, n, ty).unwrap());
+    let got = run_smem(&x, (m, n), ty, (64, 2, 2, 2), (2 * m as u32, false, Kind::TwoExp));
+    let got = host::to_f64(&got.unwrap());
+    let tiny = f64::from(f32::from_bits(1)); // 2^-149, the subnormal spacing
+    let mut subnormal = 0;
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-5 * w.abs() + tiny, "element {i}: got {g:e}, want {w:e}");
+        if *w > 0.0 && *w < f64::from(f32::MIN_POSITIVE) {
+            assert!(*g > 0.0, "element {i}: {w:e} flushed to zero");
+            subnormal += 1;
+        }
+    }
+    assert!(subnormal > m * (n - 1) / 2, "{subnormal} subnormal results");
+}
+
+#[test]
+fn bf16_rows_near_the_largest_floats_take_the_exact_exponent() {
+    // maxima beyond 2^126 (where m·log2 e would overflow the folded FFMA): row 0 near +2.5e38
+    // in its second half only (block 0's own max is small and folds, the row's does not), row 1
+    // entirely near −3e38 (every block exact); bf16 spacing there is ~1e36, so each row's
+    // softmax is 1 at its max element(s) and 0 elsewhere
+    let (m, n) = (2usize, 1024usize);
+    let noise = random_rows(m, n, 512, 9);
+    let vals: Vec<f64> = noise
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match (i / n, i % n) {
+            (0, c) if c < n / 2 => *v,
+            (0, _) => 2.5e38 + v * 1e36,
+            _ => -3.0e38 + v * 1e36,
+        })
+        .collect();
+    let ty = ScalarType::BF16;
+    let x = host::from_f64(ty, &vals);
+    let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+    let got = run_smem(&x, (m, n), ty, (32, 2, 1, 2), (2 * m as u32, false, Kind::TwoExp));
+    assert_close_relative(&got.unwrap(), &want, n, ty, "coop smem bf16 beyond 2^126");
+    // the case is what it claims: row 0's mass sits in its second half, on a few tied maxima
+    let w = host::to_f64(&want);
+    let (first, second) = w[..n].split_at(n / 2);
+    assert!(first.iter().all(|&v| v == 0.0) && second.iter().any(|&v| v > 0.01));
+    assert!(w.iter().filter(|&&v| v > 0.0).count() < n / 4, "few maxima per row");
+}
+
+#[test]
 fn bulk_copies_cover_rows_ending_inside_a_step_and_blocks_past_the_row() {
     // whole-vector rows whose end falls inside a step (the vectors past it are filled with
     // −∞ in shared memory) and a last block entirely past the row (its copies move 0 bytes)
@@ -249,13 +307,17 @@ fn one_exp_kernels_compute_one_exponential_per_element() {
             let one = build_softmax_coop_smem_one_exp(ty, 128, v, 8, unroll, 4, bulk).unwrap();
             let two = build_softmax_coop_smem(ty, 128, v, 8, unroll, 4, bulk).unwrap();
             let count = |k: &tilekit_ir::Kernel| k.to_string().matches("ex2.approx").count();
-            assert_eq!(count(&one), per_step + 2, "{ty} bulk {bulk}");
-            // pass 2's flush subnormals to zero (one MUFU.EX2 each); the others do not, but
-            // for 16-bit types the two-exponential kernel's per-element ones do (one MUFU)
+            // 16-bit types have each per-element pass twice: the folded FFMA and the exact
+            // form for a max beyond 2¹²⁶ (one uniform branch)
+            let twice = if ty.size_bytes() == 2 { 2 } else { 1 };
+            assert_eq!(count(&one), twice * per_step + 2, "{ty} bulk {bulk}");
+            // pass 2's flush subnormals to zero (one MUFU.EX2 each), and so do every
+            // per-element one of the two-exponential kernel (f32's pass 3 as 2^(z + 64) · 2⁻⁶⁴,
+            // keeping its subnormal results)
             let ftz = |k: &tilekit_ir::Kernel| k.to_string().matches("ex2.approx.ftz").count();
-            let two_ftz = if ty.size_bytes() == 2 { 2 * per_step } else { 0 };
-            assert_eq!((ftz(&one), ftz(&two)), (per_step, two_ftz), "{ty} bulk {bulk}");
-            assert_eq!(count(&two), 2 * per_step + 1, "{ty} bulk {bulk}");
+            let two_ftz = 2 * twice * per_step;
+            assert_eq!((ftz(&one), ftz(&two)), (twice * per_step, two_ftz), "{ty} bulk {bulk}");
+            assert_eq!(count(&two), two_ftz + 1, "{ty} bulk {bulk}");
             // the two-exponential kernel divides by S in the exponent: one lg2, no division
             let lg2 = |k: &tilekit_ir::Kernel| k.to_string().matches("lg2.approx").count();
             assert_eq!((lg2(&one), lg2(&two)), (0, 1), "{ty} bulk {bulk}");

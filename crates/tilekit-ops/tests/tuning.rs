@@ -191,7 +191,7 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
 /// The device tables route long softmax rows by dtype (bench/RESULTS.md session 8): on the
 /// H100, bf16 rows the staged kernel holds stay staged, longer bf16 rows and every long f32 row
 /// take the cooperative kernel with slices in shared memory, each dtype with its own shape; on
-/// the H200 (no staged kernel) every long row is cooperative, f32 with pass 1 pipelined.
+/// the H200 (no staged kernel) every long row is cooperative, bf16 with one exponential.
 #[test]
 fn device_tables_route_long_softmax_rows_by_dtype() {
     use tilekit_ops::check::{plan_tuned, Op};
@@ -208,9 +208,10 @@ fn device_tables_route_long_softmax_rows_by_dtype() {
     assert_eq!(name(h100, 65536, ScalarType::F32), ("softmax_coop_smem".into(), 256, 16));
     // bf16 262144 = 512 KiB in 32 KiB slices: 16 blocks a row
     assert_eq!(name(h100, 262144, ScalarType::BF16), ("softmax_coop_smem".into(), 256, 64));
-    assert_eq!(name(h200, 65536, ScalarType::BF16), ("softmax_coop_smem".into(), 256, 16));
-    // f32 on the H200: 32 KiB slices with pass 1 pipelined, 8 blocks a row
-    assert_eq!(name(h200, 65536, ScalarType::F32), ("softmax_coop_smem_pipe".into(), 256, 32));
+    // bf16 on the H200: one exponential per element, 64 KiB slices, 2 blocks a row
+    assert_eq!(name(h200, 65536, ScalarType::BF16), ("softmax_coop_smem_1exp".into(), 256, 8));
+    // f32 on the H200: 64 KiB slices, 4 blocks a row
+    assert_eq!(name(h200, 65536, ScalarType::F32), ("softmax_coop_smem".into(), 256, 16));
     // rows that fit registers never take it
     assert_eq!(name(h200, 16384, ScalarType::F32).0, "softmax");
 }

@@ -3,7 +3,9 @@
 
 pub mod tma;
 
-use tilekit_ir::{Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp};
+use tilekit_ir::{
+    Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, Lit, ScalarType, ShflMode, UnOp,
+};
 use tilekit_layout::Idx;
 
 /// The scalar types with memory and arithmetic.
@@ -48,6 +50,9 @@ pub fn every_op(t: ScalarType, approx: bool) -> Result<Kernel, IrError> {
     b.grid_dependency_wait();
     let vec = b.load(x, &(gid.clone() * Idx::lit(widest as i64)), widest, Some(&inside))?;
     let a = b.load(x, &gid, 1, None)?.remove(0);
+    // a masked load whose masked-off lanes get a fill (1 of the type) instead of zeros
+    let one = Lit::float(t, 1.0).or(Lit::int(t, 1)).unwrap_or(Lit::pred(true));
+    let filled = b.load_fill(x, &gid, 1, Some(&inside), &one)?.remove(0);
     b.launch_dependents();
     // never zero for integers: masked-off lanes load 0, the unmasked `a` is an input (>= 1)
     let c = b.binary(BinOp::Max, &vec[widest - 1], &a)?;
@@ -85,6 +90,13 @@ pub fn every_op(t: ScalarType, approx: bool) -> Result<Kernel, IrError> {
         }
     }
     acc = b.fma(&acc, &c, &a)?;
+    acc = b.binary(BinOp::Max, &acc, &filled).unwrap_or(acc);
+    if matches!(t, ScalarType::F16 | ScalarType::BF16) {
+        // packed pairs of 16-bit floats (max.f16x2 / min.bf16x2)
+        let hi = b.binary_pair(BinOp::Max, [&acc, &c], [&filled, &a])?;
+        let lo = b.binary_pair(BinOp::Min, [&hi[0], &a], [&hi[1], &c])?;
+        acc = b.select(&inside, &lo[0], &lo[1])?;
+    }
     for op in [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne] {
         let p = b.cmp(op, &acc, &c)?;
         acc = b.select(&p, &acc, &c)?;

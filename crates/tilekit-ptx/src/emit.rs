@@ -534,11 +534,32 @@ impl<'k> Emitter<'k> {
                 let (d, lo, hi) = (self.reg(res(0)), self.reg(*lo), self.reg(*hi));
                 self.line(format!("cvt.rn.{}x2.f32 {d}, {hi}, {lo};", t.name()));
             }
-            Op::Load { mem, offset, width, mask } => {
-                self.load(inst, *mem, *offset, *width as usize, *mask, None)?
+            Op::BinaryPair(op, [a0, a1, b0, b1]) => {
+                // the halves packed into words (free where they are one loaded word's), one
+                // packed instruction, the word split again (free where it is used packed)
+                let t = self.ty(*a0);
+                let (wa, wb, wd) = (
+                    self.tmp(ScalarType::U32),
+                    self.tmp(ScalarType::U32),
+                    self.tmp(ScalarType::U32),
+                );
+                let (a0, a1, b0, b1) = (self.reg(*a0), self.reg(*a1), self.reg(*b0), self.reg(*b1));
+                self.line(format!("mov.b32 {wa}, {{{a0}, {a1}}};"));
+                self.line(format!("mov.b32 {wb}, {{{b0}, {b1}}};"));
+                let name = match op {
+                    BinOp::Min => "min",
+                    BinOp::Max => "max",
+                    _ => return Err(self.unsupported("a packed pair op", "max or min only")),
+                };
+                self.line(format!("{name}.{}x2 {wd}, {wa}, {wb};", arith(t)));
+                let (d0, d1) = (self.reg(res(0)), self.reg(res(1)));
+                self.line(format!("mov.b32 {{{d0}, {d1}}}, {wd};"));
+            }
+            Op::Load { mem, offset, width, mask, fill } => {
+                self.load(inst, *mem, *offset, *width as usize, (*mask, *fill), None)?
             }
             Op::LoadCluster { mem, cta, offset, width } => {
-                self.load(inst, *mem, *offset, *width as usize, None, Some(*cta))?
+                self.load(inst, *mem, *offset, *width as usize, (None, 0), Some(*cta))?
             }
             Op::Async(a) => self.async_op(a)?,
             Op::Wgmma(w) => self.wgmma(inst, w)?,
@@ -1119,7 +1140,7 @@ impl<'k> Emitter<'k> {
         mem: MemRef,
         offset: ValueId,
         width: usize,
-        mask: Option<ValueId>,
+        (mask, fill): (Option<ValueId>, u64),
         cta: Option<ValueId>,
     ) -> Result<()> {
         let (mut addr, mut space) = self.address(mem, offset)?;
@@ -1142,15 +1163,17 @@ impl<'k> Emitter<'k> {
         let pred = mask.map(|m| format!("@{} ", self.reg(m))).unwrap_or_default();
         let dsts: Vec<String> = inst.results.iter().map(|&r| self.reg(r)).collect();
         if mask.is_some() {
+            // the fill first: lanes whose predicate is false keep it (no select afterwards)
             for (d, &r) in dsts.iter().zip(&inst.results) {
-                self.zero(d, self.ty(r));
+                self.fill(d, self.ty(r), fill);
             }
         }
         if t.size_bytes() == 2 && width == 8 {
             let words: Vec<String> = (0..4).map(|_| self.tmp(ScalarType::U32)).collect();
             if mask.is_some() {
+                let pair = (fill & 0xffff) | ((fill & 0xffff) << 16);
                 for w in &words {
-                    self.line(format!("mov.b32 {w}, 0;"));
+                    self.line(format!("mov.b32 {w}, 0x{pair:08X};"));
                 }
             }
             self.line(format!("{pred}ld.{space}.v4.b32 {{{}}}, [{addr}];", words.join(", ")));
@@ -1177,6 +1200,22 @@ impl<'k> Emitter<'k> {
         let u = self.tmp(ScalarType::U32);
         self.line(format!("mov.b32 {u}, {};", u32::from(v)));
         self.line(format!("setp.ne.u32 {d}, {u}, 0;"));
+    }
+
+    /// `d` (of type `t`) = the element bits `bits` (0: [`zero`](Self::zero)).
+    fn fill(&mut self, d: &str, t: ScalarType, bits: u64) {
+        if bits == 0 || t == ScalarType::Pred {
+            return self.zero(d, t);
+        }
+        match t {
+            ScalarType::F32 => self.line(format!("mov.f32 {d}, 0f{:08X};", bits as u32)),
+            ScalarType::F64 => self.line(format!("mov.f64 {d}, 0d{bits:016X};")),
+            ScalarType::F16 | ScalarType::BF16 => {
+                self.line(format!("mov.b16 {d}, 0x{:04X};", bits as u16))
+            }
+            ScalarType::I64 => self.line(format!("mov.b64 {d}, 0x{bits:016X};")),
+            _ => self.line(format!("mov.b32 {d}, 0x{:08X};", bits as u32)),
+        }
     }
 
     fn zero(&mut self, d: &str, t: ScalarType) {

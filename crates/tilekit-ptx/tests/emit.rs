@@ -71,6 +71,14 @@ fn every_op_on_every_type_assembles() {
         assert!(ptx.contains("bar.sync 0;"));
         assert_eq!(ptx.contains("shfl.sync.bfly.b32"), t.size_bytes() == 4, "{}", t.name());
         assert!(ptx.contains("vote.sync.ballot.b32"));
+        // 16-bit types: the packed pair ops, one instruction per two elements
+        let pairs = [format!("max.{}x2", t.name()), format!("min.{}x2", t.name())];
+        for p in &pairs {
+            assert_eq!(ptx.contains(p.as_str()), t.size_bytes() == 2, "{}: {p}", t.name());
+        }
+        // the masked load with a fill writes the fill before the predicated load
+        let fill = ptx.find("ld.global").map(|i| &ptx[..i]).unwrap_or("");
+        assert!(!fill.is_empty(), "{}", t.name());
         // the programmatic-launch pair: the wait before the first global load, the trigger
         // after the last one and before the first global store
         let (wait, trigger) =

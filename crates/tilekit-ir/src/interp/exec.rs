@@ -787,7 +787,14 @@ impl<'a> BlockExec<'a> {
                 self.map2(r, lo, hi, m, |x, y| crate::eval::eval_pack(to, x, y));
                 self.poison_from(r, &[lo, hi], m);
             }
-            Op::Load { mem, offset, width, mask } => match mem.space {
+            Op::BinaryPair(op, [a0, a1, b0, b1]) => {
+                let (op, ty) = (*op, self.k.ty(*a0));
+                for (res, a, b) in [(r, *a0, *b0), (inst.results[1], *a1, *b1)] {
+                    self.map2(res, a, b, m, |x, y| crate::eval::eval_pair(op, ty, x, y));
+                    self.poison_from(res, &[a, b], m);
+                }
+            }
+            Op::Load { mem, offset, width, mask, fill } => match mem.space {
                 MemSpace::Global(p) => {
                     let g: &'a Global = self.global(inst, p)?;
                     match g {
@@ -797,7 +804,7 @@ impl<'a> BlockExec<'a> {
                             buf,
                             *offset,
                             *width as usize,
-                            *mask,
+                            (*mask, *fill),
                             m,
                             false,
                         )?,
@@ -809,7 +816,7 @@ impl<'a> BlockExec<'a> {
                                 &buf,
                                 *offset,
                                 *width as usize,
-                                *mask,
+                                (*mask, *fill),
                                 m,
                                 true,
                             )?
@@ -818,7 +825,7 @@ impl<'a> BlockExec<'a> {
                     }
                 }
                 MemSpace::Shared(s) => {
-                    self.load_shared(inst, s, *offset, *width as usize, *mask, m)?
+                    self.load_shared(inst, s, *offset, *width as usize, (*mask, *fill), m)?
                 }
             },
             Op::Store { mem, offset, values, mask } => match mem.space {
@@ -1024,7 +1031,7 @@ impl<'a> BlockExec<'a> {
         buf: &HostBuffer,
         offset: ValueId,
         w: usize,
-        mask: Option<ValueId>,
+        (mask, fill): (Option<ValueId>, u64),
         m: &Mask,
         tracked: bool,
     ) -> R {
@@ -1038,7 +1045,7 @@ impl<'a> BlockExec<'a> {
             if let Some(mk) = mask {
                 if self.defined(inst, mk, t, "mask")? == 0 {
                     for &r in &inst.results {
-                        self.regs[r.0 as usize].bits[t] = 0;
+                        self.regs[r.0 as usize].bits[t] = fill;
                     }
                     continue;
                 }
@@ -1155,7 +1162,7 @@ impl<'a> BlockExec<'a> {
         s: u32,
         offset: ValueId,
         w: usize,
-        mask: Option<ValueId>,
+        (mask, fill): (Option<ValueId>, u64),
         m: &Mask,
     ) -> R {
         let len = self.shared_len(inst, s)?;
@@ -1165,7 +1172,7 @@ impl<'a> BlockExec<'a> {
             if let Some(mk) = mask {
                 if self.defined(inst, mk, t, "mask")? == 0 {
                     for &r in &inst.results {
-                        self.set(r, t, 0, false);
+                        self.set(r, t, fill, false);
                     }
                     continue;
                 }

@@ -6,7 +6,7 @@
 
 use crate::interp::error::InterpError;
 use crate::kernel::{Kernel, ParamKind};
-use crate::op::{Block, Inst, MemRef, MemSpace, Op, ValueId};
+use crate::op::{BinOp, Block, Inst, MemRef, MemSpace, Op, ValueId};
 use crate::types::ScalarType;
 
 /// Threads per block the interpreter accepts (the CUDA limit).
@@ -141,6 +141,21 @@ fn check_inst(
                 return Err(bad(format!(
                     "%{c} is read into an i64, not {}",
                     k.ty(inst.results[0])
+                )));
+            }
+            Ok(())
+        }
+        Op::BinaryPair(op, v) => {
+            count(2)?;
+            let t = k.ty(v[0]);
+            let same = v.iter().chain(&inst.results).all(|x| k.ty(*x) == t);
+            if !matches!(op, BinOp::Max | BinOp::Min)
+                || !matches!(t, ScalarType::F16 | ScalarType::BF16)
+                || !same
+            {
+                return Err(bad(format!(
+                    "{}.x2 takes and gives pairs of one 16-bit float type (max or min): {t}",
+                    op.name()
                 )));
             }
             Ok(())

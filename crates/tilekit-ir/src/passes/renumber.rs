@@ -75,6 +75,7 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
         Op::Async(a) => a.operands_mut().into_iter().for_each(r),
         Op::Wgmma(w) => w.operands_mut().into_iter().for_each(r),
         Op::Unary(_, a) | Op::Cvt(a) | Op::Vote(_, a) => r(a),
+        Op::BinaryPair(_, v) => v.iter_mut().for_each(r),
         Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::CvtPack(_, a, b) => {
             r(a);
             r(b)

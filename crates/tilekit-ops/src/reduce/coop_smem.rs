@@ -206,6 +206,43 @@ pub fn coop_smem_resident_blocks(
     by_smem.min(by_threads).min(by_regs).clamp(1, 32)
 }
 
+/// The blocks per SM every shared-memory coop kernel asks the compiler for (`.minnctapersm`):
+/// as many as its shared memory (`shared_bytes`, the kernel's allocations, plus the 1 KiB the
+/// hardware reserves per block and 256 bytes of alignment) and its threads let a Hopper SM
+/// hold (228 KiB, 2048 threads), but never so many that a thread gets fewer registers than
+/// its `vectors` of 16 bytes in flight (4 registers each) and 40 more (ptxas 13.0 spills the
+/// 512-thread bf16 shapes at 32 more). Without it the
+/// compiler may hoist every step's loads of a fully unrolled pass 1 (the whole slice in
+/// flight per thread) and take 72 registers where 40 do, halving the blocks an SM holds (bf16
+/// 256 threads × 32 KiB on the H200's driver JIT: 0.79 of copy against 0.87,
+/// bench/NOTES.md §24). The residency the deadlock bound assumes
+/// ([`coop_smem_resident_blocks`]: the same shared memory) is never above it (tests/ptx.rs).
+///
+/// ```
+/// use tilekit_ops::reduce::coop_smem::coop_smem_target_blocks;
+/// assert_eq!(coop_smem_target_blocks(256, 32 * 1024 + 132, 2), 5); // 48 registers a thread
+/// assert_eq!(coop_smem_target_blocks(256, 32 * 1024 + 132, 4), 4); // 16 in flight: 56
+/// assert_eq!(coop_smem_target_blocks(256, 64 * 1024 + 132, 8), 3);
+/// assert_eq!(coop_smem_target_blocks(512, 16 * 1024, 1), 2); // 44 registers: 2 × 512 threads
+/// ```
+pub fn coop_smem_target_blocks(threads: u32, shared_bytes: usize, vectors: i64) -> u32 {
+    let threads = threads.clamp(32, 1024);
+    let bytes = (shared_bytes as u32).saturating_add(1024 + 256);
+    let by_smem = 228 * 1024 / bytes;
+    let floor = 40 + 4 * vectors.clamp(0, 48) as u32;
+    by_smem.min(2048 / threads).min(65536 / (threads * floor)).clamp(1, 32)
+}
+
+/// The kernel, asking the compiler for [`coop_smem_target_blocks`] blocks per SM (`vectors`:
+/// the 16-byte vectors a thread has in flight at once), and never fewer than `model`, the
+/// residency the deadlock bound assumes.
+fn finish(b: KernelBuilder, vectors: i64, model: u32) -> Result<Kernel> {
+    let mut k = b.finish()?;
+    let target = coop_smem_target_blocks(k.block_dim[0], k.shared_bytes(), vectors);
+    k.min_blocks_per_sm = target.max(model);
+    Ok(k)
+}
+
 /// Row softmax with each row split over `k` cooperating blocks, each block's slice held in
 /// **shared memory** (see the [module docs](self)): block part `p` of a row owns columns
 /// `[p·L, (p+1)·L)`, `L = chunks · threads · V · unroll` (V = 16 bytes / element size), in
@@ -368,13 +405,6 @@ pub fn coop_smem_one_exp_resident_blocks(
     by_smem.min(by_regs).clamp(1, 32)
 }
 
-/// `exp2((a − m)·log2 e)` with subnormal results flushed to zero (`ex2.approx.ftz`: one
-/// `MUFU.EX2`, where `ex2.approx` adds a range check and two multiplies per element).
-fn exp_diff_ftz(b: &KernelBuilder, a: &Val, m: &Val) -> Result<Val> {
-    let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, a, m)?, &b.f32(std::f32::consts::LOG2_E))?;
-    Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
-}
-
 /// Whether pass 1 of the one-exponential kernel keeps the next step's loads in flight.
 fn pipelined(chunks: i64, bulk: bool) -> bool {
     !bulk && (2..=ONE_EXP_PIPELINE_STEPS).contains(&chunks)
@@ -435,6 +465,14 @@ fn build(
     };
     let len = chunks * c;
     let kk = k as i64;
+    // vectors a thread has in flight: two steps where pass 1 is pipelined
+    let in_flight: i64 = if one_exp && pipelined(chunks, bulk) { 2 } else { 1 };
+    // the residency the deadlock bound assumes (`CoopTuning::resident_blocks`)
+    let model = if one_exp {
+        coop_smem_one_exp_resident_blocks(ty, threads, unroll, chunks, bulk)
+    } else {
+        coop_smem_resident_blocks(ty, threads, unroll, chunks, bulk)
+    };
     // 16-bit outputs: `ex2.approx.ftz` (one MUFU; results below 2⁻¹²⁶, bf16/f16 subnormals
     // or zero, come out 0); f32 keeps `ex2.approx` and its subnormal results
     let ftz = size == 2;
@@ -501,19 +539,34 @@ fn build(
     let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
     let sum = if one_exp {
         b.note(format!("{name} pass 2: e = exp(x − m) over the slice in shared memory, its sum"));
-        let (lo0, hi, st, init) = steps(&[b.f32(0.0)]);
-        crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
-            let at = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?;
-            let e = at
-                .load(b)?
-                .cast(b, ScalarType::F32)?
-                .map(b, |b, xv| Ok(exp_diff_ftz(b, xv, &m)?))?;
-            // every thread rewrites exactly the elements it read (the same distribution)
-            at.store(b, &e.cast(b, ty)?)?;
-            let t = e.reduce_thread(b, BinOp::Add)?;
-            Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
-        })?[0]
-            .clone()
+        // 16-bit: the exponent as one FFMA where the block's max allows (see sum_slice)
+        let log2e = b.f32(std::f32::consts::LOG2_E);
+        let neg_m = b.unary(UnOp::Neg, &b.binary(BinOp::Mul, &m, &log2e)?)?;
+        let pass = |b: &KernelBuilder, fold: bool| {
+            let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
+            crate::tile::for_range(b, &zero, &end, &step, &[b.f32(0.0)], |b, c0, acc| {
+                let at = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?;
+                let e = at.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+                    let z = if fold {
+                        b.fma(xv, &log2e, &neg_m)?
+                    } else {
+                        b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?
+                    };
+                    Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+                })?;
+                // every thread rewrites exactly the elements it read (the same distribution)
+                at.store(b, &e.cast(b, ty)?)?;
+                let t = e.reduce_thread(b, BinOp::Add)?;
+                Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
+            })
+        };
+        if ftz {
+            let (fast, exact) =
+                (|b: &KernelBuilder| pass(b, true), |b: &KernelBuilder| pass(b, false));
+            crate::tile::if_then_else(&b, &foldable(&b, &m)?, fast, exact)?[0].clone()
+        } else {
+            pass(&b, false)?[0].clone()
+        }
     } else {
         sum_slice(&b, name, &at, &m, ftz)?
     };
@@ -521,7 +574,7 @@ fn build(
     let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
     if !one_exp {
         store_slice(&b, name, &at, &yv, (&row, &lo), (&big_m, &big_s), ftz)?;
-        return Ok(b.finish()?);
+        return finish(b, in_flight * unroll, model);
     }
     // one exponential: y = e · f, the block's factor f = exp2((m − M)·log2 e) / S
     b.note(format!("{name} pass 3: y = e · exp(m − M) / S from shared memory, stored"));
@@ -536,7 +589,7 @@ fn build(
         Window::new(b, &yv, &[1, c], &[row.clone(), lo.clone() + c0], &d)?.store(b, &out)?;
         Ok(vec![])
     })?;
-    Ok(b.finish()?)
+    finish(b, in_flight * unroll, model)
 }
 
 /// [`build_softmax_coop_smem`] (loads, two exponentials) with every block taking a slice of
@@ -593,6 +646,12 @@ fn build_rows(
     let len = chunks * c;
     let kk = k as i64;
     let ftz = ty.size_bytes() == 2;
+    // vectors a thread has in flight: two steps where pass 1 is pipelined, a step a row
+    let in_flight: i64 = if pipe { 2 } else { rows };
+    // the residency the deadlock bound assumes (`CoopTuning::resident_blocks`)
+    let model = coop_smem_resident_blocks(ty, threads, unroll, chunks * rows, false)
+        .min(65536 / (threads.max(32) * coop_smem_rows_registers(ty, unroll, rows as u32)))
+        .max(1);
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
     let Decl { x, y, ws, stats, scratch, slot, stash } = declare(&b, ty, threads, (rows, len))?;
     let tid = b.thread_id(Axis::X);
@@ -640,7 +699,7 @@ fn build_rows(
     if rows == 2 {
         second(&b, &|b| store_of(b, &slices[1]))?;
     }
-    Ok(b.finish()?)
+    finish(b, in_flight * unroll, model)
 }
 
 /// What every kernel of this module declares: `x`, `y` (2-D, the element type), `ws` (u32
@@ -723,7 +782,8 @@ fn load_slice(
     // step c0's raw tile into the slice, its max folded into `acc`
     let stash = |b: &KernelBuilder, c0: Val, raw: &crate::tile::DTile, acc: &Val| {
         at.at(b, c0)?.store(b, raw)?;
-        let t = raw.cast(b, ScalarType::F32)?.reduce_thread(b, BinOp::Max)?;
+        // 16-bit: max.bf16x2 on the raw words, only the last pair widened
+        let t = raw.reduce_thread_f32(b, BinOp::Max)?;
         Ok::<_, tilekit_kernel::KernelError>(b.binary(BinOp::Max, acc, &t)?)
     };
     if !pipelined {
@@ -748,24 +808,65 @@ fn load_slice(
     Ok(acc)
 }
 
-/// Pass 2 (two exponentials): the thread's sum of `exp2((x − m)·log2 e)` over the slice
-/// (`ex2.approx.ftz` with `ftz`).
-fn sum_slice(b: &KernelBuilder, name: &str, at: &Slice, m: &Val, ftz: bool) -> Result<Val> {
+/// The largest |max| for which the 16-bit passes fold the subtraction into one FFMA
+/// (`x·log2 e − m·log2 e`): 2¹²⁶, so `m·log2 e` and `−M·log2 e − log2 S` stay finite. A block
+/// (pass 2) or row (pass 3) whose max lies beyond it — a block of padding only (`m` = the
+/// lowest f32), or values within 2¹²⁶ of the largest floats — takes the exact difference
+/// instead (a uniform branch: one of two loops).
+const FOLD_LIMIT: f32 = 8.507_059e37; // 2^126
+
+/// Whether `|m| ≤ FOLD_LIMIT`.
+fn foldable(b: &KernelBuilder, m: &Val) -> Result<tilekit_ir::Pred> {
+    let abs = b.unary(UnOp::Abs, m)?;
+    Ok(b.cmp(CmpOp::Le, &abs, &b.f32(FOLD_LIMIT))?)
+}
+
+/// Pass 2 (two exponentials): the thread's sum of `exp2((x − m)·log2 e)` over the slice, with
+/// `ex2.approx.ftz` for every type (a term below 2⁻¹²⁶ changes a sum of at least 1 — the
+/// block's max contributes 1 — by nothing f32 can hold). 16-bit slices (`fold`) take the
+/// exponent as one FFMA, `x·log2 e − m·log2 e`: the product `m·log2 e` rounded once per thread
+/// moves every term of the block's sum by the same relative ~|m|·2⁻²⁴, far below a 16-bit
+/// ulp (beyond [`FOLD_LIMIT`] the exact form); f32 keeps the exact `(x − m)·log2 e`.
+fn sum_slice(b: &KernelBuilder, name: &str, at: &Slice, m: &Val, fold: bool) -> Result<Val> {
     b.note(format!("{name} pass 2: the block's sum of exp from shared memory"));
-    let acc = at.walk(b, &[b.f32(0.0)], |b, c0, acc| {
-        let e =
-            at.at(b, c0)?.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
-                Ok(if ftz { exp_diff_ftz(b, xv, m)? } else { exp_diff(b, xv, m)? })
-            })?;
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let exact = |b: &KernelBuilder| {
+        walk_sum(b, at, |b, xv| {
+            let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, m)?, &log2e)?;
+            Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+        })
+    };
+    if !fold {
+        return Ok(exact(b)?[0].clone());
+    }
+    let neg_m = b.unary(UnOp::Neg, &b.binary(BinOp::Mul, m, &log2e)?)?;
+    let fast = |b: &KernelBuilder| {
+        walk_sum(b, at, |b, xv| Ok(b.unary(UnOp::Exp2ApproxFtz, &b.fma(xv, &log2e, &neg_m)?)?))
+    };
+    Ok(crate::tile::if_then_else(b, &foldable(b, m)?, fast, exact)?[0].clone())
+}
+
+/// `Σ exp(x)` over the slice for the thread, `exp` given per element (f32).
+fn walk_sum(
+    b: &KernelBuilder,
+    at: &Slice,
+    exp: impl Fn(&KernelBuilder, &Val) -> tilekit_kernel::Result<Val>,
+) -> tilekit_kernel::Result<Vec<Val>> {
+    let (zero, end, step) = (Val::lit(0), Val::lit(at.len), Val::lit(at.c));
+    crate::tile::for_range(b, &zero, &end, &step, &[b.f32(0.0)], |b, c0, acc| {
+        let e = at.at(b, c0)?.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| exp(b, xv))?;
         let t = e.reduce_thread(b, BinOp::Add)?;
         Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
-    })?;
-    Ok(acc[0].clone())
+    })
 }
 
 /// Pass 3 (two exponentials): `y[row, lo ..] = exp2((x − M)·log2 e − log2 S)` from the
 /// slice — the division by `S` folded into the exponent (one FFMA after the subtraction;
-/// `lg2.approx` adds ~2⁻²² relative), `ex2.approx.ftz` with `ftz`.
+/// `lg2.approx` adds ~2⁻²² relative), `ex2.approx.ftz` with `ftz`. 16-bit outputs (`ftz`) take
+/// the whole exponent as one FFMA, `x·log2 e + c` with `c = −M·log2 e − log2 S` rounded once
+/// per thread (an absolute ~|c|·2⁻²⁴ in the exponent: relative ~10⁻⁶ in `y` for |M| < 100,
+/// against a bf16 half-ulp of 2⁻⁹; beyond [`FOLD_LIMIT`] the exact form); f32 keeps the exact
+/// difference first.
 fn store_slice(
     b: &KernelBuilder,
     name: &str,
@@ -778,15 +879,46 @@ fn store_slice(
     b.note(format!("{name} pass 3: y = exp2((x − M)·log2 e − log2 S) from shared memory"));
     let neg_lg2_s = b.unary(UnOp::Neg, &b.unary(UnOp::Lg2Approx, big_s)?)?;
     let log2e = b.f32(std::f32::consts::LOG2_E);
+    let ex2 = if ftz { UnOp::Exp2ApproxFtz } else { UnOp::Exp2Approx };
     let ty = yv.mem.elem;
-    at.walk(b, &[], |b, c0, _| {
-        let out = at.at(b, c0.clone())?.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
-            let z = b.fma(&b.binary(BinOp::Sub, xv, big_m)?, &log2e, &neg_lg2_s)?;
-            Ok(b.unary(if ftz { UnOp::Exp2ApproxFtz } else { UnOp::Exp2Approx }, &z)?)
+    type Z<'z> = &'z dyn Fn(&KernelBuilder, &Val) -> tilekit_kernel::Result<Val>;
+    let pass = |b: &KernelBuilder, z: Z| -> tilekit_kernel::Result<Vec<Val>> {
+        let (zero, end, step) = (Val::lit(0), Val::lit(at.len), Val::lit(at.c));
+        crate::tile::for_range(b, &zero, &end, &step, &[], |b, c0, _| {
+            let out = at
+                .at(b, c0.clone())?
+                .load(b)?
+                .cast(b, ScalarType::F32)?
+                .map(b, |b, xv| Ok(b.unary(ex2, &z(b, xv)?)?))?;
+            Window::new(b, yv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?
+                .store(b, &out.cast(b, ty)?)?;
+            Ok(vec![])
+        })
+    };
+    let exact = |b: &KernelBuilder| {
+        pass(b, &|b, xv| Ok(b.fma(&b.binary(BinOp::Sub, xv, big_m)?, &log2e, &neg_lg2_s)?))
+    };
+    if !ftz {
+        // f32 keeps its subnormal results without ex2.approx's range check (a compare and two
+        // predicated multiplies per element): 2^(z + 64) with ex2.approx.ftz, then one exact
+        // multiply by 2⁻⁶⁴ (z ≤ 0, so 2^(z + 64) ≤ 2⁶⁴; a z below −190 flushes to 0 where the
+        // true result is below 2⁻¹⁹⁰, under f32's smallest subnormal 2⁻¹⁴⁹)
+        let up = b.binary(BinOp::Add, &neg_lg2_s, &b.f32(64.0))?;
+        let down = b.f32(f32::from_bits(0x1f80_0000)); // 2^-64
+        let (zero, end, step) = (Val::lit(0), Val::lit(at.len), Val::lit(at.c));
+        crate::tile::for_range(b, &zero, &end, &step, &[], |b, c0, _| {
+            let out = at.at(b, c0.clone())?.load(b)?.map(b, |b, xv| {
+                let z = b.fma(&b.binary(BinOp::Sub, xv, big_m)?, &log2e, &up)?;
+                Ok(b.binary(BinOp::Mul, &b.unary(UnOp::Exp2ApproxFtz, &z)?, &down)?)
+            })?;
+            Window::new(b, yv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?
+                .store(b, &out)?;
+            Ok(vec![])
         })?;
-        Window::new(b, yv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?
-            .store(b, &out.cast(b, ty)?)?;
-        Ok(vec![])
-    })?;
+        return Ok(());
+    }
+    let c = b.binary(BinOp::Sub, &neg_lg2_s, &b.binary(BinOp::Mul, big_m, &log2e)?)?;
+    let fast = |b: &KernelBuilder| pass(b, &|b, xv| Ok(b.fma(xv, &log2e, &c)?));
+    crate::tile::if_then_else(b, &foldable(b, big_m)?, fast, exact)?;
     Ok(())
 }
