@@ -491,12 +491,18 @@ impl DTile {
     /// use tilekit_kernel::{DTile, dist};
     /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
     /// let d = dist::row_major(8, 64, 64, 8).unwrap();
-    /// let t = DTile::splat(&d, &b.cvt(&b.f32(1.5), ScalarType::BF16).unwrap());
+    /// // 8 distinct bf16 values a thread (its elements' column indices)
+    /// let mut t = DTile::splat(&d, &b.cvt(&b.f32(0.0), ScalarType::BF16).unwrap());
+    /// let at = t.positions(&b).unwrap();
+    /// for (r, x) in t.regs.iter_mut().zip(at) {
+    ///     let col = b.cvt(&x[1], ScalarType::F32).unwrap();
+    ///     *r = b.cvt(&col, ScalarType::BF16).unwrap();
+    /// }
     /// let m = t.reduce_thread_f32(&b, BinOp::Max).unwrap();
     /// assert_eq!(m.ty(), Some(ScalarType::F32));
     /// b.keep(&m);
     /// let text = b.finish().unwrap().to_string();
-    /// assert_eq!(text.matches("max.x2").count(), 4 + 2 + 1); // 8 pairs folded to one
+    /// assert_eq!(text.matches("max.x2").count(), 2 + 1); // 4 pairs folded to one
     /// ```
     pub fn reduce_thread_f32(&self, b: &KernelBuilder, op: BinOp) -> Result<Val> {
         let packed = matches!(self.elem, ScalarType::F16 | ScalarType::BF16)
