@@ -103,7 +103,8 @@ pub mod tile;
 
 pub use error::{KernelError, Result};
 pub use tile::{
-    block_reduce, for_range, if_then_else, p_index, tree_reduce, warp_reduce, DTile, View, Window,
+    block_reduce, block_reduce_at, for_range, if_then_else, p_index, tree_reduce, warp_reduce,
+    DTile, View, Window,
 };
 /// The index trait of the layout algebra: brings `Val::lit` and the index arithmetic of
 /// [`tilekit_ir::Val`] into scope (`use tilekit_kernel::Idx;`).

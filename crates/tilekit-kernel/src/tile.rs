@@ -885,6 +885,45 @@ pub fn block_reduce(b: &KernelBuilder, v: &Val, op: BinOp, scratch: MemRef) -> R
     Ok(r)
 }
 
+/// [`block_reduce`] with the warps' partials at `scratch[first ..  first + warps]` and **no
+/// trailing barrier**: for a region of `scratch` that nothing in the block writes afterwards
+/// (each reduction of a kernel its own region), so the barrier that lets `block_reduce` reuse
+/// its scratch is not needed. One `bar.sync` instead of two: the warps leave as soon as every
+/// partial is written.
+///
+/// ```
+/// use tilekit_ir::{KernelBuilder, BinOp, ScalarType};
+/// use tilekit_kernel::block_reduce_at;
+/// let b = KernelBuilder::new("k", [128, 1, 1]).unwrap();
+/// let s = b.shared("partial", ScalarType::F32, 8).unwrap();
+/// let m = block_reduce_at(&b, &b.f32(1.0), BinOp::Max, s, 0).unwrap();
+/// let t = block_reduce_at(&b, &m, BinOp::Add, s, 4).unwrap(); // its own 4 slots
+/// b.keep(&t);
+/// assert_eq!(b.finish().unwrap().to_string().matches("bar.sync").count(), 2);
+/// ```
+pub fn block_reduce_at(
+    b: &KernelBuilder,
+    v: &Val,
+    op: BinOp,
+    scratch: MemRef,
+    first: i64,
+) -> Result<Val> {
+    b.note(format!("block reduce ({}) through shared memory, one barrier", op.name()));
+    let warps = (block_threads(b) + 31) / 32;
+    let w = warp_reduce(b, v, op)?;
+    if warps == 1 {
+        return Ok(w);
+    }
+    let lane0 = b.cmp(CmpOp::Eq, &b.lane_id(), &Val::lit(0))?;
+    let at = b.warp_id() + Val::lit(first);
+    b.if_then(&lane0, |b| b.store(scratch, &at, std::slice::from_ref(&w), None))?;
+    b.barrier();
+    let parts = (0..warps)
+        .map(|i| Ok(b.load(scratch, &Val::lit(first + i), 1, None)?.remove(0)))
+        .collect::<Result<Vec<_>>>()?;
+    tree_reduce(b, parts, op)
+}
+
 /// Folds values with `op` as a balanced tree (independent operations in flight).
 ///
 /// ```

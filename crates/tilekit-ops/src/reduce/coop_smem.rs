@@ -131,7 +131,7 @@ use tilekit_layout::Idx;
 
 use crate::dist;
 use crate::error::{OpsError, Result};
-use crate::tile::{block_reduce, View, Window};
+use crate::tile::{block_reduce, block_reduce_at, View, Window};
 
 use super::coop::{exchange, gather, publish, take_ticket};
 use super::{exp_diff, lit};
@@ -554,7 +554,10 @@ fn build(
     };
     // (the block max's barriers also order the bulk path's −∞ fills before pass 2's reads)
     // at least the lowest finite f32: a block of padding only gets e = 0, s = 0
-    let m = block_reduce(&b, &mx[0], BinOp::Max, scratch)?;
+    // one row a block: the max and the sum each reduce through their own half of the scratch,
+    // one barrier each (nothing writes it afterwards)
+    let warps = threads.div_ceil(32) as i64;
+    let m = block_reduce_at(&b, &mx[0], BinOp::Max, scratch, 0)?;
     let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
     let sum = if one_exp {
         b.note(format!("{name} pass 2: e = exp(x − m) over the slice in shared memory, its sum"));
@@ -589,7 +592,7 @@ fn build(
     } else {
         sum_slice(&b, name, &at, &m, ftz)?
     };
-    let s = block_reduce(&b, &sum, BinOp::Add, scratch)?;
+    let s = block_reduce_at(&b, &sum, BinOp::Add, scratch, warps)?;
     let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
     if !one_exp {
         store_slice(&b, name, &at, &yv, (&row, &lo), (&big_m, &big_s), ftz)?;
@@ -689,8 +692,17 @@ fn build_rows(
     // pass 1 and 2 of a row, then its (max, sum) published
     let stats_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
         let mx = load_slice(b, name, at, &xv, (row, &lo), pipe)?;
-        let m = block_reduce(b, &mx, BinOp::Max, scratch)?;
-        let s = block_reduce(b, &sum_slice(b, name, at, &m, ftz)?, BinOp::Add, scratch)?;
+        // one row a block: each reduction its own half of the scratch, one barrier each;
+        // two rows reuse it, so the barrier after each reduction stays
+        let (m, s) = if rows == 1 {
+            let warps = threads.div_ceil(32) as i64;
+            let m = block_reduce_at(b, &mx, BinOp::Max, scratch, 0)?;
+            let sum = sum_slice(b, name, at, &m, ftz)?;
+            (m, block_reduce_at(b, &sum, BinOp::Add, scratch, warps)?)
+        } else {
+            let m = block_reduce(b, &mx, BinOp::Max, scratch)?;
+            (m.clone(), block_reduce(b, &sum_slice(b, name, at, &m, ftz)?, BinOp::Add, scratch)?)
+        };
         publish(b, name, &first, (ws, stats), (row, &part, kk), (&m, &s))
     };
     // the row's (M, S) once its k blocks are in, then pass 3
