@@ -21,8 +21,16 @@
 //! 5. **distributed tiles of registers** ([`DTile`]): what a window load gives, worked on
 //!    element by element ([`DTile::map`], [`DTile::zip_map`], [`DTile::cast`]) and stored
 //!    through a window of the same distribution;
-//! 6. **loops and reductions**: [`for_range`] over chunks of a row, [`DTile::reduce_thread`]
-//!    inside a thread, [`warp_reduce`] over a warp, [`block_reduce`] over the block.
+//! 6. **loops and reductions**: [`for_range`] over chunks of a row, [`if_then_else`] for a
+//!    uniform choice between two loops, [`DTile::reduce_thread`] inside a thread
+//!    ([`DTile::reduce_thread_f32`]: a 16-bit max or min on packed pairs of raw elements),
+//!    [`warp_reduce`] over a warp, [`block_reduce`] over the block ([`block_reduce_at`]: one
+//!    barrier, for a scratch region used once).
+//!
+//! What the GPU runs per element is what a memory-bound kernel is made of, so the layer keeps
+//! it small: a [`Window::load_or`] with a constant fill writes the fill into the registers
+//! before the predicated load (no select per element), and 16-bit data stays packed until an
+//! element needs f32 arithmetic.
 //!
 //! ```text
 //!   encoding  H[[1,1],[4,256,4]] P[[X0.1,X1.1]] Y[X0.0,X1.0,X1.2]    (tilekit show draws it)

@@ -982,23 +982,34 @@ pub fn for_range(
 ) -> Result<Vec<Val>> {
     let slot = std::cell::RefCell::new(None);
     let r = b.for_range(lo, hi, step, init, |b, i, c| {
-        body(b, i, c).map_err(|e| match e {
-            KernelError::Ir(e) => e,
-            other => {
-                let msg = other.to_string();
-                *slot.borrow_mut() = Some(other);
-                tilekit_ir::IrError::Layout(tilekit_layout::LayoutError::invalid(
-                    "loop body",
-                    "error",
-                    msg,
-                    "see the kernel layer's error",
-                ))
-            }
-        })
+        body(b, i, c).map_err(|e| keep_error(&slot, "loop body", e))
     });
     match slot.into_inner() {
         Some(e) => Err(e),
         None => Ok(r?),
+    }
+}
+
+/// Hands a kernel-layer error through a builder closure (which returns the IR's errors): an IR
+/// error passes as itself; any other is kept in `slot` (for the caller to return as itself)
+/// and a placeholder naming `what` crosses the IR layer.
+fn keep_error(
+    slot: &std::cell::RefCell<Option<KernelError>>,
+    what: &str,
+    e: KernelError,
+) -> tilekit_ir::IrError {
+    match e {
+        KernelError::Ir(e) => e,
+        other => {
+            let msg = other.to_string();
+            *slot.borrow_mut() = Some(other);
+            tilekit_ir::IrError::Layout(tilekit_layout::LayoutError::invalid(
+                what,
+                "error",
+                msg,
+                "see the kernel layer's error",
+            ))
+        }
     }
 }
 
@@ -1027,19 +1038,7 @@ pub fn if_then_else(
     else_: impl FnOnce(&KernelBuilder) -> Result<Vec<Val>>,
 ) -> Result<Vec<Val>> {
     let slot = std::cell::RefCell::new(None);
-    let keep = |e: KernelError| match e {
-        KernelError::Ir(e) => e,
-        other => {
-            let msg = other.to_string();
-            *slot.borrow_mut() = Some(other);
-            tilekit_ir::IrError::Layout(tilekit_layout::LayoutError::invalid(
-                "branch",
-                "error",
-                msg,
-                "see the kernel layer's error",
-            ))
-        }
-    };
+    let keep = |e: KernelError| keep_error(&slot, "branch", e);
     let r = b.if_then_else(cond, |b| then(b).map_err(keep), |b| else_(b).map_err(keep));
     match slot.into_inner() {
         Some(e) => Err(e),

@@ -77,18 +77,24 @@ fn coop_smem_softmax_matches_the_f64_reference() {
     check_cases(&cases, 11, Kind::TwoExp);
 }
 
+/// `m` rows of `n` values `f(row, column, noise)`, the noise from [`random_rows`] (blocks of
+/// 512 columns).
+fn shaped_rows(
+    (m, n): (usize, usize),
+    seed: u64,
+    f: impl Fn(usize, usize, f64) -> f64,
+) -> Vec<f64> {
+    let noise = random_rows(m, n, 512, seed);
+    noise.iter().enumerate().map(|(i, &v)| f(i / n, i % n, v)).collect()
+}
+
 #[test]
 fn f32_results_below_the_normal_range_stay_subnormal() {
     // one element of each row at 0, the rest within 2.6 of −100: their results, e^−97.4 ≈
     // 4.6e−43 down to e^−102.6 ≈ 2.6e−45, are f32 subnormals, which pass 3 computes as
     // 2^(z + 64) with ex2.approx.ftz times 2⁻⁶⁴ (one rounding into the subnormal range), not 0
     let (m, n) = (2usize, 1500usize);
-    let noise = random_rows(m, n, 512, 7);
-    let vals: Vec<f64> = noise
-        .iter()
-        .enumerate()
-        .map(|(i, v)| if i % n == 17 { 0.0 } else { -100.0 + v / 10.0 })
-        .collect();
+    let vals = shaped_rows((m, n), 7, |_, c, v| if c == 17 { 0.0 } else { -100.0 + v / 10.0 });
     let ty = ScalarType::F32;
     let x = host::from_f64(ty, &vals);
     let want = host::to_f64(&reference(Reduction::Softmax, &x, m, n, ty).unwrap());
@@ -113,16 +119,11 @@ fn bf16_rows_near_the_largest_floats_take_the_exact_exponent() {
     // entirely near −3e38 (every block exact); bf16 spacing there is ~1e36, so each row's
     // softmax is 1 at its max element(s) and 0 elsewhere
     let (m, n) = (2usize, 1024usize);
-    let noise = random_rows(m, n, 512, 9);
-    let vals: Vec<f64> = noise
-        .iter()
-        .enumerate()
-        .map(|(i, v)| match (i / n, i % n) {
-            (0, c) if c < n / 2 => *v,
-            (0, _) => 2.5e38 + v * 1e36,
-            _ => -3.0e38 + v * 1e36,
-        })
-        .collect();
+    let vals = shaped_rows((m, n), 9, |r, c, v| match (r, c) {
+        (0, c) if c < n / 2 => v,
+        (0, _) => 2.5e38 + v * 1e36,
+        _ => -3.0e38 + v * 1e36,
+    });
     let ty = ScalarType::BF16;
     let x = host::from_f64(ty, &vals);
     let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
