@@ -869,20 +869,37 @@ pub fn warp_reduce(b: &KernelBuilder, v: &Val, op: BinOp) -> Result<Val> {
 /// ```
 pub fn block_reduce(b: &KernelBuilder, v: &Val, op: BinOp, scratch: MemRef) -> Result<Val> {
     b.note(format!("block reduce ({}) through shared memory", op.name()));
+    let (r, shared) = reduce_through(b, v, op, scratch, 0)?;
+    if shared {
+        // the scratch may be reused once every warp has read the partials
+        b.barrier();
+    }
+    Ok(r)
+}
+
+/// The block's reduction of `v`: warp shuffles, then (more than one warp) each warp's
+/// partial at `scratch[first + warp]`, one barrier, every thread folding the partials.
+/// Returns the result and whether the scratch was used.
+fn reduce_through(
+    b: &KernelBuilder,
+    v: &Val,
+    op: BinOp,
+    scratch: MemRef,
+    first: i64,
+) -> Result<(Val, bool)> {
     let warps = (block_threads(b) + 31) / 32;
     let w = warp_reduce(b, v, op)?;
     if warps == 1 {
-        return Ok(w);
+        return Ok((w, false));
     }
     let lane0 = b.cmp(CmpOp::Eq, &b.lane_id(), &Val::lit(0))?;
-    b.if_then(&lane0, |b| b.store(scratch, &b.warp_id(), std::slice::from_ref(&w), None))?;
+    let at = b.warp_id() + Val::lit(first);
+    b.if_then(&lane0, |b| b.store(scratch, &at, std::slice::from_ref(&w), None))?;
     b.barrier();
     let parts = (0..warps)
-        .map(|i| Ok(b.load(scratch, &Val::lit(i), 1, None)?.remove(0)))
+        .map(|i| Ok(b.load(scratch, &Val::lit(first + i), 1, None)?.remove(0)))
         .collect::<Result<Vec<_>>>()?;
-    let r = tree_reduce(b, parts, op)?;
-    b.barrier();
-    Ok(r)
+    Ok((tree_reduce(b, parts, op)?, true))
 }
 
 /// [`block_reduce`] with the warps' partials at `scratch[first ..  first + warps]` and **no
@@ -909,19 +926,7 @@ pub fn block_reduce_at(
     first: i64,
 ) -> Result<Val> {
     b.note(format!("block reduce ({}) through shared memory, one barrier", op.name()));
-    let warps = (block_threads(b) + 31) / 32;
-    let w = warp_reduce(b, v, op)?;
-    if warps == 1 {
-        return Ok(w);
-    }
-    let lane0 = b.cmp(CmpOp::Eq, &b.lane_id(), &Val::lit(0))?;
-    let at = b.warp_id() + Val::lit(first);
-    b.if_then(&lane0, |b| b.store(scratch, &at, std::slice::from_ref(&w), None))?;
-    b.barrier();
-    let parts = (0..warps)
-        .map(|i| Ok(b.load(scratch, &Val::lit(first + i), 1, None)?.remove(0)))
-        .collect::<Result<Vec<_>>>()?;
-    tree_reduce(b, parts, op)
+    Ok(reduce_through(b, v, op, scratch, first)?.0)
 }
 
 /// Folds values with `op` as a balanced tree (independent operations in flight).
