@@ -80,7 +80,10 @@ pub struct Args {
     /// kernel), e.g. `256,16,32k,1exp` or `256,32,64k,bulk,1exp`; `,ringS[,lagD]` takes the
     /// ring kernel (`reduce::ring`: a resident grid walking slices of KIB KiB through S slots,
     /// each row waited for D slices after publishing, lag 1 by default), e.g.
-    /// `1024,8,32k,ring6,lag2`.
+    /// `1024,8,32k,ring6,lag2`; `,cluster` makes a row's blocks one thread-block cluster
+    /// meeting through distributed shared memory (sm_90, rows of at most 16 blocks), e.g.
+    /// `256,32,64k,1exp,cluster`; `,early` (after `1exp`) publishes each block's (max, sum)
+    /// before pass 2, e.g. `256,32,64k,1exp,early`.
     #[arg(long, value_parser = parse_coop)]
     pub softmax_coop: Option<CoopTuning>,
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
@@ -151,8 +154,10 @@ pub struct Args {
 /// `THREADS,PER_THREAD,KIBk` (slices in shared memory: at most KIB KiB a block, PER_THREAD
 /// elements a thread per step, loaded by every thread) or `THREADS,PER_THREAD,KIBk,bulk` (the
 /// same, brought in by bulk copies where rows are 16-byte aligned), each shared-memory form
-/// optionally followed by `,1exp` (one exponential per element, `CoopTuning::one_exp`), as a
-/// [`CoopTuning`], checked as a saved tuning would be.
+/// optionally followed by `,1exp` (one exponential per element, `CoopTuning::one_exp`),
+/// `,2rows`, `,pipe`, `,cluster` (a row's blocks as one thread-block cluster,
+/// `CoopTuning::cluster`) or `,ringS[,lagD]`, as a [`CoopTuning`], checked as a saved tuning
+/// would be.
 ///
 /// ```
 /// use tilekit_cli::bench::parse_coop;
@@ -177,6 +182,10 @@ pub struct Args {
 /// assert!(parse_coop("256,16,32k,bulk,2rows").is_err());          // 2rows takes loads
 /// assert!(parse_coop("256,16,32k,pipe").unwrap().pipe);
 /// assert!(parse_coop("256,16,32k,bulk,pipe").is_err());
+/// assert!(parse_coop("256,32,64k,1exp,cluster").unwrap().cluster);  // a row's blocks: a cluster
+/// assert!(parse_coop("256,32,64k,2rows,cluster").is_err() && parse_coop("256,32,cluster").is_err());
+/// assert!(parse_coop("256,32,64k,1exp,early").unwrap().early);  // publish before pass 2
+/// assert!(parse_coop("256,32,64k,early").is_err());              // early takes 1exp
 /// let r = parse_coop("1024,8,32k,ring6,lag2").unwrap();
 /// assert_eq!((r.ring, r.lag), (6, 2));
 /// assert_eq!(parse_coop("512,8,32k,ring3").unwrap().lag, 1);        // lag 1 by default
@@ -213,6 +222,8 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let one_exp = words.next_if_eq(&"1exp").is_some();
     let rows = if words.next_if_eq(&"2rows").is_some() { 2 } else { 1 };
     let pipe = words.next_if_eq(&"pipe").is_some();
+    let cluster = words.next_if_eq(&"cluster").is_some();
+    let early = words.next_if_eq(&"early").is_some();
     let mut number = |prefix: &str| -> Result<Option<u32>, String> {
         match words.next_if(|w| w.starts_with(prefix)) {
             None => Ok(None),
@@ -226,7 +237,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if let Some(f) = words.next() {
         return Err(format!(
             "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp`, then `2rows`, then \
-             `pipe`, then `ringS` and `lagD` (each at most once)"
+             `pipe`, then `cluster`, then `early`, then `ringS` and `lagD` (each at most once)"
         ));
     }
     if ring > 0 && (bulk || one_exp || rows != 1 || smem_kib == 0 || ring < lag + 2 || lag < 1) {
@@ -239,6 +250,17 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
         return Err(format!(
             "`{s}`: `pipe` takes a shared-memory slice brought in by loads (no bulk, 1exp, \
              2rows or ring)"
+        ));
+    }
+    if cluster && (rows != 1 || smem_kib == 0 || ring > 0) {
+        return Err(format!(
+            "`{s}`: `cluster` takes a shared-memory slice of one row a block (no 2rows or ring)"
+        ));
+    }
+    if early && (!one_exp || bulk || rows != 1 || pipe || ring > 0) {
+        return Err(format!(
+            "`{s}`: `early` takes a shared-memory slice brought in by loads with `1exp` (no bulk, \
+             2rows, pipe or ring), e.g. 256,32,64k,1exp,early or 256,32,64k,1exp,cluster,early"
         ));
     }
     if ring == 0 && lag > 0 {
@@ -255,7 +277,19 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if !(1..=64).contains(&per_thread) {
         return Err(format!("elements per thread {per_thread}: must be 1..=64"));
     }
-    Ok(CoopTuning { threads, per_thread, smem_kib, bulk, one_exp, rows, ring, lag, pipe })
+    Ok(CoopTuning {
+        threads,
+        per_thread,
+        smem_kib,
+        bulk,
+        one_exp,
+        rows,
+        ring,
+        lag,
+        pipe,
+        cluster,
+        early,
+    })
 }
 
 /// One measured kernel.

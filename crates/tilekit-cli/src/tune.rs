@@ -55,6 +55,11 @@ pub struct Args {
     /// `cluster 2`). With `--save`, the winners are chosen among these alone.
     #[arg(long)]
     pub config: Option<String>,
+    /// The cooperative softmax shapes to time (repeatable), in `bench --softmax-coop`'s
+    /// labels, instead of the built-in sweep's; with `--config coop` only they are timed, e.g.
+    /// `--coop 256,32,64k,1exp,cluster --coop 256,16,64k,1exp`.
+    #[arg(long = "coop", value_parser = crate::bench::parse_coop)]
+    pub coop: Vec<CoopTuning>,
     /// Timed repetitions per candidate (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub reps: usize,
@@ -370,18 +375,23 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
 /// let c = softmax_configs(ScalarType::F32, 262144);
 /// let smem: Vec<_> = c.iter().filter(|(l, _)| l.starts_with("coop smem")).collect();
 /// // 18 shapes less those whose one step (f32: threads × 16 B × vectors) exceeds the slice,
-/// // each with two exponentials per element and with one
-/// assert_eq!(smem.len(), 22);
+/// // each with two exponentials per element and with one (22); two of 96 KiB; the cluster
+/// // shapes whose row fits 16 blocks (4) and the early ones (4)
+/// assert_eq!(smem.len(), 32);
 /// assert_eq!(smem.iter().filter(|(l, _)| l.starts_with("coop smem bulk")).count(), 6);
-/// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" 1exp, ")).count(), 11);
+/// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" 1exp, ")).count(), 13);
+/// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" cluster, ")).count(), 4);
 /// assert!(smem.iter().any(|(l, _)| l == "coop smem 1exp, 16 blocks × 256 threads × 64 KiB slice (4 vectors a step)"));
-/// assert!(smem.iter().all(|(l, k)| l.contains(" 1exp, ") == matches!(k, Knob::Coop(t) if t.one_exp)));
+/// assert!(smem.iter().all(|(l, k)| l.contains(" 1exp") == matches!(k, Knob::Coop(t) if t.one_exp)));
 /// assert!(smem.iter().all(|(_, k)| matches!(k, Knob::Coop(t) if t.smem_kib > 0)));
 /// assert!(smem.iter().any(|(l, _)| l == "coop smem, 16 blocks × 256 threads × 64 KiB slice (4 vectors a step)"));
 /// ```
 pub fn softmax_configs(ty: ScalarType, n: i64) -> Vec<(String, Knob)> {
     let v = tilekit_ops::host::vector_for(ty, &[n]);
-    softmax_candidates(ty, n, v).into_iter().map(|(l, k, _, _)| (l, k)).collect()
+    softmax_candidates(ty, n, v, &CoopTuning::candidates())
+        .into_iter()
+        .map(|(l, k, _, _)| (l, k))
+        .collect()
 }
 
 /// The softmax candidates of a row length: the register kernel at 256/512/1024 threads when
@@ -390,6 +400,7 @@ fn softmax_candidates(
     ty: ScalarType,
     n: i64,
     v: i64,
+    coop: &[CoopTuning],
 ) -> Vec<(String, Knob, Result<Kernel, OpsError>, Grid)> {
     let mut out = Vec::new();
     let vw = 16 / ty.size_bytes() as i64;
@@ -582,7 +593,7 @@ fn softmax_candidates(
     // the row split over k cooperating blocks (no clusters; one read, one write), timed
     // through the API: each call allocates and zeroes the counters, as a user's call does
     if n > reduce::MAX_REGISTER_ROW {
-        for c in CoopTuning::candidates() {
+        for &c in coop {
             let Some((k, chunks)) = c.plan(ty, n) else { continue };
             if c.smem() && c.threads as i64 * 16 * c.unroll(ty) > i64::from(c.smem_kib) * 1024 {
                 // one step is larger than the slice asked for: the same kernel as a shape
@@ -603,7 +614,7 @@ fn softmax_candidates(
             } else if c.smem() {
                 let slice = chunks * c.threads as i64 * vw * c.unroll(ty);
                 format!(
-                    "coop smem{}{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
+                    "coop smem{}{}{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
                     if c.bulk { " bulk" } else { "" },
                     if c.one_exp { " 1exp" } else { "" },
                     if c.rows == 2 {
@@ -612,6 +623,12 @@ fn softmax_candidates(
                         " pipe"
                     } else {
                         ""
+                    },
+                    match (c.cluster, c.early) {
+                        (true, true) => " cluster early",
+                        (true, false) => " cluster",
+                        (false, true) => " early",
+                        (false, false) => "",
                     },
                     c.threads,
                     slice * ty.size_bytes() as i64 / 1024,
@@ -675,7 +692,7 @@ fn tune_softmax(
     n: i64,
     ty: ScalarType,
     (reps, copy_gbs): (usize, f64),
-    config_filter: Option<&str>,
+    (config_filter, coop): (Option<&str>, &[CoopTuning]),
 ) -> Result<Vec<Candidate>, CliError> {
     let case = format!("softmax {m}x{n} {ty}");
     let layout = TensorLayout::contiguous(ty, vec![m, n])
@@ -700,7 +717,7 @@ fn tune_softmax(
     let mut out = Vec::new();
     let sm90 = cuda.gpu().props().compute_capability.0 >= 9;
     let sms = cuda.gpu().props().sm_count.max(1) as u32;
-    for (config, knob, kernel, grid) in softmax_candidates(ty, n, v) {
+    for (config, knob, kernel, grid) in softmax_candidates(ty, n, v, coop) {
         if config_filter.is_some_and(|f| !config.contains(f)) {
             continue;
         }
@@ -1047,7 +1064,8 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         if a.filter.as_ref().is_some_and(|f| !case.contains(f.as_str())) {
             continue;
         }
-        let c = tune_softmax(&cuda, m, n, ty, (a.reps, copy), a.config.as_deref())?;
+        let coop = if a.coop.is_empty() { CoopTuning::candidates() } else { a.coop.clone() };
+        let c = tune_softmax(&cuda, m, n, ty, (a.reps, copy), (a.config.as_deref(), &coop))?;
         let best = c.iter().map(|c| c.ratio_to_copy).fold(0.0, f64::max);
         let t = cuda.tuning();
         // what the API launches with this device's tuning (the Record backend plans it)

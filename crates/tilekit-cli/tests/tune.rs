@@ -129,14 +129,20 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
     for ty in [ScalarType::F32, ScalarType::BF16] {
         // every shared-memory shape whose one step fits the slice it asks for (a larger step
         // gives the kernel of a larger slice, timed once under that name), with two
-        // exponentials per element and with one, and the 3 ring shapes
+        // exponentials per element and with one, two of 96 KiB, the 6 cluster and 4 early
+        // shapes, and the 3 ring shapes
         let want: Vec<CoopTuning> = CoopTuning::candidates()
             .into_iter()
             .filter(|c| c.smem() && c.threads * 16 * c.unroll(ty) as u32 <= c.smem_kib * 1024)
             .collect();
-        assert_eq!(want.len(), if ty == ScalarType::F32 { 22 + 3 } else { 32 + 3 }, "{ty}");
+        let f32 = ty == ScalarType::F32;
+        assert_eq!(want.len(), if f32 { 22 + 12 + 3 } else { 32 + 12 + 3 }, "{ty}");
         assert_eq!(want.iter().filter(|c| c.ring > 0).count(), 3, "{ty}");
-        assert_eq!(want.iter().filter(|c| c.one_exp).count(), (want.len() - 3) / 2, "{ty}");
+        assert_eq!(want.iter().filter(|c| c.cluster).count(), 6, "{ty}");
+        assert_eq!(want.iter().filter(|c| c.early).count(), 4, "{ty}");
+        // half the 22 (32) swept shapes, the 96 KiB ones, 4 of the cluster ones, every early one
+        let one_exp = if f32 { 11 } else { 16 } + 2 + 4 + 4;
+        assert_eq!(want.iter().filter(|c| c.one_exp).count(), one_exp, "{ty}");
         for n in [65536i64, 262144] {
             let configs = softmax_configs(ty, n);
             // what `--config coop` keeps: the register and the shared-memory shapes
@@ -149,13 +155,19 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
                     _ => None,
                 })
                 .collect();
-            assert_eq!(smem, want, "{ty} {n}");
+            // (a row of more than 16 blocks has no cluster shape)
+            let planned: Vec<CoopTuning> =
+                want.iter().filter(|c| c.plan(ty, n).is_some()).copied().collect();
+            // (f32 rows of 262144 over 32 KiB slices: 32 blocks)
+            assert_eq!(planned.len() < want.len(), f32 && n == 262144, "{ty} {n}");
+            assert_eq!(smem, planned, "{ty} {n}");
             for (label, k) in &coop {
                 let Knob::Coop(c) = k else { panic!("{label}: {k:?}") };
                 let smem_label = label.starts_with("coop smem") || label.starts_with("coop ring");
                 assert_eq!(smem_label, c.smem(), "{label}");
                 assert_eq!(label.starts_with("coop ring"), c.ring > 0, "{label}");
-                assert_eq!(label.contains(" 1exp, "), c.one_exp, "{label}");
+                assert_eq!(label.contains(" 1exp"), c.one_exp, "{label}");
+                assert_eq!(label.contains(" cluster"), c.cluster, "{label}");
             }
         }
     }

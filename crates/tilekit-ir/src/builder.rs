@@ -1099,6 +1099,37 @@ impl KernelBuilder {
         Ok(())
     }
 
+    /// The first half of a split cluster barrier ([`Op::ClusterArrive`], release): this
+    /// thread's earlier accesses happen before every thread's return from its next
+    /// [`cluster_wait`](Self::cluster_wait); the thread does not wait. A block that read other
+    /// blocks' shared memory arrives once done, works on, and waits before it exits, so no
+    /// block leaves while its shared memory may still be read — without stopping where it
+    /// arrived. Only in cluster kernels.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    /// assert!(b.cluster_arrive().is_err()); // no cluster
+    /// b.set_cluster_dim([2, 1, 1]).unwrap();
+    /// b.cluster_arrive().unwrap();
+    /// b.cluster_wait().unwrap();
+    /// let text = b.finish().unwrap().to_string();
+    /// assert!(text.contains("barrier.cluster.arrive") && text.contains("barrier.cluster.wait"));
+    /// ```
+    pub fn cluster_arrive(&self) -> Result<()> {
+        self.need_cluster("barrier.cluster.arrive")?;
+        self.ctx.borrow_mut().push(Op::ClusterArrive, &[]);
+        Ok(())
+    }
+
+    /// The second half of a split cluster barrier ([`Op::ClusterWait`], acquire): waits until
+    /// every thread of the cluster has [arrived](Self::cluster_arrive). Only in cluster kernels.
+    pub fn cluster_wait(&self) -> Result<()> {
+        self.need_cluster("barrier.cluster.wait")?;
+        self.ctx.borrow_mut().push(Op::ClusterWait, &[]);
+        Ok(())
+    }
+
     pub(crate) fn need_cluster(&self, op: &str) -> Result<()> {
         let dims = self.ctx.borrow().cluster_dim;
         if dims == [1, 1, 1] {

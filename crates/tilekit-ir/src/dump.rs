@@ -65,6 +65,8 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Store { mem, values, .. } => format!("st.{}{}", mem.space.name(), v(values.len())),
         Op::Barrier => "bar.sync".into(),
         Op::ClusterBarrier => "barrier.cluster".into(),
+        Op::ClusterArrive => "barrier.cluster.arrive".into(),
+        Op::ClusterWait => "barrier.cluster.wait".into(),
         Op::Async(a) => a.name().into(),
         Op::Wgmma(w) => w.name().into(),
         Op::LoadCluster { width, .. } => format!("ld.shared::cluster{}", v(*width as usize)),
@@ -201,7 +203,12 @@ pub fn inst_text(k: &Kernel, inst: &Inst) -> String {
         Op::Store { mem: m, offset, values, mask: p } => {
             format!("{mn}.{} {}, {}{}", m.elem, mem(k, *m, *offset), list(values), mask(p))
         }
-        Op::Barrier | Op::ClusterBarrier | Op::Elect | Op::Clock(_) => mn,
+        Op::Barrier
+        | Op::ClusterBarrier
+        | Op::ClusterArrive
+        | Op::ClusterWait
+        | Op::Elect
+        | Op::Clock(_) => mn,
         Op::Async(a) => async_text(k, a, mn),
         Op::Wgmma(w) => w.text(k),
         Op::LoadCluster { mem: m, cta, offset, .. } => {

@@ -539,6 +539,15 @@ pub enum Op {
     /// another block may still read its shared memory, so a kernel that reads other blocks'
     /// shared memory ends with one.
     ClusterBarrier,
+    /// `barrier.cluster.arrive` alone (release): the first half of a split
+    /// [`Op::ClusterBarrier`]. This thread's earlier accesses (its reads of other blocks'
+    /// shared memory included) happen before the return of every thread's next
+    /// [`Op::ClusterWait`]; the thread goes on without waiting. Every thread of the cluster
+    /// arrives once before it waits, and waits once before it arrives again.
+    ClusterArrive,
+    /// `barrier.cluster.wait` (acquire): waits until every thread of the cluster has arrived
+    /// ([`Op::ClusterArrive`]) in the generation this thread arrived in.
+    ClusterWait,
     /// A vector load of `width` consecutive elements at element offset `offset` of the shared
     /// allocation `mem` **of the cluster's block with rank `cta`** (distributed shared memory:
     /// `mapa.shared::cluster` + `ld.shared::cluster`); one result per element.
@@ -710,6 +719,8 @@ impl Op {
             | Op::Special(_)
             | Op::Barrier
             | Op::ClusterBarrier
+            | Op::ClusterArrive
+            | Op::ClusterWait
             | Op::Elect
             | Op::FenceGpu
             | Op::GridDepWait

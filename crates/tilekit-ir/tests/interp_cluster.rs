@@ -382,3 +382,82 @@ fn a_remote_arrival_outside_the_cluster_is_named() {
         other => panic!("expected a rank error, got {other:?}"),
     }
 }
+
+/// What the split-barrier ring leaves out or adds.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Split {
+    None,
+    NoWait,
+    WriteAfterArrive,
+    WaitWithoutArrive,
+}
+
+/// [`ring`] with the exit barrier split: after reading its peer, each thread arrives
+/// (`barrier.cluster.arrive`), stores its value again to `y[32·(blocks) + …]` (work after the
+/// arrival), and waits (`barrier.cluster.wait`) at the end.
+fn split_ring(bug: Split) -> Kernel {
+    let threads = 32u32;
+    let b = KernelBuilder::new("split_ring", [threads, 1, 1]).unwrap();
+    b.set_cluster_dim([C, 1, 1]).unwrap();
+    let y = b.ptr_param("y", ScalarType::F32).unwrap();
+    let s = b.shared("s", ScalarType::F32, threads as usize).unwrap();
+    let t = b.thread_id(Axis::X);
+    let r = b.cluster_cta_rank();
+    let blk = b.block_id(Axis::X);
+    let v = blk.clone() * Idx::lit(1000) + r.clone() * Idx::lit(100) + t.clone();
+    b.store(s, &t, &[b.cvt(&v, ScalarType::F32).unwrap()], None).unwrap();
+    b.cluster_barrier().unwrap();
+    let peer = (r.clone() + Idx::lit(1)) % Idx::lit(C as i64);
+    let got = b.load_cluster(s, &peer, &t, 1).unwrap();
+    if bug != Split::WaitWithoutArrive {
+        b.cluster_arrive().unwrap();
+    }
+    if bug == Split::WriteAfterArrive {
+        b.store(s, &t, &[b.f32(-1.0)], None).unwrap();
+    }
+    // after the arrival: this block's own work (its output), no peer memory
+    b.store(y, &(blk * Idx::lit(threads as i64) + t.clone()), &got, None).unwrap();
+    if bug != Split::NoWait {
+        b.cluster_wait().unwrap();
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_split_exit_barrier_lets_blocks_work_between_arrive_and_wait() {
+    let k = split_ring(Split::None);
+    assert!(k.to_string().contains("barrier.cluster.arrive"));
+    let blocks = 2 * C;
+    let mut a = args((blocks * 32) as usize);
+    run(&k, [blocks, 1, 1], &mut a).unwrap();
+    let y = a.take_buffer(0).unwrap().to_f32().unwrap();
+    for blk in 0..blocks {
+        let (rank, first) = (blk % C, blk - blk % C);
+        let peer_rank = (rank + 1) % C;
+        for t in 0..32 {
+            let want = (1000 * (first + peer_rank) + 100 * peer_rank + t) as f32;
+            assert_eq!(y[(blk * 32 + t) as usize], want, "block {blk} thread {t}");
+        }
+    }
+    // lockstep cannot run it: a named error, not a silent wrong order
+    let e = tilekit_ir::interp::run_scheduled(
+        &k,
+        [C, 1, 1],
+        &mut args(128),
+        tilekit_ir::interp::Schedule::Lockstep,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("warp schedule"), "{e}");
+}
+
+#[test]
+fn split_barrier_misuse_is_named() {
+    // ending after the arrival without waiting, overwriting the shared memory a peer may
+    // still read after the arrival, waiting without arriving
+    let e = run(&split_ring(Split::NoWait), [C, 1, 1], &mut args(128)).unwrap_err();
+    assert!(e.to_string().contains("without barrier.cluster.wait"), "{e}");
+    let e = run(&split_ring(Split::WriteAfterArrive), [C, 1, 1], &mut args(128)).unwrap_err();
+    assert!(matches!(e, InterpError::ClusterRace { .. }), "{e}");
+    let e = run(&split_ring(Split::WaitWithoutArrive), [C, 1, 1], &mut args(128)).unwrap_err();
+    assert!(e.to_string().contains("waits without having arrived"), "{e}");
+}

@@ -705,7 +705,8 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     }
     let per_sm = c.resident_blocks(ty, chunks);
     let resident = i64::from(b.multiprocessors()) * i64::from(per_sm);
-    if i64::from(k) > resident {
+    // a cluster's blocks start together (the hardware's guarantee): no deadlock bound
+    if !c.cluster && i64::from(k) > resident {
         return Err(OpsError::invalid(
             op,
             "blocks per row (cooperative softmax)",
@@ -726,7 +727,9 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8), bulk and
     // one exponential per element
     let key = if c.smem() {
-        let vu = i64::from(c.pipe) * 1_000_000
+        let vu = i64::from(c.early) * 100_000_000
+            + i64::from(c.cluster) * 10_000_000
+            + i64::from(c.pipe) * 1_000_000
             + v * 10000
             + i64::from(c.rows) * 1000
             + i64::from(c.one_exp) * 100
@@ -741,6 +744,11 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     let rows = i64::from(c.rows.max(1));
     let groups = (m + rows - 1) / rows;
     let grid = [grid_u32(op, "row groups × blocks per row", groups * i64::from(k))?, 1, 1];
+    if c.cluster {
+        // the row's blocks meet in their cluster: no counters, no pairs in global memory
+        let args = Bindings::new(&kern).input("x", x, b)?.output("y", y, b)?;
+        return b.launch(&kern, grid, args);
+    }
     launch_exchange(b, &kern, grid, (x, y), (m, k))
 }
 

@@ -125,7 +125,8 @@ fn the_coop_softmax_assembles_without_spills_for_every_tuned_shape() {
         let v = 16 / ty.size_bytes() as i64;
         for n in [65536i64, 262144] {
             // (the ring shapes are assembled with the shared-memory ones below)
-            for c in CoopTuning::candidates().into_iter().filter(|c| c.ring == 0) {
+            // (the cluster shapes too: they meet in their cluster, not at counters)
+            for c in CoopTuning::candidates().into_iter().filter(|c| c.ring == 0 && !c.cluster) {
                 // small shapes need more than 64 blocks for the longest rows: not planned
                 let Some((k, chunks)) = c.plan(ty, n) else {
                     assert!(n == 262144 && c.threads * c.per_thread as u32 <= 2048, "{c:?}");
@@ -173,31 +174,32 @@ fn the_coop_smem_softmax_assembles_without_spills_within_its_register_estimate()
         for n in [65536i64, 262144] {
             for c in CoopTuning::candidates().into_iter().filter(|c| c.smem()) {
                 // a ring whose step outgrows its slots (f32 1024 × 8 a step in 16 KiB) has no
-                // plan: `tilekit tune` skips it
+                // plan, nor a row of more than 16 blocks as one cluster: `tilekit tune` skips them
                 let Some((k, chunks)) = c.plan(ty, n) else {
-                    assert!(c.ring > 0, "{ty} {n} {c:?}");
+                    assert!(c.ring > 0 || c.cluster, "{ty} {n} {c:?}");
                     continue;
                 };
                 let kern = c.build(ty, v, k, chunks).unwrap();
                 let unroll = c.unroll(ty);
                 for t in Target::ALL {
-                    if (c.bulk || c.ring > 0) && t == Target::Sm80 {
-                        // bulk copies and mbarriers are sm_90: a named error, not PTX
+                    if (c.bulk || c.ring > 0 || c.cluster) && t == Target::Sm80 {
+                        // bulk copies, mbarriers and clusters are sm_90: a named error, not PTX
                         let e = emit_kernel(&kern, t).unwrap_err().to_string();
                         assert!(e.contains("sm_90"), "{ty} {c:?}: {e}");
                         continue;
                     }
                     let ptx = emit_kernel(&kern, t).unwrap();
-                    // one polling loop per row the block waits for
-                    let polls = c.rows as usize;
+                    // one polling loop per row the block waits for; none in a cluster
+                    let polls = if c.cluster { 0 } else { c.rows as usize };
                     assert_eq!(ptx.matches("nanosleep.u32").count(), polls, "{ty} {c:?}");
                     let name = format!(
-                        "coop_smem_{}_{}_{unroll}_{chunks}_{k}{}{}{}",
+                        "coop_smem_{}_{}_{unroll}_{chunks}_{k}{}{}{}{}",
                         ty.name(),
                         c.threads,
                         if c.bulk { "_bulk" } else { "" },
                         if c.one_exp { "_1exp" } else { "" },
-                        if c.rows == 2 { "_2rows" } else { "" }
+                        if c.rows == 2 { "_2rows" } else { "" },
+                        if c.cluster { "_cluster" } else { "" }
                     ) + &if c.ring > 0 {
                         format!("_ring{}_{}", c.ring, c.lag)
                     } else {

@@ -12,8 +12,10 @@ use tilekit_ops::api;
 use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
 use tilekit_ops::host;
 use tilekit_ops::reduce::coop_smem::{
+    build_softmax_coop_smem_cluster, build_softmax_coop_smem_early,
     build_softmax_coop_smem_one_exp, build_softmax_coop_smem_pipelined,
-    build_softmax_coop_smem_rows, coop_smem_one_exp_resident_blocks, ONE_EXP_PIPELINE_STEPS,
+    build_softmax_coop_smem_rows, coop_smem_one_exp_resident_blocks, Variant,
+    ONE_EXP_PIPELINE_STEPS,
 };
 use tilekit_ops::reduce::{
     build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes, reference,
@@ -29,6 +31,7 @@ enum Kind {
     TwoExp,
     OneExp,
     Pipe,
+    Early,
 }
 
 /// Runs the kernel directly: `m` rows of `n`, `k` blocks of `threads` per row, `unroll`
@@ -52,6 +55,10 @@ fn run_smem(
         Kind::Pipe => {
             assert!(!bulk, "the pipelined pass 1 loads");
             build_softmax_coop_smem_pipelined(ty, threads, v, k, unroll, chunks).unwrap()
+        }
+        Kind::Early => {
+            assert!(!bulk, "publishing before pass 2 takes loads");
+            build_softmax_coop_smem_early(ty, threads, v, k, unroll, chunks).unwrap()
         }
     };
     assert_eq!(kern.shared_bytes(), coop_smem_shared_bytes(threads, unroll, chunks, bulk));
@@ -127,8 +134,10 @@ fn bf16_rows_near_the_largest_floats_take_the_exact_exponent() {
     let ty = ScalarType::BF16;
     let x = host::from_f64(ty, &vals);
     let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
-    let got = run_smem(&x, (m, n), ty, (32, 2, 1, 2), (2 * m as u32, false, Kind::TwoExp));
-    assert_close_relative(&got.unwrap(), &want, n, ty, "coop smem bf16 beyond 2^126");
+    for kind in [Kind::TwoExp, Kind::OneExp, Kind::Early] {
+        let got = run_smem(&x, (m, n), ty, (32, 2, 1, 2), (2 * m as u32, false, kind));
+        assert_close_relative(&got.unwrap(), &want, n, ty, &format!("{kind:?} bf16 beyond 2^126"));
+    }
     // the case is what it claims: row 0's mass sits in its second half, on a few tied maxima
     let w = host::to_f64(&want);
     let (first, second) = w[..n].split_at(n / 2);
@@ -509,6 +518,7 @@ fn check_cases(cases: &[Case], seed: u64, kind: Kind) {
         Kind::TwoExp => "coop smem",
         Kind::OneExp => "coop smem 1exp",
         Kind::Pipe => "coop smem pipe",
+        Kind::Early => "coop smem 1exp early",
     };
     for ty in [ScalarType::F32, ScalarType::BF16] {
         let v = 16 / ty.size_bytes() as i64;
@@ -525,7 +535,7 @@ fn check_cases(cases: &[Case], seed: u64, kind: Kind) {
             let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
             // bulk copies only take rows of whole 16-byte vectors; the pipelined pass 1 loads
             let bulks = [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0);
-            for bulk in bulks.filter(|&bu| !bu || kind != Kind::Pipe) {
+            for bulk in bulks.filter(|&bu| !bu || !matches!(kind, Kind::Pipe | Kind::Early)) {
                 let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, kind))
                     .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
                 let what = format!("{label} {ty} {m}x{n} {shape:?} bulk {bulk}");
@@ -567,4 +577,164 @@ fn pipelined_pass_one_matches_the_f64_reference() {
         ((2, 2000), (32, 4, 1, 4)),
     ];
     check_cases(&cases, 31, Kind::Pipe);
+}
+
+#[test]
+fn a_rows_blocks_as_one_cluster_match_the_f64_reference() {
+    // 128 threads × 16 elements a step, 16 KiB slices (f32 4096 elements, bf16 8192) as in
+    // the counter kernel's API test, each row's blocks one thread-block cluster: two and one
+    // exponentials, bulk copies (aligned rows), pass 1 pipelined; rows ending inside the last
+    // block (f32 20001: scalar accesses), a split whose last block is padding only (k 4 for
+    // 9000 f32: 3 blocks hold it), and one block a row (k 1, no cluster at all)
+    let base = CoopTuning::in_shared(128, 16, 16).with_cluster();
+    let shapes = [
+        ("cluster", base, "softmax_cluster_smem"),
+        ("cluster 1exp", base.with_one_exp(), "softmax_cluster_smem_1exp"),
+        ("cluster bulk", base.with_bulk(), "softmax_cluster_smem_bulk"),
+        ("cluster bulk 1exp", base.with_bulk().with_one_exp(), "softmax_cluster_smem_bulk_1exp"),
+        ("cluster pipe", base.with_pipe(), "softmax_cluster_smem_pipe"),
+        ("cluster early", base.with_early(), "softmax_cluster_smem_1exp_early"),
+    ];
+    for (label, coop, name) in shapes {
+        let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
+        for (ty, m, n) in [
+            (ScalarType::F32, 2i64, 20001i64),
+            (ScalarType::F32, 3, 24576),
+            (ScalarType::BF16, 2, 40000),
+            (ScalarType::BF16, 3, 49152),
+        ] {
+            let (k, _) = coop.plan(ty, n).unwrap();
+            let part = (n as usize).div_ceil(k as usize);
+            let what = format!("{label} {ty} {m}x{n}");
+            let l = api_softmax_checked(t, ty, (m, n), (part, 41), &what);
+            let kern = l.kernel.kernel();
+            // unaligned rows take loads where bulk copies were asked for
+            let want = if n % (16 / ty.size_bytes() as i64) != 0 {
+                name.replace("_bulk", "")
+            } else {
+                name.to_string()
+            };
+            assert_eq!(kern.name, want, "{what}");
+            assert_eq!(kern.cluster_dim, [k, 1, 1], "{what}");
+            assert_eq!(l.grid, [m as u32 * k, 1, 1], "{what}");
+            // no counters or pairs in global memory: x and y are the only parameters
+            let names: Vec<&str> = kern.params.iter().map(|p| p.name.as_str()).collect();
+            assert!(names.iter().all(|p| p.starts_with("x") || p.starts_with("y")), "{names:?}");
+            let text = kern.to_string();
+            assert!(!text.contains("atom"), "{what}: no ticket");
+            // one full barrier before the pairs are read, a split one after: arrive, wait last
+            let (arrive, wait) =
+                (text.find("barrier.cluster.arrive"), text.rfind("barrier.cluster.wait"));
+            assert!(arrive.is_some() && arrive < wait, "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_cluster_of_one_and_a_padding_block_match_the_reference() {
+    // through the API, k = 1: a 200 KiB slice holds f32 20000 (no cluster, no exchange)
+    let one = CoopTuning::in_shared(128, 16, 200).with_cluster();
+    let t = Tuning { softmax_coop: Some(one), ..Tuning::default() };
+    assert_eq!(one.plan(ScalarType::F32, 20000), Some((1, 10)));
+    let l = api_softmax_checked(t, ScalarType::F32, (2, 20000), (20000, 43), "cluster of 1");
+    assert_eq!(l.kernel.kernel().cluster_dim, [1, 1, 1]);
+    // directly, 2 rows of 1500 over clusters of 4 blocks × 32 threads × 8 elements × 2 steps
+    // (512 a block): the last block of each row holds no element and still meets its cluster
+    for (ty, one_exp) in [(ScalarType::F32, false), (ScalarType::BF16, true)] {
+        let (m, n, k) = (2usize, 1500usize, 4u32);
+        let unroll = 8 / (16 / ty.size_bytes() as i64);
+        let variant = Variant { one_exp, ..Variant::default() };
+        let kern = build_softmax_coop_smem_cluster(ty, 32, 1, k, (unroll, 2), variant).unwrap();
+        let x = host::from_f64(ty, &random_rows(m, n, 375, 47));
+        let y = run_x_y(&kern, &x, (m, n), ty, m as u32 * k);
+        let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+        assert_close_relative(&y, &want, n, ty, &format!("cluster of {k} {ty} padding block"));
+    }
+}
+
+/// Runs a kernel of params `x`, `y` (the `m × n` rows) on the interpreter on `blocks` blocks,
+/// `y` poisoned with NaN; returns `y`.
+fn run_x_y(
+    kern: &tilekit_ir::Kernel,
+    x: &HostBuffer,
+    (m, n): (usize, usize),
+    ty: ScalarType,
+    blocks: u32,
+) -> HostBuffer {
+    use tilekit_ir::interp::{self, Args};
+    let mut a = Args::new();
+    let (mi, ni) = (m as i64, n as i64);
+    a.tensor(x.clone(), &[mi, ni], &[ni, 1]).tensor(
+        host::poisoned(ty, m * n).unwrap(),
+        &[mi, ni],
+        &[ni, 1],
+    );
+    interp::run(kern, [blocks, 1, 1], &mut a).unwrap_or_else(|e| panic!("{}: {e}", kern.name));
+    a.take_buffer(5).unwrap()
+}
+
+#[test]
+fn clusters_are_refused_beyond_16_blocks_and_with_two_rows() {
+    let c = CoopTuning::in_shared(256, 16, 16).with_cluster();
+    // f32 262144 over 16 KiB slices: 64 blocks, more than a cluster holds
+    assert_eq!(c.plan(ScalarType::F32, 262144), None);
+    assert_eq!(CoopTuning { cluster: false, ..c }.plan(ScalarType::F32, 262144), Some((64, 1)));
+    for bad in [c.with_rows(2), CoopTuning { smem_kib: 0, ..c }] {
+        let e = bad.build(ScalarType::F32, 4, 4, 2).unwrap_err();
+        assert!(matches!(e, OpsError::Invalid { .. }), "{bad:?}: {e}");
+    }
+    let e = c.build(ScalarType::F32, 4, 17, 2).unwrap_err();
+    assert!(e.to_string().contains("1..=16"), "{e}");
+}
+
+#[test]
+fn publishing_before_pass_2_matches_the_f64_reference() {
+    // the one-exponential cases (loads): pass 1 keeps the running sum, pass 2 runs after the
+    // block has published
+    let cases: [Case; 6] = [
+        ((3, 4096), (64, 4, 2, 2)),
+        ((2, 3001), (32, 4, 2, 3)),
+        ((3, 1500), (32, 4, 2, 2)),
+        ((2, 2047), (128, 2, 2, 1)),
+        ((2, 999), (32, 1, 2, 4)),
+        ((2, 5001), (32, 2, 1, ONE_EXP_PIPELINE_STEPS + 4)),
+    ];
+    check_cases(&cases, 51, Kind::Early);
+}
+
+#[test]
+fn the_running_sum_is_rescaled_as_the_max_grows() {
+    // rows rising by 80 over each block's slice (every step raises the thread's max, so its
+    // running sum is rescaled by factors down to e^-80 and must keep only the last steps'
+    // terms) and rows falling the same way (no rescale after the first step)
+    for ty in [ScalarType::F32, ScalarType::BF16] {
+        let (m, n) = (2usize, 2048usize);
+        let vals = shaped_rows((m, n), 53, |r, c, v| {
+            let ramp = 80.0 * (c % 512) as f64 / 512.0;
+            (if r == 0 { ramp } else { -ramp }) + v / 50.0
+        });
+        let x = host::from_f64(ty, &vals);
+        let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
+        let unroll = if ty == ScalarType::F32 { 2 } else { 1 };
+        let got = run_smem(&x, (m, n), ty, (32, 4, unroll, 2), (4 * m as u32, false, Kind::Early));
+        assert_close_relative(&got.unwrap(), &want, n, ty, &format!("early {ty} ramps"));
+    }
+}
+
+#[test]
+fn early_is_refused_outside_the_one_exponential_loads_kernel() {
+    let c = CoopTuning::in_shared(256, 16, 32).with_early();
+    for bad in [
+        CoopTuning { one_exp: false, ..c },
+        CoopTuning { bulk: true, ..c },
+        c.with_rows(2),
+        CoopTuning { smem_kib: 0, ..c },
+    ] {
+        // (without a shared-memory slice, one_exp is the first thing named)
+        let e = bad.build(ScalarType::F32, 4, 4, 2).unwrap_err().to_string();
+        assert!(e.contains("early") || e.contains("one_exp"), "{bad:?}: {e}");
+    }
+    let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
+    let l = api_softmax_checked(t, ScalarType::BF16, (2, 40000), (8000, 57), "api early bf16");
+    assert_eq!(l.kernel.kernel().name, "softmax_coop_smem_1exp_early");
 }

@@ -568,6 +568,8 @@ impl<'k> Emitter<'k> {
                 self.line("barrier.cluster.arrive.aligned;");
                 self.line("barrier.cluster.wait.aligned;");
             }
+            Op::ClusterArrive => self.line("barrier.cluster.arrive.aligned;"),
+            Op::ClusterWait => self.line("barrier.cluster.wait.aligned;"),
             Op::Store { mem, offset, values, mask } => self.store(*mem, *offset, values, *mask)?,
             Op::Barrier => self.line("bar.sync 0;"),
             Op::FenceGpu => self.line("fence.acq_rel.gpu;"),

@@ -913,6 +913,16 @@ impl<'a> BlockExec<'a> {
                 self.loaded(inst, m);
                 self.acquire(p, &touched);
             }
+            Op::ClusterArrive | Op::ClusterWait => {
+                return Err(InterpError::InvalidKernel {
+                    kernel: self.k.name.clone(),
+                    reason: format!(
+                        "`{}`: a split cluster barrier runs under the warp schedule \
+                         (Schedule::Auto or Schedule::Warps), not in lockstep",
+                        self.text(inst)
+                    ),
+                })
+            }
             Op::Barrier | Op::ClusterBarrier => {
                 if let Some(t) = m.on.iter().position(|&x| !x) {
                     return Err(InterpError::BarrierDivergence {

@@ -199,6 +199,8 @@ fn check_inst(
         }
         Op::Barrier
         | Op::ClusterBarrier
+        | Op::ClusterArrive
+        | Op::ClusterWait
         | Op::Note(_)
         | Op::FenceGpu
         | Op::GridDepWait

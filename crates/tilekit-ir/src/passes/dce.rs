@@ -38,6 +38,8 @@ pub fn has_effect(inst: &Inst) -> bool {
         Op::Store { .. }
         | Op::Barrier
         | Op::ClusterBarrier
+        | Op::ClusterArrive
+        | Op::ClusterWait
         | Op::Async(_)
         | Op::Note(_)
         | Op::AtomicAdd { .. }

@@ -53,6 +53,8 @@ fn rename_op(op: &mut Op, f: &dyn Fn(ValueId) -> ValueId) {
         | Op::Special(_)
         | Op::Barrier
         | Op::ClusterBarrier
+        | Op::ClusterArrive
+        | Op::ClusterWait
         | Op::Elect
         | Op::Clock(_)
         | Op::FenceGpu

@@ -143,7 +143,29 @@ pub struct CoopTuning {
     /// Labelled `pipe`.
     #[serde(default)]
     pub pipe: bool,
+    /// Shared memory, one row a block, not the ring: the row's `k` blocks (at most
+    /// [`MAX_CLUSTER_BLOCKS`]) form a **thread-block cluster** (sm_90) and meet at
+    /// `barrier.cluster`, reading each other's (max, sum) through distributed shared memory —
+    /// no ticket, no counters, no global exchange (the hardware schedules a cluster's blocks
+    /// together: [`super::coop_smem`], "clusters"). Labelled `cluster`.
+    #[serde(default)]
+    pub cluster: bool,
+    /// Shared memory, one exponential, loads, one row a block, the counter exchange: pass 1
+    /// keeps a running sum beside the max, so the block publishes its (max, sum) before pass 2
+    /// and writes its exponentials while the row's other blocks come in
+    /// ([`super::coop_smem::build_softmax_coop_smem_early`]). Labelled `early`.
+    #[serde(default)]
+    pub early: bool,
 }
+
+/// The most blocks a row of the cluster variant ([`CoopTuning::cluster`]) is split over: a
+/// Hopper cluster holds at most 16 blocks (more than 8 with the non-portable size the launch
+/// allows).
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::coop::MAX_CLUSTER_BLOCKS, 16);
+/// ```
+pub const MAX_CLUSTER_BLOCKS: u32 = 16;
 
 fn one_row() -> u32 {
     1
@@ -169,6 +191,8 @@ impl CoopTuning {
             ring: 0,
             lag: 0,
             pipe: false,
+            cluster: false,
+            early: false,
         }
     }
 
@@ -215,13 +239,43 @@ impl CoopTuning {
         CoopTuning { pipe: true, ..self }
     }
 
+    /// A row's blocks as one thread-block cluster ([`CoopTuning::cluster`]).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::reduce::CoopTuning;
+    /// let t = CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster();
+    /// assert_eq!(t.plan(ScalarType::BF16, 262144), Some((8, 4)));
+    /// assert_eq!(t.plan(ScalarType::F32, 262144 * 2), None); // 32 blocks: more than a cluster
+    /// assert_eq!(t.build(ScalarType::BF16, 8, 8, 4).unwrap().cluster_dim, [8, 1, 1]);
+    /// ```
+    pub const fn with_cluster(self) -> CoopTuning {
+        CoopTuning { cluster: true, ..self }
+    }
+
+    /// Publish before pass 2 ([`CoopTuning::early`]; implies one exponential per element).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::reduce::CoopTuning;
+    /// let t = CoopTuning::in_shared(256, 32, 64).with_early();
+    /// assert!(t.one_exp && t.early);
+    /// assert_eq!(t.build(ScalarType::BF16, 8, 8, 4).unwrap().name, "softmax_coop_smem_1exp_early");
+    /// ```
+    pub const fn with_early(self) -> CoopTuning {
+        CoopTuning { early: true, one_exp: true, ..self }
+    }
+
     /// The shapes `tilekit tune` sweeps. Registers: 128 to 1024 threads × 16, 32 or 64
     /// elements a thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread:
     /// ptxas spills the slice). Shared memory: 256 or 512 threads × 16 or 32 elements a step ×
     /// slices of 16, 32 or 64 KiB (up to 13, 6 or 3 blocks per SM by shared memory), loaded by
     /// every thread; and 256 or 512 threads × 32 elements a step × 16, 32 or 64 KiB brought in
     /// by bulk copies; then each of those 18 shared-memory shapes with one exponential per
-    /// element (`one_exp`); and 3 shapes of the ring kernel ([`super::ring`]: 256 or 512
+    /// element (`one_exp`); 256 or 512 threads × 96 KiB slices with one exponential (two
+    /// blocks an SM, fewer blocks a long row); 6 shapes whose row's blocks form a thread-block
+    /// cluster (`cluster`: the H200's tabled shapes and neighbours); 4 that publish before pass 2
+    /// (`early`); and 3 shapes of the ring kernel ([`super::ring`]: 256 or 512
     /// compute threads, 3 or 4 slots of 16 or 32 KiB, lag 1 or 2; slower than the
     /// shared-memory kernel on the H200, bench/NOTES.md §22). Two rows a block (`rows` 2) is
     /// not swept: slower than one row at every H200 shape measured (bench/NOTES.md §10);
@@ -229,11 +283,13 @@ impl CoopTuning {
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 3);
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 2 + 6 + 4 + 3);
+    /// assert_eq!(c.iter().filter(|t| t.early).count(), 4);
+    /// assert_eq!(c.iter().filter(|t| t.cluster).count(), 6);
     /// assert!(c.iter().all(|t| t.rows == 1));
     /// assert!(c.iter().filter(|t| t.ring > 0).all(|t| t.smem() && t.ring >= t.lag + 2));
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0 && t.ring == 0).count(), 36);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0 && t.ring == 0).count(), 48);
     /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// assert!(c.iter().all(|t| !t.one_exp || t.smem_kib > 0));
     /// assert_eq!(c.iter().filter(|t| t.one_exp && t.bulk).count(), 6);
@@ -263,6 +319,30 @@ impl CoopTuning {
         let one: Vec<CoopTuning> =
             v.iter().filter(|t| t.smem()).map(|t| t.with_one_exp()).collect();
         v.extend(one);
+        // 96 KiB slices (two blocks an SM): fewer blocks a row of 262144, one exponential
+        for threads in [256u32, 512] {
+            v.push(CoopTuning::in_shared(threads, 32, 96).with_one_exp());
+        }
+        // a row's blocks as one thread-block cluster (no ticket, no global exchange): the
+        // H200's tabled shapes and their neighbours
+        for (threads, per_thread, smem_kib, one_exp) in [
+            (256u32, 32i64, 64u32, true),
+            (256, 32, 64, false),
+            (256, 16, 32, true),
+            (256, 16, 32, false),
+            (512, 32, 64, true),
+            (256, 32, 96, true),
+        ] {
+            let t = CoopTuning::in_shared(threads, per_thread, smem_kib).with_cluster();
+            v.push(if one_exp { t.with_one_exp() } else { t });
+        }
+        // publishing before pass 2 (one exponential, loads): the H200's tabled shapes and
+        // their neighbours
+        for (threads, per_thread, smem_kib) in
+            [(256u32, 32i64, 64u32), (256, 16, 32), (256, 16, 64), (512, 32, 64)]
+        {
+            v.push(CoopTuning::in_shared(threads, per_thread, smem_kib).with_early());
+        }
         // the ring kernel: (threads, slice KiB, slots, lag), 8 elements a thread per step
         for (threads, smem_kib, ring, lag) in
             [(256u32, 16u32, 3u32, 1u32), (256, 16, 4, 2), (512, 32, 3, 1)]
@@ -300,7 +380,8 @@ impl CoopTuning {
     /// Registers: a chunk is `threads · V` elements (V = 16 bytes / element size), at most
     /// `per_thread / V` of them a block. Shared memory: a chunk (a step) is `threads · V ·
     /// unroll` elements, as many a block as fit `smem_kib` KiB (at least one). `None` when
-    /// `n < 1` or the row needs more than [`MAX_COOP_BLOCKS`] blocks.
+    /// `n < 1` or the row needs more than [`MAX_COOP_BLOCKS`] blocks ([`MAX_CLUSTER_BLOCKS`]
+    /// for the cluster variant).
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
@@ -336,7 +417,8 @@ impl CoopTuning {
             }
         }
         let k = (n + max_chunks * per_chunk - 1) / (max_chunks * per_chunk);
-        if k > MAX_COOP_BLOCKS as i64 {
+        let most = if self.cluster { MAX_CLUSTER_BLOCKS } else { MAX_COOP_BLOCKS };
+        if k > i64::from(most) {
             return None;
         }
         let chunks = (n + k * per_chunk - 1) / (k * per_chunk);
@@ -404,6 +486,66 @@ impl CoopTuning {
                 "false unless the slice is in shared memory (smem_kib 1..=200) brought in by \
                  loads, with two exponentials and one row a block",
             ));
+        }
+        if self.early {
+            if !self.smem() || !self.one_exp || self.bulk || self.pipe || self.rows != 1 {
+                return Err(OpsError::invalid(
+                    "softmax",
+                    "early (cooperative softmax)",
+                    true,
+                    "false unless the slice is in shared memory (smem_kib 1..=200) brought in by \
+                     loads, with one exponential and one row a block (not bulk or pipe)",
+                ));
+            }
+            if self.cluster {
+                let variant = super::coop_smem::Variant {
+                    one_exp: true,
+                    early: true,
+                    ..super::coop_smem::Variant::default()
+                };
+                return super::coop_smem::build_softmax_coop_smem_cluster(
+                    ty,
+                    self.threads,
+                    vx,
+                    k,
+                    (self.unroll(ty), chunks),
+                    variant,
+                );
+            }
+            return super::coop_smem::build_softmax_coop_smem_early(
+                ty,
+                self.threads,
+                vx,
+                k,
+                self.unroll(ty),
+                chunks,
+            );
+        }
+        if self.cluster && (!self.smem() || self.rows != 1) {
+            return Err(OpsError::invalid(
+                "softmax",
+                "cluster (cooperative softmax)",
+                true,
+                "false unless the slice is in shared memory (smem_kib 1..=200) with one row a \
+                 block and no ring",
+            ));
+        }
+        if self.cluster {
+            let u = self.unroll(ty);
+            let variant = super::coop_smem::Variant {
+                bulk: self.bulk,
+                one_exp: self.one_exp,
+                pipe: self.pipe,
+                early: false,
+            };
+            return super::coop_smem::build_softmax_coop_smem_cluster(
+                ty,
+                self.threads,
+                vx,
+                k,
+                (u, chunks),
+                variant,
+            );
         }
         if self.smem() {
             let u = self.unroll(ty);

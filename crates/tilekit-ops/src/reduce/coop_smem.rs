@@ -126,14 +126,14 @@
 //! assert!(k.to_string().contains("st.shared.v4.f32"));
 //! ```
 
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Pred, ScalarType, UnOp, Val};
 use tilekit_layout::Idx;
 
 use crate::dist;
 use crate::error::{OpsError, Result};
 use crate::tile::{block_reduce, block_reduce_at, View, Window};
 
-use super::coop::{exchange, gather, publish, take_ticket};
+use super::coop::{exchange, gather, publish, take_ticket, MAX_CLUSTER_BLOCKS};
 use super::{exp_diff, lit};
 
 /// The largest slice one block of [`build_softmax_coop_smem`] holds in shared memory: 200 KiB
@@ -300,7 +300,7 @@ pub fn build_softmax_coop_smem(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, false, 1))
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, false, 1), (false, false))
 }
 
 /// [`build_softmax_coop_smem`] (loads, two exponentials, one row a block) with pass 1
@@ -332,7 +332,7 @@ pub fn build_softmax_coop_smem_pipelined(
             format!("2..={ONE_EXP_PIPELINE_STEPS} steps: the steps are unrolled two in flight"),
         ));
     }
-    build(ty, threads, vx, k, (unroll, chunks), (false, false, -1))
+    build(ty, threads, vx, k, (unroll, chunks), (false, false, -1), (false, false))
 }
 
 /// [`build_softmax_coop_smem`] with **one exponential per element** (see the [module
@@ -366,7 +366,123 @@ pub fn build_softmax_coop_smem_one_exp(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, true, 1))
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, true, 1), (false, false))
+}
+
+/// Which kernel of this module a row's cluster runs ([`build_softmax_coop_smem_cluster`]):
+/// the slice brought in by bulk copies, one exponential per element, pass 1 pipelined — as
+/// the [`super::CoopTuning`] fields of the same names (`pipe` only with loads and two
+/// exponentials).
+///
+/// ```
+/// let v = tilekit_ops::reduce::coop_smem::Variant::default();
+/// assert!(!v.bulk && !v.one_exp && !v.pipe && !v.early);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Variant {
+    /// Thread 0 brings the slice in with bulk copies.
+    pub bulk: bool,
+    /// One exponential per element.
+    pub one_exp: bool,
+    /// Pass 1 software-pipelined (loads, two exponentials).
+    pub pipe: bool,
+    /// Publish before pass 2 (one exponential, loads; [`build_softmax_coop_smem_early`]):
+    /// the block arrives at the cluster barrier after pass 1 and writes its exponentials
+    /// before it waits.
+    pub early: bool,
+}
+
+/// The shared-memory cooperative softmax with each row's `k` blocks (`1..=16`) forming one
+/// **thread-block cluster** (sm_90) instead of meeting at a counter in global memory: block
+/// `b` of the grid takes part `b mod k` (its rank in the cluster) of row `b / k`, leaves its
+/// `(m, s)` in its own shared memory and, after `barrier.cluster`, reads the other blocks'
+/// pairs through distributed shared memory (`ld.shared::cluster`); a second `barrier.cluster`
+/// keeps each block's pair alive until its peers have read it. No ticket (the hardware starts
+/// a cluster's blocks together, so none can wait for a block that never starts), no
+/// counters, no workspace, no global round trips:
+///
+/// ```text
+///   counter (coop_smem):  atom ticket ─► pass 1, 2 ─► st pair; red.release ─► poll … ─► ld k pairs ─► pass 3
+///   cluster:              pass 1, 2 ─► st.shared pair; barrier.cluster ─► ld.shared::cluster ×k; barrier.cluster ─► pass 3
+/// ```
+///
+/// Params `x`, `y` (2-D, same type); launch on `k · rows` blocks along x (clusters of `k`).
+/// Kernels `softmax_cluster_smem`, `…_pipe`, `…_1exp`, `…_bulk`, `…_bulk_1exp`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::{build_softmax_coop_smem_cluster, Variant};
+/// let one = Variant { one_exp: true, ..Variant::default() };
+/// let k = build_softmax_coop_smem_cluster(ScalarType::BF16, 256, 8, 8, (4, 8), one).unwrap();
+/// assert_eq!((k.name.as_str(), k.cluster_dim), ("softmax_cluster_smem_1exp", [8, 1, 1]));
+/// let text = k.to_string();
+/// assert!(text.contains("ld.shared::cluster.v2.f32") && !text.contains("atom"));
+/// assert!(build_softmax_coop_smem_cluster(ScalarType::BF16, 256, 8, 17, (4, 8), one).is_err());
+/// ```
+pub fn build_softmax_coop_smem_cluster(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    (unroll, chunks): (i64, i64),
+    variant: Variant,
+) -> Result<Kernel> {
+    let Variant { bulk, one_exp, pipe, early } = variant;
+    if pipe && (bulk || one_exp) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "pipe (cluster softmax)",
+            true,
+            "false with bulk copies or one exponential: pass 1 is pipelined for loads and two \
+             exponentials only",
+        ));
+    }
+    if pipe && !pipelined(chunks, false) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "chunks (pipelined pass 1)",
+            chunks,
+            format!("2..={ONE_EXP_PIPELINE_STEPS} steps: the steps are unrolled two in flight"),
+        ));
+    }
+    let rows = if pipe { -1 } else { 1 };
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, one_exp, rows), (true, early))
+}
+
+/// [`build_softmax_coop_smem_one_exp`] (loads) that **publishes before pass 2**: pass 1 keeps
+/// each thread's running sum beside its max (online: the sum rescaled whenever the max
+/// grows), so the block's `(m, s)` is known once the slice is in shared memory; the block
+/// publishes it, writes `e = exp2((x − m)·log2 e)` over its slice (pass 2, which needs only
+/// its own `m`) while the row's other blocks come in, and only then waits at the counter:
+///
+/// ```text
+///   one_exp:  pass 1 (x, max) │ pass 2 (e, sum) │ publish │ wait ······ │ pass 3 (y = e·f)
+///   early:    pass 1 (x, max, sum) │ publish │ pass 2 (e) ··· wait │ pass 3 (y = e·f)
+///                                            └ the wait hides here ┘
+/// ```
+///
+/// Pass 1 pays an exponential per element more (the running sum); pass 2 loses its sum.
+/// Kernel `softmax_coop_smem_1exp_early`; `CoopTuning::early`, label `early`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_early;
+/// let k = build_softmax_coop_smem_early(ScalarType::BF16, 256, 8, 8, 4, 4).unwrap();
+/// assert_eq!(k.name, "softmax_coop_smem_1exp_early");
+/// let text = k.to_string();
+/// // the release add (publish) comes before pass 2's stores of e, the poll after them
+/// let (publish, poll) = (text.find("atom.release").unwrap(), text.find("nanosleep").unwrap());
+/// assert!(publish < poll);
+/// ```
+pub fn build_softmax_coop_smem_early(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    unroll: i64,
+    chunks: i64,
+) -> Result<Kernel> {
+    build(ty, threads, vx, k, (unroll, chunks), (false, true, 1), (false, true))
 }
 
 /// The most steps pass 1 of [`build_softmax_coop_smem_one_exp`] (loads, not bulk copies)
@@ -436,8 +552,26 @@ fn build(
     k: u32,
     (unroll, chunks): (i64, i64),
     (bulk, one_exp, rows): (bool, bool, i64),
+    (cluster, early): (bool, bool),
 ) -> Result<Kernel> {
     super::coop::check_coop(ty, threads, k)?;
+    if early && (!one_exp || bulk || rows != 1) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "early (cooperative softmax)",
+            true,
+            "false unless one exponential per element, loads (not bulk copies) and one row a \
+             block",
+        ));
+    }
+    if cluster && k > MAX_CLUSTER_BLOCKS {
+        return Err(OpsError::invalid(
+            "softmax",
+            "blocks per row (cluster)",
+            k,
+            format!("1..={MAX_CLUSTER_BLOCKS}: a row's blocks form one thread-block cluster"),
+        ));
+    }
     // rows = −1: one row, pass 1 pipelined (build_softmax_coop_smem_pipelined)
     let pipe = rows == -1;
     let rows = rows.abs();
@@ -476,11 +610,26 @@ fn build(
             format!("{v}: bulk copies move whole 16-byte vectors of 16-byte aligned rows"),
         ));
     }
-    let name = match (bulk, one_exp) {
-        (false, false) => return build_rows(ty, threads, vx, k, (unroll, chunks), (rows, pipe)),
-        (true, false) => "softmax_coop_smem_bulk",
-        (false, true) => "softmax_coop_smem_1exp",
-        (true, true) => "softmax_coop_smem_bulk_1exp",
+    if cluster && rows != 1 {
+        return Err(OpsError::invalid(
+            "softmax",
+            "rows per block (cluster)",
+            rows,
+            "1: a cluster's blocks meet once, for one row",
+        ));
+    }
+    let name = match (bulk, one_exp, cluster) {
+        (false, false, _) => {
+            return build_rows(ty, threads, vx, k, (unroll, chunks), (rows, pipe), cluster)
+        }
+        (true, false, false) => "softmax_coop_smem_bulk",
+        (false, true, false) if early => "softmax_coop_smem_1exp_early",
+        (false, true, false) => "softmax_coop_smem_1exp",
+        (true, true, false) => "softmax_coop_smem_bulk_1exp",
+        (true, false, true) => "softmax_cluster_smem_bulk",
+        (false, true, true) if early => "softmax_cluster_smem_1exp_early",
+        (false, true, true) => "softmax_cluster_smem_1exp",
+        (true, true, true) => "softmax_cluster_smem_bulk_1exp",
     };
     let len = chunks * c;
     let kk = k as i64;
@@ -496,7 +645,7 @@ fn build(
     // or zero, come out 0); f32 keeps `ex2.approx` and its subnormal results
     let ftz = size == 2;
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
-    let Decl { x, y, ws, stats, scratch, slot, stash } = declare(&b, ty, threads, (1, len))?;
+    let Decl { x, y, meet, scratch, stash } = declare(&b, ty, threads, (1, len), (cluster, k))?;
     let bars = if bulk {
         // full 16-byte vectors: the binding checks 16-byte aligned rows
         x.descriptor(Some((v, 1)))?;
@@ -509,7 +658,7 @@ fn build(
     if let Some(bars) = bars {
         super::init_chunk_barriers(&b, &first, bars, chunks)?;
     }
-    let (row, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
+    let (row, part) = meet.row_part(&b, name, &first, kk)?;
     let d = dist::row_major(1, c, threads as i64, v)?;
     let lo = part.clone() * Val::lit(len);
     let xv = View::global(&x, vx)?.pad(&[1, c])?;
@@ -552,6 +701,48 @@ fn build(
         let pipe = one_exp && pipelined(chunks, bulk);
         vec![load_slice(&b, name, &at, &xv, (&row, &lo), pipe)?]
     };
+    if early {
+        let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
+        let pipe = pipelined(chunks, false);
+        let (mt, st) = load_slice_online(&b, name, &at, &xv, (&row, &lo), pipe)?;
+        // the block's (m, s): each thread's sum rescaled to the block's max
+        let warps = threads.div_ceil(32) as i64;
+        let m = block_reduce_at(&b, &mt, BinOp::Max, scratch, 0)?;
+        let scaled = b.binary(BinOp::Mul, &st, &exp_diff(&b, &mt, &m)?)?;
+        let s = block_reduce_at(&b, &scaled, BinOp::Add, scratch, warps)?;
+        meet.publish(&b, name, &first, (&row, &part, kk), (&m, &s))?;
+        b.note(format!("{name} pass 2 (the row's other blocks come in meanwhile): e = exp(x − m)"));
+        let log2e = b.f32(std::f32::consts::LOG2_E);
+        let neg_m = b.unary(UnOp::Neg, &b.binary(BinOp::Mul, &m, &log2e)?)?;
+        let pass = |b: &KernelBuilder, fold: bool| {
+            let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
+            crate::tile::for_range(b, &zero, &end, &step, &[], |b, c0, _| {
+                let w = at.at(b, c0)?;
+                let e = w.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+                    let z = if fold {
+                        b.fma(xv, &log2e, &neg_m)?
+                    } else {
+                        b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?
+                    };
+                    Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+                })?;
+                // every thread rewrites exactly the elements it wrote in pass 1
+                w.store(b, &e.cast(b, ty)?)?;
+                Ok(vec![])
+            })
+        };
+        if ftz {
+            let (fast, exact) =
+                (|b: &KernelBuilder| pass(b, true), |b: &KernelBuilder| pass(b, false));
+            crate::tile::if_then_else(&b, &foldable(&b, &m)?, fast, exact)?;
+        } else {
+            pass(&b, false)?;
+        }
+        let (big_m, big_s) = meet.gather(&b, name, &first, (&row, kk), (&m, &s))?;
+        scale_out(&b, name, &at, &yv, (&row, &lo), (&m, &big_m, &big_s))?;
+        meet.close(&b, name)?;
+        return finish(b, in_flight * unroll, model);
+    }
     // (the block max's barriers also order the bulk path's −∞ fills before pass 2's reads)
     // at least the lowest finite f32: a block of padding only gets e = 0, s = 0
     // one row a block: the max and the sum each reduce through their own half of the scratch,
@@ -593,24 +784,15 @@ fn build(
         sum_slice(&b, name, &at, &m, ftz)?
     };
     let s = block_reduce_at(&b, &sum, BinOp::Add, scratch, warps)?;
-    let (big_m, big_s) = exchange(&b, name, &first, (ws, stats), (&row, &part, kk), (&m, &s))?;
+    let (big_m, big_s) = meet.exchange(&b, name, &first, (&row, &part, kk), (&m, &s))?;
     if !one_exp {
         store_slice(&b, name, &at, &yv, (&row, &lo), (&big_m, &big_s), ftz)?;
+        meet.close(&b, name)?;
         return finish(b, in_flight * unroll, model);
     }
-    // one exponential: y = e · f, the block's factor f = exp2((m − M)·log2 e) / S
-    b.note(format!("{name} pass 3: y = e · exp(m − M) / S from shared memory, stored"));
-    let inv = b.binary(BinOp::Div, &b.f32(1.0), &big_s)?;
-    let f = b.binary(BinOp::Mul, &exp_diff(&b, &m, &big_m)?, &inv)?;
-    let (lo0, hi, st, init) = steps(&[]);
-    crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, _| {
-        let t = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0.clone()], &d)?
-            .load(b)?
-            .cast(b, ScalarType::F32)?;
-        let out = t.map(b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(b, ty)?;
-        Window::new(b, &yv, &[1, c], &[row.clone(), lo.clone() + c0], &d)?.store(b, &out)?;
-        Ok(vec![])
-    })?;
+    let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
+    scale_out(&b, name, &at, &yv, (&row, &lo), (&m, &big_m, &big_s))?;
+    meet.close(&b, name)?;
     finish(b, in_flight * unroll, model)
 }
 
@@ -646,7 +828,7 @@ pub fn build_softmax_coop_smem_rows(
     chunks: i64,
     rows: u32,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (false, false, i64::from(rows)))
+    build(ty, threads, vx, k, (unroll, chunks), (false, false, i64::from(rows)), (false, false))
 }
 
 /// The kernel of [`build_softmax_coop_smem_rows`] (arguments checked).
@@ -657,10 +839,13 @@ fn build_rows(
     k: u32,
     (unroll, chunks): (i64, i64),
     (rows, pipe): (i64, bool),
+    cluster: bool,
 ) -> Result<Kernel> {
-    let name = match (rows, pipe) {
-        (1, false) => "softmax_coop_smem",
-        (1, true) => "softmax_coop_smem_pipe",
+    let name = match (rows, pipe, cluster) {
+        (1, false, false) => "softmax_coop_smem",
+        (1, true, false) => "softmax_coop_smem_pipe",
+        (1, false, true) => "softmax_cluster_smem",
+        (1, true, true) => "softmax_cluster_smem_pipe",
         _ => "softmax_coop_smem_2rows",
     };
     let v = 16 / ty.size_bytes() as i64;
@@ -675,10 +860,10 @@ fn build_rows(
         .min(65536 / (threads.max(32) * coop_smem_rows_registers(ty, unroll, rows as u32)))
         .max(1);
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
-    let Decl { x, y, ws, stats, scratch, slot, stash } = declare(&b, ty, threads, (rows, len))?;
+    let Decl { x, y, meet, scratch, stash } = declare(&b, ty, threads, (rows, len), (cluster, k))?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &Val::lit(0))?;
-    let (group, part) = take_ticket(&b, name, &first, ws, slot, kk)?;
+    let (group, part) = meet.row_part(&b, name, &first, kk)?;
     let d = dist::row_major(1, c, threads as i64, v)?;
     let lo = part.clone() * Val::lit(len);
     let xv = View::global(&x, vx)?.pad(&[1, c])?;
@@ -689,6 +874,20 @@ fn build_rows(
             (row, Slice { stash: &stash, d: &d, c, len, slot: Val::lit(r) })
         })
         .collect();
+    // one row, a cluster: passes 1 and 2, the cluster's meeting, pass 3
+    if let Meet::Cluster { .. } = meet {
+        let (row, at) = &slices[0];
+        let mx = load_slice(&b, name, at, &xv, (row, &lo), pipe)?;
+        let warps = threads.div_ceil(32) as i64;
+        let m = block_reduce_at(&b, &mx, BinOp::Max, scratch, 0)?;
+        let sum = sum_slice(&b, name, at, &m, ftz)?;
+        let s = block_reduce_at(&b, &sum, BinOp::Add, scratch, warps)?;
+        let (big_m, big_s) = meet.exchange(&b, name, &first, (row, &part, kk), (&m, &s))?;
+        store_slice(&b, name, at, &yv, (row, &lo), (&big_m, &big_s), ftz)?;
+        meet.close(&b, name)?;
+        return finish(b, in_flight * unroll, model);
+    }
+    let Meet::Counter { ws, stats, .. } = meet else { unreachable!("the cluster returned") };
     // pass 1 and 2 of a row, then its (max, sum) published
     let stats_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
         let mx = load_slice(b, name, at, &xv, (row, &lo), pipe)?;
@@ -740,11 +939,150 @@ fn build_rows(
 struct Decl {
     x: tilekit_ir::TensorParam,
     y: tilekit_ir::TensorParam,
-    ws: tilekit_ir::MemRef,
-    stats: tilekit_ir::MemRef,
+    meet: Meet,
     scratch: tilekit_ir::MemRef,
-    slot: tilekit_ir::MemRef,
     stash: View,
+}
+
+/// How the `k` blocks of a row learn their row and meet: tickets, counters and pairs in
+/// global memory (`ws`, `stats` params and the shared ticket `slot`; [`super::coop`]), or one
+/// thread-block cluster per row whose blocks leave their pair in shared memory and meet at
+/// `barrier.cluster` (no params).
+enum Meet {
+    Counter { ws: tilekit_ir::MemRef, stats: tilekit_ir::MemRef, slot: tilekit_ir::MemRef },
+    Cluster { pair: tilekit_ir::MemRef, k: i64 },
+}
+
+impl Meet {
+    /// `(row, part)` of this block: from its ticket, or from its cluster (the cluster is the
+    /// row, the block's rank in it the part).
+    fn row_part(&self, b: &KernelBuilder, name: &str, first: &Pred, k: i64) -> Result<(Val, Val)> {
+        match *self {
+            Meet::Counter { ws, slot, .. } => take_ticket(b, name, first, ws, slot, k),
+            Meet::Cluster { .. } => {
+                let row = b.block_id(Axis::X) / Val::lit(k);
+                let part = if k > 1 { b.cluster_cta_rank() } else { Val::lit(0) };
+                Ok((row, part))
+            }
+        }
+    }
+
+    /// The row's `(M, S)` from its `k` blocks' `(m, s)`: [`Meet::publish`], then
+    /// [`Meet::gather`].
+    fn exchange(
+        &self,
+        b: &KernelBuilder,
+        name: &str,
+        first: &Pred,
+        (row, part, k): (&Val, &Val, i64),
+        (m, s): (&Val, &Val),
+    ) -> Result<(Val, Val)> {
+        match *self {
+            Meet::Counter { ws, stats, .. } => {
+                exchange(b, name, first, (ws, stats), (row, part, k), (m, s))
+            }
+            Meet::Cluster { .. } => {
+                self.publish(b, name, first, (row, part, k), (m, s))?;
+                self.gather(b, name, first, (row, k), (m, s))
+            }
+        }
+    }
+
+    /// This block's `(m, s)` made visible to the row's other blocks (the counter's release
+    /// add, or the cluster's arrive); the block may work on before it [gathers](Self::gather).
+    fn publish(
+        &self,
+        b: &KernelBuilder,
+        name: &str,
+        first: &Pred,
+        (row, part, k): (&Val, &Val, i64),
+        (m, s): (&Val, &Val),
+    ) -> Result<()> {
+        match *self {
+            Meet::Counter { ws, stats, .. } => {
+                publish(b, name, first, (ws, stats), (row, part, k), (m, s))
+            }
+            Meet::Cluster { pair, .. } => cluster_publish(b, name, first, (pair, k), (m, s)),
+        }
+    }
+
+    /// The row's `(M, S)` once all its blocks have published (`mine`: this block's pair).
+    fn gather(
+        &self,
+        b: &KernelBuilder,
+        name: &str,
+        first: &Pred,
+        (row, k): (&Val, i64),
+        mine: (&Val, &Val),
+    ) -> Result<(Val, Val)> {
+        match *self {
+            Meet::Counter { ws, stats, .. } => gather(b, name, first, (ws, stats), (row, k)),
+            Meet::Cluster { pair, .. } => cluster_gather(b, name, (pair, k), mine),
+        }
+    }
+
+    /// The end of the kernel: a cluster's block waits (`barrier.cluster.wait`) until every
+    /// block of its cluster has read its pair, so its shared memory outlives the reads.
+    fn close(&self, b: &KernelBuilder, name: &str) -> Result<()> {
+        if let Meet::Cluster { k, .. } = *self {
+            if k > 1 {
+                b.note(format!("{name}: no block leaves while a peer may still read its pair"));
+                b.cluster_wait()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first half of the cluster's exchange: thread `first` leaves `(m, s)` in the block's
+/// `pair`, and every thread arrives at the cluster barrier (`barrier.cluster.arrive`,
+/// release) without waiting. One block (`k = 1`): nothing.
+fn cluster_publish(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (pair, k): (tilekit_ir::MemRef, i64),
+    (m, s): (&Val, &Val),
+) -> Result<()> {
+    if k == 1 {
+        return Ok(());
+    }
+    b.note(format!("{name}: the block's (max, sum) for its cluster; arrive (release)"));
+    b.if_then(first, |b| b.store(pair, &Val::lit(0), &[m.clone(), s.clone()], None))?;
+    b.cluster_arrive()?;
+    Ok(())
+}
+
+/// The second half: wait (`barrier.cluster.wait`, acquire) until every block of the cluster
+/// has published, lane `l < k` of every warp reads block `l`'s pair through distributed
+/// shared memory, butterfly shuffles combine them into `(M, S)`, and the thread arrives again
+/// without waiting: its wait closes the kernel ([`Meet::close`]), so no block leaves while its
+/// pair may still be read, and none stops here for its peers' reads. One block (`k = 1`) has
+/// the row's `(M, S)` already (`mine`).
+fn cluster_gather(
+    b: &KernelBuilder,
+    name: &str,
+    (pair, k): (tilekit_ir::MemRef, i64),
+    mine: (&Val, &Val),
+) -> Result<(Val, Val)> {
+    if k == 1 {
+        return Ok((mine.0.clone(), mine.1.clone()));
+    }
+    b.cluster_wait()?;
+    b.note(format!("{name}: the cluster's {k} pairs through distributed shared memory"));
+    let lane = b.lane_id();
+    let inside = b.cmp(CmpOp::Lt, &lane, &Val::lit(k))?;
+    let peer = b.binary(BinOp::Min, &lane, &Val::lit(k - 1))?;
+    let p = b.load_cluster(pair, &peer, &Val::lit(0), 2)?;
+    let lm = b.select(&inside, &p[0], &b.f32(f32::NEG_INFINITY))?;
+    let ls = b.select(&inside, &p[1], &b.f32(0.0))?;
+    // every pair's max is at least the lowest finite f32, so M is finite
+    let big_m = crate::tile::warp_reduce(b, &lm, BinOp::Max)?;
+    let part_s = b.binary(BinOp::Mul, &ls, &exp_diff(b, &lm, &big_m)?)?;
+    let big_s = crate::tile::warp_reduce(b, &part_s, BinOp::Add)?;
+    b.note(format!("{name}: the pairs read (arrive; the wait closes the kernel)"));
+    b.cluster_arrive()?;
+    Ok((big_m, big_s))
 }
 
 fn declare(
@@ -752,16 +1090,30 @@ fn declare(
     ty: ScalarType,
     threads: u32,
     (rows, len): (i64, i64),
+    (cluster, k): (bool, u32),
 ) -> Result<Decl> {
     let v = 16 / ty.size_bytes() as i64;
     let desc = tilekit_layout::TensorDescriptor::packed(vec![rows, len], Some(v))?;
+    if cluster && k > 1 {
+        // before any instruction
+        b.set_cluster_dim([k, 1, 1])?;
+    }
+    let x = b.tensor_param("x", ty, 2)?;
+    let y = b.tensor_param("y", ty, 2)?;
+    let meet = if cluster {
+        Meet::Cluster { pair: b.shared("pair", ScalarType::F32, 2)?, k: i64::from(k) }
+    } else {
+        Meet::Counter {
+            ws: b.ptr_param("ws", ScalarType::U32)?,
+            stats: b.ptr_param("stats", ScalarType::F32)?,
+            slot: b.shared("ticket", ScalarType::U32, 1)?,
+        }
+    };
     Ok(Decl {
-        x: b.tensor_param("x", ty, 2)?,
-        y: b.tensor_param("y", ty, 2)?,
-        ws: b.ptr_param("ws", ScalarType::U32)?,
-        stats: b.ptr_param("stats", ScalarType::F32)?,
+        x,
+        y,
+        meet,
         scratch: b.shared("partial", ScalarType::F32, 2 * threads as usize / 32)?,
-        slot: b.shared("ticket", ScalarType::U32, 1)?,
         stash: View::shared(b, "slice", ty, &desc)?,
     })
 }
@@ -837,6 +1189,84 @@ fn load_slice(
         acc = stash(b, Val::lit(step * at.c), &raw, &acc)?;
     }
     Ok(acc)
+}
+
+/// Pass 3 of the one-exponential kernels: `y[row, lo ..] = e · f` from the slice (which holds
+/// `e = exp2((x − m)·log2 e)`), with the block's factor `f = exp2((m − M)·log2 e) / S`.
+fn scale_out(
+    b: &KernelBuilder,
+    name: &str,
+    at: &Slice,
+    yv: &View,
+    (row, lo): (&Val, &Val),
+    (m, big_m, big_s): (&Val, &Val, &Val),
+) -> Result<()> {
+    b.note(format!("{name} pass 3: y = e · exp(m − M) / S from shared memory, stored"));
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), big_s)?;
+    let f = b.binary(BinOp::Mul, &exp_diff(b, m, big_m)?, &inv)?;
+    let ty = yv.mem.elem;
+    at.walk(b, &[], |b, c0, _| {
+        let t = at.at(b, c0.clone())?.load(b)?.cast(b, ScalarType::F32)?;
+        let out = t.map(b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?.cast(b, ty)?;
+        Window::new(b, yv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?.store(b, &out)?;
+        Ok(vec![])
+    })?;
+    Ok(())
+}
+
+/// Pass 1 with loads, as [`load_slice`], that also keeps the thread's **running sum**: after
+/// each step, `s = s·exp2((m_old − m)·log2 e) + Σ exp2((x − m)·log2 e)` over the step's
+/// elements (`ex2.approx.ftz`, the exact difference: any finite max), so the block has its
+/// `(m, s)` at the end of pass 1 and can publish it before pass 2. Returns the thread's
+/// `(m, s)`, `m` at least the lowest finite f32.
+fn load_slice_online(
+    b: &KernelBuilder,
+    name: &str,
+    at: &Slice,
+    xv: &View,
+    (row, lo): (&Val, &Val),
+    pipelined: bool,
+) -> Result<(Val, Val)> {
+    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let load = |b: &KernelBuilder, c0: Val| {
+        Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?.load_or(b, &ninf)
+    };
+    // step c0's raw tile into the slice; (m, s) updated with its elements
+    let step = |b: &KernelBuilder, c0: Val, raw: &crate::tile::DTile, m: &Val, s: &Val| {
+        at.at(b, c0)?.store(b, raw)?;
+        let t = raw.reduce_thread_f32(b, BinOp::Max)?;
+        let m2 = b.binary(BinOp::Max, m, &t)?;
+        let e = raw.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+            let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m2)?, &log2e)?;
+            Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+        })?;
+        let sum = e.reduce_thread(b, BinOp::Add)?;
+        let keep = b.binary(BinOp::Mul, s, &exp_diff(b, m, &m2)?)?;
+        Ok::<_, tilekit_kernel::KernelError>((m2, b.binary(BinOp::Add, &keep, &sum)?))
+    };
+    let (m0, s0) = (b.f32(f32::MIN), b.f32(0.0));
+    if !pipelined {
+        b.note(format!("{name} pass 1: the slice into shared memory, the thread's max and sum"));
+        let acc = at.walk(b, &[m0, s0], |b, c0, acc| {
+            let raw = load(b, c0.clone())?;
+            let (m, s) = step(b, c0, &raw, &acc[0], &acc[1])?;
+            Ok(vec![m, s])
+        })?;
+        return Ok((acc[0].clone(), acc[1].clone()));
+    }
+    b.note(format!("{name} pass 1: the slice, max and sum, step c + 1's loads in flight"));
+    let steps = at.len / at.c;
+    let mut next = Some(load(b, Val::lit(0))?);
+    let (mut m, mut s) = (m0, s0);
+    for i in 0..steps {
+        let raw = next.take().expect("one step loaded ahead");
+        if i + 1 < steps {
+            next = Some(load(b, Val::lit((i + 1) * at.c))?);
+        }
+        (m, s) = step(b, Val::lit(i * at.c), &raw, &m, &s)?;
+    }
+    Ok((m, s))
 }
 
 /// The largest |max| for which the 16-bit passes fold the subtraction into one FFMA

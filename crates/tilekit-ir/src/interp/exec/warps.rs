@@ -76,7 +76,10 @@ use crate::op::{Block, Inst, Op};
 /// wait inside an `if` (`in_if`: inside one already).
 pub(crate) fn needs_warps(b: &Block, in_if: bool) -> bool {
     b.insts.iter().any(|i| match &i.op {
-        Op::Async(AsyncOp::NamedBarrier { .. }) | Op::WaitAcquire { .. } => true,
+        Op::Async(AsyncOp::NamedBarrier { .. })
+        | Op::WaitAcquire { .. }
+        | Op::ClusterArrive
+        | Op::ClusterWait => true,
         Op::Async(AsyncOp::MbarrierWait { .. }) => in_if,
         Op::If { then, else_, .. } => needs_warps(then, true) || needs_warps(else_, true),
         Op::For { body, .. } => needs_warps(body, in_if),
@@ -174,6 +177,9 @@ struct Warp<'a> {
     lanes: std::ops::Range<usize>,
     frames: Vec<Frame<'a>>,
     status: Status,
+    /// The cluster barrier's generation this warp arrived in (`barrier.cluster.arrive`) and
+    /// has not yet waited for.
+    cluster_gen: Option<u64>,
 }
 
 /// A named barrier (or `bar.sync`, `barrier.cluster`): the generation in progress.
@@ -224,7 +230,15 @@ impl<'a> BlockExec<'a> {
                 on[lanes.clone()].fill(true);
                 let frame =
                     Frame { block: &k.body, pc: 0, mask: Mask::from_on(on), kind: Kind::Top };
-                warps.push(Warp { cta, index, lanes, frames: vec![frame], status: Status::Ready });
+                let status = Status::Ready;
+                warps.push(Warp {
+                    cta,
+                    index,
+                    lanes,
+                    frames: vec![frame],
+                    status,
+                    cluster_gen: None,
+                });
             }
         }
         let mut s = Sched { warps, bars: HashMap::new(), groups: HashMap::new() };
@@ -264,6 +278,9 @@ impl<'a> BlockExec<'a> {
                             break;
                         }
                         Step::Done => {
+                            if s.warps[w].cluster_gen.is_some() {
+                                return Err(self.unwaited(w, &s));
+                            }
                             s.warps[w].status = Status::Done;
                             progressed = true;
                             break;
@@ -376,6 +393,32 @@ impl<'a> BlockExec<'a> {
                     return Ok(Step::Blocked(wait));
                 }
             }
+            Op::ClusterArrive => {
+                top.pc += 1;
+                let scope = self.p.ctas;
+                let gen = s.bars.get(&(scope, 0)).map_or(0, |b| b.gen);
+                if s.warps[w].cluster_gen.is_some() {
+                    return Err(self.split_misuse(inst, w, s, "arrives twice without waiting"));
+                }
+                self.bar_arrive(s, w, inst)?;
+                s.warps[w].cluster_gen = Some(gen);
+            }
+            Op::ClusterWait => {
+                let Some(gen) = s.warps[w].cluster_gen.take() else {
+                    return Err(self.split_misuse(inst, w, s, "waits without having arrived"));
+                };
+                let scope = self.p.ctas;
+                let top = s.warps[w].frames.last_mut().expect("a running warp has frames");
+                top.pc += 1;
+                match s.bars.get(&(scope, 0)) {
+                    // the generation it arrived in is complete: acquire its clock
+                    Some(b) if b.gen > gen => join(&mut self.vc[w], &b.done),
+                    _ => {
+                        let inst = self.p.inst_id(inst);
+                        return Ok(Step::Blocked(Wait::Bar { inst, scope, id: 0, gen }));
+                    }
+                }
+            }
             Op::Wgmma(op) if !matches!(op, crate::wgmma::WgmmaOp::Desc { .. }) => {
                 top.pc += 1;
                 if let Some(wait) = self.group_arrive(s, w, inst)? {
@@ -398,6 +441,10 @@ impl<'a> BlockExec<'a> {
             Op::ClusterBarrier => {
                 let all = self.p.cta_threads.div_ceil(32) * self.p.ctas;
                 (self.p.ctas, 0, all as u32 * 32, true)
+            }
+            Op::ClusterArrive => {
+                let all = self.p.cta_threads.div_ceil(32) * self.p.ctas;
+                (self.p.ctas, 0, all as u32 * 32, false)
             }
             Op::Async(AsyncOp::NamedBarrier { id, count, sync }) => (warp.cta, *id, *count, *sync),
             _ => unreachable!("barriers only"),
@@ -446,7 +493,7 @@ impl<'a> BlockExec<'a> {
             b.gen += 1;
             b.done = std::mem::take(&mut b.vc);
             join(&mut self.vc[w], &b.done);
-            if matches!(inst.op, Op::ClusterBarrier) {
+            if matches!(inst.op, Op::ClusterBarrier | Op::ClusterArrive) {
                 self.cluster_start = self.epoch;
             }
             return Ok(None);
@@ -518,6 +565,35 @@ impl<'a> BlockExec<'a> {
         self.vc[w][w] = self.epoch;
         self.epoch = self.epoch.saturating_add(1);
         Ok(())
+    }
+
+    /// Warp `w` ended after `barrier.cluster.arrive` without the matching wait.
+    fn unwaited(&self, w: usize, s: &Sched<'a>) -> InterpError {
+        let warp = &s.warps[w];
+        InterpError::NamedBarrier {
+            inst: "barrier.cluster.arrive".into(),
+            id: 0,
+            block: self.cta_block(warp.cta),
+            warp: warp.index,
+            detail: "this warp ends after arriving without barrier.cluster.wait: its block may \
+                     leave while its peers still read its shared memory; wait before the end"
+                .into(),
+        }
+    }
+
+    /// A split cluster barrier used out of order by warp `w`.
+    fn split_misuse(&self, inst: &Inst, w: usize, s: &Sched<'a>, what: &str) -> InterpError {
+        let warp = &s.warps[w];
+        InterpError::NamedBarrier {
+            inst: self.text(inst),
+            id: 0,
+            block: self.cta_block(warp.cta),
+            warp: warp.index,
+            detail: format!(
+                "this warp {what}: every warp arrives at barrier.cluster.arrive once, then \
+                 waits at barrier.cluster.wait once, before it arrives again"
+            ),
+        }
     }
 
     /// The deadlock error: every warp that has not ended, with what it waits on.
