@@ -591,6 +591,9 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         Some(c) => cuda.with_tuning(Tuning {
             softmax_coop: Some(c),
             softmax_coop_16bit: Some(c),
+            // the shape asked for at every length (a cluster beyond 8 blocks too)
+            softmax_coop_long: Some(c),
+            softmax_coop_long_16bit: Some(c),
             softmax_staged: None,
             ..cuda.tuning()
         }),

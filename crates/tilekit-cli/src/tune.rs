@@ -733,6 +733,9 @@ fn tune_softmax(
             Knob::Coop(c) => Some(cuda.with_tuning(Tuning {
                 softmax_coop: Some(c),
                 softmax_coop_16bit: Some(c),
+                // the shape asked for at every length (a cluster beyond 8 blocks too)
+                softmax_coop_long: Some(c),
+                softmax_coop_long_16bit: Some(c),
                 softmax_staged: None,
                 softmax_threads_bf16: 256,
                 softmax_threads_f32: 256,

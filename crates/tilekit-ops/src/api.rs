@@ -580,8 +580,10 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             (n + chunk - 1) / chunk * chunk * ty.size_bytes() as i64
                 <= crate::tuning::STAGED_MAX_BYTES
         });
-        if let Some((c, (blocks, cchunks))) =
-            tune.softmax_coop_for(ty).filter(|_| !fits_registers && !fits_staged).and_then(|c| {
+        if let Some((c, (blocks, cchunks))) = tune
+            .softmax_coop_for_row(ty, n)
+            .filter(|_| !fits_registers && !fits_staged)
+            .and_then(|c| {
                 // bulk copies move whole 16-byte units of 16-byte aligned rows
                 let c = if c.bulk && !aligned { CoopTuning { bulk: false, ..c } } else { c };
                 // so do the ring's: elsewhere the shared-memory kernel with loads

@@ -218,6 +218,15 @@ pub struct Tuning {
     /// KiB for f32).
     #[serde(default)]
     pub softmax_coop_16bit: Option<CoopTuning>,
+    /// The cooperative shape for rows that the [`softmax_coop`](Self::softmax_coop) shape,
+    /// when it is a thread-block cluster ([`CoopTuning::cluster`]), would split over more than
+    /// [`CLUSTER_ROW_BLOCKS`] blocks (clusters of 16 lose to the counter exchange on the H200:
+    /// bench/NOTES.md §25). Unset: the same shape with the counter exchange.
+    #[serde(default)]
+    pub softmax_coop_long: Option<CoopTuning>,
+    /// [`softmax_coop_long`](Self::softmax_coop_long) for 2-byte types.
+    #[serde(default)]
+    pub softmax_coop_long_16bit: Option<CoopTuning>,
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
     /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
     pub transpose_micro_16bit: i64,
@@ -246,6 +255,8 @@ impl Default for Tuning {
             // not yet measured on a GPU: `tilekit tune` sweeps it, `--save` keeps it if it wins
             softmax_coop: None,
             softmax_coop_16bit: None,
+            softmax_coop_long: None,
+            softmax_coop_long_16bit: None,
             transpose_micro_16bit: 8,
             transpose_loop_f32: TransposeLoop::default(),
             transpose_loop_16bit: TransposeLoop::default(),
@@ -267,6 +278,27 @@ const COOP_SMEM_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 32);
 /// 4096×65536 0.892 of copy, 1024×262144 0.861 (the two-exponential 256 × 16 × 32 KiB shape
 /// 0.876 / 0.850 in the session's call 2, the session-13 kernel 0.867 / 0.841 there).
 const COOP_SMEM_16BIT_H200: CoopTuning = CoopTuning::in_shared(256, 32, 64).with_one_exp();
+
+/// The H200's f32 shape for rows of up to [`CLUSTER_ROW_BLOCKS`] blocks since session 15: a
+/// row's blocks as one thread-block cluster, 256 threads × 8 vectors a step into 64 KiB, one
+/// exponential (bench/RESULTS.md session 15: 2048×65536 0.916–0.918 of copy, the counter
+/// kernel 0.900–0.902 in the same runs). Longer rows keep [`COOP_SMEM_F32`].
+const CLUSTER_F32_H200: CoopTuning =
+    CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster();
+
+/// The H200's bf16 shape since session 15: clusters, 256 threads × 2 vectors a step into 64
+/// KiB, one exponential — 4096×65536 0.927–0.928, 1024×262144 0.888–0.890 (8 blocks a row).
+const CLUSTER_16BIT_H200: CoopTuning =
+    CoopTuning::in_shared(256, 16, 64).with_one_exp().with_cluster();
+
+/// The most blocks of a row a cluster shape of the table takes ([`Tuning::softmax_coop_for_row`]):
+/// beyond it the [`Tuning::softmax_coop_long`] shape (H200, session 15: clusters of 2, 4 and 8
+/// blocks 0.93 / 0.92 / 0.89 of copy, of 16 at most 0.84 against the counter kernel's 0.88).
+///
+/// ```
+/// assert_eq!(tilekit_ops::tuning::CLUSTER_ROW_BLOCKS, 8);
+/// ```
+pub const CLUSTER_ROW_BLOCKS: u32 = 8;
 
 fn default_cluster() -> Option<ClusterTuning> {
     Some(ClusterTuning::default())
@@ -292,10 +324,15 @@ impl Tuning {
             // since the lean kernels (2026-11-27, session 14: fill-before-load, max.bf16x2,
             // folded exponents, .minnctapersm): f32 256 × 32 × 64 KiB 0.900 / 0.873, bf16
             // one exponential 256 × 32 × 64 KiB 0.892 / 0.861
+            // since session 15 (2026-11-27): a row's blocks as one thread-block cluster up to 8
+            // blocks a row (f32 65536 0.917, bf16 65536 0.928, bf16 262144 0.890), the
+            // counter kernel beyond (f32 262144 0.871–0.879)
             return Tuning {
                 online: OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 },
-                softmax_coop: Some(COOP_SMEM_F32),
-                softmax_coop_16bit: Some(COOP_SMEM_16BIT_H200),
+                softmax_coop: Some(CLUSTER_F32_H200),
+                softmax_coop_16bit: Some(CLUSTER_16BIT_H200),
+                softmax_coop_long: Some(COOP_SMEM_F32),
+                softmax_coop_long_16bit: Some(COOP_SMEM_16BIT_H200),
                 ..Tuning::default()
             };
         }
@@ -404,9 +441,12 @@ impl Tuning {
                 return Err(bad("softmax_cluster.max_cluster", i64::from(c.max_cluster)));
             }
         }
-        for (what, c) in
-            [("softmax_coop", t.softmax_coop), ("softmax_coop_16bit", t.softmax_coop_16bit)]
-        {
+        for (what, c) in [
+            ("softmax_coop", t.softmax_coop),
+            ("softmax_coop_16bit", t.softmax_coop_16bit),
+            ("softmax_coop_long", t.softmax_coop_long),
+            ("softmax_coop_long_16bit", t.softmax_coop_long_16bit),
+        ] {
             let Some(c) = c else { continue };
             if c.threads == 0 || c.threads % 32 != 0 || c.threads > 1024 {
                 return Err(bad(&format!("{what}.threads"), i64::from(c.threads)));
@@ -472,6 +512,36 @@ impl Tuning {
         } else {
             self.softmax_coop
         }
+    }
+
+    /// The cooperative softmax shape for a row of `n` elements of `ty`:
+    /// [`softmax_coop_for`](Self::softmax_coop_for), unless that is a thread-block cluster
+    /// whose plan splits the row over more than [`CLUSTER_ROW_BLOCKS`] blocks (or cannot plan
+    /// it): then [`softmax_coop_long`](Self::softmax_coop_long) (`_16bit` for 2-byte types),
+    /// or the same shape with the counter exchange when that is unset.
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::tuning::Tuning;
+    /// let t = Tuning::for_device("NVIDIA H200");
+    /// // f32 rows of 65536: 4 blocks of 64 KiB, one cluster; of 262144: 16, the counter kernel
+    /// assert!(t.softmax_coop_for_row(ScalarType::F32, 65536).unwrap().cluster);
+    /// assert!(!t.softmax_coop_for_row(ScalarType::F32, 262144).unwrap().cluster);
+    /// // bf16 rows of 262144: 8 blocks, still one cluster
+    /// assert!(t.softmax_coop_for_row(ScalarType::BF16, 262144).unwrap().cluster);
+    /// assert!(!t.softmax_coop_for_row(ScalarType::BF16, 1 << 20).unwrap().cluster);
+    /// ```
+    pub fn softmax_coop_for_row(&self, ty: ScalarType, n: i64) -> Option<CoopTuning> {
+        let main = self.softmax_coop_for(ty)?;
+        if !main.cluster || main.plan(ty, n).is_some_and(|(k, _)| k <= CLUSTER_ROW_BLOCKS) {
+            return Some(main);
+        }
+        let long = if ty.size_bytes() == 2 {
+            self.softmax_coop_long_16bit.or(self.softmax_coop_long)
+        } else {
+            self.softmax_coop_long
+        };
+        Some(long.unwrap_or(CoopTuning { cluster: false, ..main }))
     }
 
     /// Threads per block of the register softmax kernel for `ty`.

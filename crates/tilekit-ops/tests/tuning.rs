@@ -191,7 +191,8 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
 /// The device tables route long softmax rows by dtype (bench/RESULTS.md session 8): on the
 /// H100, bf16 rows the staged kernel holds stay staged, longer bf16 rows and every long f32 row
 /// take the cooperative kernel with slices in shared memory, each dtype with its own shape; on
-/// the H200 (no staged kernel) every long row is cooperative, bf16 with one exponential.
+/// the H200 (no staged kernel) every long row is cooperative: one cluster a row up to 8
+/// blocks, the counter kernel beyond.
 #[test]
 fn device_tables_route_long_softmax_rows_by_dtype() {
     use tilekit_ops::check::{plan_tuned, Op};
@@ -208,10 +209,19 @@ fn device_tables_route_long_softmax_rows_by_dtype() {
     assert_eq!(name(h100, 65536, ScalarType::F32), ("softmax_coop_smem".into(), 256, 16));
     // bf16 262144 = 512 KiB in 32 KiB slices: 16 blocks a row
     assert_eq!(name(h100, 262144, ScalarType::BF16), ("softmax_coop_smem".into(), 256, 64));
-    // bf16 on the H200: one exponential per element, 64 KiB slices, 2 blocks a row
-    assert_eq!(name(h200, 65536, ScalarType::BF16), ("softmax_coop_smem_1exp".into(), 256, 8));
-    // f32 on the H200: 64 KiB slices, 4 blocks a row
-    assert_eq!(name(h200, 65536, ScalarType::F32), ("softmax_coop_smem".into(), 256, 16));
+    // the H200 (session 15): a row's blocks as one cluster while a row takes at most 8
+    // (bf16 65536: 2 blocks of 64 KiB, 262144: 8; f32 65536: 4), one exponential per element
+    let cl = "softmax_cluster_smem_1exp".to_string();
+    assert_eq!(name(h200, 65536, ScalarType::BF16), (cl.clone(), 256, 8));
+    assert_eq!(name(h200, 262144, ScalarType::BF16), (cl.clone(), 256, 32));
+    assert_eq!(name(h200, 65536, ScalarType::F32), (cl, 256, 16));
+    // beyond 8 blocks (f32 262144: 16 of 64 KiB; bf16 2^20: 32) the counter kernel's shapes
+    // (the planning device here has 4 multiprocessors: too few for 16 waiting blocks)
+    let long = |n: i64, ty: ScalarType| h200.softmax_coop_for_row(ty, n).unwrap();
+    let f32_long = long(262144, ScalarType::F32);
+    assert!(!f32_long.cluster && !f32_long.one_exp && f32_long.smem_kib == 64, "{f32_long:?}");
+    let bf16_long = long(1 << 20, ScalarType::BF16);
+    assert!(!bf16_long.cluster && bf16_long.one_exp, "{bf16_long:?}");
     // rows that fit registers never take it
     assert_eq!(name(h200, 16384, ScalarType::F32).0, "softmax");
 }
