@@ -727,6 +727,14 @@ fn tune_softmax(
         }
         let k = CompiledKernel::new(kernel);
         cuda.prepare(&k).map_err(ops(&case))?;
+        // a cluster shape: how many of its clusters the GPCs hold at once
+        let mut config = config;
+        let size = k.kernel().cluster_size();
+        if size > 1 {
+            if let Ok(n) = cuda.resident_clusters(&k) {
+                config = format!("{config} [{n} clusters resident: {} blocks]", n as usize * size);
+            }
+        }
         // the coop kernel through the API (its counters are allocated and zeroed per call);
         // the register kernel kept to rows of 256 · 64, so every long row takes the coop
         let coop = match knob {

@@ -649,6 +649,68 @@ impl Gpu {
         Ok(blocks.max(0) as u32)
     }
 
+    /// How many clusters of a cluster kernel (its `.reqnctapercluster` shape), launched with
+    /// `threads` threads a block and `dynamic_smem` bytes of dynamic shared memory, the whole
+    /// device holds at once: the driver's `cuOccupancyMaxActiveClusters`, which knows how the
+    /// GPCs pack clusters (a cluster's blocks all sit in one GPC). Times the cluster size, the
+    /// blocks resident — at most [`Gpu::max_active_blocks`] × multiprocessors, less where
+    /// clusters do not tile the GPCs. A kernel without clusters counts single blocks.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     let b = KernelBuilder::new("k", [128, 1, 1])?;
+    ///     b.set_cluster_dim([2, 1, 1])?;
+    ///     let _ = b.shared("s", ScalarType::F32, 1024)?;
+    ///     b.cluster_barrier()?;
+    ///     let (k, _) = gpu.compile(&b.finish()?, None)?;
+    ///     assert!(gpu.max_active_clusters(&k, 128, 0)? >= 1);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn max_active_clusters(
+        &self,
+        kernel: &Kernel,
+        threads: u32,
+        dynamic_smem: u32,
+    ) -> Result<u32> {
+        // the shared-memory allowance, as for blocks
+        self.max_active_blocks(kernel, threads, dynamic_smem)?;
+        let (cx, cy, cz) = kernel.cluster;
+        if cx * cy * cz > 8 {
+            // SAFETY: valid function handle; 1 is a valid value of this attribute.
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    kernel.function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    1,
+                )
+            }
+            .result()
+            .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
+        }
+        let config = sys::CUlaunchConfig {
+            gridDimX: cx,
+            gridDimY: cy,
+            gridDimZ: cz,
+            blockDimX: threads,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: dynamic_smem,
+            hStream: std::ptr::null_mut(),
+            attrs: std::ptr::null_mut(),
+            numAttrs: 0,
+        };
+        let mut clusters = 0i32;
+        // SAFETY: valid function handle, a fully initialised config without attributes (the
+        // cluster shape is the kernel's own) and an out-pointer.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, kernel.function, &config) }
+            .result()
+            .map_err(|e| CudaError::driver("cuOccupancyMaxActiveClusters", e))?;
+        Ok(clusters.max(0) as u32)
+    }
+
     /// Before launching a cluster kernel (its cluster shape is compiled in, so the plain launch
     /// groups the grid): the grid must be a multiple of the cluster, and above 8 blocks per
     /// cluster the kernel is allowed a non-portable size.

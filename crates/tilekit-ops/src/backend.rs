@@ -720,6 +720,28 @@ pub struct Cuda {
 }
 
 impl Cuda {
+    /// How many clusters of `kernel` (a cluster kernel) the device holds at once
+    /// ([`tilekit_cuda::Gpu::max_active_clusters`]: the GPCs' packing of its clusters);
+    /// `tilekit tune` prints it beside every cluster shape.
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// use tilekit_ops::backend::Cuda;
+    /// use tilekit_ops::compiled::CompiledKernel;
+    /// if let Ok(cuda) = Cuda::open(0) {
+    ///     let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+    ///     b.set_cluster_dim([2, 1, 1]).unwrap();
+    ///     b.cluster_barrier().unwrap();
+    ///     let k = CompiledKernel::new(b.finish().unwrap());
+    ///     assert!(cuda.resident_clusters(&k).unwrap() >= 1);
+    /// }
+    /// ```
+    pub fn resident_clusters(&self, kernel: &CompiledKernel) -> Result<u32> {
+        let l = self.load(kernel)?;
+        let threads = kernel.kernel().block_dim.iter().product::<u32>();
+        self.gpu.max_active_clusters(&l.kernel, threads, l.dynamic_smem).map_err(cuda)
+    }
+
     /// Opens device `ordinal` on its default stream. No driver or device is
     /// [`OpsError::GpuUnavailable`].
     ///
