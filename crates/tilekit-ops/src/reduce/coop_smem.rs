@@ -111,6 +111,30 @@
 //! uses the unrounded f32 `e`. tests/reduce_coop_smem.rs checks every element against an f64
 //! reference within 2⁻⁷ relative for bf16 and 1e-5 for f32, and each row's sum.
 //!
+//! **Clusters** ([`build_softmax_coop_smem_cluster`], `CoopTuning::cluster`). The counter
+//! exchange costs a block three to four L2 round trips it spends idle: the ticket before its
+//! first load, the release add, the polls, the load of the `k` pairs — plus a memset launch
+//! per call for the counters. When a row's `k` blocks form one thread-block cluster the
+//! hardware starts them together (no ticket, no deadlock bound) and they meet in their own
+//! shared memory:
+//!
+//! ```text
+//!   block b = part (b mod k) of row (b / k), its rank in the cluster
+//!   passes 1, 2 as above ─► thread 0: pair = (m, s) (shared) ─► barrier.cluster.arrive
+//!   barrier.cluster.wait ─► lane l < k of every warp: ld.shared::cluster pair of block l
+//!   ─► butterflies: (M, S) ─► barrier.cluster.arrive ─► pass 3 ─► barrier.cluster.wait (exit)
+//!                             └── no block stops for its peers' reads: its own wait, at the
+//!                                 end, keeps its pair alive until they are done ──┘
+//! ```
+//!
+//! What a cluster costs is residency: its blocks must all fit one GPC at once, and the GPCs
+//! do not tile into every cluster size (H200, 64 KiB slices, 3 blocks an SM = 396 slots:
+//! clusters of 2 hold 396 blocks, of 4 368, of 8 360, of 16 336 — `tilekit tune` prints it).
+//! H200, the split exit barrier: clusters of 2, 4 and 8 blocks 0.926 / 0.918 / 0.89 of copy
+//! against the counter kernel's 0.89 / 0.90 / 0.86; of 16, 0.84 against 0.88 — so the device
+//! table takes clusters up to [`crate::tuning::CLUSTER_ROW_BLOCKS`] blocks a row
+//! (bench/NOTES.md §25).
+//!
 //! **Deadlock bound.** As for the register kernel, the `k` blocks of a row must fit on the
 //! device at once; here the shared memory usually decides how many blocks an SM holds:
 //! [`coop_smem_resident_blocks`] counts shared memory (228 KiB per SM, 1 KiB reserved per
