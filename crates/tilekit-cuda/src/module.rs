@@ -678,18 +678,7 @@ impl Gpu {
         // the shared-memory allowance, as for blocks
         self.max_active_blocks(kernel, threads, dynamic_smem)?;
         let (cx, cy, cz) = kernel.cluster;
-        if cx * cy * cz > 8 {
-            // SAFETY: valid function handle; 1 is a valid value of this attribute.
-            unsafe {
-                sys::cuFuncSetAttribute(
-                    kernel.function,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                    1,
-                )
-            }
-            .result()
-            .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
-        }
+        allow_cluster_size(kernel, cx * cy * cz)?;
         let config = sys::CUlaunchConfig {
             gridDimX: cx,
             gridDimY: cy,
@@ -725,18 +714,25 @@ impl Gpu {
                 rule: format!("a multiple of the kernel's cluster dims {:?}", kernel.cluster),
             });
         }
-        if cx * cy * cz > 8 {
-            // SAFETY: valid function handle; 1 is a valid value of this attribute.
-            unsafe {
-                sys::cuFuncSetAttribute(
-                    kernel.function,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                    1,
-                )
-            }
-            .result()
-            .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
-        }
+        allow_cluster_size(kernel, cx * cy * cz)?;
         Ok(())
     }
+}
+
+/// Above 8 blocks a cluster (the portable limit), `kernel` is allowed a non-portable cluster
+/// size (up to 16 on Hopper); at most 8, nothing to do.
+fn allow_cluster_size(kernel: &Kernel, blocks: u32) -> Result<()> {
+    if blocks > 8 {
+        // SAFETY: valid function handle; 1 is a valid value of this attribute.
+        unsafe {
+            sys::cuFuncSetAttribute(
+                kernel.function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                1,
+            )
+        }
+        .result()
+        .map_err(|e| CudaError::driver("cuFuncSetAttribute", e))?;
+    }
+    Ok(())
 }

@@ -24,10 +24,19 @@ enum Bug {
     RankOutOfRange,
 }
 
-/// Block r of a cluster of 4 writes `s[t] = 1000·block + 100·r + t`, then every thread reads
-/// `s[t]` of the block with rank `(r + 1) mod 4` and stores it to `y[32·block + t]`.
-fn ring(bug: Bug, threads: u32) -> Kernel {
-    let b = KernelBuilder::new("ring", [threads, 1, 1]).unwrap();
+/// What [`ring_start`] declares.
+struct Ring {
+    y: tilekit_ir::MemRef,
+    s: tilekit_ir::MemRef,
+    t: Val,
+    r: Val,
+    blk: Val,
+}
+
+/// A cluster kernel of 4 blocks of `threads` whose block r has written
+/// `s[t] = 1000·block + 100·r + t` to its shared `s`; `y` is the output.
+fn ring_start(name: &str, threads: u32) -> (KernelBuilder, Ring) {
+    let b = KernelBuilder::new(name, [threads, 1, 1]).unwrap();
     b.set_cluster_dim([C, 1, 1]).unwrap();
     let y = b.ptr_param("y", ScalarType::F32).unwrap();
     let s = b.shared("s", ScalarType::F32, threads as usize).unwrap();
@@ -36,6 +45,13 @@ fn ring(bug: Bug, threads: u32) -> Kernel {
     let blk = b.block_id(Axis::X);
     let v = blk.clone() * Idx::lit(1000) + r.clone() * Idx::lit(100) + t.clone();
     b.store(s, &t, &[b.cvt(&v, ScalarType::F32).unwrap()], None).unwrap();
+    (b, Ring { y, s, t, r, blk })
+}
+
+/// Block r of a cluster of 4 writes `s[t] = 1000·block + 100·r + t`, then every thread reads
+/// `s[t]` of the block with rank `(r + 1) mod 4` and stores it to `y[32·block + t]`.
+fn ring(bug: Bug, threads: u32) -> Kernel {
+    let (b, Ring { y, s, t, r, blk }) = ring_start("ring", threads);
     if bug != Bug::NoBarrierBeforeRead {
         b.cluster_barrier().unwrap();
     }
@@ -397,15 +413,7 @@ enum Split {
 /// arrival), and waits (`barrier.cluster.wait`) at the end.
 fn split_ring(bug: Split) -> Kernel {
     let threads = 32u32;
-    let b = KernelBuilder::new("split_ring", [threads, 1, 1]).unwrap();
-    b.set_cluster_dim([C, 1, 1]).unwrap();
-    let y = b.ptr_param("y", ScalarType::F32).unwrap();
-    let s = b.shared("s", ScalarType::F32, threads as usize).unwrap();
-    let t = b.thread_id(Axis::X);
-    let r = b.cluster_cta_rank();
-    let blk = b.block_id(Axis::X);
-    let v = blk.clone() * Idx::lit(1000) + r.clone() * Idx::lit(100) + t.clone();
-    b.store(s, &t, &[b.cvt(&v, ScalarType::F32).unwrap()], None).unwrap();
+    let (b, Ring { y, s, t, r, blk }) = ring_start("split_ring", threads);
     b.cluster_barrier().unwrap();
     let peer = (r.clone() + Idx::lit(1)) % Idx::lit(C as i64);
     let got = b.load_cluster(s, &peer, &t, 1).unwrap();

@@ -290,15 +290,7 @@ fn one_exp_softmax_matches_the_f64_reference() {
     // 2 steps), an odd length (scalar accesses, a tail inside the last block, 3 pipelined
     // steps), a last block of padding only, a row of one step per block (no pipelining), one
     // block per row, and more steps than pass 1 unrolls (its loop)
-    let cases: [Case; 6] = [
-        ((3, 4096), (64, 4, 2, 2)),
-        ((2, 3001), (32, 4, 2, 3)),
-        ((3, 1500), (32, 4, 2, 2)),
-        ((2, 2047), (128, 2, 2, 1)),
-        ((2, 999), (32, 1, 2, 4)),
-        ((2, 5001), (32, 2, 1, ONE_EXP_PIPELINE_STEPS + 4)),
-    ];
-    check_cases(&cases, 31, Kind::OneExp);
+    check_cases(&ONE_EXP_CASES, 31, Kind::OneExp);
 }
 
 #[test]
@@ -506,6 +498,16 @@ fn two_rows_are_refused_with_bulk_copies_one_exponential_or_three_rows() {
     assert!(e.to_string().contains("rows per block"), "{e}");
 }
 
+/// The one-exponential kernels' cases (see `one_exp_softmax_matches_the_f64_reference`).
+const ONE_EXP_CASES: [Case; 6] = [
+    ((3, 4096), (64, 4, 2, 2)),
+    ((2, 3001), (32, 4, 2, 3)),
+    ((3, 1500), (32, 4, 2, 2)),
+    ((2, 2047), (128, 2, 2, 1)),
+    ((2, 999), (32, 1, 2, 4)),
+    ((2, 5001), (32, 2, 1, ONE_EXP_PIPELINE_STEPS + 4)),
+];
+
 /// One case: `(rows, n) × (threads, k, unroll, chunks)` (unroll in f32 vectors).
 type Case = ((usize, usize), (u32, u32, i64, i64));
 
@@ -691,15 +693,7 @@ fn clusters_are_refused_beyond_16_blocks_and_with_two_rows() {
 fn publishing_before_pass_2_matches_the_f64_reference() {
     // the one-exponential cases (loads): pass 1 keeps the running sum, pass 2 runs after the
     // block has published
-    let cases: [Case; 6] = [
-        ((3, 4096), (64, 4, 2, 2)),
-        ((2, 3001), (32, 4, 2, 3)),
-        ((3, 1500), (32, 4, 2, 2)),
-        ((2, 2047), (128, 2, 2, 1)),
-        ((2, 999), (32, 1, 2, 4)),
-        ((2, 5001), (32, 2, 1, ONE_EXP_PIPELINE_STEPS + 4)),
-    ];
-    check_cases(&cases, 51, Kind::Early);
+    check_cases(&ONE_EXP_CASES, 51, Kind::Early);
 }
 
 #[test]

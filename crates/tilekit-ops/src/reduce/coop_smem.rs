@@ -485,7 +485,9 @@ pub fn build_softmax_coop_smem_cluster(
 ///                                            └ the wait hides here ┘
 /// ```
 ///
-/// Pass 1 pays an exponential per element more (the running sum); pass 2 loses its sum.
+/// Pass 1 pays an exponential per element more (the running sum); pass 2 loses its sum. On
+/// the H200 that costs more than the wait it hides (0.82–0.88 of copy against 0.86–0.90 for
+/// [`build_softmax_coop_smem_one_exp`], bench/NOTES.md §25): a knob, not in the device tables.
 /// Kernel `softmax_coop_smem_1exp_early`; `CoopTuning::early`, label `early`.
 ///
 /// ```
@@ -736,32 +738,7 @@ fn build(
         let s = block_reduce_at(&b, &scaled, BinOp::Add, scratch, warps)?;
         meet.publish(&b, name, &first, (&row, &part, kk), (&m, &s))?;
         b.note(format!("{name} pass 2 (the row's other blocks come in meanwhile): e = exp(x − m)"));
-        let log2e = b.f32(std::f32::consts::LOG2_E);
-        let neg_m = b.unary(UnOp::Neg, &b.binary(BinOp::Mul, &m, &log2e)?)?;
-        let pass = |b: &KernelBuilder, fold: bool| {
-            let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
-            crate::tile::for_range(b, &zero, &end, &step, &[], |b, c0, _| {
-                let w = at.at(b, c0)?;
-                let e = w.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
-                    let z = if fold {
-                        b.fma(xv, &log2e, &neg_m)?
-                    } else {
-                        b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?
-                    };
-                    Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
-                })?;
-                // every thread rewrites exactly the elements it wrote in pass 1
-                w.store(b, &e.cast(b, ty)?)?;
-                Ok(vec![])
-            })
-        };
-        if ftz {
-            let (fast, exact) =
-                (|b: &KernelBuilder| pass(b, true), |b: &KernelBuilder| pass(b, false));
-            crate::tile::if_then_else(&b, &foldable(&b, &m)?, fast, exact)?;
-        } else {
-            pass(&b, false)?;
-        }
+        exp_in_place(&b, &at, &m, ftz, false)?;
         let (big_m, big_s) = meet.gather(&b, name, &first, (&row, kk), (&m, &s))?;
         scale_out(&b, name, &at, &yv, (&row, &lo), (&m, &big_m, &big_s))?;
         meet.close(&b, name)?;
@@ -776,34 +753,7 @@ fn build(
     let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
     let sum = if one_exp {
         b.note(format!("{name} pass 2: e = exp(x − m) over the slice in shared memory, its sum"));
-        // 16-bit: the exponent as one FFMA where the block's max allows (see sum_slice)
-        let log2e = b.f32(std::f32::consts::LOG2_E);
-        let neg_m = b.unary(UnOp::Neg, &b.binary(BinOp::Mul, &m, &log2e)?)?;
-        let pass = |b: &KernelBuilder, fold: bool| {
-            let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
-            crate::tile::for_range(b, &zero, &end, &step, &[b.f32(0.0)], |b, c0, acc| {
-                let at = Window::new(b, &stash, &[1, c], &[Val::lit(0), c0], &d)?;
-                let e = at.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
-                    let z = if fold {
-                        b.fma(xv, &log2e, &neg_m)?
-                    } else {
-                        b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?
-                    };
-                    Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
-                })?;
-                // every thread rewrites exactly the elements it read (the same distribution)
-                at.store(b, &e.cast(b, ty)?)?;
-                let t = e.reduce_thread(b, BinOp::Add)?;
-                Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
-            })
-        };
-        if ftz {
-            let (fast, exact) =
-                (|b: &KernelBuilder| pass(b, true), |b: &KernelBuilder| pass(b, false));
-            crate::tile::if_then_else(&b, &foldable(&b, &m)?, fast, exact)?[0].clone()
-        } else {
-            pass(&b, false)?[0].clone()
-        }
+        exp_in_place(&b, &at, &m, ftz, true)?
     } else {
         sum_slice(&b, name, &at, &m, ftz)?
     };
@@ -1213,6 +1163,45 @@ fn load_slice(
         acc = stash(b, Val::lit(step * at.c), &raw, &acc)?;
     }
     Ok(acc)
+}
+
+/// Pass 2 of the one-exponential kernels: `e = exp2((x − m)·log2 e)` (`ex2.approx.ftz`)
+/// written over the slice in shared memory in the slice's type — every thread rewrites
+/// exactly the elements it wrote in pass 1 (the same distribution), so no barrier is needed —
+/// and, with `sum`, the thread's `Σ e` of the unrounded f32 values (else 0). 16-bit slices
+/// (`fold`) take the exponent as one FFMA, `x·log2 e − m·log2 e`, where the block's max allows
+/// ([`foldable`]; a uniform branch to the exact difference beyond it).
+fn exp_in_place(b: &KernelBuilder, at: &Slice, m: &Val, fold: bool, sum: bool) -> Result<Val> {
+    let ty = at.stash.mem.elem;
+    let log2e = b.f32(std::f32::consts::LOG2_E);
+    let neg_m = b.unary(UnOp::Neg, &b.binary(BinOp::Mul, m, &log2e)?)?;
+    let pass = |b: &KernelBuilder, folded: bool| {
+        let (zero, end, step) = (Val::lit(0), Val::lit(at.len), Val::lit(at.c));
+        crate::tile::for_range(b, &zero, &end, &step, &[b.f32(0.0)], |b, c0, acc| {
+            let w = at.at(b, c0)?;
+            let e = w.load(b)?.cast(b, ScalarType::F32)?.map(b, |b, xv| {
+                let z = if folded {
+                    b.fma(xv, &log2e, &neg_m)?
+                } else {
+                    b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, m)?, &log2e)?
+                };
+                Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+            })?;
+            w.store(b, &e.cast(b, ty)?)?;
+            if !sum {
+                return Ok(vec![acc[0].clone()]);
+            }
+            let t = e.reduce_thread(b, BinOp::Add)?;
+            Ok(vec![b.binary(BinOp::Add, &acc[0], &t)?])
+        })
+    };
+    let out = if fold {
+        let (fast, exact) = (|b: &KernelBuilder| pass(b, true), |b: &KernelBuilder| pass(b, false));
+        crate::tile::if_then_else(b, &foldable(b, m)?, fast, exact)?
+    } else {
+        pass(b, false)?
+    };
+    Ok(out[0].clone())
 }
 
 /// Pass 3 of the one-exponential kernels: `y[row, lo ..] = e · f` from the slice (which holds
