@@ -127,7 +127,13 @@ fn dtype_name<S: serde::Serializer>(t: &ScalarType, s: S) -> Result<S::Ok, S::Er
 /// The tuning `--save` keeps: starting from `base`, for each knob the candidate with the best
 /// ratio to copy — register softmax threads per dtype from the row cases the register kernel
 /// holds, one online shape by its mean ratio over the long-row cases, the unmorton order and
-/// the 16-bit micro-block by their mean ratio over their cases.
+/// the 16-bit micro-block by their mean ratio over their cases; per dtype the cooperative
+/// softmax shape by its mean over the long-row cases — a thread-block cluster shape paired
+/// with the counter shape the table takes beyond [`CLUSTER_ROW_BLOCKS`] blocks a row
+/// (`softmax_coop_long`) when that pair's mean is the best — kept where it beats what the API
+/// would launch otherwise.
+///
+/// [`CLUSTER_ROW_BLOCKS`]: tilekit_ops::tuning::CLUSTER_ROW_BLOCKS
 ///
 /// ```
 /// use tilekit_cli::tune::{winners, Candidate, Knob};
@@ -228,6 +234,67 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             .map(|c| c.ratio_to_copy)
             .fold(0.0, f64::max)
     }
+    // the best (cluster shape, counter shape) pair: per case the cluster shape's ratio where it
+    // ran and takes at most CLUSTER_ROW_BLOCKS blocks a row (the table's rule), the counter
+    // shape's elsewhere; the counter shapes those that ran on every case. `Some` only when the
+    // best pair's mean beats the best counter shape's alone, with whether it beats `other`.
+    fn coop_pair(
+        part: &[(&str, CoopTuning, f64)],
+        plain: &[(&str, CoopTuning, f64)],
+        other: impl Fn(&str) -> f64,
+    ) -> Option<(CoopTuning, CoopTuning, bool)> {
+        let mut cases: Vec<&str> = part.iter().map(|(c, _, _)| *c).collect();
+        cases.sort();
+        cases.dedup();
+        let n = cases.len().max(1) as f64;
+        let ratio = |k: CoopTuning, case: &str| {
+            part.iter().find(|(c, j, _)| *c == case && *j == k).map(|x| x.2)
+        };
+        let unique = |shapes: &mut dyn Iterator<Item = CoopTuning>| {
+            let mut v: Vec<CoopTuning> = Vec::new();
+            for k in shapes {
+                if !v.contains(&k) {
+                    v.push(k);
+                }
+            }
+            v
+        };
+        let everywhere: Vec<CoopTuning> = unique(&mut plain.iter().map(|(_, k, _)| *k))
+            .into_iter()
+            .filter(|k| cases.iter().all(|c| ratio(*k, c).is_some()))
+            .collect();
+        let mean_of = |k: CoopTuning| cases.iter().filter_map(|c| ratio(k, c)).sum::<f64>() / n;
+        let alone = everywhere.iter().map(|&k| mean_of(k)).fold(f64::NEG_INFINITY, f64::max);
+        let clusters = unique(&mut part.iter().filter(|(_, k, _)| k.cluster).map(|(_, k, _)| *k));
+        let mut best: Option<(CoopTuning, CoopTuning, f64)> = None;
+        for &c in &clusters {
+            for &k in &everywhere {
+                let per_case = |case: &str| {
+                    let fits = row_of(case).and_then(|(ty, len)| c.plan(ty, len)).is_some_and(
+                        |(blocks, _)| blocks <= tilekit_ops::tuning::CLUSTER_ROW_BLOCKS,
+                    );
+                    match ratio(c, case) {
+                        Some(r) if fits => r,
+                        _ => ratio(k, case).unwrap_or(0.0),
+                    }
+                };
+                let mean = cases.iter().map(|c| per_case(c)).sum::<f64>() / n;
+                if best.is_none_or(|b| mean > b.2) {
+                    best = Some((c, k, mean));
+                }
+            }
+        }
+        let (c, k, mean) = best.filter(|b| b.2 > alone)?;
+        let o_mean = cases.iter().map(|c| other(c)).sum::<f64>() / n;
+        Some((c, k, mean > o_mean))
+    }
+    // (dtype, row length) of a softmax case named `softmax {rows}x{n} {dtype}`
+    fn row_of(case: &str) -> Option<(ScalarType, i64)> {
+        let mut words = case.split_whitespace().skip(1);
+        let n = words.next()?.rsplit('x').next()?.parse().ok()?;
+        let ty = crate::dtype::kernel_dtype().lookup(words.next()?)?;
+        Some((ty, n))
+    }
     let long_rows = |c: &&Candidate| {
         !cands.iter().any(|d| d.case == c.case && matches!(d.knob, Knob::SoftmaxThreads(..)))
     };
@@ -296,16 +363,28 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
         })
         .collect();
     // one shape for 4-byte rows, one for 2-byte rows (half the bytes per element want other
-    // shapes: bench/RESULTS.md session 8)
+    // shapes: bench/RESULTS.md session 8); a cluster shape where it takes at most
+    // CLUSTER_ROW_BLOCKS blocks a row, paired with the counter shape for the other rows when
+    // the pair's mean is the best (the table's `softmax_coop_long`, session 15)
     for sixteen in [false, true] {
         let part: Vec<(&str, CoopTuning, f64)> =
             coop.iter().filter(|(case, _, _)| case.ends_with("f32") != sixteen).copied().collect();
-        if let Some((k, beats)) = split_winner(&part, |case| api_ratio(cands, &t, case, true)) {
-            if sixteen {
-                t.softmax_coop_16bit = beats.then_some(k);
-            } else {
-                t.softmax_coop = beats.then_some(k);
-            }
+        let plain: Vec<(&str, CoopTuning, f64)> =
+            part.iter().filter(|(_, k, _)| !k.cluster).copied().collect();
+        let other = |case: &str| api_ratio(cands, &t, case, true);
+        let (main, long, beats) = match coop_pair(&part, &plain, other) {
+            Some((c, n, beats)) => (c, Some(n), beats),
+            None => match split_winner(&plain, other).or_else(|| split_winner(&part, other)) {
+                Some((k, beats)) => (k, None, beats),
+                None => continue,
+            },
+        };
+        if sixteen {
+            t.softmax_coop_16bit = beats.then_some(main);
+            t.softmax_coop_long_16bit = long.filter(|_| beats);
+        } else {
+            t.softmax_coop = beats.then_some(main);
+            t.softmax_coop_long = long.filter(|_| beats);
         }
     }
     if let Some(u) = mean_best(

@@ -172,3 +172,34 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
         }
     }
 }
+
+#[test]
+fn a_cluster_shape_is_saved_with_the_counter_shape_for_rows_beyond_eight_blocks() {
+    use tilekit_ops::reduce::CoopTuning;
+    // H200-like ratios (bench/RESULTS.md session 15): the cluster shape wins the rows it splits
+    // into at most 8 blocks (f32 65536: 4 blocks of 64 KiB), loses those of 16 (f32 262144)
+    let cl = CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster();
+    let n = CoopTuning::in_shared(256, 32, 64);
+    let worse = CoopTuning::in_shared(256, 16, 32);
+    let c = vec![
+        cand("softmax 2048x65536 f32", Knob::Coop(cl), 0.916),
+        cand("softmax 2048x65536 f32", Knob::Coop(n), 0.900),
+        cand("softmax 2048x65536 f32", Knob::Coop(worse), 0.850),
+        cand("softmax 512x262144 f32", Knob::Coop(cl), 0.837),
+        cand("softmax 512x262144 f32", Knob::Coop(n), 0.879),
+        cand("softmax 512x262144 f32", Knob::Coop(worse), 0.851),
+        cand("softmax 2048x65536 f32", Knob::Online(O512), 0.70),
+        cand("softmax 512x262144 f32", Knob::Online(O512), 0.66),
+    ];
+    let base = Tuning { online: O512, softmax_cluster: None, ..Tuning::default() };
+    // the pair: 0.916 and 0.879, mean 0.8975, above the counter shape alone (0.8895)
+    let t = winners(base, &c);
+    assert_eq!((t.softmax_coop, t.softmax_coop_long), (Some(cl), Some(n)));
+    // where the cluster shape loses its own rows too, the counter shape alone, no pair
+    let mut c2 = c.clone();
+    c2[0].ratio_to_copy = 0.880;
+    let t = winners(base, &c2);
+    assert_eq!((t.softmax_coop, t.softmax_coop_long), (Some(n), None));
+    // the 16-bit fields stay as they were
+    assert_eq!((t.softmax_coop_16bit, t.softmax_coop_long_16bit), (None, None));
+}
