@@ -83,7 +83,9 @@ pub struct Args {
     /// `1024,8,32k,ring6,lag2`; `,cluster` makes a row's blocks one thread-block cluster
     /// meeting through distributed shared memory (sm_90, rows of at most 16 blocks), e.g.
     /// `256,32,64k,1exp,cluster`; `,early` (after `1exp`) publishes each block's (max, sum)
-    /// before pass 2, e.g. `256,32,64k,1exp,early`.
+    /// before pass 2, e.g. `256,32,64k,1exp,early`; `,spec` takes the counter kernel's ticket
+    /// speculatively (step 0's loads in flight with the ticket's atomic), e.g.
+    /// `256,32,64k,spec`.
     #[arg(long, value_parser = parse_coop)]
     pub softmax_coop: Option<CoopTuning>,
     /// `gemm` only: one shape `MxNxK` instead of issue 13's list.
@@ -186,6 +188,8 @@ pub struct Args {
 /// assert!(parse_coop("256,32,64k,2rows,cluster").is_err() && parse_coop("256,32,cluster").is_err());
 /// assert!(parse_coop("256,32,64k,1exp,early").unwrap().early);  // publish before pass 2
 /// assert!(parse_coop("256,32,64k,early").is_err());              // early takes 1exp
+/// assert!(parse_coop("256,32,64k,1exp,spec").unwrap().spec);     // the ticket speculated
+/// assert!(parse_coop("256,32,64k,1exp,cluster,spec").is_err());  // spec takes the counter
 /// let r = parse_coop("1024,8,32k,ring6,lag2").unwrap();
 /// assert_eq!((r.ring, r.lag), (6, 2));
 /// assert_eq!(parse_coop("512,8,32k,ring3").unwrap().lag, 1);        // lag 1 by default
@@ -224,6 +228,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     let pipe = words.next_if_eq(&"pipe").is_some();
     let cluster = words.next_if_eq(&"cluster").is_some();
     let early = words.next_if_eq(&"early").is_some();
+    let spec = words.next_if_eq(&"spec").is_some();
     let mut number = |prefix: &str| -> Result<Option<u32>, String> {
         match words.next_if(|w| w.starts_with(prefix)) {
             None => Ok(None),
@@ -237,7 +242,8 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
     if let Some(f) = words.next() {
         return Err(format!(
             "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp`, then `2rows`, then \
-             `pipe`, then `cluster`, then `early`, then `ringS` and `lagD` (each at most once)"
+             `pipe`, then `cluster`, then `early`, then `spec`, then `ringS` and `lagD` (each at \
+             most once)"
         ));
     }
     if ring > 0 && (bulk || one_exp || rows != 1 || smem_kib == 0 || ring < lag + 2 || lag < 1) {
@@ -261,6 +267,13 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
         return Err(format!(
             "`{s}`: `early` takes a shared-memory slice brought in by loads with `1exp` (no bulk, \
              2rows, pipe or ring), e.g. 256,32,64k,1exp,early or 256,32,64k,1exp,cluster,early"
+        ));
+    }
+    if spec && (bulk || rows != 1 || pipe || cluster || early || ring > 0 || smem_kib == 0) {
+        return Err(format!(
+            "`{s}`: `spec` takes a shared-memory slice brought in by loads, one row a block and \
+             the counter exchange (no bulk, 2rows, pipe, cluster, early or ring), e.g. \
+             256,32,64k,spec or 256,32,64k,1exp,spec"
         ));
     }
     if ring == 0 && lag > 0 {
@@ -289,6 +302,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
         pipe,
         cluster,
         early,
+        spec,
     })
 }
 

@@ -703,11 +703,12 @@ fn softmax_candidates(
                     } else {
                         ""
                     },
-                    match (c.cluster, c.early) {
-                        (true, true) => " cluster early",
-                        (true, false) => " cluster",
-                        (false, true) => " early",
-                        (false, false) => "",
+                    match (c.cluster, c.early, c.spec) {
+                        (true, true, _) => " cluster early",
+                        (true, false, _) => " cluster",
+                        (false, true, _) => " early",
+                        (false, false, true) => " spec",
+                        (false, false, false) => "",
                     },
                     c.threads,
                     slice * ty.size_bytes() as i64 / 1024,
@@ -1088,20 +1089,23 @@ fn movement_cases(
 }
 
 /// The transpose tile loops `tilekit tune` compares: one tile per block (the default kernel),
-/// then 2 to 32 row tiles per block through one or two shared buffers, the next tile's loads
-/// before or after the current tile's stores.
+/// the same asking for 4, 5, 6 or 8 blocks an SM (the compiler caps the registers to fit
+/// them), then 2 to 32 row tiles per block through one or two shared buffers, the next tile's
+/// loads before or after the current tile's stores.
 ///
 /// ```
 /// let l = tilekit_cli::tune::transpose_loops();
-/// assert_eq!((l.len(), l[0].tiles_per_block), (21, 1));
+/// assert_eq!((l.len(), l[0].tiles_per_block, l[1].min_blocks), (25, 1, 4));
 /// assert!(l.iter().all(|lp| lp.check().is_ok()));
 /// ```
 pub fn transpose_loops() -> Vec<TransposeLoop> {
-    let mut v = vec![TransposeLoop::default()];
+    let one = TransposeLoop::default();
+    let mut v = vec![one];
+    v.extend([4, 5, 6, 8].map(|min_blocks| TransposeLoop { min_blocks, ..one }));
     for tiles_per_block in [2, 4, 8, 16, 32] {
         for buffers in [1, 2] {
             for prefetch in [true, false] {
-                v.push(TransposeLoop { tiles_per_block, buffers, prefetch });
+                v.push(TransposeLoop { tiles_per_block, buffers, prefetch, min_blocks: 0 });
             }
         }
     }

@@ -776,7 +776,47 @@ impl KernelBuilder {
     /// assert!(e.to_string().contains("valid types are u32"));
     /// ```
     pub fn atomic_add(&self, mem: MemRef, offset: &Val, value: &Val, release: bool) -> Result<Val> {
-        let op = "atom.global.add";
+        self.atomic(mem, offset, value, release, false)
+    }
+
+    /// `atom.{relaxed,release}.gpu.global.inc.u32`: every active thread increments element
+    /// `offset` of the global `u32` buffer `mem` **wrapping at `bound`** (the new value is
+    /// `old ≥ bound ? 0 : old + 1`), atomically, and gets the old value. A counter taken
+    /// `bound + 1` times this way is back at zero: what lets a kernel leave its counters as it
+    /// found them, so the next launch needs no memset.
+    ///
+    /// ```
+    /// use tilekit_ir::interp::{run, Args, HostBuffer};
+    /// use tilekit_ir::{Axis, KernelBuilder, ScalarType};
+    /// use tilekit_layout::Idx;
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let c = b.ptr_param("counter", ScalarType::U32).unwrap();
+    /// let old = b.ptr_param("old", ScalarType::U32).unwrap();
+    /// let t = b.atomic_inc(c, &Idx::lit(0), &Idx::lit(31), false).unwrap();
+    /// b.store(old, &b.thread_id(Axis::X), &[t], None).unwrap();
+    /// let k = b.finish().unwrap();
+    /// assert!(k.to_string().contains("atom.relaxed.gpu.global.inc"));
+    /// let mut a = Args::new();
+    /// a.buffer(HostBuffer::from_u32(&[0])).buffer(HostBuffer::from_u32(&[99; 32]));
+    /// run(&k, [1, 1, 1], &mut a).unwrap();
+    /// let mut olds = a.take_buffer(1).unwrap().to_u32().unwrap();
+    /// olds.sort();
+    /// assert_eq!(olds, (0..32).collect::<Vec<u32>>()); // 32 tickets ...
+    /// assert_eq!(a.take_buffer(0).unwrap().to_u32().unwrap(), vec![0]); // ... and back at 0
+    /// ```
+    pub fn atomic_inc(&self, mem: MemRef, offset: &Val, bound: &Val, release: bool) -> Result<Val> {
+        self.atomic(mem, offset, bound, release, true)
+    }
+
+    fn atomic(
+        &self,
+        mem: MemRef,
+        offset: &Val,
+        value: &Val,
+        release: bool,
+        wrap: bool,
+    ) -> Result<Val> {
+        let op = if wrap { "atom.global.inc" } else { "atom.global.add" };
         self.check_counter(mem, op)?;
         let off = self.offset_operand(offset, op)?;
         let v = self.operand(value, Some(ScalarType::U32), op)?;
@@ -787,7 +827,7 @@ impl KernelBuilder {
         let ids = self
             .ctx
             .borrow_mut()
-            .push(Op::AtomicAdd { mem, offset: off, value: v, release }, &[ScalarType::U32]);
+            .push(Op::AtomicAdd { mem, offset: off, value: v, release, wrap }, &[ScalarType::U32]);
         Ok(self.wrap(ids[0]))
     }
 

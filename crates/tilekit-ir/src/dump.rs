@@ -70,9 +70,11 @@ pub fn op_mnemonic(op: &Op) -> String {
         Op::Async(a) => a.name().into(),
         Op::Wgmma(w) => w.name().into(),
         Op::LoadCluster { width, .. } => format!("ld.shared::cluster{}", v(*width as usize)),
-        Op::AtomicAdd { release, .. } => {
-            format!("atom.{}.gpu.global.add", if *release { "release" } else { "relaxed" })
-        }
+        Op::AtomicAdd { release, wrap, .. } => format!(
+            "atom.{}.gpu.global.{}",
+            if *release { "release" } else { "relaxed" },
+            if *wrap { "inc" } else { "add" }
+        ),
         Op::LoadAcquire { .. } => "ld.acquire.gpu.global".into(),
         Op::FenceGpu => "fence.acq_rel.gpu".into(),
         Op::GridDepWait => "griddepcontrol.wait".into(),

@@ -561,7 +561,7 @@ pub enum Op {
         /// Elements (1, 2, 4 or 8, at most 16 bytes).
         width: u8,
     },
-    /// `atom.{relaxed,release}.gpu.global.add.u32`: adds `value` to the `u32` at element
+    /// `atom.{relaxed,release}.gpu.global.add.u32` (or, with `wrap`, `.inc.u32`): adds `value` to the `u32` at element
     /// `offset` of a global buffer and returns the old value (one result). With `release`, this
     /// thread's earlier memory accesses are ordered before the add (a release at GPU scope): the
     /// publishing half of a counter that other blocks read with [`Op::LoadAcquire`].
@@ -574,6 +574,10 @@ pub enum Op {
         value: ValueId,
         /// Release semantics (`atom.release.gpu`) instead of relaxed (`atom.relaxed.gpu`).
         release: bool,
+        /// `atom.inc` instead of `atom.add`: `value` is the bound, the new value
+        /// `old ≥ value ? 0 : old + 1` (a counter that returns to zero by itself after
+        /// `value + 1` increments).
+        wrap: bool,
     },
     /// `ld.acquire.gpu.global.u32`: the `u32` at element `offset` of a global buffer, with
     /// acquire semantics at GPU scope (this thread's later accesses are ordered after it).

@@ -323,17 +323,17 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
             };
             lp.check()?;
             let (vx, vy) = (vx.min(mv), vy.min(mv));
-            let k = if lp.tiles_per_block == 1 {
-                cached(KernelKey::new("transpose", ty, [vx, vy, mv, 0]), || {
-                    crate::transpose::build_micro(ty, mv, vx, vy)
-                })?
+            // the key: one tile a block or the loop's buffers and load order, and the
+            // blocks per SM asked for
+            let order = if lp.tiles_per_block == 1 {
+                0
             } else {
-                let order = 2 * lp.buffers as i64 + i64::from(lp.prefetch);
-                let key = KernelKey::new("transpose_tiled", ty, [vx, vy, mv, order]);
-                cached(key, || {
-                    crate::transpose::build_tiled(ty, mv, vx, vy, lp.buffers, lp.prefetch)
-                })?
+                2 * lp.buffers as i64 + i64::from(lp.prefetch)
             };
+            let name = if lp.tiles_per_block == 1 { "transpose" } else { "transpose_tiled" };
+            let key =
+                KernelKey::new(name, ty, [vx, vy, mv, order + 100 * i64::from(lp.min_blocks)]);
+            let k = cached(key, || crate::transpose::build_looped(ty, mv, vx, vy, lp))?;
             let t = 16 * mv;
             // grid y walks x's rows (y's last dim) in tiles of t (tiles_per_block tiles per
             // block), grid z the batch
@@ -729,7 +729,8 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8), bulk and
     // one exponential per element
     let key = if c.smem() {
-        let vu = i64::from(c.early) * 100_000_000
+        let vu = i64::from(c.spec) * 1_000_000_000
+            + i64::from(c.early) * 100_000_000
             + i64::from(c.cluster) * 10_000_000
             + i64::from(c.pipe) * 1_000_000
             + v * 10000
@@ -751,6 +752,12 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
         let args = Bindings::new(&kern).input("x", x, b)?.output("y", y, b)?;
         return b.launch(&kern, grid, args);
     }
+    if c.smem() {
+        // the shared-memory kernels wrap their ticket and row counters back to zero: the
+        // backend's kept counters, no memset per call
+        let mut ws = b.counters(m + 1)?;
+        return launch_exchange_on(b, &kern, grid, (x, y), (m, k), &mut ws);
+    }
     launch_exchange(b, &kern, grid, (x, y), (m, k))
 }
 
@@ -766,12 +773,24 @@ fn launch_exchange<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
     (m, k): (i64, u32),
 ) -> Result<()> {
     let mut ws = b.zeros(ScalarType::U32, &[m + 1])?;
+    launch_exchange_on(b, kern, grid, (x, y), (m, k), &mut ws)
+}
+
+/// [`launch_exchange`] with the counters `ws` given (at least `m + 1` zeros).
+fn launch_exchange_on<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
+    b: &B,
+    kern: &CompiledKernel,
+    grid: [u32; 3],
+    (x, y): (&X, &mut Y),
+    (m, k): (i64, u32),
+    ws: &mut B::Tensor,
+) -> Result<()> {
     let pairs = 2 * m * i64::from(k);
     let mut stats = b.empty(ScalarType::F32, &[pairs])?;
     let args = Bindings::new(kern)
         .input("x", x, b)?
         .output("y", y, b)?
-        .output_ptr("ws", &mut ws, m + 1, b)?
+        .output_ptr("ws", ws, m + 1, b)?
         .output_ptr("stats", &mut stats, pairs, b)?;
     b.launch(kern, grid, args)
 }

@@ -83,6 +83,21 @@ pub trait Backend {
     fn zeros(&self, dtype: ScalarType, shape: &[i64]) -> Result<Self::Tensor> {
         self.from_host(&HostTensor::zeros(dtype, shape)?)
     }
+    /// `u32` counters of at least `len` elements, all zero, for kernels that **leave them at
+    /// zero** when they end (the cooperative softmax with slices in shared memory wraps its
+    /// ticket and row counters back to 0: `reduce::coop_smem`). The interpreter makes fresh
+    /// zeros; the GPU keeps one buffer per backend and stream between calls, zeroed once when
+    /// it is made or grown, so a call queues no memset. A kernel that may leave a counter
+    /// nonzero must take [`zeros`](Self::zeros) instead.
+    ///
+    /// ```
+    /// use tilekit_ops::backend::{Backend, Interp};
+    /// let t = Interp.counters(3).unwrap();
+    /// assert_eq!(Interp.to_vec::<u32>(&t).unwrap(), vec![0, 0, 0]);
+    /// ```
+    fn counters(&self, len: i64) -> Result<Self::Tensor> {
+        self.zeros(ScalarType::U32, &[len])
+    }
     /// A copy of a host tensor on this backend.
     #[allow(clippy::wrong_self_convention)] // `self` is the backend the tensor is made on
     fn from_host(&self, t: &HostTensor) -> Result<Self::Tensor>;
@@ -353,7 +368,7 @@ where
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
 /// use tilekit_ops::{api, backend::{Backend, TunedInterp}, transpose::TransposeLoop, tuning::Tuning};
-/// let lp = TransposeLoop { tiles_per_block: 2, buffers: 2, prefetch: true };
+/// let lp = TransposeLoop { tiles_per_block: 2, buffers: 2, prefetch: true, min_blocks: 0 };
 /// let b = TunedInterp(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
 /// assert_eq!(b.tuning().transpose_loop_f32, lp);
 /// let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
@@ -546,7 +561,7 @@ impl Record {
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::{api, backend::{LayoutTensor, Record}, transpose::TransposeLoop};
     /// use tilekit_ops::tuning::Tuning;
-    /// let lp = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false };
+    /// let lp = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false, min_blocks: 0 };
     /// let rec = Record::with_tuning(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
     /// let x = LayoutTensor::contiguous(ScalarType::F32, &[16384, 16384]).unwrap();
     /// api::transpose(&rec, &x).unwrap();
@@ -717,6 +732,9 @@ pub struct Cuda {
     tuning_source: crate::tuning::TuningSource,
     gemm_table: Arc<GemmTable>,
     gemm_source: crate::tuning::TuningSource,
+    /// The self-resetting counters of this backend's stream ([`Backend::counters`]): a new
+    /// stream gets its own (two streams must never share one).
+    counters: Arc<Mutex<Option<DeviceTensor>>>,
 }
 
 impl Cuda {
@@ -783,6 +801,7 @@ impl Cuda {
             tuning_source,
             gemm_table: Arc::new(gemm_table),
             gemm_source,
+            counters: Arc::default(),
         }
     }
 
@@ -838,7 +857,11 @@ impl Cuda {
     /// }
     /// ```
     pub fn new_stream(&self) -> Result<Cuda> {
-        Ok(Cuda { gpu: self.gpu.new_stream().map_err(cuda)?, ..self.clone() })
+        Ok(Cuda {
+            gpu: self.gpu.new_stream().map_err(cuda)?,
+            counters: Arc::default(),
+            ..self.clone()
+        })
     }
 
     /// The same device on a stream another library owns (a raw `CUstream`, e.g. PyTorch's
@@ -852,7 +875,7 @@ impl Cuda {
         let gpu = unsafe {
             self.gpu.on_borrowed_stream(raw as tilekit_cuda::cudarc::driver::sys::CUstream)
         };
-        Cuda { gpu, ..self.clone() }
+        Cuda { gpu, counters: Arc::default(), ..self.clone() }
     }
 
     /// Records the work queued so far on this stream.
@@ -1176,6 +1199,18 @@ impl Backend for Cuda {
     fn zeros(&self, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {
         // stream-ordered: cuMemAllocAsync + cuMemsetD8Async on this backend's stream
         DeviceTensor::zeros(&self.gpu, dtype, shape).map_err(cuda)
+    }
+
+    fn counters(&self, len: i64) -> Result<DeviceTensor> {
+        // kept between calls: every kernel that takes them leaves them at zero, and launches
+        // on this stream run in order, so the next one finds zeros without a memset
+        let mut kept = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = kept.as_ref().filter(|t| t.layout().numel() >= len) {
+            return Ok(t.clone());
+        }
+        let t = self.zeros(ScalarType::U32, &[len.max(1024)])?;
+        *kept = Some(t.clone());
+        Ok(t)
     }
 
     fn from_host(&self, t: &HostTensor) -> Result<DeviceTensor> {

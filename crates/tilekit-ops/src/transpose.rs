@@ -255,11 +255,12 @@ fn check_micro(ty: ScalarType, v: i64) -> Result<()> {
 ///
 /// ```
 /// use tilekit_ops::transpose::TransposeLoop;
-/// let one = TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true };
+/// let one = TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true, min_blocks: 0 };
 /// assert_eq!(TransposeLoop::default(), one);
-/// let l = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false };
+/// let l = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false, min_blocks: 0 };
 /// assert_eq!(l.to_string(), "4 tiles/block, 2 buffers, loads after stores");
 /// assert_eq!(one.to_string(), "1 tile/block");
+/// assert_eq!(TransposeLoop { min_blocks: 4, ..one }.to_string(), "1 tile/block, ≥ 4 blocks/SM");
 /// assert!(TransposeLoop { tiles_per_block: 0, ..one }.check().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -272,7 +273,20 @@ pub struct TransposeLoop {
     /// registers live); otherwise right after them.
     #[serde(default = "yes")]
     pub prefetch: bool,
+    /// Blocks every SM must hold at once (`.minnctapersm`, so the compiler caps the registers
+    /// a thread gets: the bf16 one-tile kernel takes 72 from the driver's JIT, 3 blocks an SM,
+    /// and fits 4 at 64); `0` leaves it to the compiler. At most [`MAX_MIN_BLOCKS`].
+    #[serde(default)]
+    pub min_blocks: u32,
 }
+
+/// The most blocks per SM a [`TransposeLoop`] may ask for: 8 blocks of [`THREADS`] fill an
+/// SM's 2048 threads.
+///
+/// ```
+/// assert_eq!(tilekit_ops::transpose::MAX_MIN_BLOCKS, 8);
+/// ```
+pub const MAX_MIN_BLOCKS: u32 = 8;
 
 fn yes() -> bool {
     true
@@ -287,18 +301,23 @@ pub const MAX_TILES_PER_BLOCK: u32 = 64;
 
 impl Default for TransposeLoop {
     fn default() -> Self {
-        TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true }
+        TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true, min_blocks: 0 }
     }
 }
 
 impl std::fmt::Display for TransposeLoop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.tiles_per_block == 1 {
-            return write!(f, "1 tile/block");
+            write!(f, "1 tile/block")?;
+        } else {
+            let s = if self.buffers == 1 { "" } else { "s" };
+            let order = if self.prefetch { "prefetch" } else { "loads after stores" };
+            write!(f, "{} tiles/block, {} buffer{s}, {order}", self.tiles_per_block, self.buffers)?;
         }
-        let s = if self.buffers == 1 { "" } else { "s" };
-        let order = if self.prefetch { "prefetch" } else { "loads after stores" };
-        write!(f, "{} tiles/block, {} buffer{s}, {order}", self.tiles_per_block, self.buffers)
+        if self.min_blocks > 0 {
+            write!(f, ", ≥ {} blocks/SM", self.min_blocks)?;
+        }
+        Ok(())
     }
 }
 
@@ -307,9 +326,12 @@ impl TransposeLoop {
     ///
     /// ```
     /// use tilekit_ops::transpose::TransposeLoop;
-    /// let e = TransposeLoop { tiles_per_block: 2, buffers: 3, prefetch: true }.check().unwrap_err();
+    /// let e = TransposeLoop { buffers: 3, ..TransposeLoop::default() }.check().unwrap_err();
     /// assert!(e.to_string().contains("buffers"), "{e}");
-    /// assert!(TransposeLoop { tiles_per_block: 8, buffers: 2, prefetch: false }.check().is_ok());
+    /// let e = TransposeLoop { min_blocks: 9, ..TransposeLoop::default() }.check().unwrap_err();
+    /// assert!(e.to_string().contains("min_blocks") && e.to_string().contains("0..=8"), "{e}");
+    /// let l = TransposeLoop { tiles_per_block: 8, buffers: 2, prefetch: false, min_blocks: 4 };
+    /// assert!(l.check().is_ok());
     /// ```
     pub fn check(&self) -> Result<()> {
         if !(1..=MAX_TILES_PER_BLOCK).contains(&self.tiles_per_block) {
@@ -322,6 +344,14 @@ impl TransposeLoop {
         }
         if !(1..=2).contains(&self.buffers) {
             return Err(OpsError::invalid("transpose loop", "buffers", self.buffers, "1 or 2"));
+        }
+        if self.min_blocks > MAX_MIN_BLOCKS {
+            return Err(OpsError::invalid(
+                "transpose loop",
+                "min_blocks",
+                self.min_blocks,
+                format!("0..={MAX_MIN_BLOCKS} (0: the compiler's choice)"),
+            ));
         }
         Ok(())
     }
@@ -362,7 +392,7 @@ pub fn build_tiled(
     prefetch: bool,
 ) -> Result<Kernel> {
     check_micro(ty, v)?;
-    TransposeLoop { tiles_per_block: 2, buffers, prefetch }.check()?;
+    TransposeLoop { tiles_per_block: 2, buffers, prefetch, min_blocks: 0 }.check()?;
     let t = 16 * v;
     let (vx, vy) = (vx.min(v), vy.min(v));
     let b = KernelBuilder::new("transpose_tiled", [THREADS, 1, 1])?;
@@ -432,6 +462,31 @@ pub fn build_tiled(
         Ok(carry)
     })?;
     Ok(b.finish()?)
+}
+
+/// The transpose kernel a [`TransposeLoop`] names: [`build_micro`] for one tile a block, else
+/// [`build_tiled`] with its buffers and load order; with `min_blocks` set, the kernel asks
+/// every SM to hold that many blocks (`.minnctapersm`).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::transpose::{build_looped, TransposeLoop};
+/// let lp = TransposeLoop { min_blocks: 4, ..TransposeLoop::default() };
+/// let k = build_looped(ScalarType::BF16, 8, 8, 8, lp).unwrap();
+/// assert_eq!((k.name.as_str(), k.min_blocks_per_sm), ("transpose", 4));
+/// let two = TransposeLoop { tiles_per_block: 2, ..TransposeLoop::default() };
+/// assert_eq!(build_looped(ScalarType::F32, 4, 4, 4, two).unwrap().name, "transpose_tiled");
+/// assert!(build_looped(ScalarType::F32, 4, 4, 4, TransposeLoop { min_blocks: 9, ..two }).is_err());
+/// ```
+pub fn build_looped(ty: ScalarType, v: i64, vx: i64, vy: i64, lp: TransposeLoop) -> Result<Kernel> {
+    lp.check()?;
+    let mut k = if lp.tiles_per_block == 1 {
+        build_micro(ty, v, vx, vy)?
+    } else {
+        build_tiled(ty, v, vx, vy, lp.buffers, lp.prefetch)?
+    };
+    k.min_blocks_per_sm = lp.min_blocks;
+    Ok(k)
 }
 
 /// CPU reference of a 3-D permute: `out[o] = in[i]` with `o[k] = i[perm[k]]`, element bits

@@ -228,6 +228,66 @@ fn softmax_long_rows<B: Backend>(b: &B) {
     }
 }
 
+/// The counter kernels (coop smem, not clusters: the plain, one-exponential and speculated
+/// shapes) on one backend, call after call with 5, 2, 9 and 5 rows of 5 and 10 blocks: each
+/// call against the reference, and the backend's kept counters all zero after them (the
+/// kernels wrap their tickets and row counters back; a call that left one raised would make
+/// the next one's blocks take wrong rows or pass their waits early).
+fn softmax_counters_are_reused<B: Backend>(b: &B) {
+    for (i, (ty, n)) in [(F32, 20001i64), (BF16, 33000), (F32, 40000)].into_iter().enumerate() {
+        for (j, rows) in [5i64, 2, 9, 5].into_iter().enumerate() {
+            let x = random(ty, &[rows, n], 90 + 10 * i as u64 + j as u64);
+            let y = api::softmax(b, &b.from_host(&x).unwrap()).unwrap();
+            let want = row_refs(&values(&x), rows as usize, n as usize).2;
+            let got = values(&b.to_host(&y).unwrap());
+            let rtol = if ty == F32 { 1e-4 } else { 1.0 / 128.0 };
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| (g - w).abs() / (w.abs() + 1e-30))
+                .fold(0.0f64, f64::max);
+            assert!(worst <= rtol, "call {j}: softmax {rows}×{n} {ty}: max relative error {worst}");
+        }
+    }
+    let kept = b.counters(16).unwrap();
+    assert!(b.to_vec::<u32>(&kept).unwrap().iter().all(|&c| c == 0), "counters left raised");
+}
+
+fn counter_tuning(shape: tilekit_ops::reduce::CoopTuning) -> tilekit_ops::tuning::Tuning {
+    tilekit_ops::tuning::Tuning {
+        softmax_coop: Some(shape),
+        softmax_coop_16bit: Some(shape),
+        softmax_staged: None,
+        ..tilekit_ops::tuning::Tuning::default()
+    }
+}
+
+/// The counter shapes [`softmax_counters_are_reused`] runs: 128 threads × 16 elements a step
+/// into 16 KiB slices (f32 20001: 5 blocks a row, bf16 33000: 5, f32 40000: 10), plain, with
+/// one exponential and with the ticket speculated.
+fn counter_shapes() -> Vec<tilekit_ops::reduce::CoopTuning> {
+    let c = tilekit_ops::reduce::CoopTuning::in_shared(128, 16, 16);
+    vec![c, c.with_one_exp(), c.with_spec(), c.with_one_exp().with_spec()]
+}
+
+mod softmax_counters {
+    #[test]
+    fn interp() {
+        for c in super::counter_shapes() {
+            let b = tilekit_ops::backend::TunedInterp(super::counter_tuning(c));
+            super::softmax_counters_are_reused(&b);
+        }
+    }
+    #[test]
+    fn cuda() {
+        if let Some(g) = super::cuda() {
+            for c in super::counter_shapes() {
+                super::softmax_counters_are_reused(&g.with_tuning(super::counter_tuning(c)));
+            }
+        }
+    }
+}
+
 fn round(ty: ScalarType, v: f64) -> f64 {
     let t = HostTensor::new(
         tilekit_ir::interp::HostBuffer::from_bytes(ty, {

@@ -14,8 +14,8 @@ use tilekit_ops::host;
 use tilekit_ops::reduce::coop_smem::{
     build_softmax_coop_smem_cluster, build_softmax_coop_smem_early,
     build_softmax_coop_smem_one_exp, build_softmax_coop_smem_pipelined,
-    build_softmax_coop_smem_rows, coop_smem_one_exp_resident_blocks, Variant,
-    ONE_EXP_PIPELINE_STEPS,
+    build_softmax_coop_smem_rows, build_softmax_coop_smem_spec, coop_smem_one_exp_resident_blocks,
+    Variant, ONE_EXP_PIPELINE_STEPS,
 };
 use tilekit_ops::reduce::{
     build_softmax_coop_smem, coop_smem_resident_blocks, coop_smem_shared_bytes, reference,
@@ -32,13 +32,15 @@ enum Kind {
     OneExp,
     Pipe,
     Early,
+    /// The ticket speculated (one exponential?, the guess's rotation).
+    Spec(bool, u32),
 }
 
 /// Runs the kernel directly: `m` rows of `n`, `k` blocks of `threads` per row, `unroll`
 /// vectors a step, `chunks` steps per block, the slice loaded by the threads or (`bulk`) by
 /// bulk copies, the kernel of `kind`, on `blocks` blocks (normally `m · k`); output and stats
-/// poisoned with NaN. Checks the shared memory it declares and the tickets and counters the
-/// blocks leave.
+/// poisoned with NaN. Checks the shared memory it declares and that the blocks leave the
+/// tickets and counters at zero.
 fn run_smem(
     x: &HostBuffer,
     (m, n): (usize, usize),
@@ -60,11 +62,16 @@ fn run_smem(
             assert!(!bulk, "publishing before pass 2 takes loads");
             build_softmax_coop_smem_early(ty, threads, v, k, unroll, chunks).unwrap()
         }
+        Kind::Spec(one_exp, shift) => {
+            assert!(!bulk, "the speculated ticket takes loads");
+            build_softmax_coop_smem_spec(ty, threads, v, k, unroll, chunks, one_exp, shift).unwrap()
+        }
     };
     assert_eq!(kern.shared_bytes(), coop_smem_shared_bytes(threads, unroll, chunks, bulk));
     let (y, ws) = common::run_exchange(&kern, x, (m, n), ty, (k, blocks))?;
-    assert_eq!(ws[0], blocks, "tickets");
-    assert!(ws[1..].iter().all(|&c| c == k), "counters {ws:?}");
+    // the ticket wraps at the grid's last block, every row's counter at 2k − 1: the kernel
+    // leaves its workspace as it found it (the next launch needs no memset)
+    assert!(ws.iter().all(|&c| c == 0), "tickets and counters left {ws:?} ({blocks} blocks)");
     Ok(y)
 }
 
@@ -521,6 +528,8 @@ fn check_cases(cases: &[Case], seed: u64, kind: Kind) {
         Kind::OneExp => "coop smem 1exp",
         Kind::Pipe => "coop smem pipe",
         Kind::Early => "coop smem 1exp early",
+        Kind::Spec(false, _) => "coop smem spec",
+        Kind::Spec(true, _) => "coop smem 1exp spec",
     };
     for ty in [ScalarType::F32, ScalarType::BF16] {
         let v = 16 / ty.size_bytes() as i64;
@@ -537,10 +546,11 @@ fn check_cases(cases: &[Case], seed: u64, kind: Kind) {
             let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
             // bulk copies only take rows of whole 16-byte vectors; the pipelined pass 1 loads
             let bulks = [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0);
-            for bulk in bulks.filter(|&bu| !bu || !matches!(kind, Kind::Pipe | Kind::Early)) {
+            let loads_only = matches!(kind, Kind::Pipe | Kind::Early | Kind::Spec(..));
+            for bulk in bulks.filter(|&bu| !bu || !loads_only) {
                 let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, kind))
                     .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
-                let what = format!("{label} {ty} {m}x{n} {shape:?} bulk {bulk}");
+                let what = format!("{label} {ty} {m}x{n} {shape:?} bulk {bulk} {kind:?}");
                 assert_close_relative(&got, &want, n, ty, &what);
             }
         }
@@ -731,4 +741,36 @@ fn early_is_refused_outside_the_one_exponential_loads_kernel() {
     let t = Tuning { softmax_coop: Some(c), ..Tuning::default() };
     let l = api_softmax_checked(t, ScalarType::BF16, (2, 40000), (8000, 57), "api early bf16");
     assert_eq!(l.kernel.kernel().name, "softmax_coop_smem_1exp_early");
+}
+
+#[test]
+fn a_speculated_ticket_matches_the_f64_reference_whether_the_guess_holds_or_not() {
+    // the two- and one-exponential cases with step 0 loaded for the guessed ticket before the
+    // atomic: the guess blockIdx.x (shift 0) and rotated by one and by a row (shifts 1 and
+    // 3: every guess differs from a ticket that follows the block index, so step 0 is loaded
+    // again at the ticket's slice); the rows, the padding block and the odd lengths as above
+    for shift in [0, 1, 3] {
+        check_cases(&ONE_EXP_CASES, 61 + u64::from(shift), Kind::Spec(true, shift));
+        let two: [Case; 3] =
+            [((3, 4096), (64, 4, 2, 2)), ((2, 3001), (64, 3, 2, 2)), ((3, 1500), (32, 4, 2, 2))];
+        check_cases(&two, 71 + u64::from(shift), Kind::Spec(false, shift));
+    }
+}
+
+#[test]
+fn the_speculated_ticket_is_refused_outside_the_counter_kernel_with_loads() {
+    let c = CoopTuning::in_shared(256, 16, 32).with_spec();
+    let (k, chunks) = c.plan(ScalarType::F32, 65536).unwrap();
+    assert_eq!(c.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem_spec");
+    for (what, bad) in [
+        ("cluster", c.with_cluster()),
+        ("bulk", c.with_bulk()),
+        ("2rows", c.with_rows(2)),
+        ("pipe", c.with_pipe()),
+        ("early", c.with_early()),
+        ("registers", CoopTuning { smem_kib: 0, ..c }),
+    ] {
+        let e = bad.build(ScalarType::F32, 4, k, chunks).unwrap_err();
+        assert!(e.to_string().contains("spec (cooperative softmax)"), "{what}: {e}");
+    }
 }

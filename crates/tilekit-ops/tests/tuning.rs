@@ -94,8 +94,18 @@ fn transpose_loops_are_saved_validated_and_default_to_one_tile_per_block() {
     assert_eq!(Tuning::default().transpose_loop_f32.tiles_per_block, 1);
     assert_eq!(Tuning::default().transpose_loop_16bit.tiles_per_block, 1);
     let t = Tuning {
-        transpose_loop_f32: TransposeLoop { tiles_per_block: 16, buffers: 2, prefetch: false },
-        transpose_loop_16bit: TransposeLoop { tiles_per_block: 4, buffers: 1, prefetch: true },
+        transpose_loop_f32: TransposeLoop {
+            tiles_per_block: 16,
+            buffers: 2,
+            prefetch: false,
+            min_blocks: 0,
+        },
+        transpose_loop_16bit: TransposeLoop {
+            tiles_per_block: 4,
+            buffers: 1,
+            prefetch: true,
+            min_blocks: 0,
+        },
         ..Tuning::default()
     };
     let path = t.save(tmp.path(), dev).unwrap();

@@ -603,12 +603,13 @@ impl<'k> Emitter<'k> {
                     self.out.push_str(&format!("{done}:\n"));
                 }
             }
-            Op::AtomicAdd { mem, offset, value, release } => {
+            Op::AtomicAdd { mem, offset, value, release, wrap } => {
                 let (addr, space) = self.address(*mem, *offset)?;
                 let sem = if *release { "release" } else { "relaxed" };
                 let d = self.reg(inst.results[0]);
                 let v = self.reg(*value);
-                self.line(format!("atom.{sem}.gpu.{space}.add.u32 {d}, [{addr}], {v};"));
+                let op = if *wrap { "inc" } else { "add" };
+                self.line(format!("atom.{sem}.gpu.{space}.{op}.u32 {d}, [{addr}], {v};"));
             }
             Op::LoadAcquire { mem, offset } => {
                 let (addr, space) = self.address(*mem, *offset)?;

@@ -854,7 +854,7 @@ impl<'a> BlockExec<'a> {
                     });
                 }
             }
-            Op::AtomicAdd { mem, offset, value, release } => {
+            Op::AtomicAdd { mem, offset, value, release, wrap } => {
                 let p = match mem.space {
                     MemSpace::Global(p) => p,
                     MemSpace::Shared(_) => return Err(self.not_a_buffer(u32::MAX)),
@@ -874,7 +874,14 @@ impl<'a> BlockExec<'a> {
                     let add = self.defined(inst, *value, t, "added value")?;
                     let old = buf.bits(e);
                     if self.probe.is_none() {
-                        buf.set_bits(e, (old as u32).wrapping_add(add as u32) as u64);
+                        let (o, v) = (old as u32, add as u32);
+                        // atom.inc: back to 0 once the old value reaches the bound
+                        let new = match wrap {
+                            true if o >= v => 0,
+                            true => o + 1,
+                            false => o.wrapping_add(v),
+                        };
+                        buf.set_bits(e, new as u64);
                     }
                     self.regs[inst.results[0].0 as usize].bits[t] = old;
                     touched.push(e);

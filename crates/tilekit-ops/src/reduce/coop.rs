@@ -156,6 +156,12 @@ pub struct CoopTuning {
     /// ([`super::coop_smem::build_softmax_coop_smem_early`]). Labelled `early`.
     #[serde(default)]
     pub early: bool,
+    /// Shared memory with loads, one row a block, the counter exchange (not a cluster, bulk,
+    /// early or the ring): the ticket taken **speculatively**, step 0 of the slice loaded for
+    /// `blockIdx.x` while the ticket's atomic is in flight and again only where the ticket
+    /// differs ([`super::coop_smem::build_softmax_coop_smem_spec`]). Labelled `spec`.
+    #[serde(default)]
+    pub spec: bool,
 }
 
 /// The most blocks a row of the cluster variant ([`CoopTuning::cluster`]) is split over: a
@@ -193,6 +199,7 @@ impl CoopTuning {
             pipe: false,
             cluster: false,
             early: false,
+            spec: false,
         }
     }
 
@@ -266,6 +273,19 @@ impl CoopTuning {
         CoopTuning { early: true, one_exp: true, ..self }
     }
 
+    /// The ticket taken speculatively ([`CoopTuning::spec`]).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::reduce::CoopTuning;
+    /// let t = CoopTuning::in_shared(256, 32, 64).with_spec();
+    /// assert_eq!(t.build(ScalarType::F32, 4, 16, 2).unwrap().name, "softmax_coop_smem_spec");
+    /// assert!(t.with_cluster().build(ScalarType::F32, 4, 16, 2).is_err());
+    /// ```
+    pub const fn with_spec(self) -> CoopTuning {
+        CoopTuning { spec: true, ..self }
+    }
+
     /// The shapes `tilekit tune` sweeps. Registers: 128 to 1024 threads × 16, 32 or 64
     /// elements a thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread:
     /// ptxas spills the slice). Shared memory: 256 or 512 threads × 16 or 32 elements a step ×
@@ -275,7 +295,8 @@ impl CoopTuning {
     /// element (`one_exp`); 256 or 512 threads × 96 KiB slices with one exponential (two
     /// blocks an SM, fewer blocks a long row); 6 shapes whose row's blocks form a thread-block
     /// cluster (`cluster`: the H200's tabled shapes and neighbours); 4 that publish before pass 2
-    /// (`early`); and 3 shapes of the ring kernel ([`super::ring`]: 256 or 512
+    /// (`early`); 3 that take the ticket speculatively (`spec`: 256 threads, 64 KiB); and 3
+    /// shapes of the ring kernel ([`super::ring`]: 256 or 512
     /// compute threads, 3 or 4 slots of 16 or 32 KiB, lag 1 or 2; slower than the
     /// shared-memory kernel on the H200, bench/NOTES.md §22). Two rows a block (`rows` 2) is
     /// not swept: slower than one row at every H200 shape measured (bench/NOTES.md §10);
@@ -283,13 +304,14 @@ impl CoopTuning {
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 2 + 6 + 4 + 3);
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 2 + 6 + 4 + 3 + 3);
     /// assert_eq!(c.iter().filter(|t| t.early).count(), 4);
+    /// assert_eq!(c.iter().filter(|t| t.spec).count(), 3);
     /// assert_eq!(c.iter().filter(|t| t.cluster).count(), 6);
     /// assert!(c.iter().all(|t| t.rows == 1));
     /// assert!(c.iter().filter(|t| t.ring > 0).all(|t| t.smem() && t.ring >= t.lag + 2));
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0 && t.ring == 0).count(), 48);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0 && t.ring == 0).count(), 51);
     /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// assert!(c.iter().all(|t| !t.one_exp || t.smem_kib > 0));
     /// assert_eq!(c.iter().filter(|t| t.one_exp && t.bulk).count(), 6);
@@ -342,6 +364,11 @@ impl CoopTuning {
             [(256u32, 32i64, 64u32), (256, 16, 32), (256, 16, 64), (512, 32, 64)]
         {
             v.push(CoopTuning::in_shared(threads, per_thread, smem_kib).with_early());
+        }
+        // the ticket speculated: the H200's counter shapes for rows beyond a cluster
+        for (per_thread, one_exp) in [(32i64, false), (32, true), (16, true)] {
+            let t = CoopTuning::in_shared(256, per_thread, 64).with_spec();
+            v.push(if one_exp { t.with_one_exp() } else { t });
         }
         // the ring kernel: (threads, slice KiB, slots, lag), 8 elements a thread per step
         for (threads, smem_kib, ring, lag) in
@@ -441,6 +468,35 @@ impl CoopTuning {
     /// assert!(regs.build(ScalarType::F32, 4, 8, 8).is_err());
     /// ```
     pub fn build(&self, ty: ScalarType, vx: i64, k: u32, chunks: i64) -> Result<Kernel> {
+        if self.spec {
+            if !self.smem()
+                || self.bulk
+                || self.rows != 1
+                || self.cluster
+                || self.pipe
+                || self.early
+                || self.ring > 0
+            {
+                return Err(OpsError::invalid(
+                    "softmax",
+                    "spec (cooperative softmax)",
+                    true,
+                    "false unless the slice is in shared memory (smem_kib 1..=200) brought in by \
+                     loads, one row a block, the counter exchange (not cluster, bulk, pipe or \
+                     early)",
+                ));
+            }
+            return super::coop_smem::build_softmax_coop_smem_spec(
+                ty,
+                self.threads,
+                vx,
+                k,
+                self.unroll(ty),
+                chunks,
+                self.one_exp,
+                0,
+            );
+        }
         if self.ring > 0 {
             if !self.smem() || self.bulk || self.one_exp || self.rows != 1 {
                 return Err(OpsError::invalid(
@@ -674,9 +730,27 @@ pub(crate) fn take_ticket(
     slot: MemRef,
     k: i64,
 ) -> Result<(Val, Val)> {
+    take_ticket_wrapping(b, name, first, (ws, slot), k, false)
+}
+
+/// [`take_ticket`]; with `wrap` the ticket is an `atom.inc` bounded by `gridDim.x − 1`, so the
+/// grid's last ticket leaves the counter at zero for the next launch.
+pub(crate) fn take_ticket_wrapping(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, slot): (MemRef, MemRef),
+    k: i64,
+    wrap: bool,
+) -> Result<(Val, Val)> {
     b.note(format!("{name}: thread 0 takes the next ticket (tickets follow the blocks' start)"));
     b.if_then(first, |b| {
-        let t = b.atomic_add(ws, &Val::lit(0), &Val::lit(1), false)?;
+        let t = if wrap {
+            let last = b.cvt(&(b.grid_dim(Axis::X) - Val::lit(1)), ScalarType::U32)?;
+            b.atomic_inc(ws, &Val::lit(0), &last, false)?
+        } else {
+            b.atomic_add(ws, &Val::lit(0), &Val::lit(1), false)?
+        };
         b.store(slot, &Val::lit(0), &[t], None)
     })?;
     b.barrier();

@@ -135,6 +135,25 @@
 //! table takes clusters up to [`crate::tuning::CLUSTER_ROW_BLOCKS`] blocks a row
 //! (bench/NOTES.md §25).
 //!
+//! **Counters that reset themselves; the ticket speculated** (session 16, bench/NOTES.md §26).
+//! Two of the counter exchange's costs leave without a cluster's loss of residency:
+//!
+//! ```text
+//!   ticket     atom.inc [ws0], gridDim.x − 1     the grid's last ticket wraps ws0 to 0
+//!   publish    red.release.add [ws(1+row)], 1    k publishes: 0 → k
+//!   poll       until ws(1+row) ≥ k               (as before)
+//!   reset      atom.inc [ws(1+row)], 2k − 1      after its poll, each block once more:
+//!                                                k → … → 2k − 1 → 0 (the k-th wraps)
+//! ```
+//!
+//! No block still polls when the last increment wraps the row's counter (every increment
+//! follows its block's successful poll), so a kernel leaves its counters as it found them —
+//! at zero — and `api` keeps them in the backend between calls ([`crate::backend::Backend::counters`]):
+//! no memset launch per call. And with `spec` ([`build_softmax_coop_smem_spec`]) a block issues
+//! step 0's loads for the ticket it expects (`blockIdx.x`: the hardware starts a grid in
+//! index order) while thread 0's ticket atomic is in flight, and loads step 0 again only
+//! when the ticket differs.
+//!
 //! **Deadlock bound.** As for the register kernel, the `k` blocks of a row must fit on the
 //! device at once; here the shared memory usually decides how many blocks an SM holds:
 //! [`coop_smem_resident_blocks`] counts shared memory (228 KiB per SM, 1 KiB reserved per
@@ -155,9 +174,9 @@ use tilekit_layout::Idx;
 
 use crate::dist;
 use crate::error::{OpsError, Result};
-use crate::tile::{block_reduce, block_reduce_at, View, Window};
+use crate::tile::{block_reduce, block_reduce_at, DTile, View, Window};
 
-use super::coop::{exchange, gather, publish, take_ticket, MAX_CLUSTER_BLOCKS};
+use super::coop::{exchange, gather, publish, MAX_CLUSTER_BLOCKS};
 use super::{exp_diff, lit};
 
 /// The largest slice one block of [`build_softmax_coop_smem`] holds in shared memory: 200 KiB
@@ -324,7 +343,7 @@ pub fn build_softmax_coop_smem(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, false, 1), (false, false))
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, false, 1), (false, false, None))
 }
 
 /// [`build_softmax_coop_smem`] (loads, two exponentials, one row a block) with pass 1
@@ -356,7 +375,7 @@ pub fn build_softmax_coop_smem_pipelined(
             format!("2..={ONE_EXP_PIPELINE_STEPS} steps: the steps are unrolled two in flight"),
         ));
     }
-    build(ty, threads, vx, k, (unroll, chunks), (false, false, -1), (false, false))
+    build(ty, threads, vx, k, (unroll, chunks), (false, false, -1), (false, false, None))
 }
 
 /// [`build_softmax_coop_smem`] with **one exponential per element** (see the [module
@@ -390,7 +409,7 @@ pub fn build_softmax_coop_smem_one_exp(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, true, 1), (false, false))
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, true, 1), (false, false, None))
 }
 
 /// Which kernel of this module a row's cluster runs ([`build_softmax_coop_smem_cluster`]):
@@ -470,7 +489,7 @@ pub fn build_softmax_coop_smem_cluster(
         ));
     }
     let rows = if pipe { -1 } else { 1 };
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, one_exp, rows), (true, early))
+    build(ty, threads, vx, k, (unroll, chunks), (bulk, one_exp, rows), (true, early, None))
 }
 
 /// [`build_softmax_coop_smem_one_exp`] (loads) that **publishes before pass 2**: pass 1 keeps
@@ -508,7 +527,41 @@ pub fn build_softmax_coop_smem_early(
     unroll: i64,
     chunks: i64,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (false, true, 1), (false, true))
+    build(ty, threads, vx, k, (unroll, chunks), (false, true, 1), (false, true, None))
+}
+
+/// The counter kernels with loads and one row a block ([`build_softmax_coop_smem`] without
+/// bulk copies, or with `one_exp` [`build_softmax_coop_smem_one_exp`]) taking the ticket
+/// **speculatively**: step 0 of the slice is loaded for the guess `(blockIdx.x + shift) mod
+/// gridDim.x` while thread 0's ticket atomic is in flight, and loaded again only where the
+/// ticket differs (see `spec_ticket` in the source: the round trip before a block's first
+/// load leaves the critical path when the guess holds). The library passes `shift = 0`;
+/// any shift is correct (tests rotate the guess so that every block misses). Kernels
+/// `softmax_coop_smem_spec`, `softmax_coop_smem_1exp_spec`; `CoopTuning::spec`, label `spec`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_spec;
+/// let k = build_softmax_coop_smem_spec(ScalarType::F32, 256, 4, 16, 8, 2, false, 0).unwrap();
+/// assert_eq!(k.name, "softmax_coop_smem_spec");
+/// let text = k.to_string();
+/// // step 0's loads are issued before the ticket's atomic
+/// assert!(text.find("ld.global").unwrap() < text.find("atom.global").unwrap(), "{text}");
+/// let one = build_softmax_coop_smem_spec(ScalarType::BF16, 256, 8, 8, 4, 2, true, 0).unwrap();
+/// assert_eq!(one.name, "softmax_coop_smem_1exp_spec");
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn build_softmax_coop_smem_spec(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    unroll: i64,
+    chunks: i64,
+    one_exp: bool,
+    shift: u32,
+) -> Result<Kernel> {
+    build(ty, threads, vx, k, (unroll, chunks), (false, one_exp, 1), (false, false, Some(shift)))
 }
 
 /// The most steps pass 1 of [`build_softmax_coop_smem_one_exp`] (loads, not bulk copies)
@@ -578,9 +631,18 @@ fn build(
     k: u32,
     (unroll, chunks): (i64, i64),
     (bulk, one_exp, rows): (bool, bool, i64),
-    (cluster, early): (bool, bool),
+    (cluster, early, spec): (bool, bool, Option<u32>),
 ) -> Result<Kernel> {
     super::coop::check_coop(ty, threads, k)?;
+    if spec.is_some() && (cluster || early || bulk || rows.abs() != 1) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "spec (cooperative softmax)",
+            true,
+            "false unless the counter exchange (not a cluster) with loads (not bulk copies), \
+             one row a block and not early",
+        ));
+    }
     if early && (!one_exp || bulk || rows != 1) {
         return Err(OpsError::invalid(
             "softmax",
@@ -646,10 +708,11 @@ fn build(
     }
     let name = match (bulk, one_exp, cluster) {
         (false, false, _) => {
-            return build_rows(ty, threads, vx, k, (unroll, chunks), (rows, pipe), cluster)
+            return build_rows(ty, threads, vx, k, (unroll, chunks), (rows, pipe), (cluster, spec))
         }
         (true, false, false) => "softmax_coop_smem_bulk",
         (false, true, false) if early => "softmax_coop_smem_1exp_early",
+        (false, true, false) if spec.is_some() => "softmax_coop_smem_1exp_spec",
         (false, true, false) => "softmax_coop_smem_1exp",
         (true, true, false) => "softmax_coop_smem_bulk_1exp",
         (true, false, true) => "softmax_cluster_smem_bulk",
@@ -684,11 +747,12 @@ fn build(
     if let Some(bars) = bars {
         super::init_chunk_barriers(&b, &first, bars, chunks)?;
     }
-    let (row, part) = meet.row_part(&b, name, &first, kk)?;
     let d = dist::row_major(1, c, threads as i64, v)?;
-    let lo = part.clone() * Val::lit(len);
     let xv = View::global(&x, vx)?.pad(&[1, c])?;
     let yv = View::global(&y, vx)?.pad(&[1, c])?;
+    let at0 = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
+    let (row, part, step0) = meet.row_part_spec(&b, name, &first, kk, spec, (&xv, &at0))?;
+    let lo = part.clone() * Val::lit(len);
     let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
     let steps = |init: &[Val]| (&zero, &end, &step, init.to_vec());
     let (lo0, hi, st, init) = steps(&[b.f32(f32::MIN)]);
@@ -725,7 +789,7 @@ fn build(
         // flight per thread) where the steps unroll
         let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
         let pipe = one_exp && pipelined(chunks, bulk);
-        vec![load_slice(&b, name, &at, &xv, (&row, &lo), pipe)?]
+        vec![load_slice(&b, name, &at, &xv, (&row, &lo), pipe, step0)?]
     };
     if early {
         let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
@@ -802,7 +866,15 @@ pub fn build_softmax_coop_smem_rows(
     chunks: i64,
     rows: u32,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (false, false, i64::from(rows)), (false, false))
+    build(
+        ty,
+        threads,
+        vx,
+        k,
+        (unroll, chunks),
+        (false, false, i64::from(rows)),
+        (false, false, None),
+    )
 }
 
 /// The kernel of [`build_softmax_coop_smem_rows`] (arguments checked).
@@ -813,9 +885,11 @@ fn build_rows(
     k: u32,
     (unroll, chunks): (i64, i64),
     (rows, pipe): (i64, bool),
-    cluster: bool,
+    (cluster, spec): (bool, Option<u32>),
 ) -> Result<Kernel> {
     let name = match (rows, pipe, cluster) {
+        (1, false, false) if spec.is_some() => "softmax_coop_smem_spec",
+        (1, true, false) if spec.is_some() => "softmax_coop_smem_pipe_spec",
         (1, false, false) => "softmax_coop_smem",
         (1, true, false) => "softmax_coop_smem_pipe",
         (1, false, true) => "softmax_cluster_smem",
@@ -837,11 +911,13 @@ fn build_rows(
     let Decl { x, y, meet, scratch, stash } = declare(&b, ty, threads, (rows, len), (cluster, k))?;
     let tid = b.thread_id(Axis::X);
     let first = b.cmp(CmpOp::Eq, &tid, &Val::lit(0))?;
-    let (group, part) = meet.row_part(&b, name, &first, kk)?;
     let d = dist::row_major(1, c, threads as i64, v)?;
-    let lo = part.clone() * Val::lit(len);
     let xv = View::global(&x, vx)?.pad(&[1, c])?;
     let yv = View::global(&y, vx)?.pad(&[1, c])?;
+    let at0 = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
+    let (group, part, step0) = meet.row_part_spec(&b, name, &first, kk, spec, (&xv, &at0))?;
+    let step0 = std::cell::RefCell::new(step0);
+    let lo = part.clone() * Val::lit(len);
     let slices: Vec<(Val, Slice)> = (0..rows)
         .map(|r| {
             let row = group.clone() * Val::lit(rows) + Val::lit(r);
@@ -851,7 +927,7 @@ fn build_rows(
     // one row, a cluster: passes 1 and 2, the cluster's meeting, pass 3
     if let Meet::Cluster { .. } = meet {
         let (row, at) = &slices[0];
-        let mx = load_slice(&b, name, at, &xv, (row, &lo), pipe)?;
+        let mx = load_slice(&b, name, at, &xv, (row, &lo), pipe, None)?;
         let warps = threads.div_ceil(32) as i64;
         let m = block_reduce_at(&b, &mx, BinOp::Max, scratch, 0)?;
         let sum = sum_slice(&b, name, at, &m, ftz)?;
@@ -864,7 +940,9 @@ fn build_rows(
     let Meet::Counter { ws, stats, .. } = meet else { unreachable!("the cluster returned") };
     // pass 1 and 2 of a row, then its (max, sum) published
     let stats_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
-        let mx = load_slice(b, name, at, &xv, (row, &lo), pipe)?;
+        // the speculated first step belongs to the block's first row
+        let first_step = step0.borrow_mut().take();
+        let mx = load_slice(b, name, at, &xv, (row, &lo), pipe, first_step)?;
         // one row a block: each reduction its own half of the scratch, one barrier each;
         // two rows reuse it, so the barrier after each reduction stays
         let (m, s) = if rows == 1 {
@@ -881,6 +959,7 @@ fn build_rows(
     // the row's (M, S) once its k blocks are in, then pass 3
     let store_of = |b: &KernelBuilder, (row, at): &(Val, Slice)| -> Result<()> {
         let (big_m, big_s) = gather(b, name, &first, (ws, stats), (row, kk))?;
+        reset_counter(b, name, &first, ws, (row, kk))?;
         store_slice(b, name, at, &yv, (row, &lo), (&big_m, &big_s), ftz)
     };
     // a second row past the last: skipped by the whole block
@@ -932,11 +1011,37 @@ impl Meet {
     /// row, the block's rank in it the part).
     fn row_part(&self, b: &KernelBuilder, name: &str, first: &Pred, k: i64) -> Result<(Val, Val)> {
         match *self {
-            Meet::Counter { ws, slot, .. } => take_ticket(b, name, first, ws, slot, k),
+            Meet::Counter { ws, slot, .. } => {
+                super::coop::take_ticket_wrapping(b, name, first, (ws, slot), k, true)
+            }
             Meet::Cluster { .. } => {
                 let row = b.block_id(Axis::X) / Val::lit(k);
                 let part = if k > 1 { b.cluster_cta_rank() } else { Val::lit(0) };
                 Ok((row, part))
+            }
+        }
+    }
+
+    /// [`Meet::row_part`], and with `spec` (the counter only) step 0 of the slice: loaded for
+    /// the guess `(blockIdx.x + shift) mod gridDim.x` while the ticket's atomic is in flight,
+    /// and loaded again at the ticket's slice only when the guess missed ([`spec_ticket`]).
+    fn row_part_spec(
+        &self,
+        b: &KernelBuilder,
+        name: &str,
+        first: &Pred,
+        k: i64,
+        spec: Option<u32>,
+        (xv, at): (&View, &Slice),
+    ) -> Result<(Val, Val, Option<Spec>)> {
+        match (self, spec) {
+            (&Meet::Counter { ws, slot, .. }, Some(shift)) => {
+                let (row, part, t) = spec_ticket(b, name, first, (ws, slot), (k, shift), (xv, at))?;
+                Ok((row, part, Some(t)))
+            }
+            _ => {
+                let (row, part) = self.row_part(b, name, first, k)?;
+                Ok((row, part, None))
             }
         }
     }
@@ -953,7 +1058,9 @@ impl Meet {
     ) -> Result<(Val, Val)> {
         match *self {
             Meet::Counter { ws, stats, .. } => {
-                exchange(b, name, first, (ws, stats), (row, part, k), (m, s))
+                let pair = exchange(b, name, first, (ws, stats), (row, part, k), (m, s))?;
+                reset_counter(b, name, first, ws, (row, k))?;
+                Ok(pair)
             }
             Meet::Cluster { .. } => {
                 self.publish(b, name, first, (row, part, k), (m, s))?;
@@ -990,7 +1097,11 @@ impl Meet {
         mine: (&Val, &Val),
     ) -> Result<(Val, Val)> {
         match *self {
-            Meet::Counter { ws, stats, .. } => gather(b, name, first, (ws, stats), (row, k)),
+            Meet::Counter { ws, stats, .. } => {
+                let pair = gather(b, name, first, (ws, stats), (row, k))?;
+                reset_counter(b, name, first, ws, (row, k))?;
+                Ok(pair)
+            }
             Meet::Cluster { pair, .. } => cluster_gather(b, name, (pair, k), mine),
         }
     }
@@ -1006,6 +1117,27 @@ impl Meet {
         }
         Ok(())
     }
+}
+
+/// After the row's gather: thread `first` takes its row's counter once more with an
+/// `atom.inc` bounded by `2k − 1` (fire and forget). The `k` publishes raised it to `k`; the
+/// `k` blocks' increments, each after its own poll saw `k`, take it to `2k − 1` and the last
+/// one back to 0 — no block still polls by then, and the next launch finds the counter (and,
+/// with the wrapping ticket, the ticket counter) at zero: the workspace needs no memset per
+/// call (`api`'s counters are kept by the backend between calls).
+fn reset_counter(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    ws: tilekit_ir::MemRef,
+    (row, k): (&Val, i64),
+) -> Result<()> {
+    b.note(format!("{name}: the row's counter back to 0 after its k blocks (atom.inc, 2k − 1)"));
+    b.if_then(first, |b| {
+        b.atomic_inc(ws, &(row.clone() + Val::lit(1)), &Val::lit(2 * k - 1), false)?;
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// The first half of the cluster's exchange: thread `first` leaves `(m, s)` in the block's
@@ -1120,6 +1252,68 @@ impl Slice<'_> {
     }
 }
 
+/// The ticket taken **speculatively**: every thread issues step 0's loads of the slice the
+/// block would own if its ticket were `guess = (blockIdx.x + shift) mod gridDim.x` (the
+/// hardware starts a grid's blocks in index order, so the ticket usually is; the library
+/// passes `shift` 0, tests rotate the guess so that every block misses), then thread 0 takes
+/// the ticket. The atomic's round trip and the first loads are in flight together:
+///
+/// ```text
+///   plain:  atom ──── round trip ────► bar ─► ld step 0 ──── latency ────► st.shared …
+///   spec:   ld step 0 (guess) ─┐
+///           atom ──── round trip ──┴─► bar ─► ticket == guess? ─► st.shared …   (hit)
+///                                                           └──► ld step 0 again   (miss)
+/// ```
+///
+/// A miss (uniform over the block: the ticket is the block's) loads step 0 again at the
+/// ticket's slice ([`load_slice`]: the loop over the steps starts at step 0 instead of 1;
+/// the unrolled pass reloads it in a loop that runs once); the guessed slice's bytes were read
+/// for nothing (another block holds that ticket and reads them too, most likely from L2).
+/// Returns `(row, part, the guess's step 0)`.
+fn spec_ticket(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, slot): (tilekit_ir::MemRef, tilekit_ir::MemRef),
+    (k, shift): (i64, u32),
+    (xv, at): (&View, &Slice),
+) -> Result<(Val, Val, Spec)> {
+    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
+    let load0 = |b: &KernelBuilder, row: Val, part: Val| {
+        let origin = [row, part * Val::lit(at.len)];
+        Window::new(b, xv, &[1, at.c], &origin, at.d)?.load_or(b, &ninf)
+    };
+    let guess = (b.block_id(Axis::X) + Val::lit(i64::from(shift))) % b.grid_dim(Axis::X);
+    b.note(format!("{name}: step 0 of the guessed ticket's slice loaded while the atomic flies"));
+    let spec = load0(b, guess.clone() / Val::lit(k), guess.clone() % Val::lit(k))?;
+    let (row, part) = super::coop::take_ticket_wrapping(b, name, first, (ws, slot), k, true)?;
+    let ticket = row.clone() * Val::lit(k) + part.clone();
+    let hit = b.cmp(CmpOp::Eq, &ticket, &guess)?;
+    let ity = ticket.ty().unwrap_or(ScalarType::I32);
+    Ok((row, part, Spec { tile: spec, hit, ity }))
+}
+
+/// Step 0 of a block's slice loaded for a guessed ticket ([`spec_ticket`]): its registers,
+/// whether the guess held (uniform over the block), the index type of the loop bounds.
+struct Spec {
+    tile: DTile,
+    hit: Pred,
+    ity: ScalarType,
+}
+
+impl Spec {
+    /// `if_hit` where the guess held, else `if_miss`: an index of the loops' type.
+    fn pick(&self, b: &KernelBuilder, if_hit: u64, if_miss: u64) -> Result<Val> {
+        let int = |v: u64| b.konst(tilekit_ir::Lit::from_bits(self.ity, v));
+        Ok(b.select(&self.hit, &int(if_hit), &int(if_miss))?)
+    }
+
+    /// `1` as an index of the loops' type.
+    fn one(&self, b: &KernelBuilder) -> Val {
+        b.konst(tilekit_ir::Lit::from_bits(self.ity, 1))
+    }
+}
+
 /// Pass 1 with loads: `x[row, lo ..]` (−∞ past the row) into the slice (raw: bf16 stays
 /// bf16); returns the thread's max (at least the lowest finite f32). `pipelined`: the steps
 /// unrolled, step `c + 1`'s loads issued before step `c`'s stores and max (two steps of loads
@@ -1131,6 +1325,7 @@ fn load_slice(
     xv: &View,
     (row, lo): (&Val, &Val),
     pipelined: bool,
+    first: Option<Spec>,
 ) -> Result<Val> {
     let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
     let load = |b: &KernelBuilder, c0: Val| {
@@ -1145,7 +1340,23 @@ fn load_slice(
     };
     if !pipelined {
         b.note(format!("{name} pass 1: the slice into shared memory (raw), the thread's max"));
-        let acc = at.walk(b, &[b.f32(f32::MIN)], |b, c0, acc| {
+        let (from, init) = match first {
+            // step 0 of the guessed ticket in registers (`spec_ticket`): on a hit stored by a
+            // loop of one iteration (none on a miss), and the steps start at 1; on a miss
+            // they start at 0 — one step of registers live, as without the guess
+            Some(sp) => {
+                let once = sp.pick(b, 0, 1)?;
+                let min = [b.f32(f32::MIN)];
+                let one = sp.one(b);
+                let acc = crate::tile::for_range(b, &once, &one, &one, &min, |b, _, acc| {
+                    Ok(vec![stash(b, Val::lit(0), &sp.tile, &acc[0])?])
+                })?;
+                (sp.pick(b, at.c as u64, 0)?, acc[0].clone())
+            }
+            None => (Val::lit(0), b.f32(f32::MIN)),
+        };
+        let (end, step) = (Val::lit(at.len), Val::lit(at.c));
+        let acc = crate::tile::for_range(b, &from, &end, &step, &[init], |b, c0, acc| {
             let raw = load(b, c0.clone())?;
             Ok(vec![stash(b, c0, &raw, &acc[0])?])
         })?;
@@ -1153,7 +1364,18 @@ fn load_slice(
     }
     b.note(format!("{name} pass 1: the slice into shared memory, step c + 1's loads in flight"));
     let steps = at.len / at.c;
-    let mut next = Some(load(b, Val::lit(0))?);
+    let mut next = Some(match first {
+        // the guessed ticket's step 0; on a miss loaded again (a loop of one iteration)
+        Some(sp) => {
+            let once = sp.pick(b, 1, 0)?;
+            let one = sp.one(b);
+            let regs = crate::tile::for_range(b, &once, &one, &one, &sp.tile.regs, |b, _, _| {
+                Ok(load(b, Val::lit(0))?.regs)
+            })?;
+            DTile { regs, ..sp.tile }
+        }
+        None => load(b, Val::lit(0))?,
+    });
     let mut acc = b.f32(f32::MIN);
     for step in 0..steps {
         let raw = next.take().expect("one step loaded ahead");
