@@ -279,17 +279,17 @@ const COOP_SMEM_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 32);
 /// 0.876 / 0.850 in the session's call 2, the session-13 kernel 0.867 / 0.841 there).
 const COOP_SMEM_16BIT_H200: CoopTuning = CoopTuning::in_shared(256, 32, 64).with_one_exp();
 
-/// The H200's f32 shape for rows of up to [`CLUSTER_ROW_BLOCKS`] blocks since session 15: a
-/// row's blocks as one thread-block cluster, 256 threads × 8 vectors a step into 64 KiB, one
-/// exponential (bench/RESULTS.md session 15: 2048×65536 0.916–0.918 of copy, the counter
-/// kernel 0.900–0.902 in the same runs). Longer rows keep [`COOP_SMEM_F32`].
-const CLUSTER_F32_H200: CoopTuning =
-    CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster();
+/// The f32 shape for rows of up to [`CLUSTER_ROW_BLOCKS`] blocks, the H200's since session 15
+/// and the H100's since session 16: a row's blocks as one thread-block cluster, 256 threads ×
+/// 8 vectors a step into 64 KiB, one exponential (bench/RESULTS.md session 15: H200 2048×65536
+/// 0.916–0.918 of copy, the counter kernel 0.900–0.902 in the same runs; session 16: H100
+/// 0.985 / 0.978). Longer rows keep [`COOP_SMEM_F32`].
+const CLUSTER_F32: CoopTuning = CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster();
 
-/// The H200's bf16 shape since session 15: clusters, 256 threads × 2 vectors a step into 64
-/// KiB, one exponential — 4096×65536 0.927–0.928, 1024×262144 0.888–0.890 (8 blocks a row).
-const CLUSTER_16BIT_H200: CoopTuning =
-    CoopTuning::in_shared(256, 16, 64).with_one_exp().with_cluster();
+/// The bf16 shape (H200 since session 15, H100 since session 16): clusters, 256 threads × 2
+/// vectors a step into 64 KiB, one exponential — H200 4096×65536 0.927–0.928, 1024×262144
+/// 0.888–0.890 (8 blocks a row); H100 0.984 / 0.969.
+const CLUSTER_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 64).with_one_exp().with_cluster();
 
 /// The most blocks of a row a cluster shape of the table takes ([`Tuning::softmax_coop_for_row`]):
 /// beyond it the [`Tuning::softmax_coop_long`] shape (H200, session 15: clusters of 2, 4 and 8
@@ -329,8 +329,8 @@ impl Tuning {
             // counter kernel beyond (f32 262144 0.871–0.879)
             return Tuning {
                 online: OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 },
-                softmax_coop: Some(CLUSTER_F32_H200),
-                softmax_coop_16bit: Some(CLUSTER_16BIT_H200),
+                softmax_coop: Some(CLUSTER_F32),
+                softmax_coop_16bit: Some(CLUSTER_16BIT),
                 softmax_coop_long: Some(COOP_SMEM_F32),
                 softmax_coop_long_16bit: Some(COOP_SMEM_16BIT_H200),
                 ..Tuning::default()
@@ -342,12 +342,19 @@ impl Tuning {
             // rows of 65536 streamed by clusters of 4 blocks of 512 threads × 4 vectors (0.905)
             return Tuning {
                 online: OnlineTuning { threads: 1024, unroll: 4, reverse: true, blocks_per_sm: 0 },
-                softmax_staged: Some((1024, 4)),
                 // 2026-11-26 (bench/RESULTS.md session 8): rows the staged kernel cannot hold
                 // take the cooperative kernel with slices in shared memory: f32 65536 0.935,
                 // f32 262144 0.920, bf16 262144 0.876 of copy (cluster: 0.906, 0.675, 0.684)
-                softmax_coop: Some(COOP_SMEM_F32),
-                softmax_coop_16bit: Some(COOP_SMEM_16BIT),
+                // since session 16 (2026-11-27, bench/RESULTS.md): as on the H200, a row's
+                // blocks as one thread-block cluster up to 8 blocks a row, the counter kernel
+                // beyond, and no staged kernel (bf16 4096×65536 0.984 against staged 0.964,
+                // f32 2048×65536 0.985 / 0.978, bf16 1024×262144 0.969 / 0.959, f32 512×262144
+                // 0.977 / 0.976, one run)
+                softmax_staged: None,
+                softmax_coop: Some(CLUSTER_F32),
+                softmax_coop_16bit: Some(CLUSTER_16BIT),
+                softmax_coop_long: Some(COOP_SMEM_F32),
+                softmax_coop_long_16bit: Some(COOP_SMEM_16BIT),
                 softmax_cluster: Some(ClusterTuning {
                     threads: 512,
                     per_thread: 16,
@@ -502,8 +509,9 @@ impl Tuning {
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::tuning::Tuning;
     /// let t = Tuning::for_device("NVIDIA H100 80GB HBM3");
-    /// assert_eq!(t.softmax_coop_for(ScalarType::BF16).unwrap().smem_kib, 32);
-    /// assert_eq!(t.softmax_coop_for(ScalarType::F32).unwrap().smem_kib, 64);
+    /// // bf16: 256 threads × 2 vectors a step, f32: × 8 (64 KiB slices, clusters)
+    /// assert_eq!(t.softmax_coop_for(ScalarType::BF16).unwrap().per_thread, 16);
+    /// assert_eq!(t.softmax_coop_for(ScalarType::F32).unwrap().per_thread, 32);
     /// assert_eq!(Tuning::default().softmax_coop_for(ScalarType::F32), None);
     /// ```
     pub fn softmax_coop_for(&self, ty: ScalarType) -> Option<CoopTuning> {

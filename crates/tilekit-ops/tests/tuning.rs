@@ -25,11 +25,15 @@ fn the_table_gives_h100_and_h200_their_shapes_and_everyone_else_the_defaults() {
     assert_eq!((h200.online.threads, h200.online.unroll, h200.online.reverse), (512, 4, true));
     assert_eq!(h200.softmax_cluster, Tuning::default().softmax_cluster);
     let h100 = Tuning::for_device("NVIDIA H100 80GB HBM3");
-    assert_eq!(h100.softmax_staged, Some((1024, 4)));
+    // since session 16 the H100 takes the H200's cooperative shapes and no staged kernel
+    assert_eq!(h100.softmax_staged, None);
+    assert_eq!(
+        (h100.softmax_coop, h100.softmax_coop_16bit),
+        (h200.softmax_coop, h200.softmax_coop_16bit)
+    );
+    assert!(h100.softmax_coop.unwrap().cluster && !h100.softmax_coop_long.unwrap().cluster);
     let c = h100.softmax_cluster.unwrap();
     assert_eq!((c.threads, c.max_cluster, c.stream), (512, 4, true));
-    // bf16 rows of 65536 are staged on the H100; f32 rows of 65536 (256 KiB) do not fit and
-    // go to clusters of 4
     assert_eq!(c.plan(ScalarType::F32, 65536), Some((4, 2)));
     assert_eq!(h100.softmax_threads(ScalarType::BF16), 512);
     assert_eq!(h100.softmax_threads(ScalarType::F32), 256);
@@ -153,8 +157,13 @@ fn the_coop_shape_is_saved_validated_and_off_by_default() {
     assert_eq!(Tuning::default().softmax_coop, None);
     assert_eq!(Tuning::default().softmax_coop_16bit, None);
     assert_eq!(Tuning::for_device("Some Future GPU").softmax_coop, None);
+    // (the H100's since session 16: a cluster a row, the counter kernel for longer rows)
     assert_eq!(
         Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop,
+        Some(CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster())
+    );
+    assert_eq!(
+        Tuning::for_device("NVIDIA H100 80GB HBM3").softmax_coop_long,
         Some(CoopTuning::in_shared(256, 32, 64))
     );
     let t = Tuning { softmax_coop: Some(CoopTuning::in_registers(512, 48)), ..Tuning::default() };
@@ -198,11 +207,10 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
     assert_eq!((c, c.smem()), (CoopTuning::in_registers(256, 16), false));
 }
 
-/// The device tables route long softmax rows by dtype (bench/RESULTS.md session 8): on the
-/// H100, bf16 rows the staged kernel holds stay staged, longer bf16 rows and every long f32 row
-/// take the cooperative kernel with slices in shared memory, each dtype with its own shape; on
-/// the H200 (no staged kernel) every long row is cooperative: one cluster a row up to 8
-/// blocks, the counter kernel beyond.
+/// The device tables route long softmax rows by dtype: on the H200 (session 15) and the H100
+/// (session 16; before, bf16 rows the staged kernel holds were staged there) every long row is
+/// cooperative: one cluster a row up to 8 blocks, the counter kernel beyond, each dtype with
+/// its own shape.
 #[test]
 fn device_tables_route_long_softmax_rows_by_dtype() {
     use tilekit_ops::check::{plan_tuned, Op};
@@ -213,15 +221,12 @@ fn device_tables_route_long_softmax_rows_by_dtype() {
         let (k, grid) = plan_tuned(softmax, &[4, cols], ty, t).unwrap();
         (k.kernel().name.clone(), k.kernel().block_dim[0], grid[0])
     };
-    // bf16 65536 = 128 KiB: staged in one block on the H100 (1024 threads, one block a row)
-    assert_eq!(name(h100, 65536, ScalarType::BF16), ("softmax_staged".into(), 1024, 4));
-    // f32 65536 = 256 KiB in 64 KiB slices: 4 blocks a row of 256 threads
-    assert_eq!(name(h100, 65536, ScalarType::F32), ("softmax_coop_smem".into(), 256, 16));
-    // bf16 262144 = 512 KiB in 32 KiB slices: 16 blocks a row
-    assert_eq!(name(h100, 262144, ScalarType::BF16), ("softmax_coop_smem".into(), 256, 64));
-    // the H200 (session 15): a row's blocks as one cluster while a row takes at most 8
-    // (bf16 65536: 2 blocks of 64 KiB, 262144: 8; f32 65536: 4), one exponential per element
+    // a row's blocks as one cluster while a row takes at most 8 (bf16 65536: 2 blocks of 64
+    // KiB, 262144: 8; f32 65536: 4), one exponential per element, on both devices
     let cl = "softmax_cluster_smem_1exp".to_string();
+    assert_eq!(name(h100, 65536, ScalarType::BF16), (cl.clone(), 256, 8));
+    assert_eq!(name(h100, 262144, ScalarType::BF16), (cl.clone(), 256, 32));
+    assert_eq!(name(h100, 65536, ScalarType::F32), (cl.clone(), 256, 16));
     assert_eq!(name(h200, 65536, ScalarType::BF16), (cl.clone(), 256, 8));
     assert_eq!(name(h200, 262144, ScalarType::BF16), (cl.clone(), 256, 32));
     assert_eq!(name(h200, 65536, ScalarType::F32), (cl, 256, 16));
