@@ -1090,22 +1090,33 @@ fn movement_cases(
 
 /// The transpose tile loops `tilekit tune` compares: one tile per block (the default kernel),
 /// the same asking for 4, 5, 6 or 8 blocks an SM (the compiler caps the registers to fit
-/// them), then 2 to 32 row tiles per block through one or two shared buffers, the next tile's
+/// them) or with streaming loads and stores, streaming stores or 256-byte L2 prefetches, then 2 to 32 row tiles per block through one or two shared buffers, the next tile's
 /// loads before or after the current tile's stores.
 ///
 /// ```
 /// let l = tilekit_cli::tune::transpose_loops();
-/// assert_eq!((l.len(), l[0].tiles_per_block, l[1].min_blocks), (25, 1, 4));
+/// assert_eq!((l.len(), l[0].tiles_per_block, l[1].min_blocks), (28, 1, 4));
 /// assert!(l.iter().all(|lp| lp.check().is_ok()));
 /// ```
 pub fn transpose_loops() -> Vec<TransposeLoop> {
     let one = TransposeLoop::default();
     let mut v = vec![one];
     v.extend([4, 5, 6, 8].map(|min_blocks| TransposeLoop { min_blocks, ..one }));
+    use tilekit_ir::GlobalCache as C;
+    v.extend(
+        [C::Streaming, C::StreamingStores, C::Prefetch256]
+            .map(|cache| TransposeLoop { cache, ..one }),
+    );
     for tiles_per_block in [2, 4, 8, 16, 32] {
         for buffers in [1, 2] {
             for prefetch in [true, false] {
-                v.push(TransposeLoop { tiles_per_block, buffers, prefetch, min_blocks: 0 });
+                v.push(TransposeLoop {
+                    tiles_per_block,
+                    buffers,
+                    prefetch,
+                    min_blocks: 0,
+                    cache: tilekit_ir::GlobalCache::Default,
+                });
             }
         }
     }

@@ -68,8 +68,20 @@ fn register_threads_only_come_from_register_candidates() {
 fn transpose_loops_are_chosen_by_their_mean_over_the_permute_and_transpose_cases() {
     use tilekit_ops::transpose::TransposeLoop;
     let one = TransposeLoop::default();
-    let four = TransposeLoop { tiles_per_block: 4, buffers: 1, prefetch: true, min_blocks: 0 };
-    let eight = TransposeLoop { tiles_per_block: 8, buffers: 2, prefetch: false, min_blocks: 0 };
+    let four = TransposeLoop {
+        tiles_per_block: 4,
+        buffers: 1,
+        prefetch: true,
+        min_blocks: 0,
+        cache: tilekit_ir::GlobalCache::Default,
+    };
+    let eight = TransposeLoop {
+        tiles_per_block: 8,
+        buffers: 2,
+        prefetch: false,
+        min_blocks: 0,
+        cache: tilekit_ir::GlobalCache::Default,
+    };
     let c = [
         cand("permute 512x512x256 bf16", Knob::Transpose16(8, one), 0.89),
         cand("permute 512x512x256 bf16", Knob::Transpose16(8, four), 0.95),

@@ -63,6 +63,7 @@ pub(crate) struct Ctx {
     pub(crate) block_dim: [u32; 3],
     pub(crate) cluster_dim: [u32; 3],
     pub(crate) min_blocks_per_sm: u32,
+    pub(crate) global_cache: crate::kernel::GlobalCache,
     pub(crate) index_ty: ScalarType,
     pub(crate) params: Vec<ParamDecl>,
     /// Tensor parameters, each with the vector its descriptors promised (shared with the
@@ -263,6 +264,7 @@ impl KernelBuilder {
             block_dim,
             cluster_dim: [1, 1, 1],
             min_blocks_per_sm: 0,
+            global_cache: crate::kernel::GlobalCache::Default,
             index_ty: ScalarType::I32,
             params: vec![],
             tensors: vec![],
@@ -360,6 +362,12 @@ impl KernelBuilder {
         }
         self.ctx.borrow_mut().min_blocks_per_sm = blocks;
         Ok(())
+    }
+
+    /// The cache operators of the kernel's plain global loads and stores
+    /// ([`crate::GlobalCache`]; default: the hardware's).
+    pub fn set_global_cache(&self, cache: crate::kernel::GlobalCache) {
+        self.ctx.borrow_mut().global_cache = cache;
     }
 
     /// Sets the shared-memory limit per block in bytes (default [`SM90_SHARED_LIMIT`]).
@@ -2351,6 +2359,7 @@ impl KernelBuilder {
             block_dim: c.block_dim,
             cluster_dim: c.cluster_dim,
             min_blocks_per_sm: c.min_blocks_per_sm,
+            global_cache: c.global_cache,
             params: c.params.clone(),
             tensors: c
                 .tensors

@@ -142,6 +142,50 @@ pub struct ValueInfo {
     pub range: Option<(i64, i64)>,
 }
 
+/// Cache operators for a kernel's plain global loads and stores (PTX `.cop` and
+/// `.level::prefetch_size`): what a kernel that touches every byte once may ask of the caches.
+/// The interpreter ignores them (they change no value).
+///
+/// ```
+/// use tilekit_ir::{GlobalCache, KernelBuilder, ScalarType, Axis};
+/// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+/// let x = b.ptr_param("x", ScalarType::F32).unwrap();
+/// let y = b.ptr_param("y", ScalarType::F32).unwrap();
+/// let t = b.thread_id(Axis::X);
+/// let v = b.load(x, &t, 1, None).unwrap();
+/// b.store(y, &t, &v, None).unwrap();
+/// b.set_global_cache(GlobalCache::Streaming);
+/// let k = b.finish().unwrap();
+/// assert_eq!(k.global_cache, GlobalCache::Streaming);
+/// assert_eq!(GlobalCache::Streaming.to_string(), "streaming");
+/// assert_eq!(GlobalCache::default(), GlobalCache::Default);
+/// ```
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum GlobalCache {
+    /// The defaults (`.ca` loads, `.wb` stores).
+    #[default]
+    Default,
+    /// `ld.global.cs` and `st.global.cs`: evict first, the data is touched once.
+    Streaming,
+    /// `st.global.cs` only (loads as by default).
+    StreamingStores,
+    /// Loads with `.L2::256B` (the L2 fetches the 256-byte block around each access).
+    Prefetch256,
+}
+
+impl std::fmt::Display for GlobalCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GlobalCache::Default => "default",
+            GlobalCache::Streaming => "streaming",
+            GlobalCache::StreamingStores => "streaming stores",
+            GlobalCache::Prefetch256 => "L2 256B prefetch",
+        })
+    }
+}
+
 /// A finished kernel.
 ///
 /// ```
@@ -165,6 +209,10 @@ pub struct Kernel {
     /// caps the registers a thread gets so that many fit); `0` leaves it to ptxas. Set with
     /// [`crate::KernelBuilder::set_min_blocks_per_sm`].
     pub min_blocks_per_sm: u32,
+    /// The cache operators of the kernel's plain global loads and stores
+    /// ([`GlobalCache`]; atomics, acquires and bulk copies keep theirs). Set with
+    /// [`crate::KernelBuilder::set_global_cache`] or on the finished kernel.
+    pub global_cache: GlobalCache,
     /// Parameters, in launch order.
     pub params: Vec<ParamDecl>,
     /// The tensor parameters among `params`, with what the kernel assumes of each.

@@ -52,7 +52,9 @@ pub mod wgmma;
 pub use asyncop::AsyncOp;
 pub use builder::{KernelBuilder, TensorParam};
 pub use error::IrError;
-pub use kernel::{Kernel, ParamDecl, ParamKind, SharedDecl, TensorParamInfo, ValueInfo};
+pub use kernel::{
+    GlobalCache, Kernel, ParamDecl, ParamKind, SharedDecl, TensorParamInfo, ValueInfo,
+};
 pub use op::{
     Axis, BinOp, Block, Clock, CmpOp, Inst, MemRef, MemSpace, MmaShape, Op, ShflMode, SpecialReg,
     UnOp, ValueId, VoteMode,

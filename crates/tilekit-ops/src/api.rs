@@ -331,8 +331,12 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
                 2 * lp.buffers as i64 + i64::from(lp.prefetch)
             };
             let name = if lp.tiles_per_block == 1 { "transpose" } else { "transpose_tiled" };
-            let key =
-                KernelKey::new(name, ty, [vx, vy, mv, order + 100 * i64::from(lp.min_blocks)]);
+            let cache = lp.cache as i64;
+            let key = KernelKey::new(
+                name,
+                ty,
+                [vx, vy, mv, order + 100 * i64::from(lp.min_blocks) + 10000 * cache],
+            );
             let k = cached(key, || crate::transpose::build_looped(ty, mv, vx, vy, lp))?;
             let t = 16 * mv;
             // grid y walks x's rows (y's last dim) in tiles of t (tiles_per_block tiles per

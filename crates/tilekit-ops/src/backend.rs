@@ -368,7 +368,7 @@ where
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
 /// use tilekit_ops::{api, backend::{Backend, TunedInterp}, transpose::TransposeLoop, tuning::Tuning};
-/// let lp = TransposeLoop { tiles_per_block: 2, buffers: 2, prefetch: true, min_blocks: 0 };
+/// let lp = TransposeLoop { tiles_per_block: 2, buffers: 2, prefetch: true, min_blocks: 0, cache: tilekit_ir::GlobalCache::Default };
 /// let b = TunedInterp(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
 /// assert_eq!(b.tuning().transpose_loop_f32, lp);
 /// let x = HostTensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
@@ -561,7 +561,7 @@ impl Record {
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::{api, backend::{LayoutTensor, Record}, transpose::TransposeLoop};
     /// use tilekit_ops::tuning::Tuning;
-    /// let lp = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false, min_blocks: 0 };
+    /// let lp = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false, min_blocks: 0, cache: tilekit_ir::GlobalCache::Default };
     /// let rec = Record::with_tuning(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
     /// let x = LayoutTensor::contiguous(ScalarType::F32, &[16384, 16384]).unwrap();
     /// api::transpose(&rec, &x).unwrap();

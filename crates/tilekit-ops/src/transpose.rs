@@ -255,12 +255,14 @@ fn check_micro(ty: ScalarType, v: i64) -> Result<()> {
 ///
 /// ```
 /// use tilekit_ops::transpose::TransposeLoop;
-/// let one = TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true, min_blocks: 0 };
+/// let one = TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true, min_blocks: 0, cache: tilekit_ir::GlobalCache::Default };
 /// assert_eq!(TransposeLoop::default(), one);
-/// let l = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false, min_blocks: 0 };
+/// let l = TransposeLoop { tiles_per_block: 4, buffers: 2, prefetch: false, min_blocks: 0, cache: tilekit_ir::GlobalCache::Default };
 /// assert_eq!(l.to_string(), "4 tiles/block, 2 buffers, loads after stores");
 /// assert_eq!(one.to_string(), "1 tile/block");
 /// assert_eq!(TransposeLoop { min_blocks: 4, ..one }.to_string(), "1 tile/block, ≥ 4 blocks/SM");
+/// let cs = TransposeLoop { cache: tilekit_ir::GlobalCache::Streaming, ..one };
+/// assert_eq!(cs.to_string(), "1 tile/block, streaming");
 /// assert!(TransposeLoop { tiles_per_block: 0, ..one }.check().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -278,6 +280,10 @@ pub struct TransposeLoop {
     /// and fits 4 at 64); `0` leaves it to the compiler. At most [`MAX_MIN_BLOCKS`].
     #[serde(default)]
     pub min_blocks: u32,
+    /// The cache operators of the kernel's global loads and stores (`tilekit_ir::GlobalCache`:
+    /// e.g. streaming, `.cs`, for data touched once).
+    #[serde(default)]
+    pub cache: tilekit_ir::GlobalCache,
 }
 
 /// The most blocks per SM a [`TransposeLoop`] may ask for: 8 blocks of [`THREADS`] fill an
@@ -301,7 +307,13 @@ pub const MAX_TILES_PER_BLOCK: u32 = 64;
 
 impl Default for TransposeLoop {
     fn default() -> Self {
-        TransposeLoop { tiles_per_block: 1, buffers: 1, prefetch: true, min_blocks: 0 }
+        TransposeLoop {
+            tiles_per_block: 1,
+            buffers: 1,
+            prefetch: true,
+            min_blocks: 0,
+            cache: tilekit_ir::GlobalCache::Default,
+        }
     }
 }
 
@@ -317,6 +329,9 @@ impl std::fmt::Display for TransposeLoop {
         if self.min_blocks > 0 {
             write!(f, ", ≥ {} blocks/SM", self.min_blocks)?;
         }
+        if self.cache != tilekit_ir::GlobalCache::Default {
+            write!(f, ", {}", self.cache)?;
+        }
         Ok(())
     }
 }
@@ -330,7 +345,7 @@ impl TransposeLoop {
     /// assert!(e.to_string().contains("buffers"), "{e}");
     /// let e = TransposeLoop { min_blocks: 9, ..TransposeLoop::default() }.check().unwrap_err();
     /// assert!(e.to_string().contains("min_blocks") && e.to_string().contains("0..=8"), "{e}");
-    /// let l = TransposeLoop { tiles_per_block: 8, buffers: 2, prefetch: false, min_blocks: 4 };
+    /// let l = TransposeLoop { tiles_per_block: 8, buffers: 2, prefetch: false, min_blocks: 4, ..TransposeLoop::default() };
     /// assert!(l.check().is_ok());
     /// ```
     pub fn check(&self) -> Result<()> {
@@ -392,7 +407,14 @@ pub fn build_tiled(
     prefetch: bool,
 ) -> Result<Kernel> {
     check_micro(ty, v)?;
-    TransposeLoop { tiles_per_block: 2, buffers, prefetch, min_blocks: 0 }.check()?;
+    TransposeLoop {
+        tiles_per_block: 2,
+        buffers,
+        prefetch,
+        min_blocks: 0,
+        cache: tilekit_ir::GlobalCache::Default,
+    }
+    .check()?;
     let t = 16 * v;
     let (vx, vy) = (vx.min(v), vy.min(v));
     let b = KernelBuilder::new("transpose_tiled", [THREADS, 1, 1])?;
@@ -474,6 +496,9 @@ pub fn build_tiled(
 /// let lp = TransposeLoop { min_blocks: 4, ..TransposeLoop::default() };
 /// let k = build_looped(ScalarType::BF16, 8, 8, 8, lp).unwrap();
 /// assert_eq!((k.name.as_str(), k.min_blocks_per_sm), ("transpose", 4));
+/// let cs = TransposeLoop { cache: tilekit_ir::GlobalCache::Streaming, ..lp };
+/// let k = build_looped(ScalarType::BF16, 8, 8, 8, cs).unwrap();
+/// assert_eq!(k.global_cache, tilekit_ir::GlobalCache::Streaming);
 /// let two = TransposeLoop { tiles_per_block: 2, ..TransposeLoop::default() };
 /// assert_eq!(build_looped(ScalarType::F32, 4, 4, 4, two).unwrap().name, "transpose_tiled");
 /// assert!(build_looped(ScalarType::F32, 4, 4, 4, TransposeLoop { min_blocks: 9, ..two }).is_err());
@@ -486,6 +511,7 @@ pub fn build_looped(ty: ScalarType, v: i64, vx: i64, vy: i64, lp: TransposeLoop)
         build_tiled(ty, v, vx, vy, lp.buffers, lp.prefetch)?
     };
     k.min_blocks_per_sm = lp.min_blocks;
+    k.global_cache = lp.cache;
     Ok(k)
 }
 

@@ -79,6 +79,33 @@ fn the_tiled_transpose_assembles_without_spills() {
 }
 
 #[test]
+fn the_transposes_cache_operators_reach_the_ptx_and_assemble() {
+    use tilekit_ir::{GlobalCache, ScalarType};
+    use tilekit_ops::transpose::{build_looped, TransposeLoop};
+    // (cache, what the global loads and the global stores must read as)
+    let cases = [
+        (GlobalCache::Default, "ld.global.v4", "st.global.v4"),
+        (GlobalCache::Streaming, "ld.global.cs.v4", "st.global.cs.v4"),
+        (GlobalCache::StreamingStores, "ld.global.v4", "st.global.cs.v4"),
+        (GlobalCache::Prefetch256, "ld.global.L2::256B.v4", "st.global.v4"),
+    ];
+    for (cache, ld, st) in cases {
+        let lp = TransposeLoop { cache, ..TransposeLoop::default() };
+        let k = build_looped(ScalarType::BF16, 8, 8, 8, lp).unwrap();
+        for t in Target::ALL {
+            let ptx = emit_kernel(&k, t).unwrap();
+            let loads = ptx.lines().filter(|l| l.contains("ld.global")).count();
+            let stores = ptx.lines().filter(|l| l.contains("st.global")).count();
+            assert!(loads > 0 && stores > 0, "{cache}");
+            assert_eq!(ptx.matches(ld).count(), loads, "{cache} {t:?}: every global load `{ld}`");
+            assert_eq!(ptx.matches(st).count(), stores, "{cache} {t:?}: every global store `{st}`");
+            let name = format!("transpose_cache_{cache:?}_{t:?}");
+            ptxas::assemble(&ptx, t, &name).unwrap();
+        }
+    }
+}
+
+#[test]
 fn the_cluster_softmax_kernels_assemble_for_sm_90() {
     use tilekit_ir::ScalarType;
     use tilekit_ops::reduce::{

@@ -137,7 +137,13 @@ fn permutes_through_the_tuned_loop_match_the_reference() {
     // the API on a backend whose tuning picks the tiled kernel (f32 and 16-bit, micro-blocks
     // 8 and 4 for bf16): permutes whose merged transpose has several row tiles, batch > 1
     for (tiles, buffers, prefetch) in [(2u32, 1u32, true), (3, 2, false), (64, 2, true)] {
-        let lp = TransposeLoop { tiles_per_block: tiles, buffers, prefetch, min_blocks: 0 };
+        let lp = TransposeLoop {
+            tiles_per_block: tiles,
+            buffers,
+            prefetch,
+            min_blocks: 0,
+            cache: tilekit_ir::GlobalCache::Default,
+        };
         for micro in [8i64, 4] {
             let b = TunedInterp(Tuning {
                 transpose_loop_f32: lp,
@@ -169,7 +175,13 @@ fn strided_transposes_through_the_tuned_loop_match_the_reference() {
     use tilekit_ops::transpose::TransposeLoop;
     use tilekit_ops::tuning::Tuning;
     use tilekit_ops::{api, host};
-    let lp = TransposeLoop { tiles_per_block: 2, buffers: 2, prefetch: false, min_blocks: 0 };
+    let lp = TransposeLoop {
+        tiles_per_block: 2,
+        buffers: 2,
+        prefetch: false,
+        min_blocks: 0,
+        cache: tilekit_ir::GlobalCache::Default,
+    };
     let b = TunedInterp(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
     // x a column window of a wider matrix: rows 3 + 200, columns 5 + 70 of 80
     let full = HostTensor::new(
@@ -194,7 +206,13 @@ fn the_tuned_loop_shrinks_grid_y_and_splits_past_the_grid_limit() {
     use tilekit_ops::backend::{LayoutTensor, Record};
     use tilekit_ops::transpose::TransposeLoop;
     use tilekit_ops::tuning::Tuning;
-    let lp = TransposeLoop { tiles_per_block: 4, buffers: 1, prefetch: true, min_blocks: 0 };
+    let lp = TransposeLoop {
+        tiles_per_block: 4,
+        buffers: 1,
+        prefetch: true,
+        min_blocks: 0,
+        cache: tilekit_ir::GlobalCache::Default,
+    };
     let rec = Record::with_tuning(Tuning { transpose_loop_f32: lp, ..Tuning::default() });
     // the permute (2, 0, 1) of 512×512×256 f32: a 262144 × 256 transpose, tiles 64²
     let x = LayoutTensor::contiguous(ScalarType::F32, &[512, 512, 256]).unwrap();

@@ -103,12 +103,14 @@ fn transpose_loops_are_saved_validated_and_default_to_one_tile_per_block() {
             buffers: 2,
             prefetch: false,
             min_blocks: 0,
+            cache: tilekit_ir::GlobalCache::Default,
         },
         transpose_loop_16bit: TransposeLoop {
             tiles_per_block: 4,
             buffers: 1,
             prefetch: true,
             min_blocks: 0,
+            cache: tilekit_ir::GlobalCache::Default,
         },
         ..Tuning::default()
     };

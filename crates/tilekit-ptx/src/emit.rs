@@ -24,8 +24,8 @@
 use std::fmt::Write;
 
 use tilekit_ir::{
-    Axis, BinOp, Block, CmpOp, Inst, Kernel, MemRef, MemSpace, MmaShape, Op, ParamKind, ScalarType,
-    ShflMode, SpecialReg, UnOp, ValueId, VoteMode,
+    Axis, BinOp, Block, CmpOp, GlobalCache, Inst, Kernel, MemRef, MemSpace, MmaShape, Op,
+    ParamKind, ScalarType, ShflMode, SpecialReg, UnOp, ValueId, VoteMode,
 };
 
 use crate::error::{PtxError, Result};
@@ -1147,6 +1147,13 @@ impl<'k> Emitter<'k> {
         cta: Option<ValueId>,
     ) -> Result<()> {
         let (mut addr, mut space) = self.address(mem, offset)?;
+        if space == "global" {
+            space = match self.k.global_cache {
+                GlobalCache::Streaming => "global.cs",
+                GlobalCache::Prefetch256 => "global.L2::256B",
+                GlobalCache::Default | GlobalCache::StreamingStores => "global",
+            };
+        }
         if let Some(c) = cta {
             // the same allocation in the shared memory of the cluster's block of rank `c`
             let rank = match self.ty(c) {
@@ -1239,7 +1246,12 @@ impl<'k> Emitter<'k> {
         values: &[ValueId],
         mask: Option<ValueId>,
     ) -> Result<()> {
-        let (addr, space) = self.address(mem, offset)?;
+        let (addr, mut space) = self.address(mem, offset)?;
+        if space == "global"
+            && matches!(self.k.global_cache, GlobalCache::Streaming | GlobalCache::StreamingStores)
+        {
+            space = "global.cs";
+        }
         let t = mem.elem;
         let width = values.len();
         let pred = mask.map(|m| format!("@{} ", self.reg(m))).unwrap_or_default();
