@@ -198,6 +198,27 @@ fn rows<B: Backend>(b: &B) {
     check("row_sum rank 3", &values(&h), &row_refs(&values(&x), 6, 100).0, 1e-4);
 }
 
+/// `api::softmax` of `rows × n` random values (seed `seed`) on `b`, every element against the
+/// f64 reference (elements of a long row are small, ≈ 1/n: relative to each reference value,
+/// 1e-4 for f32, 2⁻⁷ for 16-bit); returns the results.
+fn long_softmax_checked<B: Backend>(
+    b: &B,
+    ty: ScalarType,
+    (rows, n): (i64, i64),
+    seed: u64,
+    what: &str,
+) -> Vec<f64> {
+    let x = random(ty, &[rows, n], seed);
+    let y = api::softmax(b, &b.from_host(&x).unwrap()).unwrap();
+    let want = row_refs(&values(&x), rows as usize, n as usize).2;
+    let got = values(&b.to_host(&y).unwrap());
+    let rtol = if ty == F32 { 1e-4 } else { 1.0 / 128.0 };
+    let worst =
+        got.iter().zip(&want).map(|(g, w)| (g - w).abs() / (w.abs() + 1e-30)).fold(0.0, f64::max);
+    assert!(worst <= rtol, "{what}softmax {rows}×{n} {ty}: max relative error {worst}");
+    got
+}
+
 fn softmax_long_rows<B: Backend>(b: &B) {
     for (i, ty) in [F32, BF16].into_iter().enumerate() {
         // where the device's table splits long rows over cooperating blocks (H100, H200),
@@ -208,18 +229,7 @@ fn softmax_long_rows<B: Backend>(b: &B) {
             &[20001]
         };
         for &n in lens {
-            let x = random(ty, &[3, n], 50 + i as u64 + n as u64);
-            let y = api::softmax(b, &b.from_host(&x).unwrap()).unwrap();
-            let want = row_refs(&values(&x), 3, n as usize).2;
-            let got = values(&b.to_host(&y).unwrap());
-            // elements of a long row are small (≈ 1/n): relative to each reference value
-            let rtol = if ty == F32 { 1e-4 } else { 1.0 / 128.0 };
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(g, w)| (g - w).abs() / (w.abs() + 1e-30))
-                .fold(0.0f64, f64::max);
-            assert!(worst <= rtol, "softmax 3×{n} {ty}: max relative error {worst}");
+            let got = long_softmax_checked(b, ty, (3, n), 50 + i as u64 + n as u64, "");
             for r in 0..3 {
                 let row: f64 = got[r * n as usize..(r + 1) * n as usize].iter().sum();
                 assert!((row - 1.0).abs() < 1e-2, "row {r} of 3×{n} {ty} sums to {row}");
@@ -236,17 +246,8 @@ fn softmax_long_rows<B: Backend>(b: &B) {
 fn softmax_counters_are_reused<B: Backend>(b: &B) {
     for (i, (ty, n)) in [(F32, 20001i64), (BF16, 33000), (F32, 40000)].into_iter().enumerate() {
         for (j, rows) in [5i64, 2, 9, 5].into_iter().enumerate() {
-            let x = random(ty, &[rows, n], 90 + 10 * i as u64 + j as u64);
-            let y = api::softmax(b, &b.from_host(&x).unwrap()).unwrap();
-            let want = row_refs(&values(&x), rows as usize, n as usize).2;
-            let got = values(&b.to_host(&y).unwrap());
-            let rtol = if ty == F32 { 1e-4 } else { 1.0 / 128.0 };
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(g, w)| (g - w).abs() / (w.abs() + 1e-30))
-                .fold(0.0f64, f64::max);
-            assert!(worst <= rtol, "call {j}: softmax {rows}×{n} {ty}: max relative error {worst}");
+            let seed = 90 + 10 * i as u64 + j as u64;
+            long_softmax_checked(b, ty, (rows, n), seed, &format!("call {j}: "));
         }
     }
     let kept = b.counters(16).unwrap();
