@@ -266,7 +266,10 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
         let mean_of = |k: CoopTuning| cases.iter().filter_map(|c| ratio(k, c)).sum::<f64>() / n;
         let alone = everywhere.iter().map(|&k| mean_of(k)).fold(f64::NEG_INFINITY, f64::max);
         let clusters = unique(&mut part.iter().filter(|(_, k, _)| k.cluster).map(|(_, k, _)| *k));
-        let mut best: Option<(CoopTuning, CoopTuning, f64)> = None;
+        // ties on the pair's mean (every case within the cluster shape's rows: the counter
+        // shape ran nowhere in the pair) go to the counter shape with the best mean alone, the
+        // shape the rows beyond the cluster's then take
+        let mut best: Option<(CoopTuning, CoopTuning, f64, f64)> = None;
         for &c in &clusters {
             for &k in &everywhere {
                 let per_case = |case: &str| {
@@ -279,12 +282,13 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
                     }
                 };
                 let mean = cases.iter().map(|c| per_case(c)).sum::<f64>() / n;
-                if best.is_none_or(|b| mean > b.2) {
-                    best = Some((c, k, mean));
+                let own = mean_of(k);
+                if best.is_none_or(|b| mean > b.2 || (mean == b.2 && own > b.3)) {
+                    best = Some((c, k, mean, own));
                 }
             }
         }
-        let (c, k, mean) = best.filter(|b| b.2 > alone)?;
+        let (c, k, mean, _) = best.filter(|b| b.2 > alone)?;
         let o_mean = cases.iter().map(|c| other(c)).sum::<f64>() / n;
         Some((c, k, mean > o_mean))
     }

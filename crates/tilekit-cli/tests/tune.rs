@@ -217,3 +217,26 @@ fn a_cluster_shape_is_saved_with_the_counter_shape_for_rows_beyond_eight_blocks(
     // the 16-bit fields stay as they were
     assert_eq!((t.softmax_coop_16bit, t.softmax_coop_long_16bit), (None, None));
 }
+
+#[test]
+fn rows_all_within_the_cluster_save_the_best_counter_shape_for_longer_rows() {
+    use tilekit_ops::reduce::CoopTuning;
+    // bf16 on the H200 (session 16, call 8): both long rows fit a cluster of at most 8 blocks
+    // of 64 KiB (65536: 2, 262144: 8), so the counter shape is never used by the pair; the
+    // saved long shape must be the counter shape with the best mean, not the first listed
+    // (call 8 saved a 128-thread register shape that way)
+    let cl = CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster();
+    let first = CoopTuning::in_registers(128, 32);
+    let good = CoopTuning::in_shared(256, 16, 64).with_one_exp().with_spec();
+    let c = vec![
+        cand("softmax 4096x65536 bf16", Knob::Coop(cl), 0.926),
+        cand("softmax 4096x65536 bf16", Knob::Coop(first), 0.60),
+        cand("softmax 4096x65536 bf16", Knob::Coop(good), 0.89),
+        cand("softmax 1024x262144 bf16", Knob::Coop(cl), 0.890),
+        cand("softmax 1024x262144 bf16", Knob::Coop(first), 0.55),
+        cand("softmax 1024x262144 bf16", Knob::Coop(good), 0.887),
+    ];
+    let base = Tuning { softmax_cluster: None, ..Tuning::default() };
+    let t = winners(base, &c);
+    assert_eq!((t.softmax_coop_16bit, t.softmax_coop_long_16bit), (Some(cl), Some(good)));
+}
