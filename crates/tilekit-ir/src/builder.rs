@@ -365,7 +365,15 @@ impl KernelBuilder {
     }
 
     /// The cache operators of the kernel's plain global loads and stores
-    /// ([`crate::GlobalCache`]; default: the hardware's).
+    /// ([`crate::GlobalCache`]; default: the hardware's). The PTX backend writes them into
+    /// every `ld.global` / `st.global` (`.cs`, `.L2::256B`); the interpreter ignores them.
+    ///
+    /// ```
+    /// use tilekit_ir::{GlobalCache, KernelBuilder};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// b.set_global_cache(GlobalCache::StreamingStores);
+    /// assert_eq!(b.finish().unwrap().global_cache, GlobalCache::StreamingStores);
+    /// ```
     pub fn set_global_cache(&self, cache: crate::kernel::GlobalCache) {
         self.ctx.borrow_mut().global_cache = cache;
     }
