@@ -4,8 +4,10 @@
 //! ```text
 //!   for each kernel:  inputs (rotated sets when they fit in L2) ──► warm-up ×3
 //!                     CUDA events around each of ≥ 20 runs ──► median
-//!   baseline:         cuMemcpyDtoD of the same byte count, timed the same way
-//!   report:           GB/s = (bytes read + bytes written) / median, ratio = kernel GB/s / copy GB/s
+//!   baselines:        cuMemcpyDtoD of --mib MiB (default 1 GiB: the device's copy rate), and
+//!                     of each row's own byte count ("x same"), timed the same way
+//!   report:           GB/s = (bytes read + bytes written) / median,
+//!                     x copy = kernel GB/s / 1 GiB copy GB/s, x same = … / same-size copy GB/s
 //! ```
 //!
 //! Library kernels are timed as API calls (`api::softmax_into(&cuda, &x, &mut y)`, …) on device
@@ -190,6 +192,8 @@ pub struct Args {
 /// assert!(parse_coop("256,32,64k,early").is_err());              // early takes 1exp
 /// assert!(parse_coop("256,32,64k,1exp,spec").unwrap().spec);     // the ticket speculated
 /// assert!(parse_coop("256,32,64k,1exp,cluster,spec").is_err());  // spec takes the counter
+/// assert_eq!(parse_coop("512,32,96k,1exp,cluster,held4").unwrap().held, 4); // 4 vectors held
+/// assert!(parse_coop("512,32,96k,cluster,held4").is_err());      // held takes 1exp
 /// let r = parse_coop("1024,8,32k,ring6,lag2").unwrap();
 /// assert_eq!((r.ring, r.lag), (6, 2));
 /// assert_eq!(parse_coop("512,8,32k,ring3").unwrap().lag, 1);        // lag 1 by default
@@ -237,13 +241,14 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
             }),
         }
     };
+    let held = number("held")?.unwrap_or(0);
     let ring = number("ring")?.unwrap_or(0);
     let lag = number("lag")?.unwrap_or(if ring > 0 { 1 } else { 0 });
     if let Some(f) = words.next() {
         return Err(format!(
             "`{f}` in `{s}`: after the slice come only `bulk`, then `1exp`, then `2rows`, then \
-             `pipe`, then `cluster`, then `early`, then `spec`, then `ringS` and `lagD` (each at \
-             most once)"
+             `pipe`, then `cluster`, then `early`, then `spec`, then `heldN`, then `ringS` and `lagD` \
+             (each at most once)"
         ));
     }
     if ring > 0 && (bulk || one_exp || rows != 1 || smem_kib == 0 || ring < lag + 2 || lag < 1) {
@@ -276,6 +281,13 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
              256,32,64k,spec or 256,32,64k,1exp,spec"
         ));
     }
+    if held > 0 && (!one_exp || bulk || rows != 1 || pipe || early || smem_kib == 0) || held > 16 {
+        return Err(format!(
+            "`{s}`: `heldN` (N = 1..=16 vectors a thread in registers) takes a shared-memory \
+             slice brought in by loads with `1exp` (no bulk, 2rows, pipe or early), e.g. \
+             512,32,96k,1exp,cluster,held4"
+        ));
+    }
     if ring == 0 && lag > 0 {
         return Err(format!("`{s}`: `lagD` only goes with `ringS`"));
     }
@@ -303,6 +315,7 @@ pub fn parse_coop(s: &str) -> Result<CoopTuning, String> {
         cluster,
         early,
         spec,
+        held,
     })
 }
 
@@ -319,10 +332,16 @@ pub struct Measurement {
     pub median_ms: f64,
     /// GB/s (1e9 bytes per second).
     pub gb_per_s: f64,
-    /// Same-process device-to-device copy GB/s of the same byte count.
+    /// Same-process device-to-device copy GB/s (`cuMemcpyDtoD` of `--mib` MiB, default 1 GiB:
+    /// the device's copy rate, one baseline for every row).
     pub copy_gb_per_s: f64,
     /// `gb_per_s / copy_gb_per_s`.
     pub ratio_to_copy: f64,
+    /// Same-process `cuMemcpyDtoD` of this row's own byte count (`bytes / 2` copied), timed
+    /// the same way: what a copy of the same data pays per call, launch boundary included.
+    pub same_copy_gb_per_s: f64,
+    /// `gb_per_s / same_copy_gb_per_s`.
+    pub ratio_to_same_copy: f64,
     /// For matrix products: TFLOP/s.
     pub tflops: Option<f64>,
     /// For matrix products: cuBLAS TFLOP/s on the same problem in the same process.
@@ -471,6 +490,9 @@ fn bench_copy(
         gb_per_s: gbs,
         copy_gb_per_s: copy_gbs,
         ratio_to_copy: gbs / copy_gbs,
+        // the example copies --mib MiB: the baseline is its own byte count
+        same_copy_gb_per_s: copy_gbs,
+        ratio_to_same_copy: gbs / copy_gbs,
         tflops: None,
         cublas_tflops: None,
         registers: Some(k.registers),
@@ -552,6 +574,7 @@ fn ops_bench(
     let median_ms = t.median_ms();
     let bytes = p.bytes();
     let gbs = bytes as f64 / (median_ms * 1e-3) / 1e9;
+    let same = copy_baseline(cuda.gpu(), (bytes / 2) as usize, reps)?;
     let (tflops, cublas_tflops) = if kernel == "gemm" {
         let (m, n, k) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
         let flops = 2.0 * (m * n * k) as f64;
@@ -571,6 +594,8 @@ fn ops_bench(
         gb_per_s: gbs,
         copy_gb_per_s: copy_gbs,
         ratio_to_copy: gbs / copy_gbs,
+        same_copy_gb_per_s: same,
+        ratio_to_same_copy: gbs / same,
         tflops,
         cublas_tflops,
         registers: Some(info.registers()),
@@ -623,11 +648,12 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             pdl_note(a.pdl, gpu.props().compute_capability)
         )?;
         outln!(
-            "{:<34} {:>10} {:>10} {:>8} {:>5} {:>7}",
+            "{:<34} {:>10} {:>10} {:>8} {:>7} {:>5} {:>7}",
             "kernel",
             "median ms",
             "GB/s",
             "x copy",
+            "x same",
             "regs",
             "local B"
         )?;
@@ -652,11 +678,12 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
                 };
                 let opt = |v: Option<i32>| v.map_or("-".to_string(), |v| v.to_string());
                 outln!(
-                    "{:<34} {:>10.3} {:>10.0} {:>8.3} {:>5} {:>7}{extra}",
+                    "{:<34} {:>10.3} {:>10.0} {:>8.3} {:>7.3} {:>5} {:>7}{extra}",
                     m.kernel,
                     m.median_ms,
                     m.gb_per_s,
                     m.ratio_to_copy,
+                    m.ratio_to_same_copy,
                     opt(m.registers),
                     opt(m.local_bytes)
                 )

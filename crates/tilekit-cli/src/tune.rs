@@ -235,13 +235,15 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
             .fold(0.0, f64::max)
     }
     // the best (cluster shape, counter shape) pair: per case the cluster shape's ratio where it
-    // ran and takes at most CLUSTER_ROW_BLOCKS blocks a row (the table's rule), the counter
+    // ran and takes at most `most` blocks a row (the table's rule: the base tuning's
+    // `softmax_cluster_row_blocks`, CLUSTER_ROW_BLOCKS by default), the counter
     // shape's elsewhere; the counter shapes those that ran on every case. `Some` only when the
     // best pair's mean beats the best counter shape's alone, with whether it beats `other`.
     fn coop_pair(
         part: &[(&str, CoopTuning, f64)],
         plain: &[(&str, CoopTuning, f64)],
         other: impl Fn(&str) -> f64,
+        most: u32,
     ) -> Option<(CoopTuning, CoopTuning, bool)> {
         let mut cases: Vec<&str> = part.iter().map(|(c, _, _)| *c).collect();
         cases.sort();
@@ -273,9 +275,9 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
         for &c in &clusters {
             for &k in &everywhere {
                 let per_case = |case: &str| {
-                    let fits = row_of(case).and_then(|(ty, len)| c.plan(ty, len)).is_some_and(
-                        |(blocks, _)| blocks <= tilekit_ops::tuning::CLUSTER_ROW_BLOCKS,
-                    );
+                    let fits = row_of(case)
+                        .and_then(|(ty, len)| c.plan(ty, len))
+                        .is_some_and(|(blocks, _)| blocks <= most);
                     match ratio(c, case) {
                         Some(r) if fits => r,
                         _ => ratio(k, case).unwrap_or(0.0),
@@ -376,13 +378,14 @@ pub fn winners(base: Tuning, cands: &[Candidate]) -> Tuning {
         let plain: Vec<(&str, CoopTuning, f64)> =
             part.iter().filter(|(_, k, _)| !k.cluster).copied().collect();
         let other = |case: &str| api_ratio(cands, &t, case, true);
-        let (main, long, beats) = match coop_pair(&part, &plain, other) {
-            Some((c, n, beats)) => (c, Some(n), beats),
-            None => match split_winner(&plain, other).or_else(|| split_winner(&part, other)) {
-                Some((k, beats)) => (k, None, beats),
-                None => continue,
-            },
-        };
+        let (main, long, beats) =
+            match coop_pair(&part, &plain, other, t.softmax_cluster_row_blocks) {
+                Some((c, n, beats)) => (c, Some(n), beats),
+                None => match split_winner(&plain, other).or_else(|| split_winner(&part, other)) {
+                    Some((k, beats)) => (k, None, beats),
+                    None => continue,
+                },
+            };
         if sixteen {
             t.softmax_coop_16bit = beats.then_some(main);
             t.softmax_coop_long_16bit = long.filter(|_| beats);
@@ -459,8 +462,10 @@ fn copy_baseline(gpu: &Gpu, reps: usize) -> Result<f64, CliError> {
 /// let smem: Vec<_> = c.iter().filter(|(l, _)| l.starts_with("coop smem")).collect();
 /// // 18 shapes less those whose one step (f32: threads × 16 B × vectors) exceeds the slice,
 /// // each with two exponentials per element and with one (22); two of 96 KiB; the cluster
-/// // shapes whose row fits 16 blocks (4), the early ones (4) and the speculated ones (3)
-/// assert_eq!(smem.len(), 35);
+/// // shapes whose row fits 16 blocks (4), the early ones (4), the speculated ones (3) and
+/// // those holding part of the slice in registers (6)
+/// assert_eq!(smem.len(), 41);
+/// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" held ")).count(), 6);
 /// assert_eq!(smem.iter().filter(|(l, _)| l.starts_with("coop smem bulk")).count(), 6);
 /// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" 1exp, ")).count(), 13);
 /// assert_eq!(smem.iter().filter(|(l, _)| l.contains(" cluster, ")).count(), 4);
@@ -697,7 +702,7 @@ fn softmax_candidates(
             } else if c.smem() {
                 let slice = chunks * c.threads as i64 * vw * c.unroll(ty);
                 format!(
-                    "coop smem{}{}{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
+                    "coop smem{}{}{}{}{}, {k} blocks × {} threads × {} KiB slice ({} vectors a step)",
                     if c.bulk { " bulk" } else { "" },
                     if c.one_exp { " 1exp" } else { "" },
                     if c.rows == 2 {
@@ -714,6 +719,7 @@ fn softmax_candidates(
                         (false, false, true) => " spec",
                         (false, false, false) => "",
                     },
+                    if c.held > 0 { format!(" held {}", c.held) } else { String::new() },
                     c.threads,
                     slice * ty.size_bytes() as i64 / 1024,
                     c.unroll(ty)

@@ -730,19 +730,13 @@ fn softmax_coop_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
             ),
         ));
     }
-    // the shared-memory kernel's key also names its vectors per step (unroll ≤ 8), bulk and
-    // one exponential per element
+    // the shared-memory kernels' key names the whole shape (every field of the tuning, by its
+    // hash: a field added later cannot alias two kernels), the vector width, steps and blocks
     let key = if c.smem() {
-        let vu = i64::from(c.spec) * 1_000_000_000
-            + i64::from(c.early) * 100_000_000
-            + i64::from(c.cluster) * 10_000_000
-            + i64::from(c.pipe) * 1_000_000
-            + v * 10000
-            + i64::from(c.rows) * 1000
-            + i64::from(c.one_exp) * 100
-            + c.unroll(ty) * 10
-            + i64::from(c.bulk);
-        KernelKey::new("softmax_coop_smem", ty, [vu, chunks, threads as i64, k as i64])
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        c.hash(&mut h);
+        KernelKey::new("softmax_coop_smem", ty, [h.finish() as i64, v, chunks, k as i64])
     } else {
         KernelKey::new("softmax_coop", ty, [v, chunks, threads as i64, k as i64])
     };

@@ -227,6 +227,14 @@ pub struct Tuning {
     /// [`softmax_coop_long`](Self::softmax_coop_long) for 2-byte types.
     #[serde(default)]
     pub softmax_coop_long_16bit: Option<CoopTuning>,
+    /// The most blocks a row of a cluster [`softmax_coop`](Self::softmax_coop) shape takes
+    /// before [`softmax_coop_long`](Self::softmax_coop_long) does
+    /// ([`softmax_coop_for_row`](Self::softmax_coop_for_row)); default
+    /// [`CLUSTER_ROW_BLOCKS`]. The H200's table takes 3: its shapes with registers held
+    /// beside the shared slice (session 17) hold rows of 65536 in 1–3 blocks, and rows of
+    /// 262144 go to shapes tuned for them.
+    #[serde(default = "cluster_row_blocks")]
+    pub softmax_cluster_row_blocks: u32,
     /// Micro-block side of the transpose kernel for 2-byte types (8 = 16-byte accesses, tile
     /// 128²; 4 = 8-byte accesses, tile 64²), see `transpose::build_micro`.
     pub transpose_micro_16bit: i64,
@@ -257,6 +265,7 @@ impl Default for Tuning {
             softmax_coop_16bit: None,
             softmax_coop_long: None,
             softmax_coop_long_16bit: None,
+            softmax_cluster_row_blocks: CLUSTER_ROW_BLOCKS,
             transpose_micro_16bit: 8,
             transpose_loop_f32: TransposeLoop::default(),
             transpose_loop_16bit: TransposeLoop::default(),
@@ -273,12 +282,6 @@ const COOP_SMEM_F32: CoopTuning = CoopTuning::in_shared(256, 32, 64);
 /// The same for bf16 rows: 256 threads, 2 vectors a step, 32 KiB slices.
 const COOP_SMEM_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 32);
 
-/// The H200's bf16 shape since the lean kernels (bench/RESULTS.md session 14, call 3): 256
-/// threads, 4 vectors a step into 64 KiB slices, one exponential per element — bf16
-/// 4096×65536 0.892 of copy, 1024×262144 0.861 (the two-exponential 256 × 16 × 32 KiB shape
-/// 0.876 / 0.850 in the session's call 2, the session-13 kernel 0.867 / 0.841 there).
-const COOP_SMEM_16BIT_H200: CoopTuning = CoopTuning::in_shared(256, 32, 64).with_one_exp();
-
 /// The f32 shape for rows of up to [`CLUSTER_ROW_BLOCKS`] blocks, the H200's since session 15
 /// and the H100's since session 16: a row's blocks as one thread-block cluster, 256 threads ×
 /// 8 vectors a step into 64 KiB, one exponential (bench/RESULTS.md session 15: H200 2048×65536
@@ -291,6 +294,30 @@ const CLUSTER_F32: CoopTuning = CoopTuning::in_shared(256, 32, 64).with_one_exp(
 /// 0.888–0.890 (8 blocks a row); H100 0.984 / 0.969.
 const CLUSTER_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 64).with_one_exp().with_cluster();
 
+/// The H200's shapes since session 17 (bench/NOTES.md §27): each block also **holds part of
+/// its slice in registers** (`CoopTuning::held`), so a row needs fewer blocks at the same
+/// shared memory. Rows of up to 3 blocks: f32 256 threads × 4 vectors a step, 48 KiB shared +
+/// 10 vectors a thread held (40 KiB), clusters of 3 for rows of 65536 (0.934 of copy, the
+/// session-15 shape 0.917 in the same run).
+const CLUSTER_F32_H200: CoopTuning =
+    CoopTuning::in_shared(256, 16, 64).with_held(10).with_cluster();
+
+/// See [`CLUSTER_F32_H200`]; bf16: 512 threads × 2 vectors a step, 96 KiB shared + 4 vectors
+/// held (32 KiB): a row of 65536 in one block, no exchange (0.948–0.949 of copy, the
+/// session-15 clusters of 2 0.927–0.928 in the same runs).
+const CLUSTER_16BIT_H200: CoopTuning =
+    CoopTuning::in_shared(512, 16, 96).with_held(4).with_cluster();
+
+/// The H200's f32 shape for rows beyond 3 blocks since session 17: 384 threads × 2 vectors a
+/// step into 60 KiB + 6 vectors a thread held (36 KiB), the counter exchange: 11 blocks a row
+/// of 262144 (0.901 of copy, the session-16 counter shape 0.875 in the same run).
+const LONG_F32_H200: CoopTuning = CoopTuning::in_shared(384, 8, 64).with_held(6);
+
+/// The H200's bf16 shape for rows beyond 3 blocks since session 17: 384 threads × 2 vectors a
+/// step into 60 KiB + 6 vectors held (48 KiB), clusters of 6 for rows of 262144 (0.909–0.913,
+/// the session-15 clusters of 8 0.886–0.890 in the same runs).
+const LONG_16BIT_H200: CoopTuning = CoopTuning::in_shared(384, 16, 64).with_held(6).with_cluster();
+
 /// The most blocks of a row a cluster shape of the table takes ([`Tuning::softmax_coop_for_row`]):
 /// beyond it the [`Tuning::softmax_coop_long`] shape (H200, session 15: clusters of 2, 4 and 8
 /// blocks 0.93 / 0.92 / 0.89 of copy, of 16 at most 0.84 against the counter kernel's 0.88).
@@ -299,6 +326,10 @@ const CLUSTER_16BIT: CoopTuning = CoopTuning::in_shared(256, 16, 64).with_one_ex
 /// assert_eq!(tilekit_ops::tuning::CLUSTER_ROW_BLOCKS, 8);
 /// ```
 pub const CLUSTER_ROW_BLOCKS: u32 = 8;
+
+fn cluster_row_blocks() -> u32 {
+    CLUSTER_ROW_BLOCKS
+}
 
 fn default_cluster() -> Option<ClusterTuning> {
     Some(ClusterTuning::default())
@@ -327,12 +358,17 @@ impl Tuning {
             // since session 15 (2026-11-27): a row's blocks as one thread-block cluster up to 8
             // blocks a row (f32 65536 0.917, bf16 65536 0.928, bf16 262144 0.890), the
             // counter kernel beyond (f32 262144 0.871–0.879)
+            // since session 17 (2026-11-27): part of each block's slice held in registers —
+            // rows of up to 3 blocks in clusters (f32 / bf16 65536: 0.934 / 0.948), longer
+            // rows by the counter (f32 262144: 0.901–0.909) or clusters of 6 (bf16 262144:
+            // 0.909–0.913)
             return Tuning {
                 online: OnlineTuning { threads: 512, unroll: 4, reverse: true, blocks_per_sm: 0 },
-                softmax_coop: Some(CLUSTER_F32),
-                softmax_coop_16bit: Some(CLUSTER_16BIT),
-                softmax_coop_long: Some(COOP_SMEM_F32),
-                softmax_coop_long_16bit: Some(COOP_SMEM_16BIT_H200),
+                softmax_coop: Some(CLUSTER_F32_H200),
+                softmax_coop_16bit: Some(CLUSTER_16BIT_H200),
+                softmax_coop_long: Some(LONG_F32_H200),
+                softmax_coop_long_16bit: Some(LONG_16BIT_H200),
+                softmax_cluster_row_blocks: 3,
                 ..Tuning::default()
             };
         }
@@ -464,6 +500,13 @@ impl Tuning {
             if c.smem_kib > 200 {
                 return Err(bad(&format!("{what}.smem_kib"), i64::from(c.smem_kib)));
             }
+            if i64::from(c.held) > crate::reduce::coop_smem::MAX_HELD_VECTORS {
+                return Err(bad(&format!("{what}.held"), i64::from(c.held)));
+            }
+        }
+        if !(1..=crate::reduce::coop::MAX_CLUSTER_BLOCKS).contains(&t.softmax_cluster_row_blocks) {
+            let v = i64::from(t.softmax_cluster_row_blocks);
+            return Err(bad("softmax_cluster_row_blocks", v));
         }
         if ![1, 2, 4, 8].contains(&t.transpose_micro_16bit) {
             return Err(bad("transpose_micro_16bit", t.transpose_micro_16bit));
@@ -524,24 +567,34 @@ impl Tuning {
 
     /// The cooperative softmax shape for a row of `n` elements of `ty`:
     /// [`softmax_coop_for`](Self::softmax_coop_for), unless that is a thread-block cluster
-    /// whose plan splits the row over more than [`CLUSTER_ROW_BLOCKS`] blocks (or cannot plan
+    /// whose plan splits the row over more than
+    /// [`softmax_cluster_row_blocks`](Self::softmax_cluster_row_blocks) blocks (or cannot plan
     /// it): then [`softmax_coop_long`](Self::softmax_coop_long) (`_16bit` for 2-byte types),
-    /// or the same shape with the counter exchange when that is unset.
+    /// or the same shape with the counter exchange when that is unset; a long shape that is a
+    /// cluster meets at the counter instead where a cluster cannot hold the row.
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
     /// use tilekit_ops::tuning::Tuning;
     /// let t = Tuning::for_device("NVIDIA H200");
-    /// // f32 rows of 65536: 4 blocks of 64 KiB, one cluster; of 262144: 16, the counter kernel
-    /// assert!(t.softmax_coop_for_row(ScalarType::F32, 65536).unwrap().cluster);
-    /// assert!(!t.softmax_coop_for_row(ScalarType::F32, 262144).unwrap().cluster);
-    /// // bf16 rows of 262144: 8 blocks, still one cluster
-    /// assert!(t.softmax_coop_for_row(ScalarType::BF16, 262144).unwrap().cluster);
-    /// assert!(!t.softmax_coop_for_row(ScalarType::BF16, 1 << 20).unwrap().cluster);
+    /// // f32 rows of 65536: 3 blocks (48 KiB shared + 40 KiB registers), one cluster; rows of
+    /// // 262144: the long shape, 11 blocks meeting at the counter
+    /// let short = t.softmax_coop_for_row(ScalarType::F32, 65536).unwrap();
+    /// assert!(short.cluster && short.held == 10);
+    /// assert_eq!(short.plan(ScalarType::F32, 65536).unwrap().0, 3);
+    /// let long = t.softmax_coop_for_row(ScalarType::F32, 262144).unwrap();
+    /// assert!(!long.cluster && long.plan(ScalarType::F32, 262144).unwrap().0 == 11);
+    /// // bf16 rows of 262144: the long shape is a cluster of 6; rows of 2²⁰ need 22 blocks,
+    /// // more than a cluster holds: the same shape at the counter
+    /// let long16 = t.softmax_coop_for_row(ScalarType::BF16, 262144).unwrap();
+    /// assert!(long16.cluster && long16.plan(ScalarType::BF16, 262144).unwrap().0 == 6);
+    /// let longer = t.softmax_coop_for_row(ScalarType::BF16, 1 << 20).unwrap();
+    /// assert!(!longer.cluster && longer.held == 6);
     /// ```
     pub fn softmax_coop_for_row(&self, ty: ScalarType, n: i64) -> Option<CoopTuning> {
         let main = self.softmax_coop_for(ty)?;
-        if !main.cluster || main.plan(ty, n).is_some_and(|(k, _)| k <= CLUSTER_ROW_BLOCKS) {
+        let most = self.softmax_cluster_row_blocks;
+        if !main.cluster || main.plan(ty, n).is_some_and(|(k, _)| k <= most) {
             return Some(main);
         }
         let long = if ty.size_bytes() == 2 {
@@ -549,7 +602,13 @@ impl Tuning {
         } else {
             self.softmax_coop_long
         };
-        Some(long.unwrap_or(CoopTuning { cluster: false, ..main }))
+        let long = long.unwrap_or(CoopTuning { cluster: false, ..main });
+        // a cluster shape for long rows, as long as a cluster holds the row; beyond, the same
+        // shape meets at the counter
+        if long.cluster && long.plan(ty, n).is_none() {
+            return Some(CoopTuning { cluster: false, ..long });
+        }
+        Some(long)
     }
 
     /// Threads per block of the register softmax kernel for `ty`.

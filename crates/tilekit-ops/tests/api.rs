@@ -265,10 +265,11 @@ fn counter_tuning(shape: tilekit_ops::reduce::CoopTuning) -> tilekit_ops::tuning
 
 /// The counter shapes [`softmax_counters_are_reused`] runs: 128 threads × 16 elements a step
 /// into 16 KiB slices (f32 20001: 5 blocks a row, bf16 33000: 5, f32 40000: 10), plain, with
-/// one exponential and with the ticket speculated.
+/// one exponential, with the ticket speculated, and with 2 vectors a thread held in registers
+/// (f32 20001: 4 blocks a row, bf16 33000: 4, f32 40000: 8).
 fn counter_shapes() -> Vec<tilekit_ops::reduce::CoopTuning> {
     let c = tilekit_ops::reduce::CoopTuning::in_shared(128, 16, 16);
-    vec![c, c.with_one_exp(), c.with_spec(), c.with_one_exp().with_spec()]
+    vec![c, c.with_one_exp(), c.with_spec(), c.with_one_exp().with_spec(), c.with_held(2)]
 }
 
 mod softmax_counters {

@@ -12,7 +12,7 @@ use tilekit_ops::api;
 use tilekit_ops::backend::{LayoutTensor, Record, TunedInterp};
 use tilekit_ops::host;
 use tilekit_ops::reduce::coop_smem::{
-    build_softmax_coop_smem_cluster, build_softmax_coop_smem_early,
+    build_softmax_coop_smem_cluster, build_softmax_coop_smem_early, build_softmax_coop_smem_held,
     build_softmax_coop_smem_one_exp, build_softmax_coop_smem_pipelined,
     build_softmax_coop_smem_rows, build_softmax_coop_smem_spec, coop_smem_one_exp_resident_blocks,
     Variant, ONE_EXP_PIPELINE_STEPS,
@@ -34,6 +34,9 @@ enum Kind {
     Early,
     /// The ticket speculated (one exponential?, the guess's rotation).
     Spec(bool, u32),
+    /// One exponential, this many vectors a thread held in registers beside the shared slice,
+    /// and with `Some(shift)` loaded for a guessed ticket (the guess's rotation).
+    Held(i64, Option<u32>),
 }
 
 /// Runs the kernel directly: `m` rows of `n`, `k` blocks of `threads` per row, `unroll`
@@ -65,6 +68,11 @@ fn run_smem(
         Kind::Spec(one_exp, shift) => {
             assert!(!bulk, "the speculated ticket takes loads");
             build_softmax_coop_smem_spec(ty, threads, v, k, unroll, chunks, one_exp, shift).unwrap()
+        }
+        Kind::Held(held, spec) => {
+            assert!(!bulk, "registers are held by loads");
+            let shape = (unroll, chunks);
+            build_softmax_coop_smem_held(ty, threads, v, k, shape, held, (false, spec)).unwrap()
         }
     };
     assert_eq!(kern.shared_bytes(), coop_smem_shared_bytes(threads, unroll, chunks, bulk));
@@ -530,6 +538,8 @@ fn check_cases(cases: &[Case], seed: u64, kind: Kind) {
         Kind::Early => "coop smem 1exp early",
         Kind::Spec(false, _) => "coop smem spec",
         Kind::Spec(true, _) => "coop smem 1exp spec",
+        Kind::Held(_, None) => "coop smem 1exp held",
+        Kind::Held(_, Some(_)) => "coop smem 1exp held spec",
     };
     for ty in [ScalarType::F32, ScalarType::BF16] {
         let v = 16 / ty.size_bytes() as i64;
@@ -546,7 +556,8 @@ fn check_cases(cases: &[Case], seed: u64, kind: Kind) {
             let want = reference(Reduction::Softmax, &x, m, n, ty).unwrap();
             // bulk copies only take rows of whole 16-byte vectors; the pipelined pass 1 loads
             let bulks = [false, true].into_iter().filter(|&bu| !bu || n as i64 % v == 0);
-            let loads_only = matches!(kind, Kind::Pipe | Kind::Early | Kind::Spec(..));
+            let loads_only =
+                matches!(kind, Kind::Pipe | Kind::Early | Kind::Spec(..) | Kind::Held(..));
             for bulk in bulks.filter(|&bu| !bu || !loads_only) {
                 let got = run_smem(&x, (m, n), ty, shape, ((m * k as usize) as u32, bulk, kind))
                     .unwrap_or_else(|e| panic!("{ty} case {i} bulk {bulk}: {e}"));
@@ -606,6 +617,7 @@ fn a_rows_blocks_as_one_cluster_match_the_f64_reference() {
         ("cluster bulk 1exp", base.with_bulk().with_one_exp(), "softmax_cluster_smem_bulk_1exp"),
         ("cluster pipe", base.with_pipe(), "softmax_cluster_smem_pipe"),
         ("cluster early", base.with_early(), "softmax_cluster_smem_1exp_early"),
+        ("cluster held", base.with_held(2), "softmax_cluster_smem_1exp_held"),
     ];
     for (label, coop, name) in shapes {
         let t = Tuning { softmax_coop: Some(coop), ..Tuning::default() };
@@ -773,4 +785,64 @@ fn the_speculated_ticket_is_refused_outside_the_counter_kernel_with_loads() {
         let e = bad.build(ScalarType::F32, 4, k, chunks).unwrap_err();
         assert!(e.to_string().contains("spec (cooperative softmax)"), "{what}: {e}");
     }
+}
+
+#[test]
+fn registers_held_beside_the_shared_slice_match_the_f64_reference() {
+    // the one-exponential cases with 1 and 3 vectors a thread held in registers before each
+    // block's shared steps: the blocks now hold more of the row, so the splits end in
+    // different places (inside the register part, inside a step, blocks of padding only)
+    for held in [1, 3] {
+        check_cases(&ONE_EXP_CASES, 81 + held as u64, Kind::Held(held, None));
+    }
+}
+
+#[test]
+fn held_registers_loaded_for_a_guessed_ticket_match_whether_the_guess_holds_or_not() {
+    // the guess blockIdx.x (shift 0), and rotated by one and by three (every block misses and
+    // loads its held vectors again at its ticket's slice)
+    for shift in [0, 1, 3] {
+        check_cases(&ONE_EXP_CASES, 91 + u64::from(shift), Kind::Held(2, Some(shift)));
+    }
+}
+
+#[test]
+fn held_registers_through_the_api_use_fewer_blocks_and_match() {
+    // 64 threads × 8 f32 a step (2 vectors), 8 KiB slices: 2048 elements in shared memory a
+    // block, + 4 vectors a thread (1024) in registers
+    let plain = CoopTuning::in_shared(64, 8, 8).with_one_exp();
+    let held = plain.with_held(4);
+    // (rows longer than the one-block register kernel takes)
+    assert_eq!(plain.plan(ScalarType::F32, 20001), Some((10, 4)));
+    assert_eq!(held.plan(ScalarType::F32, 20001), Some((7, 4)));
+    let t = Tuning { softmax_coop: Some(held), ..Tuning::default() };
+    for (ty, n) in [(ScalarType::F32, 20001i64), (ScalarType::BF16, 40000)] {
+        let (k, _) = held.plan(ty, n).unwrap();
+        let what = format!("held {ty} 3x{n}");
+        let l = api_softmax_checked(t, ty, (3, n), ((n as usize).div_ceil(k as usize), 83), &what);
+        assert_eq!(l.kernel.kernel().name, "softmax_coop_smem_1exp_held", "{what}");
+        assert_eq!(l.grid, [3 * k, 1, 1], "{what}");
+    }
+}
+
+#[test]
+fn held_registers_are_refused_outside_the_one_exponential_loads_kernel() {
+    let c = CoopTuning::in_shared(256, 16, 32).with_held(2);
+    let (k, chunks) = c.plan(ScalarType::F32, 65536).unwrap();
+    assert_eq!(c.build(ScalarType::F32, 4, k, chunks).unwrap().name, "softmax_coop_smem_1exp_held");
+    for (what, bad) in [
+        ("two exponentials", CoopTuning { one_exp: false, ..c }),
+        ("bulk", c.with_bulk()),
+        ("early", c.with_early()),
+        ("spec with a cluster", c.with_spec().with_cluster()),
+    ] {
+        let e = bad.build(ScalarType::F32, 4, k, chunks).unwrap_err();
+        assert!(matches!(e, OpsError::Invalid { .. }), "{what}: {e}");
+        assert!(e.to_string().contains("held"), "{what}: {e}");
+    }
+    let spec = c.with_spec().build(ScalarType::F32, 4, k, chunks).unwrap();
+    assert_eq!(spec.name, "softmax_coop_smem_1exp_held_spec");
+    let e = build_softmax_coop_smem_held(ScalarType::F32, 256, 4, 4, (4, 2), 17, (false, None))
+        .unwrap_err();
+    assert!(e.to_string().contains("0..=16"), "{e}");
 }

@@ -24,12 +24,23 @@ fn the_table_gives_h100_and_h200_their_shapes_and_everyone_else_the_defaults() {
     let h200 = Tuning::for_device("NVIDIA H200");
     assert_eq!((h200.online.threads, h200.online.unroll, h200.online.reverse), (512, 4, true));
     assert_eq!(h200.softmax_cluster, Tuning::default().softmax_cluster);
+    // since session 17 the H200's cooperative shapes hold part of each slice in registers,
+    // and its clusters take rows of up to 4 blocks
+    use tilekit_ops::reduce::CoopTuning;
+    let held = |t: u32, p: i64, h: u32| CoopTuning::in_shared(t, p, 64).with_held(h);
+    assert_eq!(h200.softmax_coop, Some(held(256, 16, 10).with_cluster()));
+    let bf16 = CoopTuning::in_shared(512, 16, 96).with_held(4).with_cluster();
+    assert_eq!(h200.softmax_coop_16bit, Some(bf16));
+    assert_eq!(h200.softmax_coop_long, Some(held(384, 8, 6)));
+    assert_eq!(h200.softmax_coop_long_16bit, Some(held(384, 16, 6).with_cluster()));
+    assert_eq!(h200.softmax_cluster_row_blocks, 3);
     let h100 = Tuning::for_device("NVIDIA H100 80GB HBM3");
-    // since session 16 the H100 takes the H200's cooperative shapes and no staged kernel
+    // since session 16 the H100 takes clusters up to 8 blocks a row and no staged kernel
     assert_eq!(h100.softmax_staged, None);
+    assert_eq!(h100.softmax_cluster_row_blocks, 8);
     assert_eq!(
-        (h100.softmax_coop, h100.softmax_coop_16bit),
-        (h200.softmax_coop, h200.softmax_coop_16bit)
+        h100.softmax_coop,
+        Some(CoopTuning::in_shared(256, 32, 64).with_one_exp().with_cluster())
     );
     assert!(h100.softmax_coop.unwrap().cluster && !h100.softmax_coop_long.unwrap().cluster);
     let c = h100.softmax_cluster.unwrap();
@@ -209,10 +220,10 @@ fn the_coop_shared_memory_slice_is_saved_validated_and_defaults_to_registers() {
     assert_eq!((c, c.smem()), (CoopTuning::in_registers(256, 16), false));
 }
 
-/// The device tables route long softmax rows by dtype: on the H200 (session 15) and the H100
-/// (session 16; before, bf16 rows the staged kernel holds were staged there) every long row is
-/// cooperative: one cluster a row up to 8 blocks, the counter kernel beyond, each dtype with
-/// its own shape.
+/// The device tables route long softmax rows by dtype: on the H100 (session 16) every long
+/// row is cooperative, one cluster a row up to 8 blocks, the counter kernel beyond; on the H200
+/// (session 17) with part of each slice held in registers, clusters up to 3 blocks a row, and
+/// the long shapes beyond (bf16: clusters of 6, f32: the counter), each dtype with its own.
 #[test]
 fn device_tables_route_long_softmax_rows_by_dtype() {
     use tilekit_ops::check::{plan_tuned, Op};
@@ -223,22 +234,27 @@ fn device_tables_route_long_softmax_rows_by_dtype() {
         let (k, grid) = plan_tuned(softmax, &[4, cols], ty, t).unwrap();
         (k.kernel().name.clone(), k.kernel().block_dim[0], grid[0])
     };
-    // a row's blocks as one cluster while a row takes at most 8 (bf16 65536: 2 blocks of 64
-    // KiB, 262144: 8; f32 65536: 4), one exponential per element, on both devices
+    // H100: a row's blocks as one cluster while a row takes at most 8 (bf16 65536: 2 blocks
+    // of 64 KiB, 262144: 8; f32 65536: 4), one exponential per element
     let cl = "softmax_cluster_smem_1exp".to_string();
     assert_eq!(name(h100, 65536, ScalarType::BF16), (cl.clone(), 256, 8));
     assert_eq!(name(h100, 262144, ScalarType::BF16), (cl.clone(), 256, 32));
-    assert_eq!(name(h100, 65536, ScalarType::F32), (cl.clone(), 256, 16));
-    assert_eq!(name(h200, 65536, ScalarType::BF16), (cl.clone(), 256, 8));
-    assert_eq!(name(h200, 262144, ScalarType::BF16), (cl.clone(), 256, 32));
-    assert_eq!(name(h200, 65536, ScalarType::F32), (cl, 256, 16));
-    // beyond 8 blocks (f32 262144: 16 of 64 KiB; bf16 2^20: 32) the counter kernel's shapes
-    // (the planning device here has 4 multiprocessors: too few for 16 waiting blocks)
+    assert_eq!(name(h100, 65536, ScalarType::F32), (cl, 256, 16));
+    // H200: bf16 65536 in one block (96 KiB shared + 32 KiB registers), f32 65536 in
+    // clusters of 3 (48 + 40 KiB); bf16 262144 in clusters of 6 of 384 threads (60 + 36 KiB)
+    let held = "softmax_cluster_smem_1exp_held".to_string();
+    assert_eq!(name(h200, 65536, ScalarType::BF16), (held.clone(), 512, 4));
+    assert_eq!(name(h200, 65536, ScalarType::F32), (held.clone(), 256, 12));
+    assert_eq!(name(h200, 262144, ScalarType::BF16), (held, 384, 24));
+    // f32 262144: 11 blocks at the counter (the planning device here has 4 multiprocessors:
+    // too few for 11 waiting blocks, so the shape is checked, not planned)
     let long = |n: i64, ty: ScalarType| h200.softmax_coop_for_row(ty, n).unwrap();
     let f32_long = long(262144, ScalarType::F32);
-    assert!(!f32_long.cluster && !f32_long.one_exp && f32_long.smem_kib == 64, "{f32_long:?}");
+    assert!(!f32_long.cluster && f32_long.held == 6, "{f32_long:?}");
+    assert_eq!(f32_long.plan(ScalarType::F32, 262144), Some((11, 5)));
+    // bf16 2^20 (22 blocks): more than a cluster holds, the long shape at the counter
     let bf16_long = long(1 << 20, ScalarType::BF16);
-    assert!(!bf16_long.cluster && bf16_long.one_exp, "{bf16_long:?}");
+    assert!(!bf16_long.cluster && bf16_long.held == 6, "{bf16_long:?}");
     // rows that fit registers never take it
     assert_eq!(name(h200, 16384, ScalarType::F32).0, "softmax");
 }
@@ -261,4 +277,34 @@ fn the_16bit_coop_shape_is_validated_and_absent_from_old_files() {
     v["tuning"].as_object_mut().unwrap().remove("softmax_coop_16bit");
     std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
     assert_eq!(Tuning::load(tmp.path(), dev).unwrap().unwrap().0.softmax_coop_16bit, None);
+}
+
+#[test]
+fn held_vectors_and_the_cluster_row_limit_are_validated() {
+    use tilekit_ops::reduce::CoopTuning;
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = "Some GPU";
+    // vectors held in registers beyond 16, clusters of no block
+    let held = Tuning {
+        softmax_coop: Some(CoopTuning::in_shared(256, 16, 48).with_held(4)),
+        ..Tuning::default()
+    };
+    let path = held.save(tmp.path(), dev).unwrap();
+    assert_eq!(Tuning::load(tmp.path(), dev).unwrap(), Some((held, path.clone())));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_out_of_range(&path, &text, "\"held\": 4", "\"held\": 17", "softmax_coop.held = 17");
+    let text = std::fs::read_to_string(Tuning::default().save(tmp.path(), dev).unwrap()).unwrap();
+    assert_out_of_range(
+        &path,
+        &text,
+        "\"softmax_cluster_row_blocks\": 8",
+        "\"softmax_cluster_row_blocks\": 0",
+        "softmax_cluster_row_blocks = 0",
+    );
+    // a file saved before session 17 has neither: none held, the default limit
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["tuning"].as_object_mut().unwrap().remove("softmax_cluster_row_blocks");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let t = Tuning::load(tmp.path(), dev).unwrap().unwrap().0;
+    assert_eq!(t.softmax_cluster_row_blocks, tilekit_ops::tuning::CLUSTER_ROW_BLOCKS);
 }

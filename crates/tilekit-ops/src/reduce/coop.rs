@@ -162,6 +162,13 @@ pub struct CoopTuning {
     /// differs ([`super::coop_smem::build_softmax_coop_smem_spec`]). Labelled `spec`.
     #[serde(default)]
     pub spec: bool,
+    /// Shared memory, one exponential, loads, one row a block (the counter or a cluster; not
+    /// bulk, early or spec): `0`, or the 16-byte vectors of the row each thread also **holds in
+    /// registers** beside the shared slice (1..=16;
+    /// [`super::coop_smem::build_softmax_coop_smem_held`]): a block holds `held · threads ·
+    /// V` elements more, so a long row needs fewer blocks. Labelled `heldN`.
+    #[serde(default)]
+    pub held: u32,
 }
 
 /// The most blocks a row of the cluster variant ([`CoopTuning::cluster`]) is split over: a
@@ -200,6 +207,7 @@ impl CoopTuning {
             cluster: false,
             early: false,
             spec: false,
+            held: 0,
         }
     }
 
@@ -286,6 +294,23 @@ impl CoopTuning {
         CoopTuning { spec: true, ..self }
     }
 
+    /// `held` 16-byte vectors a thread kept in registers beside the shared slice
+    /// ([`CoopTuning::held`]; implies one exponential per element).
+    ///
+    /// ```
+    /// use tilekit_ir::ScalarType;
+    /// use tilekit_ops::reduce::CoopTuning;
+    /// // 512 threads × 96 KiB shared + 4 vectors a thread (32 KiB) = 128 KiB a block
+    /// let t = CoopTuning::in_shared(512, 16, 96).with_held(4).with_cluster();
+    /// assert_eq!(t.plan(ScalarType::BF16, 262144), Some((4, 6))); // 6 steps of 512 × 2 × 8
+    /// assert_eq!(t.plan(ScalarType::F32, 262144), Some((8, 3)));  // 3 steps of 512 × 4 × 4
+    /// let k = t.build(ScalarType::BF16, 8, 4, 6).unwrap();
+    /// assert_eq!((k.name.as_str(), k.cluster_dim), ("softmax_cluster_smem_1exp_held", [4, 1, 1]));
+    /// ```
+    pub const fn with_held(self, held: u32) -> CoopTuning {
+        CoopTuning { held, one_exp: true, ..self }
+    }
+
     /// The shapes `tilekit tune` sweeps. Registers: 128 to 1024 threads × 16, 32 or 64
     /// elements a thread, but not 1024 × 64 (a 1024-thread block has 64 registers a thread:
     /// ptxas spills the slice). Shared memory: 256 or 512 threads × 16 or 32 elements a step ×
@@ -295,8 +320,9 @@ impl CoopTuning {
     /// element (`one_exp`); 256 or 512 threads × 96 KiB slices with one exponential (two
     /// blocks an SM, fewer blocks a long row); 6 shapes whose row's blocks form a thread-block
     /// cluster (`cluster`: the H200's tabled shapes and neighbours); 4 that publish before pass 2
-    /// (`early`); 3 that take the ticket speculatively (`spec`: 256 threads, 64 KiB); and 3
-    /// shapes of the ring kernel ([`super::ring`]: 256 or 512
+    /// (`early`); 3 that take the ticket speculatively (`spec`: 256 threads, 64 KiB); 6 that
+    /// hold part of the slice in registers (`held`: the H200's tabled shapes and neighbours,
+    /// 64 KiB of shared memory at most); and 3 shapes of the ring kernel ([`super::ring`]: 256 or 512
     /// compute threads, 3 or 4 slots of 16 or 32 KiB, lag 1 or 2; slower than the
     /// shared-memory kernel on the H200, bench/NOTES.md §22). Two rows a block (`rows` 2) is
     /// not swept: slower than one row at every H200 shape measured (bench/NOTES.md §10);
@@ -304,14 +330,15 @@ impl CoopTuning {
     ///
     /// ```
     /// let c = tilekit_ops::reduce::CoopTuning::candidates();
-    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 2 + 6 + 4 + 3 + 3);
+    /// assert_eq!(c.len(), 11 + 12 + 6 + 18 + 2 + 6 + 4 + 3 + 6 + 3);
+    /// assert_eq!(c.iter().filter(|t| t.held > 0).count(), 6);
     /// assert_eq!(c.iter().filter(|t| t.early).count(), 4);
     /// assert_eq!(c.iter().filter(|t| t.spec).count(), 3);
-    /// assert_eq!(c.iter().filter(|t| t.cluster).count(), 6);
+    /// assert_eq!(c.iter().filter(|t| t.cluster && t.held == 0).count(), 6);
     /// assert!(c.iter().all(|t| t.rows == 1));
     /// assert!(c.iter().filter(|t| t.ring > 0).all(|t| t.smem() && t.ring >= t.lag + 2));
     /// assert!(!c.iter().any(|t| t.threads == 1024 && t.per_thread == 64));
-    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0 && t.ring == 0).count(), 51);
+    /// assert_eq!(c.iter().filter(|t| t.smem_kib > 0 && t.ring == 0).count(), 57);
     /// assert!(c.iter().all(|t| !t.bulk || t.smem_kib > 0));
     /// assert!(c.iter().all(|t| !t.one_exp || t.smem_kib > 0));
     /// assert_eq!(c.iter().filter(|t| t.one_exp && t.bulk).count(), 6);
@@ -369,6 +396,19 @@ impl CoopTuning {
         for (per_thread, one_exp) in [(32i64, false), (32, true), (16, true)] {
             let t = CoopTuning::in_shared(256, per_thread, 64).with_spec();
             v.push(if one_exp { t.with_one_exp() } else { t });
+        }
+        // part of the slice held in registers (one exponential): the H200's tabled shapes
+        // (session 17) and neighbours — (threads, elements a step, vectors held, cluster)
+        for (threads, per_thread, held, cluster) in [
+            (256u32, 16i64, 8u32, true),
+            (256, 16, 10, true),
+            (384, 16, 6, true),
+            (384, 8, 6, false),
+            (512, 16, 8, false),
+            (512, 16, 8, true),
+        ] {
+            let t = CoopTuning::in_shared(threads, per_thread, 64).with_held(held);
+            v.push(if cluster { t.with_cluster() } else { t });
         }
         // the ring kernel: (threads, slice KiB, slots, lag), 8 elements a thread per step
         for (threads, smem_kib, ring, lag) in
@@ -443,12 +483,16 @@ impl CoopTuning {
                 return None;
             }
         }
-        let k = (n + max_chunks * per_chunk - 1) / (max_chunks * per_chunk);
+        // elements a block holds in registers beside its shared slice
+        let held = if self.smem() { i64::from(self.held) * self.threads as i64 * v } else { 0 };
+        let block = max_chunks * per_chunk + held;
+        let k = (n + block - 1) / block;
         let most = if self.cluster { MAX_CLUSTER_BLOCKS } else { MAX_COOP_BLOCKS };
         if k > i64::from(most) {
             return None;
         }
-        let chunks = (n + k * per_chunk - 1) / (k * per_chunk);
+        let rest = ((n + k - 1) / k - held).max(1);
+        let chunks = (rest + per_chunk - 1) / per_chunk;
         Some((k as u32, chunks))
     }
 
@@ -468,6 +512,35 @@ impl CoopTuning {
     /// assert!(regs.build(ScalarType::F32, 4, 8, 8).is_err());
     /// ```
     pub fn build(&self, ty: ScalarType, vx: i64, k: u32, chunks: i64) -> Result<Kernel> {
+        if self.held > 0 {
+            if !self.smem()
+                || !self.one_exp
+                || self.bulk
+                || self.rows != 1
+                || self.pipe
+                || self.early
+                || (self.spec && self.cluster)
+                || self.ring > 0
+            {
+                return Err(OpsError::invalid(
+                    "softmax",
+                    "held (cooperative softmax)",
+                    self.held,
+                    "0 unless the slice is in shared memory (smem_kib 1..=200) brought in by \
+                     loads with one exponential, one row a block (not bulk, pipe, early, the ring \
+                     or spec with a cluster)",
+                ));
+            }
+            return super::coop_smem::build_softmax_coop_smem_held(
+                ty,
+                self.threads,
+                vx,
+                k,
+                (self.unroll(ty), chunks),
+                i64::from(self.held),
+                (self.cluster, if self.spec { Some(0) } else { None }),
+            );
+        }
         if self.spec {
             if !self.smem()
                 || self.bulk
@@ -667,6 +740,10 @@ impl CoopTuning {
         }
         if self.smem() {
             let u = self.unroll(ty);
+            if self.held > 0 {
+                let shape = (u, chunks, i64::from(self.held));
+                return super::coop_smem::coop_smem_held_resident_blocks(ty, self.threads, shape);
+            }
             if self.one_exp {
                 return super::coop_smem::coop_smem_one_exp_resident_blocks(
                     ty,

@@ -343,7 +343,7 @@ pub fn build_softmax_coop_smem(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, false, 1), (false, false, None))
+    build(ty, threads, vx, k, (unroll, chunks, 0), (bulk, false, 1), (false, false, None))
 }
 
 /// [`build_softmax_coop_smem`] (loads, two exponentials, one row a block) with pass 1
@@ -375,7 +375,7 @@ pub fn build_softmax_coop_smem_pipelined(
             format!("2..={ONE_EXP_PIPELINE_STEPS} steps: the steps are unrolled two in flight"),
         ));
     }
-    build(ty, threads, vx, k, (unroll, chunks), (false, false, -1), (false, false, None))
+    build(ty, threads, vx, k, (unroll, chunks, 0), (false, false, -1), (false, false, None))
 }
 
 /// [`build_softmax_coop_smem`] with **one exponential per element** (see the [module
@@ -409,7 +409,7 @@ pub fn build_softmax_coop_smem_one_exp(
     chunks: i64,
     bulk: bool,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, true, 1), (false, false, None))
+    build(ty, threads, vx, k, (unroll, chunks, 0), (bulk, true, 1), (false, false, None))
 }
 
 /// Which kernel of this module a row's cluster runs ([`build_softmax_coop_smem_cluster`]):
@@ -489,7 +489,7 @@ pub fn build_softmax_coop_smem_cluster(
         ));
     }
     let rows = if pipe { -1 } else { 1 };
-    build(ty, threads, vx, k, (unroll, chunks), (bulk, one_exp, rows), (true, early, None))
+    build(ty, threads, vx, k, (unroll, chunks, 0), (bulk, one_exp, rows), (true, early, None))
 }
 
 /// [`build_softmax_coop_smem_one_exp`] (loads) that **publishes before pass 2**: pass 1 keeps
@@ -527,7 +527,7 @@ pub fn build_softmax_coop_smem_early(
     unroll: i64,
     chunks: i64,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (false, true, 1), (false, true, None))
+    build(ty, threads, vx, k, (unroll, chunks, 0), (false, true, 1), (false, true, None))
 }
 
 /// The counter kernels with loads and one row a block ([`build_softmax_coop_smem`] without
@@ -561,7 +561,93 @@ pub fn build_softmax_coop_smem_spec(
     one_exp: bool,
     shift: u32,
 ) -> Result<Kernel> {
-    build(ty, threads, vx, k, (unroll, chunks), (false, one_exp, 1), (false, false, Some(shift)))
+    build(ty, threads, vx, k, (unroll, chunks, 0), (false, one_exp, 1), (false, false, Some(shift)))
+}
+
+/// The one-exponential kernel ([`build_softmax_coop_smem_one_exp`], loads) with part of each
+/// block's slice **held in registers**: every thread keeps `held` 16-byte vectors of the row
+/// beside its steps in shared memory, so a block holds more of a row at the same shared
+/// memory and a long row needs fewer blocks (with `cluster`, a smaller cluster: the row's
+/// blocks meet as in [`build_softmax_coop_smem_cluster`]; otherwise at the counter):
+///
+/// ```text
+///   block part p of a row:  [ p·(R + L) ,  + R )         R = held · threads · V   registers
+///                           [ p·(R + L) + R ,  + L )     L = chunks · threads · V · unroll   shared
+///   pass 1   the R elements loaded first (all in flight), then the shared steps; max of both
+///   pass 2   e = exp2((x − m)·log2 e) over both: shared in place, registers in the slice's type
+///   pass 3   y = e · f: the registers stored first, then the shared steps
+/// ```
+///
+/// Why (bench/NOTES.md §27): an H200 SM holds 228 KiB of shared memory but 256 KiB of
+/// registers; at 512 threads and 2 blocks an SM, 8 vectors a thread are 64 KiB a block more
+/// than its 96 KiB slice, so a bf16 row of 262144 takes clusters of 4 instead of 8.
+/// Kernels `softmax_coop_smem_1exp_held`, `softmax_cluster_smem_1exp_held`;
+/// `CoopTuning::held`, label `heldN`.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::build_softmax_coop_smem_held;
+/// let k = build_softmax_coop_smem_held(ScalarType::BF16, 512, 8, 4, (4, 3), 4, (true, None))
+///     .unwrap();
+/// assert_eq!((k.name.as_str(), k.cluster_dim), ("softmax_cluster_smem_1exp_held", [4, 1, 1]));
+/// // 3 steps of 512 × 4 vectors of 8 bf16 in shared memory: 96 KiB
+/// assert!(k.shared_bytes() > 96 * 1024 && k.shared_bytes() < 97 * 1024);
+/// let c = build_softmax_coop_smem_held(ScalarType::F32, 256, 4, 16, (8, 2), 2, (false, None))
+///     .unwrap();
+/// assert_eq!(c.name, "softmax_coop_smem_1exp_held");
+/// // the counter with the held registers loaded for a guessed ticket (`spec`)
+/// let s = build_softmax_coop_smem_held(ScalarType::F32, 256, 4, 16, (8, 2), 2, (false, Some(0)))
+///     .unwrap();
+/// assert_eq!(s.name, "softmax_coop_smem_1exp_held_spec");
+/// let text = s.to_string();
+/// assert!(text.find("ld.global").unwrap() < text.find("atom.").unwrap());
+/// assert!(build_softmax_coop_smem_held(ScalarType::F32, 256, 4, 16, (8, 2), 17, (false, None))
+///     .is_err());
+/// ```
+pub fn build_softmax_coop_smem_held(
+    ty: ScalarType,
+    threads: u32,
+    vx: i64,
+    k: u32,
+    (unroll, chunks): (i64, i64),
+    held: i64,
+    (cluster, spec): (bool, Option<u32>),
+) -> Result<Kernel> {
+    build(ty, threads, vx, k, (unroll, chunks, held), (false, true, 1), (cluster, false, spec))
+}
+
+/// The most 16-byte vectors a thread of [`build_softmax_coop_smem_held`] holds in registers
+/// (64 registers).
+///
+/// ```
+/// assert_eq!(tilekit_ops::reduce::coop_smem::MAX_HELD_VECTORS, 16);
+/// ```
+pub const MAX_HELD_VECTORS: i64 = 16;
+
+/// Registers per thread the residency estimate assumes for [`build_softmax_coop_smem_held`]:
+/// [`coop_smem_one_exp_registers`] plus 4 a held vector (bf16 two to a register).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::coop_smem::{coop_smem_held_registers, coop_smem_held_resident_blocks};
+/// assert_eq!(coop_smem_held_registers(ScalarType::BF16, (4, 3, 4)), 72 + 16);
+/// // 512 threads: 2 blocks by shared memory (96 KiB), 1 by 88 registers
+/// assert_eq!(coop_smem_held_resident_blocks(ScalarType::BF16, 512, (4, 3, 4)), 1);
+/// ```
+pub fn coop_smem_held_registers(ty: ScalarType, (unroll, chunks, held): (i64, i64, i64)) -> u32 {
+    (coop_smem_one_exp_registers(ty, unroll, chunks, false) + 4 * held.clamp(0, 64) as u32).min(255)
+}
+
+/// Blocks of [`build_softmax_coop_smem_held`] one Hopper SM holds at once: as
+/// [`coop_smem_resident_blocks`] (same shared memory) with [`coop_smem_held_registers`].
+pub fn coop_smem_held_resident_blocks(
+    ty: ScalarType,
+    threads: u32,
+    (unroll, chunks, held): (i64, i64, i64),
+) -> u32 {
+    let by_smem = coop_smem_resident_blocks(ty, threads, unroll, chunks, false);
+    let regs = coop_smem_held_registers(ty, (unroll, chunks, held));
+    by_smem.min(65536 / (threads.max(32) * regs)).clamp(1, 32)
 }
 
 /// The most steps pass 1 of [`build_softmax_coop_smem_one_exp`] (loads, not bulk copies)
@@ -629,11 +715,28 @@ fn build(
     threads: u32,
     vx: i64,
     k: u32,
-    (unroll, chunks): (i64, i64),
+    (unroll, chunks, held): (i64, i64, i64),
     (bulk, one_exp, rows): (bool, bool, i64),
     (cluster, early, spec): (bool, bool, Option<u32>),
 ) -> Result<Kernel> {
     super::coop::check_coop(ty, threads, k)?;
+    if !(0..=MAX_HELD_VECTORS).contains(&held) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "held (vectors a thread holds in registers)",
+            held,
+            format!("0..={MAX_HELD_VECTORS}"),
+        ));
+    }
+    if held > 0 && (!one_exp || bulk || early || rows != 1) {
+        return Err(OpsError::invalid(
+            "softmax",
+            "held (cooperative softmax)",
+            held,
+            "0 unless one exponential per element with loads (not bulk copies or early) and \
+             one row a block",
+        ));
+    }
     if spec.is_some() && (cluster || early || bulk || rows.abs() != 1) {
         return Err(OpsError::invalid(
             "softmax",
@@ -711,11 +814,14 @@ fn build(
             return build_rows(ty, threads, vx, k, (unroll, chunks), (rows, pipe), (cluster, spec))
         }
         (true, false, false) => "softmax_coop_smem_bulk",
+        (false, true, false) if held > 0 && spec.is_some() => "softmax_coop_smem_1exp_held_spec",
+        (false, true, false) if held > 0 => "softmax_coop_smem_1exp_held",
         (false, true, false) if early => "softmax_coop_smem_1exp_early",
         (false, true, false) if spec.is_some() => "softmax_coop_smem_1exp_spec",
         (false, true, false) => "softmax_coop_smem_1exp",
         (true, true, false) => "softmax_coop_smem_bulk_1exp",
         (true, false, true) => "softmax_cluster_smem_bulk",
+        (false, true, true) if held > 0 => "softmax_cluster_smem_1exp_held",
         (false, true, true) if early => "softmax_cluster_smem_1exp_early",
         (false, true, true) => "softmax_cluster_smem_1exp",
         (true, true, true) => "softmax_cluster_smem_bulk_1exp",
@@ -723,9 +829,12 @@ fn build(
     let len = chunks * c;
     let kk = k as i64;
     // vectors a thread has in flight: two steps where pass 1 is pipelined
-    let in_flight: i64 = if one_exp && pipelined(chunks, bulk) { 2 } else { 1 };
+    let pipe1 = one_exp && pipelined(chunks, bulk);
+    let in_flight: i64 = if pipe1 { 2 } else { 1 };
     // the residency the deadlock bound assumes (`CoopTuning::resident_blocks`)
-    let model = if one_exp {
+    let model = if held > 0 {
+        coop_smem_held_resident_blocks(ty, threads, (unroll, chunks, held))
+    } else if one_exp {
         coop_smem_one_exp_resident_blocks(ty, threads, unroll, chunks, bulk)
     } else {
         coop_smem_resident_blocks(ty, threads, unroll, chunks, bulk)
@@ -751,8 +860,35 @@ fn build(
     let xv = View::global(&x, vx)?.pad(&[1, c])?;
     let yv = View::global(&y, vx)?.pad(&[1, c])?;
     let at0 = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
-    let (row, part, step0) = meet.row_part_spec(&b, name, &first, kk, spec, (&xv, &at0))?;
-    let lo = part.clone() * Val::lit(len);
+    // `held` vectors a thread in registers: the block's first `r` elements, the shared slice
+    // after them; with `spec`, those are what is loaded for the guessed ticket
+    let r = held * threads as i64 * v;
+    let dh = dist::row_major(1, r.max(v * threads as i64), threads as i64, v)?;
+    let (row, part, step0, tile) = match (held > 0, spec, &meet) {
+        (true, Some(shift), &Meet::Counter { ws, slot, .. }) => {
+            let (row, part, t) =
+                held_ticket(&b, name, &first, (ws, slot), (kk, shift), (&xv, &dh, len + r))?;
+            (row, part, None, Some(t))
+        }
+        (true, _, _) => {
+            let (row, part) = meet.row_part(&b, name, &first, kk)?;
+            b.note(format!("{name} pass 1: {held} vectors a thread into registers, all in flight"));
+            let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+            let t = load_held(&b, (&xv, &dh, &ninf), (row.clone(), part.clone(), len + r))?;
+            (row, part, None, Some(t))
+        }
+        (false, _, _) => {
+            let (row, part, step0) = meet.row_part_spec(&b, name, &first, kk, spec, (&xv, &at0))?;
+            (row, part, step0, None)
+        }
+    };
+    let (lo, regs) = match tile {
+        Some(tile) => {
+            let lo_blk = part.clone() * Val::lit(len + r);
+            (lo_blk.clone() + Val::lit(r), Some(Held { tile, d: dh, lo: lo_blk, r }))
+        }
+        None => (part.clone() * Val::lit(len), None),
+    };
     let (zero, end, step) = (Val::lit(0), Val::lit(len), Val::lit(c));
     let steps = |init: &[Val]| (&zero, &end, &step, init.to_vec());
     let (lo0, hi, st, init) = steps(&[b.f32(f32::MIN)]);
@@ -788,8 +924,14 @@ fn build(
         // one exponential: step c + 1's loads issued before step c's stores (two steps in
         // flight per thread) where the steps unroll
         let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
-        let pipe = one_exp && pipelined(chunks, bulk);
-        vec![load_slice(&b, name, &at, &xv, (&row, &lo), pipe, step0)?]
+        let mx = load_slice(&b, name, &at, &xv, (&row, &lo), pipe1, step0)?;
+        match &regs {
+            Some(h) => {
+                let t = h.tile.reduce_thread_f32(&b, BinOp::Max)?;
+                vec![b.binary(BinOp::Max, &mx, &t)?]
+            }
+            None => vec![mx],
+        }
     };
     if early {
         let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
@@ -821,17 +963,105 @@ fn build(
     } else {
         sum_slice(&b, name, &at, &m, ftz)?
     };
+    // the held part: e = exp2((x − m)·log2 e) kept in registers in the slice's type
+    let (sum, regs) = match regs {
+        Some(h) => {
+            b.note(format!("{name} pass 2: e = exp(x − m) of the held registers, its sum"));
+            let log2e = b.f32(std::f32::consts::LOG2_E);
+            let e = h.tile.cast(&b, ScalarType::F32)?.map(&b, |b, xv| {
+                let z = b.binary(BinOp::Mul, &b.binary(BinOp::Sub, xv, &m)?, &log2e)?;
+                Ok(b.unary(UnOp::Exp2ApproxFtz, &z)?)
+            })?;
+            let t = e.reduce_thread(&b, BinOp::Add)?;
+            let sum = b.binary(BinOp::Add, &sum, &t)?;
+            (sum, Some(Held { tile: e.cast(&b, ty)?, ..h }))
+        }
+        None => (sum, None),
+    };
     let s = block_reduce_at(&b, &sum, BinOp::Add, scratch, warps)?;
     let (big_m, big_s) = meet.exchange(&b, name, &first, (&row, &part, kk), (&m, &s))?;
+    // a held kernel asks for the residency its shared memory allows, with registers for
+    // the held vectors and 32 more (ptxas 13.0 then keeps pass 1's loads within them: the
+    // bf16 512-thread shapes with 4 or 8 vectors held take 64 registers, no spills)
+    let vectors = if held > 0 { held - 2 } else { in_flight * unroll };
     if !one_exp {
         store_slice(&b, name, &at, &yv, (&row, &lo), (&big_m, &big_s), ftz)?;
         meet.close(&b, name)?;
-        return finish(b, in_flight * unroll, model);
+        return finish(b, vectors, model);
+    }
+    if let Some(h) = regs {
+        b.note(format!("{name} pass 3: y = e · exp(m − M) / S of the held registers, stored"));
+        let f = factor(&b, &m, &big_m, &big_s)?;
+        let out = h
+            .tile
+            .cast(&b, ScalarType::F32)?
+            .map(&b, |b, ev| Ok(b.binary(BinOp::Mul, ev, &f)?))?;
+        let w = Window::new(&b, &yv, &[1, h.r], &[row.clone(), h.lo.clone()], &h.d)?;
+        w.store(&b, &out.cast(&b, ty)?)?;
     }
     let at = Slice { stash: &stash, d: &d, c, len, slot: Val::lit(0) };
     scale_out(&b, name, &at, &yv, (&row, &lo), (&m, &big_m, &big_s))?;
     meet.close(&b, name)?;
-    finish(b, in_flight * unroll, model)
+    finish(b, vectors, model)
+}
+
+/// The part of a block's slice a thread keeps in registers ([`build_softmax_coop_smem_held`]):
+/// the tile (raw `x` in pass 1, `e` in the slice's type from pass 2 on), its distribution, the
+/// column it starts at and its length `r`.
+struct Held {
+    tile: DTile,
+    d: tilekit_kernel::TileDistribution,
+    lo: Val,
+    r: i64,
+}
+
+/// The held part of block `part`'s slice of `row` (`[part · stride, + r)`, −∞ past the row)
+/// loaded into registers with the distribution `dh`.
+fn load_held(
+    b: &KernelBuilder,
+    (xv, dh, ninf): (&View, &tilekit_kernel::TileDistribution, &Val),
+    (row, part, stride): (Val, Val, i64),
+) -> tilekit_kernel::Result<DTile> {
+    let r = dh.x_lengths()[1];
+    let origin = [row, part * Val::lit(stride)];
+    Window::new(b, xv, &[1, r], &origin, dh)?.load_or(b, ninf)
+}
+
+/// The ticket of a held kernel taken **speculatively** ([`spec_ticket`] for the held
+/// registers instead of step 0): every thread loads its held vectors of the slice of the
+/// guess `(blockIdx.x + shift) mod gridDim.x` while thread 0's ticket atomic is in flight,
+/// and loads them again (a loop of one iteration, uniform over the block) only when the
+/// ticket differs. Returns `(row, part, the held tile of the ticket's slice)`.
+fn held_ticket(
+    b: &KernelBuilder,
+    name: &str,
+    first: &Pred,
+    (ws, slot): (tilekit_ir::MemRef, tilekit_ir::MemRef),
+    (k, shift): (i64, u32),
+    (xv, dh, stride): (&View, &tilekit_kernel::TileDistribution, i64),
+) -> Result<(Val, Val, DTile)> {
+    b.note(format!("{name}: the held registers loaded for the guessed ticket, the atomic flying"));
+    let ninf = b.konst(lit(xv.mem.elem, f64::NEG_INFINITY)?);
+    let at = (xv, dh, &ninf);
+    let guess = (b.block_id(Axis::X) + Val::lit(i64::from(shift))) % b.grid_dim(Axis::X);
+    let t = load_held(b, at, (guess.clone() / Val::lit(k), guess.clone() % Val::lit(k), stride))?;
+    let (row, part) = super::coop::take_ticket_wrapping(b, name, first, (ws, slot), k, true)?;
+    let ticket = row.clone() * Val::lit(k) + part.clone();
+    let hit = b.cmp(CmpOp::Eq, &ticket, &guess)?;
+    let ity = ticket.ty().unwrap_or(ScalarType::I32);
+    let sp = Spec { tile: t, hit, ity };
+    let (once, one) = (sp.pick(b, 1, 0)?, sp.one(b));
+    let regs = crate::tile::for_range(b, &once, &one, &one, &sp.tile.regs, |b, _, _| {
+        Ok(load_held(b, at, (row.clone(), part.clone(), stride))?.regs)
+    })?;
+    Ok((row, part, DTile { regs, ..sp.tile }))
+}
+
+/// `f = exp2((m − M)·log2 e) / S`: the factor that turns a block's `e = exp(x − m)` into the
+/// row's softmax.
+fn factor(b: &KernelBuilder, m: &Val, big_m: &Val, big_s: &Val) -> Result<Val> {
+    let inv = b.binary(BinOp::Div, &b.f32(1.0), big_s)?;
+    Ok(b.binary(BinOp::Mul, &exp_diff(b, m, big_m)?, &inv)?)
 }
 
 /// [`build_softmax_coop_smem`] (loads, two exponentials) with every block taking a slice of
@@ -871,7 +1101,7 @@ pub fn build_softmax_coop_smem_rows(
         threads,
         vx,
         k,
-        (unroll, chunks),
+        (unroll, chunks, 0),
         (false, false, i64::from(rows)),
         (false, false, None),
     )
@@ -1437,8 +1667,7 @@ fn scale_out(
     (m, big_m, big_s): (&Val, &Val, &Val),
 ) -> Result<()> {
     b.note(format!("{name} pass 3: y = e · exp(m − M) / S from shared memory, stored"));
-    let inv = b.binary(BinOp::Div, &b.f32(1.0), big_s)?;
-    let f = b.binary(BinOp::Mul, &exp_diff(b, m, big_m)?, &inv)?;
+    let f = factor(b, m, big_m, big_s)?;
     let ty = yv.mem.elem;
     at.walk(b, &[], |b, c0, _| {
         let t = at.at(b, c0.clone())?.load(b)?.cast(b, ScalarType::F32)?;
