@@ -142,20 +142,22 @@ fn long_rows_offer_every_shared_memory_coop_shape_to_the_coop_filter() {
         // every shared-memory shape whose one step fits the slice it asks for (a larger step
         // gives the kernel of a larger slice, timed once under that name), with two
         // exponentials per element and with one, two of 96 KiB, the 6 cluster, 4 early and 3
-        // speculated-ticket shapes, and the 3 ring shapes
+        // speculated-ticket shapes, the 6 holding part of the slice in registers (4 of them
+        // clusters), and the 3 ring shapes
         let want: Vec<CoopTuning> = CoopTuning::candidates()
             .into_iter()
             .filter(|c| c.smem() && c.threads * 16 * c.unroll(ty) as u32 <= c.smem_kib * 1024)
             .collect();
         let f32 = ty == ScalarType::F32;
-        assert_eq!(want.len(), if f32 { 22 + 12 + 3 + 3 } else { 32 + 12 + 3 + 3 }, "{ty}");
+        assert_eq!(want.len(), if f32 { 22 + 12 + 3 + 3 } else { 32 + 12 + 3 + 3 } + 6, "{ty}");
+        assert_eq!(want.iter().filter(|c| c.held > 0).count(), 6, "{ty}");
         assert_eq!(want.iter().filter(|c| c.spec).count(), 3, "{ty}");
         assert_eq!(want.iter().filter(|c| c.ring > 0).count(), 3, "{ty}");
-        assert_eq!(want.iter().filter(|c| c.cluster).count(), 6, "{ty}");
+        assert_eq!(want.iter().filter(|c| c.cluster && c.held == 0).count(), 6, "{ty}");
         assert_eq!(want.iter().filter(|c| c.early).count(), 4, "{ty}");
         // half the 22 (32) swept shapes, the 96 KiB ones, 4 of the cluster ones, every early
-        // one, 2 of the speculated ones
-        let one_exp = if f32 { 11 } else { 16 } + 2 + 4 + 4 + 2;
+        // one, 2 of the speculated ones, every held one
+        let one_exp = if f32 { 11 } else { 16 } + 2 + 4 + 4 + 2 + 6;
         assert_eq!(want.iter().filter(|c| c.one_exp).count(), one_exp, "{ty}");
         for n in [65536i64, 262144] {
             let configs = softmax_configs(ty, n);

@@ -154,6 +154,22 @@
 //! index order) while thread 0's ticket atomic is in flight, and loads step 0 again only
 //! when the ticket differs.
 //!
+//! **Slices partly in registers** ([`build_softmax_coop_smem_held`], `CoopTuning::held`,
+//! session 17, bench/NOTES.md §27). An SM has 228 KiB of shared memory but 256 KiB of
+//! registers, and the kernels above use a fraction of the latter. A held kernel keeps `held`
+//! 16-byte vectors a thread of its slice in registers beside the shared steps, so a block holds
+//! more of a row and a long row needs fewer blocks:
+//!
+//! ```text
+//!   block part p:  [ registers: held · threads · V ][ shared: chunks · threads · V · unroll ]
+//!   pass 1   the register part loaded first (every vector in flight), then the shared steps
+//!   pass 2   e = exp(x − m) over both (registers keep e in the slice's type)
+//!   pass 3   y = e · f: the registers stored first, then the shared steps
+//!   H200: bf16 rows of 65536 in one block (0.95 of copy), of 262144 in clusters of 6
+//!         (0.91, against 8 blocks of 64 KiB: 0.89); f32 262144 at the counter with 11 blocks
+//!         instead of 16 (0.91 against 0.875)
+//! ```
+//!
 //! **Deadlock bound.** As for the register kernel, the `k` blocks of a row must fit on the
 //! device at once; here the shared memory usually decides how many blocks an SM holds:
 //! [`coop_smem_resident_blocks`] counts shared memory (228 KiB per SM, 1 KiB reserved per
