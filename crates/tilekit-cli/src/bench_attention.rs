@@ -712,7 +712,7 @@ impl Inputs {
                 TensorLayout::contiguous(ty, shape.clone()).map_err(|e| e.to_string())?,
             )
             .map_err(|e| e.to_string())?;
-            let f = host::to_f64(t.buffer());
+            let f = host::to_f64(&t.buffer());
             Ok((t, f))
         };
         let ((qh, qf), (kh, kf), (vh, vf)) = (input(41)?, input(42)?, input(43)?);
@@ -751,8 +751,8 @@ impl Inputs {
     ) -> Result<(), String> {
         let e = |e: tilekit_ops::OpsError| e.to_string();
         let (og, lg) = (
-            host::to_f64(cuda.to_host(o).map_err(e)?.buffer()),
-            host::to_f64(cuda.to_host(lse).map_err(e)?.buffer()),
+            host::to_f64(&cuda.to_host(o).map_err(e)?.buffer()),
+            host::to_f64(&cuda.to_host(lse).map_err(e)?.buffer()),
         );
         let (b, seq, d) = (self.batch, self.seq, self.d);
         let (s, hh, dd) = (seq as usize, self.heads as usize, d as usize);

@@ -902,7 +902,7 @@ fn sm90_best(
     let ch =
         tilekit_ir::tensor::HostTensor::new(host::poisoned(ty, m * n).map_err(e)?, layout(mi, ni)?)
             .map_err(|e| e.to_string())?;
-    let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let (av, bv) = (host::to_f64(&ah.buffer()), host::to_f64(&bh.buffer()));
     let pad8 = |(o, i): (usize, usize)| [o as i64, i.next_multiple_of(8) as i64];
     let (a_pad_dims, b_pad_dims) = (pad8(a_st), pad8(b_st));
     let pads = if staged {
@@ -945,7 +945,7 @@ fn sm90_best(
                 ms: f64,
                 c: &tilekit_cuda::DeviceTensor|
      -> Result<(), String> {
-        check_c(&host::to_f64(cuda.to_host(c).map_err(e)?.buffer()), &label)?;
+        check_c(&host::to_f64(&cuda.to_host(c).map_err(e)?.buffer()), &label)?;
         eprintln!("    {ms:.3} ms, {:.1} TFLOP/s, checked", tflops(flops, ms));
         if best.as_ref().is_none_or(|(b, _)| ms < *b) {
             *best = Some((ms, label));

@@ -96,7 +96,7 @@ fn tilekit_ms(
         HostTensor::new(host::random(ty, len, seed).map_err(e)?, layout).map_err(|x| x.to_string())
     };
     let (ah, bh) = (host_t(a_st, 41)?, host_t(b_st, 42)?);
-    let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let (av, bv) = (host::to_f64(&ah.buffer()), host::to_f64(&bh.buffer()));
     let a = entries(&cuda.from_host(&ah).map_err(e)?, orders.0)?;
     let b = entries(&cuda.from_host(&bh).map_err(e)?, orders.1)?;
     let ch = HostTensor::new(
@@ -106,7 +106,7 @@ fn tilekit_ms(
     .map_err(|x| x.to_string())?;
     // 64 sampled elements of C against the f64 reference
     let check = |c: &DeviceTensor, what: &str| -> Result<(), String> {
-        let got = host::to_f64(cuda.to_host(c).map_err(e)?.buffer());
+        let got = host::to_f64(&cuda.to_host(c).map_err(e)?.buffer());
         let mut s = 0x2545_f491_u64;
         for _ in 0..64 {
             s ^= s << 13;

@@ -127,7 +127,7 @@ fn measure(
         TensorLayout::contiguous(ty, vec![mi, ni]).map_err(err)?,
     )
     .map_err(err)?;
-    let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let (av, bv) = (host::to_f64(&ah.buffer()), host::to_f64(&bh.buffer()));
     let a = cuda.from_host(&ah)?;
     let b = cuda.from_host(&bh)?;
     let flops = 2.0 * (m as f64) * (n as f64) * (k as f64);
@@ -145,7 +145,7 @@ fn measure(
             None => api::gemm_into(cuda, &a, &b, c),
         };
         let t = cuda.time(3, reps, |_| call(&mut c))?;
-        let got = host::to_f64(cuda.to_host(&c)?.buffer());
+        let got = host::to_f64(&cuda.to_host(&c)?.buffer());
         check_sampled(&av, &bv, &got, m, n, k)
             .map_err(|why| CliError::Check { what: format!("gemm f32 {name} {shape}"), why })?;
         // the kernel the API launched here (contiguous rows of multiples of 4: float4)

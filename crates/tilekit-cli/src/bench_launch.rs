@@ -110,6 +110,9 @@ impl TensorIn<Cuda> for View<'_> {
     fn base_address(&self) -> u64 {
         self.t.device_ptr()
     }
+    fn memory(&self) -> tilekit_ops::overlap::Memory {
+        TensorIn::<Cuda>::memory(self.t)
+    }
     fn bind_in<'a>(&'a self, b: &Cuda) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr>
     where
         Cuda: 'a,
@@ -129,6 +132,9 @@ impl TensorIn<Cuda> for ViewMut<'_> {
     }
     fn base_address(&self) -> u64 {
         self.t.device_ptr()
+    }
+    fn memory(&self) -> tilekit_ops::overlap::Memory {
+        TensorIn::<Cuda>::memory(&*self.t)
     }
     fn bind_in<'a>(&'a self, b: &Cuda) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr>
     where

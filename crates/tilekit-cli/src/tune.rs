@@ -771,7 +771,7 @@ fn needs_sm90(k: &Kernel) -> bool {
 }
 
 fn rows_f64(h: &HostTensor, rows: usize, n: usize) -> Vec<f64> {
-    let all = host::to_f64(h.buffer());
+    let all = host::to_f64(&h.buffer());
     all[..rows * n].to_vec()
 }
 

@@ -158,7 +158,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     )
     .map_err(t("C"))?;
     // A[i][x] and B[x][j] in f64 from their stored order
-    let (av, bv) = (host::to_f64(ah.buffer()), host::to_f64(bh.buffer()));
+    let (av, bv) = (host::to_f64(&ah.buffer()), host::to_f64(&bh.buffer()));
     let a_at = |i: usize, x: usize| if a_t { av[x * m + i] } else { av[i * k + x] };
     let b_at = |x: usize, j: usize| if b_t { bv[j * k + x] } else { bv[x * n + j] };
     let (a_major, b_major) =
@@ -220,7 +220,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         };
         match timed {
             Ok(t) => {
-                let got = host::to_f64(cuda.to_host(&c).map_err(e("C download"))?.buffer());
+                let got = host::to_f64(&cuda.to_host(&c).map_err(e("C download"))?.buffer());
                 match check_sampled(&a_at, &b_at, &got, (m, n, k), output) {
                     Ok(()) => {
                         row.median_ms = Some(t.median_ms());

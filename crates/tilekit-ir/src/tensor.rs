@@ -43,7 +43,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockWriteGuard};
 
 use half::{bf16, f16};
 
@@ -747,12 +747,143 @@ impl TensorView for HostTensor {
         &self.layout
     }
     fn with_layout(&self, layout: TensorLayout) -> Result<Self> {
-        HostTensor::from_shared(Arc::clone(&self.buffer), layout)
+        if self.storage.dtype != layout.dtype() {
+            return Err(TensorError::DtypeMismatch {
+                layout: layout.dtype(),
+                other: self.storage.dtype,
+            });
+        }
+        layout.check_fits(self.storage.len)?;
+        Ok(self.view(layout))
     }
 }
 
-/// A tensor on the host: a shared [`HostBuffer`] and a [`TensorLayout`] that fits it, of the
-/// same dtype. Views share the buffer.
+/// The memory of host tensors: one buffer that a tensor, its clones and its views all share,
+/// as views of device memory share it. A write through any of them is seen by all:
+///
+/// ```text
+///   HostTensor a ─┐
+///   a.clone()   ──┼──► HostStorage ──► Arc<HostBuffer>   (read: a snapshot, no copy)
+///   a.narrow(..)──┘        write: in place (the buffer is copied only while a snapshot
+///                                 taken earlier is still alive, so snapshots never change)
+/// ```
+///
+/// The storage's identity ([`HostStorage::id`]) is what overlap checks compare: two host
+/// tensors can share elements only if they share a storage.
+///
+/// ```
+/// use tilekit_ir::tensor::HostTensor;
+/// let a = HostTensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+/// let b = a.narrow(0, 1, 1).unwrap();
+/// assert_eq!(a.storage().id(), b.storage().id());
+/// let before = a.buffer();                       // a snapshot
+/// b.storage().write(|buf| buf.as_bytes_mut()[4..8].copy_from_slice(&5.0f32.to_le_bytes()));
+/// assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 5.0]);
+/// assert_eq!(before.to_f32(), Some(vec![1.0, 2.0]));
+/// ```
+#[derive(Debug, Clone)]
+pub struct HostStorage {
+    shared: Arc<RwLock<Arc<HostBuffer>>>,
+    dtype: ScalarType,
+    len: usize,
+}
+
+impl HostStorage {
+    fn new(buffer: Arc<HostBuffer>) -> HostStorage {
+        let (dtype, len) = (buffer.elem(), buffer.len());
+        HostStorage { shared: Arc::new(RwLock::new(buffer)), dtype, len }
+    }
+
+    /// A number that identifies the storage while it lives: equal for tensors that share it.
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let a = HostTensor::from_slice(&[1u32, 2], &[2]).unwrap();
+    /// let b = HostTensor::from_slice(&[1u32, 2], &[2]).unwrap();
+    /// assert_eq!(a.storage().id(), a.clone().storage().id());
+    /// assert_ne!(a.storage().id(), b.storage().id());
+    /// ```
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as *const () as usize
+    }
+
+    /// The buffer as it is now (a shared snapshot: later writes do not change it).
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let a = HostTensor::from_slice(&[3u32], &[1]).unwrap();
+    /// assert_eq!(a.storage().snapshot().to_u32(), Some(vec![3]));
+    /// ```
+    pub fn snapshot(&self) -> Arc<HostBuffer> {
+        Arc::clone(&self.shared.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Runs `f` on the buffer, writable: what it writes is seen by every tensor of this
+    /// storage (snapshots taken before keep their contents).
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let a = HostTensor::from_slice(&[3u32], &[1]).unwrap();
+    /// a.clone().storage().write(|b| b.as_bytes_mut()[0] = 9);
+    /// assert_eq!(a.to_vec::<u32>().unwrap(), vec![9]);
+    /// ```
+    pub fn write<R>(&self, f: impl FnOnce(&mut HostBuffer) -> R) -> R {
+        let mut guard = self.shared.write().unwrap_or_else(|e| e.into_inner());
+        f(Arc::make_mut(&mut guard))
+    }
+
+    /// The element type of the buffer.
+    ///
+    /// ```
+    /// use tilekit_ir::{tensor::HostTensor, ScalarType};
+    /// assert_eq!(HostTensor::from_slice(&[3u32], &[1]).unwrap().storage().dtype(), ScalarType::U32);
+    /// ```
+    pub fn dtype(&self) -> ScalarType {
+        self.dtype
+    }
+
+    /// The buffer's length in elements.
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// assert_eq!(HostTensor::from_slice(&[3u32, 4], &[2]).unwrap().narrow(0, 1, 1).unwrap().storage().len(), 2);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// assert!(!HostTensor::from_slice(&[3u32], &[1]).unwrap().storage().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The buffer of a host tensor, writable in place ([`HostTensor::buffer_mut`]): holds the
+/// storage's lock until dropped.
+pub struct BufferMut<'a>(RwLockWriteGuard<'a, Arc<HostBuffer>>);
+
+impl std::ops::Deref for BufferMut<'_> {
+    type Target = HostBuffer;
+    fn deref(&self) -> &HostBuffer {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for BufferMut<'_> {
+    fn deref_mut(&mut self) -> &mut HostBuffer {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+/// A tensor on the host: a [`HostStorage`] and a [`TensorLayout`] that fits it, of the same
+/// dtype. Clones and views share the storage, as device tensors share device memory: a write
+/// through one is seen by all (make a [`contiguous`](HostTensor::contiguous) copy for memory of
+/// its own). Two tensors are equal when their layouts and elements are.
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -760,10 +891,16 @@ impl TensorView for HostTensor {
 /// let v = t.narrow(1, 1, 2).unwrap();
 /// assert_eq!(v.to_vec::<i32>().unwrap(), vec![2, 3, 5, 6]);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct HostTensor {
-    buffer: Arc<HostBuffer>,
+    storage: HostStorage,
     layout: TensorLayout,
+}
+
+impl PartialEq for HostTensor {
+    fn eq(&self, other: &HostTensor) -> bool {
+        self.layout == other.layout && self.buffer() == other.buffer()
+    }
 }
 
 impl HostTensor {
@@ -789,6 +926,8 @@ impl HostTensor {
     /// let l = TensorLayout::contiguous(ScalarType::F32, vec![2]).unwrap();
     /// assert_eq!(HostTensor::from_shared(b, l).unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
     /// ```
+    /// The tensor gets a storage of its own holding `buffer` (the bytes are shared with other
+    /// holders of the `Arc` until one side writes: then the storage copies them first).
     pub fn from_shared(buffer: Arc<HostBuffer>, layout: TensorLayout) -> Result<HostTensor> {
         if buffer.elem() != layout.dtype() {
             return Err(TensorError::DtypeMismatch {
@@ -797,11 +936,12 @@ impl HostTensor {
             });
         }
         layout.check_fits(buffer.len())?;
-        Ok(HostTensor { buffer, layout })
+        Ok(HostTensor { storage: HostStorage::new(buffer), layout })
     }
 
-    /// The buffer, writable. A buffer shared with other tensors is copied first
-    /// (copy-on-write), so writing through one host tensor never changes another.
+    /// The buffer, writable in place: the write is seen by every tensor that shares the
+    /// storage (clones and views), as on a device. Hold the guard briefly: reading any tensor
+    /// of the same storage while it is held waits for it.
     ///
     /// ```
     /// use tilekit_ir::tensor::HostTensor;
@@ -809,10 +949,21 @@ impl HostTensor {
     /// let mut b = a.clone();
     /// b.buffer_mut().as_bytes_mut()[..4].copy_from_slice(&5.0f32.to_le_bytes());
     /// assert_eq!(b.to_vec::<f32>().unwrap(), vec![5.0, 2.0]);
-    /// assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    /// assert_eq!(a.to_vec::<f32>().unwrap(), vec![5.0, 2.0]); // shared, as device memory is
     /// ```
-    pub fn buffer_mut(&mut self) -> &mut HostBuffer {
-        Arc::make_mut(&mut self.buffer)
+    pub fn buffer_mut(&mut self) -> BufferMut<'_> {
+        BufferMut(self.storage.shared.write().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The storage, shared with clones and views ([`HostStorage`]).
+    ///
+    /// ```
+    /// use tilekit_ir::tensor::HostTensor;
+    /// let a = HostTensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
+    /// assert_eq!(a.storage().id(), a.transpose(0, 0).unwrap().storage().id());
+    /// ```
+    pub fn storage(&self) -> &HostStorage {
+        &self.storage
     }
 
     /// A contiguous tensor of `shape` holding a copy of `data` (row-major), checked that the
@@ -858,15 +1009,16 @@ impl HostTensor {
         &self.layout
     }
 
-    /// The whole underlying buffer (shared with other views).
+    /// The whole underlying buffer as it is now: a snapshot, shared with the storage until
+    /// the storage is written ([`HostStorage::snapshot`]).
     ///
     /// ```
     /// use tilekit_ir::tensor::HostTensor;
     /// let t = HostTensor::from_slice(&[1u32, 2], &[2]).unwrap().narrow(0, 1, 1).unwrap();
     /// assert_eq!(t.buffer().len(), 2);
     /// ```
-    pub fn buffer(&self) -> &Arc<HostBuffer> {
-        &self.buffer
+    pub fn buffer(&self) -> Arc<HostBuffer> {
+        self.storage.snapshot()
     }
 
     /// The element type.
@@ -890,7 +1042,7 @@ impl HostTensor {
     }
 
     fn view(&self, layout: TensorLayout) -> HostTensor {
-        HostTensor { buffer: Arc::clone(&self.buffer), layout }
+        HostTensor { storage: self.storage.clone(), layout }
     }
 
     /// A permuted view ([`TensorLayout::permute`]).
@@ -945,7 +1097,7 @@ impl HostTensor {
     /// assert_eq!(t.to_buffer().unwrap().to_u32(), Some(vec![0, 2, 1, 3]));
     /// ```
     pub fn to_buffer(&self) -> Result<HostBuffer> {
-        let bytes = gather_bytes(&self.layout, self.buffer.as_bytes())?;
+        let bytes = gather_bytes(&self.layout, self.buffer().as_bytes())?;
         Ok(HostBuffer::from_bytes(self.dtype(), bytes).expect("whole elements of a memory type"))
     }
 

@@ -41,6 +41,7 @@ use crate::elementwise::Binary;
 use crate::error::{OpsError, Result};
 use crate::gemm_tuning::GemmChoice;
 use crate::host;
+use crate::overlap::{self, relation, InPlace, Operand, Relation};
 use crate::reduce::{ClusterTuning, CoopTuning, Reduction};
 
 /// The widest vector (elements, a power of two up to 16 bytes) a kernel can use on the last
@@ -182,6 +183,9 @@ impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for ReshapedIn<'_, T> {
     fn base_address(&self) -> u64 {
         self.t.base_address()
     }
+    fn memory(&self) -> crate::overlap::Memory {
+        self.t.memory()
+    }
     fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
     where
         B: 'a,
@@ -196,6 +200,9 @@ impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for Reshaped<'_, T> {
     }
     fn base_address(&self) -> u64 {
         self.t.base_address()
+    }
+    fn memory(&self) -> crate::overlap::Memory {
+        self.t.memory()
     }
     fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
     where
@@ -279,8 +286,12 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
     let ty = xl.dtype();
     check_dtype(op, ty, &host::FLOAT_TYPES)?;
     check_same(op, "output", &yl, xl.shape(), ty)?;
-    if xl.numel() == 0 {
-        return Ok(());
+    let (xo, yo) = (Operand::of::<B, _>("x", x), Operand::of::<B, _>("out", y));
+    overlap::check(op, std::slice::from_ref(&yo), std::slice::from_ref(&xo), InPlace::SameView)?;
+    if xl.numel() == 0
+        || relation((&xo.layout, xo.memory), (&yo.layout, yo.memory)) == Relation::Same
+    {
+        return Ok(()); // nothing to copy, or a copy onto itself
     }
     let (shape, st) = coalesce(xl.shape(), &[xl.strides(), yl.strides()]);
     let (mut xs, mut ys) = (st[0].clone(), st[1].clone());
@@ -547,11 +558,23 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
     let want: Vec<i64> =
         if r == Reduction::Softmax { xl.shape().to_vec() } else { want_shape.to_vec() };
     check_same(op, "output", &yl, &want, want_ty)?;
-    if m == 0 {
+    let in_place = if r == Reduction::Softmax { InPlace::SameView } else { InPlace::Never };
+    overlap::check(op, &[Operand::of::<B, _>("out", y)], &[Operand::of::<B, _>("x", x)], in_place)?;
+    if m == 0 || (n == 0 && r == Reduction::Softmax) {
         return Ok(());
     }
     if n == 0 {
-        return Err(OpsError::invalid(op, "row length", 0, "rows must have at least one element"));
+        if r == Reduction::Sum {
+            // the sum of no elements, as torch.sum: zeros
+            let zeros = b.zeros(ScalarType::F32, yl.shape())?;
+            return copy_strided(b, op, &zeros, y);
+        }
+        return Err(OpsError::invalid(
+            op,
+            "row length",
+            0,
+            "the maximum of an empty row is undefined (as torch.amax): rows need at least one element",
+        ));
     }
     let xv = ReshapedIn { t: x, layout: relayout(&xl, vec![m, n], vec![rs, cs])? };
     let grid = [grid_u32(op, "rows", m)?, 1, 1];
@@ -998,10 +1021,15 @@ fn binary_into<
     }
     let shape = broadcast_shape(xl.shape(), zl.shape())?;
     check_same(name, "output", &yl, &shape, ty)?;
+    let (xb, zb) = (xl.broadcast_to(&shape)?, zl.broadcast_to(&shape)?);
+    let ins = [
+        Operand::of::<B, _>("a", x).with_layout(xb.clone()),
+        Operand::of::<B, _>("b", z).with_layout(zb.clone()),
+    ];
+    overlap::check(name, &[Operand::of::<B, _>("out", y)], &ins, InPlace::SameView)?;
     if yl.numel() == 0 {
         return Ok(());
     }
-    let (xb, zb) = (xl.broadcast_to(&shape)?, zl.broadcast_to(&shape)?);
     let (s, st) = coalesce(&shape, &[xb.strides(), zb.strides(), yl.strides()]);
     // rank ≤ 2 after merging: one launch; rank r > 2: one launch per index of the r − 2
     // leading dims (each a 2-D slice at its own offset)
@@ -1237,6 +1265,8 @@ pub fn morton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
             expected: ty,
         });
     }
+    let ops = [Operand::of::<B, _>("storage", y)];
+    overlap::check("morton", &ops, &[Operand::of::<B, _>("image", x)], InPlace::Never)?;
     let k = morton_kernel(ty, h, w, t, false)?;
     let grid = [
         host::blocks(geo.tiles_w(), crate::morton::tiles_per_block(ty, t))?,
@@ -1305,6 +1335,8 @@ pub fn unmorton_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Siz
     }
     let (h, w) = (yl.shape()[0], yl.shape()[1]);
     let geo = morton_geometry("unmorton", h, w, t)?;
+    let ops = [Operand::of::<B, _>("image", y)];
+    overlap::check("unmorton", &ops, &[Operand::of::<B, _>("storage", s)], InPlace::Never)?;
     let vec = (16 / ty.size_bytes() as i64).min(t * t);
     let storage_order =
         b.tuning().unmorton_storage_order && t * t / vec <= crate::copy::THREADS as i64;
@@ -1368,6 +1400,12 @@ impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for Staged<'_, B, T> {
         match self {
             Staged::Given(t) => t.base_address(),
             Staged::Copy(t) => t.base_address(),
+        }
+    }
+    fn memory(&self) -> crate::overlap::Memory {
+        match self {
+            Staged::Given(t) => t.memory(),
+            Staged::Copy(t) => t.memory(),
         }
     }
     fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
@@ -1734,6 +1772,14 @@ pub fn gemm_with<
         return Err(OpsError::DtypeMismatch { context: "gemm: C".into(), got: out, expected: ty });
     }
     check_same("gemm", "C", c.layout(), &[m, n], out)?;
+    gemm_overlap("gemm", a, bm, c, None)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if al.shape()[1] == 0 {
+        let (za, zb) = empty_k_operands(b, ty, (&[], &[]), m, n)?;
+        return gemm_with(b, choice, &za, &zb, c);
+    }
     let Some(majors) = sm90_takes(b, &al, &bl, c.layout()) else {
         return Err(OpsError::invalid(
             "gemm",
@@ -1749,6 +1795,44 @@ pub fn gemm_with<
         ));
     };
     gemm_sm90_into(b, choice, (a, bm, c), majors, &GemmOptions::new())
+}
+
+/// Every GEMM entry's overlap rule: C, which it writes, overlaps neither itself nor A, B or
+/// the bias (β·C reads each element of C just before writing it: that is fine).
+fn gemm_overlap<B, X, Z, Y>(
+    op: &str,
+    a: &X,
+    bm: &Z,
+    c: &Y,
+    bias: Option<&dyn TensorIn<B>>,
+) -> Result<()>
+where
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorIn<B> + ?Sized,
+{
+    let mut ins = vec![Operand::of::<B, _>("A", a), Operand::of::<B, _>("B", bm)];
+    if let Some(t) = bias {
+        ins.push(Operand::of::<B, _>("bias", t));
+    }
+    overlap::check(op, &[Operand::of::<B, _>("C", c)], &ins, InPlace::Never)
+}
+
+/// Zero operands that stand for an empty K (as PyTorch, `A·B` with K = 0 is a zero matrix and
+/// the epilogue still runs): A `lead_a × M × 8` and B `lead_b × 8 × N` of `ty` (leading dims as
+/// given, none for plain matrices), 8 columns so every kernel can read them.
+fn empty_k_operands<B: Backend>(
+    b: &B,
+    ty: ScalarType,
+    lead: (&[i64], &[i64]),
+    m: i64,
+    n: i64,
+) -> Result<(B::Tensor, B::Tensor)> {
+    const K: i64 = 8;
+    let shape =
+        |lead: &[i64], r: i64, c: i64| lead.iter().copied().chain([r, c]).collect::<Vec<_>>();
+    Ok((b.zeros(ty, &shape(lead.0, m, K))?, b.zeros(ty, &shape(lead.1, K, n))?))
 }
 
 /// The operand checks every GEMM entry shares: A of one of `types`, B of A's type, both
@@ -1851,6 +1935,11 @@ pub fn gemm_into<
 ) -> Result<()> {
     let (al, bl) = (a.layout().clone(), bm.layout().clone());
     let ty = al.dtype();
+    gemm_overlap("gemm", a, bm, c, None)?;
+    if al.rank() == 2 && bl.rank() == 2 && al.shape()[1] == 0 && bl.shape()[0] == 0 {
+        let (za, zb) = empty_k_operands(b, ty, (&[], &[]), al.shape()[0], bl.shape()[1])?;
+        return gemm_into(b, &za, &zb, c);
+    }
     if ty == ScalarType::F32 {
         let (m, n, _) = gemm_operands(&al, &bl, &[ScalarType::F32])?;
         let cfg = crate::gemm_simt::choose(m, n, b.multiprocessors());
@@ -1858,6 +1947,9 @@ pub fn gemm_into<
     }
     let (m, n, k) = gemm_operands(&al, &bl, &crate::gemm::TYPES)?;
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
     if b.hopper() {
         return gemm_hopper(b, a, bm, c, &GemmOptions::new());
     }
@@ -2024,6 +2116,15 @@ pub fn gemm_ex<
     opts: &GemmOptions<'_, B>,
 ) -> Result<()> {
     let out = gemm_ex_check(a.layout(), bm.layout(), c.layout(), opts)?;
+    gemm_overlap("gemm", a, bm, c, opts.bias)?;
+    let (m, n, k) = (c.layout().shape()[0], c.layout().shape()[1], a.layout().shape()[1]);
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        let (za, zb) = empty_k_operands(b, a.layout().dtype(), (&[], &[]), m, n)?;
+        return gemm_ex(b, &za, &zb, c, opts);
+    }
     if b.hopper() {
         gemm_hopper(b, a, bm, c, opts)
     } else if opts.is_plain() && out == ScalarType::F32 {
@@ -2151,7 +2252,14 @@ pub fn gemm_batched_into<
             "3 each: batch × rows × columns",
         ));
     }
+    gemm_overlap("gemm batched", a, bm, c, opts.bias)?;
     let batch = cl.shape()[0];
+    if al.shape()[2] == 0 && bl.shape()[1] == 0 && cl.numel() > 0 {
+        let (m, n) = (al.shape()[1], bl.shape()[2]);
+        let lead = ([al.shape()[0]], [bl.shape()[0]]);
+        let (za, zb) = empty_k_operands(b, al.dtype(), (&lead.0, &lead.1), m, n)?;
+        return gemm_batched_into(b, &za, &zb, c, opts);
+    }
     for (what, l) in [("A", &al), ("B", &bl)] {
         if l.shape()[0] != batch && l.shape()[0] != 1 {
             return Err(OpsError::invalid(
@@ -2371,10 +2479,15 @@ pub fn gemm_simt_into<
 ) -> Result<()> {
     use crate::gemm_simt::{build, grid, SimtLayout};
     cfg.validate()?;
-    let (m, n, _) = gemm_operands(a.layout(), bm.layout(), &[ScalarType::F32])?;
+    let (m, n, k) = gemm_operands(a.layout(), bm.layout(), &[ScalarType::F32])?;
     check_same("gemm", "C", c.layout(), &[m, n], ScalarType::F32)?;
+    gemm_overlap("gemm", a, bm, c, None)?;
     if m == 0 || n == 0 {
         return Ok(());
+    }
+    if k == 0 {
+        let (za, zb) = empty_k_operands(b, ScalarType::F32, (&[], &[]), m, n)?;
+        return gemm_simt_into(b, &za, &zb, c, cfg);
     }
     let bl = bm.layout();
     let (sb, shb) = (bl.strides(), bl.shape());
@@ -2729,12 +2842,12 @@ fn attention_impl<
             "each at most 65535 (the grid's y and z)",
         ));
     }
-    if bs < 1 || sq < 1 || sk < 1 {
+    if sk < 1 && bs * sq > 0 {
         return Err(OpsError::invalid(
             op,
             "lengths",
             format!("batch {bs}, s_q {sq}, s_k {sk}"),
-            "all at least 1",
+            "at least one key for each query (the softmax of no scores is undefined)",
         ));
     }
     if cfg.dtype != ty || cfg.head_dim != d {
@@ -2748,6 +2861,13 @@ fn attention_impl<
     cfg.check()?;
     check_same(op, "O", o.layout(), &[bs, sq, h, d], ty)?;
     check_same(op, "LSE", lse.layout(), &[bs, h, sq], ScalarType::F32)?;
+    let outs = [Operand::of::<B, _>("O", &*o), Operand::of::<B, _>("LSE", &*lse)];
+    let ins =
+        [Operand::of::<B, _>("Q", q), Operand::of::<B, _>("K", k), Operand::of::<B, _>("V", v)];
+    overlap::check(op, &outs, &ins, InPlace::Never)?;
+    if bs == 0 || sq == 0 {
+        return Ok(()); // no queries: empty outputs, as SDPA
+    }
     let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
     if !(scale.is_finite() && scale > 0.0) {
         return Err(OpsError::invalid(op, "scale", scale, "a positive finite number"));

@@ -34,13 +34,14 @@ use tilekit_cuda::module::LaunchDims;
 use tilekit_cuda::tensor::DeviceTensor;
 use tilekit_cuda::{CompileReport, Gpu, KernelArgs, KernelCache, Timing};
 use tilekit_ir::interp::{Args, HostBuffer};
-use tilekit_ir::tensor::{Element, HostTensor, TensorError, TensorLayout, TensorView};
+use tilekit_ir::tensor::{Element, HostStorage, HostTensor, TensorError, TensorLayout, TensorView};
 use tilekit_ir::{ParamKind, ScalarType};
 
 use crate::bind::{Bindings, Slot};
 use crate::compiled::CompiledKernel;
 use crate::error::{OpsError, Result};
 use crate::gemm_tuning::GemmTable;
+use crate::overlap::{Memory, Space};
 use crate::tuning::Tuning;
 
 /// A place kernels run: allocates tensors, moves them to and from the host, launches.
@@ -214,6 +215,9 @@ pub trait TensorIn<B: Backend + ?Sized> {
     /// The address of the storage's first byte, for alignment checks (0 on the host, whose
     /// buffers the interpreter treats as aligned).
     fn base_address(&self) -> u64;
+    /// Where the storage lives, for the overlap checks of every op ([`crate::overlap`]):
+    /// tensors that may share elements must say the same [`Memory::space`].
+    fn memory(&self) -> Memory;
     /// The backend's handle of the memory.
     fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
     where
@@ -247,7 +251,10 @@ macro_rules! host_tensors_on {
             fn base_address(&self) -> u64 {
                 0
             }
-            fn bind_in<'a>(&'a self, _: &$b) -> Result<&'a HostBuffer>
+            fn memory(&self) -> Memory {
+                Memory::host(self.storage().id())
+            }
+            fn bind_in<'a>(&'a self, _: &$b) -> Result<Arc<HostBuffer>>
             where
                 $b: 'a,
             {
@@ -256,11 +263,11 @@ macro_rules! host_tensors_on {
         }
 
         impl TensorOut<$b> for HostTensor {
-            fn bind_out<'a>(&'a mut self, _: &$b) -> Result<&'a mut HostBuffer>
+            fn bind_out<'a>(&'a mut self, _: &$b) -> Result<HostStorage>
             where
                 $b: 'a,
             {
-                Ok(self.buffer_mut())
+                Ok(self.storage().clone())
             }
         }
     };
@@ -288,8 +295,8 @@ fn from_offset(buf: &HostBuffer, offset: i64, elem: ScalarType) -> Result<HostBu
 
 impl Backend for Interp {
     type Tensor = HostTensor;
-    type In<'a> = &'a HostBuffer;
-    type Out<'a> = &'a mut HostBuffer;
+    type In<'a> = Arc<HostBuffer>;
+    type Out<'a> = HostStorage;
 
     fn name(&self) -> &'static str {
         "interp"
@@ -302,7 +309,8 @@ impl Backend for Interp {
     }
 
     fn from_host(&self, t: &HostTensor) -> Result<HostTensor> {
-        Ok(t.clone())
+        // a storage of its own, as an upload makes (the bytes are copied on the first write)
+        Ok(HostTensor::from_shared(t.buffer(), t.layout().clone())?)
     }
 
     fn to_host(&self, t: &HostTensor) -> Result<HostTensor> {
@@ -325,18 +333,19 @@ fn interp_launch<'a, B>(
     slots: Vec<Slot<'a, B>>,
 ) -> Result<()>
 where
-    B: Backend<In<'a> = &'a HostBuffer, Out<'a> = &'a mut HostBuffer> + ?Sized + 'a,
+    B: Backend<In<'a> = Arc<HostBuffer>, Out<'a> = HostStorage> + ?Sized + 'a,
 {
     let mut args = Args::new();
     let mut outs = Vec::new();
     for (i, s) in slots.into_iter().enumerate() {
         match s {
             Slot::In { mem, offset, elem } => {
-                args.buffer(from_offset(mem, offset, elem)?);
+                args.buffer(from_offset(&mem, offset, elem)?);
             }
             Slot::Out { mem, offset, elem } => {
-                args.buffer(from_offset(mem, offset, elem)?);
-                outs.push((i, mem, offset, elem));
+                let before = mem.snapshot();
+                args.buffer(from_offset(&before, offset, elem)?);
+                outs.push((i, mem, offset, elem, before));
             }
             Slot::Int(v) => {
                 args.int(v);
@@ -350,16 +359,32 @@ where
         }
     }
     tilekit_ir::interp::run(kernel.kernel(), grid, &mut args)?;
-    for (i, mem, offset, elem) in outs {
+    // Only the bytes the kernel changed go back: two outputs over disjoint parts of one
+    // storage (or an output beside an input) keep each other's elements, as on a device.
+    for (i, mem, offset, elem, before) in outs {
         let got = args.take_buffer(i).ok_or_else(|| {
             OpsError::invalid("interpreter launch", "output", i, "must be a buffer")
         })?;
         let at = offset.max(0) as usize * elem.size_bytes();
-        let dst = &mut mem.as_bytes_mut()[at..];
-        let n = dst.len().min(got.as_bytes().len());
-        dst[..n].copy_from_slice(&got.as_bytes()[..n]);
+        let old = before.as_bytes().get(at..).unwrap_or(&[]);
+        write_changed(&mem, at, old, got.as_bytes());
     }
     Ok(())
+}
+
+/// Writes the bytes of `got` that differ from `old` into `mem` from byte `at` on.
+fn write_changed(mem: &HostStorage, at: usize, old: &[u8], got: &[u8]) {
+    if old == got {
+        return;
+    }
+    mem.write(|buf| {
+        let dst = buf.as_bytes_mut().get_mut(at..).unwrap_or(&mut []);
+        for ((d, &g), &o) in dst.iter_mut().zip(got).zip(old) {
+            if g != o {
+                *d = g;
+            }
+        }
+    });
 }
 
 /// The interpreter planning with a given [`Tuning`] (host tensors, as [`Interp`]): runs on the
@@ -382,8 +407,8 @@ host_tensors_on!(TunedInterp);
 
 impl Backend for TunedInterp {
     type Tensor = HostTensor;
-    type In<'a> = &'a HostBuffer;
-    type Out<'a> = &'a mut HostBuffer;
+    type In<'a> = Arc<HostBuffer>;
+    type Out<'a> = HostStorage;
 
     fn name(&self) -> &'static str {
         "interp (tuned)"
@@ -394,7 +419,8 @@ impl Backend for TunedInterp {
     }
 
     fn from_host(&self, t: &HostTensor) -> Result<HostTensor> {
-        Ok(t.clone())
+        // a storage of its own, as an upload makes (the bytes are copied on the first write)
+        Ok(HostTensor::from_shared(t.buffer(), t.layout().clone())?)
     }
 
     fn to_host(&self, t: &HostTensor) -> Result<HostTensor> {
@@ -429,10 +455,18 @@ impl Backend for TunedInterp {
 pub struct LayoutTensor {
     layout: TensorLayout,
     address: u64,
+    space: u64,
+}
+
+/// A fresh [`Space::Record`] for a new [`LayoutTensor`].
+fn record_space() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl LayoutTensor {
-    /// A tensor of `layout` whose storage starts at byte `address`.
+    /// A tensor of `layout` whose storage starts at byte `address`: a storage of its own
+    /// (its views, [`with_layout`](Self::with_layout), share it; other tensors do not).
     ///
     /// ```
     /// use tilekit_ir::{tensor::TensorLayout, ScalarType};
@@ -440,7 +474,7 @@ impl LayoutTensor {
     /// assert_eq!(tilekit_ops::backend::LayoutTensor::new(l, 256).address(), 256);
     /// ```
     pub fn new(layout: TensorLayout, address: u64) -> LayoutTensor {
-        LayoutTensor { layout, address }
+        LayoutTensor { layout, address, space: record_space() }
     }
 
     /// A row-major tensor of `shape` at address 0 (aligned, as fresh allocations are).
@@ -485,7 +519,7 @@ impl LayoutTensor {
     /// assert_eq!(v.layout().strides(), &[1, 3]);
     /// ```
     pub fn with_layout(&self, layout: TensorLayout) -> LayoutTensor {
-        LayoutTensor { layout, address: self.address }
+        LayoutTensor { layout, address: self.address, space: self.space }
     }
 }
 
@@ -495,6 +529,9 @@ impl TensorIn<Record> for LayoutTensor {
     }
     fn base_address(&self) -> u64 {
         self.address
+    }
+    fn memory(&self) -> Memory {
+        Memory { space: Space::Record(self.space), base: self.address }
     }
     fn bind_in<'a>(&'a self, _: &Record) -> Result<()>
     where
@@ -605,7 +642,7 @@ impl TensorView for LayoutTensor {
         &self.layout
     }
     fn with_layout(&self, layout: TensorLayout) -> std::result::Result<Self, TensorError> {
-        Ok(LayoutTensor { layout, address: self.address })
+        Ok(LayoutTensor { layout, address: self.address, space: self.space })
     }
 }
 
@@ -1101,6 +1138,9 @@ impl TensorIn<Cuda> for DeviceTensor {
     fn base_address(&self) -> u64 {
         self.device_ptr()
     }
+    fn memory(&self) -> Memory {
+        Memory::device(self.gpu().props().ordinal, self.device_ptr())
+    }
     fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
     where
         Cuda: 'a,
@@ -1132,6 +1172,9 @@ macro_rules! borrowed_input {
             }
             fn base_address(&self) -> u64 {
                 self.device_ptr()
+            }
+            fn memory(&self) -> Memory {
+                Memory::device(self.ordinal(), self.device_ptr())
             }
             fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
             where

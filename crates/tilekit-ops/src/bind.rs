@@ -322,6 +322,19 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
             ));
         }
         if let Some(min_elems) = min_elems {
+            if min_elems > i64::from(i32::MAX) {
+                // a raw pointer carries no index type: the kernel addresses it with the 32-bit
+                // integers of its own layout, which would wrap past this
+                return Err(bind_error(
+                    &k.name,
+                    name,
+                    format!("{min_elems} elements"),
+                    format!(
+                        "the kernel indexes this buffer with 32-bit integers: at most {} elements",
+                        i32::MAX
+                    ),
+                ));
+            }
             if !t.is_contiguous() || t.numel() < min_elems {
                 return Err(bind_error(
                     &k.name,

@@ -585,7 +585,7 @@ impl Problem {
     /// ```
     pub fn compare(&self, got: &HostTensor) -> Comparison {
         if got.layout().is_contiguous() && got.layout().offset() == 0 {
-            return host::compare(&**got.buffer(), &self.want, self.tolerance);
+            return host::compare(&*got.buffer(), &self.want, self.tolerance);
         }
         match got.to_buffer() {
             Ok(buf) => host::compare(&buf, &self.want, self.tolerance),
@@ -617,7 +617,7 @@ impl Problem {
         let elapsed = t.elapsed();
         let got = b.to_host(&y)?;
         let got = if got.layout().is_contiguous() && got.layout().offset() == 0 {
-            let buf = Arc::clone(got.buffer());
+            let buf = got.buffer();
             drop(got);
             Arc::unwrap_or_clone(buf)
         } else {

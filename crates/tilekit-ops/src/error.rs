@@ -97,6 +97,20 @@ pub enum OpsError {
         /// What the kernel needs.
         rule: String,
     },
+    /// An output shares memory with itself, another output or an input in a way the op does
+    /// not allow ([`crate::overlap::check`]): running it would give wrong numbers silently.
+    ///
+    /// ```
+    /// let e = tilekit_ops::OpsError::Overlap { op: "add".into(), detail: "output `out` ...".into() };
+    /// assert_eq!(e.to_string(), "add: output `out` ...");
+    /// ```
+    #[error("{op}: {detail}")]
+    Overlap {
+        /// The op.
+        op: String,
+        /// Which tensors, their layouts, and what would be valid.
+        detail: String,
+    },
     /// A tensor's layout or data is inconsistent (see [`tilekit_ir::tensor::TensorError`]).
     #[error(transparent)]
     Tensor(#[from] tilekit_ir::tensor::TensorError),

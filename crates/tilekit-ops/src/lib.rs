@@ -39,6 +39,7 @@ pub mod gemm_sm90;
 pub mod gemm_tuning;
 pub mod host;
 pub mod morton;
+pub mod overlap;
 pub mod reduce;
 pub mod run;
 pub mod transpose;

@@ -59,6 +59,9 @@ on_backends!(
     gemm_ex_epilogues,
     gemm_ex_typed_errors,
     typed_errors,
+    overlapping_outputs_refused,
+    in_place_where_defined,
+    empty_dims_as_pytorch,
 );
 
 fn random(ty: ScalarType, shape: &[i64], seed: u64) -> HostTensor {
@@ -1083,4 +1086,202 @@ mod pdl_chain {
             super::pdl_chain(&c, [24, 512, 512], 20);
         }
     }
+}
+
+// ------------------------------------------------------------------ overlap (issue 30, item 1)
+
+use tilekit_ops::elementwise::Binary::Add;
+
+fn is_overlap(r: Result<(), OpsError>, what: &str) {
+    match r {
+        Err(OpsError::Overlap { detail, .. }) => assert!(!detail.is_empty(), "{what}"),
+        other => panic!("{what}: expected an overlap error, got {other:?}"),
+    }
+}
+
+/// Outputs that overlap themselves or an input are refused with a named error before any
+/// kernel runs (each of these returned Ok and a wrong answer before).
+fn overlapping_outputs_refused<B: Backend>(b: &B) {
+    use tilekit_ir::tensor::TensorLayout;
+    let x = b.from_host(&random(F32, &[4, 8], 1)).unwrap();
+    let z = b.from_host(&random(F32, &[4, 8], 2)).unwrap();
+    // an output whose rows all alias one row (strides [0, 8, 1])
+    let store = b.from_host(&random(F32, &[8], 3)).unwrap();
+    let mut y = view(b, &store, |_| TensorLayout::strided(F32, vec![4, 1, 8], vec![0, 8, 1], 0));
+    let as3 = |_: &TensorLayout| TensorLayout::strided(F32, vec![4, 1, 8], vec![8, 8, 1], 0);
+    let (x3, z3) = (view(b, &x, as3), view(b, &z, as3));
+    is_overlap(api::binary_op_into(b, Add, &x3, &z3, &mut y), "add into strides [0, 8, 1]");
+    // transpose / copy of a transposed view into the very tensor they read
+    let sq = b.from_host(&random(F32, &[8, 8], 5)).unwrap();
+    let mut sq_out = sq.clone();
+    is_overlap(api::transpose_into(b, &sq, &mut sq_out), "transpose(x, out=x)");
+    let sqt = view(b, &sq, |l| l.transpose(0, 1));
+    is_overlap(api::copy_into(b, &sqt, &mut sq_out), "copy(x.t(), out=x)");
+    // gemm writing over its own A (f32: CUDA cores) and over B
+    let a = b.from_host(&random(F32, &[8, 8], 6)).unwrap();
+    let mut a_out = a.clone();
+    is_overlap(api::gemm_into(b, &a, &sq, &mut a_out), "gemm(a, b, out=a)");
+    let mut sq_out2 = sq.clone();
+    is_overlap(api::gemm_into(b, &a, &sq, &mut sq_out2), "gemm(a, b, out=b)");
+    // a batched GEMM whose C has batch stride 0: both entries write one matrix
+    let ab = b.from_host(&random(BF16, &[2, 16, 16], 7)).unwrap();
+    let cstore = b.from_host(&random(F32, &[16, 16], 8)).unwrap();
+    let mut cb = view(b, &cstore, |l| l.broadcast_to(&[2, 16, 16]));
+    is_overlap(
+        api::gemm_batched_into(b, &ab, &ab, &mut cb, &api::GemmOptions::new()),
+        "batched gemm with C batch stride 0",
+    );
+    // a row reduction into a column of its own input
+    let mut col = view(b, &x, |_| TensorLayout::strided(F32, vec![4], vec![8], 0));
+    is_overlap(api::row_sum_into(b, &x, &mut col), "row_sum into x[:, 0]");
+    // softmax into a shifted view of its input (partial overlap)
+    let wide = b.from_host(&random(F32, &[4, 9], 9)).unwrap();
+    let xin = view(b, &wide, |l| l.narrow(1, 0, 8));
+    let mut shifted = view(b, &wide, |l| l.narrow(1, 1, 8));
+    is_overlap(api::softmax_into(b, &xin, &mut shifted), "softmax into a shifted view");
+    // morton storage over its own image
+    let img = b.from_host(&random(F32, &[8, 8], 10)).unwrap();
+    let mut flat = view(b, &img, |_| TensorLayout::contiguous(F32, vec![64]));
+    is_overlap(api::morton_into(b, &img, 4, &mut flat), "morton into its own image");
+}
+
+/// Where an op is defined in place (elementwise, softmax, copy) an output that is exactly an
+/// input's view works, and the result is seen through every tensor sharing the memory; an
+/// output over a disjoint part of an input's memory works too.
+fn in_place_where_defined<B: Backend>(b: &B) {
+    let (xh, zh) = (random(F32, &[6, 40], 11), random(F32, &[6, 40], 12));
+    let sum: Vec<f64> =
+        values(&xh).iter().zip(values(&zh)).map(|(p, q)| round(F32, p + q)).collect();
+    let x = b.from_host(&xh).unwrap();
+    let z = b.from_host(&zh).unwrap();
+    let alias = x.clone(); // shares x's memory, as views of device memory do
+    let mut out = x.clone();
+    api::binary_op_into(b, Add, &x, &z, &mut out).unwrap();
+    check("add in place", &values(&b.to_host(&alias).unwrap()), &sum, 0.0);
+    // softmax in place, against the out-of-place result of the same input
+    let s = b.from_host(&random(BF16, &[5, 300], 13)).unwrap();
+    let want = values(&b.to_host(&api::softmax(b, &s).unwrap()).unwrap());
+    let mut s_out = s.clone();
+    api::softmax_into(b, &s, &mut s_out).unwrap();
+    check("softmax in place", &values(&b.to_host(&s).unwrap()), &want, 0.0);
+    // copy onto itself: nothing changes
+    let before = values(&b.to_host(&z).unwrap());
+    let mut z_out = z.clone();
+    api::copy_into(b, &z, &mut z_out).unwrap();
+    check("copy onto itself", &values(&b.to_host(&z).unwrap()), &before, 0.0);
+    // disjoint halves of one buffer: out = left + left, written into the right half
+    let buf = b.from_host(&random(F32, &[4, 64], 14)).unwrap();
+    let left = view(b, &buf, |l| l.narrow(1, 0, 32));
+    let mut right = view(b, &buf, |l| l.narrow(1, 32, 32));
+    let lv = values(&b.to_host(&left).unwrap());
+    api::binary_op_into(b, Add, &left, &left, &mut right).unwrap();
+    let got = values(&b.to_host(&buf).unwrap());
+    for r in 0..4 {
+        for c in 0..32 {
+            assert_eq!(got[r * 64 + c], lv[r * 32 + c], "left half kept at ({r}, {c})");
+            assert_eq!(got[r * 64 + 32 + c], round(F32, 2.0 * lv[r * 32 + c]), "sum at ({r}, {c})");
+        }
+    }
+}
+
+/// Empty dims as PyTorch: K = 0 makes a zero product (and the epilogue still runs), rows of
+/// no elements give empty softmaxes and zero sums, no rows give empty outputs.
+fn empty_dims_as_pytorch<B: Backend>(b: &B) {
+    // K = 0, f32 (CUDA cores) and bf16 (tensor cores)
+    for ty in [F32, BF16] {
+        let a = b.from_host(&random(ty, &[5, 0], 20)).unwrap();
+        let w = b.from_host(&random(ty, &[0, 7], 21)).unwrap();
+        let c = api::gemm(b, &a, &w).unwrap();
+        check(&format!("gemm K = 0 {ty}"), &values(&b.to_host(&c).unwrap()), &[0.0; 35], 0.0);
+    }
+    // K = 0 with β·C + bias: C = 2·C + bias
+    let a = b.from_host(&random(BF16, &[4, 0], 22)).unwrap();
+    let w = b.from_host(&random(BF16, &[0, 8], 23)).unwrap();
+    let (ch, bh) = (random(F32, &[4, 8], 24), random(F32, &[8], 25));
+    let mut c = b.from_host(&ch).unwrap();
+    let bias = b.from_host(&bh).unwrap();
+    let opts = api::GemmOptions::new().beta(2.0).bias(&bias);
+    api::gemm_ex(b, &a, &w, &mut c, &opts).unwrap();
+    let (cv, bv) = (values(&ch), values(&bh));
+    let want: Vec<f64> = (0..32).map(|i| round(F32, 2.0 * cv[i] + bv[i % 8])).collect();
+    check("gemm_ex K = 0, beta 2, bias", &values(&b.to_host(&c).unwrap()), &want, 1e-6);
+    // rows of no elements
+    let x = b.from_host(&random(F32, &[3, 0], 26)).unwrap();
+    assert_eq!(b.to_host(&api::softmax(b, &x).unwrap()).unwrap().shape(), &[3, 0]);
+    check(
+        "row_sum of empty rows",
+        &values(&b.to_host(&api::row_sum(b, &x).unwrap()).unwrap()),
+        &[0.0; 3],
+        0.0,
+    );
+    let e = api::row_max(b, &x).unwrap_err().to_string();
+    assert!(e.contains("empty row"), "{e}");
+    // no rows
+    let none = b.from_host(&random(F32, &[0, 9], 27)).unwrap();
+    assert_eq!(b.to_host(&api::row_sum(b, &none).unwrap()).unwrap().shape(), &[0]);
+}
+
+#[test]
+fn a_clone_is_the_same_memory_on_the_interpreter() {
+    // on a GPU `y = x.clone()` shares x's memory; the interpreter now models that too, so a
+    // transpose into the clone is refused instead of silently diverging (copy-on-write)
+    let x = random(F32, &[8, 8], 30);
+    let mut y = x.clone();
+    is_overlap(api::transpose_into(&Interp, &x, &mut y), "transpose_into(x, x.clone())");
+    let mut own = x.contiguous().unwrap(); // memory of its own
+    api::transpose_into(&Interp, &x, &mut own).unwrap();
+    assert_eq!(own.to_vec::<f32>().unwrap(), x.transpose(0, 1).unwrap().to_vec::<f32>().unwrap());
+}
+
+#[test]
+fn record_backend_sees_overlap_before_planning() {
+    use tilekit_ir::tensor::TensorLayout;
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    let rec = Record::new();
+    // separately made tensors are separate memory; views share it
+    let x = LayoutTensor::contiguous(F32, &[1024, 1024]).unwrap();
+    let mut y = LayoutTensor::contiguous(F32, &[1024, 1024]).unwrap();
+    api::transpose_into(&rec, &x, &mut y).unwrap();
+    let mut xt = x.with_layout(x.layout().transpose(0, 1).unwrap());
+    is_overlap(api::copy_into(&rec, &x, &mut xt), "copy into x.t()");
+    // a batched GEMM whose output batch stride is 0
+    let a = LayoutTensor::contiguous(BF16, &[2, 128, 64]).unwrap();
+    let w = LayoutTensor::contiguous(BF16, &[2, 64, 128]).unwrap();
+    let c = LayoutTensor::contiguous(F32, &[128, 128]).unwrap();
+    let mut cb = c.with_layout(c.layout().broadcast_to(&[2, 128, 128]).unwrap());
+    is_overlap(
+        api::gemm_batched_into(&rec, &a, &w, &mut cb, &api::GemmOptions::new()),
+        "batched C stride 0",
+    );
+    // attention writing O over K
+    let q = LayoutTensor::contiguous(BF16, &[1, 128, 2, 64]).unwrap();
+    let kv = LayoutTensor::contiguous(BF16, &[1, 128, 2, 64]).unwrap();
+    let mut o = kv.with_layout(kv.layout().clone());
+    let mut lse = LayoutTensor::contiguous(F32, &[1, 2, 128]).unwrap();
+    let r = api::attention_into(&rec, &q, &kv, &kv, false, None, &mut o, &mut lse);
+    is_overlap(r, "attention O over K");
+    // LSE written over the first bytes of O's memory
+    let mut o2 = LayoutTensor::contiguous(BF16, &[1, 128, 2, 64]).unwrap();
+    let mut lse2 = o2.with_layout(TensorLayout::contiguous(F32, vec![1, 2, 128]).unwrap());
+    let r = api::attention_into(&rec, &q, &kv, &kv, false, None, &mut o2, &mut lse2);
+    is_overlap(r, "attention LSE over O");
+    let mut o3 = LayoutTensor::contiguous(BF16, &[1, 128, 2, 64]).unwrap();
+    api::attention_into(&rec, &q, &kv, &kv, false, None, &mut o3, &mut lse).unwrap();
+}
+
+#[test]
+fn morton_storage_past_32_bits_is_refused() {
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    // the image fits 32-bit indices, its tiled storage (2 147 766 336 elements) does not: the
+    // store index used to wrap and write ~8.6 GB below the buffer
+    let rec = Record::new();
+    let img = LayoutTensor::contiguous(F32, &[46341, 46340]).unwrap();
+    let len = api::morton_len(46341, 46340, 32).unwrap();
+    assert!(len > i64::from(i32::MAX));
+    let mut s = LayoutTensor::contiguous(F32, &[len]).unwrap();
+    let e = api::morton_into(&rec, &img, 32, &mut s).unwrap_err().to_string();
+    assert!(e.contains("32-bit"), "{e}");
+    let mut back = LayoutTensor::contiguous(F32, &[46341, 46340]).unwrap();
+    let e = api::unmorton_into(&rec, &s, 32, &mut back).unwrap_err().to_string();
+    assert!(e.contains("32-bit"), "{e}");
 }

@@ -140,11 +140,11 @@ fn run_on<B: Backend>(be: &B, cfg: AttnConfig, c: Case, seed: u64) {
     let grid = [((sq + rows - 1) / rows) as u32, h as u32, b as u32];
     be.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {c:?}: {e}"));
     let (o, lse) = (be.to_host(&o_dev).unwrap(), be.to_host(&lse_dev).unwrap());
-    let qv = host::to_f64(q_full.buffer());
-    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let qv = host::to_f64(&q_full.buffer());
+    let (kv, vv) = (host::to_f64(&k.buffer()), host::to_f64(&v.buffer()));
     let (want_o, want_lse) = reference(cfg, c, (&qv, &q_layout), &kv, &vv, scale);
-    let got_o = host::to_f64(o.buffer());
-    let got_lse = host::to_f64(lse.buffer());
+    let got_o = host::to_f64(&o.buffer());
+    let got_lse = host::to_f64(&lse.buffer());
     // P is rounded to the input type before P·V (relative 2^-8 for bf16, 2^-11 for f16) and O
     // is rounded on the way out; |V| ≤ 2
     let (p_eps, out_eps) = match ty {
@@ -443,13 +443,13 @@ fn api_attention_reads_views_and_matches_the_reference() {
     let k = tensor(ty, [1, c.s_k, 1, d], 22);
     let v = tensor(ty, [1, c.s_k, 1, d], 23);
     let (o, lse) = api::attention(&Interp, &q, &k, &v, true, c.scale).unwrap();
-    let qv = host::to_f64(q_full.buffer());
-    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let qv = host::to_f64(&q_full.buffer());
+    let (kv, vv) = (host::to_f64(&k.buffer()), host::to_f64(&v.buffer()));
     let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, 0.2);
-    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+    for (i, (g, w)) in host::to_f64(&o.buffer()).iter().zip(&want_o).enumerate() {
         assert!((g - w).abs() <= 2.0 / 128.0 + w.abs() / 256.0, "O[{i}] = {g}, reference {w}");
     }
-    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+    for (i, (g, w)) in host::to_f64(&lse.buffer()).iter().zip(&want_lse).enumerate() {
         assert!((g - w).abs() <= 1e-3 + 1e-4 * w.abs(), "LSE[{i}] = {g}, reference {w}");
     }
     // a K whose heads do not divide Q's is refused by name
@@ -523,14 +523,14 @@ fn api_attention_with_the_tma_store_matches_and_refuses_a_misaligned_o() {
     let mut o = poisoned(c.s_q * 2 * d, vec![1, c.s_q, 2, d], ty);
     let mut lse = poisoned(2 * c.s_q, vec![1, 2, c.s_q], ScalarType::F32);
     api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o, &mut lse).unwrap();
-    let qv = host::to_f64(q.buffer());
-    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let qv = host::to_f64(&q.buffer());
+    let (kv, vv) = (host::to_f64(&k.buffer()), host::to_f64(&v.buffer()));
     let scale = 1.0 / (d as f64).sqrt();
     let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
-    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+    for (i, (g, w)) in host::to_f64(&o.buffer()).iter().zip(&want_o).enumerate() {
         assert!((g - w).abs() <= 2.0 / 1024.0 + w.abs() / 2048.0, "O[{i}] = {g}, reference {w}");
     }
-    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+    for (i, (g, w)) in host::to_f64(&lse.buffer()).iter().zip(&want_lse).enumerate() {
         let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
         assert!(ok, "LSE[{i}] = {g}, reference {w}");
     }
@@ -575,8 +575,8 @@ fn api_attention_runs_the_recommended_schedule_and_stores_any_o() {
             )
             .unwrap()
         };
-        let qv = host::to_f64(q.buffer());
-        let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+        let qv = host::to_f64(&q.buffer());
+        let (kv, vv) = (host::to_f64(&k.buffer()), host::to_f64(&v.buffer()));
         let scale = 1.0 / (d as f64).sqrt();
         let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
         let check = |got: Vec<f64>, lse: &HostTensor, what: &str| {
@@ -584,7 +584,7 @@ fn api_attention_runs_the_recommended_schedule_and_stores_any_o() {
             for (i, (g, w)) in got.iter().zip(&want_o).enumerate() {
                 assert!((g - w).abs() <= 2.0 / 128.0 + w.abs() / 256.0, "{what} O[{i}] = {g}, {w}");
             }
-            for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+            for (i, (g, w)) in host::to_f64(&lse.buffer()).iter().zip(&want_lse).enumerate() {
                 let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
                 assert!(ok, "{what} LSE[{i}] = {g}, reference {w}");
             }
@@ -592,7 +592,7 @@ fn api_attention_runs_the_recommended_schedule_and_stores_any_o() {
         let mut lse = poisoned(vec![1, 2, c.s_q], ScalarType::F32);
         let mut o = poisoned(vec![1, c.s_q, 2, d], ty);
         api::attention_into(&Interp, &q, &k, &v, causal, None, &mut o, &mut lse).unwrap();
-        check(host::to_f64(o.buffer()), &lse, "contiguous O");
+        check(host::to_f64(&o.buffer()), &lse, "contiguous O");
         // O = columns 2..2+d of rows of d + 8: its first element 4 bytes off a 16-byte boundary
         let wide = poisoned(vec![1, c.s_q, 2, d + 8], ty);
         let mut o_view = wide.narrow(3, 2, d).unwrap();
@@ -733,18 +733,18 @@ fn probed_on<B: Backend>(
     let host = |t: &B::Tensor| be.to_host(t).unwrap();
     (o, lse, probe) = (host(&o_dev), host(&lse_dev), host(&probe_dev));
     let scale = 1.0 / (d as f64).sqrt();
-    let qv = host::to_f64(q.buffer());
-    let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+    let qv = host::to_f64(&q.buffer());
+    let (kv, vv) = (host::to_f64(&k.buffer()), host::to_f64(&v.buffer()));
     let (want_o, want_lse) = reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale);
     let (p_eps, out_eps) = match ty {
         ScalarType::BF16 => (1.0 / 128.0, 1.0 / 256.0),
         _ => (1.0 / 1024.0, 1.0 / 2048.0),
     };
-    for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+    for (i, (g, w)) in host::to_f64(&o.buffer()).iter().zip(&want_o).enumerate() {
         let tol = 2.0 * p_eps + w.abs() * out_eps + 1e-6;
         assert!((g - w).abs() <= tol, "{cfg:?}: O[{i}] = {g}, reference {w}");
     }
-    for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+    for (i, (g, w)) in host::to_f64(&lse.buffer()).iter().zip(&want_lse).enumerate() {
         let ok =
             if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 + 1e-4 * w.abs() };
         assert!(ok, "{cfg:?}: LSE[{i}] = {g}, reference {w}");
@@ -1173,8 +1173,8 @@ fn api_attention_with_two_then_three_consumers_launches_each_its_own_grid() {
     for consumers in [2, 3] {
         let cfg = AttnConfig { consumers, ..AttnConfig::new(ty, d, true) };
         let (want_o, want_lse) = {
-            let qv = host::to_f64(q.buffer());
-            let (kv, vv) = (host::to_f64(k.buffer()), host::to_f64(v.buffer()));
+            let qv = host::to_f64(&q.buffer());
+            let (kv, vv) = (host::to_f64(&k.buffer()), host::to_f64(&v.buffer()));
             reference(cfg, c, (&qv, q.layout()), &kv, &vv, scale)
         };
         let mut o = HostTensor::new(
@@ -1184,11 +1184,11 @@ fn api_attention_with_two_then_three_consumers_launches_each_its_own_grid() {
         .unwrap();
         let mut lse = HostTensor::from_slice(&vec![f32::NAN; 2 * 333], &[1, 2, 333]).unwrap();
         api::attention_with(&Interp, cfg, &q, &k, &v, None, &mut o, &mut lse).unwrap();
-        for (i, (g, w)) in host::to_f64(o.buffer()).iter().zip(&want_o).enumerate() {
+        for (i, (g, w)) in host::to_f64(&o.buffer()).iter().zip(&want_o).enumerate() {
             let tol = 2.0 / 128.0 + w.abs() / 256.0;
             assert!((g - w).abs() <= tol, "{consumers} consumers: O[{i}] = {g}, reference {w}");
         }
-        for (i, (g, w)) in host::to_f64(lse.buffer()).iter().zip(&want_lse).enumerate() {
+        for (i, (g, w)) in host::to_f64(&lse.buffer()).iter().zip(&want_lse).enumerate() {
             let ok = if *w == f64::NEG_INFINITY { *g == *w } else { (g - w).abs() <= 1e-3 };
             assert!(ok, "{consumers} consumers: LSE[{i}] = {g}, reference {w}");
         }

@@ -57,14 +57,14 @@ fn the_mma_sync_kernel_matches_the_f64_product() {
             .unwrap();
         Interp.launch(&kernel, [(n / tn) as u32, (m / tm) as u32, 1], args).unwrap();
         let want = tilekit_ops::gemm::reference(
-            &host::to_f64(a.buffer()),
-            &host::to_f64(b.buffer()),
+            &host::to_f64(&a.buffer()),
+            &host::to_f64(&b.buffer()),
             m as usize,
             n as usize,
             k as usize,
         )
         .unwrap();
-        let got = host::to_f64(c.buffer());
+        let got = host::to_f64(&c.buffer());
         let cmp = host::compare(&got, &want, tilekit_ops::gemm::gemm_tolerance(k));
         assert!(cmp.passed, "{ty}: {cmp:?}");
     }

@@ -153,7 +153,7 @@ fn strided_and_offset_views() {
     let mut cv = big.narrow(0, 1, m).unwrap().narrow(1, 2, n).unwrap();
     api::gemm_simt_into(&Interp, &a, &b, &mut cv, &SimtConfig::default()).unwrap();
     // the view's storage (host tensors copy on write): the whole (m+2) × (n+5) buffer
-    let got: Vec<f64> = tilekit_ops::host::to_f64(cv.buffer());
+    let got: Vec<f64> = tilekit_ops::host::to_f64(&cv.buffer());
     assert_eq!(got.len(), ((m + 2) * (n + 5)) as usize);
     let want = reference(m, n, k, |i, p| av[(i * k + p) as usize], |p, j| bv[(p * n + j) as usize]);
     for r in 0..m + 2 {

@@ -106,7 +106,7 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
         }
         v.into_iter().map(|x| f64::from(f32::from_bits((x as f32).to_bits() & !0x1fff))).collect()
     };
-    let (av, bv) = (tf32(host::to_f64(a.buffer())), tf32(host::to_f64(b.buffer())));
+    let (av, bv) = (tf32(host::to_f64(&a.buffer())), tf32(host::to_f64(&b.buffer())));
     // element (row, x) of entry e of an operand, through its storage order
     let at = |major, v: &[f64], pitch: usize, entry: usize, e: usize, row: usize, x: usize| {
         v[e * entry
@@ -115,8 +115,8 @@ fn run(cfg: GemmConfig, batch: i64, (m, n, k): (i64, i64, i64), shared_b: bool, 
                 Major::MN => x * pitch + row,
             }]
     };
-    let got = host::to_f64(c.buffer());
-    let biases = bias.map_or(vec![0.0; n as usize], |t| host::to_f64(t.buffer()));
+    let got = host::to_f64(&c.buffer());
+    let biases = bias.map_or(vec![0.0; n as usize], |t| host::to_f64(&t.buffer()));
     let out_eps = if cfg.output == ScalarType::F32 { 0.0 } else { 1.0 / 256.0 };
     let (alpha, beta) = (alpha as f64, beta as f64);
     let (mu, nu, ku, cp, ce) = (m as usize, n as usize, k as usize, c_pitch as usize, c_entry);

@@ -421,8 +421,8 @@ fn check_with_pitch(
         HostTensor::new(host::poisoned(out, (m * pitch) as usize).unwrap(), layout.unwrap())
             .unwrap();
     api::gemm_with(&Interp, choice, &a, &w.transpose(0, 1).unwrap(), &mut c).unwrap();
-    let (av, wv) = (host::to_f64(a.buffer()), host::to_f64(w.buffer()));
-    let full = host::to_f64(c.buffer());
+    let (av, wv) = (host::to_f64(&a.buffer()), host::to_f64(&w.buffer()));
+    let full = host::to_f64(&c.buffer());
     for i in 0..m as usize {
         for j in n as usize..pitch as usize {
             assert!(full[i * pitch as usize + j].is_nan(), "C[{i}][{j}] past N was written");

@@ -65,8 +65,8 @@ fn storage_order_unswizzle_equals_the_tile_order_one() {
         Interp.launch(&k, grid, args).unwrap();
         assert_eq!(y.buffer().as_bytes(), want.buffer().as_bytes(), "{ty} {h}x{w} t {t}");
         // and the reference: element (r, c) of the image is storage[offset(r, c)]
-        let sv = host::to_f64(s.buffer());
-        let yv = host::to_f64(y.buffer());
+        let sv = host::to_f64(&s.buffer());
+        let yv = host::to_f64(&y.buffer());
         for r in 0..h {
             for c in 0..w {
                 assert_eq!(

@@ -293,8 +293,8 @@ fn api_softmax_takes_bulk_copies_for_aligned_rows_and_loads_elsewhere() {
         let x = tensor(ty, &random_rows(m as usize, n as usize, part, 13), &[m, n]);
         let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
         api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
-        let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
-        assert_close_relative(y.buffer(), &want, n as usize, ty, &format!("api {name} {n}"));
+        let want = reference(Reduction::Softmax, &x.buffer(), m as usize, n as usize, ty).unwrap();
+        assert_close_relative(&y.buffer(), &want, n as usize, ty, &format!("api {name} {n}"));
     }
 }
 
@@ -376,8 +376,8 @@ fn api_softmax_takes_the_one_exp_kernel_when_tuned_and_matches() {
         let x = tensor(ty, &random_rows(m as usize, n as usize, part, 17), &[m, n]);
         let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
         api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
-        let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
-        assert_close_relative(y.buffer(), &want, n as usize, ty, &format!("api {name} {ty} {n}"));
+        let want = reference(Reduction::Softmax, &x.buffer(), m as usize, n as usize, ty).unwrap();
+        assert_close_relative(&y.buffer(), &want, n as usize, ty, &format!("api {name} {ty} {n}"));
     }
 }
 

@@ -75,8 +75,8 @@ pub fn api_softmax_checked(
     let x = tensor(ty, &random_rows(m as usize, n as usize, part, seed), &[m, n]);
     let mut y = tensor(ty, &vec![f64::NAN; (m * n) as usize], &[m, n]);
     api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
-    let want = reference(Reduction::Softmax, x.buffer(), m as usize, n as usize, ty).unwrap();
-    assert_close_relative(y.buffer(), &want, n as usize, ty, what);
+    let want = reference(Reduction::Softmax, &x.buffer(), m as usize, n as usize, ty).unwrap();
+    assert_close_relative(&y.buffer(), &want, n as usize, ty, what);
     launched.remove(0)
 }
 

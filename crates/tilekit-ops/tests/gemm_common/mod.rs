@@ -136,7 +136,7 @@ pub fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
         bind_epilogue(bind, &cfg, (c_map, &order, tm * tn), (alpha, beta), (bias.as_ref(), n));
     let grid = launch_grid(&cfg, m, n, sms).unwrap();
     Interp.launch(&kernel, grid, bind).unwrap_or_else(|e| panic!("{cfg:?} {m}x{n}x{k}: {e}"));
-    let (av, bv) = (host::to_f64(a.buffer()), host::to_f64(b.buffer()));
+    let (av, bv) = (host::to_f64(&a.buffer()), host::to_f64(&b.buffer()));
     // f32 inputs run as tf32: wgmma reads the top 19 bits (the low 13 mantissa bits ignored)
     let tf32 = |v: Vec<f64>| -> Vec<f64> {
         if cfg.input != ScalarType::F32 {
@@ -151,8 +151,8 @@ pub fn run_on(cfg: GemmConfig, m: i64, n: i64, k: i64, seed: u64, sms: u32) {
         Major::K => v[row * pitch + x],
         Major::MN => v[x * pitch + row],
     };
-    let got = host::to_f64(c.buffer());
-    let biases = bias.map_or(vec![0.0; n as usize], |t| host::to_f64(t.buffer()));
+    let got = host::to_f64(&c.buffer());
+    let biases = bias.map_or(vec![0.0; n as usize], |t| host::to_f64(&t.buffer()));
     let out_eps = if cfg.output == ScalarType::F32 { 0.0 } else { 1.0 / 256.0 };
     let (alpha, beta) = (alpha as f64, beta as f64);
     let mut live = 0;
