@@ -469,8 +469,10 @@ fn bench_copy(
     let (k, _) = gpu.compile(&kernel, cache).map_err(&cuda)?;
     let dev = gpu.upload_args(&kernel, &args).map_err(&cuda)?;
     let grid = (gpu.props().sm_count as u32) * 8;
-    let t =
-        gpu.time(3, a.reps, |_| gpu.launch_ir(&k, &kernel, [grid, 1, 1], &dev)).map_err(&cuda)?;
+    // SAFETY: `k` is the compilation of `kernel` and `dev` its uploaded arguments (n elements
+    // each, what the grid-stride copy touches)
+    let launch = |_| unsafe { gpu.launch_ir(&k, &kernel, [grid, 1, 1], &dev) };
+    let t = gpu.time(3, a.reps, launch).map_err(&cuda)?;
     // correctness of what was timed
     let mut out = args.clone();
     gpu.download_args(&dev, &mut out).map_err(&cuda)?;

@@ -113,7 +113,10 @@ impl TensorIn<Cuda> for View<'_> {
     fn memory(&self) -> tilekit_ops::overlap::Memory {
         TensorIn::<Cuda>::memory(self.t)
     }
-    fn bind_in<'a>(&'a self, b: &Cuda) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr>
+    fn bind_in<'a>(
+        &'a self,
+        b: &'a Cuda,
+    ) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr<'a>>
     where
         Cuda: 'a,
     {
@@ -136,7 +139,10 @@ impl TensorIn<Cuda> for ViewMut<'_> {
     fn memory(&self) -> tilekit_ops::overlap::Memory {
         TensorIn::<Cuda>::memory(&*self.t)
     }
-    fn bind_in<'a>(&'a self, b: &Cuda) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr>
+    fn bind_in<'a>(
+        &'a self,
+        b: &'a Cuda,
+    ) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr<'a>>
     where
         Cuda: 'a,
     {
@@ -145,7 +151,10 @@ impl TensorIn<Cuda> for ViewMut<'_> {
 }
 
 impl TensorOut<Cuda> for ViewMut<'_> {
-    fn bind_out<'a>(&'a mut self, b: &Cuda) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr>
+    fn bind_out<'a>(
+        &'a mut self,
+        b: &'a Cuda,
+    ) -> tilekit_ops::Result<tilekit_ops::backend::DevicePtr<'a>>
     where
         Cuda: 'a,
     {
@@ -188,7 +197,11 @@ pub fn measure(gpu: &Gpu, calls: usize) -> Result<Vec<LaunchCost>, CliError> {
     let none = KernelArgs::new();
     let r = per_call(
         calls,
-        || gpu.launch(&empty.kernel, dims, &none).map_err(|e| OpsError::Gpu(e.to_string())),
+        // SAFETY: the empty kernel has no parameters and touches no memory
+        || {
+            unsafe { gpu.launch(&empty.kernel, dims, &none) }
+                .map_err(|e| OpsError::Gpu(e.to_string()))
+        },
         sync,
     )
     .map_err(gpu_err("empty kernel"))?;
@@ -221,7 +234,10 @@ pub fn measure(gpu: &Gpu, calls: usize) -> Result<Vec<LaunchCost>, CliError> {
             1,
         ];
         let p = cuda.prepare_launch(&k, grid, b).map_err(gpu_err("prepare"))?;
-        let r = per_call(calls, || cuda.launch_prepared(&p), sync).map_err(gpu_err("raw copy"))?;
+        // SAFETY: x and y (bound above) live to the end of this function, past the
+        // synchronisation that ends `per_call`, and only this stream uses them
+        let r = per_call(calls, || unsafe { cuda.launch_prepared(&p) }, sync)
+            .map_err(gpu_err("raw copy"))?;
         row("copy kernel, raw Gpu::launch (prebuilt args)", r);
     }
     check_copy(&cuda, &y, &host, "the raw launch")?;

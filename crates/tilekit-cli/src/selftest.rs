@@ -379,7 +379,11 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             let (k, report) =
                 gpu.compile(&case.kernel, cache.as_ref()).map_err(|e| e.to_string())?;
             let mut got = case.args.clone();
-            gpu.run_ir(&k, &case.kernel, case.grid, &mut got).map_err(|e| e.to_string())?;
+            // SAFETY: `k` is the compilation of `case.kernel`, and the interpreter just ran the
+            // same kernel over the same arguments with its bounds checks (out-of-range accesses
+            // are errors there)
+            unsafe { gpu.run_ir(&k, &case.kernel, case.grid, &mut got) }
+                .map_err(|e| e.to_string())?;
             compare(&want, &got)?;
             if let Some(r) = &case.reference {
                 r(&case.args, &got).map_err(|e| format!("reference: {e}"))?;
@@ -420,7 +424,9 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
             let (k, report) =
                 gpu.compile(&case.kernel, cache.as_ref()).map_err(|e| e.to_string())?;
             let mut got = case.args.clone();
-            gpu.run_ir(&k, &case.kernel, case.grid, &mut got).map_err(|e| e.to_string())?;
+            // SAFETY: as above: `k` compiles `case.kernel`, whose arguments the interpreter ran
+            unsafe { gpu.run_ir(&k, &case.kernel, case.grid, &mut got) }
+                .map_err(|e| e.to_string())?;
             wgmma::within_interpreter(&wc, &case.args, &want, &got)?;
             wgmma::within_reference(&wc, &case.args, &got)
                 .map_err(|e| format!("reference: {e}"))?;

@@ -225,6 +225,11 @@ impl Gpu {
     /// ```
     pub fn new_stream(&self) -> Result<Gpu> {
         let s = self.ctx.new_stream().map_err(|e| CudaError::driver("cuStreamCreate", e))?;
+        // the new stream starts after everything queued here so far: work queued while this
+        // was the only stream recorded no uses (`tensor::StreamUses`), so it is ordered here
+        let e =
+            self.stream.record_event(None).map_err(|e| CudaError::driver("cuEventRecord", e))?;
+        s.wait(&e).map_err(|e| CudaError::driver("cuStreamWaitEvent", e))?;
         Ok(self.on_stream(s))
     }
 

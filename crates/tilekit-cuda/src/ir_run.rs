@@ -108,7 +108,14 @@ impl Gpu {
     }
 
     /// Launches an IR kernel (compiled with [`Gpu::compile`]) on uploaded arguments.
-    pub fn launch_ir(
+    ///
+    /// # Safety
+    /// `kernel` must be the compilation of `ir`, and `args` must come from
+    /// [`upload_args`](Self::upload_args) of the same `ir` with buffers that cover every
+    /// element the kernel touches over `grid` (the interpreter checks that for the same
+    /// arguments): `args` is laid out by `ir`'s parameter list, and the driver reads it by
+    /// `kernel`'s ([`Gpu::launch`]).
+    pub unsafe fn launch_ir(
         &self,
         kernel: &Kernel,
         ir: &IrKernel,
@@ -118,11 +125,9 @@ impl Gpu {
         let [x, y, z] = ir.block_dim;
         let smem = tilekit_ptx::emit::shared_layout(ir);
         let dynamic_smem = if smem.dynamic { smem.total as u32 } else { 0 };
-        self.launch(
-            kernel,
-            LaunchDims { grid: (grid[0], grid[1], grid[2]), block: (x, y, z), dynamic_smem },
-            &args.args,
-        )
+        let dims = LaunchDims { grid: (grid[0], grid[1], grid[2]), block: (x, y, z), dynamic_smem };
+        // SAFETY: forwarded to the caller (see above)
+        unsafe { self.launch(kernel, dims, &args.args) }
     }
 
     /// Downloads every buffer back into the argument list (replacing the host copies).
@@ -143,7 +148,11 @@ impl Gpu {
 
     /// Upload, launch, synchronise and download in one call: the GPU twin of
     /// `tilekit_ir::interp::run`.
-    pub fn run_ir(
+    ///
+    /// # Safety
+    /// `kernel` must be the compilation of `ir`, and `args` must cover every element the
+    /// kernel touches over `grid` ([`launch_ir`](Self::launch_ir)).
+    pub unsafe fn run_ir(
         &self,
         kernel: &Kernel,
         ir: &IrKernel,
@@ -151,7 +160,8 @@ impl Gpu {
         args: &mut Args,
     ) -> Result<()> {
         let dev = self.upload_args(ir, args)?;
-        self.launch_ir(kernel, ir, grid, &dev)?;
+        // SAFETY: forwarded to the caller (see above); `dev` was laid out from `ir`
+        unsafe { self.launch_ir(kernel, ir, grid, &dev)? };
         self.download_args(&dev, args)
     }
 }

@@ -514,8 +514,22 @@ impl Gpu {
     /// else with `cuLaunchKernel`.
     ///
     /// The argument slots are read by the driver during the call (little-endian: a 4-byte
-    /// parameter reads the low half of its slot).
-    pub fn launch(&self, kernel: &Kernel, dims: LaunchDims, args: &KernelArgs) -> Result<()> {
+    /// parameter reads the low half of its slot). Grid, block and shared memory are checked.
+    ///
+    /// # Safety
+    /// `args` must hold exactly the kernel's parameters, in order and of their kinds (an
+    /// 8-byte slot per scalar or pointer, a tensor map where the kernel takes one): the driver
+    /// reads as many bytes as the kernel's parameter list says, so too few slots make it read
+    /// past them. Every pointer must address device memory of this context that stays alive,
+    /// and is not used by other streams without ordering, until the kernel completes, and
+    /// must cover every element the kernel will touch with these arguments. The checked
+    /// path is `tilekit_ops::backend::Backend::launch`, which binds tensors by name.
+    pub unsafe fn launch(
+        &self,
+        kernel: &Kernel,
+        dims: LaunchDims,
+        args: &KernelArgs,
+    ) -> Result<()> {
         let threads = u64::from(dims.block.0) * u64::from(dims.block.1) * u64::from(dims.block.2);
         if threads == 0 || threads > kernel.max_threads_per_block as u64 {
             return Err(CudaError::BadLaunch {

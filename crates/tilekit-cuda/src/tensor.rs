@@ -25,9 +25,9 @@
 //! }
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaView, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut};
 use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::tensor::{
     check_len, gather_bytes, Element, HostTensor, TensorError, TensorLayout, TensorView,
@@ -122,16 +122,86 @@ pub struct DeviceTensor {
 
 /// The bytes under a [`DeviceTensor`]: a cudarc allocation tilekit made, or memory another
 /// library owns (a DLPack capsule from PyTorch), kept alive by `owner`.
+/// The last use of a tilekit allocation on any stream, so that work on another stream, a
+/// download, or the free waits for it:
+///
+/// ```text
+///   bind on stream S      S waits for the last use (an event), then the launch is queued
+///   after the launch      an event recorded on S becomes the last use
+///   download on D         D waits for the last use first
+///   last tensor dropped   the allocation's stream waits for the last use, then frees
+/// ```
+///
+/// Only while the context has several streams (cudarc's multi-stream mode): on one stream,
+/// stream order already is the order of use, and nothing is recorded.
+#[derive(Debug, Default)]
+pub struct StreamUses {
+    last: Mutex<Option<Arc<CudaEvent>>>,
+}
+
+impl StreamUses {
+    /// Orders `stream` after the last recorded use (nothing to do when there is none).
+    pub fn wait_on(&self, stream: &CudaStream) -> Result<()> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(e) = last {
+            stream.wait(&e).map_err(|e| CudaError::driver("cuStreamWaitEvent", e))?;
+        }
+        Ok(())
+    }
+
+    /// Records `event` — work just queued that uses the memory — as the last use.
+    pub fn record(&self, event: &Arc<CudaEvent>) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(event));
+    }
+}
+
+/// Whether uses must be recorded on `stream`'s context (it has several streams).
+pub fn tracks_uses(stream: &CudaStream) -> bool {
+    stream.context().is_in_multi_stream_mode()
+}
+
+/// A tilekit allocation and its last use.
+struct Owned {
+    uses: StreamUses,
+    slice: Arc<CudaSlice<u8>>,
+}
+
+impl Owned {
+    /// `slice`, just made (allocated, uploaded or cleared) on `gpu`'s stream: that work is its
+    /// first use.
+    fn new(gpu: &Gpu, slice: Arc<CudaSlice<u8>>) -> Result<Arc<Owned>> {
+        let owned = Owned { uses: StreamUses::default(), slice };
+        if tracks_uses(gpu.stream()) {
+            let e = gpu
+                .stream()
+                .record_event(None)
+                .map_err(|e| CudaError::driver("cuEventRecord", e))?;
+            owned.uses.record(&Arc::new(e));
+        }
+        Ok(Arc::new(owned))
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // the free (queued on the allocation's stream when the slice drops) waits for the last
+        // use on any stream; an error here has nowhere to go but the context's error slot
+        if let Some(e) = self.uses.last.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = self.slice.stream().wait(&e);
+        }
+    }
+}
+
 #[derive(Clone)]
 enum Storage {
-    Owned(Arc<CudaSlice<u8>>),
+    Owned(Arc<Owned>),
     External { ptr: u64, bytes: usize, owner: Arc<dyn std::any::Any + Send + Sync> },
 }
 
 impl std::fmt::Debug for Storage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Storage::Owned(s) => write!(f, "Owned({} bytes)", s.len()),
+            Storage::Owned(s) => write!(f, "Owned({} bytes)", s.slice.len()),
             Storage::External { ptr, bytes, .. } => write!(f, "External({ptr:#x}, {bytes} bytes)"),
         }
     }
@@ -173,7 +243,8 @@ impl DeviceTensor {
     fn from_host_bytes(gpu: &Gpu, bytes: &[u8], layout: TensorLayout) -> Result<DeviceTensor> {
         // the driver refuses zero-byte allocations: an empty tensor keeps one unused byte
         let storage = if bytes.is_empty() { gpu.alloc_zeros::<u8>(1)? } else { gpu.upload(bytes)? };
-        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(Arc::new(storage)), layout })
+        let storage = Storage::Owned(Owned::new(gpu, Arc::new(storage))?);
+        Ok(DeviceTensor { gpu: gpu.clone(), storage, layout })
     }
 
     /// A contiguous zero tensor.
@@ -189,8 +260,8 @@ impl DeviceTensor {
     pub fn zeros(gpu: &Gpu, dtype: ScalarType, shape: &[i64]) -> Result<DeviceTensor> {
         let layout = TensorLayout::contiguous(dtype, shape.to_vec())?;
         let n = (layout.size_bytes() as usize).max(1);
-        let storage = gpu.alloc_zeros::<u8>(n)?;
-        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(Arc::new(storage)), layout })
+        let storage = Storage::Owned(Owned::new(gpu, Arc::new(gpu.alloc_zeros::<u8>(n)?))?);
+        Ok(DeviceTensor { gpu: gpu.clone(), storage, layout })
     }
 
     /// A tensor over existing device bytes, checked that the layout fits them.
@@ -213,7 +284,11 @@ impl DeviceTensor {
         layout: TensorLayout,
     ) -> Result<DeviceTensor> {
         layout.check_fits(storage.len() / layout.dtype().size_bytes())?;
-        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(storage), layout })
+        Ok(DeviceTensor {
+            gpu: gpu.clone(),
+            storage: Storage::Owned(Owned::new(gpu, storage)?),
+            layout,
+        })
     }
 
     /// A contiguous tensor of `shape` whose contents are unspecified (not zeroed: the memory
@@ -233,7 +308,8 @@ impl DeviceTensor {
         // SAFETY: u8 has no invalid bit patterns; the contents are documented as unspecified
         let storage = unsafe { gpu.stream.alloc::<u8>(n) }
             .map_err(|e| CudaError::driver("cuMemAllocAsync", e))?;
-        Ok(DeviceTensor { gpu: gpu.clone(), storage: Storage::Owned(Arc::new(storage)), layout })
+        let storage = Storage::Owned(Owned::new(gpu, Arc::new(storage))?);
+        Ok(DeviceTensor { gpu: gpu.clone(), storage, layout })
     }
 
     /// A tensor over device memory another library owns (a DLPack capsule, a framework's
@@ -286,7 +362,7 @@ impl DeviceTensor {
     /// ```
     pub fn device_ptr(&self) -> u64 {
         match &self.storage {
-            Storage::Owned(s) => self.gpu.device_ptr(s),
+            Storage::Owned(s) => self.gpu.device_ptr(&s.slice),
             Storage::External { ptr, .. } => *ptr,
         }
     }
@@ -320,7 +396,7 @@ impl DeviceTensor {
     /// ```
     pub fn storage_bytes(&self) -> usize {
         match &self.storage {
-            Storage::Owned(s) => s.len(),
+            Storage::Owned(s) => s.slice.len(),
             Storage::External { bytes, .. } => *bytes,
         }
     }
@@ -395,7 +471,25 @@ impl DeviceTensor {
     /// ```
     pub fn storage(&self) -> Option<&Arc<CudaSlice<u8>>> {
         match &self.storage {
-            Storage::Owned(s) => Some(s),
+            Storage::Owned(s) => Some(&s.slice),
+            Storage::External { .. } => None,
+        }
+    }
+
+    /// The last use of a tilekit allocation on any stream ([`StreamUses`]): what launches on
+    /// other streams, downloads and the free wait for. `None` for external memory, whose
+    /// owner orders it (PyTorch's caching allocator, on the stream tilekit is given).
+    ///
+    /// ```
+    /// use tilekit_cuda::{tensor::DeviceTensor, Gpu};
+    /// if let Ok(gpu) = Gpu::open(0) {
+    ///     let t = DeviceTensor::from_slice(&gpu, &[1u32], &[1]).unwrap();
+    ///     assert!(t.uses().is_some());
+    /// }
+    /// ```
+    pub fn uses(&self) -> Option<&StreamUses> {
+        match &self.storage {
+            Storage::Owned(s) => Some(&s.uses),
             Storage::External { .. } => None,
         }
     }
@@ -482,7 +576,7 @@ impl DeviceTensor {
     pub fn as_ref(&self) -> Option<DeviceTensorRef<'_>> {
         match &self.storage {
             Storage::Owned(s) => Some(DeviceTensorRef {
-                view: s.as_view(),
+                view: s.slice.as_view(),
                 layout: self.layout.clone(),
                 ptr: self.device_ptr(),
                 ordinal: self.gpu.props().ordinal,
@@ -504,7 +598,9 @@ impl DeviceTensor {
     pub fn to_host(&self) -> Result<HostTensor> {
         let src = match &self.storage {
             Storage::Owned(st) => {
-                return download_gather(&self.gpu, Source::View(&st.as_view()), &self.layout)
+                // the last use on any stream (a kernel writing it) comes first
+                st.uses.wait_on(self.gpu.stream())?;
+                return download_gather(&self.gpu, Source::View(&st.slice.as_view()), &self.layout);
             }
             Storage::External { ptr, bytes, .. } => Source::Raw { ptr: *ptr, bytes: *bytes },
         };

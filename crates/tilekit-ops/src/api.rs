@@ -186,7 +186,7 @@ impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for ReshapedIn<'_, T> {
     fn memory(&self) -> crate::overlap::Memory {
         self.t.memory()
     }
-    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    fn bind_in<'a>(&'a self, b: &'a B) -> Result<B::In<'a>>
     where
         B: 'a,
     {
@@ -204,7 +204,7 @@ impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for Reshaped<'_, T> {
     fn memory(&self) -> crate::overlap::Memory {
         self.t.memory()
     }
-    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    fn bind_in<'a>(&'a self, b: &'a B) -> Result<B::In<'a>>
     where
         B: 'a,
     {
@@ -213,7 +213,7 @@ impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for Reshaped<'_, T> {
 }
 
 impl<B: Backend, T: TensorOut<B> + ?Sized> TensorOut<B> for Reshaped<'_, T> {
-    fn bind_out<'a>(&'a mut self, b: &B) -> Result<B::Out<'a>>
+    fn bind_out<'a>(&'a mut self, b: &'a B) -> Result<B::Out<'a>>
     where
         B: 'a,
     {
@@ -1408,7 +1408,7 @@ impl<B: Backend, T: TensorIn<B> + ?Sized> TensorIn<B> for Staged<'_, B, T> {
             Staged::Copy(t) => t.memory(),
         }
     }
-    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    fn bind_in<'a>(&'a self, b: &'a B) -> Result<B::In<'a>>
     where
         B: 'a,
     {

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tilekit_cuda::module::LaunchDims;
-use tilekit_cuda::tensor::DeviceTensor;
+use tilekit_cuda::tensor::{tracks_uses, DeviceTensor, StreamUses};
 use tilekit_cuda::{CompileReport, Gpu, KernelArgs, KernelCache, Timing};
 use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::tensor::{Element, HostStorage, HostTensor, TensorError, TensorLayout, TensorView};
@@ -218,8 +218,9 @@ pub trait TensorIn<B: Backend + ?Sized> {
     /// Where the storage lives, for the overlap checks of every op ([`crate::overlap`]):
     /// tensors that may share elements must say the same [`Memory::space`].
     fn memory(&self) -> Memory;
-    /// The backend's handle of the memory.
-    fn bind_in<'a>(&'a self, b: &B) -> Result<B::In<'a>>
+    /// The backend's handle of the memory, for one launch on `b` (on a GPU it holds the
+    /// tensor's use until the launch is queued: [`Cuda`]).
+    fn bind_in<'a>(&'a self, b: &'a B) -> Result<B::In<'a>>
     where
         B: 'a;
 }
@@ -233,8 +234,8 @@ pub trait TensorIn<B: Backend + ?Sized> {
 /// assert!(TensorOut::<Interp>::bind_out(&mut y, &Interp).is_ok());
 /// ```
 pub trait TensorOut<B: Backend + ?Sized>: TensorIn<B> {
-    /// The backend's writable handle of the memory.
-    fn bind_out<'a>(&'a mut self, b: &B) -> Result<B::Out<'a>>
+    /// The backend's writable handle of the memory, for one launch on `b`.
+    fn bind_out<'a>(&'a mut self, b: &'a B) -> Result<B::Out<'a>>
     where
         B: 'a;
 }
@@ -254,7 +255,7 @@ macro_rules! host_tensors_on {
             fn memory(&self) -> Memory {
                 Memory::host(self.storage().id())
             }
-            fn bind_in<'a>(&'a self, _: &$b) -> Result<Arc<HostBuffer>>
+            fn bind_in<'a>(&'a self, _: &'a $b) -> Result<Arc<HostBuffer>>
             where
                 $b: 'a,
             {
@@ -263,7 +264,7 @@ macro_rules! host_tensors_on {
         }
 
         impl TensorOut<$b> for HostTensor {
-            fn bind_out<'a>(&'a mut self, _: &$b) -> Result<HostStorage>
+            fn bind_out<'a>(&'a mut self, _: &'a $b) -> Result<HostStorage>
             where
                 $b: 'a,
             {
@@ -533,7 +534,7 @@ impl TensorIn<Record> for LayoutTensor {
     fn memory(&self) -> Memory {
         Memory { space: Space::Record(self.space), base: self.address }
     }
-    fn bind_in<'a>(&'a self, _: &Record) -> Result<()>
+    fn bind_in<'a>(&'a self, _: &'a Record) -> Result<()>
     where
         Record: 'a,
     {
@@ -542,7 +543,7 @@ impl TensorIn<Record> for LayoutTensor {
 }
 
 impl TensorOut<Record> for LayoutTensor {
-    fn bind_out<'a>(&'a mut self, _: &Record) -> Result<()>
+    fn bind_out<'a>(&'a mut self, _: &'a Record) -> Result<()>
     where
         Record: 'a,
     {
@@ -733,21 +734,45 @@ impl LoadedKernel {
 /// driver's own cost beside the API's.
 #[derive(Debug, Clone)]
 pub struct PreparedLaunch {
-    /// The loaded kernel.
-    pub kernel: Arc<tilekit_cuda::Kernel>,
-    /// Grid, block and dynamic shared memory.
-    pub dims: LaunchDims,
-    /// The argument slots.
-    pub args: KernelArgs,
+    kernel: Arc<tilekit_cuda::Kernel>,
+    dims: LaunchDims,
+    args: KernelArgs,
 }
 
-/// A device pointer bound to a launch, with the device it belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DevicePtr {
+impl PreparedLaunch {
+    /// The loaded kernel.
+    pub fn kernel(&self) -> &tilekit_cuda::Kernel {
+        &self.kernel
+    }
+
+    /// Grid, block and dynamic shared memory.
+    pub fn dims(&self) -> LaunchDims {
+        self.dims
+    }
+}
+
+/// A device pointer bound to a launch, with the device it belongs to and, for tilekit's own
+/// allocations, their [`StreamUses`]: the launch stream waited for the last use when it was
+/// bound, and the launch becomes the last use once queued.
+#[derive(Debug, Clone, Copy)]
+pub struct DevicePtr<'a> {
     /// Address of the storage's first byte.
     pub ptr: u64,
     /// CUDA ordinal of the device.
     pub ordinal: usize,
+    uses: Option<&'a StreamUses>,
+}
+
+impl DevicePtr<'_> {
+    /// A pointer into memory whose uses its owner orders (external memory).
+    ///
+    /// ```
+    /// let p = tilekit_ops::backend::DevicePtr::external(0x1000, 0);
+    /// assert_eq!((p.ptr, p.ordinal), (0x1000, 0));
+    /// ```
+    pub fn external(ptr: u64, ordinal: usize) -> DevicePtr<'static> {
+        DevicePtr { ptr, ordinal, uses: None }
+    }
 }
 
 /// A CUDA device and one of its streams, with a per-device cache of loaded kernels (shared
@@ -1002,9 +1027,27 @@ impl Cuda {
         grid: [u32; 3],
         b: Bindings<'_, Self>,
     ) -> Result<PreparedLaunch> {
+        Ok(self.prepare_with_uses(kernel, grid, b)?.0)
+    }
+
+    /// [`prepare_launch`](Self::prepare_launch), with the [`StreamUses`] of the tilekit
+    /// allocations bound (what the launch must be recorded in).
+    fn prepare_with_uses<'a>(
+        &self,
+        kernel: &CompiledKernel,
+        grid: [u32; 3],
+        b: Bindings<'a, Self>,
+    ) -> Result<(PreparedLaunch, Vec<&'a StreamUses>)> {
         let loaded = self.load(kernel)?;
         let ir = kernel.kernel();
         let slots = b.finish()?;
+        let uses: Vec<&StreamUses> = slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::In { mem, .. } | Slot::Out { mem, .. } => mem.uses,
+                _ => None,
+            })
+            .collect();
         // the address of each bound tensor, for the tensor maps that view it
         let addrs: Vec<Option<u64>> = slots
             .iter()
@@ -1061,12 +1104,22 @@ impl Cuda {
             block: (x, y, z),
             dynamic_smem: loaded.dynamic_smem,
         };
-        Ok(PreparedLaunch { kernel: loaded.kernel, dims, args })
+        Ok((PreparedLaunch { kernel: loaded.kernel, dims, args }, uses))
     }
 
     /// Launches a [`PreparedLaunch`] on this backend's stream: the driver call alone.
-    pub fn launch_prepared(&self, p: &PreparedLaunch) -> Result<()> {
-        self.gpu.launch(&p.kernel, p.dims, &p.args).map_err(cuda)
+    ///
+    /// # Safety
+    /// Every tensor bound when `p` was prepared must still be alive (not freed, not reused)
+    /// until the launch completes, and work on other streams that uses them must be ordered
+    /// with this stream by the caller: `p` holds their raw addresses, not the tensors. Nothing
+    /// is recorded for later frees or other streams ([`StreamUses`]); [`Backend::launch`]
+    /// does all of that and is safe.
+    pub unsafe fn launch_prepared(&self, p: &PreparedLaunch) -> Result<()> {
+        // SAFETY: the arguments were converted from the kernel's own bound parameters by
+        // `prepare` (count and kinds match its parameter list); the memory's liveness is the
+        // caller's contract above
+        unsafe { self.gpu.launch(&p.kernel, p.dims, &p.args) }.map_err(cuda)
     }
 
     /// Times `f` on this backend's stream with CUDA events: `warmup` calls, then `reps`
@@ -1141,12 +1194,17 @@ impl TensorIn<Cuda> for DeviceTensor {
     fn memory(&self) -> Memory {
         Memory::device(self.gpu().props().ordinal, self.device_ptr())
     }
-    fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
+    fn bind_in<'a>(&'a self, b: &'a Cuda) -> Result<DevicePtr<'a>>
     where
         Cuda: 'a,
     {
         b.check_device(self)?;
-        Ok(DevicePtr { ptr: self.device_ptr(), ordinal: b.gpu.props().ordinal })
+        let uses = self.uses();
+        if let Some(u) = uses.filter(|_| tracks_uses(b.gpu.stream())) {
+            // the launch stream waits for the last use on any stream (a write elsewhere)
+            u.wait_on(b.gpu.stream()).map_err(cuda)?;
+        }
+        Ok(DevicePtr { ptr: self.device_ptr(), ordinal: b.gpu.props().ordinal, uses })
     }
 }
 
@@ -1176,12 +1234,12 @@ macro_rules! borrowed_input {
             fn memory(&self) -> Memory {
                 Memory::device(self.ordinal(), self.device_ptr())
             }
-            fn bind_in<'a>(&'a self, b: &Cuda) -> Result<DevicePtr>
+            fn bind_in<'a>(&'a self, b: &'a Cuda) -> Result<DevicePtr<'a>>
             where
                 Cuda: 'a,
             {
                 check_ordinal(b, self.ordinal())?;
-                Ok(DevicePtr { ptr: self.device_ptr(), ordinal: self.ordinal() })
+                Ok(DevicePtr::external(self.device_ptr(), self.ordinal()))
             }
         }
     };
@@ -1193,7 +1251,7 @@ borrowed_input!(tilekit_cuda::DeviceTensorRef<'_>);
 borrowed_input!(tilekit_cuda::DeviceTensorMut<'_>);
 
 impl TensorOut<Cuda> for tilekit_cuda::DeviceTensorMut<'_> {
-    fn bind_out<'a>(&'a mut self, b: &Cuda) -> Result<DevicePtr>
+    fn bind_out<'a>(&'a mut self, b: &'a Cuda) -> Result<DevicePtr<'a>>
     where
         Cuda: 'a,
     {
@@ -1202,7 +1260,7 @@ impl TensorOut<Cuda> for tilekit_cuda::DeviceTensorMut<'_> {
 }
 
 impl TensorOut<Cuda> for DeviceTensor {
-    fn bind_out<'a>(&'a mut self, b: &Cuda) -> Result<DevicePtr>
+    fn bind_out<'a>(&'a mut self, b: &'a Cuda) -> Result<DevicePtr<'a>>
     where
         Cuda: 'a,
     {
@@ -1212,8 +1270,8 @@ impl TensorOut<Cuda> for DeviceTensor {
 
 impl Backend for Cuda {
     type Tensor = DeviceTensor;
-    type In<'a> = DevicePtr;
-    type Out<'a> = DevicePtr;
+    type In<'a> = DevicePtr<'a>;
+    type Out<'a> = DevicePtr<'a>;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -1271,8 +1329,24 @@ impl Backend for Cuda {
     }
 
     fn launch(&self, kernel: &CompiledKernel, grid: [u32; 3], b: Bindings<'_, Self>) -> Result<()> {
-        let p = self.prepare_launch(kernel, grid, b)?;
-        self.launch_prepared(&p)
+        let (p, uses) = self.prepare_with_uses(kernel, grid, b)?;
+        // SAFETY: every bound tensor is borrowed by the bindings for this whole call, and its
+        // last use on another stream was waited for when it was bound; after the launch is
+        // queued it is recorded as the tensors' last use, so frees, downloads and work on
+        // other streams wait for it
+        unsafe { self.launch_prepared(&p)? };
+        if !uses.is_empty() && tracks_uses(self.gpu.stream()) {
+            let e = self
+                .gpu
+                .stream()
+                .record_event(None)
+                .map_err(|e| OpsError::Gpu(format!("cuEventRecord: {e}")))?;
+            let e = Arc::new(e);
+            for u in uses {
+                u.record(&e);
+            }
+        }
+        Ok(())
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -257,7 +257,12 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
     /// let e = Bindings::<Interp>::new(&k).input("x", &x, &Interp).unwrap_err().to_string();
     /// assert!(e.contains("rank 3"), "{e}"); // copy takes (batch, rows, cols)
     /// ```
-    pub fn input<T: TensorIn<B> + ?Sized>(mut self, name: &str, t: &'a T, b: &B) -> Result<Self> {
+    pub fn input<T: TensorIn<B> + ?Sized>(
+        mut self,
+        name: &str,
+        t: &'a T,
+        b: &'a B,
+    ) -> Result<Self> {
         let info = self.tensor_info(name)?;
         let layout = t.layout();
         check_tensor(self.name(), info, self.index_type(info), layout, t.base_address())?;
@@ -282,7 +287,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         mut self,
         name: &str,
         t: &'a mut T,
-        b: &B,
+        b: &'a B,
     ) -> Result<Self> {
         let info = self.tensor_info(name)?;
         let layout = t.layout();
@@ -363,7 +368,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         name: &str,
         t: &'a T,
         min_elems: i64,
-        b: &B,
+        b: &'a B,
     ) -> Result<Self> {
         let layout = t.layout();
         let i = self.ptr_param(name, layout, Some(min_elems))?;
@@ -397,7 +402,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         name: &str,
         map: &str,
         t: &'a T,
-        b: &B,
+        b: &'a B,
     ) -> Result<Self> {
         let identity: Vec<usize> = (0..t.layout().rank()).collect();
         self.input_mapped_permuted(name, map, t, &identity, b)
@@ -427,7 +432,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         map: &str,
         t: &'a T,
         perm: &[usize],
-        b: &B,
+        b: &'a B,
     ) -> Result<Self> {
         let permuted = t.layout().permute(perm)?;
         let layout = &permuted;
@@ -465,7 +470,7 @@ impl<'a, B: Backend + ?Sized + 'a> Bindings<'a, B> {
         name: &str,
         t: &'a mut T,
         min_elems: i64,
-        b: &B,
+        b: &'a B,
     ) -> Result<Self> {
         let layout = t.layout();
         let i = self.ptr_param(name, layout, Some(min_elems))?;

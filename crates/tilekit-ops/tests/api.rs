@@ -1285,3 +1285,43 @@ fn morton_storage_past_32_bits_is_refused() {
     let e = api::unmorton_into(&rec, &s, 32, &mut back).unwrap_err().to_string();
     assert!(e.contains("32-bit"), "{e}");
 }
+
+// ------------------------------------------------------------- streams (issue 30, item 3)
+
+/// Two streams of one device: an input dropped while a kernel on the other stream still reads
+/// it is not freed (and reused) under the kernel, and a download on another stream waits for
+/// the kernel that writes what it reads. Run under compute-sanitizer memcheck on a GPU.
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored where one is (the device runs)"]
+fn two_streams_order_uses_frees_and_downloads() {
+    let c = Cuda::open(0).expect("this test needs a GPU");
+    let side = c.new_stream().unwrap();
+    for round in 0..8u64 {
+        // 64 MiB read by a transpose on `side` while its input is dropped on `c`'s stream and
+        // new tensors (which may reuse the memory) are written there
+        let xh = random(F32, &[4096, 4096], 100 + round);
+        let x = c.from_host(&xh).unwrap();
+        let y = api::transpose(&side, &x).unwrap();
+        drop(x);
+        let scratch: Vec<_> =
+            (0..4).map(|i| c.from_host(&random(F32, &[4096, 4096], 200 + i)).unwrap()).collect();
+        // downloaded on `c`'s stream: waits for the transpose on `side`
+        let got = c.to_host(&y).unwrap();
+        assert_eq!(
+            got.to_vec::<f32>().unwrap(),
+            xh.transpose(0, 1).unwrap().to_vec::<f32>().unwrap(),
+            "round {round}"
+        );
+        drop(scratch);
+        // a softmax written on `side`, read back on `c`'s stream at once
+        let sh = random(BF16, &[2048, 8192], 300 + round);
+        let s = side.from_host(&sh).unwrap();
+        let p = api::softmax(&side, &s).unwrap();
+        let got = values(&c.to_host(&p).unwrap());
+        // the same kernel on one stream, synchronised: bit for bit the same
+        let alone = api::softmax(&c, &c.from_host(&sh).unwrap()).unwrap();
+        c.synchronize().unwrap();
+        let want = values(&c.to_host(&alone).unwrap());
+        check(&format!("softmax on side, read on main, round {round}"), &got, &want, 0.0);
+    }
+}
