@@ -1754,13 +1754,16 @@ impl KernelBuilder {
 
     // ---------------------------------------------------------------- arithmetic
 
-    /// A binary op; operands must have one type (a literal takes the other's).
+    /// A binary op; operands must have one type (a literal takes the other's). Float `Max` and
+    /// `Min` propagate NaN (see [`BinOp`]).
     ///
     /// ```
     /// use tilekit_ir::{KernelBuilder, BinOp, ScalarType};
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// let x = b.binary(BinOp::Max, &b.f32(1.0), &b.f32(3.0)).unwrap();
     /// assert_eq!(x.const_lit().unwrap().as_f64(), Some(3.0));
+    /// let n = b.binary(BinOp::Max, &b.f32(f32::NAN), &b.f32(3.0)).unwrap();
+    /// assert!(n.const_lit().unwrap().as_f64().unwrap().is_nan());
     /// assert!(b.binary(BinOp::Rem, &b.f32(1.0), &b.f32(3.0)).is_err());
     /// ```
     pub fn binary(&self, op: BinOp, a: &Val, b: &Val) -> Result<Val> {
@@ -1869,7 +1872,8 @@ impl KernelBuilder {
 
     /// `op` on two pairs of 16-bit floats in one packed instruction (`max.bf16x2`,
     /// `min.f16x2`, sm_80 and later): returns `[a[0] op b[0], a[1] op b[1]]`. All four values
-    /// must be F16 or all BF16, and `op` Max or Min (exact: the result is one of the operands).
+    /// must be F16 or all BF16, and `op` Max or Min (exact: the result is one of the operands,
+    /// or NaN where either operand is NaN, as [`BinOp::Max`] on one element: `max.NaN.bf16x2`).
     /// Where `a` (or `b`) are the two halves of one loaded 32-bit word, the GPU runs the pair as
     /// one instruction on the raw word, without widening either element.
     ///

@@ -132,13 +132,52 @@ pub(crate) fn unary_inline(op: UnOp, ty: ScalarType, a: u64) -> Result<u64, Eval
     Ok(canonical(ty, r))
 }
 
+/// The canonical NaN of a float type: what PTX gives for a NaN result of `max.NaN` / `min.NaN`
+/// (and of the emulated f64 form): `0x7fff` for F16 and BF16, `0x7fff_ffff` for F32,
+/// `0x7fff_ffff_ffff_ffff` for F64. Other types have no NaN; they get the F64 pattern, which no
+/// caller asks for.
+///
+/// ```
+/// use tilekit_ir::{eval::canonical_nan, ScalarType};
+/// assert_eq!(canonical_nan(ScalarType::F32), 0x7fff_ffff);
+/// assert_eq!(canonical_nan(ScalarType::BF16), 0x7fff);
+/// assert!(f32::from_bits(canonical_nan(ScalarType::F32) as u32).is_nan());
+/// ```
+#[inline(always)]
+pub fn canonical_nan(ty: ScalarType) -> u64 {
+    match ty {
+        ScalarType::F16 | ScalarType::BF16 => 0x7fff,
+        ScalarType::F32 => 0x7fff_ffff,
+        _ => 0x7fff_ffff_ffff_ffff,
+    }
+}
+
+/// Whether canonical bits of the float type `ty` are a NaN.
+#[inline(always)]
+fn is_nan(ty: ScalarType, bits: u64) -> bool {
+    match ty {
+        ScalarType::F32 => f32::from_bits(bits as u32).is_nan(),
+        ScalarType::F64 => f64::from_bits(bits).is_nan(),
+        _ => to_f64(ty, bits).is_nan(),
+    }
+}
+
 /// Evaluates a binary op.
+///
+/// Float `Min` and `Max` propagate NaN (IEEE 754-2019 `minimum` / `maximum`, PTX `min.NaN` /
+/// `max.NaN`, `torch.minimum` / `torch.maximum`): if either operand is NaN the result is the
+/// type's [`canonical_nan`]; otherwise the smaller / larger operand. Integer `Min` / `Max` are
+/// the plain signed or unsigned order.
 ///
 /// ```
 /// use tilekit_ir::{eval::eval_binary, BinOp, ScalarType, Lit};
 /// let m7 = Lit::int(ScalarType::I32, -7).unwrap().bits();
 /// assert_eq!(eval_binary(BinOp::Div, ScalarType::I32, m7, 2), Ok(Lit::int(ScalarType::I32, -3).unwrap().bits()));
 /// assert_eq!(eval_binary(BinOp::Shr, ScalarType::U32, 0xffff_ffff, 4), Ok(0x0fff_ffff));
+/// let f = |x: f32| x.to_bits() as u64;
+/// assert_eq!(eval_binary(BinOp::Max, ScalarType::F32, f(1.0), f(3.0)), Ok(f(3.0)));
+/// assert_eq!(eval_binary(BinOp::Max, ScalarType::F32, f(f32::NAN), f(3.0)), Ok(0x7fff_ffff));
+/// assert_eq!(eval_binary(BinOp::Min, ScalarType::F32, f(1.0), f(f32::NAN)), Ok(0x7fff_ffff));
 /// ```
 pub fn eval_binary(op: BinOp, ty: ScalarType, a: u64, b: u64) -> Result<u64, EvalError> {
     binary_inline(op, ty, a, b)
@@ -187,7 +226,9 @@ pub(crate) fn binary_inline(op: BinOp, ty: ScalarType, a: u64, b: u64) -> Result
             BinOp::Sub => float2(ty, a, b, |x, y| x - y, |x, y| x - y),
             BinOp::Mul => float2(ty, a, b, |x, y| x * y, |x, y| x * y),
             BinOp::Div => float2(ty, a, b, |x, y| x / y, |x, y| x / y),
-            // PTX min/max return the non-NaN operand
+            // NaN-propagating, as PTX `min.NaN` / `max.NaN` (torch.minimum / torch.maximum):
+            // a NaN operand gives the type's canonical NaN
+            BinOp::Min | BinOp::Max if is_nan(ty, a) || is_nan(ty, b) => canonical_nan(ty),
             BinOp::Min => float2(ty, a, b, f32::min, f64::min),
             BinOp::Max => float2(ty, a, b, f32::max, f64::max),
             _ => return Err(EvalError::Unsupported),
@@ -289,8 +330,9 @@ pub fn eval_pack(to: ScalarType, lo: u64, hi: u64) -> u64 {
 }
 
 /// One lane of a packed 16-bit pair op ([`crate::Op::BinaryPair`]): `x op y` for the bits of two
-/// `ty` (F16 or BF16) values, `op` Max or Min; the result is the bits of one operand (a NaN
-/// operand gives the other, as PTX `max.bf16x2` without `.NaN`).
+/// `ty` (F16 or BF16) values, `op` Max or Min; the result is the bits of one operand, or the
+/// canonical NaN `0x7fff` when either operand is NaN (as PTX `max.NaN.bf16x2`: NaN propagates,
+/// like [`eval_binary`]'s float `Max` and `Min`).
 ///
 /// ```
 /// use tilekit_ir::{eval::eval_pair, BinOp, ScalarType};
@@ -298,13 +340,15 @@ pub fn eval_pack(to: ScalarType, lo: u64, hi: u64) -> u64 {
 /// assert_eq!(eval_pair(BinOp::Max, ScalarType::BF16, 0x3f80, 0xc000), 0x3f80);
 /// assert_eq!(eval_pair(BinOp::Min, ScalarType::BF16, 0x3f80, 0xc000), 0xc000);
 /// assert_eq!(eval_pair(BinOp::Max, ScalarType::BF16, 0xff80, 0xc000), 0xc000);
-/// assert_eq!(eval_pair(BinOp::Max, ScalarType::BF16, 0x7fc0, 0xc000), 0xc000);
+/// assert_eq!(eval_pair(BinOp::Max, ScalarType::BF16, 0x7fc0, 0xc000), 0x7fff);
+/// assert_eq!(eval_pair(BinOp::Min, ScalarType::BF16, 0x3f80, 0x7fc0), 0x7fff);
 /// ```
 pub fn eval_pair(op: crate::BinOp, ty: ScalarType, x: u64, y: u64) -> u64 {
     let (fx, fy) = (to_f64(ty, x & 0xffff), to_f64(ty, y & 0xffff));
+    if fx.is_nan() || fy.is_nan() {
+        return canonical_nan(ty);
+    }
     let pick_x = match op {
-        _ if fy.is_nan() => true,
-        _ if fx.is_nan() => false,
         crate::BinOp::Min => fx <= fy,
         _ => fx >= fy,
     };

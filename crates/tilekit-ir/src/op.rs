@@ -218,12 +218,17 @@ impl UnOp {
 ///
 /// Integer division and remainder truncate (C, PTX `div.s32`); `Shr` is arithmetic for signed
 /// and logical for unsigned types; shift amounts ≥ the width give 0 (or all sign bits), as in
-/// PTX. `And`/`Or`/`Xor` also apply to predicates.
+/// PTX. `And`/`Or`/`Xor` also apply to predicates. Float `Min`/`Max` propagate NaN (PTX
+/// `min.NaN`/`max.NaN`, `torch.minimum`/`torch.maximum`): a NaN operand gives NaN, so a max
+/// reduction over values holding a NaN is NaN, while `−∞` stays the identity for padding.
 ///
 /// ```
-/// use tilekit_ir::BinOp;
+/// use tilekit_ir::{eval::eval_binary, BinOp, ScalarType};
 /// assert!(BinOp::Add.is_commutative() && !BinOp::Sub.is_commutative());
 /// assert_eq!(BinOp::Shr.name(), "shr");
+/// let f = |x: f32| x.to_bits() as u64;
+/// let m = eval_binary(BinOp::Max, ScalarType::F32, f(f32::NAN), f(1.0)).unwrap();
+/// assert!(f32::from_bits(m as u32).is_nan());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BinOp {
@@ -237,9 +242,9 @@ pub enum BinOp {
     Div,
     /// `a % b` (integers).
     Rem,
-    /// Minimum.
+    /// Minimum; for floats NaN if either operand is NaN (`min.NaN`).
     Min,
-    /// Maximum.
+    /// Maximum; for floats NaN if either operand is NaN (`max.NaN`).
     Max,
     /// Bitwise / logical and.
     And,
@@ -499,8 +504,9 @@ pub enum Op {
     CvtPack(ScalarType, ValueId, ValueId),
     /// One op on two pairs of 16-bit floats as one packed instruction (`max.bf16x2`,
     /// `min.f16x2`): operands `[a0, a1, b0, b1]` (all F16 or all BF16), results
-    /// `(a0 op b0, a1 op b1)`. `Max` and `Min` only: the result is one of the operands, so it is
-    /// exact in the element type. Where `a0, a1` are the halves of one loaded word, the pair
+    /// `(a0 op b0, a1 op b1)`. `Max` and `Min` only: the result is one of the operands (or the
+    /// canonical NaN `0x7fff` where either is NaN: `max.NaN.bf16x2`), so it is exact in the
+    /// element type. Where `a0, a1` are the halves of one loaded word, the pair
     /// costs one instruction on the GPU instead of four (two widenings, two f32 ops).
     BinaryPair(BinOp, [ValueId; 4]),
     /// A vector load of `width` consecutive elements at element offset `offset`; one result per

@@ -676,3 +676,67 @@ fn masked_loads_with_a_fill_and_packed_pair_ops_match_brute_force() {
     assert!(text.contains("else 0xFF80") && !text.contains("selp"), "{text}");
     assert_eq!(text.matches("max.x2").count() + text.matches("min.x2").count(), 6);
 }
+
+#[test]
+fn max_and_min_propagate_nan_on_the_interpreter_scalar_and_packed() {
+    // y[t] = max(a[t], b[t]), z[t] = min(a[t], b[t]) for f32; and the same on bf16 packed
+    // pairs (max.x2 / min.x2): a NaN in either operand gives NaN, as PTX max.NaN
+    let nan = f32::NAN;
+    let a = [nan, 1.0, -2.0, nan, f32::NEG_INFINITY, 0.5, 3.0, -1.0];
+    let c = [1.0, nan, 3.0, nan, nan, f32::NEG_INFINITY, 2.0, -4.0];
+    let want_max = [nan, nan, 3.0, nan, nan, 0.5, 3.0, -1.0];
+    let want_min = [nan, nan, -2.0, nan, nan, f32::NEG_INFINITY, 2.0, -4.0];
+    let same = |g: f32, w: f32| (g.is_nan() && w.is_nan()) || g == w;
+    // f32 scalars
+    let b = KernelBuilder::new("maxmin", [8, 1, 1]).unwrap();
+    let (x, y) =
+        (b.ptr_param("x", ScalarType::F32).unwrap(), b.ptr_param("y", ScalarType::F32).unwrap());
+    let t = b.thread_id(Axis::X);
+    let u = b.load(x, &t, 1, None).unwrap().remove(0);
+    let v = b.load(x, &(t.clone() + Idx::lit(8)), 1, None).unwrap().remove(0);
+    let hi = b.binary(BinOp::Max, &u, &v).unwrap();
+    let lo = b.binary(BinOp::Min, &u, &v).unwrap();
+    b.store(y, &t, &[hi], None).unwrap();
+    b.store(y, &(t + Idx::lit(8)), &[lo], None).unwrap();
+    let k = b.finish().unwrap();
+    let mut args = Args::new();
+    let xs: Vec<f32> = a.iter().chain(&c).copied().collect();
+    args.buffer(HostBuffer::from_f32(&xs)).buffer(HostBuffer::from_f32(&[0.0; 16]));
+    run(&k, [1, 1, 1], &mut args).unwrap();
+    let got = args.get_buffer(1).unwrap();
+    for i in 0..8 {
+        let (gh, gl) = (f32::from_bits(got.bits(i) as u32), f32::from_bits(got.bits(8 + i) as u32));
+        assert!(same(gh, want_max[i]), "max({}, {}) = {gh}", a[i], c[i]);
+        assert!(same(gl, want_min[i]), "min({}, {}) = {gl}", a[i], c[i]);
+        if want_max[i].is_nan() {
+            assert_eq!(got.bits(i), 0x7fff_ffff, "the canonical NaN, as max.NaN.f32");
+        }
+    }
+    // bf16 pairs: thread t folds (a[2t], a[2t+1]) with (c[2t], c[2t+1])
+    let b = KernelBuilder::new("maxmin_pairs", [4, 1, 1]).unwrap();
+    let x = b.ptr_param("x", ScalarType::BF16).unwrap();
+    let y = b.ptr_param("y", ScalarType::BF16).unwrap();
+    let t = b.thread_id(Axis::X);
+    let u = b.load(x, &(t.clone() * Idx::lit(2)), 2, None).unwrap();
+    let v = b.load(x, &(t.clone() * Idx::lit(2) + Idx::lit(8)), 2, None).unwrap();
+    let hi = b.binary_pair(BinOp::Max, [&u[0], &u[1]], [&v[0], &v[1]]).unwrap();
+    let lo = b.binary_pair(BinOp::Min, [&u[0], &u[1]], [&v[0], &v[1]]).unwrap();
+    b.store(y, &(t.clone() * Idx::lit(2)), &hi, None).unwrap();
+    b.store(y, &(t * Idx::lit(2) + Idx::lit(8)), &lo, None).unwrap();
+    let k = b.finish().unwrap();
+    let bits: Vec<u8> =
+        xs.iter().flat_map(|v| half::bf16::from_f32(*v).to_bits().to_le_bytes()).collect();
+    let mut args = Args::new();
+    args.buffer(HostBuffer::from_bytes(ScalarType::BF16, bits).unwrap());
+    args.buffer(HostBuffer::filled(Lit::from_bits(ScalarType::BF16, 0), 16));
+    run(&k, [1, 1, 1], &mut args).unwrap();
+    let got = args.get_buffer(1).unwrap();
+    for i in 0..8 {
+        let g = |j: usize| half::bf16::from_bits(got.bits(j) as u16).to_f32();
+        assert!(same(g(i), want_max[i]), "max.x2({}, {}) = {}", a[i], c[i], g(i));
+        assert!(same(g(8 + i), want_min[i]), "min.x2({}, {}) = {}", a[i], c[i], g(8 + i));
+        if want_max[i].is_nan() {
+            assert_eq!(got.bits(i), 0x7fff, "the canonical NaN, as max.NaN.bf16x2");
+        }
+    }
+}

@@ -482,9 +482,9 @@ impl DTile {
     /// [`reduce_thread`](Self::reduce_thread) with the result in f32, whatever the element
     /// type. A max or min of a 16-bit tile (F16, BF16) with an even element count folds the
     /// raw elements two at a time with packed pair instructions ([`KernelBuilder::binary_pair`],
-    /// `max.bf16x2`: one instruction per two elements, no widening) and widens only the last
-    /// pair — exact, as a max picks an element. Every other case widens each element to f32
-    /// first.
+    /// `max.NaN.bf16x2`: one instruction per two elements, no widening) and widens only the
+    /// last pair — exact, as a max picks an element, and NaN-propagating like the f32 max (a
+    /// NaN element makes the result NaN). Every other case widens each element to f32 first.
     ///
     /// ```
     /// use tilekit_ir::{BinOp, KernelBuilder, ScalarType};

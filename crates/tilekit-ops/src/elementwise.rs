@@ -38,7 +38,7 @@ pub enum Binary {
     Add,
     /// `a · b`.
     Mul,
-    /// `max(a, b)`.
+    /// `max(a, b)`, NaN if either is NaN (`torch.maximum`; PTX `max.NaN`).
     Max,
 }
 
@@ -64,15 +64,18 @@ impl Binary {
         }
     }
 
-    /// The op on two `f64`s: the CPU reference.
+    /// The op on two `f64`s: the CPU reference. `Max` propagates NaN, as the kernels do.
     ///
     /// ```
-    /// assert_eq!(tilekit_ops::elementwise::Binary::Max.apply(1.0, -2.0), 1.0);
+    /// use tilekit_ops::elementwise::Binary;
+    /// assert_eq!(Binary::Max.apply(1.0, -2.0), 1.0);
+    /// assert!(Binary::Max.apply(f64::NAN, 1.0).is_nan() && Binary::Max.apply(1.0, f64::NAN).is_nan());
     /// ```
     pub fn apply(self, a: f64, b: f64) -> f64 {
         match self {
             Binary::Add => a + b,
             Binary::Mul => a * b,
+            Binary::Max if a.is_nan() || b.is_nan() => f64::NAN,
             Binary::Max => a.max(b),
         }
     }

@@ -450,7 +450,7 @@ pub enum Activation {
     /// The identity.
     #[default]
     None,
-    /// `max(x, 0)`.
+    /// `max(x, 0)`; NaN stays NaN (`torch.relu`; `max.NaN` on the GPU).
     Relu,
     /// GELU, tanh approximation: `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`, computed as
     /// `x / (1 + 2^(−2·log2(e)·u))` with `u` the tanh's argument (`ex2.approx`, `rcp.approx`
@@ -462,11 +462,14 @@ impl Activation {
     /// The activation in f64 (the reference the kernels are tested against).
     ///
     /// ```
-    /// assert_eq!(tilekit_ops::gemm_sm90::Activation::Relu.apply(3.0), 3.0);
+    /// use tilekit_ops::gemm_sm90::Activation;
+    /// assert_eq!(Activation::Relu.apply(3.0), 3.0);
+    /// assert!(Activation::Relu.apply(f64::NAN).is_nan());
     /// ```
     pub fn apply(self, x: f64) -> f64 {
         match self {
             Activation::None => x,
+            Activation::Relu if x.is_nan() => x,
             Activation::Relu => x.max(0.0),
             Activation::Gelu => {
                 let u = GELU_C * (x + 0.044715 * x * x * x);

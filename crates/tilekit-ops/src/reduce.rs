@@ -93,9 +93,10 @@ pub const THREADS: u32 = 256;
 pub enum Reduction {
     /// `y[r] = Σ_c x[r, c]`.
     Sum,
-    /// `y[r] = max_c x[r, c]`.
+    /// `y[r] = max_c x[r, c]`; NaN where the row holds a NaN (`torch.amax`).
     Max,
-    /// `y[r, c] = exp(x[r, c] − max) / Σ exp(x[r, ·] − max)`.
+    /// `y[r, c] = exp(x[r, c] − max) / Σ exp(x[r, ·] − max)`; a row holding a NaN gives NaN
+    /// throughout (`torch.softmax`), other rows are unaffected.
     Softmax,
 }
 
@@ -917,8 +918,18 @@ pub fn softmax_kernel(ty: ScalarType, n: i64, vx: i64) -> Result<Kernel> {
     }
 }
 
+/// `max(a, b)`, NaN if either is NaN: the kernels' `max.NaN` in the reference.
+fn max_nan(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
 /// CPU reference in `f64`, read from the input buffer row by row: row sums and maxima as an
-/// `f64` buffer of `m`, the softmax rounded to the output type `ty` (`m × n`).
+/// `f64` buffer of `m`, the softmax rounded to the output type `ty` (`m × n`). A NaN in a row
+/// makes its maximum NaN and its softmax NaN throughout, as the kernels (and PyTorch) give.
 ///
 /// ```
 /// use tilekit_ir::{interp::HostBuffer, ScalarType};
@@ -929,6 +940,9 @@ pub fn softmax_kernel(ty: ScalarType, n: i64, vx: i64) -> Result<Kernel> {
 /// let s = reference(Reduction::Softmax, &x, 2, 2, ScalarType::F32).unwrap();
 /// assert_eq!(s.to_f32().unwrap()[0], (1.0 / (1.0 + 2f64.exp())) as f32);
 /// assert!(reference(Reduction::Sum, &x, 3, 2, ScalarType::F32).is_err()); // 6 > 4 elements
+/// let x = HostBuffer::from_f32(&[f32::NAN, 3.0, 2.0, -1.0]);
+/// let r = reference(Reduction::Max, &x, 2, 2, ScalarType::F32).unwrap().to_f64().unwrap();
+/// assert!(r[0].is_nan() && r[1] == 2.0);
 /// ```
 pub fn reference(
     r: Reduction,
@@ -949,10 +963,10 @@ pub fn reference(
     match r {
         Reduction::Sum => host::fill_with(ScalarType::F64, m, |i| row(i).sum::<f64>().to_bits()),
         Reduction::Max => host::fill_with(ScalarType::F64, m, |i| {
-            row(i).fold(f64::NEG_INFINITY, f64::max).to_bits()
+            row(i).fold(f64::NEG_INFINITY, max_nan).to_bits()
         }),
         Reduction::Softmax => host::fill_rows(ty, m, n, |i, out| {
-            let mx = row(i).fold(f64::NEG_INFINITY, f64::max);
+            let mx = row(i).fold(f64::NEG_INFINITY, max_nan);
             let mut s = 0.0;
             for (o, v) in out.iter_mut().zip(row(i)) {
                 let e = (v - mx).exp();

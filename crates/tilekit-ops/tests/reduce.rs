@@ -632,3 +632,117 @@ fn the_one_block_per_row_kernels_wait_for_the_prior_grid_then_trigger_after_read
         }
     }
 }
+
+/// Four rows of `n` values exact in bf16: row 0 all NaN, row 1 numbers with a NaN in its last
+/// column, row 2 numbers only (all ≤ −1, so a padding fill other than −∞ would show), row 3
+/// numbers with a negative NaN in its middle column.
+fn rows_with_nan(n: usize) -> Vec<f64> {
+    (0..4 * n)
+        .map(|i| {
+            let (r, c) = (i / n, i % n);
+            match r {
+                0 => f64::NAN,
+                1 if c == n - 1 => f64::NAN,
+                3 if c == n / 2 => -f64::NAN,
+                2 => -1.0 - ((c * 17) % 97) as f64 / 8.0,
+                _ => ((r * 31 + c * 17) % 97) as f64 / 8.0 - 6.0,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn row_max_of_a_row_holding_nan_is_nan() {
+    // torch.amax: a row holding a NaN (all NaN, or one among numbers, in the tail or the
+    // middle) gives NaN, the other rows their maxima; contiguous rows (16-byte vectors where
+    // the length allows) and columns of a transposed tensor (scalar accesses)
+    for ty in TYPES {
+        for n in [1usize, 2, 7, 33, 1000, 4096, 4097, 40_001] {
+            let vals = rows_with_nan(n);
+            let want2 = vals[2 * n..3 * n].iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let t = common::tensor(ty, &vals, &[4, n as i64]);
+            // the same rows as the columns of an n × 4 tensor, transposed back
+            let cols: Vec<f64> = (0..4 * n).map(|i| vals[(i % 4) * n + i / 4]).collect();
+            let tt = common::tensor(ty, &cols, &[n as i64, 4]).transpose(0, 1).unwrap();
+            for (what, x) in [("rows", &t), ("transposed", &tt)] {
+                let y = api::row_max(&Interp, x).unwrap();
+                let got = host::to_f64(&y.buffer());
+                let ok = got[0].is_nan() && got[1].is_nan() && got[2] == want2 && got[3].is_nan();
+                assert!(ok, "{ty} n = {n} {what}: {got:?} (row 2's max {want2})");
+            }
+            let want = reference(Reduction::Max, &t.buffer(), 4, n, ty).unwrap();
+            let want = host::to_f64(&want);
+            assert!(want[0].is_nan() && want[1].is_nan() && want[2] == want2 && want[3].is_nan());
+        }
+    }
+}
+
+#[test]
+fn softmax_of_a_row_holding_nan_is_nan_in_that_row_only_for_every_kernel() {
+    // torch.softmax: a row holding a NaN gives NaN throughout; the other rows are untouched.
+    // Every row kernel the op picks: registers, clusters (registers, streamed, bulk copies
+    // with held registers), the online kernel, and the cooperative kernels (slices in
+    // registers, in shared memory — 16-bit: max on packed pairs — with one exponential)
+    use tilekit_ops::reduce::CoopTuning;
+    let cluster = |stream, bulk, held| ClusterTuning {
+        threads: if stream { 64 } else { 256 },
+        per_thread: if stream { 16 } else { 32 },
+        max_cluster: if stream { 16 } else { 8 },
+        stream,
+        stash: false,
+        bulk,
+        ring: 0,
+        held,
+    };
+    let coop = |c: CoopTuning| Tuning { softmax_coop: Some(c), ..Tuning::default() };
+    let cases: Vec<(Tuning, usize, &str)> = vec![
+        (Tuning::default(), 1, "softmax"),
+        (Tuning::default(), 7, "softmax"),
+        (Tuning::default(), 1000, "softmax"),
+        (Tuning::default(), 40_001, "softmax_stream_cluster"),
+        (Tuning { softmax_cluster: None, ..Tuning::default() }, 40_001, "softmax_online"),
+        (
+            Tuning { softmax_cluster: Some(cluster(false, false, false)), ..Tuning::default() },
+            40_001,
+            "softmax_cluster",
+        ),
+        (
+            Tuning { softmax_cluster: Some(cluster(true, true, true)), ..Tuning::default() },
+            40_000,
+            "softmax_bulk_held",
+        ),
+        (coop(CoopTuning::in_registers(128, 64)), 40_000, "softmax_coop"),
+        (coop(CoopTuning::in_shared(128, 16, 16)), 40_001, "softmax_coop_smem"),
+        (
+            coop(CoopTuning::in_shared(128, 16, 16).with_bulk().with_one_exp()),
+            40_000,
+            "softmax_coop_smem_bulk_1exp",
+        ),
+    ];
+    for ty in TYPES {
+        for &(t, n, name) in &cases {
+            let shape = [4i64, n as i64];
+            let rec = Record::with_tuning(t);
+            let lx = LayoutTensor::contiguous(ty, &shape).unwrap();
+            api::softmax_into(&rec, &lx, &mut lx.clone()).unwrap();
+            assert_eq!(rec.take().remove(0).kernel.kernel().name, name, "{ty} {n}");
+            let x = common::tensor(ty, &rows_with_nan(n), &shape);
+            let mut y = common::tensor(ty, &vec![0.0; 4 * n], &shape);
+            api::softmax_into(&TunedInterp(t), &x, &mut y).unwrap();
+            let got = host::to_f64(&y.buffer());
+            for r in [0, 1, 3] {
+                let row = &got[r * n..(r + 1) * n];
+                assert!(row.iter().all(|v| v.is_nan()), "{name} {ty} {n}: row {r} {row:?}");
+            }
+            // row 2 against the reference, on its own
+            let x2 = common::tensor(ty, &rows_with_nan(n)[2 * n..3 * n], &[1, n as i64]);
+            let want = reference(Reduction::Softmax, &x2.buffer(), 1, n, ty).unwrap();
+            let got2 = host::from_f64(ty, &got[2 * n..3 * n]);
+            assert_close_relative(&got2, &want, n, ty, &format!("{name} {ty} {n}: row 2"));
+            // the reference agrees on the NaN rows
+            let want = reference(Reduction::Softmax, &x.buffer(), 4, n, ty).unwrap();
+            let want = host::to_f64(&want);
+            assert!([0, 1, 3].iter().all(|r| want[r * n..(r + 1) * n].iter().all(|v| v.is_nan())));
+        }
+    }
+}

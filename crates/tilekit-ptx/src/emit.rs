@@ -546,9 +546,10 @@ impl<'k> Emitter<'k> {
                 let (a0, a1, b0, b1) = (self.reg(*a0), self.reg(*a1), self.reg(*b0), self.reg(*b1));
                 self.line(format!("mov.b32 {wa}, {{{a0}, {a1}}};"));
                 self.line(format!("mov.b32 {wb}, {{{b0}, {b1}}};"));
+                // .NaN: a NaN in either operand gives NaN (torch.maximum), as the scalar form
                 let name = match op {
-                    BinOp::Min => "min",
-                    BinOp::Max => "max",
+                    BinOp::Min => "min.NaN",
+                    BinOp::Max => "max.NaN",
                     _ => return Err(self.unsupported("a packed pair op", "max or min only")),
                 };
                 self.line(format!("{name}.{}x2 {wd}, {wa}, {wb};", arith(t)));
@@ -974,13 +975,25 @@ impl<'k> Emitter<'k> {
             (ra, rb, d.clone())
         };
         let ft = if narrow { "f32" } else { arith(t) };
+        if t == ScalarType::F64 && matches!(op, BinOp::Min | BinOp::Max) {
+            // no min.NaN.f64: the plain form, then the canonical NaN where either is NaN
+            let p = self.tmp(ScalarType::Pred);
+            self.line(format!("setp.nan.f64 {p}, {fa}, {fb};"));
+            self.line(format!("{}.f64 {fd}, {fa}, {fb};", op.name()));
+            let nan = self.tmp(ScalarType::F64);
+            self.line(format!("mov.f64 {nan}, 0d7FFFFFFFFFFFFFFF;"));
+            self.line(format!("selp.f64 {fd}, {nan}, {fd}, {p};"));
+            return Ok(());
+        }
         let ins = match op {
             BinOp::Add => format!("add.rn.{ft}"),
             BinOp::Sub => format!("sub.rn.{ft}"),
             BinOp::Mul => format!("mul.rn.{ft}"),
             BinOp::Div => format!("div.rn.{ft}"),
-            BinOp::Min => format!("min.{ft}"),
-            BinOp::Max => format!("max.{ft}"),
+            // .NaN (sm_80+): a NaN in either operand gives the canonical NaN, as torch.maximum;
+            // the plain form would return the other operand
+            BinOp::Min => format!("min.NaN.{ft}"),
+            BinOp::Max => format!("max.NaN.{ft}"),
             o => {
                 return Err(self.unsupported(format!("{} on {t}", o.name()), "an integer operation"))
             }

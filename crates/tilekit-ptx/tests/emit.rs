@@ -71,8 +71,8 @@ fn every_op_on_every_type_assembles() {
         assert!(ptx.contains("bar.sync 0;"));
         assert_eq!(ptx.contains("shfl.sync.bfly.b32"), t.size_bytes() == 4, "{}", t.name());
         assert!(ptx.contains("vote.sync.ballot.b32"));
-        // 16-bit types: the packed pair ops, one instruction per two elements
-        let pairs = [format!("max.{}x2", t.name()), format!("min.{}x2", t.name())];
+        // 16-bit types: the packed pair ops, one instruction per two elements, NaN-propagating
+        let pairs = [format!("max.NaN.{}x2", t.name()), format!("min.NaN.{}x2", t.name())];
         for p in &pairs {
             assert_eq!(ptx.contains(p.as_str()), t.size_bytes() == 2, "{}: {p}", t.name());
         }
@@ -89,6 +89,61 @@ fn every_op_on_every_type_assembles() {
         let first_store = ptx.find("st.global").unwrap();
         assert!(wait < first_load && last_load < trigger && trigger < first_store, "{ptx}");
         assert!(every_op(t, true).unwrap().waits_on_prior_grid());
+    }
+}
+
+/// Float max and min propagate NaN on the GPU as in the interpreter (torch.maximum): the `.NaN`
+/// forms for f32 (16-bit scalars widen to f32) and the packed pairs, a NaN test and select for
+/// f64 (which has no `.NaN` form); integer max and min stay plain.
+#[test]
+fn float_max_and_min_use_the_nan_forms() {
+    use tilekit_ir::BinOp;
+    for t in [ScalarType::F32, ScalarType::F16, ScalarType::BF16, ScalarType::F64, ScalarType::I32]
+    {
+        let b = KernelBuilder::new(&format!("maxmin_{}", t.name()), [32, 1, 1]).unwrap();
+        let x = b.ptr_param("x", t).unwrap();
+        let v = b.load(x, &Idx::lit(0), 2, None).unwrap();
+        let hi = b.binary(BinOp::Max, &v[0], &v[1]).unwrap();
+        let lo = b.binary(BinOp::Min, &v[0], &v[1]).unwrap();
+        b.store(x, &Idx::lit(2), &[hi, lo], None).unwrap();
+        let ptx = check(&b.finish().unwrap());
+        let plain = |op: &str, ty: &str| ptx.contains(&format!("\t{op}.{ty} "));
+        match t {
+            ScalarType::F32 | ScalarType::F16 | ScalarType::BF16 => {
+                for op in ["max", "min"] {
+                    assert!(ptx.contains(&format!("\t{op}.NaN.f32 ")), "{t}: {ptx}");
+                    assert!(!plain(op, "f32"), "{t}: {ptx}");
+                }
+            }
+            ScalarType::F64 => {
+                assert_eq!(ptx.matches("setp.nan.f64").count(), 2, "{ptx}");
+                assert_eq!(ptx.matches("0d7FFFFFFFFFFFFFFF").count(), 2, "{ptx}");
+            }
+            _ => {
+                assert!(plain("max", "s32") && plain("min", "s32"), "{ptx}");
+                assert!(!ptx.contains(".NaN"), "{ptx}");
+            }
+        }
+    }
+    // the packed pairs
+    for t in [ScalarType::F16, ScalarType::BF16] {
+        let b = KernelBuilder::new(&format!("maxpair_{}", t.name()), [32, 1, 1]).unwrap();
+        let x = b.ptr_param("x", t).unwrap();
+        let v = b.load(x, &Idx::lit(0), 4, None).unwrap();
+        let hi = b.binary_pair(BinOp::Max, [&v[0], &v[1]], [&v[2], &v[3]]).unwrap();
+        let lo = b.binary_pair(BinOp::Min, [&v[0], &v[1]], [&v[2], &v[3]]).unwrap();
+        b.store(
+            x,
+            &Idx::lit(4),
+            &[hi[0].clone(), hi[1].clone(), lo[0].clone(), lo[1].clone()],
+            None,
+        )
+        .unwrap();
+        let ptx = check(&b.finish().unwrap());
+        for op in ["max", "min"] {
+            assert!(ptx.contains(&format!("\t{op}.NaN.{}x2 ", t.name())), "{ptx}");
+            assert!(!ptx.contains(&format!("\t{op}.{}x2 ", t.name())), "{ptx}");
+        }
     }
 }
 
