@@ -36,6 +36,7 @@ pub mod run;
 pub mod selftest;
 pub mod sfc;
 pub mod show;
+pub mod soak;
 pub mod svg;
 pub mod tune;
 pub mod tune_gemm;
@@ -90,6 +91,9 @@ pub enum Command {
     Banks(banks::Args),
     /// Time every candidate launch shape of the tunable kernels on the GPU (per-device tuning).
     Tune(tune::Args),
+    /// Random ops, views, in-place and overlapping outputs, streams and early frees for a
+    /// while, each result against its CPU reference.
+    Soak(soak::Args),
 }
 
 /// Parses the command line, runs the command and turns errors into a message on stderr and an
@@ -112,6 +116,7 @@ pub fn main_entry() -> ExitCode {
         Some(Command::Morton(a)) => morton::run(&a),
         Some(Command::Banks(a)) => banks::run(&a),
         Some(Command::Tune(a)) => tune::run(&a),
+        Some(Command::Soak(a)) => soak::run(&a),
     };
     match result.and_then(|code| output::flush_stdout().map(|()| code)) {
         Ok(code) => code,

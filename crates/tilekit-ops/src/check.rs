@@ -185,9 +185,8 @@ fn check_perm(perm: &[usize; 3]) -> Result<()> {
 /// assert!(validate(Op::Copy, &[4, 5], ScalarType::F32).is_ok());
 /// let e = validate(Op::Copy, &[65536, 65536], ScalarType::F32).unwrap_err().to_string();
 /// assert!(e.contains("4294967296 elements, more than 2^31-1"), "{e}");
-/// let e = validate(Op::Gemm, &[64, 60, 32], ScalarType::F16).unwrap_err().to_string();
-/// assert_eq!(e, "gemm: N = 60 is invalid: must be a multiple of 64 (no edge tiles yet)");
-/// assert!(validate(Op::Gemm, &[64, 60, 33], ScalarType::F32).is_ok()); // the SIMT kernel
+/// assert!(validate(Op::Gemm, &[200, 328, 72], ScalarType::BF16).is_ok()); // any M, N, K
+/// assert!(validate(Op::Gemm, &[64, 60, 33], ScalarType::F32).is_ok());
 /// ```
 pub fn validate(op: Op, shape: &[i64], dtype: ScalarType) -> Result<()> {
     match op {
@@ -215,18 +214,8 @@ pub fn validate(op: Op, shape: &[i64], dtype: ScalarType) -> Result<()> {
             host::check_shape("gemm A (M×K)", &[m, k], 2)?;
             host::check_shape("gemm B (K×N)", &[k, n], 2)?;
             host::check_shape("gemm C (M×N)", &[m, n], 2)?;
-            // f32 runs on the SIMT kernel (any shape); f16 / bf16 on mma.sync tiles
-            let (bm, bn, bk) = crate::gemm::TILE;
-            for (name, v, t) in [("M", m, bm), ("N", n, bn), ("K", k, bk)] {
-                if dtype != ScalarType::F32 && v % t != 0 {
-                    return Err(OpsError::invalid(
-                        "gemm",
-                        name,
-                        v,
-                        format!("must be a multiple of {t} (no edge tiles yet)"),
-                    ));
-                }
-            }
+            // any M, N, K: the API picks the kernel per backend (the Hopper kernel and the
+            // SIMT kernel take every shape; elsewhere api::gemm names the tile rule)
         }
         Op::Attention { .. } => {
             // the shape's arity, lengths ≥ 1 and H_KV dividing H, as `tilekit run` parses it

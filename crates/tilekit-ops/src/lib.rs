@@ -42,6 +42,7 @@ pub mod morton;
 pub mod overlap;
 pub mod reduce;
 pub mod run;
+pub mod soak;
 pub mod transpose;
 pub mod tuning;
 
