@@ -450,7 +450,8 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         };
         let title = format!("{} — request {i}", a.header[0]);
         let doc = heat_svg(&title, &s.reports[i], &s.bank_words);
-        std::fs::write(path, doc).map_err(|source| CliError::Io { path: path.clone(), source })?;
+        std::fs::write(path, doc)
+            .map_err(|source| CliError::WriteFile { path: path.clone(), source })?;
     }
     if args.json {
         let reqs: Vec<_> = s

@@ -664,10 +664,11 @@ pub fn run_probe(a: &Args, path: &std::path::Path) -> Result<ExitCode, CliError>
         })
         .to_string()
     };
-    std::fs::write(path, text).map_err(|source| CliError::Io { path: path.into(), source })?;
+    std::fs::write(path, text)
+        .map_err(|source| CliError::WriteFile { path: path.into(), source })?;
     if let Some(svg) = &a.probe_svg {
         std::fs::write(svg, probe_svg(&records, 4))
-            .map_err(|source| CliError::Io { path: svg.clone(), source })?;
+            .map_err(|source| CliError::WriteFile { path: svg.clone(), source })?;
     }
     outln!(
         "device {device}; {name}, d {d} seq {seq}{}: {:.3} ms unprobed, {:.3} ms probed (+{:.1}%); {} events of blocks 0..{} in {}",

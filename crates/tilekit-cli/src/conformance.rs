@@ -11,7 +11,9 @@
 //! ```
 //!
 //! The command prints `CATEGORY: N passed, N failed` per category and a final
-//! `N passed, N failed`, and exits non-zero on any failure or unreadable file.
+//! `N passed, N failed`, and exits with 1 on any failure or unreadable file, and when the
+//! folder holds no vectors (it does not exist, or none of its files is of a category this
+//! build checks), as the README's table of exit codes says.
 //!
 //! Sizes in a file are data, not instructions: no checker allocates or enumerates in proportion
 //! to a length from the file. Lists the file holds are compared index by index with the orders
@@ -165,12 +167,19 @@ impl Report {
 
 /// Runs every supported vector file of `dir`.
 ///
-/// Returns an error only when the folder itself cannot be listed; unreadable files are reported
-/// in [`Report::unreadable`].
+/// Returns an error only when the folder itself cannot be listed ([`CliError::NoVectors`]: the
+/// vectors are missing, exit code 1); unreadable files are reported in [`Report::unreadable`].
+///
+/// ```
+/// let e = tilekit_cli::conformance::run_suite(std::path::Path::new("/nonexistent")).unwrap_err();
+/// assert!(e.to_string().starts_with("conformance vectors not found in /nonexistent: "), "{e}");
+/// assert_eq!(e.exit_code(), 1);
+/// ```
 pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
-    let io = |source| CliError::Io { path: dir.to_path_buf(), source };
+    let missing =
+        |e: std::io::Error| CliError::NoVectors { dir: dir.to_path_buf(), reason: e.to_string() };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io)?
+        .map_err(missing)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
@@ -227,10 +236,9 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
         crate::outln!("UNREADABLE {u}")?;
     }
     if report.categories.is_empty() && report.unreadable.is_empty() {
-        return Err(CliError::BadArgument {
-            flag: "DIR".into(),
-            value: args.dir.display().to_string(),
-            rule: "the folder holds no conformance file of a category this build checks".into(),
+        return Err(CliError::NoVectors {
+            dir: args.dir.clone(),
+            reason: "the folder holds no conformance file of a category this build checks".into(),
         });
     }
     crate::outln!("{} passed, {} failed", report.passed(), report.failed())?;

@@ -3,10 +3,15 @@
 //! ```text
 //!   exit 0  success (and a closed stdout pipe: the reader took what it wanted)
 //!   exit 1  a check or a run failed: a FAIL, a GPU error, the interpreter's error, no usable
-//!           GPU for a command that needs one, stdout not writable, conformance vectors missing
-//!   exit 2  usage or input errors: clap's usage errors, a malformed value, a kernel or layout
-//!           the library refuses for the input given
+//!           GPU for a command that needs one, stdout or an output file not writable (a full
+//!           disk), conformance vectors missing (no folder, or none of its files a vector file)
+//!   exit 2  usage or input errors: clap's usage errors, a malformed value, an input file that
+//!           cannot be read, a kernel or layout the library refuses for the input given
 //! ```
+//!
+//! Reading and writing files are separate variants for that reason: [`CliError::Io`] is an
+//! input the command cannot read (2), [`CliError::WriteFile`] an output it cannot write (1,
+//! like [`CliError::Output`] for stdout).
 
 use std::path::PathBuf;
 
@@ -25,7 +30,7 @@ pub enum CliError {
     /// A layout object could not be built.
     #[error(transparent)]
     Layout(#[from] tilekit_layout::LayoutError),
-    /// A file could not be read or written.
+    /// An input file could not be read (exit code 2: an input error).
     #[error("{path}: {source}")]
     Io {
         /// The file.
@@ -63,6 +68,24 @@ pub enum CliError {
     /// Standard output could not be written (a closed pipe, a full disk).
     #[error("writing to standard output: {0}")]
     Output(std::io::Error),
+    /// An output file (`--svg`, `--json FILE`, …) could not be written (exit code 1, as for
+    /// standard output).
+    ///
+    /// ```
+    /// use tilekit_cli::CliError;
+    /// let e = CliError::WriteFile {
+    ///     path: "/dev/full".into(),
+    ///     source: std::io::Error::new(std::io::ErrorKind::StorageFull, "no space"),
+    /// };
+    /// assert_eq!((e.to_string().as_str(), e.exit_code()), ("writing /dev/full: no space", 1));
+    /// ```
+    #[error("writing {}: {source}", .path.display())]
+    WriteFile {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// A kernel of the library could not be built, run or checked; `kernel` is the name the
     /// user typed (the library's message may name the module behind it).
     #[error("{}", kernel_message(.kernel, .source))]
@@ -116,6 +139,23 @@ pub enum CliError {
         /// The folders tried, in order.
         looked: Vec<PathBuf>,
     },
+    /// The folder `tilekit conformance DIR` was given holds no conformance vectors: it cannot
+    /// be listed, or none of its files is a vector file of a category this build checks
+    /// (exit code 1, as for the main job's missing vectors).
+    ///
+    /// ```
+    /// use tilekit_cli::CliError;
+    /// let e = CliError::NoVectors { dir: "/nonexistent".into(), reason: "No such file or directory (os error 2)".into() };
+    /// assert_eq!(e.to_string(), "conformance vectors not found in /nonexistent: No such file or directory (os error 2)");
+    /// assert_eq!(e.exit_code(), 1);
+    /// ```
+    #[error("conformance vectors not found in {}: {reason}", .dir.display())]
+    NoVectors {
+        /// The folder given.
+        dir: PathBuf,
+        /// Why it holds none.
+        reason: String,
+    },
 }
 
 /// `kernel: message`, or the message alone when it already starts with the kernel's name.
@@ -145,6 +185,10 @@ impl CliError {
     /// assert_eq!(bad.exit_code(), 2);
     /// let gpu = CliError::kernel("copy", OpsError::Gpu("launch failed".into()));
     /// assert_eq!((gpu.exit_code(), gpu.to_string().as_str()), (1, "copy: GPU: launch failed"));
+    /// let full = std::io::Error::new(std::io::ErrorKind::StorageFull, "full");
+    /// assert_eq!(CliError::WriteFile { path: "a.svg".into(), source: full }.exit_code(), 1);
+    /// let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "missing");
+    /// assert_eq!(CliError::Io { path: "enc.json".into(), source: missing }.exit_code(), 2);
     /// let refused = CliError::kernel(
     ///     "permute021",
     ///     OpsError::invalid("permute", "shape", "[3, 4]", "needs 3 lengths"),
@@ -155,6 +199,8 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Output(_)
+            | CliError::WriteFile { .. }
+            | CliError::NoVectors { .. }
             | CliError::NoGpu { .. }
             | CliError::Gpu { .. }
             | CliError::Check { .. }

@@ -320,7 +320,7 @@ pub fn run(args: &Args) -> Result<ExitCode, CliError> {
     }
     if let Some((path, doc)) = svg {
         std::fs::write(path, doc)
-            .map_err(|source| CliError::Io { path: path.to_path_buf(), source })?;
+            .map_err(|source| CliError::WriteFile { path: path.to_path_buf(), source })?;
         if !args.json {
             crate::outln!("\nwrote {}", path.display())?;
         }

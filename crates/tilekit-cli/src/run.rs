@@ -1,9 +1,13 @@
 //! `tilekit run KERNEL --shape AxB[xC] [--dtype f32|f16|bf16] [--backend interp|gpu] [--seed N]`:
 //! builds a kernel of `tilekit-ops`, runs it on random data, checks it against its CPU
 //! reference and prints a one-line summary; exit code 1 on a mismatch, a failed run or no GPU
-//! for `--backend gpu`, 2 when the library refuses the kernel, shape or dtype.
+//! for `--backend gpu`, 2 when the library refuses the kernel, shape or dtype (or the run's
+//! host memory at its peak would pass the limit: `TILEKIT_HOST_MEMORY_LIMIT`). A run longer
+//! than 3 s says on stderr that it is still running, every 10 s ([`Progress`]).
 
 use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use clap::builder::PossibleValuesParser;
 use tilekit_ir::ScalarType;
@@ -112,12 +116,78 @@ fn parse_backend(s: &str) -> Result<Backend, CliError> {
     }
 }
 
-/// Runs one kernel and prints its summary.
+/// How long a run goes before [`Progress`] says it is still running, and how often after.
+///
+/// ```
+/// assert_eq!(tilekit_cli::run::PROGRESS_AFTER.as_secs(), 3);
+/// ```
+pub const PROGRESS_AFTER: Duration = Duration::from_secs(3);
+
+/// The interval of [`Progress`]'s later lines.
+///
+/// ```
+/// assert_eq!(tilekit_cli::run::PROGRESS_EVERY.as_secs(), 10);
+/// ```
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// A line on stderr while a long run goes on: after `after`, then every `every`, until the
+/// guard is dropped (a watcher thread that waits on a channel; the run itself is untouched).
+///
+/// ```
+/// use std::time::Duration;
+/// use tilekit_cli::run::Progress;
+/// let p = Progress::start("copy 4x4 f32 on interp".into(), Duration::from_secs(60), Duration::from_secs(60));
+/// drop(p); // ends the watcher at once, nothing printed
+/// // a slow run: `tilekit: softmax 9x9 f32 on interp: still running (0 s)` on stderr, twice
+/// let p = Progress::start("softmax 9x9 f32 on interp".into(), Duration::from_millis(5), Duration::from_millis(20));
+/// std::thread::sleep(Duration::from_millis(40));
+/// drop(p);
+/// ```
+pub struct Progress {
+    stop: Option<mpsc::Sender<()>>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts watching the run `what` (e.g. `softmax 20000x20000 f32 on interp`).
+    pub fn start(what: String, after: Duration, every: Duration) -> Progress {
+        let (stop, rx) = mpsc::channel::<()>();
+        let t0 = Instant::now();
+        let watcher = std::thread::spawn(move || {
+            let mut wait = after;
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
+                crate::output::write_stderr(format_args!(
+                    "tilekit: {what}: still running ({} s)\n",
+                    t0.elapsed().as_secs()
+                ));
+                wait = every;
+            }
+        });
+        Progress { stop: Some(stop), watcher: Some(watcher) }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Runs one kernel and prints its summary; a run longer than [`PROGRESS_AFTER`] says on
+/// stderr that it is still running ([`Progress`]).
 pub fn run(a: &Args) -> Result<ExitCode, CliError> {
     let shape = parse_shape(&a.shape)?;
     let dtype = a.dtype.unwrap_or_else(|| default_dtype(&a.kernel));
     let backend = parse_backend(&a.backend)?;
-    let r = ops_run::run(&a.kernel, &shape, dtype, backend, a.seed).map_err(|e| match e {
+    let what =
+        format!("{} on {}", tilekit_ops::host::context(&a.kernel, &shape, dtype), backend.name());
+    let progress = Progress::start(what, PROGRESS_AFTER, PROGRESS_EVERY);
+    let r = ops_run::run(&a.kernel, &shape, dtype, backend, a.seed);
+    drop(progress);
+    let r = r.map_err(|e| match e {
         OpsError::GpuUnavailable(reason) => {
             CliError::NoGpu { command: "run --backend gpu".into(), reason }
         }

@@ -658,7 +658,8 @@ fn num_attr(v: f64) -> String {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
-    std::fs::write(path, text).map_err(|source| CliError::Io { path: path.to_path_buf(), source })
+    std::fs::write(path, text)
+        .map_err(|source| CliError::WriteFile { path: path.to_path_buf(), source })
 }
 
 /// Locality statistics of a curve's access order (see the [module documentation](self)).

@@ -291,7 +291,7 @@ pub fn run(a: &Args) -> Result<ExitCode, CliError> {
         let text: Vec<String> =
             rows.iter().map(|r| serde_json::to_string(&r.1).unwrap_or_default()).collect();
         std::fs::write(path, text.join("\n") + "\n")
-            .map_err(|x| CliError::Io { path: path.clone(), source: x })?;
+            .map_err(|x| CliError::WriteFile { path: path.clone(), source: x })?;
     }
     let failed = rows.iter().any(|r| r.1.error.is_some());
     if a.save {

@@ -266,6 +266,76 @@ fn input_shapes(op: Op, shape: &[i64], ty: ScalarType) -> Result<Vec<(ScalarType
     })
 }
 
+/// The host memory a checked run of `op` on `shape` holds ([`host::RunBytes`]: the inputs,
+/// every buffer the API allocates, the interpreter's copies and race map, the reference and
+/// its scratch), computed from the shape alone: [`Problem::new`] checks its
+/// [`peak`](host::RunBytes::peak) against the host-memory limit before allocating anything.
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::check::{run_bytes, Op};
+/// // softmax of 20000 × 20000 f32: 1.6 GB each for x, y and the reference, and the
+/// // interpreter's copies of x and (twice) y
+/// let r = run_bytes(Op::named("softmax").unwrap(), &[20000, 20000], ScalarType::F32).unwrap();
+/// assert_eq!((r.inputs, r.outputs, r.reference), (1_600_000_000, 1_600_000_000, 1_600_000_000));
+/// assert_eq!(r.total(), 6 * 1_600_000_000 + 100_000_000 + r.state);
+/// ```
+pub fn run_bytes(op: Op, shape: &[i64], ty: ScalarType) -> Result<host::RunBytes> {
+    validate(op, shape, ty)?;
+    let count = |s: &[i64]| s.iter().product::<i64>() as u64;
+    let inputs = input_shapes(op, shape, ty)?.iter().try_fold(0u64, |sum, (t, s)| {
+        Ok::<u64, OpsError>(sum.saturating_add(host::bytes(*t, count(s))?))
+    })?;
+    let (out_ty, out_shape) = output_of(op, shape, ty);
+    let out_elems = count(&out_shape);
+    let out_bytes = host::bytes(out_ty, out_elems)?;
+    let mut r = host::RunBytes {
+        inputs,
+        outputs: out_bytes,
+        output_elems: out_elems,
+        // the reference in the output's type (copies, permutes, Morton orders, softmax,
+        // elementwise ops)
+        reference: out_bytes,
+        reference_scratch: 0,
+        state: host::interp_state_bytes(),
+    };
+    match op {
+        Op::Reduce(Reduction::Softmax) => {
+            r.reference_scratch = host::row_scratch_bytes(shape[0] as u64, shape[1] as u64);
+        }
+        Op::Reduce(_) => r.reference = host::bytes(ScalarType::F64, out_elems)?,
+        Op::Gemm => {
+            // the f64 product, built as a vector and copied into the reference buffer
+            r.reference = host::bytes(ScalarType::F64, out_elems)?;
+            r.reference_scratch = r.reference;
+            // a split K writes its partial products to an f32 workspace first
+            let (m, n, k) = (shape[0], shape[1], shape[2]);
+            if ty != ScalarType::F32 {
+                let p = crate::gemm_tuning::GemmProblem::new(m, n, k, ty, ScalarType::F32, true);
+                let split = crate::gemm_tuning::GemmChoice::heuristic(&p)
+                    .split_k
+                    .min(crate::gemm_sm90::MAX_SPLIT_K);
+                if split > 1 {
+                    let ws = split as u64 * m as u64 * (n + n % 2) as u64;
+                    r.outputs = r.outputs.saturating_add(host::bytes(ScalarType::F32, ws)?);
+                    r.output_elems = r.output_elems.saturating_add(ws);
+                }
+            }
+        }
+        Op::Attention { .. } => {
+            // the LSE the call also writes (f32, B × H × S_Q)
+            let lse = (shape[0] * shape[3] * shape[1]) as u64;
+            r.outputs = r.outputs.saturating_add(host::bytes(ScalarType::F32, lse)?);
+            r.output_elems = r.output_elems.saturating_add(lse);
+            // f64 O and LSE, built row by row (a vector each) and copied
+            r.reference = host::bytes(ScalarType::F64, out_elems)?;
+            r.reference_scratch = r.reference.saturating_add(lse.saturating_mul(8 + 48));
+        }
+        _ => {}
+    }
+    Ok(r)
+}
+
 /// A random problem of an op with its CPU reference: the inputs, and what the output must be.
 ///
 /// ```
@@ -301,8 +371,9 @@ fn tensor(buf: HostBuffer, shape: &[i64]) -> Result<HostTensor> {
 
 impl Problem {
     /// Random inputs from `seed` and the reference, after checking the shape, the dtype and
-    /// that the host buffers (inputs, output, reference, the interpreter's race map) fit the
-    /// host-memory limit ([`host::check_memory`]).
+    /// that the run's host memory at its peak ([`run_bytes`]: inputs, outputs, the
+    /// interpreter's copies and race map, the reference and its scratch) fits the host-memory
+    /// limit ([`host::check_memory`]): refused with the figures before anything is allocated.
     ///
     /// ```
     /// use tilekit_ir::ScalarType;
@@ -312,8 +383,12 @@ impl Problem {
     /// assert!(Problem::new(Op::Transpose, &[3], ScalarType::F32, 1).is_err());
     /// ```
     pub fn new(op: Op, shape: &[i64], ty: ScalarType, seed: u64) -> Result<Problem> {
-        validate(op, shape, ty)?;
-        let ctx = |name: &str| host::context(name, shape, ty);
+        let name = match op {
+            Op::Morton { inverse: true, .. } => "unmorton",
+            op => op.name(),
+        };
+        let need = run_bytes(op, shape, ty)?;
+        host::check_memory(&host::context(name, shape, ty), &need.peak())?;
         let (inputs, want, tolerance) = match op {
             Op::Copy | Op::Transpose | Op::Permute(_) => {
                 let kernel = match op {
@@ -322,11 +397,6 @@ impl Problem {
                     _ => "permute",
                 };
                 let n = host::elements(kernel, shape)? as u64;
-                let b = host::bytes(ty, n)?;
-                host::check_memory(
-                    &ctx(kernel),
-                    &[("x", b), ("y", b), ("reference", b), ("race map", host::race_map_bytes(n))],
-                )?;
                 let x = host::random(ty, n as usize, seed)?;
                 let want = match op {
                     Op::Copy => x.clone(),
@@ -344,16 +414,6 @@ impl Problem {
                 let (h, w) = (shape[0], shape[1]);
                 let geo = TiledMorton::new(h, w, tile)?;
                 let (hw, storage) = (h as u64 * w as u64, geo.storage_len() as u64);
-                let (input, output) = if inverse { (storage, hw) } else { (hw, storage) };
-                host::check_memory(
-                    &ctx(if inverse { "unmorton" } else { "morton" }),
-                    &[
-                        ("input", host::bytes(ty, input)?),
-                        ("output", host::bytes(ty, output)?),
-                        ("reference", host::bytes(ty, output)?),
-                        ("race map", host::race_map_bytes(output)),
-                    ],
-                )?;
                 // the reference moves element bits through TiledMorton::offset (padding 0.0)
                 if inverse {
                     let s = host::random(ty, storage as usize, seed)?;
@@ -379,20 +439,6 @@ impl Problem {
             Op::Reduce(r) => {
                 let (m, n) = (shape[0], shape[1]);
                 let len = (m * n) as u64;
-                let x_bytes = host::bytes(ty, len)?;
-                let (out_ty, out_len, want_bytes) = match r {
-                    Reduction::Softmax => (ty, len, x_bytes),
-                    _ => (ScalarType::F32, m as u64, host::bytes(ScalarType::F64, m as u64)?),
-                };
-                host::check_memory(
-                    &ctx(r.name()),
-                    &[
-                        ("x", x_bytes),
-                        ("y", host::bytes(out_ty, out_len)?),
-                        ("reference", want_bytes),
-                        ("race map", host::race_map_bytes(out_len)),
-                    ],
-                )?;
                 let x = host::random(ty, len as usize, seed)?;
                 let want = crate::reduce::reference(r, &x, m as usize, n as usize, ty)?;
                 // exact for max; sums 1e-4 · max(|sum|, 1) (f32 order of summation); softmax
@@ -409,17 +455,6 @@ impl Problem {
                 let (m, n) = (shape[0], shape[1]);
                 let len = (m * n) as u64;
                 let b_len = bc.len(m, n) as u64;
-                let c_bytes = host::bytes(ty, len)?;
-                host::check_memory(
-                    &ctx(bop.name()),
-                    &[
-                        ("a", c_bytes),
-                        ("b", host::bytes(ty, b_len)?),
-                        ("c", c_bytes),
-                        ("reference", c_bytes),
-                        ("race map", host::race_map_bytes(len)),
-                    ],
-                )?;
                 let a = host::random(ty, len as usize, seed)?;
                 let b = host::random(ty, b_len as usize, seed.wrapping_add(1))?;
                 let bs = bc.strides(m, n);
@@ -435,17 +470,7 @@ impl Problem {
             }
             Op::Gemm => {
                 let (m, n, k) = (shape[0], shape[1], shape[2]);
-                let (mk, kn, mn) = ((m * k) as u64, (k * n) as u64, (m * n) as u64);
-                host::check_memory(
-                    &ctx("gemm"),
-                    &[
-                        ("a", host::bytes(ty, mk)?),
-                        ("b", host::bytes(ty, kn)?),
-                        ("c", host::bytes(ScalarType::F32, mn)?),
-                        ("reference", host::bytes(ScalarType::F64, mn)?.saturating_mul(2)),
-                        ("race map", host::race_map_bytes(mn)),
-                    ],
-                )?;
+                let (mk, kn) = ((m * k) as u64, (k * n) as u64);
                 let a = host::random(ty, mk as usize, seed)?;
                 let b = host::random(ty, kn as usize, seed.wrapping_add(1))?;
                 let want = HostBuffer::from_f64(&crate::gemm::reference(
@@ -458,15 +483,6 @@ impl Problem {
                 let shapes = input_shapes(op, shape, ty)?;
                 let n = |s: &[i64]| s.iter().product::<i64>() as u64;
                 let (nq, nkv) = (n(&shapes[0].1), n(&shapes[1].1));
-                host::check_memory(
-                    &ctx("attention"),
-                    &[
-                        ("q and o", host::bytes(ty, nq)?.saturating_mul(2)),
-                        ("k and v", host::bytes(ty, nkv)?.saturating_mul(2)),
-                        ("reference", host::bytes(ScalarType::F64, nq)?),
-                        ("race map", host::race_map_bytes(nq)),
-                    ],
-                )?;
                 let q = host::random(ty, nq as usize, seed)?;
                 let k = host::random(ty, nkv as usize, seed.wrapping_add(1))?;
                 let v = host::random(ty, nkv as usize, seed.wrapping_add(2))?;
@@ -605,6 +621,9 @@ impl Problem {
         b.synchronize()?;
         let elapsed = t.elapsed();
         let got = b.to_host(&y)?;
+        // the backend's output goes before the outcome copies the reference (the run's
+        // check phase in host::RunBytes holds one of the two, not both)
+        drop(y);
         let got = if got.layout().is_contiguous() && got.layout().offset() == 0 {
             let buf = got.buffer();
             drop(got);

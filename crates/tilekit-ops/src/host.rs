@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!   shape ──checked product──► elements ──× dtype size──► bytes of every buffer of the run
+//!         ──► RunBytes::peak: the largest phase (reference, launch, check) of the run
 //!         ──► check_memory: the sum against the host limit (TILEKIT_HOST_MEMORY_LIMIT, else
 //!             3/4 of MemAvailable) — refused with the figures before a byte is allocated
 //!   seed ──splitmix64 (counter-based)──► uniform in [-2, 2) away from 0 ──round──► HostBuffer
@@ -14,9 +15,11 @@
 //!   compare(got, want): streamed; max |Δ|, max |Δ| / max(|want|, 1e-3), exact or a tolerance
 //! ```
 //!
-//! A run of `M × N` elements therefore holds the input(s), the output, the reference and the
-//! interpreter's 2 bits per output element — for `softmax 4096x16384 bf16`, 3 × 128 MiB + 16
-//! MiB.
+//! A run of `M × N` elements on the interpreter therefore holds at its peak (the launch) the
+//! input(s), the output, the reference, the interpreter's copies of every bound buffer (one of
+//! each input, two of each output: [`INTERP_INPUT_COPIES`], [`INTERP_OUTPUT_COPIES`]), its 2
+//! bits per output element and the process's own state ([`interp_state_bytes`]) — for
+//! `softmax 4096x16384 bf16`, 6 × 128 MiB + 16 MiB + the state ([`RunBytes`]).
 //!
 //! ```
 //! use tilekit_ir::ScalarType;
@@ -143,6 +146,163 @@ pub fn bytes(ty: ScalarType, n: u64) -> Result<u64> {
 /// ```
 pub fn race_map_bytes(n: u64) -> u64 {
     n.div_ceil(32) * 8
+}
+
+/// Copies of each bound input buffer an interpreter launch holds while it runs: the launch
+/// copies every bound buffer, from its offset on, into the interpreter's argument list.
+///
+/// ```
+/// assert_eq!(tilekit_ops::host::INTERP_INPUT_COPIES, 1);
+/// ```
+pub const INTERP_INPUT_COPIES: u64 = 1;
+
+/// Copies of each bound output buffer an interpreter launch holds at its peak: the argument
+/// the interpreter writes, and the output's new bytes while they are written back (the
+/// launch keeps the output's pre-launch snapshot to write only what changed, so the storage
+/// copies itself on that write).
+///
+/// ```
+/// assert_eq!(tilekit_ops::host::INTERP_OUTPUT_COPIES, 2);
+/// ```
+pub const INTERP_OUTPUT_COPIES: u64 = 2;
+
+/// The host memory of one checked run (`tilekit run`, `selftest`, `bench`: random inputs, a
+/// CPU reference, the op through the API, the output read back and compared), by what it is
+/// for. [`RunBytes::peak`] is what [`check_memory`] checks: the largest of its three phases,
+///
+/// ```text
+///   reference   inputs + reference + the reference's scratch (f64 rows or products, copied
+///               into the reference buffer)
+///   launch      inputs + reference + outputs (every buffer the op allocates, workspaces too)
+///               + the interpreter's copies (INTERP_INPUT_COPIES × inputs,
+///               INTERP_OUTPUT_COPIES × outputs) + its race map (2 bits per output element)
+///   check       inputs + reference + the output read back + the larger of the output (while
+///               it is read back) and the outcome's copy of the reference
+/// ```
+///
+/// On a GPU the run holds less (no interpreter copies, no race map): the interpreter's peak
+/// bounds both.
+///
+/// ```
+/// use tilekit_ops::host::RunBytes;
+/// // softmax of 1000 × 1000 f32: 4 MB in, out and reference
+/// let r = RunBytes { inputs: 4_000_000, outputs: 4_000_000, output_elems: 1_000_000,
+///                    reference: 4_000_000, ..Default::default() };
+/// let peak = r.peak();
+/// assert_eq!(r.total(), 4_000_000 * 6 + 250_000); // x, y, reference, 3 copies, race map
+/// assert_eq!(peak.iter().map(|p| p.0).collect::<Vec<_>>(),
+///            ["inputs", "reference", "outputs", "interpreter copies", "race map"]);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunBytes {
+    /// Bytes of the input buffers.
+    pub inputs: u64,
+    /// Bytes of every buffer the op allocates: its outputs and any workspace.
+    pub outputs: u64,
+    /// Elements of the buffers the kernel writes (the race map's 2 bits each).
+    pub output_elems: u64,
+    /// Bytes of the reference the output is compared with.
+    pub reference: u64,
+    /// Bytes held besides the reference while it is computed (dropped before the launch).
+    pub reference_scratch: u64,
+    /// The process and the interpreter's own state, whatever the shape: the binary, the
+    /// built kernels, the registers and records of the blocks in flight
+    /// ([`interp_state_bytes`]).
+    pub state: u64,
+}
+
+impl RunBytes {
+    /// The parts of the run's peak phase, `(what, bytes)` (see [`RunBytes`]); their sum is
+    /// [`RunBytes::total`].
+    ///
+    /// ```
+    /// use tilekit_ops::host::RunBytes;
+    /// // a reference whose scratch outweighs the launch's copies: the reference phase wins
+    /// let r = RunBytes { inputs: 1 << 20, outputs: 1 << 20, output_elems: 1 << 18,
+    ///                    reference: 2 << 20, reference_scratch: 16 << 20, state: 0 };
+    /// assert_eq!(r.peak(), vec![("inputs", 1 << 20), ("reference", 2 << 20), ("reference scratch", 16 << 20)]);
+    /// assert_eq!(r.total(), 19 << 20);
+    /// ```
+    pub fn peak(&self) -> Vec<(&'static str, u64)> {
+        let RunBytes { inputs, outputs, output_elems, reference, reference_scratch, state } = *self;
+        let copies = inputs
+            .saturating_mul(INTERP_INPUT_COPIES)
+            .saturating_add(outputs.saturating_mul(INTERP_OUTPUT_COPIES));
+        let phases = [
+            vec![
+                ("inputs", inputs),
+                ("reference", reference),
+                ("reference scratch", reference_scratch),
+            ],
+            vec![
+                ("inputs", inputs),
+                ("reference", reference),
+                ("outputs", outputs),
+                ("interpreter copies", copies),
+                ("race map", race_map_bytes(output_elems)),
+            ],
+            vec![
+                ("inputs", inputs),
+                ("reference", reference),
+                ("output read back", outputs),
+                if outputs >= reference {
+                    ("outputs", outputs)
+                } else {
+                    ("reference copy", reference)
+                },
+            ],
+        ];
+        let sum = |p: &[(&str, u64)]| p.iter().fold(0u64, |s, x| s.saturating_add(x.1));
+        let mut phases = phases.map(|mut p| {
+            p.push(("process and interpreter state", state));
+            p
+        });
+        let mut best = std::mem::take(&mut phases[0]);
+        for p in phases.into_iter().skip(1) {
+            if sum(&p) > sum(&best) {
+                best = p;
+            }
+        }
+        best.retain(|p| p.1 > 0);
+        best
+    }
+
+    /// Bytes at the run's peak: the sum of [`RunBytes::peak`].
+    ///
+    /// ```
+    /// use tilekit_ops::host::RunBytes;
+    /// let copy = RunBytes { inputs: 64, outputs: 64, output_elems: 16, reference: 64, ..Default::default() };
+    /// assert_eq!(copy.total(), 64 * 6 + 8);
+    /// ```
+    pub fn total(&self) -> u64 {
+        self.peak().iter().fold(0u64, |s, p| s.saturating_add(p.1))
+    }
+}
+
+/// Host memory a run holds whatever its shape: 32 MiB for the process (the binary, the
+/// kernels built) and 8 MiB for each thread of the pool, whose blocks in flight keep their
+/// registers and access records (a Hopper GEMM block's are several MiB).
+///
+/// ```
+/// let b = tilekit_ops::host::interp_state_bytes();
+/// assert_eq!(b, (32 << 20) + (8 << 20) * rayon::current_num_threads() as u64);
+/// ```
+pub fn interp_state_bytes() -> u64 {
+    (32 << 20) + (8u64 << 20).saturating_mul(rayon::current_num_threads().max(1) as u64)
+}
+
+/// Scratch the row-wise references (softmax) hold while they run: one `f64` row per worker
+/// thread in flight, at most one per row (twice the pool's threads, for the rows a waiting
+/// thread steals).
+///
+/// ```
+/// use tilekit_ops::host::row_scratch_bytes;
+/// assert_eq!(row_scratch_bytes(1, 1000), 8000); // one row of 1000 f64
+/// assert!(row_scratch_bytes(1_000_000, 10) <= 2 * rayon::current_num_threads() as u64 * 80);
+/// ```
+pub fn row_scratch_bytes(rows: u64, n: u64) -> u64 {
+    let workers = 2 * rayon::current_num_threads().max(1) as u64;
+    rows.min(workers).saturating_mul(n).saturating_mul(8)
 }
 
 /// `3 GiB`, `12.5 MiB`, `100 B`.

@@ -1,11 +1,11 @@
 //! Host data: sizes checked before allocating (overflow and the memory limit are named errors),
 //! the random inputs equal the sequential generator they replace, streaming comparison.
 use half::bf16;
+use tilekit_ops::host::{self, compare, MEMORY_LIMIT_ENV};
 use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::ScalarType;
 use tilekit_ops::backend::Interp;
 use tilekit_ops::check::{check, Op};
-use tilekit_ops::host::{self, compare, MEMORY_LIMIT_ENV};
 use tilekit_ops::{api, reduce, transpose, OpsError};
 
 /// The generator `host::random` had before it became counter-based: sequential splitmix64.
@@ -95,26 +95,42 @@ fn references_read_the_buffers_in_place() {
 fn the_memory_limit_refuses_a_run_with_the_figures() {
     std::env::set_var(MEMORY_LIMIT_ENV, "1G");
     let e = check(&Interp, Op::Copy, &[1_000_000_000, 2], ScalarType::F32, 1).unwrap_err();
+    let state = host::human_bytes(host::interp_state_bytes());
+    // x, the reference (a copy of x), y, the interpreter's copies of x and y (y twice)
     assert_eq!(
         e.to_string(),
-        "copy 1000000000x2 f32: the run needs 22.8 GiB of host memory (x 7.5 GiB, y 7.5 GiB, \
-         reference 7.5 GiB, race map 476.8 MiB), over the limit of 1.0 GiB \
-         (TILEKIT_HOST_MEMORY_LIMIT=1G); set TILEKIT_HOST_MEMORY_LIMIT to a byte count (e.g. 32G) \
-         to change the limit"
+        format!(
+            "copy 1000000000x2 f32: the run needs {} of host memory (inputs 7.5 GiB, reference \
+             7.5 GiB, outputs 7.5 GiB, interpreter copies 22.4 GiB, race map 476.8 MiB, process \
+             and interpreter state {state}), over the limit of 1.0 GiB \
+             (TILEKIT_HOST_MEMORY_LIMIT=1G); set TILEKIT_HOST_MEMORY_LIMIT to a byte count (e.g. \
+             32G) to change the limit",
+            host::human_bytes(6 * 8_000_000_000 + 500_000_000 + host::interp_state_bytes())
+        )
     );
-    match check(
-        &Interp,
-        Op::Reduce(reduce::Reduction::Softmax),
-        &[65536, 16384],
-        ScalarType::BF16,
-        1,
-    ) {
+    let softmax = Op::Reduce(reduce::Reduction::Softmax);
+    match check(&Interp, softmax, &[65536, 16384], ScalarType::BF16, 1) {
         Err(OpsError::HostMemory { needed, limit, .. }) => {
-            // x, y and the reference: 2 GiB each, plus 2 bits per output element
-            assert_eq!((needed, limit), (3 * (2 << 30) + (1 << 28), 1 << 30));
+            // x, y and the reference: 2 GiB each, the interpreter's copies 6 GiB, plus 2 bits
+            // per output element and the state
+            let state = host::interp_state_bytes();
+            assert_eq!((needed, limit), (6 * (2 << 30) + (1 << 28) + state, 1 << 30));
         }
         r => panic!("expected HostMemory, got {r:?}"),
     }
+    // the old estimate (inputs, output, reference, race map: 12.3 MB for softmax 1000x1000
+    // f32) left out the interpreter's copies; a limit above it and below the peak now refuses
+    let peak = tilekit_ops::check::run_bytes(softmax, &[1000, 1000], ScalarType::F32).unwrap();
+    let old = 3 * 4_000_000 + host::race_map_bytes(1_000_000);
+    assert!(peak.total() >= old + 3 * 4_000_000, "{peak:?}");
+    std::env::set_var(MEMORY_LIMIT_ENV, (old + 1).to_string());
+    match check(&Interp, softmax, &[1000, 1000], ScalarType::F32, 1) {
+        Err(OpsError::HostMemory { needed, limit, .. }) => {
+            assert_eq!((needed, limit), (peak.total(), old + 1))
+        }
+        r => panic!("expected HostMemory, got {r:?}"),
+    }
+    std::env::set_var(MEMORY_LIMIT_ENV, "1G");
     // under the limit the same kernels run
     assert!(check(&Interp, Op::Copy, &[100, 200], ScalarType::F32, 1).unwrap().compare().passed);
     std::env::set_var(MEMORY_LIMIT_ENV, "a lot");
