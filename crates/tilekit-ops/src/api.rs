@@ -893,19 +893,23 @@ pub fn row_sum<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X) -> Result<B::T
     row_reduce(b, Reduction::Sum, x)
 }
 
-/// Maxima along the last dim, in f32.
+/// Maxima along the last dim, in f32; NaN for a row holding a NaN, as `torch.amax`.
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
 /// use tilekit_ops::{api, backend::Interp};
 /// let x = HostTensor::from_slice(&[1.0f32, -2.0, 3.0, 4.0], &[2, 2]).unwrap();
 /// assert_eq!(api::row_max(&Interp, &x).unwrap().to_vec::<f32>().unwrap(), vec![1.0, 4.0]);
+/// let n = HostTensor::from_slice(&[f32::NAN, 1.0, 3.0, 4.0], &[2, 2]).unwrap();
+/// let m = api::row_max(&Interp, &n).unwrap().to_vec::<f32>().unwrap();
+/// assert!(m[0].is_nan() && m[1] == 4.0);
 /// ```
 pub fn row_max<B: Backend, X: TensorIn<B> + ?Sized>(b: &B, x: &X) -> Result<B::Tensor> {
     row_reduce(b, Reduction::Max, x)
 }
 
-/// Softmax along the last dim (f32 math, output in x's dtype).
+/// Softmax along the last dim (f32 math, output in x's dtype); a row holding a NaN is NaN
+/// throughout, as `torch.softmax`.
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -1142,7 +1146,8 @@ pub fn mul<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
     binary(b, Binary::Mul, x, z)
 }
 
-/// Elementwise maximum with numpy broadcasting.
+/// Elementwise maximum with numpy broadcasting; NaN where either operand is NaN, as
+/// `torch.maximum`.
 ///
 /// ```
 /// use tilekit_ir::tensor::HostTensor;
@@ -1150,6 +1155,9 @@ pub fn mul<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
 /// let a = HostTensor::from_slice(&[1.0f32, 5.0], &[2]).unwrap();
 /// let b = HostTensor::from_slice(&[3.0f32], &[1]).unwrap();
 /// assert_eq!(api::maximum(&Interp, &a, &b).unwrap().to_vec::<f32>().unwrap(), vec![3.0, 5.0]);
+/// let n = HostTensor::from_slice(&[f32::NAN, 1.0], &[2]).unwrap();
+/// let m = api::maximum(&Interp, &n, &b).unwrap().to_vec::<f32>().unwrap();
+/// assert!(m[0].is_nan() && m[1] == 3.0);
 /// ```
 pub fn maximum<B: Backend, X: TensorIn<B> + ?Sized, Z: TensorIn<B> + ?Sized>(
     b: &B,

@@ -367,25 +367,47 @@ where
             OpsError::invalid("interpreter launch", "output", i, "must be a buffer")
         })?;
         let at = offset.max(0) as usize * elem.size_bytes();
-        let old = before.as_bytes().get(at..).unwrap_or(&[]);
-        write_changed(&mem, at, old, got.as_bytes());
+        let changed = ChangedBytes::new(before.as_bytes().get(at..).unwrap_or(&[]), got.as_bytes());
+        // the snapshot goes first, so the storage writes in place instead of copying itself
+        drop(before);
+        if changed.any {
+            mem.write(|buf| {
+                let dst = buf.as_bytes_mut().get_mut(at..).unwrap_or(&mut []);
+                for (i, (d, &g)) in dst.iter_mut().zip(got.as_bytes()).enumerate() {
+                    if changed.get(i) {
+                        *d = g;
+                    }
+                }
+            });
+        }
     }
     Ok(())
 }
 
-/// Writes the bytes of `got` that differ from `old` into `mem` from byte `at` on.
-fn write_changed(mem: &HostStorage, at: usize, old: &[u8], got: &[u8]) {
-    if old == got {
-        return;
-    }
-    mem.write(|buf| {
-        let dst = buf.as_bytes_mut().get_mut(at..).unwrap_or(&mut []);
-        for ((d, &g), &o) in dst.iter_mut().zip(got).zip(old) {
-            if g != o {
-                *d = g;
+/// Which bytes of a kernel's output differ from what the storage held before: one bit per
+/// byte (an eighth of the output, not a second copy of it).
+struct ChangedBytes {
+    bits: Vec<u64>,
+    any: bool,
+}
+
+impl ChangedBytes {
+    fn new(old: &[u8], got: &[u8]) -> ChangedBytes {
+        let n = old.len().min(got.len());
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        let mut any = false;
+        for (i, (o, g)) in old.iter().zip(got).enumerate() {
+            if o != g {
+                bits[i / 64] |= 1 << (i % 64);
+                any = true;
             }
         }
-    });
+        ChangedBytes { bits, any }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
 }
 
 /// The interpreter planning with a given [`Tuning`] (host tensors, as [`Interp`]): runs on the
