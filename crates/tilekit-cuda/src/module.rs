@@ -159,7 +159,8 @@ pub fn jit_ptx_to_cubin(gpu: &Gpu, ptx: &str, kernel: &str) -> Result<(Vec<u8>, 
     let mut state: sys::CUlinkState = std::ptr::null_mut();
     let started = Instant::now();
     // SAFETY: option arrays have equal lengths and live until cuLinkDestroy; the log buffers are
-    // LOG_BYTES long as declared; `src` is NUL-terminated and outlives the call.
+    // LOG_BYTES long as declared; `src` is NUL-terminated and outlives the call; the cubin
+    // (`size` bytes at `cubin`) is valid until cuLinkDestroy and copied out before it.
     unsafe {
         sys::cuLinkCreate_v2(opts.len() as u32, opts.as_mut_ptr(), vals.as_mut_ptr(), &mut state)
             .result()
@@ -524,6 +525,26 @@ impl Gpu {
     /// and is not used by other streams without ordering, until the kernel completes, and
     /// must cover every element the kernel will touch with these arguments. The checked
     /// path is `tilekit_ops::backend::Backend::launch`, which binds tensors by name.
+    ///
+    /// Safe code cannot make this call (before issue 30 it could, and too few slots made the
+    /// driver read past them):
+    ///
+    /// ```compile_fail,E0133
+    /// fn go(gpu: &tilekit_cuda::Gpu, k: &tilekit_cuda::Kernel, d: tilekit_cuda::LaunchDims) {
+    ///     let _ = gpu.launch(k, d, &tilekit_cuda::KernelArgs::new());
+    /// }
+    /// ```
+    ///
+    /// ```
+    /// use tilekit_ir::KernelBuilder;
+    /// if let Ok(gpu) = tilekit_cuda::Gpu::open(0) {
+    ///     let ir = KernelBuilder::new("empty", [32, 1, 1]).unwrap().finish().unwrap();
+    ///     let (k, _) = gpu.compile(&ir, None).unwrap();
+    ///     let dims = tilekit_cuda::LaunchDims { grid: (1, 1, 1), block: (32, 1, 1), dynamic_smem: 0 };
+    ///     // SAFETY: the kernel has no parameters and touches no memory
+    ///     unsafe { gpu.launch(&k, dims, &tilekit_cuda::KernelArgs::new()) }.unwrap();
+    /// }
+    /// ```
     pub unsafe fn launch(
         &self,
         kernel: &Kernel,

@@ -753,7 +753,14 @@ impl LoadedKernel {
 
 /// A launch made ready once (kernel loaded, arguments converted): [`Cuda::launch_prepared`]
 /// replays it with nothing but the driver call. How `tilekit bench launch` measures the
-/// driver's own cost beside the API's.
+/// driver's own cost beside the API's. Its arguments (raw addresses) cannot be reached or
+/// swapped from outside:
+///
+/// ```compile_fail,E0616
+/// fn args(p: &tilekit_ops::backend::PreparedLaunch) -> &tilekit_cuda::KernelArgs {
+///     &p.args
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct PreparedLaunch {
     kernel: Arc<tilekit_cuda::Kernel>,
