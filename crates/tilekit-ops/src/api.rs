@@ -362,9 +362,11 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
             let xv = ReshapedIn { t: x, layout: relayout(&xl, s3.clone(), x3)? };
             let mut yv = Reshaped { t: y, layout: relayout(&yl, s3.clone(), y3)? };
             let (vx, vy) = (vec_in::<B, _>(&xv), vec_in::<B, _>(&yv));
-            let k = cached(KernelKey::new("copy", ty, [vx, vy, 0, 0]), || {
-                crate::copy::build(ty, vx, vy)
-            })?;
+            let ix = host::index_type(&[&xv.layout, &yv.layout]);
+            let k =
+                cached(KernelKey::new("copy", ty, [vx, vy, ix.size_bytes() as i64, 0]), || {
+                    crate::copy::build_indexed(ty, vx, vy, ix)
+                })?;
             let (tm, tn) = crate::copy::tile(ty);
             launch_split(b, &k, host::blocks(s3[2], tn)?, &xv, &mut yv, (1, 1), tm, 1)
         }
@@ -705,8 +707,10 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         let ystride = as_vector(op, &yl)?;
         let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m], vec![ystride])? };
         let v = vec_in::<B, _>(&xv);
-        let k =
-            cached(KernelKey::new(op, ty, [v, 0, 0, 0]), || crate::reduce::build_reduce(r, ty, v))?;
+        let ix = host::index_type(&[&xv.layout, &yv.layout]);
+        let k = cached(KernelKey::new(op, ty, [v, ix.size_bytes() as i64, 0, 0]), || {
+            crate::reduce::build_reduce_indexed(r, ty, v, ix)
+        })?;
         let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
         b.launch(&k, grid, args)
     }
@@ -1078,8 +1082,9 @@ fn binary_into<
             (at(&xb, &st2[0], d[0])?, at(&zb, &st2[1], d[1])?, at(&yl, &st2[2], d[2])?);
         let va = vector_of(&xs, x.base_address()).min(vector_of(&ys, y.base_address()));
         let vb = vector_of(&zs, z.base_address());
-        let kk = cached(KernelKey::new(name, ty, [va, vb, 0, 0]), || {
-            crate::elementwise::build(op, ty, va, vb)
+        let ix = host::index_type(&[&xs, &zs, &ys]);
+        let kk = cached(KernelKey::new(name, ty, [va, vb, ix.size_bytes() as i64, 0]), || {
+            crate::elementwise::build_indexed(op, ty, va, vb, ix)
         })?;
         // rows past the grid's y limit: several launches over narrowed rows
         for (r0, rl) in pieces(s2[0], tm, MAX_GRID_YZ) {

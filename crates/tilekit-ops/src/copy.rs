@@ -68,6 +68,18 @@ pub fn tile(ty: ScalarType) -> (i64, i64) {
 /// assert!(k.waits_on_prior_grid() && text.contains("griddepcontrol.launch_dependents"));
 /// ```
 pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
+    build_indexed(ty, vx, vy, ScalarType::I32)
+}
+
+/// [`build`] with lengths, strides and offsets of `index` type (`i32`, or `i64` for tensors
+/// past 2^31 elements: [`host::index_type`] picks it).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// let k = tilekit_ops::copy::build_indexed(ScalarType::F32, 4, 4, ScalarType::I64).unwrap();
+/// assert!(k.to_string().contains(".param .s64"), "64-bit lengths and strides");
+/// ```
+pub fn build_indexed(ty: ScalarType, vx: i64, vy: i64, index: ScalarType) -> Result<Kernel> {
     host::check_dtype("copy", ty, &host::FLOAT_TYPES)?;
     let (tm, tn) = tile(ty);
     let full = 16 / ty.size_bytes() as i64;
@@ -79,6 +91,7 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
         .max()
         .unwrap_or(1);
     let b = KernelBuilder::new("copy", [THREADS, 1, 1])?;
+    b.set_index_type(index)?;
     let x = b.tensor_param("x", ty, 3)?;
     let y = b.tensor_param("y", ty, 3)?;
     let d = dist::row_major(tm, tn, THREADS as i64, v)?;

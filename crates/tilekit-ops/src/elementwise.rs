@@ -139,10 +139,30 @@ impl Broadcast {
 /// assert!(k.waits_on_prior_grid()); // may be launched as a programmatic dependent
 /// ```
 pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
+    build_indexed(op, ty, va, vb, ScalarType::I32)
+}
+
+/// [`build`] with lengths, strides and offsets of `index` type (`i32`, or `i64` for tensors
+/// past 2^31 elements: [`host::index_type`] picks it).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::elementwise::{build_indexed, Binary};
+/// let k = build_indexed(Binary::Add, ScalarType::F32, 4, 4, ScalarType::I64).unwrap();
+/// assert!(k.to_string().contains(".param .s64"));
+/// ```
+pub fn build_indexed(
+    op: Binary,
+    ty: ScalarType,
+    va: i64,
+    vb: i64,
+    index: ScalarType,
+) -> Result<Kernel> {
     host::check_dtype(op.name(), ty, &host::FLOAT_TYPES)?;
     let (tm, tn) = crate::copy::tile(ty);
     let v = 16 / ty.size_bytes() as i64;
     let b = KernelBuilder::new(op.name(), [crate::copy::THREADS, 1, 1])?;
+    b.set_index_type(index)?;
     let a = b.tensor_param("a", ty, 2)?;
     let bb = b.tensor_param("b", ty, 2)?;
     let c = b.tensor_param("c", ty, 2)?;

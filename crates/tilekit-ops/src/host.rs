@@ -805,3 +805,27 @@ pub fn blocks(len: i64, tile: i64) -> Result<u32> {
     let n = len / tile + i64::from(len % tile != 0);
     u32::try_from(n).map_err(|_| OpsError::invalid("grid", "blocks", n, "must fit in u32"))
 }
+
+/// The index type a kernel over `layouts` needs: `i32` while every length, stride and span fits
+/// 2^31 − 1 (the fast path), else `i64`, so no size is refused for size alone — the memory-bound
+/// ops build a 64-bit twin of their kernel for such tensors.
+///
+/// ```
+/// use tilekit_ir::{tensor::TensorLayout, ScalarType};
+/// use tilekit_ops::host::index_type;
+/// let small = TensorLayout::contiguous(ScalarType::BF16, vec![65536, 1024]).unwrap();
+/// let big = TensorLayout::contiguous(ScalarType::BF16, vec![65536, 32776]).unwrap(); // 2^31 + 2^19
+/// assert_eq!(index_type(&[&small]), ScalarType::I32);
+/// assert_eq!(index_type(&[&small, &big]), ScalarType::I64);
+/// ```
+pub fn index_type(layouts: &[&tilekit_ir::tensor::TensorLayout]) -> ScalarType {
+    let max = i64::from(i32::MAX);
+    let wide = layouts
+        .iter()
+        .any(|l| l.span_elems() > max || l.shape().iter().chain(l.strides()).any(|&v| v > max));
+    if wide {
+        ScalarType::I64
+    } else {
+        ScalarType::I32
+    }
+}

@@ -137,6 +137,24 @@ fn lit(ty: ScalarType, v: f64) -> Result<Lit> {
 /// assert!(build_reduce(Reduction::Softmax, ScalarType::F32, 4).is_err());
 /// ```
 pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
+    build_reduce_indexed(r, ty, vx, ScalarType::I32)
+}
+
+/// [`build_reduce`] with lengths, strides and offsets of `index` type (`i32`, or `i64` for
+/// tensors past 2^31 elements: [`host::index_type`] picks it).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{build_reduce_indexed, Reduction};
+/// let k = build_reduce_indexed(Reduction::Sum, ScalarType::BF16, 8, ScalarType::I64).unwrap();
+/// assert!(k.to_string().contains(".param .s64"));
+/// ```
+pub fn build_reduce_indexed(
+    r: Reduction,
+    ty: ScalarType,
+    vx: i64,
+    index: ScalarType,
+) -> Result<Kernel> {
     host::check_dtype(r.name(), ty, &TYPES)?;
     let op = match r {
         Reduction::Sum => BinOp::Add,
@@ -154,6 +172,7 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
     let v = 16 / ty.size_bytes() as i64;
     let chunk = THREADS as i64 * v * 4;
     let b = KernelBuilder::new(r.name(), [THREADS, 1, 1])?;
+    b.set_index_type(index)?;
     let x = b.tensor_param("x", ty, 2)?;
     let y = b.tensor_param("y", ScalarType::F32, 1)?;
     let scratch = b.shared("partial", ScalarType::F32, THREADS as usize / 32)?;
