@@ -4,21 +4,28 @@
 //!
 //! ```text
 //!   x.__dlpack_device__()  ──► (2 = kDLCUDA, ordinal)      anything else: DeviceError
-//!   x.__dlpack__(stream=s) ──► PyCapsule "dltensor" ──► *mut DLManagedTensor
+//!   x.__dlpack__(stream=s, max_version=(1, 0))             (TypeError: a pre-1.0 producer,
+//!        │                                                  asked again without max_version)
+//!        ├─► PyCapsule "dltensor_versioned" ──► *mut DLManagedTensorVersioned
+//!        │      { version (major > 1: refused unread), deleter, flags, dl_tensor }
+//!        └─► PyCapsule "dltensor"           ──► *mut DLManagedTensor { dl_tensor, deleter }
 //!                                                          │
 //!        DLTensor { data, device, ndim, dtype, shape, strides (NULL = row-major), byte_offset }
+//!        device must be (kDLCUDA, the ordinal asked for), else DeviceError; an output with
+//!        DLPACK_FLAG_BITMASK_READ_ONLY or _IS_COPIED: ReadOnlyError
 //!                                                          │
-//!   capsule renamed "used_dltensor" (we own it now; the producer's capsule destructor
-//!   leaves it alone)                                       ▼
+//!   capsule renamed "used_dltensor[_versioned]" (we own it now; the producer's capsule
+//!   destructor leaves it alone)                            ▼
 //!   Dlpack { ptr = data, layout = strided(dtype, shape, strides, byte_offset / size),
 //!            bytes = layout's span in bytes, owner: Arc<DlpackOwner> }
 //!   last clone of the owner dropped ──► managed->deleter(managed)   (once, under the GIL)
 //! ```
 //!
-//! The stream handshake is the protocol's: the consumer passes the raw `CUstream` it will use
-//! (1 for the legacy default stream, since 0 is ambiguous in the protocol), and the producer
-//! makes that stream wait for its pending work on the tensor. tilekit's Python layer passes
-//! the tensor's current PyTorch stream and launches on it, so nothing waits on the host.
+//! The stream handshake is the protocol's ([`Handshake`]): the consumer passes the raw
+//! `CUstream` it will use (1 for the legacy default stream, since 0 is ambiguous in the
+//! protocol) and the producer makes that stream wait for its pending work; or -1, no
+//! synchronisation, which the op bindings pass to a `torch.Tensor` because they launch on that
+//! tensor's own current PyTorch stream (nothing to order, as for a PyTorch op).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
@@ -30,7 +37,7 @@ use pyo3::types::PyDict;
 use tilekit_ir::tensor::TensorLayout;
 use tilekit_ir::ScalarType;
 
-use crate::errors::{DTypeError, DeviceError, ShapeError};
+use crate::errors::{DTypeError, DeviceError, ReadOnlyError, ShapeError};
 
 /// `DLDeviceType::kDLCUDA`.
 pub const KDL_CUDA: i32 = 2;
@@ -78,7 +85,7 @@ pub struct DLTensor {
     pub byte_offset: u64,
 }
 
-/// `DLManagedTensor`: the view plus who frees it.
+/// `DLManagedTensor`: the view plus who frees it (DLPack before 1.0, capsule "dltensor").
 #[repr(C)]
 #[derive(Debug)]
 pub struct DLManagedTensor {
@@ -90,10 +97,48 @@ pub struct DLManagedTensor {
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
 
-/// Owns a consumed `DLManagedTensor`: dropping the last clone calls its deleter once.
+/// `DLPackVersion`: the ABI version a versioned tensor was made for.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DLPackVersion {
+    /// Major version: a consumer must not read past `flags` of a major it does not know.
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+/// `DLManagedTensorVersioned` (DLPack 1.0, capsule "dltensor_versioned"): the version and the
+/// deleter first (the part every major version keeps), then flags and the view.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensorVersioned {
+    /// The producer's DLPack version.
+    pub version: DLPackVersion,
+    /// The producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Called once by the consumer when it is done (may be NULL).
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    /// `DLPACK_FLAG_BITMASK_*`.
+    pub flags: u64,
+    /// The view.
+    pub dl_tensor: DLTensor,
+}
+
+/// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write the memory.
+pub const FLAG_READ_ONLY: u64 = 1;
+/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer exported a copy (writes would not reach it).
+pub const FLAG_IS_COPIED: u64 = 2;
+
+#[derive(Debug)]
+enum Managed {
+    Unversioned(*mut DLManagedTensor),
+    Versioned(*mut DLManagedTensorVersioned),
+}
+
+/// Owns a consumed managed tensor (either kind): dropping the last clone calls its deleter once.
 #[derive(Debug)]
 pub struct DlpackOwner {
-    managed: *mut DLManagedTensor,
+    managed: Managed,
 }
 
 // SAFETY: the managed tensor is only touched in `drop`, which takes the GIL before calling
@@ -104,12 +149,20 @@ unsafe impl Sync for DlpackOwner {}
 
 impl Drop for DlpackOwner {
     fn drop(&mut self) {
-        let managed = self.managed;
-        // SAFETY: `managed` came from a "dltensor" capsule that we renamed, so we are its only
-        // consumer and this is the single call of its deleter the protocol asks for.
+        // SAFETY: the pointer came from a capsule that we renamed, so we are its only consumer
+        // and this is the single call of its deleter the protocol asks for.
         Python::attach(|_| unsafe {
-            if let Some(deleter) = (*managed).deleter {
-                deleter(managed);
+            match self.managed {
+                Managed::Unversioned(m) => {
+                    if let Some(deleter) = (*m).deleter {
+                        deleter(m);
+                    }
+                }
+                Managed::Versioned(m) => {
+                    if let Some(deleter) = (*m).deleter {
+                        deleter(m);
+                    }
+                }
             }
         });
     }
@@ -127,6 +180,10 @@ pub struct Dlpack {
     pub layout: TensorLayout,
     /// The CUDA device ordinal.
     pub device: usize,
+    /// The producer gave a versioned (DLPack 1.x) capsule.
+    pub versioned: bool,
+    /// The versioned capsule's flags (0 for an unversioned one).
+    pub flags: u64,
     /// Keeps the producer's memory alive; the deleter runs when the last clone drops.
     pub owner: Arc<DlpackOwner>,
 }
@@ -226,46 +283,152 @@ pub fn cuda_device(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
 
 const DLTENSOR: &CStr = c"dltensor";
 const USED_DLTENSOR: &CStr = c"used_dltensor";
+const DLTENSOR_VERSIONED: &CStr = c"dltensor_versioned";
+const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 
-/// Reads `obj` through DLPack on `stream` (a raw `CUstream`; 0, the legacy default stream,
-/// is passed to the producer as 1 as the protocol asks). No copy: the result points into
-/// `obj`'s memory and owns the managed tensor.
-pub fn read(obj: &Bound<'_, PyAny>, what: &str, stream: u64) -> PyResult<Dlpack> {
-    let device = cuda_device(obj, what)?;
-    let py = obj.py();
+/// What a consumer passes as `__dlpack__(stream=...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// `-1`: no synchronisation (the consumer launches on the producer's own current stream,
+    /// so there is nothing to order: what tilekit passes to a `torch.Tensor`).
+    NoSync,
+    /// A raw `CUstream` the producer makes wait for its pending work (0, the legacy default
+    /// stream, is passed as 1 as the protocol asks).
+    Stream(u64),
+}
+
+/// `{"stream": ..., "max_version": (1, 0)}` (or without `max_version`, for producers older than
+/// DLPack 1.0).
+fn dlpack_kwargs<'py>(
+    py: Python<'py>,
+    handshake: Handshake,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let kwargs = PyDict::new(py);
-    kwargs.set_item("stream", if stream == 0 { 1 } else { stream })?;
-    let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
+    match handshake {
+        Handshake::NoSync => kwargs.set_item("stream", -1)?,
+        Handshake::Stream(0) => kwargs.set_item("stream", 1)?,
+        Handshake::Stream(s) => kwargs.set_item("stream", s)?,
+    }
+    if versioned {
+        kwargs.set_item("max_version", (1, 0))?;
+    }
+    Ok(kwargs)
+}
+
+/// Reads `obj` through DLPack (see [`export`]) after asking it for its device (CUDA only).
+pub fn read(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    handshake: Handshake,
+    output: bool,
+) -> PyResult<Dlpack> {
+    let device = cuda_device(obj, what)?;
+    export(obj, what, device, handshake, output)
+}
+
+/// Reads `obj`, whose device is CUDA `device` (from `__dlpack_device__` or the tensor itself),
+/// through DLPack: `__dlpack__(stream=..., max_version=(1, 0))`, or without `max_version` for a
+/// producer that does not take it (a TypeError), then the capsule: "dltensor_versioned" or
+/// "dltensor". No copy: the result points into `obj`'s memory and owns the managed tensor.
+///
+/// Refused: a capsule whose DLPack major version is over 1 (TypeError; released unread), a
+/// tensor on another device type or another ordinal than `device` (DeviceError), and, for an
+/// `output`, one exported read-only or as a copy (ReadOnlyError).
+pub fn export(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    device: usize,
+    handshake: Handshake,
+    output: bool,
+) -> PyResult<Dlpack> {
+    let py = obj.py();
+    let capsule =
+        match obj.call_method("__dlpack__", (), Some(&dlpack_kwargs(py, handshake, true)?)) {
+            Ok(c) => c,
+            // a producer from before DLPack 1.0: no max_version keyword
+            Err(e) if e.is_instance_of::<PyTypeError>(py) => obj
+                .call_method("__dlpack__", (), Some(&dlpack_kwargs(py, handshake, false)?))
+                .map_err(|e2| if e2.is_instance_of::<PyTypeError>(py) { e } else { e2 })?,
+            Err(e) => return Err(e),
+        };
     let cap = capsule.as_ptr();
-    // SAFETY: plain CPython capsule calls on a live object we hold a reference to
+    // SAFETY: plain CPython capsule calls on a live object we hold a reference to; the
+    // pointer is read only after the capsule's name says which struct it is
     let managed = unsafe {
-        if ffi::PyCapsule_IsValid(cap, DLTENSOR.as_ptr()) != 1 {
+        if ffi::PyCapsule_IsValid(cap, DLTENSOR_VERSIONED.as_ptr()) == 1 {
+            let p = ffi::PyCapsule_GetPointer(cap, DLTENSOR_VERSIONED.as_ptr())
+                .cast::<DLManagedTensorVersioned>();
+            if p.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            // we are the consumer now: the producer's capsule destructor must not free it
+            if ffi::PyCapsule_SetName(cap, USED_DLTENSOR_VERSIONED.as_ptr() as *const c_char) != 0 {
+                return Err(PyErr::fetch(py));
+            }
+            Managed::Versioned(p)
+        } else if ffi::PyCapsule_IsValid(cap, DLTENSOR.as_ptr()) == 1 {
+            let p = ffi::PyCapsule_GetPointer(cap, DLTENSOR.as_ptr()).cast::<DLManagedTensor>();
+            if p.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            if ffi::PyCapsule_SetName(cap, USED_DLTENSOR.as_ptr() as *const c_char) != 0 {
+                return Err(PyErr::fetch(py));
+            }
+            Managed::Unversioned(p)
+        } else {
             return Err(PyTypeError::new_err(format!(
-                "{what}.__dlpack__() must return a PyCapsule named \"dltensor\" (a consumed \
-                 capsule cannot be read twice), got {}",
+                "{what}.__dlpack__() must return a PyCapsule named \"dltensor_versioned\" or \
+                 \"dltensor\" (a consumed capsule cannot be read twice), got {}",
                 type_name(&capsule)
             )));
         }
-        let p = ffi::PyCapsule_GetPointer(cap, DLTENSOR.as_ptr()).cast::<DLManagedTensor>();
-        if p.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        // we are the consumer now: the producer's capsule destructor must not free it
-        if ffi::PyCapsule_SetName(cap, USED_DLTENSOR.as_ptr() as *const c_char) != 0 {
-            return Err(PyErr::fetch(py));
-        }
-        p
     };
     // from here on, the owner calls the deleter on every path, errors included
     let owner = Arc::new(DlpackOwner { managed });
-    // SAFETY: the producer keeps the DLTensor and its shape/strides arrays valid until the
-    // deleter runs, which the owner delays until after this read
-    let t = unsafe { &(*managed).dl_tensor };
+    // SAFETY: the producer keeps the managed tensor, the DLTensor and its shape/strides arrays
+    // valid until the deleter runs, which the owner delays until after this read; a versioned
+    // tensor's fields past `flags` are read only when its major version is one we know
+    let (t, versioned, flags) = unsafe {
+        match owner.managed {
+            Managed::Unversioned(m) => (&(*m).dl_tensor, false, 0),
+            Managed::Versioned(m) => {
+                let v = (*m).version;
+                if v.major > 1 {
+                    return Err(PyTypeError::new_err(format!(
+                        "{what}.__dlpack__() gave a DLPack {}.{} tensor: tilekit reads DLPack \
+                         up to 1.x",
+                        v.major, v.minor
+                    )));
+                }
+                (&(*m).dl_tensor, true, (*m).flags)
+            }
+        }
+    };
     if t.device.device_type != KDL_CUDA {
         return Err(DeviceError::new_err(format!(
             "tilekit runs on CUDA tensors; {what}.__dlpack__() gave a tensor on {} — move it \
              with {what}.cuda()",
             device_name(t.device.device_type)
+        )));
+    }
+    if i64::from(t.device.device_id) != device as i64 {
+        return Err(DeviceError::new_err(format!(
+            "{what} is on cuda:{device} but its DLPack tensor says cuda:{}: the producer \
+             disagrees with itself",
+            t.device.device_id
+        )));
+    }
+    if output && flags & FLAG_READ_ONLY != 0 {
+        return Err(ReadOnlyError::new_err(format!(
+            "{what} is read-only (its DLPack export has DLPACK_FLAG_BITMASK_READ_ONLY): tilekit \
+             would write it; pass a writable tensor"
+        )));
+    }
+    if output && flags & FLAG_IS_COPIED != 0 {
+        return Err(ReadOnlyError::new_err(format!(
+            "{what} was exported as a copy (DLPACK_FLAG_BITMASK_IS_COPIED): tilekit's writes \
+             would not reach it; pass a tensor the producer exports in place"
         )));
     }
     let dtype = scalar_type(t.dtype).ok_or_else(|| {
@@ -285,6 +448,7 @@ pub fn read(obj: &Bound<'_, PyAny>, what: &str, stream: u64) -> PyResult<Dlpack>
     let strides: Option<Vec<i64>> = if t.strides.is_null() || ndim == 0 {
         None
     } else {
+        // SAFETY: `strides` is not NULL here and holds `ndim` entries (DLPack)
         Some(unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec())
     };
     let es = dtype.size_bytes() as u64;
@@ -303,5 +467,6 @@ pub fn read(obj: &Bound<'_, PyAny>, what: &str, stream: u64) -> PyResult<Dlpack>
     }
     .map_err(|e| ShapeError::new_err(format!("{what} (shape {shape:?}): {e}")))?;
     let bytes = if layout.numel() == 0 { 0 } else { layout.size_bytes() as usize };
-    Ok(Dlpack { ptr: t.data as u64, bytes, layout, device, owner })
+    let ptr = t.data as u64;
+    Ok(Dlpack { ptr, bytes, layout, device, versioned, flags, owner })
 }

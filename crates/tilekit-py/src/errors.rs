@@ -5,6 +5,9 @@
 //!     ├── DeviceError    a tensor not on a CUDA device
 //!     ├── DTypeError     a dtype the op or tilekit does not take
 //!     ├── ShapeError     shapes, strides, ranks that do not fit the op (names the shapes)
+//!     │     └── OverlapError  an output sharing memory with an input or another output in a
+//!     │                       way the op does not allow (out=x of a transpose, a gemm's out=a)
+//!     ├── ReadOnlyError  an output exported read-only (or as a copy) through DLPack
 //!     ├── GpuError       no driver, no device, a failed driver call, JIT or launch
 //!     └── EncodingError  tilekit.show: an encoding the parser or validator refuses
 //! ```
@@ -23,6 +26,18 @@ create_exception!(tilekit, Error, PyException, "The base of every tilekit error.
 create_exception!(tilekit, DeviceError, Error, "A tensor is not on a CUDA device.");
 create_exception!(tilekit, DTypeError, Error, "A dtype the op (or tilekit) does not take.");
 create_exception!(tilekit, ShapeError, Error, "Shapes or strides that do not fit the op.");
+create_exception!(
+    tilekit,
+    OverlapError,
+    ShapeError,
+    "An output overlaps an input or another output in a way the op does not allow."
+);
+create_exception!(
+    tilekit,
+    ReadOnlyError,
+    Error,
+    "An output that cannot be written: exported read-only (or as a copy) through DLPack."
+);
 create_exception!(tilekit, GpuError, Error, "No CUDA driver or device, or a failed GPU call.");
 create_exception!(tilekit, EncodingError, Error, "A tile-distribution encoding was refused.");
 
@@ -52,6 +67,7 @@ pub fn ops_err(e: &OpsError) -> PyErr {
         OpsError::Invalid { .. } | OpsError::Kernel(_) => ShapeError::new_err(e.to_string()),
         OpsError::Tensor(t) => tensor_err(t),
         OpsError::Bind { .. } => ShapeError::new_err(e.to_string()),
+        OpsError::Overlap { .. } => OverlapError::new_err(e.to_string()),
         OpsError::GpuUnavailable(_) | OpsError::Gpu(_) => GpuError::new_err(e.to_string()),
         _ => Error::new_err(e.to_string()),
     }

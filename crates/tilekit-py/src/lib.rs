@@ -3,12 +3,13 @@
 //! ```text
 //!   python/tilekit/__init__.py            this extension module
 //!   ───────────────────────────           ─────────────────────────────────────────────
-//!   y = torch.empty(shape, like x)   ──►  transpose_into(x, y, stream)
-//!   stream = current_stream(x).cuda_stream   │ dlpack::read(x), dlpack::read(y): pointers,
-//!                                            │ layouts, owners (no copies)
-//!                                            │ DeviceTensor::from_raw_parts, Cuda backend on
-//!                                            │ the raw stream, tilekit_ops::api::*_into
-//!                                            ▼ errors → tilekit.Error subclasses
+//!   y = torch.empty(shape, like x)   ──►  transpose_into(x, y)   (no stream argument)
+//!   torch.ops.tilekit.transpose_into       │ the caller's CUDA context saved; PyTorch's
+//!   (a torch.library op: autograd's        │ current stream of the tensors' device;
+//!   version counters, torch.compile,       │ dlpack::export(x), (y): pointers, layouts,
+//!   CUDA graphs)                           │ owners (no copies); DeviceTensor::from_raw_parts,
+//!                                          │ tilekit_ops::api::*_into; context restored
+//!                                          ▼ errors → tilekit.Error subclasses
 //!   show(encoding) ──► (svg, words)   (CPU only: the tile layer's parser and renderer)
 //! ```
 //!
@@ -25,15 +26,30 @@ mod errors;
 mod ops;
 mod show;
 
-use errors::{DTypeError, DeviceError, EncodingError, Error, GpuError, ShapeError};
+use errors::{
+    DTypeError, DeviceError, EncodingError, Error, GpuError, OverlapError, ReadOnlyError,
+    ShapeError,
+};
 
 /// Reads a DLPack producer and releases it at once: what tilekit sees of a tensor (pointer,
-/// byte extent, dtype name, shape, strides, offset in elements, device ordinal). For tests
-/// and debugging of the zero-copy path; the producer's deleter runs before this returns.
+/// byte extent, dtype name, shape, strides, offset in elements, device ordinal, whether the
+/// capsule was versioned and read-only). For tests and debugging of the zero-copy path; the
+/// producer's deleter runs before this returns. `stream` is only the handshake value passed
+/// to the producer (nothing is launched): `None` is what the ops pass (-1 to a `torch.Tensor`,
+/// the legacy default stream to others). `output` refuses a read-only export as the ops do
+/// for the tensors they write (ReadOnlyError).
 #[pyfunction]
-#[pyo3(signature = (x, stream = 0))]
-fn read_dlpack<'py>(x: &Bound<'py, PyAny>, stream: u64) -> PyResult<Bound<'py, PyDict>> {
-    let t = dlpack::read(x, "x", stream)?;
+#[pyo3(signature = (x, stream = None, output = false))]
+fn read_dlpack<'py>(
+    x: &Bound<'py, PyAny>,
+    stream: Option<u64>,
+    output: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let handshake = match stream {
+        Some(s) => dlpack::Handshake::Stream(s),
+        None => ops::default_handshake(x)?,
+    };
+    let t = dlpack::read(x, "x", handshake, output)?;
     let d = PyDict::new(x.py());
     d.set_item("ptr", t.ptr)?;
     d.set_item("bytes", t.bytes)?;
@@ -42,6 +58,8 @@ fn read_dlpack<'py>(x: &Bound<'py, PyAny>, stream: u64) -> PyResult<Bound<'py, P
     d.set_item("strides", t.layout.strides().to_vec())?;
     d.set_item("offset", t.layout.offset())?;
     d.set_item("device", t.device)?;
+    d.set_item("versioned", t.versioned)?;
+    d.set_item("read_only", t.flags & dlpack::FLAG_READ_ONLY != 0)?;
     Ok(d)
 }
 
@@ -54,6 +72,10 @@ fn _tilekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ShapeError", py.get_type::<ShapeError>())?;
     m.add("GpuError", py.get_type::<GpuError>())?;
     m.add("EncodingError", py.get_type::<EncodingError>())?;
+    m.add("OverlapError", py.get_type::<OverlapError>())?;
+    m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
+    // the crate's version is the wheel's (maturin takes it from Cargo.toml)
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(show::show, m)?)?;
     m.add_function(wrap_pyfunction!(read_dlpack, m)?)?;
     ops::register(m)?;

@@ -12,12 +12,25 @@ ENCODING = "H[[2,2],[4,4]] P[[X0.0],[X1.0]] Y[X0.1,X1.1]"
 
 
 def test_exceptions_form_a_hierarchy():
-    for name in ["DeviceError", "DTypeError", "ShapeError", "GpuError", "EncodingError"]:
+    for name in ["DeviceError", "DTypeError", "ShapeError", "OverlapError", "ReadOnlyError",
+                 "GpuError", "EncodingError"]:
         cls = getattr(tilekit, name)
         assert issubclass(cls, tilekit.Error), name
         assert cls.__module__ == "tilekit", cls.__module__
+        assert name in tilekit.__all__, name
     assert issubclass(tilekit.Error, Exception)
     assert not issubclass(tilekit.Error, (TypeError, ValueError))
+    # an overlap is a kind of shape error: code catching ShapeError keeps working
+    assert issubclass(tilekit.OverlapError, tilekit.ShapeError)
+    assert not issubclass(tilekit.ReadOnlyError, tilekit.ShapeError)
+
+
+def test_version_is_the_packages():
+    from importlib.metadata import version
+
+    assert tilekit.__version__ == version("tilekit")
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", tilekit.__version__), tilekit.__version__
+    assert tilekit._tilekit.__version__ == tilekit.__version__
 
 
 def test_show_draws_a_valid_encoding():
@@ -167,8 +180,9 @@ _capsule_name.argtypes = [ctypes.py_object]
 
 
 class FakeProducer:
-    """A DLPack producer over a fake device address: records the stream it was asked for, the
-    capsules it handed out and how often its deleter ran."""
+    """A DLPack producer over a fake device address, from before DLPack 1.0 (no max_version:
+    tilekit asks again without it): records the stream it was asked for, the capsules it handed
+    out and how often its deleter ran."""
 
     def __init__(self, shape, strides=None, code=2, bits=32, lanes=1, device=(2, 0),
                  byte_offset=0, data=0x7F0000000000, tensor_device=None):
@@ -219,6 +233,8 @@ def test_dlpack_reads_a_strided_f32_view_without_copying():
         "strides": [1, 7],
         "offset": 2,
         "device": 0,
+        "versioned": False,
+        "read_only": False,
     }
     assert p.streams == [0x1234]
     # consumed: renamed, and the deleter ran exactly once when tilekit let go
@@ -274,6 +290,21 @@ def test_dlpack_refuses_cpu_and_other_devices():
     assert p.deleted == 1
 
 
+def test_dlpack_cross_checks_the_device_ordinal():
+    # __dlpack_device__ says cuda:0, the capsule's DLTensor says cuda:1
+    p = FakeProducer([4], device=(2, 0), tensor_device=(2, 1))
+    with pytest.raises(tilekit.DeviceError, match=r"cuda:0 but its DLPack tensor says cuda:1"):
+        tilekit.read_dlpack(p)
+    assert p.deleted == 1
+
+
+def test_dlpack_without_a_stream_passes_the_legacy_default_stream_to_other_producers():
+    # what the ops use for producers that are not torch tensors (no torch stream to launch on)
+    p = FakeProducer([4])
+    tilekit.read_dlpack(p)
+    assert p.streams == [1] and p.deleted == 1
+
+
 def test_dlpack_refuses_bad_layouts_as_shape_errors():
     p = FakeProducer([4, 4], strides=[4, -1])
     with pytest.raises(tilekit.ShapeError, match="stride -1 of dimension 1 is negative"):
@@ -307,6 +338,102 @@ def test_dlpack_refuses_objects_without_the_protocol():
         tilekit.read_dlpack([1, 2, 3])
 
 
+# ---- versioned capsules (DLPack 1.0) ------------------------------------------------------------
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+DELETER_V = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", DELETER_V),
+    ("flags", ctypes.c_uint64),
+    ("dl_tensor", DLTensor),
+]
+
+READ_ONLY, IS_COPIED = 1, 2
+
+
+class VersionedProducer(FakeProducer):
+    """A DLPack 1.x producer: a "dltensor_versioned" capsule with `flags` when asked with
+    max_version >= (1, 0), the unversioned one otherwise; records the max_version asked for."""
+
+    def __init__(self, shape, flags=0, version=(1, 0), **kw):
+        super().__init__(shape, **kw)
+        self.max_versions = []
+        self.vdeleted = 0
+        self.vmanaged = DLManagedTensorVersioned()
+        self.vmanaged.version = DLPackVersion(*version)
+        self.vmanaged.flags = flags
+        self.vmanaged.dl_tensor = self.managed.dl_tensor
+
+        def deleter(_p):
+            self.vdeleted += 1
+
+        self._vdeleter = DELETER_V(deleter)
+        self.vmanaged.deleter = self._vdeleter
+
+    def __dlpack__(self, stream=None, max_version=None):
+        self.max_versions.append(max_version)
+        if max_version is None or max_version[0] < 1:
+            return super().__dlpack__(stream=stream)
+        self.streams.append(stream)
+        cap = _capsule_new(ctypes.addressof(self.vmanaged), b"dltensor_versioned", None)
+        self.capsules.append(cap)
+        return cap
+
+
+def test_dlpack_reads_versioned_capsules():
+    p = VersionedProducer([3, 5], strides=[1, 7], byte_offset=8, data=0x7F0000001000)
+    d = tilekit.read_dlpack(p, stream=0x1234)
+    assert p.max_versions == [(1, 0)] and p.streams == [0x1234]
+    assert (d["ptr"], d["bytes"], d["shape"], d["strides"], d["offset"]) == (
+        0x7F0000001000, 33 * 4, [3, 5], [1, 7], 2)
+    assert d["versioned"] is True and d["read_only"] is False
+    assert _capsule_name(p.capsules[0]) == b"used_dltensor_versioned"
+    assert (p.vdeleted, p.deleted) == (1, 0)
+    # a later minor version reads the same
+    p = VersionedProducer([4], version=(1, 3))
+    assert tilekit.read_dlpack(p)["versioned"] and p.vdeleted == 1
+
+
+def test_dlpack_read_only_capsules_are_read_but_never_written():
+    p = VersionedProducer([4], flags=READ_ONLY)
+    assert tilekit.read_dlpack(p)["read_only"] is True  # an input: fine
+    assert p.vdeleted == 1
+    with pytest.raises(tilekit.ReadOnlyError, match="read-only.*READ_ONLY"):
+        tilekit.read_dlpack(p, output=True)
+    assert p.vdeleted == 2
+    p = VersionedProducer([4], flags=IS_COPIED)
+    with pytest.raises(tilekit.ReadOnlyError, match="copy"):
+        tilekit.read_dlpack(p, output=True)
+    assert p.vdeleted == 1
+
+
+def test_dlpack_refuses_a_major_version_it_does_not_know_and_still_releases():
+    p = VersionedProducer([4], version=(2, 0))
+    with pytest.raises(TypeError, match=r"DLPack 2\.0 tensor: tilekit reads DLPack up to 1\.x"):
+        tilekit.read_dlpack(p)
+    assert p.vdeleted == 1
+
+
+def test_dlpack_versioned_capsule_checks_like_unversioned_ones():
+    p = VersionedProducer([4], code=0, bits=8)
+    with pytest.raises(tilekit.DTypeError, match="int8"):
+        tilekit.read_dlpack(p)
+    p2 = VersionedProducer([4], device=(2, 1), tensor_device=(2, 0))
+    with pytest.raises(tilekit.DeviceError, match="cuda:1 but its DLPack tensor says cuda:0"):
+        tilekit.read_dlpack(p2)
+    assert p.vdeleted == 1 and p2.vdeleted == 1
+
+
 # ---- the Rust bindings without a GPU ------------------------------------------------------------
 
 
@@ -318,9 +445,21 @@ def _cuda_visible():
     return True
 
 
+def test_bindings_take_no_stream_argument():
+    # the stream is the bindings' own choice (PyTorch's current stream): a raw integer from the
+    # caller is refused before anything is read
+    ps = [FakeProducer([4]) for _ in range(5)]
+    with pytest.raises(TypeError):
+        tilekit._tilekit.attention_into(*ps, True, None, 0x99)
+    with pytest.raises(TypeError):
+        tilekit._tilekit.softmax_into(ps[0], ps[1], 0x99)
+    assert all(p.streams == [] and p.deleted == 0 for p in ps)
+
+
 def test_attention_binding_reads_cuda_producers_then_reports_no_gpu():
-    # five CUDA producers (fake addresses): the binding reads each through DLPack on the given
-    # stream and releases it, then opening device 0 fails without a driver -> GpuError
+    # five CUDA producers (fake addresses, not torch tensors): the binding reads each through
+    # DLPack on the legacy default stream (passed as 1) and releases it, then opening device 0
+    # fails without a driver -> GpuError
     if _cuda_visible():
         pytest.skip("a CUDA driver is installed: the fake addresses would reach it")
     bf16 = dict(code=4, bits=16)
@@ -330,7 +469,117 @@ def test_attention_binding_reads_cuda_producers_then_reports_no_gpu():
     o = FakeProducer([2, 77, 8, 64], **bf16, data=0x7F0000300000)
     lse = FakeProducer([2, 8, 77], data=0x7F0000400000)
     with pytest.raises(tilekit.GpuError) as e:
-        tilekit._tilekit.attention_into(q, k, v, o, lse, True, None, 0x99)
+        tilekit._tilekit.attention_into(q, k, v, o, lse, True, None)
     assert "driver" in str(e.value).lower() or "cuda" in str(e.value).lower(), str(e.value)
     for p in (q, k, v, o, lse):
-        assert p.streams == [0x99] and p.deleted == 1
+        assert p.streams == [1] and p.deleted == 1
+
+
+def test_bindings_refuse_read_only_outputs_before_touching_the_gpu():
+    if _cuda_visible():
+        pytest.skip("a CUDA driver is installed: the fake addresses would reach it")
+    x = VersionedProducer([4, 8], flags=READ_ONLY, data=0x7F0000000000)  # an input: fine
+    y = VersionedProducer([4, 8], flags=READ_ONLY, data=0x7F0000100000)
+    with pytest.raises(tilekit.ReadOnlyError, match="out is read-only"):
+        tilekit._tilekit.softmax_into(x, y)
+    assert x.vdeleted == 1 and y.vdeleted == 1
+
+
+def test_bindings_refuse_producers_on_two_devices_before_exporting():
+    a = FakeProducer([4], device=(2, 0))
+    b = FakeProducer([4], device=(2, 1))
+    y = FakeProducer([4], device=(2, 0))
+    with pytest.raises(tilekit.DeviceError, match=r"a is on cuda:0 but b is on cuda:1"):
+        tilekit._tilekit.add_into(a, b, y)
+    assert all(p.streams == [] for p in (a, b, y))
+
+
+# ---- the torch.library operators, traced on fake CUDA tensors (torch needed, no GPU) -----------
+
+
+def _fake_cuda():
+    """torch and a FakeTensorMode whose tensors claim a CUDA device (no GPU touched)."""
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return torch, FakeTensorMode()
+
+
+def _traced(x, a, b, q, out):
+    y = tilekit.softmax(x * 2)
+    c = tilekit.gemm(a, b)
+    o = tilekit.attention(q, q, q, causal=True, layout="bhsd")
+    tilekit.add(x, x, out=out)
+    z = tilekit.bmm(a[None], b, activation="relu")
+    return y + 1, c, o, z
+
+
+def _traced_inputs(torch):
+    cuda = dict(device="cuda")
+    return (torch.empty(37, 1001, **cuda), torch.empty(128, 64, dtype=torch.half, **cuda),
+            torch.empty(64, 128, dtype=torch.half, **cuda),
+            torch.empty(2, 4, 100, 64, dtype=torch.bfloat16, **cuda), torch.empty(37, 1001, **cuda))
+
+
+def test_ops_are_torch_operators_with_their_outputs_mutable():
+    torch = pytest.importorskip("torch")
+    for name in ["copy", "transpose", "permute", "morton", "unmorton", "row_sum", "row_max",
+                 "softmax", "add", "mul", "maximum", "gemm", "gemm_ex", "gemm_batched",
+                 "attention"]:
+        schema = getattr(torch.ops.tilekit, name + "_into").default._schema
+        written = [a.name for a in schema.arguments if a.alias_info and a.alias_info.is_write]
+        assert written == (["out", "lse"] if name == "attention" else ["out"]), (name, written)
+        assert not schema.returns, name
+
+
+def test_ops_trace_into_one_graph_with_make_fx():
+    torch, mode = _fake_cuda()
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with mode:
+        graph = make_fx(_traced)(*_traced_inputs(torch))
+    called = [str(n.target) for n in graph.graph.nodes if n.op == "call_function"]
+    for op in ["softmax_into", "gemm_into", "attention_into", "add_into", "gemm_batched_into"]:
+        assert f"tilekit.{op}.default" in called, called
+
+
+def test_torch_compile_fullgraph_traces_the_ops():
+    # Dynamo through the Python layer without a graph break, then AOTAutograd functionalises
+    # the mutations (auto_functionalized): fullgraph=True raises on any break
+    torch, mode = _fake_cuda()
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs = []
+
+    def keep(gm, _inputs):
+        graphs.append(gm)
+        return gm
+
+    torch._dynamo.reset()
+    with mode:
+        args = _traced_inputs(torch)
+        got = torch.compile(_traced, backend=aot_autograd(fw_compiler=keep), fullgraph=True)(*args)
+    assert [tuple(t.shape) for t in got] == [(37, 1001), (128, 128), (2, 4, 100, 64), (1, 128, 128)]
+    assert len(graphs) == 1
+    assert "tilekit.attention_into" in graphs[0].code
+
+
+def test_out_follows_pytorchs_autograd_rules_for_out_functions():
+    torch, mode = _fake_cuda()
+    msg = r"functions with out=\.\.\. arguments don't support automatic differentiation"
+    with mode:
+        z = torch.empty(8, 16, device="cuda")
+        leaf = torch.empty(8, 16, device="cuda", requires_grad=True)
+        with pytest.raises(RuntimeError, match=msg):
+            torch.sigmoid(z, out=leaf)  # PyTorch's own rule, the same message
+        for call in [lambda: tilekit.softmax(z, out=leaf), lambda: tilekit.copy(z, out=leaf),
+                     lambda: tilekit.add(z, z, out=leaf),
+                     lambda: tilekit.gemm(z, z.t(), out=torch.empty(8, 8, device="cuda",
+                                                                    requires_grad=True))]:
+            with pytest.raises(RuntimeError, match=msg):
+                call()
+        with pytest.raises(RuntimeError, match=r"^softmax\(\): " + msg):
+            tilekit.softmax(leaf, out=torch.empty(8, 16, device="cuda"))  # an input
+        with torch.no_grad():
+            assert tilekit.softmax(z, out=leaf) is leaf  # allowed, as in PyTorch
+        assert not tilekit.softmax(leaf).requires_grad  # no out=: a new tensor, no derivative

@@ -1,6 +1,8 @@
 """tilekit's ops on a CUDA device, each against PyTorch: contiguous and non-contiguous inputs,
 odd shapes, f32/f16/bf16 where the kernel takes them, and bad input. Skipped without CUDA."""
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -684,3 +686,198 @@ def test_attention_errors_name_the_problem():
     with pytest.raises(tilekit.ShapeError, match=r"q \(2, 4, 16, 64\), k \(2, 3, 32, 64\).*'bhsd'"):
         k3 = rand(2, 3, 32, 64, dtype=bf)
         tilekit.attention(q.transpose(1, 2), k3, k3, layout="bhsd")
+
+
+# ---- PyTorch citizenship: autograd, overlap, devices, torch.compile, CUDA graphs ---------------
+
+OUT_GRAD = r"functions with out=\.\.\. arguments don't support automatic differentiation"
+
+
+def test_ops_are_torch_library_operators():
+    # every kernel is torch.ops.tilekit.*_into with its written tensors declared mutable
+    schema = torch.ops.tilekit.softmax_into.default._schema
+    assert [a.name for a in schema.arguments] == ["x", "out"]
+    assert schema.arguments[1].alias_info.is_write and not schema.arguments[0].alias_info
+    schema = torch.ops.tilekit.attention_into.default._schema
+    written = [a.name for a in schema.arguments if a.alias_info and a.alias_info.is_write]
+    assert written == ["out", "lse"]
+
+
+def test_out_bumps_the_version_counter():
+    z, y = rand(8, 16, seed=1), poisoned((8, 16), torch.float32)
+    v0 = y._version
+    tilekit.softmax(z, out=y)
+    assert y._version > v0
+    c = poisoned((64, 64), torch.float32)
+    v0 = c._version
+    tilekit.gemm(rand(64, 32), rand(32, 64), out=c)
+    assert c._version > v0
+
+
+def test_out_into_a_tensor_saved_for_backward_fails_at_backward():
+    # s is saved by the product for w's gradient; overwriting it must not go unnoticed
+    w = rand(8, 16, seed=2).requires_grad_()
+    s = rand(8, 16, seed=3)
+    y = w * s
+    tilekit.softmax(rand(8, 16, seed=4), out=s)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    # the issue's case: h = sigmoid(w) is saved by sigmoid's backward. With grad mode on, out=h
+    # (which requires grad) is refused at once, as PyTorch's out= functions do, and h is kept
+    w = rand(8, 16, seed=5).requires_grad_()
+    h = torch.sigmoid(w)
+    before = h.detach().clone()
+    with pytest.raises(RuntimeError, match=OUT_GRAD):
+        tilekit.softmax(rand(8, 16, seed=6), out=h)
+    exact(h.detach(), before)
+    # under no_grad the write goes through, and backward notices it
+    with torch.no_grad():
+        tilekit.softmax(rand(8, 16, seed=6), out=h)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        h.sum().backward()
+
+
+def test_out_into_a_parameter_or_inputs_requiring_grad_is_refused_like_pytorch():
+    p = torch.nn.Parameter(rand(8, 16, seed=7))
+    before = p.detach().clone()
+    z = rand(8, 16, seed=8)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.sigmoid(z, out=p)
+    assert re.search(OUT_GRAD, str(theirs.value)), str(theirs.value)
+    for call in [
+        lambda: tilekit.softmax(z, out=p),
+        lambda: tilekit.copy(z, out=p),
+        lambda: tilekit.add(z, z, out=p),
+        lambda: tilekit.transpose(rand(16, 8), out=p),
+    ]:
+        with pytest.raises(RuntimeError, match=OUT_GRAD):
+            call()
+    exact(p.detach(), before)
+    # a leaf requiring grad, and a gemm into it
+    leaf = torch.zeros(64, 64, device=DEV, requires_grad=True)
+    with pytest.raises(RuntimeError, match=OUT_GRAD):
+        tilekit.gemm(rand(64, 32), rand(32, 64), out=leaf)
+    assert not leaf.detach().any()
+    # an input that requires grad with out=: refused as torch.add(x, y, out=o) is
+    x = rand(8, 16, seed=9).requires_grad_()
+    with pytest.raises(RuntimeError, match=OUT_GRAD):
+        tilekit.softmax(x, out=poisoned((8, 16), torch.float32))
+    # without grad mode PyTorch writes a Parameter (an optimizer step); so does tilekit
+    with torch.no_grad():
+        tilekit.copy(z, out=p)
+    exact(p.detach(), z)
+    # without out= the result is a new tensor that does not require grad (no derivative)
+    assert not tilekit.softmax(x).requires_grad
+
+
+def test_overlapping_outputs_are_overlap_errors():
+    x = rand(64, 64, seed=10)
+    before = x.clone()
+    with pytest.raises(tilekit.OverlapError) as e:
+        tilekit.transpose(x, out=x)
+    assert isinstance(e.value, tilekit.ShapeError)  # a kind of shape error
+    with pytest.raises(tilekit.OverlapError):
+        tilekit.copy(x.t(), out=x)
+    a, b = rand(64, 64, seed=11), rand(64, 64, seed=12)
+    a_before = a.clone()
+    with pytest.raises(tilekit.OverlapError):
+        tilekit.gemm(a, b, out=a)
+    exact(x, before)
+    exact(a, a_before)
+    # in place where the op defines it: softmax and copy onto the same view, elementwise
+    want = torch.softmax(x, -1)
+    assert tilekit.softmax(x, out=x) is x
+    torch.testing.assert_close(x, want, rtol=0, atol=1e-5)
+    same = x.clone()
+    assert tilekit.copy(x, out=x) is x
+    exact(x, same)
+    y = rand(64, 64, seed=13)
+    want = y + y
+    tilekit.add(y, y, out=y)
+    exact(y, want)
+
+
+@pytest.mark.skipif(
+    torch.cuda.device_count() < 2,
+    reason="needs 2 CUDA devices (an op on cuda:1 while cuda:0 is current); this machine has "
+           f"{torch.cuda.device_count()}")
+def test_an_op_on_another_device_leaves_the_current_device_alone():
+    torch.cuda.set_device(0)
+    x1 = torch.randn(37, 1001, device="cuda:1")
+    y1 = tilekit.softmax(x1)
+    assert torch.cuda.current_device() == 0
+    assert torch.empty(4, device="cuda").device == torch.device("cuda:0")
+    assert y1.device == torch.device("cuda:1")
+    torch.testing.assert_close(y1, torch.softmax(x1, -1), rtol=0, atol=1e-5)
+    # a call that fails in the Rust bindings (after the device was bound) leaves it too
+    sq = torch.randn(64, 64, device="cuda:1")
+    with pytest.raises(tilekit.OverlapError):
+        tilekit.transpose(sq, out=sq)
+    assert torch.cuda.current_device() == 0
+    # and the other way round, on the current stream of each device
+    with torch.cuda.device(1):
+        x0 = torch.randn(33, 65, device="cuda:0")
+        exact(tilekit.transpose(x0), x0.t().contiguous())
+        assert torch.cuda.current_device() == 1
+        assert torch.empty(4, device="cuda").device == torch.device("cuda:1")
+    assert torch.cuda.current_device() == 0
+    # GEMM and attention on cuda:1
+    a, b = (torch.randn(128, 64, device="cuda:1", dtype=torch.half),
+            torch.randn(64, 128, device="cuda:1", dtype=torch.half))
+    c = tilekit.gemm(a, b)
+    assert c.device == torch.device("cuda:1") and torch.cuda.current_device() == 0
+    want = a.double() @ b.double()
+    assert ((c.double() - want).abs() / (want.abs() + 1)).max() <= 1e-2
+
+
+def _mixed(x, a, b, q, k, v):
+    """softmax, a GEMM with its epilogue and attention between PyTorch ops."""
+    y = tilekit.softmax(x * 2)
+    c = tilekit.gemm(a, b, activation="relu")
+    o = tilekit.attention(q, k, v, causal=True)
+    return y + 1, c.float() * 2, o
+
+
+def _mixed_inputs(seed):
+    return (rand(37, 1001, seed=seed),
+            rand(128, 64, dtype=torch.float16, seed=seed + 1),
+            rand(64, 136, dtype=torch.float16, seed=seed + 2),
+            *qkv(2, 130, 200, 4, 2, 64, torch.bfloat16, seed=seed + 3))
+
+
+def _same(got, want):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        torch.testing.assert_close(g.float(), w.float(), rtol=1e-3, atol=1e-3)
+
+
+@needs_hopper
+def test_torch_compile_fullgraph_matches_eager():
+    args = _mixed_inputs(200)
+    want = _mixed(*args)
+    torch._dynamo.reset()
+    compiled = torch.compile(_mixed, fullgraph=True)
+    _same(compiled(*args), want)
+    args2 = _mixed_inputs(300)  # the same shapes: the compiled graph again, new values
+    _same(compiled(*args2), _mixed(*args2))
+
+
+@needs_hopper
+def test_cuda_graph_capture_replays():
+    static = _mixed_inputs(400)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture: kernels JIT-loaded, memory pooled
+        for _ in range(2):
+            _mixed(*static)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = _mixed(*static)
+    for seed in (500, 600):
+        fresh = _mixed_inputs(seed)
+        for s, f in zip(static, fresh):
+            s.copy_(f)
+        graph.replay()
+        torch.cuda.synchronize()
+        _same(outs, _mixed(*fresh))

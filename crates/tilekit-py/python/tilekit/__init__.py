@@ -1,9 +1,9 @@
 """tilekit: GPU kernels from a tile-programming IR, on PyTorch CUDA tensors.
 
-Every op takes CUDA tensors (anything with ``__dlpack__``; PyTorch's in practice), reads them
-through DLPack without copies, allocates its output with ``torch.empty`` on the input's
-device (or writes into ``out=``), and launches on the input's current PyTorch stream, so it
-orders with the surrounding PyTorch work like any PyTorch op::
+Every op takes CUDA tensors (``torch.Tensor``), reads them through DLPack without copies,
+allocates its output with ``torch.empty`` on the input's device (or writes into ``out=``), and
+launches on the input device's current PyTorch stream, so it orders with the surrounding
+PyTorch work like any PyTorch op::
 
     import torch, tilekit
     x = torch.randn(37, 1001, device="cuda")
@@ -13,11 +13,35 @@ orders with the surrounding PyTorch work like any PyTorch op::
     q = torch.randn(2, 1000, 8, 128, device="cuda", dtype=torch.bfloat16)  # (b, s, h, d)
     o = tilekit.attention(q, q, q, causal=True)  # fused attention forward (Hopper)
 
+PyTorch operators: every kernel is a ``torch.library`` operator, ``torch.ops.tilekit.*_into``
+(``softmax_into(Tensor x, Tensor(a!) out)``, ``gemm_ex_into``, ``attention_into``, ...), which
+the functions here call after their checks and allocations. So the ops
+
+- keep autograd honest: writing ``out=`` bumps its version counter (a tensor saved for backward
+  and then overwritten fails at ``backward()`` as after a PyTorch in-place op), and ``out=`` with
+  grad mode on refuses a tensor that requires grad (a leaf ``nn.Parameter`` included) or inputs
+  that require grad, with PyTorch's own ``RuntimeError`` for ``out=`` functions. The ops have no
+  derivatives: results never require grad (under ``torch.no_grad()`` anything goes);
+- trace under ``torch.compile(fullgraph=True)`` (fake implementations give the shapes; the
+  functions' checks run at trace time) and are captured by ``torch.cuda.graph``.
+
+The operators are registered when ``tilekit`` is imported after ``torch``, or else on the first
+op call: import torch before tilekit (or call one op eagerly) before ``torch.compile``. Without
+torch installed the package imports and ``show`` works; the ops need torch.
+
+The stream is never an argument: the bindings use PyTorch's current stream of the tensors'
+device, and leave the calling thread's CUDA context (PyTorch's current device) as they found it.
+
 Errors are ``tilekit.Error`` subclasses naming the problem: ``DeviceError`` (a CPU tensor),
 ``DTypeError`` (a dtype the op does not take), ``ShapeError`` (shapes, strides or ``out`` that
-do not fit), ``GpuError`` (driver, JIT or launch), ``EncodingError`` (``show``); a non-tensor
-argument is a ``TypeError``.
+do not fit) and its subclass ``OverlapError`` (an output sharing memory with an input or another
+output where the op cannot run in place: ``transpose(x, out=x)``, ``gemm(a, b, out=a)``;
+elementwise ops, ``softmax`` and ``copy`` onto the same view run in place), ``ReadOnlyError`` (an
+output exported read-only through DLPack), ``GpuError`` (driver, JIT or launch),
+``EncodingError`` (``show``); a non-tensor argument is a ``TypeError``.
 """
+
+import sys as _sys
 
 from . import _tilekit
 from ._tilekit import (
@@ -26,16 +50,22 @@ from ._tilekit import (
     EncodingError,
     Error,
     GpuError,
+    OverlapError,
+    ReadOnlyError,
     ShapeError,
+    __version__,
     read_dlpack,
     show,
 )
 
 __all__ = [
+    "__version__",
     "Error",
     "DeviceError",
     "DTypeError",
     "ShapeError",
+    "OverlapError",
+    "ReadOnlyError",
     "GpuError",
     "EncodingError",
     "show",
@@ -58,44 +88,162 @@ __all__ = [
 ]
 
 
+# ---- the torch.library operators -----------------------------------------------------------------
+
+# (binding in _tilekit, schema): tensors written are annotated Tensor(a!) (mutated: autograd's
+# version counters, functionalisation under torch.compile)
+_SCHEMAS = {
+    "copy_into": "(Tensor x, Tensor(a!) out) -> ()",
+    "transpose_into": "(Tensor x, Tensor(a!) out) -> ()",
+    "permute_into": "(Tensor x, Tensor(a!) out, int[] dims) -> ()",
+    "morton_into": "(Tensor x, Tensor(a!) out, int tile) -> ()",
+    "unmorton_into": "(Tensor s, Tensor(a!) out, int tile) -> ()",
+    "row_sum_into": "(Tensor x, Tensor(a!) out) -> ()",
+    "row_max_into": "(Tensor x, Tensor(a!) out) -> ()",
+    "softmax_into": "(Tensor x, Tensor(a!) out) -> ()",
+    "add_into": "(Tensor a, Tensor b, Tensor(a!) out) -> ()",
+    "mul_into": "(Tensor a, Tensor b, Tensor(a!) out) -> ()",
+    "maximum_into": "(Tensor a, Tensor b, Tensor(a!) out) -> ()",
+    "gemm_into": "(Tensor a, Tensor b, Tensor(a!) out) -> ()",
+    "gemm_ex_into": "(Tensor a, Tensor b, Tensor(a!) out, Tensor? bias, float alpha, float beta, "
+                    "str activation, bool tf32) -> ()",
+    "gemm_batched_into": "(Tensor a, Tensor b, Tensor(a!) out, Tensor? bias, float alpha, "
+                         "float beta, str activation, bool tf32) -> ()",
+    "attention_into": "(Tensor q, Tensor k, Tensor v, Tensor(a!) out, Tensor(b!) lse, bool causal, "
+                      "float? scale, str layout) -> ()",
+}
+
+_torch = None  # the torch module, once the operators are registered
+_Tensor = None  # torch.Tensor, likewise
+_LIB = None  # the torch.library.Library (kept: dropping it would unregister the operators)
+_OPS = {}  # binding name -> torch.ops.tilekit.<name>.default
+
+
+def _nograd(t):
+    """``t`` as DLPack takes it: a tensor that requires grad detached (same memory; the
+    kernels run below autograd, where the flag is still set)."""
+    return t.detach() if t.requires_grad else t
+
+
+def _bump(*written):
+    """Bumps the version counters of the tensors a kernel wrote (the dispatcher does not for
+    an operator without an autograd kernel); inference tensors have none and are skipped."""
+    _torch._C._increment_version(written)
+
+
+def _kernel2(f):
+    def kernel(x, out, *rest):
+        f(_nograd(x), _nograd(out), *rest)
+        _bump(out)
+
+    return kernel
+
+
+def _kernel3(f):
+    def kernel(a, b, out, *rest):
+        f(_nograd(a), _nograd(b), _nograd(out), *rest)
+        _bump(out)
+
+    return kernel
+
+
+def _gemm_kernel(f):
+    def kernel(a, b, out, bias, alpha, beta, activation, tf32):
+        bias = None if bias is None else _nograd(bias)
+        f(_nograd(a), _nograd(b), _nograd(out), bias, alpha, beta, activation, tf32=tf32)
+        _bump(out)
+
+    return kernel
+
+
+def _attention_kernel(q, k, v, out, lse, causal, scale, layout):
+    # the TMA checks read data_ptr(): here, on the real tensors (eager or compiled)
+    q = _tma_view(_nograd(q), "q", layout)
+    k = _tma_view(_nograd(k), "k", layout)
+    v = _tma_view(_nograd(v), "v", layout)
+    _tilekit.attention_into(q, k, v, _nograd(out), _nograd(lse), causal, scale)
+    _bump(out, lse)
+
+
+def _fake(*args):
+    """The shape functions (fake / meta): every operator only writes tensors it was given."""
+    return None
+
+
+def _register(torch):
+    """Registers every kernel as a ``torch.library`` operator in the ``tilekit`` namespace (once;
+    a no-op when already done, e.g. after ``importlib.reload``)."""
+    global _torch, _Tensor, _LIB
+    if _LIB is not None:
+        return
+    kernels = {name: _kernel2 for name in ("copy_into", "transpose_into", "permute_into",
+                                           "morton_into", "unmorton_into", "row_sum_into",
+                                           "row_max_into", "softmax_into")}
+    kernels.update({name: _kernel3 for name in ("add_into", "mul_into", "maximum_into",
+                                                "gemm_into")})
+    kernels.update(gemm_ex_into=_gemm_kernel, gemm_batched_into=_gemm_kernel)
+    ns = torch.ops.tilekit
+    lib = None
+    if not hasattr(ns, "softmax_into"):
+        lib = torch.library.Library("tilekit", "DEF")
+        for name, schema in _SCHEMAS.items():
+            lib.define(name + schema)
+            impl = (_attention_kernel if name == "attention_into"
+                    else kernels[name](getattr(_tilekit, name)))
+            lib.impl(name, impl, "CUDA")
+            torch.library.register_fake("tilekit::" + name, _fake, lib=lib)
+    for name in _SCHEMAS:
+        _OPS[name] = getattr(ns, name).default
+    _torch, _Tensor, _LIB = torch, torch.Tensor, lib if lib is not None else True
+
+
+def _torch_tensor_type():
+    """``torch.Tensor`` once torch is imported (registering the operators then), else None."""
+    torch = _sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "library"):
+        return None
+    _register(torch)
+    return _Tensor
+
+
+if "torch" in _sys.modules:
+    _torch_tensor_type()
+
+
+# ---- argument checks -------------------------------------------------------------------------------
+
+
 def _type_name(x):
     return type(x).__module__ + "." + type(x).__qualname__
 
 
 def _check_tensor(x, what):
-    """The torch tensor ``x`` detached (DLPack refuses tensors that require grad), after the
-    checks that give the typed errors before anything is allocated."""
+    """``x`` after the checks that give the typed errors before anything is allocated: a
+    ``torch.Tensor`` on a CUDA device."""
+    tensor = _Tensor if _Tensor is not None else _torch_tensor_type()
+    if tensor is not None and isinstance(x, tensor):
+        if x.device.type != "cuda":
+            raise DeviceError(
+                f"tilekit runs on CUDA tensors; got {what} on {x.device} — move it with "
+                f"{what}.cuda()"
+            )
+        return x
     if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
         raise TypeError(
             f"{what} must be a CUDA tensor (an object with __dlpack__ and __dlpack_device__, "
             f"such as a torch.Tensor), got {_type_name(x)}"
         )
-    device = getattr(x, "device", None)
-    if device is None or not hasattr(x, "detach"):
-        raise TypeError(f"{what} must be a torch.Tensor (outputs are allocated with torch), "
-                        f"got {_type_name(x)}")
-    if device.type != "cuda":
-        raise DeviceError(
-            f"tilekit runs on CUDA tensors; got {what} on {device} — move it with {what}.cuda()"
-        )
-    return x.detach()
+    raise TypeError(f"{what} must be a torch.Tensor (outputs are allocated with torch), "
+                    f"got {_type_name(x)}")
 
 
-def _stream(x):
-    import torch
-
-    return torch.cuda.current_stream(x.device).cuda_stream
-
-
-def _output(out, shape, like, dtype=None, what="out"):
+def _output(out, shape, like, dtype=None, what="out", op="", inputs=()):
     """``out`` checked against the shape, dtype (``like``'s unless given) and device the op
-    produces, or a new tensor."""
-    import torch
-
-    shape = tuple(int(s) for s in shape)
+    produces, and against autograd as PyTorch's ``out=`` functions are; or a new tensor."""
+    shape = tuple(shape)
     dtype = like.dtype if dtype is None else dtype
     if out is None:
-        return torch.empty(shape, dtype=dtype, device=like.device)
+        return _torch.empty(shape, dtype=dtype, device=like.device)
     _check_tensor(out, what)
     if tuple(out.shape) != shape:
         raise ShapeError(
@@ -105,13 +253,20 @@ def _output(out, shape, like, dtype=None, what="out"):
         raise DTypeError(f"{what} has dtype {out.dtype}: the result has dtype {dtype}")
     if out.device != like.device:
         raise DeviceError(f"{what} is on {out.device}: the inputs are on {like.device}")
+    _check_out_grad(op, out, inputs)
     return out  # the caller's tensor itself: ops return `out`
 
 
-def _d(t):
-    """What is handed to DLPack: the tensor without autograd (it refuses tensors that
-    require grad); same memory."""
-    return t.detach()
+def _check_out_grad(op, out, inputs):
+    """PyTorch's rule for ``out=`` functions: with grad mode on, neither ``out`` nor an input
+    may require grad (the ops have no derivatives; a leaf ``nn.Parameter`` is never written)."""
+    if not _torch.is_grad_enabled():
+        return
+    if out.requires_grad or any(t is not None and t.requires_grad for t in inputs):
+        raise RuntimeError(
+            f"{op}(): functions with out=... arguments don't support automatic "
+            f"differentiation, but one of the arguments requires grad."
+        )
 
 
 def _same_device(a, b):
@@ -128,8 +283,8 @@ def transpose(x, out=None):
         )
     shape = list(x.shape)
     shape[-1], shape[-2] = shape[-2], shape[-1]
-    y = _output(out, shape, x)
-    _tilekit.transpose_into(x, _d(y), _stream(x))
+    y = _output(out, shape, x, op="transpose", inputs=(x,))
+    _OPS["transpose_into"](x, y)
     return y
 
 
@@ -141,16 +296,16 @@ def permute(x, dims, out=None):
         raise ShapeError(
             f"dims {dims} must name every dimension of x (shape {tuple(x.shape)}) exactly once"
         )
-    y = _output(out, [x.shape[d] for d in dims], x)
-    _tilekit.permute_into(x, _d(y), dims, _stream(x))
+    y = _output(out, [x.shape[d] for d in dims], x, op="permute", inputs=(x,))
+    _OPS["permute_into"](x, y, dims)
     return y
 
 
 def copy(x, out=None):
     """A contiguous copy of ``x``."""
     x = _check_tensor(x, "x")
-    y = _output(out, x.shape, x)
-    _tilekit.copy_into(x, _d(y), _stream(x))
+    y = _output(out, x.shape, x, op="copy", inputs=(x,))
+    _OPS["copy_into"](x, y)
     return y
 
 
@@ -166,8 +321,8 @@ def morton(x, tile=8, out=None):
     x = _check_tensor(x, "x")
     if x.dim() != 2:
         raise ShapeError(f"morton takes an image H × W (rank 2); x has shape {tuple(x.shape)}")
-    y = _output(out, (morton_len(x.shape[0], x.shape[1], tile),), x)
-    _tilekit.morton_into(x, _d(y), int(tile), _stream(x))
+    y = _output(out, (morton_len(x.shape[0], x.shape[1], tile),), x, op="morton", inputs=(x,))
+    _OPS["morton_into"](x, y, int(tile))
     return y
 
 
@@ -178,8 +333,8 @@ def unmorton(s, shape, tile=8, out=None):
     shape = tuple(int(v) for v in shape)
     if len(shape) != 2:
         raise ShapeError(f"unmorton makes an image H × W: shape must have 2 entries, got {shape}")
-    y = _output(out, shape, s)
-    _tilekit.unmorton_into(s, _d(y), int(tile), _stream(s))
+    y = _output(out, shape, s, op="unmorton", inputs=(s,))
+    _OPS["unmorton_into"](s, y, int(tile))
     return y
 
 
@@ -187,10 +342,8 @@ def _row_reduce(name, x, out):
     x = _check_tensor(x, "x")
     if x.dim() < 1:
         raise ShapeError(f"{name} takes a tensor of rank >= 1; x has shape {tuple(x.shape)}")
-    import torch
-
-    y = _output(out, x.shape[:-1], x, dtype=torch.float32)
-    getattr(_tilekit, name + "_into")(x, _d(y), _stream(x))
+    y = _output(out, x.shape[:-1], x, dtype=_torch.float32, op=name, inputs=(x,))
+    _OPS[name + "_into"](x, y)
     return y
 
 
@@ -207,8 +360,8 @@ def row_max(x, out=None):
 def softmax(x, out=None):
     """Softmax over the last dimension (computed in f32): ``torch.softmax(x, -1)``."""
     x = _check_tensor(x, "x")
-    y = _output(out, x.shape, x)
-    _tilekit.softmax_into(x, _d(y), _stream(x))
+    y = _output(out, x.shape, x, op="softmax", inputs=(x,))
+    _OPS["softmax_into"](x, y)
     return y
 
 
@@ -216,16 +369,14 @@ def _binary(name, a, b, out):
     a = _check_tensor(a, "a")
     b = _check_tensor(b, "b")
     _same_device(a, b)
-    import torch
-
     try:
-        shape = torch.broadcast_shapes(a.shape, b.shape)
+        shape = _torch.broadcast_shapes(a.shape, b.shape)
     except RuntimeError:
         raise ShapeError(
             f"{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} do not broadcast"
         ) from None
-    y = _output(out, shape, a)
-    getattr(_tilekit, name + "_into")(a, b, _d(y), _stream(a))
+    y = _output(out, shape, a, op=name, inputs=(a, b))
+    _OPS[name + "_into"](a, b, y)
     return y
 
 
@@ -262,10 +413,8 @@ def _epilogue(activation, alpha, beta, out, what):
 
 
 def _out_dtype(out, a, op):
-    import torch
-
-    dtype = torch.float32 if out is None else getattr(out, "dtype", None)
-    if out is not None and dtype not in (torch.float32, a.dtype):
+    dtype = _torch.float32 if out is None else getattr(out, "dtype", None)
+    if out is not None and dtype not in (_torch.float32, a.dtype):
         raise DTypeError(
             f"out has dtype {dtype}: {op} writes float32 or the inputs' dtype {a.dtype}"
         )
@@ -273,8 +422,6 @@ def _out_dtype(out, a, op):
 
 
 def _bias(bias, n, dtype, a, op):
-    import torch
-
     if bias is None:
         return None
     bias = _check_tensor(bias, "bias")
@@ -282,7 +429,7 @@ def _bias(bias, n, dtype, a, op):
         raise ShapeError(
             f"bias has shape {tuple(bias.shape)}: {op} adds one value per column, shape ({n},)"
         )
-    if bias.dtype not in (dtype, torch.float32):
+    if bias.dtype not in (dtype, _torch.float32):
         raise DTypeError(f"bias has dtype {bias.dtype}: valid are {dtype} (out's) or float32")
     if bias.device != a.device:
         raise DeviceError(f"bias is on {bias.device}: the inputs are on {a.device}")
@@ -314,18 +461,14 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf3
             f"gemm takes a of shape (M, K) and b of shape (K, N); got {tuple(a.shape)} and "
             f"{tuple(b.shape)}"
         )
-    import torch
-
     dtype = _out_dtype(out, a, "gemm")
-    y = _output(out, (a.shape[0], b.shape[1]), a, dtype=dtype)
-    plain = alpha == 1.0 and beta == 0.0 and bias is None and activation is None
-    if plain and dtype == torch.float32 and not tf32:
-        _tilekit.gemm_into(a, b, _d(y), _stream(a))
-        return y
     bias = _bias(bias, b.shape[1], dtype, a, "gemm")
-    _tilekit.gemm_ex_into(
-        a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a), tf32=bool(tf32)
-    )
+    y = _output(out, (a.shape[0], b.shape[1]), a, dtype=dtype, op="gemm", inputs=(a, b, bias))
+    plain = alpha == 1.0 and beta == 0.0 and bias is None and activation is None
+    if plain and dtype == _torch.float32 and not tf32:
+        _OPS["gemm_into"](a, b, y)
+        return y
+    _OPS["gemm_ex_into"](a, b, y, bias, alpha, beta, activation or "none", bool(tf32))
     return y
 
 
@@ -356,11 +499,10 @@ def bmm(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None, tf32
             f"bmm: batch lengths {a.shape[0]} (a) and {b.shape[0]} (b) differ and neither is 1"
         )
     dtype = _out_dtype(out, a, "bmm")
-    y = _output(out, (batch, a.shape[1], b.shape[2]), a, dtype=dtype)
     bias = _bias(bias, b.shape[2], dtype, a, "bmm")
-    _tilekit.gemm_batched_into(
-        a, b, _d(y), bias, alpha, beta, activation or "none", _stream(a), tf32=bool(tf32)
-    )
+    y = _output(out, (batch, a.shape[1], b.shape[2]), a, dtype=dtype, op="bmm",
+                inputs=(a, b, bias))
+    _OPS["gemm_batched_into"](a, b, y, bias, alpha, beta, activation or "none", bool(tf32))
     return y
 
 
@@ -394,12 +536,15 @@ def _attention_args(layout, scale):
     return scale
 
 
-def _tma_view(x, what, shape_as_given, layout):
+def _tma_view(x, what, layout):
     """``x`` (a (b, s, h, d) view) as the kernel's tensor maps read it: the head dim contiguous,
     the other strides multiples of 16 bytes, the first element 16-byte aligned. Strides of
     length-1 dims are never used to address, so they are set to contiguous ones (a view of the
-    same memory) instead of being refused."""
+    same memory) instead of being refused. Runs in the operator's CUDA kernel (real tensors:
+    it reads ``data_ptr()``); messages give the shape in ``layout`` as passed."""
     shape, strides = tuple(x.shape), list(x.stride())
+    order = {"bshd": (0, 1, 2), "bhsd": (0, 2, 1)}[layout]
+    shape_as_given = tuple(shape[i] for i in order) + (shape[3],)
     if strides[3] != 1:
         raise ShapeError(
             f"{what} ({layout} shape {shape_as_given}) has stride {strides[3]} in its head dim: "
@@ -413,7 +558,6 @@ def _tma_view(x, what, shape_as_given, layout):
     elem = x.element_size()
     bad = [i for i in range(3) if (strides[i] * elem) % 16 != 0]
     if bad or (x.data_ptr() % 16) != 0:
-        order = {"bshd": (0, 1, 2), "bhsd": (0, 2, 1)}[layout]
         given = [x.stride()[i] for i in order] + [1]
         raise ShapeError(
             f"{what} ({layout} shape {shape_as_given}, strides {tuple(given)}, first element at "
@@ -481,9 +625,7 @@ def attention(q, k, v, causal=False, scale=None, layout="bshd", return_lse=False
                 f"{what} has shape {tuple(x.shape)}: layout {layout!r} takes rank-4 tensors "
                 f"{names}"
             )
-    import torch
-
-    if q.dtype not in (torch.float16, torch.bfloat16):
+    if q.dtype not in (_torch.float16, _torch.bfloat16):
         raise DTypeError(
             f"q has dtype {q.dtype}: attention takes torch.float16 or torch.bfloat16 (tensor "
             f"cores); convert with q.half() or q.bfloat16()"
@@ -512,12 +654,9 @@ def attention(q, k, v, causal=False, scale=None, layout="bshd", return_lse=False
             f"{h_kv} kv heads do not divide the {h} query heads ({shapes}): grouped-query "
             f"attention needs heads a multiple of kv heads"
         )
-    q = _tma_view(q, "q", given["q"], layout)
-    k = _tma_view(k, "k", given["k"], layout)
-    v = _tma_view(v, "v", given["v"], layout)
-    o = torch.empty((b, s_q, h, d), dtype=q.dtype, device=q.device)
-    lse = torch.empty((b, h, s_q), dtype=torch.float32, device=q.device)
-    _tilekit.attention_into(q, k, v, o, lse, causal, scale, _stream(q))
+    o = _torch.empty((b, s_q, h, d), dtype=q.dtype, device=q.device)
+    lse = _torch.empty((b, h, s_q), dtype=_torch.float32, device=q.device)
+    _OPS["attention_into"](q, k, v, o, lse, causal, scale, layout)
     if layout == "bhsd":
         o = o.transpose(1, 2)
     return (o, lse) if return_lse else o
