@@ -372,6 +372,21 @@ mod tests {
         }
     }
 
+    /// The same check on the GPU: `#[ignore]`d (the summary counts it); run with
+    /// `--include-ignored`, a missing GPU is a failure. (`main` prints the GPU half as skipped
+    /// without one, or FAILs with `TILEKIT_REQUIRE_GPU=1`.)
+    #[test]
+    #[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
+    fn layernorm_matches_the_f64_reference_on_the_gpu() {
+        let cuda = Cuda::open(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+        for (rows, n) in [(5, 333), (3, 1500)] {
+            for ty in [ScalarType::F32, ScalarType::BF16] {
+                let e = check(&cuda, rows, n, ty, 7 + n as u64).unwrap();
+                assert!(e.iter().all(|e| e.is_finite()), "{e:?}");
+            }
+        }
+    }
+
     #[test]
     fn the_check_fails_on_a_wrong_result() {
         // the comparison is not vacuous: a shifted value or a missing (NaN) one fails

@@ -314,6 +314,21 @@ mod tests {
         }
     }
 
+    /// The same check on the GPU: `#[ignore]`d (the summary counts it); run with
+    /// `--include-ignored`, a missing GPU is a failure. (`main` prints the GPU half as skipped
+    /// without one, or FAILs with `TILEKIT_REQUIRE_GPU=1`.)
+    #[test]
+    #[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
+    fn row_argmax_is_exact_with_ties_on_the_gpu() {
+        let cuda = Cuda::open(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+        for (rows, n) in [(6, 333), (4, 1000), (4, 2500)] {
+            for ty in [ScalarType::F32, ScalarType::BF16] {
+                let ties = check(&cuda, rows, n, ty, 11 + n as u64).unwrap();
+                assert!(ties >= rows / 2, "{ties} rows with ties of {rows}");
+            }
+        }
+    }
+
     #[test]
     fn ties_go_to_the_lowest_column_across_threads_and_chunks() {
         // a row of equal maxima at columns 2047 (bf16: chunk 0, last thread), 5 and 3000 (chunk 1)

@@ -27,6 +27,17 @@ fn kernels_and_dtypes() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
+fn gpu_backend_runs_on_a_gpu() {
+    let (code, out, err) = tilekit(&["run", "copy", "--shape", "4x4", "--backend", "gpu"]);
+    assert!(tilekit_cuda_present(), "this test needs a CUDA GPU and none opened: {err}");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("backend gpu") && out.trim_end().ends_with("PASS"), "{out}");
+}
+
+/// Checks whichever this machine is; `gpu_backend_runs_on_a_gpu` (ignored unless asked for)
+/// requires the GPU.
+#[test]
 fn gpu_backend_runs_or_says_why_not() {
     let (code, out, err) = tilekit(&["run", "copy", "--shape", "4x4", "--backend", "gpu"]);
     if tilekit_cuda_present() {

@@ -1,6 +1,7 @@
 //! The tensor API on every backend: each test body is generic over `Backend` and runs on the
-//! interpreter here and on a GPU when one is present (`TILEKIT_REQUIRE_GPU=1` makes a missing
-//! GPU a failure instead of a skip). Inputs are random (seeded), outputs are poisoned (NaN)
+//! interpreter (`NAME::interp`) and on a GPU (`NAME::cuda`, `#[ignore]`d: `cargo test --
+//! --include-ignored` runs it on a machine with a GPU, where a missing GPU is a failure; see
+//! docs/testing.md). Inputs are random (seeded), outputs are poisoned (NaN)
 //! before the kernels write them, and every result is compared with an independent CPU
 //! reference: a gather through the host tensor's strides, or an f64 computation.
 
@@ -10,20 +11,13 @@ use tilekit_layout::swizzle::TiledMorton;
 use tilekit_ops::backend::{Backend, Cuda, Interp};
 use tilekit_ops::{api, host, OpsError};
 
-fn cuda() -> Option<Cuda> {
-    match Cuda::open(0) {
-        Ok(c) => Some(c),
-        Err(e) if std::env::var("TILEKIT_REQUIRE_GPU").as_deref() == Ok("1") => {
-            panic!("TILEKIT_REQUIRE_GPU=1 but no GPU: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipping the GPU half: {e}");
-            None
-        }
-    }
+/// The GPU of a test that needs one. Such tests are `#[ignore]`d (the summary counts them) and
+/// run with `--include-ignored`; a missing GPU is then a failure, never a skip.
+fn cuda() -> Cuda {
+    Cuda::open(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU and none opened: {e}"))
 }
 
-/// Runs a generic test body on the interpreter and on the GPU (when present).
+/// Runs a generic test body on the interpreter and (ignored unless asked for) on the GPU.
 macro_rules! on_backends {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
@@ -32,10 +26,9 @@ macro_rules! on_backends {
                 super::$name(&tilekit_ops::backend::Interp);
             }
             #[test]
+            #[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
             fn cuda() {
-                if let Some(c) = super::cuda() {
-                    super::$name(&c);
-                }
+                super::$name(&super::cuda());
             }
         }
     )*};
@@ -284,11 +277,11 @@ mod softmax_counters {
         }
     }
     #[test]
+    #[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
     fn cuda() {
-        if let Some(g) = super::cuda() {
-            for c in super::counter_shapes() {
-                super::softmax_counters_are_reused(&g.with_tuning(super::counter_tuning(c)));
-            }
+        let g = super::cuda();
+        for c in super::counter_shapes() {
+            super::softmax_counters_are_reused(&g.with_tuning(super::counter_tuning(c)));
         }
     }
 }
@@ -818,12 +811,13 @@ fn without_a_gpu_the_cuda_backend_is_a_typed_error() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
 fn cudarc_buffers_are_inputs_and_outputs() {
     // a cudarc program's own buffers: a borrowed CudaSlice (read through a strided view) in, a
     // mutably borrowed CudaSlice out (poisoned first)
     use tilekit_cuda::{DeviceTensorMut, DeviceTensorRef};
     use tilekit_ir::tensor::TensorLayout;
-    let Some(cuda) = cuda() else { return };
+    let cuda = cuda();
     let gpu = cuda.gpu();
     let x = random(F32, &[37, 130], 4);
     let buf = gpu.upload(&x.to_vec::<f32>().unwrap()).unwrap();
@@ -1049,7 +1043,7 @@ fn pdl_chain<B: Backend>(b: &B, shape: [i64; 3], steps: usize) {
 }
 
 /// [`pdl_chain`] on the interpreter (one grid at a time: the ops are no-ops) and on the GPU
-/// with programmatic dependent launch on and off (`TILEKIT_REQUIRE_GPU=1 … pdl`).
+/// with programmatic dependent launch on and off (`… pdl --include-ignored`).
 mod pdl_chain {
     use tilekit_ops::backend::Interp;
 
@@ -1059,32 +1053,32 @@ mod pdl_chain {
     }
 
     #[test]
+    #[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
     fn cuda_programmatic_launch() {
-        if let Some(c) = super::cuda() {
-            c.gpu().set_programmatic_launch(true);
-            assert!(c.gpu().programmatic_launch());
-            // 20 dependent calls of 6M elements (24 MiB f32): grids of thousands of blocks,
-            // long enough for the next grid to launch while the previous one drains
-            super::pdl_chain(&c, [24, 512, 512], 20);
-        }
+        let c = super::cuda();
+        c.gpu().set_programmatic_launch(true);
+        assert!(c.gpu().programmatic_launch());
+        // 20 dependent calls of 6M elements (24 MiB f32): grids of thousands of blocks,
+        // long enough for the next grid to launch while the previous one drains
+        super::pdl_chain(&c, [24, 512, 512], 20);
     }
 
     /// The same chain on a small shape (a few hundred blocks a call): for compute-sanitizer,
     /// whose tools are too slow for the large one.
     #[test]
+    #[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
     fn cuda_programmatic_launch_small() {
-        if let Some(c) = super::cuda() {
-            c.gpu().set_programmatic_launch(true);
-            super::pdl_chain(&c, [4, 128, 96], 20);
-        }
+        let c = super::cuda();
+        c.gpu().set_programmatic_launch(true);
+        super::pdl_chain(&c, [4, 128, 96], 20);
     }
 
     #[test]
+    #[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
     fn cuda_plain_launch() {
-        if let Some(c) = super::cuda() {
-            c.gpu().set_programmatic_launch(false);
-            super::pdl_chain(&c, [24, 512, 512], 20);
-        }
+        let c = super::cuda();
+        c.gpu().set_programmatic_launch(false);
+        super::pdl_chain(&c, [24, 512, 512], 20);
     }
 }
 
@@ -1292,9 +1286,9 @@ fn morton_storage_past_32_bits_is_refused() {
 /// it is not freed (and reused) under the kernel, and a download on another stream waits for
 /// the kernel that writes what it reads. Run under compute-sanitizer memcheck on a GPU.
 #[test]
-#[ignore = "needs a CUDA GPU: run with --include-ignored where one is (the device runs)"]
+#[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
 fn two_streams_order_uses_frees_and_downloads() {
-    let c = Cuda::open(0).expect("this test needs a GPU");
+    let c = cuda();
     let side = c.new_stream().unwrap();
     for round in 0..8u64 {
         // 64 MiB read by a transpose on `side` while its input is dropped on `c`'s stream and

@@ -4,7 +4,8 @@
 //! deadlocks (every blocked warp listed), consumers waiting on the wrong parity read a stage
 //! before its copy lands, a producer that skips the `empty` wait refills a stage early, a named
 //! barrier whose count is too large deadlocks, and one whose warps disagree on the count is
-//! named. The kernel assembles with ptxas for sm_90a when `TILEKIT_PTXAS` names a ptxas.
+//! named. The kernel assembles with ptxas for sm_90a (a test ignored where the build found no
+//! ptxas: docs/testing.md).
 
 use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
 use tilekit_ptx::coverage::{warp_ring, warp_ring_reference, warp_ring_with, RingBug, RING_TILE};
@@ -121,6 +122,7 @@ fn warps_disagreeing_on_a_named_barrier_count_are_named() {
 }
 
 #[test]
+#[cfg_attr(not(has_ptxas), ignore = "needs ptxas (TILEKIT_PTXAS or on the PATH)")]
 fn the_ring_assembles_for_sm90a() {
     let ptx =
         tilekit_ptx::emit::emit_kernel(&warp_ring(3).unwrap(), tilekit_ptx::Target::Sm90a).unwrap();
@@ -134,7 +136,7 @@ fn the_ring_assembles_for_sm90a() {
             assert!(!report.contains("setmaxnreg ignored"), "{report}");
             assert!(report.contains("Used"), "{report}");
         }
-        Ok(None) => assert!(std::env::var_os("TILEKIT_REQUIRE_PTXAS").is_none(), "no ptxas"),
+        Ok(None) => panic!("no ptxas (TILEKIT_PTXAS or the PATH)"),
         Err(e) => panic!("{e}"),
     }
 }

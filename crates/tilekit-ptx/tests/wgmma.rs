@@ -1,6 +1,7 @@
 //! wgmma coverage kernels: run by the interpreter against an f64 CPU reference (random inputs,
 //! poisoned outputs), emitted for sm_90a and — where `ptxas` is available (`TILEKIT_PTXAS`) —
-//! assembled; refused with a clear error on other targets.
+//! assembled (without one, `ptxas_assembled_the_kernels_of_this_file` is reported as ignored:
+//! docs/testing.md); refused with a clear error on other targets.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -480,4 +481,21 @@ fn descriptors_address_their_blocks_wherever_the_shared_window_starts() {
             }
         }
     }
+}
+
+/// The sentinel of this file's assembly halves: the tests above emit and check their kernels
+/// everywhere and assemble them with ptxas where one is found; this test is reported as ignored
+/// where the build found none (`cfg(has_ptxas)`, build.rs; docs/testing.md), so the summary
+/// says the assembly was not checked, and fails where one was expected but is missing.
+#[test]
+#[cfg_attr(
+    not(has_ptxas),
+    ignore = "needs ptxas (TILEKIT_PTXAS): without it this file's kernels are emitted and checked, not assembled"
+)]
+fn ptxas_assembled_the_kernels_of_this_file() {
+    let found = tilekit_ptx::ptxas::find().unwrap();
+    assert!(
+        found.is_some(),
+        "no ptxas (TILEKIT_PTXAS or the PATH): the kernels were not assembled"
+    );
 }

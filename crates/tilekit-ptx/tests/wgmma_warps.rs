@@ -154,13 +154,14 @@ fn a_warp_that_skips_the_wgmma_is_named() {
 }
 
 #[test]
+#[cfg_attr(not(has_ptxas), ignore = "needs ptxas (TILEKIT_PTXAS or on the PATH)")]
 fn the_warp_specialised_wgmma_kernel_assembles_for_sm_90a() {
     let k = kernel(None);
     let ptx = tilekit_ptx::emit_kernel(&k, tilekit_ptx::Target::Sm90a).unwrap();
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), "{ptx}");
-    if let Some(report) =
-        tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, "wgmma_specialised").unwrap()
-    {
-        assert!(report.contains("0 bytes spill stores"), "{report}");
-    }
+    let report =
+        tilekit_ptx::ptxas::assemble(&ptx, tilekit_ptx::Target::Sm90a, "wgmma_specialised")
+            .unwrap()
+            .expect("no ptxas (TILEKIT_PTXAS or the PATH)");
+    assert!(report.contains("0 bytes spill stores"), "{report}");
 }
