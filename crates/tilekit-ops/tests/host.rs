@@ -1,11 +1,11 @@
 //! Host data: sizes checked before allocating (overflow and the memory limit are named errors),
 //! the random inputs equal the sequential generator they replace, streaming comparison.
 use half::bf16;
-use tilekit_ops::host::{self, compare, MEMORY_LIMIT_ENV};
 use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::ScalarType;
 use tilekit_ops::backend::Interp;
 use tilekit_ops::check::{check, Op};
+use tilekit_ops::host::{self, compare, MEMORY_LIMIT_ENV};
 use tilekit_ops::{api, reduce, transpose, OpsError};
 
 /// The generator `host::random` had before it became counter-based: sequential splitmix64.
