@@ -1319,3 +1319,119 @@ fn two_streams_order_uses_frees_and_downloads() {
         check(&format!("softmax on side, read on main, round {round}"), &got, &want, 0.0);
     }
 }
+
+// ------------------------------------------------------- 64-bit indices (issue 30, item 9)
+
+#[test]
+fn tensors_past_2_31_elements_plan_a_64_bit_kernel() {
+    use tilekit_ir::ParamKind;
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    // row_sum of 65536 × 32776 bf16 (2^31 + 2^19 elements) was refused by the 32-bit index
+    // check; PyTorch computes it. The memory-bound ops now plan the kernel's 64-bit twin.
+    let rec = Record::new();
+    let x = LayoutTensor::contiguous(BF16, &[65536, 32776]).unwrap();
+    let mut s = LayoutTensor::contiguous(F32, &[65536]).unwrap();
+    api::row_sum_into(&rec, &x, &mut s).unwrap();
+    let mut y = LayoutTensor::contiguous(BF16, &[65536, 32776]).unwrap();
+    api::binary_op_into(&rec, Add, &x, &x, &mut y).unwrap();
+    let xt = x.with_layout(x.layout().narrow(1, 1, 32775).unwrap());
+    let mut yc = LayoutTensor::contiguous(BF16, &[65536, 32775]).unwrap();
+    api::copy_into(&rec, &xt, &mut yc).unwrap();
+    for l in rec.take() {
+        let k = l.kernel.kernel();
+        let lens: Vec<_> = k.params.iter().filter(|p| p.name.contains(".len")).collect();
+        assert!(
+            lens.iter().all(|p| p.kind == ParamKind::Scalar(tilekit_ir::ScalarType::I64)),
+            "{}: {:?}",
+            k.name,
+            lens
+        );
+    }
+    // a small tensor keeps the 32-bit kernel
+    let small = LayoutTensor::contiguous(BF16, &[64, 64]).unwrap();
+    let mut ss = LayoutTensor::contiguous(F32, &[64]).unwrap();
+    api::row_sum_into(&rec, &small, &mut ss).unwrap();
+    let l = rec.take();
+    assert!(l[0]
+        .kernel
+        .kernel()
+        .params
+        .iter()
+        .any(|p| p.kind == ParamKind::Scalar(tilekit_ir::ScalarType::I32)));
+}
+
+#[test]
+fn the_64_bit_kernels_compute_what_the_32_bit_ones_do() {
+    use tilekit_ops::{bind::Bindings, compiled::CompiledKernel, reduce::Reduction};
+    let (m, n) = (37, 1003);
+    let x = random(BF16, &[m, n], 40);
+    let z = random(BF16, &[m, n], 41);
+    let run = |ix| {
+        // elementwise add
+        let k = CompiledKernel::new(
+            tilekit_ops::elementwise::build_indexed(Add, BF16, 1, 1, ix).unwrap(),
+        );
+        let mut y =
+            HostTensor::new(host::poisoned(BF16, (m * n) as usize).unwrap(), x.layout().clone())
+                .unwrap();
+        let (tm, tn) = tilekit_ops::copy::tile(BF16);
+        let grid = [host::blocks(n, tn).unwrap(), host::blocks(m, tm).unwrap(), 1];
+        let args = Bindings::new(&k)
+            .input("a", &x, &Interp)
+            .unwrap()
+            .input("b", &z, &Interp)
+            .unwrap()
+            .output("c", &mut y, &Interp)
+            .unwrap();
+        Interp.launch(&k, grid, args).unwrap();
+        // row sums
+        let k = CompiledKernel::new(
+            tilekit_ops::reduce::build_reduce_indexed(Reduction::Sum, BF16, 1, ix).unwrap(),
+        );
+        let mut s = HostTensor::new(
+            host::poisoned(F32, m as usize).unwrap(),
+            tilekit_ir::tensor::TensorLayout::contiguous(F32, vec![m]).unwrap(),
+        )
+        .unwrap();
+        let args = Bindings::new(&k)
+            .input("x", &x, &Interp)
+            .unwrap()
+            .output("y", &mut s, &Interp)
+            .unwrap();
+        Interp.launch(&k, [m as u32, 1, 1], args).unwrap();
+        (values(&y), values(&s))
+    };
+    let (y32, s32) = run(ScalarType::I32);
+    let (y64, s64) = run(ScalarType::I64);
+    check("add, 64-bit vs 32-bit", &y64, &y32, 0.0);
+    check("row_sum, 64-bit vs 32-bit", &s64, &s32, 0.0);
+    // and both against the f64 reference
+    let want: Vec<f64> = values(&x).chunks(n as usize).map(|r| r.iter().sum()).collect();
+    check("row_sum vs f64", &s64, &want, 1e-3 * n as f64);
+}
+
+/// row_sum and add of 65536 × 32776 bf16 (past 2^31 elements) on a GPU, against f64 sums.
+#[test]
+#[ignore = "needs a CUDA GPU with 16 GB free: run with --include-ignored where one is"]
+fn row_sum_past_2_31_elements_on_a_gpu() {
+    let c = Cuda::open(0).expect("this test needs a GPU");
+    let (m, n) = (65536i64, 32776i64);
+    let xh = random(BF16, &[m, n], 50);
+    let x = c.from_host(&xh).unwrap();
+    let s = c.to_host(&api::row_sum(&c, &x).unwrap()).unwrap().to_vec::<f32>().unwrap();
+    let xv = host::to_f64(&xh.buffer());
+    let mut worst = 0.0f64;
+    for (r, got) in s.iter().enumerate().step_by(997) {
+        let want: f64 = xv[r * n as usize..(r + 1) * n as usize].iter().sum();
+        worst = worst.max((f64::from(*got) - want).abs());
+    }
+    assert!(worst < 0.05, "row sums off by {worst}");
+    // the last row (whose elements sit past 2^31) exactly checked too
+    let last: f64 = xv[(m - 1) as usize * n as usize..].iter().sum();
+    assert!((f64::from(s[(m - 1) as usize]) - last).abs() < 0.05);
+    let y = c.to_host(&api::add(&c, &x, &x).unwrap()).unwrap();
+    let yb = y.buffer();
+    for i in [0usize, (1 << 31) - 1, 1 << 31, (m * n) as usize - 1] {
+        assert_eq!(host::value(&yb, i), round(BF16, 2.0 * xv[i]), "element {i}");
+    }
+}
