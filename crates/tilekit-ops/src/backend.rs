@@ -1229,8 +1229,11 @@ impl TensorIn<Cuda> for DeviceTensor {
     {
         b.check_device(self)?;
         let uses = self.uses();
-        if let Some(u) = uses.filter(|_| tracks_uses(b.gpu.stream())) {
-            // the launch stream waits for the last use on any stream (a write elsewhere)
+        if let Some(u) = uses {
+            // the launch stream waits for the last use on any stream (a write elsewhere); also
+            // once the other streams are gone (back in single-stream mode a recorded use may
+            // still be running): nothing is recorded, and nothing waited for, where no second
+            // stream was ever made
             u.wait_on(b.gpu.stream()).map_err(cuda)?;
         }
         Ok(DevicePtr { ptr: self.device_ptr(), ordinal: b.gpu.props().ordinal, uses })
