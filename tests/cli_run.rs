@@ -119,10 +119,16 @@ fn bad_arguments() {
     assert_eq!(code, 2);
     assert!(err.contains("invalid value 'nope' for '<KERNEL>'"), "{err}");
     assert!(err.contains("copy, transpose, permute"), "{err}");
-    let (code, _, err) = tilekit(&["run", "gemm", "--shape", "64x60x32"]);
-    assert_eq!(code, 2);
-    assert_eq!(
-        err.trim_end(),
-        "tilekit: error: gemm: N = 60 is invalid: must be a multiple of 64 (no edge tiles yet)"
-    );
+}
+
+#[test]
+fn gemm_runs_any_shape_the_api_computes() {
+    // the CLI used to check the old mma.sync kernel's tile rule (N = 60 refused) while
+    // api::gemm computes every shape on the Hopper kernel (issue 31, point 6)
+    for shape in ["64x60x32", "200x328x72"] {
+        let (code, out, err) =
+            tilekit(&["run", "gemm", "--shape", shape, "--dtype", "bf16", "--backend", "interp"]);
+        assert_eq!(code, 0, "{shape}: {out}{err}");
+        assert!(out.contains("PASS"), "{shape}: {out}");
+    }
 }

@@ -1046,7 +1046,8 @@ impl Cuda {
     ///     let mut y = cuda.empty(ScalarType::F32, &[1, 2, 4]).unwrap();
     ///     let b = Bindings::new(&k).input("x", &x, &cuda).unwrap().output("y", &mut y, &cuda).unwrap();
     ///     let p = cuda.prepare_launch(&k, [1, 1, 1], b).unwrap();
-    ///     cuda.launch_prepared(&p).unwrap();
+    ///     // SAFETY: x and y are alive and used by this stream alone until the download below
+    ///     unsafe { cuda.launch_prepared(&p) }.unwrap();
     ///     assert_eq!(cuda.to_host(&y).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 8]);
     /// }
     /// ```

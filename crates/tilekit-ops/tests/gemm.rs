@@ -21,9 +21,11 @@ fn gemm_matches_the_f64_product() {
 }
 
 #[test]
-fn shapes_off_the_tile_are_refused() {
-    let e = check(&Interp, Op::Gemm, &[64, 64, 40], ScalarType::F16, 1).unwrap_err();
-    assert!(e.to_string().contains("K = 40 is invalid: must be a multiple of 32"), "{e}");
+fn shapes_off_the_tile_compute_on_the_hopper_kernel() {
+    // K = 40 is off the mma.sync kernel's 32-element tile: api::gemm (what `check` calls) takes
+    // the Hopper kernel on the interpreter, which computes any shape against the f64 product
+    let o = check(&Interp, Op::Gemm, &[64, 64, 40], ScalarType::F16, 1).unwrap();
+    assert!(o.compare().passed, "{:?}", o.compare());
 }
 
 /// The mma.sync kernel itself (api::gemm sends every layout it takes to the Hopper kernel on
