@@ -77,7 +77,8 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
 /// ```
 /// use tilekit_ir::ScalarType;
 /// let k = tilekit_ops::copy::build_indexed(ScalarType::F32, 4, 4, ScalarType::I64).unwrap();
-/// assert!(k.to_string().contains(".param .s64"), "64-bit lengths and strides");
+/// let i64 = tilekit_ir::ParamKind::Scalar(ScalarType::I64);
+/// assert!(k.params.iter().filter(|p| p.name.contains(".len")).all(|p| p.kind == i64));
 /// ```
 pub fn build_indexed(ty: ScalarType, vx: i64, vy: i64, index: ScalarType) -> Result<Kernel> {
     host::check_dtype("copy", ty, &host::FLOAT_TYPES)?;

@@ -149,7 +149,8 @@ pub fn build(op: Binary, ty: ScalarType, va: i64, vb: i64) -> Result<Kernel> {
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::elementwise::{build_indexed, Binary};
 /// let k = build_indexed(Binary::Add, ScalarType::F32, 4, 4, ScalarType::I64).unwrap();
-/// assert!(k.to_string().contains(".param .s64"));
+/// let i64 = tilekit_ir::ParamKind::Scalar(ScalarType::I64);
+/// assert!(k.params.iter().filter(|p| p.name.contains(".len")).all(|p| p.kind == i64));
 /// ```
 pub fn build_indexed(
     op: Binary,

@@ -147,7 +147,8 @@ pub fn build_reduce(r: Reduction, ty: ScalarType, vx: i64) -> Result<Kernel> {
 /// use tilekit_ir::ScalarType;
 /// use tilekit_ops::reduce::{build_reduce_indexed, Reduction};
 /// let k = build_reduce_indexed(Reduction::Sum, ScalarType::BF16, 8, ScalarType::I64).unwrap();
-/// assert!(k.to_string().contains(".param .s64"));
+/// let i64 = tilekit_ir::ParamKind::Scalar(ScalarType::I64);
+/// assert!(k.params.iter().filter(|p| p.name.contains(".len")).all(|p| p.kind == i64));
 /// ```
 pub fn build_reduce_indexed(
     r: Reduction,
