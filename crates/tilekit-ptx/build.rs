@@ -8,7 +8,8 @@
 //! * `cfg(has_cuobjdump)`: `has_ptxas` and a disassembler for the SASS tests: `TILEKIT_CUOBJDUMP`
 //!   is set, or `cuobjdump --version` runs, or `TILEKIT_REQUIRE_PTXAS` is set.
 //!
-//! Nothing else of the crate depends on these cfgs.
+//! Nothing else of the crate depends on these cfgs. tilekit-ops and tilekit-cuda build with
+//! this same script (`build = "../tilekit-ptx/build.rs"` in their Cargo.toml).
 
 use std::process::Command;
 
@@ -17,7 +18,7 @@ fn runs(tool: &str) -> bool {
 }
 
 fn main() {
-    println!("cargo::rerun-if-changed=build.rs");
+    // (no rerun-if-changed of the script itself: cargo reruns a build script it rebuilds)
     for var in ["TILEKIT_PTXAS", "TILEKIT_REQUIRE_PTXAS", "TILEKIT_CUOBJDUMP"] {
         println!("cargo::rerun-if-env-changed={var}");
     }

@@ -138,3 +138,31 @@ pub fn sass(ptx: &str, target: Target, name: &str) -> Result<Option<String>, Str
     }
     Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
 }
+
+/// The sentinel test of a file whose tests emit and check their kernels everywhere and
+/// assemble them with ptxas where one is found: it is reported as ignored where the build of
+/// the calling crate found no ptxas (`cfg(has_ptxas)`, set by the build script in
+/// `crates/tilekit-ptx/build.rs`; docs/testing.md), so the summary says the assembly was not
+/// checked, and it fails where ptxas was expected but is missing. One line at the end of such a
+/// test file:
+///
+/// ```text
+/// tilekit_ptx::ptxas_sentinel!();
+/// ```
+#[macro_export]
+macro_rules! ptxas_sentinel {
+    () => {
+        #[test]
+        #[cfg_attr(
+            not(has_ptxas),
+            ignore = "needs ptxas (TILEKIT_PTXAS): without it this file's kernels are emitted and checked, not assembled"
+        )]
+        fn ptxas_assembled_the_kernels_of_this_file() {
+            let found = $crate::ptxas::find().unwrap();
+            assert!(
+                found.is_some(),
+                "no ptxas (TILEKIT_PTXAS or the PATH): the kernels were not assembled"
+            );
+        }
+    };
+}
