@@ -587,11 +587,25 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         };
         let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m, n], vec![yr, ys])? };
         let v = vec_in::<B, _>(&xv).min(vec_in::<B, _>(&yv));
+        let tune = b.tuning();
+        if host::index_type(&[&xv.layout, &yv.layout]) == ScalarType::I64 {
+            // past 2^31 elements: the online kernel's 64-bit twin (any row length, a block a row)
+            let o = tune.online;
+            let shape = o.threads as i64 * 1000
+                + i64::from(o.blocks_per_sm) * 100
+                + o.unroll * 10
+                + i64::from(o.reverse);
+            let key = [v, 8, shape, 0]; // 8: the 64-bit twin of "softmax_online" [v, 0, shape]
+            let k = cached(KernelKey::new("softmax_online", ty, key), || {
+                crate::reduce::build_softmax_online_indexed(ty, v, o, ScalarType::I64)
+            })?;
+            let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
+            return b.launch(&k, grid, args);
+        }
         // rows that fit 64 elements per thread stay in registers; longer rows are staged in one
         // block's shared memory (when tuned so and they fit), else split over a cluster (when
         // the device has clusters), else streamed twice by the online kernel; every shape
         // comes from the device's tuning
-        let tune = b.tuning();
         let threads = tune.softmax_threads(ty);
         let per = threads as i64 * (16 / ty.size_bytes() as i64);
         let chunks = (n + per - 1) / per;

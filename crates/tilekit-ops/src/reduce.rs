@@ -509,7 +509,27 @@ fn check_threads(threads: u32) -> Result<()> {
 /// assert!(build_softmax_online_tuned(ScalarType::F32, 4, OnlineTuning { unroll: 0, ..t }).is_err());
 /// ```
 pub fn build_softmax_online_tuned(ty: ScalarType, vx: i64, tuning: OnlineTuning) -> Result<Kernel> {
-    build_streaming(ty, vx, tuning, None, None)
+    build_streaming(ty, vx, tuning, None, None, ScalarType::I32)
+}
+
+/// [`build_softmax_online_tuned`] with lengths, strides and offsets of `index` type (`i64` for
+/// tensors past 2^31 elements: [`host::index_type`] picks it; rows of any length, one block a
+/// row).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::reduce::{build_softmax_online_indexed, OnlineTuning};
+/// let k = build_softmax_online_indexed(ScalarType::BF16, 8, OnlineTuning::default(), ScalarType::I64).unwrap();
+/// let i64 = tilekit_ir::ParamKind::Scalar(ScalarType::I64);
+/// assert!(k.params.iter().filter(|p| p.name.contains(".len")).all(|p| p.kind == i64));
+/// ```
+pub fn build_softmax_online_indexed(
+    ty: ScalarType,
+    vx: i64,
+    tuning: OnlineTuning,
+    index: ScalarType,
+) -> Result<Kernel> {
+    build_streaming(ty, vx, tuning, None, None, index)
 }
 
 /// `exp2((a − m)·log2 e)` in f32.
@@ -647,6 +667,7 @@ fn build_streaming(
     tuning: OnlineTuning,
     stash: Option<i64>,
     cluster: Option<(u32, i64)>,
+    index: ScalarType,
 ) -> Result<Kernel> {
     host::check_dtype("softmax", ty, &TYPES)?;
     let OnlineTuning { threads, unroll, reverse, blocks_per_sm } = tuning;
@@ -663,6 +684,7 @@ fn build_streaming(
         (None, None) => "softmax_online",
     };
     let b = KernelBuilder::new(name, [threads, 1, 1])?;
+    b.set_index_type(index)?;
     if let Some((c, _)) = cluster {
         b.set_cluster_dim([c, 1, 1])?;
     }
@@ -790,7 +812,7 @@ pub fn build_softmax_staged(
     unroll: i64,
 ) -> Result<Kernel> {
     let tuning = OnlineTuning { threads, unroll, reverse: false, blocks_per_sm: 0 };
-    build_streaming(ty, vx, tuning, Some(cap), None)
+    build_streaming(ty, vx, tuning, Some(cap), None, ScalarType::I32)
 }
 
 /// Row softmax **streamed by a cluster**: each of the `cluster` blocks of a row's cluster runs
@@ -849,7 +871,7 @@ pub fn build_softmax_stream_cluster_stashed(
     }
     let v = 16 / ty.size_bytes() as i64;
     let cap = stash.then_some(slice * tuning.threads as i64 * v * tuning.unroll);
-    build_streaming(ty, vx, tuning, cap, Some((cluster, slice)))
+    build_streaming(ty, vx, tuning, cap, Some((cluster, slice)), ScalarType::I32)
 }
 
 /// The 16-byte vector of `ty` in elements, after checking `chunks` of them per thread hold at

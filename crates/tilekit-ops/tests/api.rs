@@ -1334,6 +1334,8 @@ fn tensors_past_2_31_elements_plan_a_64_bit_kernel() {
     api::row_sum_into(&rec, &x, &mut s).unwrap();
     let mut y = LayoutTensor::contiguous(BF16, &[65536, 32776]).unwrap();
     api::binary_op_into(&rec, Add, &x, &x, &mut y).unwrap();
+    let mut p = LayoutTensor::contiguous(BF16, &[65536, 32776]).unwrap();
+    api::softmax_into(&rec, &x, &mut p).unwrap();
     let xt = x.with_layout(x.layout().narrow(1, 1, 32775).unwrap());
     let mut yc = LayoutTensor::contiguous(BF16, &[65536, 32775]).unwrap();
     api::copy_into(&rec, &xt, &mut yc).unwrap();
@@ -1405,6 +1407,25 @@ fn the_64_bit_kernels_compute_what_the_32_bit_ones_do() {
     let (y64, s64) = run(ScalarType::I64);
     check("add, 64-bit vs 32-bit", &y64, &y32, 0.0);
     check("row_sum, 64-bit vs 32-bit", &s64, &s32, 0.0);
+    // the online softmax's 64-bit twin (what softmax past 2^31 elements takes)
+    let soft = |ix| {
+        let o = tilekit_ops::reduce::OnlineTuning::default();
+        let k = tilekit_ops::reduce::build_softmax_online_indexed(BF16, 1, o, ix).unwrap();
+        let k = CompiledKernel::new(k);
+        let mut p =
+            HostTensor::new(host::poisoned(BF16, (m * n) as usize).unwrap(), x.layout().clone())
+                .unwrap();
+        let args = Bindings::new(&k)
+            .input("x", &x, &Interp)
+            .unwrap()
+            .output("y", &mut p, &Interp)
+            .unwrap();
+        Interp.launch(&k, [m as u32, 1, 1], args).unwrap();
+        values(&p)
+    };
+    let want = values(&api::softmax(&Interp, &x).unwrap());
+    check("softmax online, 32-bit vs the API", &soft(ScalarType::I32), &want, 1.0 / 256.0);
+    check("softmax online, 64-bit vs 32-bit", &soft(ScalarType::I64), &soft(ScalarType::I32), 0.0);
     // and both against the f64 reference
     let want: Vec<f64> = values(&x).chunks(n as usize).map(|r| r.iter().sum()).collect();
     check("row_sum vs f64", &s64, &want, 1e-3 * n as f64);

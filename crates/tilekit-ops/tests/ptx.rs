@@ -43,6 +43,36 @@ fn every_library_kernel_assembles() {
     }
 }
 
+/// The 64-bit-indexed twins the memory-bound ops take past 2^31 elements (issue 30): copy,
+/// elementwise, row sum and max, the online softmax — for every target, every dtype.
+#[test]
+fn the_64_bit_kernels_assemble() {
+    use tilekit_ir::ScalarType::{self, BF16, F16, F32, I64};
+    use tilekit_ops::{copy, elementwise, reduce};
+    for ty in [F32, F16, BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        let mut ks = vec![copy::build_indexed(ty, v, v, I64).unwrap()];
+        for op in [elementwise::Binary::Add, elementwise::Binary::Max] {
+            ks.push(elementwise::build_indexed(op, ty, v, 1, I64).unwrap());
+        }
+        if reduce::TYPES.contains(&ty) {
+            for r in [reduce::Reduction::Sum, reduce::Reduction::Max] {
+                ks.push(reduce::build_reduce_indexed(r, ty, v, I64).unwrap());
+            }
+            let o = reduce::OnlineTuning::default();
+            ks.push(reduce::build_softmax_online_indexed(ty, v, o, I64).unwrap());
+        }
+        for k in ks {
+            for t in Target::ALL {
+                let ptx = emit_kernel(&k, t).unwrap();
+                assert!(ptx.contains(".param .s64") || ptx.contains(".param .u64"), "{}", k.name);
+                let name = format!("{}_i64_{}_{:?}", k.name, ScalarType::name(ty), t);
+                ptxas::assemble(&ptx, t, &name).unwrap();
+            }
+        }
+    }
+}
+
 #[test]
 fn the_tiled_transpose_assembles_without_spills() {
     use tilekit_ir::ScalarType;
