@@ -195,3 +195,14 @@ fn the_host_memory_guard_counts_the_interpreters_copies() {
     let out = run("1G");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn an_empty_conformance_file_is_named_empty() {
+    // it used to read "no meta.category: EOF while parsing a value at line 1 column 0"
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("empty.json");
+    std::fs::write(&file, "").unwrap();
+    let (code, out, err) = tilekit(&["conformance", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains(&format!("UNREADABLE {}: the file is empty\n", file.display())), "{out}");
+}

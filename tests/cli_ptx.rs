@@ -75,3 +75,46 @@ fn printing_is_what_running_builds() {
     assert_eq!(small.lines().skip(1).collect::<Vec<_>>(), big.lines().skip(1).collect::<Vec<_>>());
     assert!(small.starts_with("// grid [1, 1, 1]\n") && big.starts_with("// grid [256, 256, 1]\n"));
 }
+
+#[test]
+fn shapes_and_default_dtypes_are_read_as_run_reads_them() {
+    // `ptx attention` took the head dim alone as its shape where `run attention` takes
+    // BxSQxSKxHxHKVxD, and its help gave f32 as the default dtype (issue 31, point 6)
+    let shape = "2x77x300x8x2x128";
+    let (code, run, err) = tilekit(&["run", "attention", "--shape", "1x77x300x4x2x64"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(run.starts_with("attention 1x77x300x4x2x64 bf16: "), "{run}");
+    for kernel in ["attention", "attention_causal"] {
+        let (code, out, err) = tilekit(&["ptx", kernel, "--shape", shape]);
+        assert_eq!(code, 0, "{kernel}: {err}");
+        assert!(out.contains(".visible .entry attention"), "{kernel}");
+        let (_, bf16, _) = tilekit(&["ptx", kernel, "--shape", shape, "--dtype", "bf16"]);
+        assert_eq!(out, bf16, "{kernel}: the default dtype is run's, bf16");
+        let (_, f16, _) = tilekit(&["ptx", kernel, "--shape", shape, "--dtype", "f16"]);
+        assert_ne!(out, f16, "{kernel}");
+        // a head dim alone is not an attention shape, for ptx as for run
+        let (code, _, err) = tilekit(&["ptx", kernel, "--shape", "128"]);
+        assert_eq!(code, 2, "{kernel}: {err}");
+        let (run_code, _, _) = tilekit(&["run", kernel, "--shape", "128"]);
+        assert_eq!(run_code, 2);
+    }
+    // every kernel's default dtype is run's
+    for (kernel, shape, dtype) in
+        [("gemm", "64x64x32", "f16"), ("copy", "4x4", "f32"), ("softmax", "4x300", "f32")]
+    {
+        let (_, default, _) = tilekit(&["ptx", kernel, "--shape", shape]);
+        let (_, named, _) = tilekit(&["ptx", kernel, "--shape", shape, "--dtype", dtype]);
+        assert_eq!(default, named, "{kernel}");
+        let (_, out, _) = tilekit(&["run", kernel, "--shape", shape]);
+        assert!(out.starts_with(&format!("{kernel} {shape} {dtype}: ")), "{out}");
+    }
+    // and the help says so, in the same words as run's
+    let (_, ptx_help, _) = tilekit(&["ptx", "--help"]);
+    let (_, run_help, _) = tilekit(&["run", "--help"]);
+    for words in [
+        "Problem shape, e.g. 1000x777 (gemm: MxNxK; attention: BxSQxSKxHxHKVxD)",
+        "Element type (default f32; f16 for gemm, bf16 for attention)",
+    ] {
+        assert!(ptx_help.contains(words) && run_help.contains(words), "{words}\n{ptx_help}");
+    }
+}

@@ -132,3 +132,62 @@ fn gemm_runs_any_shape_the_api_computes() {
         assert!(out.contains("PASS"), "{shape}: {out}");
     }
 }
+
+/// The number after `label` in a summary line, e.g. `max err 7.8e-4 …` → 7.8e-4.
+fn number_after(line: &str, label: &str) -> f64 {
+    let rest =
+        &line[line.find(label).unwrap_or_else(|| panic!("no {label:?} in {line}")) + label.len()..];
+    rest.split_whitespace().next().unwrap().trim_end_matches([',', ')', ':']).parse().unwrap()
+}
+
+#[test]
+fn the_printed_error_is_the_one_compared_with_the_tolerance() {
+    // the line used to print `max rel err` over max(|want|, 1e-3) while the check divides by
+    // max(|want|, 1): e.g. `max rel err 7.8e-1 (tol 3e-2): PASS` (issue 31, point 6)
+    for args in [
+        &["run", "softmax", "--shape", "4x300"][..],
+        &["run", "row_sum", "--shape", "3x1000", "--dtype", "bf16"],
+        &["run", "gemm", "--shape", "64x64x32"],
+    ] {
+        let (code, out, err) = tilekit(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!out.contains("max rel err"), "{out}");
+        assert!(out.contains(" relative to max(|want|, 1) (tol "), "{out}");
+        assert!(out.trim_end().ends_with("): PASS"), "{out}");
+        let (err, tol) = (number_after(&out, "max err "), number_after(&out, "(tol "));
+        assert!(err <= tol, "{args:?}: a PASS prints an error within the tolerance: {out}");
+    }
+}
+
+#[test]
+fn errors_name_the_shape_given() {
+    // copy views MxN as 1xMxN: the error used to show [1, 1, 2147483648] (issue 31, point 6)
+    let (code, _, err) = tilekit(&["run", "copy", "--shape", "1x2147483648"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "tilekit: error: copy: shape = [1, 2147483648] is invalid: needs 2 lengths in 1..=2^31-1"
+    );
+    let (code, _, err) = tilekit(&["run", "copy", "--shape", "2x3x4x5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("shape = [2, 3, 4, 5] is invalid: needs 2 or 3 lengths"), "{err}");
+}
+
+#[test]
+fn negative_lengths_get_a_typed_message() {
+    // clap took `-5x10` for a flag and advised `-- -5` (issue 31, point 6)
+    for cmd in ["run", "ptx"] {
+        for shape in ["-5x10", "5x-10", "-1"] {
+            let (code, out, err) = tilekit(&[cmd, "copy", "--shape", shape]);
+            assert_eq!(code, 2, "{cmd} {shape}: {err}");
+            assert!(out.is_empty(), "{out}");
+            assert!(
+                err.starts_with(&format!(
+                    "tilekit: error: --shape \"{shape}\" is invalid: lengths are positive integers"
+                )),
+                "{cmd} {shape}: {err}"
+            );
+            assert!(!err.contains("-- -"), "{err}");
+        }
+    }
+}

@@ -268,3 +268,26 @@ fn text_form_round_trips_on_every_published_encoding() {
     let spec: EncodingSpec = serde_json::from_value(gemm).unwrap();
     assert_eq!(print_encoding(&spec), "R[1] H[[2,4,16],[4,8]] P[[X0.1],[X0.2,X1.0]] Y[X0.0,X1.1]");
 }
+
+#[test]
+fn an_empty_encoding_file_is_named_empty() {
+    // an empty file used to get the JSON parser's "EOF … at line 1 column 0" (--from) or the
+    // text parser's "column 1: found the end of the text" (ENCODING) (issue 31, point 6)
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "  \n").unwrap();
+    let path = empty.to_str().unwrap();
+    for args in [&["show", path][..], &["show", "--from", path, "--name", "x"]] {
+        let (code, out, err) = tilekit(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?} printed {out}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "tilekit: error: {path}: the file is empty (expected an encoding: JSON or the \
+                 text form)"
+            ),
+            "{args:?}"
+        );
+    }
+}

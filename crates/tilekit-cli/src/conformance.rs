@@ -193,6 +193,10 @@ pub fn run_suite(dir: &Path) -> Result<Report, CliError> {
                 continue;
             }
         };
+        if text.trim().is_empty() {
+            report.unreadable.push(format!("{}: the file is empty", path.display()));
+            continue;
+        }
         let head: Head = match serde_json::from_str(&text) {
             Ok(h) => h,
             Err(e) => {

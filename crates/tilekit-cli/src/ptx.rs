@@ -44,41 +44,27 @@ pub const COVERAGE: &[&str] = &[
     "warp_ring",
 ];
 
-/// The Hopper kernels `tilekit ptx` also prints (no `tilekit run` entry yet): the attention
-/// forward (`tilekit_ops::attention_sm90`), shape = the head dim (64, 128 or 256), dtype f16 or
-/// bf16; the grid printed is one block (128 queries, one head, one batch).
-///
-/// ```
-/// assert!(tilekit_cli::ptx::HOPPER.contains(&"attention_causal"));
-/// ```
-pub const HOPPER: &[&str] = &["attention", "attention_causal"];
-
 fn ptx_kernel_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
-        tilekit_ops::run::KERNELS
-            .iter()
-            .map(|k| k.name)
-            .chain(COVERAGE.iter().copied())
-            .chain(HOPPER.iter().copied()),
+        tilekit_ops::run::KERNELS.iter().map(|k| k.name).chain(COVERAGE.iter().copied()),
     )
 }
 
 /// Arguments of `tilekit ptx`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Kernel (as for `tilekit run`; the list below gives each one's shape and dtypes), or a
-    /// coverage kernel of the asynchronous machinery: `bulk_pipeline` or `warp_ring` (shape =
-    /// stages), `multicast_pair`, a TMA round trip `tma_none`, `tma_sw32`, `tma_sw64`,
-    /// `tma_sw128`, `tma_rank1`, `tma_rank3`, `tma_rank4`, `tma_rank5`, or a wgmma `wgmma_ss`,
-    /// `wgmma_rs` (shape = N), or the Hopper attention forward `attention`, `attention_causal`
-    /// (shape = head dim, dtype f16 or bf16).
+    /// Kernel (as for `tilekit run`, with the same shapes and default dtypes; the list below
+    /// gives each one's shape and dtypes), or a coverage kernel of the asynchronous machinery:
+    /// `bulk_pipeline` or `warp_ring` (shape = stages), `multicast_pair`, a TMA round trip
+    /// `tma_none`, `tma_sw32`, `tma_sw64`, `tma_sw128`, `tma_rank1`, `tma_rank3`, `tma_rank4`,
+    /// `tma_rank5`, or a wgmma `wgmma_ss`, `wgmma_rs` (shape = N).
     #[arg(value_parser = ptx_kernel_names(), hide_possible_values = true)]
     pub kernel: String,
-    /// Problem shape, e.g. `1000x777`.
-    #[arg(long)]
+    /// Problem shape, read as `tilekit run` reads it ([`crate::run::SHAPE_HELP`]).
+    #[arg(long, help = crate::run::SHAPE_HELP, allow_hyphen_values = true)]
     pub shape: String,
-    /// Element type (default f32; f16 for gemm).
-    #[arg(long, value_parser = crate::dtype::kernel_dtype())]
+    /// Element type, defaulted as `tilekit run` does ([`crate::run::DTYPE_HELP`]).
+    #[arg(long, help = crate::run::DTYPE_HELP, value_parser = crate::dtype::kernel_dtype())]
     pub dtype: Option<ScalarType>,
     /// PTX target: sm_80, sm_90 or sm_90a.
     #[arg(long, default_value = "sm_90a")]
@@ -125,17 +111,6 @@ pub fn generate(a: &Args) -> Result<String, CliError> {
             let n = u32::try_from(shape[0]).unwrap_or(0);
             let case = tilekit_ptx::coverage::WgmmaCase::standard(ty, n, a.kernel == "wgmma_rs");
             (tilekit_ptx::coverage::wgmma(&case).map_err(ir)?, [1, 1, 1])
-        }
-        "attention" | "attention_causal" => {
-            let dtype = a.dtype.unwrap_or(ScalarType::BF16);
-            let cfg = tilekit_ops::attention_sm90::AttnConfig::new(
-                dtype,
-                shape[0],
-                a.kernel == "attention_causal",
-            );
-            let k = tilekit_ops::attention_sm90::build_attention_sm90(cfg)
-                .map_err(|e| CliError::kernel(&a.kernel, e))?;
-            (k, [1, 1, 1])
         }
         name if tilekit_ptx::coverage::tma::case(name).is_some() => {
             let c = tilekit_ptx::coverage::tma::case(name).expect("checked");

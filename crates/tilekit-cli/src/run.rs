@@ -23,11 +23,11 @@ pub struct Args {
     /// Kernel (the list below gives each one's shape and dtypes).
     #[arg(value_parser = kernel_names(), hide_possible_values = true)]
     pub kernel: String,
-    /// Problem shape, e.g. 1000x777 (gemm: MxNxK; attention: BxSQxSKxHxHKVxD).
-    #[arg(long)]
+    /// Problem shape ([`SHAPE_HELP`]).
+    #[arg(long, help = SHAPE_HELP, allow_hyphen_values = true)]
     pub shape: String,
-    /// Element type (default f32; f16 for gemm, bf16 for attention).
-    #[arg(long, value_parser = crate::dtype::kernel_dtype())]
+    /// Element type ([`DTYPE_HELP`]; [`default_dtype`]).
+    #[arg(long, help = DTYPE_HELP, value_parser = crate::dtype::kernel_dtype())]
     pub dtype: Option<ScalarType>,
     /// Where to run: the CPU interpreter or the GPU.
     #[arg(long, default_value = "interp", value_parser = ["interp", "gpu"])]
@@ -65,6 +65,22 @@ pub fn kernels_help() -> String {
     s
 }
 
+/// The `--shape` help of `tilekit run` and `tilekit ptx`: both read a shape with
+/// [`parse_shape`], in the same order.
+///
+/// ```
+/// assert!(tilekit_cli::run::SHAPE_HELP.contains("attention: BxSQxSKxHxHKVxD"));
+/// ```
+pub const SHAPE_HELP: &str =
+    "Problem shape, e.g. 1000x777 (gemm: MxNxK; attention: BxSQxSKxHxHKVxD)";
+
+/// The `--dtype` help of `tilekit run` and `tilekit ptx`: what [`default_dtype`] picks.
+///
+/// ```
+/// assert!(tilekit_cli::run::DTYPE_HELP.contains("bf16 for attention"));
+/// ```
+pub const DTYPE_HELP: &str = "Element type (default f32; f16 for gemm, bf16 for attention)";
+
 fn bad(flag: &str, value: &str, rule: &str) -> CliError {
     CliError::BadArgument { flag: flag.into(), value: value.into(), rule: rule.into() }
 }
@@ -78,11 +94,17 @@ fn bad(flag: &str, value: &str, rule: &str) -> CliError {
 /// assert_eq!(parse_shape("2x77x300x8x2x128").unwrap().len(), 6);
 /// assert!(parse_shape("4x0").is_err());
 /// assert!(parse_shape("1x2x3x4x5x6x7").is_err());
+/// assert_eq!(parse_shape("-5x10").unwrap_err().to_string(),
+///     "--shape \"-5x10\" is invalid: lengths are positive integers (got -5)");
 /// ```
 pub fn parse_shape(s: &str) -> Result<Vec<i64>, CliError> {
     let dims: Result<Vec<i64>, _> = s.split(['x', 'X']).map(|d| d.trim().parse::<i64>()).collect();
     match dims {
         Ok(d) if !d.is_empty() && d.len() <= 6 && d.iter().all(|&v| v >= 1) => Ok(d),
+        Ok(d) if d.iter().any(|&v| v < 1) => {
+            let v = d.iter().find(|&&v| v < 1).expect("checked");
+            Err(bad("--shape", s, &format!("lengths are positive integers (got {v})")))
+        }
         _ => Err(bad(
             "--shape",
             s,

@@ -83,9 +83,21 @@ fn bad(flag: &str, value: impl Into<String>, rule: impl Into<String>) -> CliErro
     CliError::BadArgument { flag: flag.into(), value: value.into(), rule: rule.into() }
 }
 
+/// An encoding file's text; an empty (or blank) file is refused by name, not with the JSON or
+/// text parser's error at line 1, column 0.
 fn read(path: &Path) -> Result<String, CliError> {
-    std::fs::read_to_string(path)
-        .map_err(|source| CliError::Io { path: path.to_path_buf(), source })
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| CliError::Io { path: path.to_path_buf(), source })?;
+    if text.trim().is_empty() {
+        return Err(CliError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the file is empty (expected an encoding: JSON or the text form)",
+            ),
+        });
+    }
+    Ok(text)
 }
 
 /// The encoding object of a JSON value: the value itself, or its `encoding` field.

@@ -185,15 +185,26 @@ fn check_perm(perm: &[usize; 3]) -> Result<()> {
 /// assert!(validate(Op::Copy, &[4, 5], ScalarType::F32).is_ok());
 /// let e = validate(Op::Copy, &[65536, 65536], ScalarType::F32).unwrap_err().to_string();
 /// assert!(e.contains("4294967296 elements, more than 2^31-1"), "{e}");
+/// // errors name the shape as given, not the kernel's rank-3 view of it
+/// let e = validate(Op::Copy, &[1, 2147483648], ScalarType::F32).unwrap_err().to_string();
+/// assert_eq!(e, "copy: shape = [1, 2147483648] is invalid: needs 2 lengths in 1..=2^31-1");
 /// assert!(validate(Op::Gemm, &[200, 328, 72], ScalarType::BF16).is_ok()); // any M, N, K
 /// assert!(validate(Op::Gemm, &[64, 60, 33], ScalarType::F32).is_ok());
 /// ```
 pub fn validate(op: Op, shape: &[i64], dtype: ScalarType) -> Result<()> {
     match op {
         Op::Copy => {
-            let s3: Vec<i64> =
-                if shape.len() == 2 { vec![1, shape[0], shape[1]] } else { shape.to_vec() };
-            host::check_shape("copy", &s3, 3)?;
+            // the kernel views MxN as 1xMxN; the checks (and their messages) take the shape as
+            // given, so an error names the user's shape, not the kernel's rank-3 view
+            if !matches!(shape.len(), 2 | 3) {
+                return Err(OpsError::invalid(
+                    "copy",
+                    "shape",
+                    format!("{shape:?}"),
+                    "needs 2 or 3 lengths (MxN or BxMxN) in 1..=2^31-1",
+                ));
+            }
+            host::check_shape("copy", shape, shape.len())?;
         }
         Op::Permute(perm) => {
             host::check_shape("permute", shape, 3)?;

@@ -674,13 +674,18 @@ impl Values for HostBuffer {
 ///
 /// ```
 /// let c = tilekit_ops::host::compare(&[1.0, 2.0], &[1.0, 2.5], 0.0);
-/// assert_eq!((c.max_abs, c.mismatches, c.passed), (0.5, 1, false));
+/// assert_eq!((c.max_abs, c.max_rel, c.mismatches, c.passed), (0.5, 0.2, 1, false));
+/// // near zero the error is taken relative to 1: 7.8e-4 off a value of 1e-3 passes tol 3e-2
+/// let c = tilekit_ops::host::compare(&[1.78e-3], &[1.0e-3], 3e-2);
+/// assert!(c.passed && (c.max_rel - 7.8e-4).abs() < 1e-12 && c.max_rel <= c.tolerance);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Comparison {
     /// Largest absolute error.
     pub max_abs: f64,
-    /// Largest error relative to `max(|want|, 1e-3)`.
+    /// Largest error relative to `max(|want|, 1)`: `|got − want| / max(|want|, 1)`, the
+    /// quantity the tolerance is compared with (an element fails when it is above `tolerance`,
+    /// so a passing comparison has `max_rel ≤ tolerance`). Near zero it is the absolute error.
     pub max_rel: f64,
     /// Elements outside the tolerance (NaN counts).
     pub mismatches: usize,
@@ -723,8 +728,10 @@ pub fn compare<G: Values + ?Sized, W: Values + ?Sized>(got: &G, want: &W, tol: f
                     continue;
                 }
                 c.max_abs = if c.max_abs.is_nan() { c.max_abs } else { c.max_abs.max(d) };
-                c.max_rel = c.max_rel.max(d / w.abs().max(1e-3));
-                if d > tol * w.abs().max(1.0) {
+                // the printed error is the tested one: d / max(|w|, 1) against tol
+                let scale = w.abs().max(1.0);
+                c.max_rel = c.max_rel.max(d / scale);
+                if d > tol * scale {
                     c.mismatches += 1;
                 }
             }

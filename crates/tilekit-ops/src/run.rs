@@ -4,7 +4,7 @@
 //! ```text
 //!   name + shape + dtype ──► check::Problem (random inputs, CPU reference)
 //!                        ──► the API call on backend::Interp ──► RunReport: instructions,
-//!                            elapsed, max |Δ|, max rel, pass/fail
+//!                            elapsed, max |Δ|, max |Δ|/max(|want|, 1), pass/fail
 //!   backend gpu          ──► the same call on backend::Cuda (device tensors; timed with events)
 //!   plan                 ──► the kernel and grid alone, no data (`tilekit ptx`)
 //! ```
@@ -179,7 +179,8 @@ pub struct RunReport {
     pub elapsed: Duration,
     /// Largest absolute error.
     pub max_abs: f64,
-    /// Largest relative error.
+    /// Largest error relative to `max(|want|, 1)` ([`host::Comparison::max_rel`]): the
+    /// quantity compared with the tolerance.
     pub max_rel: f64,
     /// Elements outside the tolerance.
     pub mismatches: usize,
@@ -196,16 +197,23 @@ impl RunReport {
     /// use tilekit_ir::ScalarType;
     /// let r = tilekit_ops::run::run("row_sum", &[2, 30], ScalarType::F32, tilekit_ops::run::Backend::Interp, 1).unwrap();
     /// assert!(r.summary().contains("PASS"));
+    /// assert!(r.summary().contains("relative to max(|want|, 1) (tol "), "{}", r.summary());
     /// ```
     pub fn summary(&self) -> String {
         let shape: Vec<String> = self.shape.iter().map(i64::to_string).collect();
         let check = if self.tolerance == 0.0 {
             "exact".to_string()
         } else {
-            format!("tol {:.0e}", self.tolerance)
+            // one digit where that is the tolerance itself, else enough to compare with
+            let short = format!("{:.0e}", self.tolerance);
+            if short.parse::<f64>() == Ok(self.tolerance) {
+                format!("tol {short}")
+            } else {
+                format!("tol {:.3e}", self.tolerance)
+            }
         };
         format!(
-            "{} {} {}: {} IR instructions, backend {}, {:.3} s, max abs err {:.3e}, max rel err {:.3e} ({check}): {}",
+            "{} {} {}: {} IR instructions, backend {}, {:.3} s, max abs err {:.3e}, max err {:.3e} relative to max(|want|, 1) ({check}): {}",
             self.kernel,
             shape.join("x"),
             self.dtype,

@@ -311,7 +311,7 @@ fn run_case<B: Backend>(
         Outcome::Matched
     } else {
         Outcome::Wrong(format!(
-            "{} mismatches, max |Δ| {:.3e}, max rel {:.3e} (tol {:.1e})",
+            "{} mismatches, max |Δ| {:.3e}, max |Δ|/max(|want|, 1) {:.3e} (tol {:.1e})",
             c.mismatches, c.max_abs, c.max_rel, c.tolerance
         ))
     })
