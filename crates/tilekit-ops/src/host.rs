@@ -156,10 +156,10 @@ pub fn race_map_bytes(n: u64) -> u64 {
 /// ```
 pub const INTERP_INPUT_COPIES: u64 = 1;
 
-/// Copies of each bound output buffer an interpreter launch holds at its peak: the argument
-/// the interpreter writes, and the output's new bytes while they are written back (the
-/// launch keeps the output's pre-launch snapshot to write only what changed, so the storage
-/// copies itself on that write).
+/// Copies of each bound output buffer an interpreter launch is counted as holding at its
+/// peak: the argument the interpreter writes, plus one more as a margin for the write-back,
+/// which keeps a bit per changed byte (an eighth of the output) and drops the pre-launch
+/// snapshot before writing, so the storage is written in place rather than copied.
 ///
 /// ```
 /// assert_eq!(tilekit_ops::host::INTERP_OUTPUT_COPIES, 2);
