@@ -9,6 +9,9 @@
 //!     file absent            → build, store atomically (temp file + rename), Miss
 //!     file valid             → Hit (no JIT)
 //!     file corrupt/truncated → build, replace, Rebuilt { reason }  (the caller warns)
+//!
+//!   bounded: every 64th store of a handle (and its first) sums the entries; past max_bytes (1 GiB unless
+//!   told) the least recently used go (a hit refreshes an entry's time) down to 3/4 of it
 //! ```
 //!
 //! Several processes may build the same kernel at once: each writes its own temporary file in
@@ -89,9 +92,29 @@ pub enum CacheOutcome {
 #[derive(Debug, Clone)]
 pub struct KernelCache {
     dir: PathBuf,
+    max_bytes: u64,
+    /// Stores through this handle (and its clones): every 64th prunes.
+    puts: std::sync::Arc<AtomicU64>,
 }
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// How many bytes of entries a cache folder keeps unless told otherwise
+/// ([`KernelCache::with_max_bytes`]): tens of thousands of kernels.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// What [`KernelCache::prune`] found and removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pruned {
+    /// Entries in the folder before.
+    pub entries: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Entries removed (least recently used first).
+    pub removed: usize,
+    /// Their bytes.
+    pub removed_bytes: u64,
+}
 
 impl KernelCache {
     /// The default folder: `$TILEKIT_CACHE_DIR`, else `<user cache dir>/tilekit/kernels`, else
@@ -121,7 +144,81 @@ impl KernelCache {
             path: dir.clone(),
             message: format!("cannot create the folder: {e}"),
         })?;
-        Ok(KernelCache { dir })
+        Ok(KernelCache { dir, max_bytes: DEFAULT_MAX_BYTES, puts: Default::default() })
+    }
+
+    /// The same folder keeping at most `max_bytes` of entries (at least one entry is kept).
+    ///
+    /// ```
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let c = tilekit_cuda::KernelCache::open(tmp.path()).unwrap().with_max_bytes(1 << 20);
+    /// assert_eq!(c.max_bytes(), 1 << 20);
+    /// ```
+    pub fn with_max_bytes(self, max_bytes: u64) -> Self {
+        KernelCache { max_bytes, ..self }
+    }
+
+    /// The most bytes of entries kept.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// Removes the least recently used entries (by modification time, which a hit refreshes)
+    /// until the folder's entries fit in three quarters of [`Self::max_bytes`], if they are
+    /// over it. Files that are not entries are left alone; an entry another process removes
+    /// first is not an error.
+    ///
+    /// ```
+    /// use tilekit_cuda::cache::CacheKey;
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let c = tilekit_cuda::KernelCache::open(tmp.path()).unwrap().with_max_bytes(4000);
+    /// for i in 0..6 {
+    ///     let k = CacheKey { ir_hash: i.to_string(), target: "t".into(), driver_version: 1, tilekit_version: "0".into() };
+    ///     c.put(&k, &[0u8; 952]).unwrap(); // 1000 bytes with the header
+    /// }
+    /// let p = c.prune().unwrap();
+    /// assert_eq!((p.entries, p.bytes), (6, 6000));
+    /// assert_eq!(p.removed, 3); // down to 3000 = 3/4 of 4000
+    /// ```
+    pub fn prune(&self) -> Result<Pruned> {
+        let err = |e: std::io::Error| CudaError::Cache {
+            path: self.dir.clone(),
+            message: format!("cannot list the folder: {e}"),
+        };
+        let mut entries = Vec::new();
+        for e in std::fs::read_dir(&self.dir).map_err(err)? {
+            let Ok(e) = e else { continue };
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if !name.ends_with(".cubin") || name.starts_with('.') {
+                continue;
+            }
+            let Ok(meta) = e.metadata() else { continue };
+            let time = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+            entries.push((time, meta.len(), e.path()));
+        }
+        let mut p = Pruned {
+            entries: entries.len(),
+            bytes: entries.iter().map(|e| e.1).sum(),
+            ..Pruned::default()
+        };
+        if p.bytes <= self.max_bytes {
+            return Ok(p);
+        }
+        entries.sort();
+        let target = self.max_bytes - self.max_bytes / 4;
+        let mut left = p.bytes;
+        for (_, len, path) in &entries[..entries.len() - 1] {
+            if left <= target {
+                break;
+            }
+            if std::fs::remove_file(path).is_ok() {
+                p.removed += 1;
+                p.removed_bytes += len;
+            }
+            left -= len;
+        }
+        Ok(p)
     }
 
     /// The folder.
@@ -155,6 +252,11 @@ impl KernelCache {
         if Sha256::digest(payload).as_slice() != &bytes[16..48] {
             return Err("checksum mismatch".to_string());
         }
+        // a hit is a use: the entry is recent for pruning (best effort, a read-only folder
+        // still serves hits)
+        if let Ok(f) = std::fs::File::options().append(true).open(self.path(key)) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
         Ok(Some(payload.to_vec()))
     }
 
@@ -178,7 +280,11 @@ impl KernelCache {
         std::fs::rename(&tmp, &path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             err(e)
-        })
+        })?;
+        if self.puts.fetch_add(1, Ordering::Relaxed).is_multiple_of(64) {
+            self.prune()?;
+        }
+        Ok(())
     }
 
     /// Returns the cached payload, or builds, stores and returns it.

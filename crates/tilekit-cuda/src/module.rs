@@ -206,7 +206,8 @@ fn log_text(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..end]).trim().to_string()
 }
 
-/// A loaded module (unloaded when the last kernel from it is dropped).
+/// A loaded module (unloaded when the last kernel from it is dropped, after the device has
+/// finished all work queued on it: a launch of one of its kernels may still be queued).
 #[derive(Debug)]
 pub struct Module {
     module: sys::CUmodule,
@@ -222,8 +223,11 @@ unsafe impl Sync for Module {}
 impl Drop for Module {
     fn drop(&mut self) {
         if self.gpu.ctx.bind_to_thread().is_ok() {
-            // SAFETY: the module was loaded by cuModuleLoadDataEx and is unloaded once.
+            // SAFETY: the module was loaded by cuModuleLoadDataEx and is unloaded once, after
+            // the context has run every launch queued before (none can be queued after: no
+            // Kernel of it is left).
             unsafe {
+                sys::cuCtxSynchronize();
                 sys::cuModuleUnload(self.module);
             }
         }

@@ -105,3 +105,36 @@ fn every_key_field_matters() {
         assert!(names.insert(k.file_name()), "{k:?}");
     }
 }
+
+/// Past its byte bound the folder loses its least recently used entries, a hit counting as a
+/// use, and keeps foreign files.
+#[test]
+fn prune_drops_least_recently_used() {
+    use std::time::{Duration, SystemTime};
+    let tmp = tempfile::tempdir().unwrap();
+    let c = KernelCache::open(tmp.path()).unwrap().with_max_bytes(8000);
+    let key = |i: usize| CacheKey {
+        ir_hash: format!("k{i}"),
+        target: "sm_90a".into(),
+        driver_version: 1,
+        tilekit_version: "0".into(),
+    };
+    std::fs::write(tmp.path().join("notes.txt"), vec![7u8; 50_000]).unwrap();
+    let t0 = SystemTime::now() - Duration::from_secs(3600);
+    for i in 0..10 {
+        c.put(&key(i), &vec![i as u8; 952]).unwrap();
+        // entry i last used at t0 + i seconds
+        let f = std::fs::File::options().append(true).open(c.path(&key(i))).unwrap();
+        f.set_modified(t0 + Duration::from_secs(i as u64)).unwrap();
+    }
+    // entries 0 and 1 are used again: now the most recent
+    assert_eq!(c.get(&key(0)).unwrap().unwrap(), vec![0u8; 952]);
+    assert_eq!(c.get(&key(1)).unwrap().unwrap(), vec![1u8; 952]);
+    let p = c.prune().unwrap();
+    assert_eq!((p.entries, p.bytes), (10, 10_000));
+    assert_eq!((p.removed, p.removed_bytes), (4, 4000)); // 6000 = 3/4 of 8000 left
+    let kept: Vec<usize> = (0..10).filter(|&i| c.path(&key(i)).exists()).collect();
+    assert_eq!(kept, vec![0, 1, 6, 7, 8, 9]);
+    assert!(tmp.path().join("notes.txt").exists());
+    assert_eq!(c.prune().unwrap().removed, 0);
+}

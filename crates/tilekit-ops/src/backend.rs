@@ -27,7 +27,6 @@
 //! assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
 //! ```
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tilekit_cuda::module::LaunchDims;
@@ -817,7 +816,7 @@ impl DevicePtr<'_> {
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpu: Gpu,
-    modules: Arc<Mutex<HashMap<u64, Loaded>>>,
+    modules: Arc<Mutex<crate::loaded::Lru<Loaded>>>,
     disk: Option<Arc<KernelCache>>,
     tuning: Tuning,
     tuning_source: crate::tuning::TuningSource,
@@ -886,7 +885,9 @@ impl Cuda {
             GemmTable::resolve(&crate::tuning::default_dir(), &gpu.props().name);
         Cuda {
             gpu,
-            modules: Arc::new(Mutex::new(HashMap::new())),
+            modules: Arc::new(Mutex::new(
+                crate::loaded::Lru::new(crate::loaded::DEFAULT_CAPACITY).expect("non-zero"),
+            )),
             disk,
             tuning,
             tuning_source,
@@ -990,7 +991,7 @@ impl Cuda {
     }
 
     fn load(&self, k: &CompiledKernel) -> Result<Loaded> {
-        if let Some(l) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&k.id()) {
+        if let Some(l) = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(k.id()) {
             return Ok(l.clone());
         }
         let (loaded, report) = self.gpu.compile(k.kernel(), self.disk.as_deref()).map_err(cuda)?;
@@ -1000,8 +1001,51 @@ impl Cuda {
             dynamic_smem: if smem.dynamic { smem.total as u32 } else { 0 },
             report: Arc::new(report),
         };
-        let mut m = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(m.entry(k.id()).or_insert(l).clone())
+        let (kept, evicted) = {
+            let mut m = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+            let evicted = m.insert(k.id(), l.clone());
+            (m.get(k.id()).cloned().unwrap_or(l), evicted)
+        };
+        // unloading waits for the device (tilekit_cuda::Module's drop): outside the lock
+        drop(evicted);
+        Ok(kept)
+    }
+
+    /// How many kernels this device keeps loaded at most (shared by every stream of it): past
+    /// that, the least recently launched quarter is unloaded (and built again, from the disk
+    /// cache, if it is launched again).
+    ///
+    /// ```
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     assert_eq!(cuda.kernel_capacity(), tilekit_ops::loaded::DEFAULT_CAPACITY);
+    /// }
+    /// ```
+    pub fn kernel_capacity(&self) -> usize {
+        self.modules.lock().unwrap_or_else(|p| p.into_inner()).capacity()
+    }
+
+    /// Keeps at most `capacity` kernels loaded on this device from now on (unloading the
+    /// least recently used now if more are); zero is refused.
+    ///
+    /// ```
+    /// if let Ok(cuda) = tilekit_ops::backend::Cuda::open(0) {
+    ///     cuda.set_kernel_capacity(64).unwrap();
+    ///     assert!(cuda.loaded_count() <= 64);
+    ///     assert!(cuda.set_kernel_capacity(0).is_err());
+    /// }
+    /// ```
+    pub fn set_kernel_capacity(&self, capacity: usize) -> Result<()> {
+        let evicted =
+            self.modules.lock().unwrap_or_else(|p| p.into_inner()).set_capacity(capacity).map_err(
+                |_| OpsError::Invalid {
+                    context: "Cuda::set_kernel_capacity".into(),
+                    field: "capacity".into(),
+                    value: capacity.to_string(),
+                    rule: "a device keeps at least 1 kernel loaded".into(),
+                },
+            )?;
+        drop(evicted);
+        Ok(())
     }
 
     /// Compiles (PTX → cubin, through the disk cache) and loads `k` on this device now, so the

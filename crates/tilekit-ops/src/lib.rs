@@ -38,6 +38,7 @@ pub mod gemm_simt;
 pub mod gemm_sm90;
 pub mod gemm_tuning;
 pub mod host;
+pub mod loaded;
 pub mod morton;
 pub mod overlap;
 pub mod reduce;

@@ -1456,3 +1456,27 @@ fn row_sum_past_2_31_elements_on_a_gpu() {
         assert_eq!(host::value(&yb, i), round(BF16, 2.0 * xv[i]), "element {i}");
     }
 }
+
+/// A device keeps at most its capacity of kernels loaded (kernels are specialised to shapes: a
+/// process seeing ever new shapes must not fill the GPU with modules), and a kernel unloaded
+/// to make room is loaded again, right, when it is launched again.
+#[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored on a machine with one"]
+fn loaded_kernels_bounded_cuda() {
+    let b = cuda();
+    b.set_kernel_capacity(8).unwrap();
+    assert!(b.loaded_count() <= 8);
+    let shapes: Vec<[i64; 2]> = (0..24).map(|i| [3 + i, 129 + 7 * i]).collect();
+    for round in 0..2 {
+        for (i, s) in shapes.iter().enumerate() {
+            let x = random(F32, s, 500 + i as u64);
+            let mut y = poisoned(&b, F32, &[s[1], s[0]]);
+            api::transpose_into(&b, &b.from_host(&x).unwrap(), &mut y).unwrap();
+            let want = x.transpose(0, 1).unwrap();
+            assert_eq!(bits(&b.to_host(&y).unwrap()), bits(&want), "round {round} {s:?}");
+            assert!(b.loaded_count() <= 8, "{} kernels loaded", b.loaded_count());
+        }
+    }
+    assert!(b.set_kernel_capacity(0).is_err());
+    b.set_kernel_capacity(tilekit_ops::loaded::DEFAULT_CAPACITY).unwrap();
+}
