@@ -343,12 +343,15 @@ fn copy_strided<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized>(
             };
             let name = if lp.tiles_per_block == 1 { "transpose" } else { "transpose_tiled" };
             let cache = lp.cache as i64;
+            // past 2^31 elements: the same kernel with 64-bit lengths, strides and offsets
+            let ix = host::index_type(&[&xv.layout, &yv.layout]);
+            let wide = 100_000 * i64::from(ix == ScalarType::I64);
             let key = KernelKey::new(
                 name,
                 ty,
-                [vx, vy, mv, order + 100 * i64::from(lp.min_blocks) + 10000 * cache],
+                [vx, vy, mv, order + 100 * i64::from(lp.min_blocks) + 10000 * cache + wide],
             );
-            let k = cached(key, || crate::transpose::build_looped(ty, mv, vx, vy, lp))?;
+            let k = cached(key, || crate::transpose::build_looped_indexed(ty, mv, vx, vy, lp, ix))?;
             let t = 16 * mv;
             // grid y walks x's rows (y's last dim) in tiles of t (tiles_per_block tiles per
             // block), grid z the batch
@@ -1469,7 +1472,55 @@ fn padded_empty<B: Backend>(b: &B, ty: ScalarType, rows: i64, cols: i64) -> Resu
 /// place (an odd row pitch, no unit column stride) is computed in a padded buffer (holding C's
 /// values first where `beta ≠ 0`) and copied into C afterwards. Aligned operands are read and
 /// written where they are.
+/// For a C whose elements (from its first) span past `i32::MAX`: how many rows a band of it
+/// may hold so that the band's span fits (a multiple of 256 rows: whole tiles), or `None`
+/// when C fits as it is. A C that only a column split would fit (column-major, a pitch past
+/// 2^31) gets `None` and meets the bind check's typed error.
+///
+/// (`c_band_rows(&TensorLayout::contiguous(F32, vec![65536, 65536])?) == Some(32512)`.)
+fn c_band_rows(cl: &TensorLayout) -> Option<i64> {
+    let max = i64::from(i32::MAX);
+    if cl.numel() == 0 || cl.span_elems() - cl.offset() <= max {
+        return None;
+    }
+    let (n, s) = (cl.shape()[1], cl.strides());
+    let row = (n - 1) * s[1] + 1; // one row's span
+    if s[0] < s[1] || row > max || s[0] == 0 {
+        return None;
+    }
+    let rows = (max - row) / s[0] + 1;
+    Some(if rows >= 256 { rows / 256 * 256 } else { rows })
+}
+
 fn gemm_hopper<
+    B: Backend,
+    X: TensorIn<B> + ?Sized,
+    Z: TensorIn<B> + ?Sized,
+    Y: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    a: &X,
+    bm: &Z,
+    c: &mut Y,
+    opts: &GemmOptions<'_, B>,
+) -> Result<()> {
+    if let Some(rows) = c_band_rows(c.layout()) {
+        // C past 2^31 elements: the epilogue indexes C in 32 bits, so the product runs on
+        // bands of C's rows that fit (disjoint; B and the bias shared), as PyTorch computes it
+        let (al, cl, m) = (a.layout().clone(), c.layout().clone(), c.layout().shape()[0]);
+        for r0 in (0..m).step_by(rows as usize) {
+            let rl = rows.min(m - r0);
+            let ab = ReshapedIn { t: a, layout: al.narrow(0, r0, rl)? };
+            let mut cb = Reshaped { t: &mut *c, layout: cl.narrow(0, r0, rl)? };
+            gemm_hopper_fits(b, &ab, bm, &mut cb, opts)?;
+        }
+        return Ok(());
+    }
+    gemm_hopper_fits(b, a, bm, c, opts)
+}
+
+/// [`gemm_hopper`] for a C the epilogue's 32-bit indices reach.
+fn gemm_hopper_fits<
     B: Backend,
     X: TensorIn<B> + ?Sized,
     Z: TensorIn<B> + ?Sized,
@@ -2692,6 +2743,77 @@ pub fn attention_with<
     q: &Q,
     k: &K,
     v: &V,
+    scale: Option<f64>,
+    o: &mut O,
+    lse: &mut L,
+) -> Result<()> {
+    let layouts = [q.layout(), k.layout(), v.layout(), o.layout(), lse.layout()];
+    if let Some(band) = batch_band(&layouts) {
+        // a tensor past 2^31 elements: the kernel indexes in 32 bits, so it runs on bands of
+        // the batch that fit (each sequence is whole in one band)
+        let [ql, kl, vl, ol, ll] = layouts.map(|l| l.clone());
+        let bs = ql.shape()[0];
+        for b0 in (0..bs).step_by(band as usize) {
+            let bl = band.min(bs - b0);
+            let cut = |l: &TensorLayout| l.narrow(0, b0, bl);
+            attention_fits(
+                b,
+                cfg,
+                (
+                    &ReshapedIn { t: q, layout: cut(&ql)? },
+                    &ReshapedIn { t: k, layout: cut(&kl)? },
+                    &ReshapedIn { t: v, layout: cut(&vl)? },
+                ),
+                scale,
+                &mut Reshaped { t: &mut *o, layout: cut(&ol)? },
+                &mut Reshaped { t: &mut *lse, layout: cut(&ll)? },
+            )?;
+        }
+        return Ok(());
+    }
+    attention_fits(b, cfg, (q, k, v), scale, o, lse)
+}
+
+/// For tensors of one batch (dim 0, equal in all) of which one spans (from its first element) past
+/// `i32::MAX`: the most batch entries a band may hold so that every tensor's band fits; `None`
+/// when all fit as they are, or when not even one batch entry would (the bind check's typed
+/// error then names the tensor).
+fn batch_band(layouts: &[&TensorLayout]) -> Option<i64> {
+    let max = i64::from(i32::MAX);
+    let span = |l: &TensorLayout| l.span_elems() - l.offset();
+    if layouts
+        .iter()
+        .any(|l| l.rank() == 0 || l.numel() == 0 || l.shape()[0] != layouts[0].shape()[0])
+        || layouts.iter().all(|l| span(l) <= max)
+    {
+        return None;
+    }
+    let mut band = layouts[0].shape()[0];
+    for l in layouts {
+        let s0 = l.strides()[0];
+        let one = span(&l.narrow(0, 0, 1).ok()?);
+        if one > max {
+            return None;
+        }
+        if s0 > 0 {
+            band = band.min((max - one) / s0 + 1);
+        }
+    }
+    (band >= 1).then_some(band)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attention_fits<
+    B: Backend,
+    Q: TensorIn<B> + ?Sized,
+    K: TensorIn<B> + ?Sized,
+    V: TensorIn<B> + ?Sized,
+    O: TensorOut<B> + ?Sized,
+    L: TensorOut<B> + ?Sized,
+>(
+    b: &B,
+    cfg: crate::attention_sm90::AttnConfig,
+    (q, k, v): (&Q, &K, &V),
     scale: Option<f64>,
     o: &mut O,
     lse: &mut L,

@@ -175,13 +175,18 @@ pub fn check_tensor(
     }
     if index == ScalarType::I32 {
         let max = i64::from(i32::MAX);
-        let big = shape.iter().chain(strides).any(|&x| x > max) || layout.span_elems() > max;
+        // the first element's offset goes into the pointer: the kernel indexes from there
+        let big = shape.iter().chain(strides).any(|&x| x > max)
+            || layout.span_elems() - layout.offset() > max;
         if big {
             return Err(bind_error(
                 kernel,
                 name,
-                format!("shape {shape:?}, strides {strides:?} ({} elements spanned)", layout.span_elems()),
-                format!("the kernel indexes with 32-bit integers: every length, stride and offset at most {max}"),
+                format!(
+                    "shape {shape:?}, strides {strides:?} ({} elements spanned)",
+                    layout.span_elems() - layout.offset()
+                ),
+                format!("the kernel indexes with 32-bit integers: every length, stride and span at most {max}"),
             ));
         }
     }

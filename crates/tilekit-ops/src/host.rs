@@ -824,12 +824,18 @@ pub fn blocks(len: i64, tile: i64) -> Result<u32> {
 /// let big = TensorLayout::contiguous(ScalarType::BF16, vec![65536, 32776]).unwrap(); // 2^31 + 2^19
 /// assert_eq!(index_type(&[&small]), ScalarType::I32);
 /// assert_eq!(index_type(&[&small, &big]), ScalarType::I64);
+/// // a small view far into a big tensor indexes from its first element: 32 bits
+/// assert_eq!(index_type(&[&big.narrow(0, 65000, 16).unwrap()]), ScalarType::I32);
 /// ```
 pub fn index_type(layouts: &[&tilekit_ir::tensor::TensorLayout]) -> ScalarType {
     let max = i64::from(i32::MAX);
     let wide = layouts
         .iter()
-        .any(|l| l.span_elems() > max || l.shape().iter().chain(l.strides()).any(|&v| v > max));
+        // (the first element's offset goes into the pointer: the kernel indexes from there)
+        .any(|l| {
+            l.span_elems() - l.offset() > max
+                || l.shape().iter().chain(l.strides()).any(|&v| v > max)
+        });
     if wide {
         ScalarType::I64
     } else {

@@ -211,10 +211,21 @@ pub fn build(ty: ScalarType, vx: i64, vy: i64) -> Result<Kernel> {
 /// assert!(tilekit_ops::transpose::build_micro(ScalarType::BF16, 16, 8, 8).is_err());
 /// ```
 pub fn build_micro(ty: ScalarType, v: i64, vx: i64, vy: i64) -> Result<Kernel> {
+    build_micro_indexed(ty, v, vx, vy, ScalarType::I32)
+}
+
+fn build_micro_indexed(
+    ty: ScalarType,
+    v: i64,
+    vx: i64,
+    vy: i64,
+    index: ScalarType,
+) -> Result<Kernel> {
     check_micro(ty, v)?;
     let t = 16 * v;
     let (vx, vy) = (vx.min(v), vy.min(v));
     let b = KernelBuilder::new("transpose", [THREADS, 1, 1])?;
+    b.set_index_type(index)?;
     let x = b.tensor_param("x", ty, 3)?;
     let y = b.tensor_param("y", ty, 3)?;
     let d = dist::micro_block(v)?;
@@ -406,6 +417,17 @@ pub fn build_tiled(
     buffers: u32,
     prefetch: bool,
 ) -> Result<Kernel> {
+    build_tiled_indexed(ty, v, vx, vy, (buffers, prefetch), ScalarType::I32)
+}
+
+fn build_tiled_indexed(
+    ty: ScalarType,
+    v: i64,
+    vx: i64,
+    vy: i64,
+    (buffers, prefetch): (u32, bool),
+    index: ScalarType,
+) -> Result<Kernel> {
     check_micro(ty, v)?;
     TransposeLoop {
         tiles_per_block: 2,
@@ -418,6 +440,7 @@ pub fn build_tiled(
     let t = 16 * v;
     let (vx, vy) = (vx.min(v), vy.min(v));
     let b = KernelBuilder::new("transpose_tiled", [THREADS, 1, 1])?;
+    b.set_index_type(index)?;
     let x = b.tensor_param("x", ty, 3)?;
     let y = b.tensor_param("y", ty, 3)?;
     let d = dist::micro_block(v)?;
@@ -436,6 +459,10 @@ pub fn build_tiled(
     };
     let one_buffer = if buffers == 1 { Some(shared(&b, Val::lit(0))?) } else { None };
     let row_tiles = (x.lengths[1].clone() + Val::lit(t - 1)) / Val::lit(t);
+    // the loop counts tiles in 32 bits: a launch walks at most 65535 tiles of rows (the
+    // launcher splits taller tensors), whatever the index type of the lengths
+    let row_tiles =
+        if index == ScalarType::I32 { row_tiles } else { b.cvt(&row_tiles, ScalarType::I32)? };
     let (first, stride) = (b.block_id(Axis::Y), b.grid_dim(Axis::Y));
     let load = |b: &KernelBuilder, r: &Val| -> Result<DTile> {
         Ok(Window::new(b, &xv, &[t, t], &[r.clone() * Val::lit(t), c0.clone()], &d)?.load(b)?)
@@ -504,11 +531,32 @@ pub fn build_tiled(
 /// assert!(build_looped(ScalarType::F32, 4, 4, 4, TransposeLoop { min_blocks: 9, ..two }).is_err());
 /// ```
 pub fn build_looped(ty: ScalarType, v: i64, vx: i64, vy: i64, lp: TransposeLoop) -> Result<Kernel> {
+    build_looped_indexed(ty, v, vx, vy, lp, ScalarType::I32)
+}
+
+/// [`build_looped`] with lengths, strides and offsets of `index` type (`i32`, or `i64` for
+/// tensors past 2^31 elements: [`host::index_type`] picks it).
+///
+/// ```
+/// use tilekit_ir::ScalarType;
+/// use tilekit_ops::transpose::{build_looped_indexed, TransposeLoop};
+/// let k = build_looped_indexed(ScalarType::BF16, 8, 8, 8, TransposeLoop::default(), ScalarType::I64).unwrap();
+/// let i64 = tilekit_ir::ParamKind::Scalar(ScalarType::I64);
+/// assert!(k.params.iter().filter(|p| p.name.contains(".len")).all(|p| p.kind == i64));
+/// ```
+pub fn build_looped_indexed(
+    ty: ScalarType,
+    v: i64,
+    vx: i64,
+    vy: i64,
+    lp: TransposeLoop,
+    index: ScalarType,
+) -> Result<Kernel> {
     lp.check()?;
     let mut k = if lp.tiles_per_block == 1 {
-        build_micro(ty, v, vx, vy)?
+        build_micro_indexed(ty, v, vx, vy, index)?
     } else {
-        build_tiled(ty, v, vx, vy, lp.buffers, lp.prefetch)?
+        build_tiled_indexed(ty, v, vx, vy, (lp.buffers, lp.prefetch), index)?
     };
     k.min_blocks_per_sm = lp.min_blocks;
     k.global_cache = lp.cache;

@@ -1339,7 +1339,11 @@ fn tensors_past_2_31_elements_plan_a_64_bit_kernel() {
     let xt = x.with_layout(x.layout().narrow(1, 1, 32775).unwrap());
     let mut yc = LayoutTensor::contiguous(BF16, &[65536, 32775]).unwrap();
     api::copy_into(&rec, &xt, &mut yc).unwrap();
-    for l in rec.take() {
+    let mut yt = LayoutTensor::contiguous(BF16, &[32776, 65536]).unwrap();
+    api::transpose_into(&rec, &x, &mut yt).unwrap();
+    let launches = rec.take();
+    assert!(launches.iter().any(|l| l.kernel.kernel().name.starts_with("transpose")));
+    for l in launches {
         let k = l.kernel.kernel();
         let lens: Vec<_> = k.params.iter().filter(|p| p.name.contains(".len")).collect();
         assert!(
@@ -1431,6 +1435,50 @@ fn the_64_bit_kernels_compute_what_the_32_bit_ones_do() {
     check("row_sum vs f64", &s64, &want, 1e-3 * n as f64);
 }
 
+/// The transpose's 64-bit twins (one tile a block, and the looped kernels the tuner may pick)
+/// transpose as the 32-bit ones do, bit for bit, on edge tiles and a batch.
+#[test]
+fn the_64_bit_transposes_compute_what_the_32_bit_ones_do() {
+    use tilekit_ops::transpose::{build_looped_indexed, TransposeLoop};
+    use tilekit_ops::{bind::Bindings, compiled::CompiledKernel};
+    let (batch, m, n) = (2i64, 72i64, 104i64); // edge tiles, 8-element vectors fit
+    let loops = [
+        TransposeLoop::default(),
+        TransposeLoop { tiles_per_block: 2, buffers: 2, ..TransposeLoop::default() },
+        TransposeLoop {
+            tiles_per_block: 3,
+            buffers: 1,
+            prefetch: false,
+            ..TransposeLoop::default()
+        },
+    ];
+    for (i, ty) in [F32, BF16].into_iter().enumerate() {
+        let x = random(ty, &[batch, m, n], 60 + i as u64);
+        let want = bits(&x.permute(&[0, 2, 1]).unwrap());
+        let v = tilekit_ops::transpose::tile(ty).0;
+        let t = 16 * v;
+        for lp in loops {
+            for ix in [ScalarType::I32, ScalarType::I64] {
+                let k = CompiledKernel::new(build_looped_indexed(ty, v, v, v, lp, ix).unwrap());
+                let mut y = HostTensor::new(
+                    host::poisoned(ty, (batch * m * n) as usize).unwrap(),
+                    tilekit_ir::tensor::TensorLayout::contiguous(ty, vec![batch, n, m]).unwrap(),
+                )
+                .unwrap();
+                let gy = host::blocks(m, t).unwrap().div_ceil(lp.tiles_per_block);
+                let grid = [host::blocks(n, t).unwrap(), gy, batch as u32];
+                let args = Bindings::new(&k)
+                    .input("x", &x, &Interp)
+                    .unwrap()
+                    .output("y", &mut y, &Interp)
+                    .unwrap();
+                Interp.launch(&k, grid, args).unwrap();
+                assert_eq!(bits(&y), want, "{ty} {lp} {ix}");
+            }
+        }
+    }
+}
+
 /// row_sum and add of 65536 × 32776 bf16 (past 2^31 elements) on a GPU, against f64 sums.
 #[test]
 #[ignore = "needs a CUDA GPU with 16 GB free: run with --include-ignored where one is"]
@@ -1454,6 +1502,98 @@ fn row_sum_past_2_31_elements_on_a_gpu() {
     let yb = y.buffer();
     for i in [0usize, (1 << 31) - 1, 1 << 31, (m * n) as usize - 1] {
         assert_eq!(host::value(&yb, i), round(BF16, 2.0 * xv[i]), "element {i}");
+    }
+}
+
+/// A GEMM whose C spans past 2^31 elements (an LM head: 32768 tokens × 128256 vocabulary) was
+/// refused by the epilogue's 32-bit index check; it now runs on bands of C's rows.
+#[test]
+fn gemm_with_c_past_2_31_elements_runs_in_bands() {
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    let rec = Record::new();
+    let a = LayoutTensor::contiguous(BF16, &[32768, 4096]).unwrap();
+    let w = LayoutTensor::contiguous(BF16, &[128256, 4096]).unwrap();
+    let wt = w.with_layout(w.layout().transpose(0, 1).unwrap());
+    let mut c = LayoutTensor::contiguous(F32, &[32768, 128256]).unwrap();
+    api::gemm_into(&rec, &a, &wt, &mut c).unwrap();
+    let launches = rec.take();
+    // 2^31 / 128256 rows a band, rounded down to 256 (16640): 32768 rows in 2 bands
+    assert_eq!(
+        launches.len(),
+        2,
+        "{:?}",
+        launches.iter().map(|l| &l.kernel.kernel().name).collect::<Vec<_>>()
+    );
+    assert!(launches.iter().all(|l| l.kernel.kernel().name.starts_with("gemm_sm90")));
+    // a column-major C past 2^31 (bands of rows would not fit) keeps the typed error
+    let ct = LayoutTensor::contiguous(F32, &[128256, 32768]).unwrap();
+    let ctv = ct.layout().transpose(0, 1).unwrap();
+    let e = api::gemm_into(&rec, &a, &wt, &mut ct.with_layout(ctv)).unwrap_err();
+    assert!(e.to_string().contains("32-bit"), "{e}");
+}
+
+/// Attention whose tensors span past 2^31 elements (17 sequences of 32768 tokens, 32 heads of
+/// 128) was refused by the 32-bit index check; it now runs on bands of the batch.
+#[test]
+fn attention_past_2_31_elements_runs_in_bands() {
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    let rec = Record::new();
+    let q = LayoutTensor::contiguous(BF16, &[17, 32768, 32, 128]).unwrap();
+    let kv = LayoutTensor::contiguous(BF16, &[17, 32768, 8, 128]).unwrap();
+    let mut o = LayoutTensor::contiguous(BF16, &[17, 32768, 32, 128]).unwrap();
+    let mut lse = LayoutTensor::contiguous(F32, &[17, 32, 32768]).unwrap();
+    api::attention_into(&rec, &q, &kv, &kv, true, None, &mut o, &mut lse).unwrap();
+    // 15 sequences of 2^27 elements a band (16 would span 2^31): 15 + 2
+    let grids: Vec<u32> = rec.take().iter().map(|l| l.grid[2]).collect();
+    assert_eq!(grids, vec![15, 2], "batch per launch");
+    // a batch that does not match is still the shape error, not a band's
+    let kv2 = LayoutTensor::contiguous(BF16, &[16, 32768, 8, 128]).unwrap();
+    let e = api::attention_into(&rec, &q, &kv2, &kv2, true, None, &mut o, &mut lse).unwrap_err();
+    assert!(e.to_string().contains("batch") || e.to_string().contains("16"), "{e}");
+}
+
+/// GEMM with C past 2^31 elements (rows at the bands' edges against f64), attention and a
+/// transpose past 2^31 elements, on a GPU.
+#[test]
+#[ignore = "needs a CUDA GPU with 30 GB free: run with --include-ignored where one is"]
+fn gemm_and_transpose_past_2_31_elements_on_a_gpu() {
+    let g = cuda();
+    let (m, n, k) = (66000i64, 32800i64, 64i64); // C: 2.16e9 elements, bands of 65280 rows
+    let ah = random(BF16, &[m, k], 70);
+    let bh = random(BF16, &[k, n], 71);
+    let c = api::gemm(&g, &g.from_host(&ah).unwrap(), &g.from_host(&bh).unwrap()).unwrap();
+    let (av, bv) = (values(&ah), values(&bh));
+    for r in [0i64, 65279, 65280, 65281, m - 1] {
+        let row = view(&g, &c, |l| l.narrow(0, r, 1));
+        let got = values(&g.to_host(&api::copy(&g, &row).unwrap()).unwrap());
+        let want: Vec<f64> = (0..n as usize)
+            .map(|j| {
+                (0..k as usize)
+                    .map(|p| av[r as usize * k as usize + p] * bv[p * n as usize + j])
+                    .sum()
+            })
+            .collect();
+        check(&format!("C row {r}"), &got, &want, 1e-3 * k as f64);
+    }
+    drop(c);
+    // attention over 17 sequences of 16384 tokens, 64 heads of 128 (2^31 + 2^27 elements): the
+    // banded run's last sequence equals that sequence run alone
+    let q = g.from_host(&random(BF16, &[17, 16384, 64, 128], 73)).unwrap();
+    let kv = g.from_host(&random(BF16, &[17, 16384, 8, 128], 74)).unwrap();
+    let (o, _) = api::attention(&g, &q, &kv, &kv, true, None).unwrap();
+    let last = |t: &<Cuda as Backend>::Tensor| view(&g, t, |l| l.narrow(0, 16, 1));
+    let (o1, _) = api::attention(&g, &last(&q), &last(&kv), &last(&kv), true, None).unwrap();
+    let banded = g.to_host(&api::copy(&g, &last(&o)).unwrap()).unwrap();
+    assert_eq!(bits(&banded), bits(&g.to_host(&o1).unwrap()), "sequence 16");
+    drop((q, kv, o, o1));
+    // transpose of 2^31 + 2^16 bf16 elements
+    let (tm, tn) = (32769i64, 65536i64);
+    let xh = random(BF16, &[tm, tn], 72);
+    let y = g.to_host(&api::transpose(&g, &g.from_host(&xh).unwrap()).unwrap()).unwrap();
+    let (xb, yb) = (xh.buffer(), y.buffer());
+    for (i, j) in [(0i64, 0i64), (tm - 1, tn - 1), (tm - 1, 0), (0, tn - 1), (32768, 12345)] {
+        let (src, dst) = ((i * tn + j) as usize, (j * tm + i) as usize);
+        assert_eq!(host::value(&yb, dst).to_bits(), host::value(&xb, src).to_bits(), "({i}, {j})");
     }
 }
 

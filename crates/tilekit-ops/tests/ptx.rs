@@ -44,14 +44,22 @@ fn every_library_kernel_assembles() {
 }
 
 /// The 64-bit-indexed twins the memory-bound ops take past 2^31 elements (issue 30): copy,
-/// elementwise, row sum and max, the online softmax — for every target, every dtype.
+/// transpose, elementwise, row sum and max, the online softmax — for every target, every dtype.
 #[test]
 fn the_64_bit_kernels_assemble() {
     use tilekit_ir::ScalarType::{self, BF16, F16, F32, I64};
+    use tilekit_ops::transpose::TransposeLoop;
     use tilekit_ops::{copy, elementwise, reduce};
     for ty in [F32, F16, BF16] {
         let v = 16 / ty.size_bytes() as i64;
         let mut ks = vec![copy::build_indexed(ty, v, v, I64).unwrap()];
+        let tv = tilekit_ops::transpose::tile(ty).0;
+        for lp in [
+            TransposeLoop::default(),
+            TransposeLoop { tiles_per_block: 2, buffers: 2, ..TransposeLoop::default() },
+        ] {
+            ks.push(tilekit_ops::transpose::build_looped_indexed(ty, tv, tv, tv, lp, I64).unwrap());
+        }
         for op in [elementwise::Binary::Add, elementwise::Binary::Max] {
             ks.push(elementwise::build_indexed(op, ty, v, 1, I64).unwrap());
         }
