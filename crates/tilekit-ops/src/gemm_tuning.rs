@@ -21,7 +21,7 @@
 //! ```
 //!
 //! The heuristic is the H100 measurements of session 6 (bench/RESULTS.md; the per-config logs
-//! `bench/h100-gemm-persistent-configs-*.log`): with a 16-bit output and a C whose rows TMA can
+//! `bench/logs/h100-gemm-persistent-configs-*.log`): with a 16-bit output and a C whose rows TMA can
 //! store, `bn 256, 3 stages, overlap, persistent, grouped 8, TMA store` won every shape timed
 //! (2048³ to 8192³, 4096×14336×4096, 8192×8192×1024; Hilbert order tied it on two). An f32 C
 //! tile of 128×256 does not fit shared memory beside 3 stages, so f32 outputs (and C pitches TMA

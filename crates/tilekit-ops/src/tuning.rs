@@ -345,7 +345,7 @@ impl Tuning {
     /// ```
     pub fn for_device(name: &str) -> Tuning {
         if name.contains("H200") {
-            // tilekit tune, H200, 2026-11-23 (bench/tune-h200-2026-11-23-s4.json): online 512
+            // tilekit tune, H200, 2026-11-23 (bench/logs/tune-h200-2026-11-23-s4.json): online 512
             // threads × 4 vectors, pass 2 reversed; rows past registers streamed by clusters of
             // up to 8 blocks of 256 threads × 4 vectors (the shape with the best mean over the
             // rows of 65536 and 262144: 0.70–0.84 of copy, the online kernel 0.65–0.77)
@@ -373,7 +373,7 @@ impl Tuning {
             };
         }
         if name.contains("H100") {
-            // tilekit tune, H100, 2026-11-23 (bench/tune-h100-2026-11-23-s4.json): bf16 rows of
+            // tilekit tune, H100, 2026-11-23 (bench/logs/tune-h100-2026-11-23-s4.json): bf16 rows of
             // 65536 staged in shared memory at 1024 threads × 4 vectors (0.952 of copy), f32
             // rows of 65536 streamed by clusters of 4 blocks of 512 threads × 4 vectors (0.905)
             return Tuning {
