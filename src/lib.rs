@@ -31,3 +31,8 @@ pub use tilekit_tile as tile;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/using.md's Rust examples run as doctests.
+#[doc = include_str!("../docs/using.md")]
+#[cfg(doctest)]
+pub struct UsingDoctests;

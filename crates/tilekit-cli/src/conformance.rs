@@ -13,7 +13,7 @@
 //! The command prints `CATEGORY: N passed, N failed` per category and a final
 //! `N passed, N failed`, and exits with 1 on any failure or unreadable file, and when the
 //! folder holds no vectors (it does not exist, or none of its files is of a category this
-//! build checks), as the README's table of exit codes says.
+//! build checks), as the table of exit codes in docs/using.md says.
 //!
 //! Sizes in a file are data, not instructions: no checker allocates or enumerates in proportion
 //! to a length from the file. Lists the file holds are compared index by index with the orders
