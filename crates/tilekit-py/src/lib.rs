@@ -11,6 +11,8 @@
 //!                                          │ tilekit_ops::api::*_into; context restored
 //!                                          ▼ errors → tilekit.Error subclasses
 //!   show(encoding) ──► (svg, words)   (CPU only: the tile layer's parser and renderer)
+//!   interp_run(op, inputs, outputs) ──► the outputs' bytes   (tilekit.interp: the library's
+//!                                       kernels on the CPU interpreter, no GPU; interp.rs)
 //! ```
 //!
 //! The Python layer allocates outputs with PyTorch, so every tensor tilekit touches is
@@ -23,6 +25,7 @@ use pyo3::types::PyDict;
 
 mod dlpack;
 mod errors;
+mod interp;
 mod ops;
 mod show;
 
@@ -78,6 +81,7 @@ fn _tilekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(show::show, m)?)?;
     m.add_function(wrap_pyfunction!(read_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(interp::interp_run, m)?)?;
     ops::register(m)?;
     Ok(())
 }
