@@ -61,5 +61,5 @@ pub use op::{
 };
 pub use tma::{OobFill, TensorMap, TensorMapArg, TensorMapSpec, TmaSwizzle};
 pub use types::{Lit, ScalarType};
-pub use value::{Pred, Val};
+pub use value::{lit, Pred, Val};
 pub use wgmma::WgmmaOp;

@@ -185,7 +185,7 @@ impl Idx for Val {
     type Bool = Pred;
 
     fn lit(v: i64) -> Self {
-        Val(Repr::Lit(v))
+        crate::value::lit(v)
     }
 
     fn to_const(&self) -> Option<i64> {

@@ -69,6 +69,25 @@ pub struct Val(pub(crate) Repr);
 #[derive(Clone)]
 pub struct Pred(pub(crate) Val);
 
+/// The untyped integer literal `v`: `Idx::lit(v)` for [`Val`] without naming the trait or the
+/// type. It has no kernel and takes the type of the value it meets (see the [module
+/// docs](self)); operations on literals alone fold at build time. The one literal helper of the
+/// workspace: kernels and tests import it (`use tilekit_ir::lit;`, or `tilekit_kernel::lit`)
+/// rather than defining their own.
+///
+/// ```
+/// use tilekit_ir::{lit, Axis, KernelBuilder, Val};
+/// use tilekit_layout::Idx;
+/// let b = KernelBuilder::new("k", [64, 1, 1]).unwrap();
+/// assert_eq!((lit(3) * lit(4)).to_const(), Some(12)); // folds, no kernel needed
+/// assert_eq!(lit(7).ty(), None);                      // untyped until it meets a value
+/// assert_eq!((b.thread_id(Axis::X) / lit(64)).to_const(), Some(0));
+/// assert_eq!(lit(5).to_const(), <Val as Idx>::lit(5).to_const());
+/// ```
+pub fn lit(v: i64) -> Val {
+    Val(Repr::Lit(v))
+}
+
 impl Val {
     pub(crate) fn sym(ctx: &Rc<RefCell<Ctx>>, id: ValueId, ty: ScalarType) -> Val {
         Val(Repr::Sym { ctx: ctx.clone(), id, ty })

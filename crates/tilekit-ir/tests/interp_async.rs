@@ -6,8 +6,8 @@
 //! barrier's memory used as data, a misaligned copy.
 
 use tilekit_ir::interp::{run, run_scheduled, Args, AsyncBug, HostBuffer, InterpError, Schedule};
+use tilekit_ir::lit;
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
-use tilekit_layout::Idx;
 
 const N: i64 = 256; // elements per block (1 KiB of f32)
 
@@ -25,10 +25,6 @@ enum Bug {
     NoInit,
     BarrierAsData,
     Misaligned,
-}
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
 }
 
 /// One stage: thread 0 loads the block's 256 elements with a bulk copy completing on an

@@ -4,12 +4,8 @@
 //! warp schedule), ordered across warps by their synchronisation.
 
 use tilekit_ir::interp::{run, Args, HostBuffer};
-use tilekit_ir::{Axis, Clock, CmpOp, KernelBuilder, ScalarType, Val};
-use tilekit_layout::Idx;
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
+use tilekit_ir::lit;
+use tilekit_ir::{Axis, Clock, CmpOp, KernelBuilder, ScalarType};
 
 fn i64s(b: &HostBuffer) -> Vec<i64> {
     b.to_i64().expect("an i64 buffer")

@@ -4,9 +4,10 @@
 //! planted once and named; launch arguments and layouts that disagree with a map are named.
 
 use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
+use tilekit_ir::lit;
 use tilekit_ir::tma::{OobFill, TensorMapArg, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::{Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, Val};
-use tilekit_layout::{swizzle::HopperSwizzle, Idx, TensorDescriptor};
+use tilekit_layout::{swizzle::HopperSwizzle, TensorDescriptor};
 
 const POISON: u32 = 0x7fbf_dead; // a NaN no computation produces
 
@@ -28,10 +29,6 @@ enum Bug {
 /// the GPU traps; `a_tensor_store_below_zero_is_named` plants it).
 const SX: i64 = 0;
 const SY: i64 = 0;
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
 
 /// The test's tensor: `w × h` f32, rows padded to `pitch` elements; boxes start at
 /// `(0, 0)` and run past the far edges.

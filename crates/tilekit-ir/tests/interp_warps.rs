@@ -6,12 +6,8 @@
 //! warp, setmaxnreg by part of a warp — while races between warps are still found.
 
 use tilekit_ir::interp::{run, run_scheduled, Args, AsyncBug, HostBuffer, InterpError, Schedule};
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
-use tilekit_layout::Idx;
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
+use tilekit_ir::lit;
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType};
 
 /// Random-looking f32 inputs (xorshift).
 fn inputs(n: usize, seed: u64) -> Vec<f32> {

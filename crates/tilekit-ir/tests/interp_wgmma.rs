@@ -9,12 +9,13 @@
 
 use tilekit_ir::eval::{from_f64, to_f64};
 use tilekit_ir::interp::{run, Args, AsyncBug, HostBuffer, InterpError};
+use tilekit_ir::lit;
 use tilekit_ir::wgmma::{
     acc_coord, interleaved, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType,
 };
 use tilekit_ir::{Axis, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::swizzle::HopperSwizzle;
-use tilekit_layout::{Idx, TensorDescriptor};
+use tilekit_layout::TensorDescriptor;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Bug {
@@ -33,10 +34,6 @@ enum Bug {
 
 const KT: i64 = 32; // two wgmmas of K = 16
 const N: i64 = 8;
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
 
 /// `d (64×8 f32) = a (64×32 f16, row-major) · b (8×32 f16, rows = B's columns)`, plus `c`
 /// (64×8 f32) as the input accumulator of the first wgmma.

@@ -7,18 +7,15 @@
 
 use tilekit_ir::eval::{from_f64, to_f64};
 use tilekit_ir::interp::{run, Args, HostBuffer};
+use tilekit_ir::lit;
 use tilekit_ir::wgmma::{
     a_coord, acc_coord, Acc, DescLayout, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType,
 };
 use tilekit_ir::{Axis, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::swizzle::HopperSwizzle;
-use tilekit_layout::{Idx, TensorDescriptor};
+use tilekit_layout::TensorDescriptor;
 
 const KT: i64 = 32; // two wgmmas of K = 16
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
 
 /// `d (64×n f32) = a (64×32 f16, row-major, from registers) · b (32×n f16, row-major = MN-major)`.
 fn kernel(n: i64) -> Kernel {

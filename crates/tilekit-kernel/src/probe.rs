@@ -39,8 +39,8 @@
 //! Host side: [`ProbeLayout`] sizes the buffer and decodes it into [`Record`]s, [`spans`]
 //! pairs begins with ends, and [`Timeline`] sums waits and busy time per warpgroup.
 
+use tilekit_ir::lit;
 use tilekit_ir::{Axis, Clock, CmpOp, KernelBuilder, Lit, MemRef, ScalarType, Val};
-use tilekit_layout::Idx;
 
 use crate::error::{KernelError, Result};
 
@@ -180,10 +180,6 @@ impl Probe {
     pub fn end(&self, b: &KernelBuilder, kind: u32) -> IrResult<()> {
         self.mark(b, 2 * kind as u64 + 1)
     }
-}
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
 }
 
 fn b_threads(b: &KernelBuilder) -> i64 {

@@ -4,13 +4,9 @@
 //! decodes, pairs and sums.
 
 use tilekit_ir::interp::{run, Args, HostBuffer};
-use tilekit_ir::{Clock, KernelBuilder, Val};
+use tilekit_ir::{Clock, KernelBuilder};
+use tilekit_kernel::lit;
 use tilekit_kernel::probe::{spans, Probe, ProbeLayout, Timeline, EMPTY};
-use tilekit_layout::Idx;
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
 
 #[test]
 fn each_warpgroup_fills_its_own_slice_in_order_and_stops_at_the_cap() {

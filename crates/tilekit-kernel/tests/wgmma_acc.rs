@@ -7,9 +7,10 @@ use tilekit_ir::eval::{from_f64, to_f64};
 use tilekit_ir::interp::{run, Args, HostBuffer};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
 use tilekit_ir::{Axis, KernelBuilder, Lit, ScalarType, Val};
+use tilekit_kernel::lit;
 use tilekit_kernel::{dist, DTile, View, Window};
 use tilekit_layout::swizzle::HopperSwizzle;
-use tilekit_layout::{Idx, TensorDescriptor};
+use tilekit_layout::TensorDescriptor;
 
 #[test]
 fn the_distribution_is_the_isa_fragment_layout() {
@@ -44,10 +45,6 @@ fn the_distribution_is_the_isa_fragment_layout() {
     assert_eq!(at(0, 4), vec![0, 8]); // the next 8 columns
     assert_eq!(at(32, 0), vec![16, 0]); // warp 1
     assert_eq!(at(127, 7), vec![63, 15]);
-}
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
 }
 
 #[test]

@@ -57,6 +57,7 @@
 
 use tilekit_ir::interp::HostBuffer;
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Lit, Pred, ScalarType, UnOp, Val};
+use tilekit_kernel::lit;
 use tilekit_layout::Idx;
 
 use crate::dist;
@@ -122,7 +123,8 @@ impl Reduction {
 /// ```
 pub const TYPES: [ScalarType; 2] = [ScalarType::F32, ScalarType::BF16];
 
-fn lit(ty: ScalarType, v: f64) -> Result<Lit> {
+/// The float literal `v` of type `ty` (an error naming the dtype for a non-float `ty`).
+fn float_lit(ty: ScalarType, v: f64) -> Result<Lit> {
     Lit::float(ty, v).ok_or_else(|| OpsError::invalid("reduce", "dtype", ty, "a float type"))
 }
 
@@ -180,7 +182,7 @@ pub fn build_reduce_indexed(
     let d = dist::row_major(1, chunk, THREADS as i64, v)?;
     let row = b.block_id(Axis::X);
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
-    let fill = b.konst(lit(ty, identity)?);
+    let fill = b.konst(float_lit(ty, identity)?);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
     b.grid_dependency_wait(); // programmatic dependent launch: before the first global access
     let acc = crate::tile::for_range(
@@ -272,7 +274,7 @@ pub fn build_softmax_threads(ty: ScalarType, chunks: i64, vx: i64, threads: u32)
     let origin = [b.block_id(Axis::X), Val::lit(0)];
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
     let yv = View::global(&y, vx)?.pad(&[1, len])?;
-    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(ty, f64::NEG_INFINITY)?);
     b.grid_dependency_wait(); // programmatic dependent launch: before the first global access
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
@@ -602,7 +604,6 @@ fn issue_slice(
     dst: &Val,
     bar0: &Val,
 ) -> std::result::Result<(), tilekit_ir::IrError> {
-    let lit = Val::lit;
     let size = x.mem.elem.size_bytes() as i64;
     for k in 0..chunks {
         let c0 = lo.clone() + lit(k * c);
@@ -715,7 +716,7 @@ fn build_streaming(
     };
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
     let yv = View::global(&y, vx)?.pad(&[1, chunk])?;
-    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(ty, f64::NEG_INFINITY)?);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
     // the columns this block walks: the whole row, or its cluster rank's slice of it (without
     // a stash the last rank also takes whatever lies past the slices, so every row length is
@@ -926,7 +927,7 @@ pub fn build_softmax_cluster(
     let origin = [b.block_id(Axis::X) / Val::lit(cluster as i64), rank * Val::lit(len)];
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
     let yv = View::global(&y, vx)?.pad(&[1, len])?;
-    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(ty, f64::NEG_INFINITY)?);
     b.note("softmax_cluster: this block's columns, max and sum");
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?
@@ -1088,7 +1089,6 @@ pub fn build_softmax_bulk_cluster(
     let stats = b.shared("stats", ScalarType::F32, 2)?;
     let buf = b.shared("slice", ty, slice as usize)?;
     let bars = b.mbarrier("chunk", chunks as usize)?;
-    let lit = |x: i64| Val::lit(x);
     let rank = b.cluster_cta_rank();
     let row = b.block_id(Axis::X) / lit(cluster as i64);
     let n = x.lengths[1].clone();

@@ -2,17 +2,13 @@
 //! the tensor bound to its pointer parameter (a view with an offset included), and the result
 //! matches a plain CPU copy of each box with the out-of-bounds elements zero.
 
+use tilekit_ir::lit;
 use tilekit_ir::tensor::HostTensor;
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
-use tilekit_ir::{Axis, CmpOp, KernelBuilder, ScalarType, Val};
-use tilekit_layout::Idx;
+use tilekit_ir::{Axis, CmpOp, KernelBuilder, ScalarType};
 use tilekit_ops::backend::{Backend, Interp};
 use tilekit_ops::bind::{map_arg, Bindings};
 use tilekit_ops::compiled::CompiledKernel;
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
 
 /// Block b loads the 8 × 4 box at (8·b − 4, 1) of x and writes it densely to y[32·b ..].
 fn boxes() -> CompiledKernel {

@@ -6,17 +6,13 @@
 
 use tilekit_ir::eval::{from_f64, to_f64};
 use tilekit_ir::interp::{self, Args, AsyncBug, HostBuffer, InterpError};
+use tilekit_ir::lit;
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
 use tilekit_ir::{Axis, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::swizzle::HopperSwizzle;
-use tilekit_layout::Idx;
 
 const N: i64 = 64;
 const KT: i64 = 64;
-
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
 
 /// `skip_warp`: a consumer warp that branches around the wgmma (the bug).
 fn kernel(skip_warp: Option<i64>) -> Kernel {

@@ -66,7 +66,7 @@ use crate::error::{OpsError, Result};
 use crate::host;
 use crate::tile::{View, Window};
 
-use super::{block_exp, check_threads, exp_diff, lit, TYPES};
+use super::{block_exp, check_threads, exp_diff, float_lit, TYPES};
 
 /// The most blocks one row may be split over.
 ///
@@ -1030,7 +1030,7 @@ pub fn build_softmax_coop(
     let origin = [row.clone(), part.clone() * Val::lit(len)];
     let xv = View::global(&x, vx)?.pad(&[1, len])?;
     let yv = View::global(&y, vx)?.pad(&[1, len])?;
-    let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(ty, f64::NEG_INFINITY)?);
     b.note(format!("{name}: this block's slice in registers, its max and sum"));
     let t = Window::new(&b, &xv, &[1, len], &origin, &d)?
         .load_or(&b, &ninf)?

@@ -193,7 +193,7 @@ use crate::error::{OpsError, Result};
 use crate::tile::{block_reduce, block_reduce_at, DTile, View, Window};
 
 use super::coop::{exchange, gather, publish, MAX_CLUSTER_BLOCKS};
-use super::{exp_diff, lit};
+use super::{exp_diff, float_lit};
 
 /// The largest slice one block of [`build_softmax_coop_smem`] holds in shared memory: 200 KiB
 /// (an SM has 228 KiB, at most 227 KiB for one block).
@@ -889,7 +889,7 @@ fn build(
         (true, _, _) => {
             let (row, part) = meet.row_part(&b, name, &first, kk)?;
             b.note(format!("{name} pass 1: {held} vectors a thread into registers, all in flight"));
-            let ninf = b.konst(lit(ty, f64::NEG_INFINITY)?);
+            let ninf = b.konst(float_lit(ty, f64::NEG_INFINITY)?);
             let t = load_held(&b, (&xv, &dh, &ninf), (row.clone(), part.clone(), len + r))?;
             (row, part, None, Some(t))
         }
@@ -917,7 +917,7 @@ fn build(
             super::issue_slice(b, &x, stash.mem, bars, (&xrow, &lo, &n), (c, chunks), &zero, &zero)
         })?;
         b.note(format!("{name} pass 1: each chunk as it lands, the thread's max; −∞ past the row"));
-        let fill = b.konst(lit(ty, f64::NEG_INFINITY)?);
+        let fill = b.konst(float_lit(ty, f64::NEG_INFINITY)?);
         let pad = vec![fill; v as usize];
         crate::tile::for_range(&b, lo0, hi, st, &init, |b, c0, acc| {
             b.mbarrier_wait(bars, &(c0.clone() / Val::lit(c)), &Val::lit(0))?;
@@ -1057,7 +1057,7 @@ fn held_ticket(
     (xv, dh, stride): (&View, &tilekit_kernel::TileDistribution, i64),
 ) -> Result<(Val, Val, DTile)> {
     b.note(format!("{name}: the held registers loaded for the guessed ticket, the atomic flying"));
-    let ninf = b.konst(lit(xv.mem.elem, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(xv.mem.elem, f64::NEG_INFINITY)?);
     let at = (xv, dh, &ninf);
     let guess = (b.block_id(Axis::X) + Val::lit(i64::from(shift))) % b.grid_dim(Axis::X);
     let t = load_held(b, at, (guess.clone() / Val::lit(k), guess.clone() % Val::lit(k), stride))?;
@@ -1524,7 +1524,7 @@ fn spec_ticket(
     (k, shift): (i64, u32),
     (xv, at): (&View, &Slice),
 ) -> Result<(Val, Val, Spec)> {
-    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
     let load0 = |b: &KernelBuilder, row: Val, part: Val| {
         let origin = [row, part * Val::lit(at.len)];
         Window::new(b, xv, &[1, at.c], &origin, at.d)?.load_or(b, &ninf)
@@ -1573,7 +1573,7 @@ fn load_slice(
     pipelined: bool,
     first: Option<Spec>,
 ) -> Result<Val> {
-    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
     let load = |b: &KernelBuilder, c0: Val| {
         Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?.load_or(b, &ninf)
     };
@@ -1707,7 +1707,7 @@ fn load_slice_online(
     (row, lo): (&Val, &Val),
     pipelined: bool,
 ) -> Result<(Val, Val)> {
-    let ninf = b.konst(lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
+    let ninf = b.konst(float_lit(at.stash.mem.elem, f64::NEG_INFINITY)?);
     let log2e = b.f32(std::f32::consts::LOG2_E);
     let load = |b: &KernelBuilder, c0: Val| {
         Window::new(b, xv, &[1, at.c], &[row.clone(), lo.clone() + c0], at.d)?.load_or(b, &ninf)

@@ -19,8 +19,8 @@
 //!
 //! A thread holds its `chunks · unroll · V` elements as f32 registers, at most 64.
 
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
-use tilekit_layout::Idx;
+use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType};
+use tilekit_kernel::lit;
 
 use crate::error::{OpsError, Result};
 use crate::tile::block_reduce;
@@ -79,7 +79,6 @@ pub fn build_softmax_bulk_held(
     let stats = b.shared("stats", ScalarType::F32, 2)?;
     let buf = b.shared("slice", ty, slice as usize)?;
     let bars = b.mbarrier("chunk", chunks as usize)?;
-    let lit = Val::lit;
     let rank = if cluster > 1 { b.cluster_cta_rank() } else { lit(0) };
     let row = b.block_id(Axis::X) / lit(cluster as i64);
     let n = x.lengths[1].clone();
