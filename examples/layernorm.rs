@@ -19,22 +19,23 @@
 //! 2⁻⁷·(1 + |reference|). It prints the largest error and PASS, and exits non-zero on a
 //! mismatch (or, with `TILEKIT_REQUIRE_GPU=1`, when no GPU opens).
 //!
-//! Run: `cargo run --example layernorm [-- ROWSxN ...]` (default: `64x1000 37x333`).
+//! Run: `cargo run --example layernorm [-- ROWSxN ...]` (default: `64x1000 37x333`);
+//! `cargo run --example layernorm -- --ptx` prints the kernel's PTX instead.
 //! `cargo test --example layernorm` (part of `cargo test --workspace`) runs the checks on the
 //! interpreter.
 
 use std::process::ExitCode;
 
 use half::bf16;
-use tilekit_ir::tensor::HostTensor;
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
-use tilekit_kernel::{block_reduce, dist, for_range, tree_reduce, DTile, Idx, KernelError};
-use tilekit_kernel::{View, Window};
-use tilekit_ops::api::vector_of;
-use tilekit_ops::backend::{Backend, Cuda, Interp, TensorIn};
-use tilekit_ops::bind::Bindings;
-use tilekit_ops::compiled::{cached, KernelKey};
-use tilekit_ops::OpsError;
+use tilekit::ir::tensor::HostTensor;
+use tilekit::ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
+use tilekit::kernel::{block_reduce, dist, for_range, tree_reduce, DTile, Idx, KernelError};
+use tilekit::kernel::{View, Window};
+use tilekit::ops::api::vector_of;
+use tilekit::ops::backend::{Backend, Cuda, Interp, TensorIn};
+use tilekit::ops::bind::Bindings;
+use tilekit::ops::compiled::{cached, KernelKey};
+use tilekit::ops::OpsError;
 
 /// Threads per block (one block per row).
 const THREADS: u32 = 256;
@@ -333,7 +334,26 @@ fn shapes_from_args() -> Result<Vec<(usize, usize)>, String> {
         .collect()
 }
 
+/// The PTX of the bf16 kernel (rows read in 8-element vectors, gamma and beta in 4) for sm_90a:
+/// what `tilekit ptx` prints for the library's kernels, here for your own.
+fn layernorm_ptx() -> Result<String, String> {
+    let k = build_layernorm(ScalarType::BF16, 8, 4).map_err(|e| e.to_string())?;
+    tilekit::ptx::emit_kernel(&k, tilekit::ptx::Target::Sm90a).map_err(|e| e.to_string())
+}
+
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("--ptx") {
+        return match layernorm_ptx() {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("layernorm: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let shapes = match shapes_from_args() {
         Ok(s) => s,
         Err(e) => {
@@ -360,6 +380,12 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernel_emits_ptx_for_hopper() {
+        let ptx = layernorm_ptx().unwrap();
+        assert!(ptx.contains(".target sm_90a") && ptx.contains(".entry layernorm("), "{ptx}");
+    }
 
     #[test]
     fn layernorm_matches_the_f64_reference_on_the_interpreter() {

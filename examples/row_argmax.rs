@@ -31,14 +31,14 @@
 use std::process::ExitCode;
 
 use half::bf16;
-use tilekit_ir::tensor::HostTensor;
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, ShflMode, Val};
-use tilekit_kernel::{dist, for_range, DTile, Idx, KernelError, View, Window};
-use tilekit_ops::api::vector_of;
-use tilekit_ops::backend::{Backend, Cuda, Interp, TensorIn};
-use tilekit_ops::bind::Bindings;
-use tilekit_ops::compiled::{cached, KernelKey};
-use tilekit_ops::OpsError;
+use tilekit::ir::tensor::HostTensor;
+use tilekit::ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, ShflMode, Val};
+use tilekit::kernel::{dist, for_range, DTile, Idx, KernelError, View, Window};
+use tilekit::ops::api::vector_of;
+use tilekit::ops::backend::{Backend, Cuda, Interp, TensorIn};
+use tilekit::ops::bind::Bindings;
+use tilekit::ops::compiled::{cached, KernelKey};
+use tilekit::ops::OpsError;
 
 /// Threads per block (one block per row).
 const THREADS: u32 = 256;
@@ -71,7 +71,7 @@ fn build_row_argmax(ty: ScalarType, vx: i64) -> Result<Kernel, KernelError> {
     let row = b.block_id(Axis::X);
     let n_pad = (x.lengths[1].clone() + Val::lit(chunk - 1)) / Val::lit(chunk) * Val::lit(chunk);
     let xv = View::global(&x, vx)?.pad(&[1, chunk])?;
-    let ninf = b.konst(tilekit_ir::Lit::f32(f32::NEG_INFINITY));
+    let ninf = b.konst(tilekit::ir::Lit::f32(f32::NEG_INFINITY));
     let fill = b.cvt(&ninf, ty)?;
     // the column (within the chunk) of each of the thread's elements
     let cols = DTile::splat(&d, &b.f32(0.0)).positions(&b)?;
