@@ -327,21 +327,37 @@ pub fn read(
     export(obj, what, device, handshake, output)
 }
 
-/// Reads `obj`, whose device is CUDA `device` (from `__dlpack_device__` or the tensor itself),
-/// through DLPack: `__dlpack__(stream=..., max_version=(1, 0))`, or without `max_version` for a
-/// producer that does not take it (a TypeError), then the capsule: "dltensor_versioned" or
-/// "dltensor". No copy: the result points into `obj`'s memory and owns the managed tensor.
-///
-/// Refused: a capsule whose DLPack major version is over 1 (TypeError; released unread), a
-/// tensor on another device type or another ordinal than `device` (DeviceError), and, for an
-/// `output`, one exported read-only or as a copy (ReadOnlyError).
-pub fn export(
-    obj: &Bound<'_, PyAny>,
-    what: &str,
-    device: usize,
-    handshake: Handshake,
-    output: bool,
-) -> PyResult<Dlpack> {
+/// A consumed DLPack capsule: the owner of its managed tensor (the deleter runs when the last
+/// clone drops), whether it was versioned, and its flags (0 when unversioned).
+#[derive(Debug)]
+pub struct Consumed {
+    /// Keeps the producer's memory alive.
+    pub owner: Arc<DlpackOwner>,
+    /// A "dltensor_versioned" capsule.
+    pub versioned: bool,
+    /// `DLPACK_FLAG_BITMASK_*` (0 for an unversioned capsule).
+    pub flags: u64,
+}
+
+impl Consumed {
+    /// The producer's view.
+    pub fn tensor(&self) -> &DLTensor {
+        // SAFETY: the producer keeps the managed tensor valid until the deleter runs, which
+        // the owner (held by self) delays; a versioned tensor's major version was checked
+        unsafe {
+            match self.owner.managed {
+                Managed::Unversioned(m) => &(*m).dl_tensor,
+                Managed::Versioned(m) => &(*m).dl_tensor,
+            }
+        }
+    }
+}
+
+/// `obj.__dlpack__(stream=..., max_version=(1, 0))`, or without `max_version` for a producer
+/// that does not take it (a TypeError), and the capsule consumed: "dltensor_versioned" or
+/// "dltensor"; a capsule whose DLPack major version is over 1 is refused (TypeError; released
+/// unread). Nothing about the tensor is checked yet (see [`export`]).
+pub fn consume(obj: &Bound<'_, PyAny>, what: &str, handshake: Handshake) -> PyResult<Consumed> {
     let py = obj.py();
     let capsule =
         match obj.call_method("__dlpack__", (), Some(&dlpack_kwargs(py, handshake, true)?)) {
@@ -386,12 +402,11 @@ pub fn export(
     };
     // from here on, the owner calls the deleter on every path, errors included
     let owner = Arc::new(DlpackOwner { managed });
-    // SAFETY: the producer keeps the managed tensor, the DLTensor and its shape/strides arrays
-    // valid until the deleter runs, which the owner delays until after this read; a versioned
-    // tensor's fields past `flags` are read only when its major version is one we know
-    let (t, versioned, flags) = unsafe {
+    // SAFETY: as in Consumed::tensor; only the version and flags (the part every major
+    // version keeps) are read before the major version is checked
+    let (versioned, flags) = unsafe {
         match owner.managed {
-            Managed::Unversioned(m) => (&(*m).dl_tensor, false, 0),
+            Managed::Unversioned(_) => (false, 0),
             Managed::Versioned(m) => {
                 let v = (*m).version;
                 if v.major > 1 {
@@ -401,10 +416,72 @@ pub fn export(
                         v.major, v.minor
                     )));
                 }
-                (&(*m).dl_tensor, true, (*m).flags)
+                (true, (*m).flags)
             }
         }
     };
+    Ok(Consumed { owner, versioned, flags })
+}
+
+/// The layout (offset = `byte_offset` in elements) and the bytes it spans of a DLPack view;
+/// typed errors for a dtype tilekit does not take and for layouts that do not fit.
+pub fn layout_of(t: &DLTensor, what: &str) -> PyResult<(TensorLayout, usize)> {
+    let dtype = scalar_type(t.dtype).ok_or_else(|| {
+        DTypeError::new_err(format!(
+            "{what} has dtype {}: tilekit tensors are {VALID_DTYPES}",
+            dtype_name(t.dtype)
+        ))
+    })?;
+    let ndim = usize::try_from(t.ndim)
+        .map_err(|_| ShapeError::new_err(format!("{what} has rank {}: must be >= 0", t.ndim)))?;
+    // SAFETY: `shape` (and `strides` when not NULL) hold `ndim` entries per the DLPack spec
+    let shape: Vec<i64> = if ndim == 0 {
+        Vec::new()
+    } else {
+        unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec()
+    };
+    let strides: Option<Vec<i64>> = if t.strides.is_null() || ndim == 0 {
+        None
+    } else {
+        // SAFETY: `strides` is not NULL here and holds `ndim` entries (DLPack)
+        Some(unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec())
+    };
+    let es = dtype.size_bytes() as u64;
+    if !t.byte_offset.is_multiple_of(es) {
+        return Err(ShapeError::new_err(format!(
+            "{what} has byte_offset {}: not a multiple of its element size {es}",
+            t.byte_offset
+        )));
+    }
+    let offset = i64::try_from(t.byte_offset / es).map_err(|_| {
+        ShapeError::new_err(format!("{what} has byte_offset {}: too large", t.byte_offset))
+    })?;
+    let layout = match strides {
+        None => TensorLayout::contiguous(dtype, shape.clone()).and_then(|l| l.with_offset(offset)),
+        Some(s) => TensorLayout::strided(dtype, shape.clone(), s, offset),
+    }
+    .map_err(|e| ShapeError::new_err(format!("{what} (shape {shape:?}): {e}")))?;
+    let bytes = if layout.numel() == 0 { 0 } else { layout.size_bytes() as usize };
+    Ok((layout, bytes))
+}
+
+/// Reads `obj`, whose device is CUDA `device` (from `__dlpack_device__` or the tensor itself),
+/// through DLPack ([`consume`], then the view). No copy: the result points into `obj`'s memory
+/// and owns the managed tensor.
+///
+/// Refused: a capsule whose DLPack major version is over 1 (TypeError; released unread), a
+/// tensor on another device type or another ordinal than `device` (DeviceError), and, for an
+/// `output`, one exported read-only or as a copy (ReadOnlyError).
+pub fn export(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    device: usize,
+    handshake: Handshake,
+    output: bool,
+) -> PyResult<Dlpack> {
+    let consumed = consume(obj, what, handshake)?;
+    let (versioned, flags) = (consumed.versioned, consumed.flags);
+    let t = consumed.tensor();
     if t.device.device_type != KDL_CUDA {
         return Err(DeviceError::new_err(format!(
             "tilekit runs on CUDA tensors; {what}.__dlpack__() gave a tensor on {} — move it \
@@ -431,42 +508,8 @@ pub fn export(
              would not reach it; pass a tensor the producer exports in place"
         )));
     }
-    let dtype = scalar_type(t.dtype).ok_or_else(|| {
-        DTypeError::new_err(format!(
-            "{what} has dtype {}: tilekit tensors are {VALID_DTYPES}",
-            dtype_name(t.dtype)
-        ))
-    })?;
-    let ndim = usize::try_from(t.ndim)
-        .map_err(|_| ShapeError::new_err(format!("{what} has rank {}: must be >= 0", t.ndim)))?;
-    // SAFETY: `shape` (and `strides` when not NULL) hold `ndim` entries per the DLPack spec
-    let shape: Vec<i64> = if ndim == 0 {
-        Vec::new()
-    } else {
-        unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec()
-    };
-    let strides: Option<Vec<i64>> = if t.strides.is_null() || ndim == 0 {
-        None
-    } else {
-        // SAFETY: `strides` is not NULL here and holds `ndim` entries (DLPack)
-        Some(unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec())
-    };
-    let es = dtype.size_bytes() as u64;
-    if t.byte_offset % es != 0 {
-        return Err(ShapeError::new_err(format!(
-            "{what} has byte_offset {}: not a multiple of its element size {es}",
-            t.byte_offset
-        )));
-    }
-    let offset = i64::try_from(t.byte_offset / es).map_err(|_| {
-        ShapeError::new_err(format!("{what} has byte_offset {}: too large", t.byte_offset))
-    })?;
-    let layout = match strides {
-        None => TensorLayout::contiguous(dtype, shape.clone()).and_then(|l| l.with_offset(offset)),
-        Some(s) => TensorLayout::strided(dtype, shape.clone(), s, offset),
-    }
-    .map_err(|e| ShapeError::new_err(format!("{what} (shape {shape:?}): {e}")))?;
-    let bytes = if layout.numel() == 0 { 0 } else { layout.size_bytes() as usize };
+    let (layout, bytes) = layout_of(t, what)?;
     let ptr = t.data as u64;
+    let owner = consumed.owner;
     Ok(Dlpack { ptr, bytes, layout, device, versioned, flags, owner })
 }

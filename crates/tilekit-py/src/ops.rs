@@ -1,29 +1,40 @@
-//! The op bindings: each `*_into` takes DLPack producers (inputs, then the outputs the Python
-//! layer allocated with PyTorch) and calls `tilekit_ops::api::*_into` on [`DeviceTensor`]s
-//! over the producers' memory. The stream is never an argument: the binding finds it.
+//! The op bindings: each `*_into` takes tensors (inputs, then the outputs the Python layer
+//! allocated with PyTorch) and calls `tilekit_ops::api::*_into` on [`DeviceTensor`]s over their
+//! memory. The stream is never an argument: the binding finds it.
 //!
 //! ```text
 //!   transpose_into(x, y) ─► caller's CUDA context saved (restored when the call ends, errors
 //!                           and panics included: no context leaks into PyTorch)
-//!                        ─► each producer's device, nothing exported yet: a torch.Tensor's
-//!                           get_device(), else __dlpack_device__(); one ordinal, else DeviceError
+//!                        ─► each argument read once: a torch.Tensor (exactly, or an
+//!                           nn.Parameter) directly — is_cuda, dtype (by identity), shape,
+//!                           stride(), is_neg(), get_device(), data_ptr(); no DLPack export —
+//!                           and any other producer (or a torch tensor the direct read does not
+//!                           cover) through its __dlpack_device__; one ordinal, else DeviceError
 //!                        ─► the stream: a torch.Tensor among them → PyTorch's current stream of
-//!                           that device (torch._C._cuda_getCurrentRawStream, looked up once),
-//!                           the device's context current while PyTorch exports; else the
+//!                           that device (torch._C._cuda_getCurrentRawStream: one call); else the
 //!                           legacy default stream
-//!                        ─► dlpack::export each (torch: stream=-1, no sync needed; others: the
-//!                           stream), cross-checked against the ordinal; outputs writable
-//!                        ─► CUDA[ordinal] (Cuda::open once: loaded kernels are kept)
-//!                           .on_borrowed_stream(stream)
+//!                        ─► the backend of (ordinal, stream), kept from call to call (its
+//!                           counters and loaded kernels too: nothing is re-created per call)
+//!                        ─► the producers read through DLPack are exported now (torch: stream
+//!                           -1 with the device's context current; others: the stream),
+//!                           cross-checked against the ordinal; outputs writable
 //!                        ─► DeviceTensor::from_raw_parts(ptr, bytes, layout, owner)
 //!                        ─► api::transpose_into(&cuda, &x, &mut y)   (GIL released)
-//!                        ─► owners dropped: the producers' deleters run; context restored
+//!                        ─► owners dropped (a reference to the tensor, or the DLPack deleter);
+//!                           context restored
 //! ```
 //!
 //! The launch is asynchronous on the stream PyTorch would use for its own op on that device,
 //! so it orders with the surrounding PyTorch work (and is captured by `torch.cuda.graph`);
 //! PyTorch's caching allocator keeps the memory of a tensor freed later on that stream until the
 //! kernel is done, as for its own ops.
+//!
+//! A `torch.Tensor` read directly is what its DLPack export would give (PyTorch exports
+//! `data_ptr()` with the tensor's sizes and strides, never read-only unless asked), minus the
+//! export's Python-level checks and device look-ups: the host cost of a call is a few attribute
+//! reads per tensor. Tensors the direct read does not cover — a dtype tilekit does not take, a
+//! negative-bit view, sparse or nested layouts, subclasses (FakeTensor, functional wrappers) —
+//! go through `__dlpack__` as before, which gives their errors.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -31,15 +42,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyDict, PyType};
 use tilekit_cuda::cudarc::driver::sys;
 use tilekit_cuda::DeviceTensor;
+use tilekit_ir::tensor::TensorLayout;
+use tilekit_ir::ScalarType;
 use tilekit_ops::api;
 use tilekit_ops::backend::Cuda;
 use tilekit_ops::elementwise::Binary;
 
 use crate::dlpack::{self, Handshake};
-use crate::errors::{cuda_err, ops_err, DeviceError, GpuError};
+use crate::errors::{cuda_err, ops_err, DeviceError, GpuError, ShapeError};
 
 static CUDA: Mutex<Option<HashMap<usize, Cuda>>> = Mutex::new(None);
 
@@ -54,6 +67,31 @@ fn backend(ordinal: usize) -> PyResult<Cuda> {
     let c = Cuda::open(ordinal).map_err(|e| ops_err(&e))?;
     map.insert(ordinal, c.clone());
     Ok(c)
+}
+
+/// The backends on borrowed streams, by (ordinal, raw `CUstream`): made once per stream and kept,
+/// so a call re-creates nothing (a backend per call would also allocate the self-resetting
+/// counters of its stream anew: [`Cuda::on_borrowed_stream`] gives each backend its own).
+/// PyTorch's streams come from per-device pools and are never destroyed, so the map stays as
+/// small as the set of streams used; a stream another library destroys and whose handle is
+/// reused finds its predecessor's backend, whose counters reset themselves after every launch.
+static ON_STREAM: Mutex<Option<HashMap<(usize, u64), Cuda>>> = Mutex::new(None);
+
+/// The backend of device `ordinal` launching on `stream` (see [`ON_STREAM`]).
+fn backend_on(ordinal: usize, stream: u64) -> PyResult<Cuda> {
+    {
+        let guard = ON_STREAM.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = guard.as_ref().and_then(|m| m.get(&(ordinal, stream))) {
+            return Ok(c.clone());
+        }
+    }
+    let base = backend(ordinal)?;
+    // SAFETY: `stream` is PyTorch's current stream of this device (PyTorch's streams live as
+    // long as the process) or the legacy default stream
+    let cuda = unsafe { base.on_borrowed_stream(stream) };
+    let mut guard = ON_STREAM.lock().unwrap_or_else(|p| p.into_inner());
+    guard.get_or_insert_with(HashMap::new).insert((ordinal, stream), cuda.clone());
+    Ok(cuda)
 }
 
 /// Whether the CUDA driver library loads (asked once: the driver calls below need it).
@@ -107,6 +145,10 @@ struct Torch {
     raw_stream: Option<Py<PyAny>>,
     /// `torch.cuda.current_stream`.
     current_stream: Py<PyAny>,
+    /// `torch.nn.Parameter`, read directly like `torch.Tensor` (None where it is missing).
+    parameter: Option<Py<PyType>>,
+    /// The torch dtypes tilekit takes, compared by identity.
+    dtypes: Vec<(Py<PyAny>, ScalarType)>,
 }
 
 static TORCH: PyOnceLock<Torch> = PyOnceLock::new();
@@ -127,10 +169,30 @@ fn torch(py: Python<'_>) -> PyResult<Option<&'static Torch>> {
         .and_then(|c| c.getattr("_cuda_getCurrentRawStream"))
         .ok()
         .map(Bound::unbind);
+    let parameter = torch
+        .getattr("nn")
+        .and_then(|nn| nn.getattr("Parameter"))
+        .ok()
+        .and_then(|p| p.cast_into::<PyType>().ok())
+        .map(Bound::unbind);
+    let dtypes = [
+        ("float32", ScalarType::F32),
+        ("float16", ScalarType::F16),
+        ("bfloat16", ScalarType::BF16),
+        ("float64", ScalarType::F64),
+        ("int32", ScalarType::I32),
+        ("uint32", ScalarType::U32),
+        ("int64", ScalarType::I64),
+    ]
+    .into_iter()
+    .filter_map(|(name, ty)| torch.getattr(name).ok().map(|d| (d.unbind(), ty)))
+    .collect();
     let t = Torch {
         tensor: tensor.cast_into::<PyType>()?.unbind(),
         raw_stream,
         current_stream: cuda.getattr("current_stream")?.unbind(),
+        parameter,
+        dtypes,
     };
     Ok(Some(TORCH.get_or_init(py, || t)))
 }
@@ -138,6 +200,58 @@ fn torch(py: Python<'_>) -> PyResult<Option<&'static Torch>> {
 impl Torch {
     fn is_tensor(&self, obj: &Bound<'_, PyAny>) -> bool {
         obj.is_instance(self.tensor.bind(obj.py())).unwrap_or(false)
+    }
+
+    /// `obj` is exactly a `torch.Tensor` or an `nn.Parameter` (no subclass with behaviour of
+    /// its own): what [`Torch::read`] takes.
+    fn is_plain_tensor(&self, obj: &Bound<'_, PyAny>) -> bool {
+        let py = obj.py();
+        let ty = obj.get_type();
+        ty.is(self.tensor.bind(py)) || self.parameter.as_ref().is_some_and(|p| ty.is(p.bind(py)))
+    }
+
+    /// A plain tensor's pointer, layout and device read from its attributes (one pass, no
+    /// DLPack export), or `None` where the DLPack export must decide (not on a CUDA device, a
+    /// dtype tilekit does not take, a negative-bit view, a layout without strides).
+    fn read(&self, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Direct>> {
+        let Some(f) = self.fields(obj)? else { return Ok(None) };
+        if !f.is_cuda {
+            return Ok(None);
+        }
+        let Ok(device) = usize::try_from(f.device) else { return Ok(None) };
+        let shape = f.shape.clone();
+        let layout = TensorLayout::strided(f.dtype, f.shape, f.strides, 0)
+            .map_err(|e| ShapeError::new_err(format!("{what} (shape {shape:?}): {e}")))?;
+        let bytes = if layout.numel() == 0 { 0 } else { layout.size_bytes() as usize };
+        let owner: Arc<dyn std::any::Any + Send + Sync> = Arc::new(obj.clone().unbind());
+        Ok(Some(Direct { ptr: f.ptr, bytes, layout, device, owner }))
+    }
+
+    /// The attributes [`Torch::read`] uses, read once; `None` where one of them cannot be read
+    /// as a strided tensor of a tilekit dtype.
+    fn fields(&self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Fields>> {
+        let py = obj.py();
+        let is_cuda = obj.getattr(intern!(py, "is_cuda"))?.is_truthy()?;
+        let dtype = obj.getattr(intern!(py, "dtype"))?;
+        let Some(dtype) = self.dtypes.iter().find(|(d, _)| d.bind(py).is(&dtype)).map(|(_, t)| *t)
+        else {
+            return Ok(None);
+        };
+        let Ok(shape) = obj.getattr(intern!(py, "shape")).and_then(|s| s.extract::<Vec<i64>>())
+        else {
+            return Ok(None);
+        };
+        let Ok(strides) =
+            obj.call_method0(intern!(py, "stride")).and_then(|s| s.extract::<Vec<i64>>())
+        else {
+            return Ok(None);
+        };
+        if obj.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
+            return Ok(None);
+        }
+        let device: i64 = obj.call_method0(intern!(py, "get_device"))?.extract()?;
+        let ptr: u64 = obj.call_method0(intern!(py, "data_ptr"))?.extract()?;
+        Ok(Some(Fields { is_cuda, dtype, shape, strides, device, ptr }))
     }
 
     /// The raw current stream of device `ordinal` for this thread (under `torch.cuda.graph`,
@@ -151,6 +265,43 @@ impl Torch {
                 .call1((ordinal,))?
                 .getattr(intern!(py, "cuda_stream"))?
                 .extract(),
+        }
+    }
+}
+
+/// What [`Torch::fields`] reads of a tensor.
+struct Fields {
+    is_cuda: bool,
+    dtype: ScalarType,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    device: i64,
+    ptr: u64,
+}
+
+/// A `torch.Tensor` read without DLPack: the pointer of its first element, the bytes its
+/// layout spans from there, the layout (offset 0), the CUDA ordinal, and a reference to the
+/// tensor (its memory lives while the DeviceTensor over it does).
+struct Direct {
+    ptr: u64,
+    bytes: usize,
+    layout: TensorLayout,
+    device: usize,
+    owner: Arc<dyn std::any::Any + Send + Sync>,
+}
+
+/// How one argument is read: directly, or through DLPack (on `device`; `torch` when the
+/// producer is a torch.Tensor, whose export takes stream -1 with the device's context current).
+enum Read {
+    Direct(Direct),
+    Export { device: usize, torch: bool },
+}
+
+impl Read {
+    fn device(&self) -> usize {
+        match self {
+            Read::Direct(d) => d.device,
+            Read::Export { device, .. } => *device,
         }
     }
 }
@@ -182,59 +333,136 @@ type Arg<'a, 'py> = (&'a Bound<'py, PyAny>, &'static str, bool);
 /// [`DeviceTensor`] over the producer's memory, and the backend on the stream to launch on.
 fn read_all(py: Python<'_>, objs: &[Arg<'_, '_>]) -> PyResult<(Cuda, Vec<DeviceTensor>)> {
     let torch = torch(py)?;
-    let mut devices = Vec::with_capacity(objs.len());
+    let mut reads = Vec::with_capacity(objs.len());
+    let mut any_torch = false;
     for (obj, name, _) in objs {
-        let is_torch = torch.is_some_and(|t| t.is_tensor(obj));
-        let device =
-            if is_torch { torch_device(obj, name)? } else { dlpack::cuda_device(obj, name)? };
-        devices.push((device, is_torch));
+        let read = match torch {
+            Some(t) if t.is_plain_tensor(obj) => {
+                any_torch = true;
+                match t.read(obj, name)? {
+                    Some(d) => Read::Direct(d),
+                    None => Read::Export { device: torch_device(obj, name)?, torch: true },
+                }
+            }
+            Some(t) if t.is_tensor(obj) => {
+                any_torch = true;
+                Read::Export { device: torch_device(obj, name)?, torch: true }
+            }
+            _ => Read::Export { device: dlpack::cuda_device(obj, name)?, torch: false },
+        };
+        reads.push(read);
     }
-    let (first, first_name) = (devices[0].0, objs[0].1);
-    if let Some(((device, _), (_, name, _))) =
-        devices.iter().zip(objs).find(|((d, _), _)| *d != first)
-    {
+    let (first, first_name) = (reads[0].device(), objs[0].1);
+    if let Some((r, (_, name, _))) = reads.iter().zip(objs).find(|(r, _)| r.device() != first) {
         return Err(DeviceError::new_err(format!(
-            "{first_name} is on cuda:{first} but {name} is on cuda:{device}: every tensor of a \
-             call must be on one device"
+            "{first_name} is on cuda:{first} but {name} is on cuda:{}: every tensor of a \
+             call must be on one device",
+            r.device()
         )));
     }
-    let mut opened = None;
-    let mut stream = 0; // the legacy default stream: no torch.Tensor among the producers
-    if let Some(t) = torch.filter(|_| devices.iter().any(|(_, is_torch)| *is_torch)) {
-        let cuda = backend(first)?;
-        // the device's context current while PyTorch exports (its __dlpack__ may refuse a
-        // tensor of another device than the current one); the caller's comes back at the end
-        cuda.gpu()
+    // the legacy default stream where no torch.Tensor is among the producers
+    let stream = match torch {
+        Some(t) if any_torch => t.stream(py, first)?,
+        _ => 0,
+    };
+    if reads.iter().any(|r| matches!(r, Read::Export { torch: true, .. })) {
+        // the device's context current while PyTorch exports (its __dlpack__ refuses a tensor
+        // of another device than the current one); the caller's comes back at the end
+        backend(first)?
+            .gpu()
             .context()
             .bind_to_thread()
             .map_err(|e| GpuError::new_err(format!("cuCtxSetCurrent: {e}")))?;
-        stream = t.stream(py, first)?;
-        opened = Some(cuda);
     }
-    let mut read = Vec::with_capacity(objs.len());
-    for ((obj, name, output), (device, is_torch)) in objs.iter().zip(&devices) {
-        let handshake = if *is_torch { Handshake::NoSync } else { Handshake::Stream(stream) };
-        read.push(dlpack::export(obj, name, *device, handshake, *output)?);
+    // every export (and its checks: read-only outputs, devices) before the GPU is opened
+    let mut parts = Vec::with_capacity(reads.len());
+    for ((obj, name, output), read) in objs.iter().zip(reads) {
+        parts.push(match read {
+            Read::Direct(d) => (d.ptr, d.bytes, d.layout, d.owner),
+            Read::Export { device, torch } => {
+                let handshake = if torch { Handshake::NoSync } else { Handshake::Stream(stream) };
+                let t = dlpack::export(obj, name, device, handshake, *output)?;
+                let owner: Arc<dyn std::any::Any + Send + Sync> = t.owner;
+                (t.ptr, t.bytes, t.layout, owner)
+            }
+        });
     }
-    let base = match opened {
-        Some(c) => c,
-        None => backend(first)?,
-    };
-    // SAFETY: `stream` is PyTorch's current stream of this device (alive while PyTorch runs
-    // on it, which spans this call) or the legacy default stream
-    let cuda = unsafe { base.on_borrowed_stream(stream) };
-    let mut tensors = Vec::with_capacity(read.len());
-    for t in read {
-        let owner: Arc<dyn std::any::Any + Send + Sync> = t.owner;
-        // SAFETY: ptr .. ptr + bytes is the producer's memory on this device (DLPack), kept
-        // alive by `owner`; the producer's pending work is ordered with `stream` (the same
-        // stream for a torch.Tensor, the handshake for others)
-        let d =
-            unsafe { DeviceTensor::from_raw_parts(cuda.gpu(), t.ptr, t.bytes, t.layout, owner) }
-                .map_err(|e| cuda_err(&e))?;
+    let cuda = backend_on(first, stream)?;
+    let mut tensors = Vec::with_capacity(parts.len());
+    for (ptr, bytes, layout, owner) in parts {
+        // SAFETY: ptr .. ptr + bytes is the producer's memory on this device (its data_ptr()
+        // and layout, or DLPack), kept alive by `owner`; the producer's pending work is ordered
+        // with `stream` (the same stream for a torch.Tensor, the handshake for others)
+        let d = unsafe { DeviceTensor::from_raw_parts(cuda.gpu(), ptr, bytes, layout, owner) }
+            .map_err(|e| cuda_err(&e))?;
         tensors.push(d);
     }
     Ok((cuda, tensors))
+}
+
+/// What the op bindings read of a `torch.Tensor` without DLPack (pointer of the first element,
+/// bytes spanned, dtype, shape, strides, device), or `None` where they export it through DLPack
+/// instead (not a plain tensor, not on a CUDA device, another dtype, a negative-bit view, no
+/// strides). For the tests that hold the direct read to the DLPack export.
+#[pyfunction]
+pub fn _read_torch<'py>(x: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let py = x.py();
+    let Some(t) = torch(py)? else { return Ok(None) };
+    if !t.is_plain_tensor(x) {
+        return Ok(None);
+    }
+    let Some(d) = t.read(x, "x")? else { return Ok(None) };
+    let out = PyDict::new(py);
+    out.set_item("ptr", d.ptr)?;
+    out.set_item("bytes", d.bytes)?;
+    out.set_item("dtype", d.layout.dtype().to_string())?;
+    out.set_item("shape", d.layout.shape().to_vec())?;
+    out.set_item("strides", d.layout.strides().to_vec())?;
+    out.set_item("device", d.device)?;
+    Ok(Some(out))
+}
+
+/// The host cost of reading one argument, `n` times, in nanoseconds per read: `"torch"` the
+/// direct read of a `torch.Tensor`'s attributes the bindings use (then its layout), `"dlpack"`
+/// the DLPack export they used before (the device look-up, `__dlpack__(stream=-1,
+/// max_version=(1, 0))`, the capsule read, the deleter). Any device: a CPU tensor measures the
+/// same Python-level work, so the figure is taken on a machine without a GPU. For
+/// bench/host_cost.py; nothing is launched.
+#[pyfunction]
+pub fn _read_cost(py: Python<'_>, x: &Bound<'_, PyAny>, n: usize, path: &str) -> PyResult<f64> {
+    let t = torch(py)?
+        .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("torch is not imported"))?;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        match path {
+            "torch" => {
+                let f = t.fields(x)?.ok_or_else(|| {
+                    pyo3::exceptions::PyTypeError::new_err(
+                        "not a strided tensor of a tilekit dtype",
+                    )
+                })?;
+                let layout = TensorLayout::strided(f.dtype, f.shape, f.strides, 0)
+                    .map_err(|e| ShapeError::new_err(e.to_string()))?;
+                let owner: Arc<dyn std::any::Any + Send + Sync> = Arc::new(x.clone().unbind());
+                std::hint::black_box((layout, owner, f.ptr, f.device, f.is_cuda));
+            }
+            "dlpack" => {
+                // what torch_device read of a CUDA tensor, then the export and its view
+                let py = x.py();
+                let index: i64 = x.call_method0(intern!(py, "get_device"))?.extract()?;
+                let cuda = x.getattr(intern!(py, "is_cuda"))?.is_truthy()?;
+                let c = dlpack::consume(x, "x", Handshake::NoSync)?;
+                let view = dlpack::layout_of(c.tensor(), "x")?;
+                std::hint::black_box((index, cuda, view, c));
+            }
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "path {other:?}: \"torch\" or \"dlpack\""
+                )))
+            }
+        }
+    }
+    Ok(start.elapsed().as_nanos() as f64 / n.max(1) as f64)
 }
 
 fn run(
@@ -532,5 +760,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gemm_ex_into, m)?)?;
     m.add_function(wrap_pyfunction!(gemm_batched_into, m)?)?;
     m.add_function(wrap_pyfunction!(attention_into, m)?)?;
+    m.add_function(wrap_pyfunction!(_read_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(_read_torch, m)?)?;
     Ok(())
 }

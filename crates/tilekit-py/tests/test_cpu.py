@@ -583,3 +583,25 @@ def test_out_follows_pytorchs_autograd_rules_for_out_functions():
         with torch.no_grad():
             assert tilekit.softmax(z, out=leaf) is leaf  # allowed, as in PyTorch
         assert not tilekit.softmax(leaf).requires_grad  # no out=: a new tensor, no derivative
+
+
+# ---- the direct read of torch tensors (issue 32 item 4) -------------------------------------------
+
+
+def test_bindings_refuse_cpu_torch_tensors_read_directly_with_device_error():
+    torch = pytest.importorskip("torch")
+    x, y = torch.zeros(4, 8), torch.zeros(4, 8)
+    with pytest.raises(tilekit.DeviceError, match="x is a tensor on cpu"):
+        tilekit._tilekit.softmax_into(x, y)
+    assert tilekit._tilekit._read_torch(x) is None  # not CUDA: left to DLPack, which refuses
+
+
+def test_read_cost_times_both_paths_and_names_bad_ones():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(16, 16, dtype=torch.bfloat16).t()
+    assert tilekit._tilekit._read_cost(x, 10, "torch") > 0
+    assert tilekit._tilekit._read_cost(x, 10, "dlpack") > 0
+    with pytest.raises(ValueError, match="path"):
+        tilekit._tilekit._read_cost(x, 1, "other")
+    with pytest.raises(TypeError, match="strided tensor"):
+        tilekit._tilekit._read_cost(torch.zeros(3, dtype=torch.int8), 1, "torch")

@@ -881,3 +881,52 @@ def test_cuda_graph_capture_replays():
         graph.replay()
         torch.cuda.synchronize()
         _same(outs, _mixed(*fresh))
+
+
+# ---- the direct read of torch tensors (issue 32 item 4: no DLPack export per call) -----------
+
+
+@pytest.mark.parametrize("make", [
+    lambda: rand(16, 32),
+    lambda: rand(16, 32).t(),                                   # transposed
+    lambda: rand(10, 40)[3:7, 5:29],                            # offset and gaps
+    lambda: rand(4, 8, 6, dtype=torch.bfloat16).permute(2, 0, 1),
+    lambda: torch.arange(12, device=DEV, dtype=torch.int64).view(3, 4)[:, ::2],
+    lambda: torch.empty(0, 5, device=DEV, dtype=torch.float16),
+    lambda: rand(5)[2],                                         # rank 0
+    lambda: torch.nn.Parameter(rand(3, 4)),
+])
+def test_the_direct_read_is_what_dlpack_exports(make):
+    x = make()
+    direct = tilekit._tilekit._read_torch(x)
+    exported = tilekit.read_dlpack(x.detach())
+    assert direct is not None
+    size = x.element_size()
+    first = exported["ptr"] + exported["offset"] * size
+    assert direct["ptr"] == first or x.numel() == 0
+    for key in ("dtype", "shape", "strides", "device"):
+        assert direct[key] == exported[key], key
+    assert direct["bytes"] == max(exported["bytes"] - exported["offset"] * size, 0)
+
+
+def test_tensors_the_direct_read_leaves_to_dlpack():
+    assert tilekit._tilekit._read_torch(rand(4, dtype=torch.float32).cpu()) is None
+    assert tilekit._tilekit._read_torch(rand(4).to(torch.int8)) is None        # dtype
+    assert tilekit._tilekit._read_torch(torch._neg_view(rand(4))) is None      # negative bit
+    assert tilekit._tilekit._read_torch(rand(4, 4).to_sparse()) is None        # no strides
+
+
+def test_ops_on_several_streams_keep_one_backend_per_stream():
+    x = rand(64, 300)
+    want = torch.softmax(x, -1)
+    side = [torch.cuda.Stream() for _ in range(3)]
+    outs = []
+    for _ in range(3):
+        for s in side:
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                outs.append(tilekit.softmax(x))
+    for s in side:
+        torch.cuda.current_stream().wait_stream(s)
+    for y in outs:
+        torch.testing.assert_close(y, want)

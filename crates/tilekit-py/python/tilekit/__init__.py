@@ -222,7 +222,7 @@ def _check_tensor(x, what):
     ``torch.Tensor`` on a CUDA device."""
     tensor = _Tensor if _Tensor is not None else _torch_tensor_type()
     if tensor is not None and isinstance(x, tensor):
-        if x.device.type != "cuda":
+        if not x.is_cuda:  # an attribute read: x.device would build a torch.device
             raise DeviceError(
                 f"tilekit runs on CUDA tensors; got {what} on {x.device} — move it with "
                 f"{what}.cuda()"
@@ -243,7 +243,8 @@ def _output(out, shape, like, dtype=None, what="out", op="", inputs=()):
     shape = tuple(shape)
     dtype = like.dtype if dtype is None else dtype
     if out is None:
-        return _torch.empty(shape, dtype=dtype, device=like.device)
+        # new_empty: like's device without building a torch.device (host cost, issue 32)
+        return like.new_empty(shape, dtype=dtype)
     _check_tensor(out, what)
     if tuple(out.shape) != shape:
         raise ShapeError(
@@ -251,7 +252,7 @@ def _output(out, shape, like, dtype=None, what="out", op="", inputs=()):
         )
     if out.dtype != dtype:
         raise DTypeError(f"{what} has dtype {out.dtype}: the result has dtype {dtype}")
-    if out.device != like.device:
+    if out.get_device() != like.get_device():  # both CUDA (checked): ordinals suffice
         raise DeviceError(f"{what} is on {out.device}: the inputs are on {like.device}")
     _check_out_grad(op, out, inputs)
     return out  # the caller's tensor itself: ops return `out`
@@ -270,7 +271,7 @@ def _check_out_grad(op, out, inputs):
 
 
 def _same_device(a, b):
-    if a.device != b.device:
+    if a.get_device() != b.get_device():  # both CUDA (checked): ordinals suffice
         raise DeviceError(f"the inputs are on different devices: {a.device} and {b.device}")
 
 
@@ -431,7 +432,7 @@ def _bias(bias, n, dtype, a, op):
         )
     if bias.dtype not in (dtype, _torch.float32):
         raise DTypeError(f"bias has dtype {bias.dtype}: valid are {dtype} (out's) or float32")
-    if bias.device != a.device:
+    if bias.get_device() != a.get_device():
         raise DeviceError(f"bias is on {bias.device}: the inputs are on {a.device}")
     return bias
 
@@ -654,8 +655,8 @@ def attention(q, k, v, causal=False, scale=None, layout="bshd", return_lse=False
             f"{h_kv} kv heads do not divide the {h} query heads ({shapes}): grouped-query "
             f"attention needs heads a multiple of kv heads"
         )
-    o = _torch.empty((b, s_q, h, d), dtype=q.dtype, device=q.device)
-    lse = _torch.empty((b, h, s_q), dtype=_torch.float32, device=q.device)
+    o = q.new_empty((b, s_q, h, d))
+    lse = q.new_empty((b, h, s_q), dtype=_torch.float32)
     _OPS["attention_into"](q, k, v, o, lse, causal, scale, layout)
     if layout == "bhsd":
         o = o.transpose(1, 2)
