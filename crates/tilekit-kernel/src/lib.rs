@@ -26,6 +26,9 @@
 //!    ([`DTile::reduce_thread_f32`]: a 16-bit max or min on packed pairs of raw elements),
 //!    [`warp_reduce`] over a warp, [`block_reduce`] over the block ([`block_reduce_at`]: one
 //!    barrier, for a scratch region used once).
+//! 7. **rings** of shared-memory stages for asynchronous copies ([`ring::Ring`]: full/empty
+//!    mbarriers, producer and consumer roles; [`ring::PipelineState`]: the stage and phase a
+//!    loop iteration uses), and literals as [`lit`]`(64)`.
 //!
 //! What the GPU runs per element is what a memory-bound kernel is made of, so the layer keeps
 //! it small: a [`Window::load_or`] with a constant fill writes the fill into the registers
@@ -107,6 +110,7 @@
 pub mod dist;
 pub mod error;
 pub mod probe;
+pub mod ring;
 pub mod tile;
 
 pub use error::{KernelError, Result};
@@ -114,6 +118,8 @@ pub use tile::{
     block_reduce, block_reduce_at, for_range, if_then_else, p_index, tree_reduce, warp_reduce,
     DTile, View, Window,
 };
+/// The untyped integer literal (`Idx::lit` for [`tilekit_ir::Val`]): `lit(64)`.
+pub use tilekit_ir::lit;
 /// The index trait of the layout algebra: brings `Val::lit` and the index arithmetic of
 /// [`tilekit_ir::Val`] into scope (`use tilekit_kernel::Idx;`).
 pub use tilekit_layout::Idx;

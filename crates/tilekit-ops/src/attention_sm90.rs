@@ -233,7 +233,7 @@
 //!   in-flight P·V needs it: 0.5 an element of `pingpong`'s moves).
 //! - The ring slot `t mod S`, `⌊t/S⌋ mod 2` was a generic signed division in SASS (ptxas 13.0
 //!   does not fold `rem.s32` by a register holding 2): a mask and a shift for 2 and 4 stages
-//!   (`ring_slot`).
+//!   ([`PipelineState::at_masked`]).
 //! - Q's wgmma descriptors are the same every tile: d ≤ 128 makes them once before the loop
 //!   (uniform datapath 1.67 → 1.36 an element at d 64, 2.44 → 1.70 at d 128; d = 256's 16
 //!   descriptors would hold 32 registers and spill more, so it keeps them per tile).
@@ -297,9 +297,10 @@ use tilekit_ir::wgmma::{Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType}
 use tilekit_ir::{
     Axis, BinOp, Clock, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, ShflMode, UnOp, Val,
 };
+use tilekit_kernel::lit;
 use tilekit_kernel::probe::Probe;
+use tilekit_kernel::ring::{PipelineState, Ring};
 use tilekit_layout::swizzle::HopperSwizzle;
-use tilekit_layout::Idx;
 
 use crate::error::{OpsError, Result};
 
@@ -821,10 +822,6 @@ pub fn variants(
     Ok(out)
 }
 
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
-
 /// `log2(e)`, to fold the softmax scale into `exp2`.
 pub const LOG2_E: f64 = std::f64::consts::LOG2_E;
 
@@ -1059,6 +1056,10 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
     // a tile before V(t))
     let k_empty = b.mbarrier("k_empty", stages as usize)?;
     let v_empty = b.mbarrier("v_empty", stages as usize)?;
+    let (k_ring, v_ring) = (
+        Ring::from_barriers(stages, k_full, k_empty),
+        Ring::from_barriers(stages, v_full, v_empty),
+    );
     // the timeline probe's parameters come last (`probe`, `probe_cap`), and so do its shared
     // counters: the probed kernel's tiles and barriers lie where the unprobed kernel's do (the
     // counters zeroed here, where every thread runs)
@@ -1121,18 +1122,18 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                 }
                 mark(pr, b, AttnSpan::QLoad, true)?;
                 b.for_range(&lit(0), &tiles, &lit(1), &[], |b, t, _| {
-                    let (s, round) = ring_slot(b, &t, stages)?;
-                    let parity = b.binary(BinOp::Xor, &round, &lit(1))?;
+                    let pos = PipelineState::at_masked(b, &t, stages)?;
+                    let (s, parity) = (pos.stage.clone(), pos.empty_parity_xor(b)?);
                     let n0 = i32v(b, &(t.clone() * lit(bn)))?;
-                    for (empty, bar, mem, map, (wait, load)) in [
-                        (k_empty, k_full, sk, km, (AttnSpan::KEmptyWait, AttnSpan::KLoad)),
-                        (v_empty, v_full, sv, vm, (AttnSpan::VEmptyWait, AttnSpan::VLoad)),
+                    for (ring, mem, map, (wait, load)) in [
+                        (k_ring, sk, km, (AttnSpan::KEmptyWait, AttnSpan::KLoad)),
+                        (v_ring, sv, vm, (AttnSpan::VEmptyWait, AttnSpan::VLoad)),
                     ] {
                         mark(pr, b, wait, false)?;
-                        b.mbarrier_wait(empty, &s, &parity)?;
+                        ring.wait_empty(b, &s, &parity)?;
                         mark(pr, b, wait, true)?;
                         mark(pr, b, load, false)?;
-                        b.mbarrier_arrive(bar, &s, Some(&lit(kv_elems * eb)))?;
+                        ring.expect_bytes(b, &s, kv_elems * eb)?;
                         for a in 0..slabs {
                             let coords = [
                                 b.i32(a as i32 * SLAB as i32),
@@ -1141,7 +1142,7 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                                 bi.clone(),
                             ];
                             let at = s.clone() * lit(kv_elems) + lit(a * bn * SLAB);
-                            b.tensor_load(mem, &at, map, &coords, bar, &s)?;
+                            b.tensor_load(mem, &at, map, &coords, ring.full(), &s)?;
                         }
                         mark(pr, b, load, true)?;
                     }
@@ -1162,10 +1163,8 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
                     sk,
                     sv,
                     q_full,
-                    k_full,
-                    v_full,
-                    k_empty,
-                    v_empty,
+                    k_ring,
+                    v_ring,
                     mq: &mq,
                     mk: &mk,
                     mv: &mv,
@@ -1189,19 +1188,6 @@ pub fn build_attention_sm90(cfg: AttnConfig) -> Result<Kernel> {
         },
     )?;
     Ok(b.finish()?)
-}
-
-/// The ring stage of tile `t ≥ 0` and the parity of its round: `(t mod S, ⌊t/S⌋ mod 2)` —
-/// with a power-of-two S as a mask and a shift (ptxas 13.0 makes a `rem.s32` / `div.s32` by a
-/// constant in a register a generic division: about 20 instructions a tile in the consumer
-/// loop, where these are 3).
-fn ring_slot(b: &KernelBuilder, t: &Val, stages: i64) -> std::result::Result<(Val, Val), IrError> {
-    if stages & (stages - 1) != 0 {
-        return Ok((t.clone() % lit(stages), (t.clone() / lit(stages)) % lit(2)));
-    }
-    let slot = b.binary(BinOp::And, t, &lit(stages - 1))?;
-    let round = b.binary(BinOp::Shr, t, &lit(stages.trailing_zeros() as i64))?;
-    Ok((slot, b.binary(BinOp::And, &round, &lit(1))?))
 }
 
 /// `vals[0] op vals[1] op …` as a balanced tree: neighbours paired level by level, so the
@@ -1235,10 +1221,8 @@ struct Consumer<'a> {
     sk: tilekit_ir::MemRef,
     sv: tilekit_ir::MemRef,
     q_full: tilekit_ir::MemRef,
-    k_full: tilekit_ir::MemRef,
-    v_full: tilekit_ir::MemRef,
-    k_empty: tilekit_ir::MemRef,
-    v_empty: tilekit_ir::MemRef,
+    k_ring: Ring,
+    v_ring: Ring,
     mq: &'a SmemMatrix,
     mk: &'a SmemMatrix,
     mv: &'a SmemMatrix,
@@ -1310,7 +1294,8 @@ fn consumer(
     span(b, AttnSpan::QFullWait, true)?;
     let nacc = o_shape.acc_regs();
     type R<T> = std::result::Result<T, IrError>;
-    let stage = |kt: &Val| ring_slot(b, kt, stages).expect("a tile index and a constant");
+    let stage =
+        |kt: &Val| PipelineState::at_masked(b, kt, stages).expect("a tile index and a constant");
     // S = Q·K[kt]ᵀ issued, once K has landed (the caller commits after): the fence after the
     // wait, so that no branch (the wait's loop) separates it from the wgmmas (ptxas would
     // inject a second `warpgroup.arrive`, its info C7519)
@@ -1331,9 +1316,10 @@ fn consumer(
         vec![]
     };
     let issue_s = |b: &KernelBuilder, kt: &Val| -> R<Vec<Val>> {
-        let (s, parity) = stage(kt);
+        let pos = stage(kt);
         span(b, AttnSpan::KFullWait, false)?;
-        b.mbarrier_wait(c.k_full, &s, &parity)?;
+        c.k_ring.wait_full(b, &pos)?;
+        let s = pos.stage;
         span(b, AttnSpan::KFullWait, true)?;
         span(b, AttnSpan::SIssue, false)?;
         b.wgmma_fence()?;
@@ -1356,9 +1342,10 @@ fn consumer(
     // O += P·V[kt] issued, once V has landed (P from registers: the S fragment's 16-column
     // slices are wgmma's A fragments; the fence as in `issue_s`)
     let issue_pv = |b: &KernelBuilder, p: &[Val], kt: &Val, o: &[Val]| -> R<Vec<Val>> {
-        let (s, parity) = stage(kt);
+        let pos = stage(kt);
         span(b, AttnSpan::VFullWait, false)?;
-        b.mbarrier_wait(c.v_full, &s, &parity)?;
+        c.v_ring.wait_full(b, &pos)?;
+        let s = pos.stage;
         span(b, AttnSpan::VFullWait, true)?;
         span(b, AttnSpan::PvIssue, false)?;
         b.wgmma_fence()?;
@@ -1506,7 +1493,7 @@ fn consumer(
             span(b, AttnSpan::SWait, false)?;
             b.wgmma_wait(0)?;
             span(b, AttnSpan::SWait, true)?;
-            b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
+            c.k_ring.release(b, &stage(&kt).stage)?;
             span(b, AttnSpan::Softmax, false)?;
             let soft = softmax(b, &sc, &kt, ml)?;
             let p = pack(b, &soft.p)?;
@@ -1518,7 +1505,7 @@ fn consumer(
             span(b, AttnSpan::PvWait, false)?;
             b.wgmma_wait(0)?;
             span(b, AttnSpan::PvWait, true)?;
-            b.mbarrier_arrive(c.v_empty, &stage(&kt).0, None)?;
+            c.v_ring.release(b, &stage(&kt).stage)?;
             o.extend(soft.ml);
             Ok(o)
         })?
@@ -1550,7 +1537,7 @@ fn consumer(
                 span(b, AttnSpan::SWait, false)?;
                 b.wgmma_wait(0)?;
                 span(b, AttnSpan::SWait, true)?;
-                b.mbarrier_arrive(c.k_empty, &stage(&lit(0)).0, None)?;
+                c.k_ring.release(b, &stage(&lit(0)).stage)?;
                 span(b, AttnSpan::Softmax, false)?;
                 let soft = softmax(b, &sc, &lit(0), &init[nacc..])?;
                 let mut v = pack(b, &soft.p)?;
@@ -1580,9 +1567,7 @@ fn consumer(
             b.wgmma_wait(0)?;
             span(b, AttnSpan::PvWait, true)?;
             let two_back = b.cmp(CmpOp::Ge, &kt, &lit(2))?;
-            b.if_then(&two_back, |b| {
-                b.mbarrier_arrive(c.v_empty, &stage(&(kt.clone() - lit(2))).0, None)
-            })?;
+            b.if_then(&two_back, |b| c.v_ring.release(b, &stage(&(kt.clone() - lit(2))).stage))?;
             // O ·= α(t−1): ping-pong, before waiting for the turn (the other warpgroup's GEMMs
             // run meanwhile); else while S(t) runs (a fence before P·V: O was written)
             let o = if cfg.pingpong { rescale(b, o_acc, alpha_prev)? } else { o_acc.to_vec() };
@@ -1599,7 +1584,7 @@ fn consumer(
             span(b, AttnSpan::SWait, false)?;
             b.wgmma_wait(1)?;
             span(b, AttnSpan::SWait, true)?;
-            b.mbarrier_arrive(c.k_empty, &stage(&kt).0, None)?;
+            c.k_ring.release(b, &stage(&kt).stage)?;
             span(b, AttnSpan::Softmax, false)?;
             let soft = softmax(b, &sc, &kt, ml)?;
             o.extend(pack(b, &soft.p)?);
@@ -1621,9 +1606,7 @@ fn consumer(
             |b| {
                 let last = c.tiles.clone() - lit(1);
                 let two = b.cmp(CmpOp::Ge, c.tiles, &lit(2))?;
-                b.if_then(&two, |b| {
-                    b.mbarrier_arrive(c.v_empty, &stage(&(last.clone() - lit(1))).0, None)
-                })?;
+                b.if_then(&two, |b| c.v_ring.release(b, &stage(&(last.clone() - lit(1))).stage))?;
                 let o = rescale(b, o_acc, alpha_last)?;
                 pp_sync(b)?;
                 let o = issue_pv(b, p_last, &last, &o)?;
@@ -1633,7 +1616,7 @@ fn consumer(
                 span(b, AttnSpan::PvWait, false)?;
                 b.wgmma_wait(0)?;
                 span(b, AttnSpan::PvWait, true)?;
-                b.mbarrier_arrive(c.v_empty, &stage(&last).0, None)?;
+                c.v_ring.release(b, &stage(&last).stage)?;
                 Ok(o)
             },
             |_| Ok(o_acc.to_vec()),

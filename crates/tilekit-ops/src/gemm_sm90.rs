@@ -275,10 +275,11 @@
 use tilekit_ir::tma::{OobFill, TensorMapSpec, TmaSwizzle};
 use tilekit_ir::wgmma::{acc_coord, Acc, Major, SmemMatrix, WgmmaShape, WgmmaSrc, WgmmaType};
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, UnOp, Val};
+use tilekit_kernel::lit;
+use tilekit_kernel::ring::{PipelineState, Ring};
 
 type IrResult<T> = std::result::Result<T, tilekit_ir::IrError>;
 use tilekit_layout::swizzle::HopperSwizzle;
-use tilekit_layout::Idx;
 
 use crate::error::{OpsError, Result};
 
@@ -1401,10 +1402,6 @@ fn check_c_tile(out: ScalarType, (bm, bn): (i64, i64)) -> Result<()> {
     Ok(())
 }
 
-fn lit(v: i64) -> Val {
-    <Val as Idx>::lit(v)
-}
-
 /// What the tile walk runs per tile: `(builder, m0, n0, it, slices)`.
 type TileBody<'a> = dyn Fn(&KernelBuilder, Val, Val, Val, &Slices) -> IrResult<()> + 'a;
 
@@ -1417,19 +1414,6 @@ struct Slices {
     split: Option<Val>,
     entry: Option<Val>,
     nth: Option<Val>,
-}
-
-/// The ring position of the `it`-th k-slice a block streams: (stage `it mod stages`, phase
-/// `⌊it / stages⌋ mod 2`), computed once a tile; [`ring_next`] steps it.
-fn ring_position(it: &Val, stages: i64) -> (Val, Val) {
-    (it.clone() % lit(stages), (it.clone() / lit(stages)) % lit(2))
-}
-
-/// The ring position after (`s`, `ph`): the next stage, the phase flipped on the wrap.
-fn ring_next(b: &KernelBuilder, s: &Val, ph: &Val, stages: i64) -> IrResult<Vec<Val>> {
-    let next = s.clone() + lit(1);
-    let wrap = b.cmp(CmpOp::Eq, &next, &lit(stages))?;
-    Ok(vec![b.select(&wrap, &lit(0), &next)?, b.select(&wrap, &(lit(1) - ph.clone()), ph)?])
 }
 
 /// The warp-specialised TMA + wgmma GEMM (see the [module docs](self)). Params: `a`, `b`
@@ -1639,8 +1623,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         Epilogue::Registers => None,
         Epilogue::Tma => Some(b.shared("c_tile", cfg.output, (c_tiles * bm * c_width) as usize)?),
     };
-    let full = b.mbarrier("full", stages as usize)?;
-    let empty = b.mbarrier("empty", stages as usize)?;
+    let ring = Ring::new(&b, stages, "full", "empty")?;
+    let full = ring.full();
     // ping-pong: order[w] completes a phase when the other warpgroup has waited every stage of
     // its tile's mainloop (its 128 threads arrive): warpgroup w's next mainloop may start
     let order_bar = if pingpong { Some(b.mbarrier("wg_order", 2)?) } else { None };
@@ -1661,10 +1645,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
         cthreads
     };
     b.if_then(&first, |b| {
-        for s in 0..stages {
-            b.mbarrier_init(full, &lit(s), &lit(1))?;
-            b.mbarrier_init(empty, &lit(s), &lit(releases))?;
-        }
+        ring.init(b, 1, releases)?;
         if let Some(order_bar) = order_bar {
             for w in 0..2 {
                 b.mbarrier_init(order_bar, &lit(w), &lit(128))?;
@@ -1794,14 +1775,13 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             b.if_then(&first, |b| {
                 b.note("gemm_sm90 producer: TMA tiles into the ring");
                 walk(b, None, &|b, m0, n0, it, sl| {
-                    // (stage, phase) carried as in the consumers'; the producer waits for
-                    // the opposite phase of `empty`
-                    let (s0, ph0) = ring_position(&it, stages);
-                    b.for_range(&lit(0), &sl.count, &lit(1), &[s0, ph0], |b, kt, pos| {
-                        let (s, ph) = (pos[0].clone(), pos[1].clone());
-                        let parity = lit(1) - ph.clone();
-                        b.mbarrier_wait(empty, &s, &parity)?;
-                        b.mbarrier_arrive(full, &s, Some(&lit(stage_bytes)))?;
+                    // the ring position carried as in the consumers' (resumed from `it`
+                    // once a tile); the producer waits for the opposite phase of `empty`
+                    let start = PipelineState::at(&it, stages).carried();
+                    b.for_range(&lit(0), &sl.count, &lit(1), &start, |b, kt, pos| {
+                        let pos = PipelineState::from_carried(pos, stages);
+                        ring.producer_acquire(b, &pos, stage_bytes)?;
+                        let s = pos.stage.clone();
                         let k0 = i32v(b, &((sl.first.clone() + kt.clone()) * lit(bk)))?;
                         // a K-major tile is one box at (k0, mn0); an MN-major one a box per
                         // slab at (mn0 + j·SLAB, k0), slab j at element j·SLAB·BK of the tile;
@@ -1844,7 +1824,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                         load(sa, s.clone() * lit(a_elems), am, cfg.a_major, &a0, bm, &sta)?;
                         if !pair {
                             load(sb, s.clone() * lit(b_elems), bmap, cfg.b_major, &n0, bn, &stb)?;
-                            return ring_next(b, &s, &ph, stages);
+                            return Ok(pos.advance(b)?.carried());
                         }
                         // a pair shares B's tile: each block multicasts its part of it into the
                         // same place of both blocks' stage (K-major: rows rank·bn/2 ..; MN-major:
@@ -1871,7 +1851,7 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                                 }
                             }
                         }
-                        ring_next(b, &s, &ph, stages)
+                        Ok(pos.advance(b)?.carried())
                     })?;
                     Ok(())
                 })
@@ -1910,11 +1890,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
             let lane0 = if pair { Some(b.cmp(CmpOp::Eq, &lane, &lit(0))?) } else { None };
             let release = |b: &KernelBuilder, stage: &Val| -> IrResult<()> {
                 match &lane0 {
-                    Some(lane0) => b.if_then(lane0, |b| {
-                        (0..cfg.cluster)
-                            .try_for_each(|r| b.mbarrier_arrive_cluster(empty, stage, &lit(r)))
-                    }),
-                    None => b.mbarrier_arrive(empty, stage, None),
+                    Some(lane0) => b.if_then(lane0, |b| ring.release_cluster(b, stage, cfg.cluster)),
+                    None => ring.release(b, stage),
                 }
             };
             walk(b, pp.as_ref(), &|b, m0, n0, it, sl| {
@@ -1940,16 +1917,16 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                 // the ring's stage and phase carried through the k-loop (from `it` once a
                 // tile): a division by the stage count in the loop is ptxas's general one
                 // (I2F, MUFU.RCP, F2I and fix-ups, ~30 instructions a k-slice)
-                let (s0, ph0) = ring_position(&it, stages);
                 let mut init = init;
-                init.extend([s0, ph0]);
+                init.extend(PipelineState::at(&it, stages).carried());
                 // (a wgmma's accumulators; ping-pong: the tile's two slabs', one after the other)
                 let nacc = shape.acc_regs();
                 let carried =
                     b.for_range(&lit(0), &sl.count, &lit(1), &init, |b, kt, carried| {
                         let (acc, pos) = carried.split_at(nacc * slabs);
-                        let (s, parity) = (pos[0].clone(), pos[1].clone());
-                        b.mbarrier_wait(full, &s, &parity)?;
+                        let pos = PipelineState::from_carried(pos, stages);
+                        let s = pos.stage.clone();
+                        ring.wait_full(b, &pos)?;
                         if let Some((ob, w)) = &turn {
                             // the tile's last stage has landed (all of them have): the other
                             // warpgroup's turn — every earlier fill of the stages its next tile
@@ -1993,17 +1970,12 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                             // this stage's group may still run: the previous one has finished reading
                             b.wgmma_wait(1)?;
                             let has_prev = b.cmp(CmpOp::Gt, &kt, &lit(0))?;
-                            b.if_then(&has_prev, |b| {
-                                let first = b.cmp(CmpOp::Eq, &s, &lit(0))?;
-                                let prev =
-                                    b.select(&first, &lit(stages - 1), &(s.clone() - lit(1)))?;
-                                release(b, &prev)
-                            })?;
+                            b.if_then(&has_prev, |b| release(b, &pos.previous_stage(b)?))?;
                         } else {
                             b.wgmma_wait(0)?;
                             release(b, &s)?;
                         }
-                        acc.extend(ring_next(b, &s, &parity, stages)?);
+                        acc.extend(pos.advance(b)?.carried());
                         Ok(acc)
                     })?;
                 let acc = carried[..nacc * slabs].to_vec();
@@ -2012,8 +1984,8 @@ pub fn build_gemm_sm90(cfg: GemmConfig) -> Result<Kernel> {
                     // the tile's last stage (the next tile's first release is of its own)
                     let any = b.cmp(CmpOp::Gt, &sl.count, &lit(0))?;
                     b.if_then(&any, |b| {
-                        let last = (it.clone() + sl.count.clone() - lit(1)) % lit(stages);
-                        release(b, &last)
+                        let last = it.clone() + sl.count.clone() - lit(1);
+                        release(b, &PipelineState::stage_at(&last, stages))
                     })?;
                 }
                 // the fragment's (row, column) in the tile for accumulator registers i, i + 1

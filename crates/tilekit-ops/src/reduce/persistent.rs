@@ -29,7 +29,8 @@
 //! fastest when every cluster is resident at once (see `api::softmax`).
 
 use tilekit_ir::{Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, Val};
-use tilekit_layout::Idx;
+use tilekit_kernel::lit;
+use tilekit_kernel::ring::PipelineState;
 
 use crate::error::{OpsError, Result};
 use crate::tile::block_reduce;
@@ -96,7 +97,6 @@ pub fn build_softmax_persistent(
     let stats = b.shared("stats", ScalarType::F32, 4)?;
     let buf = b.shared("stages", ty, (stages * slice) as usize)?;
     let bars = b.mbarrier("full", (stages * chunks) as usize)?;
-    let lit = Val::lit;
     let ctas = lit(cluster as i64);
     let rank = if cluster > 1 { b.cluster_cta_rank() } else { lit(0) };
     let g = b.block_id(Axis::X) / ctas.clone();
@@ -149,8 +149,7 @@ pub fn build_softmax_persistent(
     let ninf = b.f32(f32::NEG_INFINITY);
     crate::tile::for_range(&b, &g, &rows, &big_g, &[lit(0)], |b, row, it| {
         let i = &it[0];
-        let s = b.binary(BinOp::Rem, i, &lit(stages))?;
-        let parity = b.binary(BinOp::Rem, &(i.clone() / lit(stages)), &lit(2))?;
+        let PipelineState { stage: s, phase: parity, .. } = PipelineState::at(i, stages);
         let pair = b.binary(BinOp::Rem, i, &lit(2))? * lit(2);
         let base = s.clone() * lit(slice);
         b.note(format!("{name} pass 1: online max and sum over stage s as its chunks land"));

@@ -76,7 +76,9 @@
 //! ```
 
 use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, Pred, ScalarType, UnOp, Val};
-use tilekit_layout::{Idx, IdxBool};
+use tilekit_kernel::lit;
+use tilekit_kernel::ring::PipelineState;
+use tilekit_layout::IdxBool;
 
 use crate::error::{OpsError, Result};
 
@@ -177,7 +179,6 @@ pub fn build_softmax_ring(
     let name = "softmax_ring";
     let kk = k as i64;
     let warps = threads as i64 / 32;
-    let lit = Val::lit;
     let b = KernelBuilder::new(name, [threads + 32, 1, 1])?;
     // as many blocks per SM as the slots' shared memory allows: ptxas fits the registers
     let per_sm = (228 * 1024 / (slots * len * size + 2048)).clamp(1, 8) as u32;
@@ -208,7 +209,10 @@ pub fn build_softmax_ring(
     let mine = (total.clone() - me.clone() + big_g.clone() - lit(1)) / big_g.clone();
     let slice = |i: &Val| me.clone() + i.clone() * big_g.clone();
     // (the slot, the parity of its use) of the block's slice i ≥ 0
-    let ring_of = |i: &Val| (i.clone() % lit(slots), (i.clone() / lit(slots)) % lit(2));
+    let ring_of = |i: &Val| {
+        let pos = PipelineState::at(i, slots);
+        (pos.stage, pos.phase)
+    };
     // one thread: slice q's bulk copies into slot s, completing on full[s]
     let issue =
         |b: &KernelBuilder, q: &Val, s: &Val| -> std::result::Result<(), tilekit_ir::IrError> {
@@ -346,7 +350,7 @@ pub fn build_softmax_ring(
             // wrote only the row's part), so every load below is unmasked
             let whole = b.cmp(CmpOp::Le, &(lo.clone() + lit(len)), &n)?;
             b.if_then(&whole.not(), |b| {
-                let pad = vec![b.konst(super::lit(ty, f64::NEG_INFINITY).map_err(ir)?); v as usize];
+                let pad = vec![b.konst(super::float_lit(ty, f64::NEG_INFINITY).map_err(ir)?); v as usize];
                 for step in 0..chunks {
                     for (off, inside) in vectors(b, &lo, step).map_err(ir)? {
                         b.store(buf, &(base.clone() + off), &pad, Some(&inside.not()))?;
