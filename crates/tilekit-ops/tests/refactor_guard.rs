@@ -591,7 +591,7 @@ fn builder_methods() -> Vec<String> {
     let mut methods = std::collections::BTreeSet::new();
     for f in std::fs::read_dir(&ir).unwrap() {
         let path = f.unwrap().path();
-        if path.extension().map_or(true, |e| e != "rs") {
+        if path.extension().is_none_or(|e| e != "rs") {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
