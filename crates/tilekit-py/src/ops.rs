@@ -365,16 +365,20 @@ fn read_all(py: Python<'_>, objs: &[Arg<'_, '_>]) -> PyResult<(Cuda, Vec<DeviceT
         Some(t) if any_torch => t.stream(py, first)?,
         _ => 0,
     };
-    if reads.iter().any(|r| matches!(r, Read::Export { torch: true, .. })) {
-        // the device's context current while PyTorch exports (its __dlpack__ refuses a tensor
-        // of another device than the current one); the caller's comes back at the end
-        backend(first)?
-            .gpu()
+    let mut opened = None;
+    if any_torch {
+        // the device's context current from here on, as PyTorch's launches have theirs (its
+        // __dlpack__ also refuses a tensor of another device than the current one); the
+        // caller's comes back at the end. Two driver calls when it is current already.
+        let cuda = backend_on(first, stream)?;
+        cuda.gpu()
             .context()
             .bind_to_thread()
             .map_err(|e| GpuError::new_err(format!("cuCtxSetCurrent: {e}")))?;
+        opened = Some(cuda);
     }
-    // every export (and its checks: read-only outputs, devices) before the GPU is opened
+    // the exports and their checks (read-only outputs, devices); with no torch.Tensor among
+    // the producers, before the GPU is opened: a refused output needs no driver
     let mut parts = Vec::with_capacity(reads.len());
     for ((obj, name, output), read) in objs.iter().zip(reads) {
         parts.push(match read {
@@ -387,7 +391,10 @@ fn read_all(py: Python<'_>, objs: &[Arg<'_, '_>]) -> PyResult<(Cuda, Vec<DeviceT
             }
         });
     }
-    let cuda = backend_on(first, stream)?;
+    let cuda = match opened {
+        Some(c) => c,
+        None => backend_on(first, stream)?,
+    };
     let mut tensors = Vec::with_capacity(parts.len());
     for (ptr, bytes, layout, owner) in parts {
         // SAFETY: ptr .. ptr + bytes is the producer's memory on this device (its data_ptr()
