@@ -29,6 +29,10 @@ The operators are registered when ``tilekit`` is imported after ``torch``, or el
 op call: import torch before tilekit (or call one op eagerly) before ``torch.compile``. Without
 torch installed the package imports and ``show`` works; the ops need torch.
 
+Without a GPU, ``tilekit.interp`` runs the same kernels on tilekit's CPU interpreter (CPU
+tensors or NumPy arrays; slow: for correctness on small shapes, as ``bench/suite.py --backend
+interp`` does).
+
 The stream is never an argument: the bindings use PyTorch's current stream of the tensors'
 device, and leave the calling thread's CUDA context (PyTorch's current device) as they found it.
 
@@ -43,7 +47,7 @@ output exported read-only through DLPack), ``GpuError`` (driver, JIT or launch),
 
 import sys as _sys
 
-from . import _tilekit
+from . import _tilekit, interp
 from ._tilekit import (
     DeviceError,
     DTypeError,
@@ -85,6 +89,7 @@ __all__ = [
     "gemm",
     "bmm",
     "attention",
+    "interp",
 ]
 
 
