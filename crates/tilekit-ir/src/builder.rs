@@ -569,6 +569,25 @@ impl KernelBuilder {
         Ok(MemRef { space: MemSpace::Shared((c.shared.len() - 1) as u32), elem })
     }
 
+    /// The name and element count of a shared allocation of this kernel (`None` for global
+    /// memory or a reference from another builder): what a helper taking scratch checks its
+    /// size against.
+    ///
+    /// ```
+    /// use tilekit_ir::{KernelBuilder, ScalarType};
+    /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
+    /// let s = b.shared("partial", ScalarType::F32, 8).unwrap();
+    /// assert_eq!(b.shared_len(s), Some(("partial".to_string(), 8)));
+    /// ```
+    pub fn shared_len(&self, mem: MemRef) -> Option<(String, usize)> {
+        match mem.space {
+            MemSpace::Shared(s) => {
+                self.ctx.borrow().shared.get(s as usize).map(|d| (d.name.clone(), d.len))
+            }
+            MemSpace::Global(_) => None,
+        }
+    }
+
     pub(crate) fn check_mem(&self, mem: MemRef, op: &str) -> Result<()> {
         let c = self.ctx.borrow();
         let ok = match mem.space {

@@ -866,6 +866,11 @@ pub fn warp_reduce(b: &KernelBuilder, v: &Val, op: BinOp) -> Result<Val> {
 /// let r = block_reduce(&b, &b.f32(1.0), BinOp::Max, s).unwrap();
 /// b.keep(&r);
 /// assert_eq!(b.finish().unwrap().to_string().matches("bar.sync").count(), 2);
+/// // too little scratch is named at build time, not an out-of-bounds access at run time
+/// let b = KernelBuilder::new("k", [256, 1, 1]).unwrap();
+/// let s = b.shared("partial", ScalarType::F32, 4).unwrap();
+/// let e = block_reduce(&b, &b.f32(1.0), BinOp::Add, s).unwrap_err().to_string();
+/// assert!(e.contains("8 warps need 8 elements"), "{e}");
 /// ```
 pub fn block_reduce(b: &KernelBuilder, v: &Val, op: BinOp, scratch: MemRef) -> Result<Val> {
     b.note(format!("block reduce ({}) through shared memory", op.name()));
@@ -888,6 +893,22 @@ fn reduce_through(
     first: i64,
 ) -> Result<(Val, bool)> {
     let warps = (block_threads(b) + 31) / 32;
+    if warps > 1 {
+        if let Some((name, len)) = b.shared_len(scratch) {
+            let needs = first + warps;
+            if (len as i64) < needs {
+                return Err(KernelError::invalid(
+                    "block reduce",
+                    "scratch",
+                    format!("`{name}` of {len} elements"),
+                    format!(
+                        "the block's {warps} warps need {needs} elements (one partial a warp{})",
+                        if first > 0 { format!(", from element {first}") } else { String::new() }
+                    ),
+                ));
+            }
+        }
+    }
     let w = warp_reduce(b, v, op)?;
     if warps == 1 {
         return Ok((w, false));
