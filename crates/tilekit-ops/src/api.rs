@@ -725,6 +725,39 @@ fn row_reduce_into<B: Backend, X: TensorIn<B> + ?Sized, Y: TensorOut<B> + ?Sized
         let mut yv = Reshaped { t: y, layout: relayout(&yl, vec![m], vec![ystride])? };
         let v = vec_in::<B, _>(&xv);
         let ix = host::index_type(&[&xv.layout, &yv.layout]);
+        if n <= crate::reduce::warp_rows::max_row(ty) {
+            // rows shorter than a piece per thread of a block: a warp a row
+            let name = if r == Reduction::Sum { "row_sum_rows" } else { "row_max_rows" };
+            let k = cached(KernelKey::new(name, ty, [v, ix.size_bytes() as i64, 0, 0]), || {
+                crate::reduce::warp_rows::build(r, ty, v, ix)
+            })?;
+            let grid = [host::blocks(m, crate::reduce::warp_rows::ROWS)?, 1, 1];
+            let args = Bindings::new(&k).input("x", &xv, b)?.output("y", &mut yv, b)?;
+            return b.launch(&k, grid, args);
+        }
+        if let Some(s) = crate::reduce::split_rows::pieces(m, n, ty, b.multiprocessors()) {
+            // fewer rows than SMs, each long: a row over `s` blocks, then the partials reduced
+            // a warp a row
+            let (name, fold) = if r == Reduction::Sum {
+                ("row_sum_split", "row_sum_rows")
+            } else {
+                ("row_max_split", "row_max_rows")
+            };
+            let k = cached(KernelKey::new(name, ty, [v, ix.size_bytes() as i64, 0, 0]), || {
+                crate::reduce::split_rows::build(r, ty, v, ix)
+            })?;
+            let mut partial = b.empty(ScalarType::F32, &[m, s])?;
+            let grid = [grid_u32(op, "pieces", s)?, grid_u32(op, "rows", m)?, 1];
+            let args = Bindings::new(&k).input("x", &xv, b)?.output("partial", &mut partial, b)?;
+            b.launch(&k, grid, args)?;
+            let vp = vec_in::<B, _>(&partial);
+            let f = cached(KernelKey::new(fold, ScalarType::F32, [vp, 4, 0, 0]), || {
+                crate::reduce::warp_rows::build(r, ScalarType::F32, vp, ScalarType::I32)
+            })?;
+            let grid = [host::blocks(m, crate::reduce::warp_rows::ROWS)?, 1, 1];
+            let args = Bindings::new(&f).input("x", &partial, b)?.output("y", &mut yv, b)?;
+            return b.launch(&f, grid, args);
+        }
         let k = cached(KernelKey::new(op, ty, [v, ix.size_bytes() as i64, 0, 0]), || {
             crate::reduce::build_reduce_indexed(r, ty, v, ix)
         })?;

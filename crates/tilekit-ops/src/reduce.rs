@@ -70,6 +70,8 @@ pub mod coop_smem;
 pub mod held;
 pub mod persistent;
 pub mod ring;
+pub mod split_rows;
+pub mod warp_rows;
 pub use coop::{build_softmax_coop, coop_resident_blocks, CoopTuning};
 pub use coop_smem::{
     build_softmax_coop_smem, build_softmax_coop_smem_one_exp, coop_smem_resident_blocks,

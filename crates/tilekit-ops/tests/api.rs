@@ -39,6 +39,7 @@ on_backends!(
     permute_every_rank3,
     transpose_matrices,
     rows,
+    row_reductions_every_length,
     softmax_long_rows,
     elementwise_broadcast,
     morton_roundtrip,
@@ -160,6 +161,38 @@ fn row_refs(x: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         }
     }
     (s, mx, sm)
+}
+
+/// Row sum and max across the kernels' boundaries (a warp a row up to 256 16-byte pieces, a
+/// block a row past it, a row split over blocks when rows are fewer than SMs), rows that do not
+/// fill the last block of 8, padded row strides.
+fn row_reductions_every_length<B: Backend>(b: &B) {
+    for (i, ty) in [F32, BF16].into_iter().enumerate() {
+        let w = tilekit_ops::reduce::warp_rows::max_row(ty);
+        for (k, (m, n)) in
+            [(1, 1), (3, 7), (13, 100), (9, w - 1), (17, w), (5, w + 1), (2, 3 * w + 5)]
+                .into_iter()
+                // few long rows: split over blocks (the interpreter has 4 SMs)
+                .chain([(1, 70001), (3, 40003), (2, 9 * w)])
+                .enumerate()
+        {
+            let x = random(ty, &[m, n + 3], 80 + 10 * i as u64 + k as u64);
+            let xd = b.from_host(&x).unwrap();
+            let hv = x.narrow(1, 2, n).unwrap(); // row stride n + 3, odd offset
+            let dv = view(b, &xd, |l| l.narrow(1, 2, n));
+            let (s, mx, _) = row_refs(&values(&hv), m as usize, n as usize);
+            let mut ys = poisoned(b, F32, &[m]);
+            api::row_sum_into(b, &dv, &mut ys).unwrap();
+            check(
+                &format!("row_sum {ty} {m}x{n}"),
+                &values(&b.to_host(&ys).unwrap()),
+                &s,
+                1e-4 * (1.0 + (n as f64).sqrt()),
+            );
+            let ym = api::row_max(b, &dv).unwrap();
+            check(&format!("row_max {ty} {m}x{n}"), &values(&b.to_host(&ym).unwrap()), &mx, 0.0);
+        }
+    }
 }
 
 fn rows<B: Backend>(b: &B) {
@@ -1619,4 +1652,67 @@ fn loaded_kernels_bounded_cuda() {
     }
     assert!(b.set_kernel_capacity(0).is_err());
     b.set_kernel_capacity(tilekit_ops::loaded::DEFAULT_CAPACITY).unwrap();
+}
+
+/// Which row-reduction kernels a shape gets, from the device's SMs and the row length (no table
+/// of shapes): short rows a warp each, long rows a block each, few long rows split.
+#[test]
+fn row_reductions_pick_kernels_by_shape() {
+    use tilekit_ops::backend::{LayoutTensor, Record};
+    let rec = Record::new().on_multiprocessors(132);
+    let plan = |m: i64, n: i64| -> Vec<String> {
+        let x = LayoutTensor::contiguous(BF16, &[m, n]).unwrap();
+        let mut y = LayoutTensor::contiguous(F32, &[m]).unwrap();
+        api::row_sum_into(&rec, &x, &mut y).unwrap();
+        rec.take().iter().map(|l| format!("{} {:?}", l.kernel.kernel().name, l.grid)).collect()
+    };
+    assert_eq!(plan(16384, 768), ["row_sum_rows [2048, 1, 1]"]);
+    assert_eq!(plan(16384, 4096), ["row_sum [16384, 1, 1]"]);
+    assert_eq!(plan(1, 10_000_000), ["row_sum_split [264, 1, 1]", "row_sum_rows [1, 1, 1]"]);
+    assert_eq!(plan(200, 1 << 20), ["row_sum [200, 1, 1]"]);
+}
+
+/// The row kernels' 64-bit twins (what rows past 2^31 elements take) sum as the 32-bit ones
+/// do, bit for bit: a warp a row, and a row split over 3 blocks.
+#[test]
+fn the_64_bit_row_kernels_compute_what_the_32_bit_ones_do() {
+    use tilekit_ops::reduce::{split_rows, warp_rows, Reduction};
+    use tilekit_ops::{bind::Bindings, compiled::CompiledKernel};
+    let (m, n) = (13i64, 1003i64);
+    let x = random(BF16, &[m, n], 90);
+    let out = |shape: &[i64]| {
+        let len = shape.iter().product::<i64>() as usize;
+        HostTensor::new(
+            host::poisoned(F32, len).unwrap(),
+            tilekit_ir::tensor::TensorLayout::contiguous(F32, shape.to_vec()).unwrap(),
+        )
+        .unwrap()
+    };
+    let run = |ix: ScalarType| {
+        let k = CompiledKernel::new(warp_rows::build(Reduction::Sum, BF16, 1, ix).unwrap());
+        let mut y = out(&[m]);
+        let grid = [host::blocks(m, warp_rows::ROWS).unwrap(), 1, 1];
+        let args = Bindings::new(&k)
+            .input("x", &x, &Interp)
+            .unwrap()
+            .output("y", &mut y, &Interp)
+            .unwrap();
+        Interp.launch(&k, grid, args).unwrap();
+        let k = CompiledKernel::new(split_rows::build(Reduction::Sum, BF16, 1, ix).unwrap());
+        let mut p = out(&[m, 3]);
+        let args = Bindings::new(&k)
+            .input("x", &x, &Interp)
+            .unwrap()
+            .output("partial", &mut p, &Interp)
+            .unwrap();
+        Interp.launch(&k, [3, m as u32, 1], args).unwrap();
+        (values(&y), values(&p))
+    };
+    let ((y32, p32), (y64, p64)) = (run(ScalarType::I32), run(ScalarType::I64));
+    check("warp rows, 64-bit vs 32-bit", &y64, &y32, 0.0);
+    check("split rows, 64-bit vs 32-bit", &p64, &p32, 0.0);
+    let want = row_refs(&values(&x), m as usize, n as usize).0;
+    check("warp rows vs f64", &y32, &want, 1e-3);
+    let split: Vec<f64> = p32.chunks(3).map(|c| c.iter().sum()).collect();
+    check("split rows vs f64", &split, &want, 1e-3);
 }

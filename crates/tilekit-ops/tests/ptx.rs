@@ -81,6 +81,32 @@ fn the_64_bit_kernels_assemble() {
     }
 }
 
+/// The row-reduction kernels chosen by shape (a warp a row, a row split over blocks), both
+/// index types, for every target.
+#[test]
+fn the_row_reduction_kernels_assemble() {
+    use tilekit_ir::ScalarType::{self, BF16, F32, I32, I64};
+    use tilekit_ops::reduce::{split_rows, warp_rows, Reduction};
+    for ty in [F32, BF16] {
+        let v = 16 / ty.size_bytes() as i64;
+        for r in [Reduction::Sum, Reduction::Max] {
+            for ix in [I32, I64] {
+                for k in [
+                    warp_rows::build(r, ty, v, ix).unwrap(),
+                    warp_rows::build(r, ty, 1, ix).unwrap(),
+                    split_rows::build(r, ty, v, ix).unwrap(),
+                ] {
+                    for t in Target::ALL {
+                        let ptx = emit_kernel(&k, t).unwrap();
+                        let name = format!("{}_{}_{:?}_{:?}", k.name, ScalarType::name(ty), ix, t);
+                        ptxas::assemble(&ptx, t, &name).unwrap();
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn the_tiled_transpose_assembles_without_spills() {
     use tilekit_ir::ScalarType;

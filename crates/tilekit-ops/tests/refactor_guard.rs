@@ -582,6 +582,10 @@ const RAW_BUILDER_CALLS: &[(&str, usize)] = &[
     ("reduce/held.rs", 31),
     ("reduce/persistent.rs", 49),
     ("reduce/ring.rs", 125),
+    // new kernels (session 19): declarations, PDL and the per-row store; the row walk is
+    // windows and for_range
+    ("reduce/split_rows.rs", 18),
+    ("reduce/warp_rows.rs", 15),
     ("transpose.rs", 28),
 ];
 
