@@ -398,7 +398,7 @@ pub type BestList = ((usize, usize, usize), &'static [&'static str]);
 /// `… grouped 8, tma store` would also take its `cluster 2` and `bm 64` relatives). Where one
 /// configuration won, a sibling that won a neighbouring shape is timed beside it; 1000³ also
 /// times cuBLASLt's tile, 64 × 144 ([`SM90_BM64_TMA`]). 8191³ is staged (its rows are not
-/// 16-byte aligned: padded copies, timed). The test `tests/bench_gemm.rs` checks that every
+/// 16-byte aligned: padded copies, timed). The test `tests/it/bench_gemm.rs` checks that every
 /// label here is among the configurations `bench gemm` times for its shape, so the list
 /// cannot rot silently when the tables above change.
 ///

@@ -27,7 +27,7 @@
 //! persistent kernel's next tile, or a loop that recomputes it every iteration).
 //!
 //! A complete producer/consumer kernel on the interpreter, which checks every wait and arrival
-//! (`tests/ring.rs` has the same kernel with its bugs planted):
+//! (`tests/it/ring.rs` has the same kernel with its bugs planted):
 //!
 //! ```
 //! use tilekit_ir::interp::{run, Args, HostBuffer};
@@ -266,7 +266,7 @@ impl PipelineState {
     /// ```
     /// use tilekit_ir::{lit, KernelBuilder};
     /// use tilekit_kernel::ring::PipelineState;
-/// use tilekit_kernel::Idx;
+    /// use tilekit_kernel::Idx;
     /// let b = KernelBuilder::new("k", [32, 1, 1]).unwrap();
     /// for stages in [2, 3, 4] {
     ///     for it in 0..20 {

@@ -861,7 +861,9 @@ pub fn plan_device(
 /// ```
 /// use tilekit_ir::ScalarType;
 /// let (k, grid) = tilekit_ops::check::plan_named("row_sum", &[4, 100], ScalarType::F32).unwrap();
-/// assert_eq!((k.name.as_str(), grid), ("row_sum", [4, 1, 1]));
+/// assert_eq!((k.name.as_str(), grid), ("row_sum_rows", [1, 1, 1])); // short rows: a warp each
+/// let (k, grid) = tilekit_ops::check::plan_named("row_sum", &[4, 5000], ScalarType::F32).unwrap();
+/// assert_eq!((k.name.as_str(), grid), ("row_sum", [4, 1, 1])); // a block a row
 /// ```
 pub fn plan_named(kernel: &str, shape: &[i64], dtype: ScalarType) -> Result<(Kernel, [u32; 3])> {
     let (k, grid) = plan(Op::named(kernel)?, shape, dtype)?;

@@ -116,6 +116,24 @@ impl Reduction {
             Reduction::Softmax => "softmax",
         }
     }
+
+    /// The fold of a row reduction and its identity (`+` and 0, `max` and −∞); softmax is not
+    /// one: a typed error naming `kernel`.
+    ///
+    /// ```
+    /// use tilekit_ops::reduce::Reduction;
+    /// assert_eq!(Reduction::Max.fold("k").unwrap(), (tilekit_ir::BinOp::Max, f64::NEG_INFINITY));
+    /// assert!(Reduction::Softmax.fold("k").is_err());
+    /// ```
+    pub fn fold(self, kernel: &str) -> Result<(BinOp, f64)> {
+        match self {
+            Reduction::Sum => Ok((BinOp::Add, 0.0)),
+            Reduction::Max => Ok((BinOp::Max, f64::NEG_INFINITY)),
+            Reduction::Softmax => {
+                Err(OpsError::invalid(kernel, "reduction", "softmax", "row sum or max"))
+            }
+        }
+    }
 }
 
 /// The element types the reductions and the softmax take.

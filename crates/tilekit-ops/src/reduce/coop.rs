@@ -857,7 +857,7 @@ pub(crate) fn exchange(
 /// [`exchange`] with a `fence.acq_rel.gpu` before the release add: the same ordering (the
 /// release alone orders the store), kept for the register kernel because without it ptxas
 /// 13.0 schedules that kernel into an 8-byte spill (bf16, 256 threads × 2 chunks, k 16, sm_90:
-/// tests/ptx.rs).
+/// tests/it/ptx.rs).
 pub(crate) fn exchange_fenced(
     b: &KernelBuilder,
     name: &str,

@@ -108,7 +108,7 @@
 //! result is below 2⁻¹²⁶ (`y ≤ e`: `f ≤ 1/S ≤ 1`, the block holding the row's max has
 //! `e = 1` in `S`), i.e. an absolute error under 1.2·10⁻³⁸; the two-exponential kernel
 //! returns such elements as subnormals. The factor `f` and the exchange keep `ex2.approx`. The sum
-//! uses the unrounded f32 `e`. tests/reduce_coop_smem.rs checks every element against an f64
+//! uses the unrounded f32 `e`. tests/it/reduce_coop_smem.rs checks every element against an f64
 //! reference within 2⁻⁷ relative for bf16 and 1e-5 for f32, and each row's sum.
 //!
 //! **Clusters** ([`build_softmax_coop_smem_cluster`], `CoopTuning::cluster`). The counter
@@ -293,7 +293,7 @@ pub fn coop_smem_resident_blocks(
 /// flight per thread) and take 72 registers where 40 do, halving the blocks an SM holds (bf16
 /// 256 threads × 32 KiB on the H200's driver JIT: 0.79 of copy against 0.87,
 /// bench/NOTES.md §24). The residency the deadlock bound assumes
-/// ([`coop_smem_resident_blocks`]: the same shared memory) is never above it (tests/ptx.rs).
+/// ([`coop_smem_resident_blocks`]: the same shared memory) is never above it (tests/it/ptx.rs).
 ///
 /// ```
 /// use tilekit_ops::reduce::coop_smem::coop_smem_target_blocks;

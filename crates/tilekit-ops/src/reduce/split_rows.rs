@@ -16,7 +16,7 @@ use tilekit_layout::Idx;
 
 use super::{float_lit, Reduction, THREADS, TYPES};
 use crate::dist;
-use crate::error::{OpsError, Result};
+use crate::error::Result;
 use crate::host;
 use crate::tile::{block_reduce, for_range, View, Window};
 
@@ -67,18 +67,7 @@ pub fn pieces(m: i64, n: i64, ty: ScalarType, sms: u32) -> Option<i64> {
 /// ```
 pub fn build(r: Reduction, ty: ScalarType, vx: i64, index: ScalarType) -> Result<Kernel> {
     host::check_dtype(r.name(), ty, &TYPES)?;
-    let (op, identity) = match r {
-        Reduction::Sum => (BinOp::Add, 0.0),
-        Reduction::Max => (BinOp::Max, f64::NEG_INFINITY),
-        Reduction::Softmax => {
-            return Err(OpsError::invalid(
-                "split_rows::build",
-                "reduction",
-                "softmax",
-                "row sum or max",
-            ))
-        }
-    };
+    let (op, identity) = r.fold("split_rows::build")?;
     let v = 16 / ty.size_bytes() as i64;
     let chunk = chunk(ty);
     let b = KernelBuilder::new(&format!("{}_split", r.name()), [THREADS, 1, 1])?;

@@ -13,12 +13,12 @@
 //! than one 16-byte piece per thread leaves most of them idle and pays a block reduction
 //! (two barriers) for little data. Rows up to [`max_row`] elements take this kernel.
 
-use tilekit_ir::{Axis, BinOp, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_ir::{Axis, CmpOp, Kernel, KernelBuilder, ScalarType, Val};
 use tilekit_layout::{Idx, IdxBool};
 
 use super::{float_lit, Reduction, THREADS, TYPES};
 use crate::dist;
-use crate::error::{OpsError, Result};
+use crate::error::Result;
 use crate::host;
 use crate::tile::{for_range, warp_reduce, View, Window};
 
@@ -57,18 +57,7 @@ pub fn max_row(ty: ScalarType) -> i64 {
 /// ```
 pub fn build(r: Reduction, ty: ScalarType, vx: i64, index: ScalarType) -> Result<Kernel> {
     host::check_dtype(r.name(), ty, &TYPES)?;
-    let (op, identity) = match r {
-        Reduction::Sum => (BinOp::Add, 0.0),
-        Reduction::Max => (BinOp::Max, f64::NEG_INFINITY),
-        Reduction::Softmax => {
-            return Err(OpsError::invalid(
-                "warp_rows::build",
-                "reduction",
-                "softmax",
-                "row sum or max",
-            ))
-        }
-    };
+    let (op, identity) = r.fold("warp_rows::build")?;
     let v = 16 / ty.size_bytes() as i64;
     let piece = 32 * v; // a warp's 16-byte pieces side by side: one row segment
     let chunk = piece * UNROLL;

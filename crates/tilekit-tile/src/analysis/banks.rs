@@ -59,7 +59,7 @@
 //! `lane → lane` vs Morton `lane → morton_decode(lane % 16)` over a 4×4 fp32 tile — the
 //! document's counter gives 1-way vs 2-way (lanes `l` and `l + 16` read the same word); this
 //! model gives **1 wavefront for both**: the 16 words of a 4×4 fp32 tile sit in 16 different
-//! banks whatever the order of the lanes. The tests in `tests/analysis_banks.rs` reproduce both
+//! banks whatever the order of the lanes. The tests in `tests/it/analysis_banks.rs` reproduce both
 //! counters, the document's kernel, a Morton-*stored* 32×32 tile, and CK's XOR LDS descriptor.
 //!
 //! ```

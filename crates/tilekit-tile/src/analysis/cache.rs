@@ -45,7 +45,7 @@
 //!   storage, so a column-major walk over a row-major tile counts as sequential. It is
 //!   reproduced as [`manhattan_steps`] for comparison; [`locality`] classifies by memory offset.
 //!
-//! The tests in `tests/analysis_cache.rs` reproduce all three with literal numbers.
+//! The tests in `tests/it/analysis_cache.rs` reproduce all three with literal numbers.
 //!
 //! ```
 //! use tilekit_tile::analysis::{cache, WarpAccess};
