@@ -128,6 +128,8 @@ impl Gpu {
         };
         // what the IR proves: may be launched as a programmatic dependent
         k.waits_on_prior_grid = kernel.waits_on_prior_grid();
+        let smem = tilekit_ptx::emit::shared_layout(kernel);
+        k.dynamic_smem = if smem.dynamic { smem.total as u32 } else { 0 };
         let load_ms = t_build.elapsed().as_secs_f64() * 1e3 - f64::from(jit.jit_ms);
         let report = CompileReport {
             name: kernel.name.clone(),

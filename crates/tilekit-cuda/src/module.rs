@@ -257,6 +257,10 @@ pub struct Kernel {
     /// kernel loaded from an image with [`load_kernel`]): it may be launched as a programmatic
     /// dependent ([`Gpu::set_programmatic_launch`]).
     pub waits_on_prior_grid: bool,
+    /// Dynamic shared memory per block its launches need, in bytes: the emitter's layout of
+    /// the IR's allocations when they pass the static limit (set by [`Gpu::compile`]; 0 for a
+    /// kernel loaded from an image with [`load_kernel`]).
+    pub dynamic_smem: u32,
 }
 
 // SAFETY: see Module; a CUfunction is an immutable handle into its module.
@@ -328,6 +332,7 @@ pub fn load_kernel(gpu: &Gpu, image: &[u8], name: &str) -> Result<Kernel> {
             attr(F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?.max(1) as u32,
         ),
         waits_on_prior_grid: false,
+        dynamic_smem: 0,
         module,
     })
 }

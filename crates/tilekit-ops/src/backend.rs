@@ -995,10 +995,9 @@ impl Cuda {
             return Ok(l.clone());
         }
         let (loaded, report) = self.gpu.compile(k.kernel(), self.disk.as_deref()).map_err(cuda)?;
-        let smem = tilekit_ptx::emit::shared_layout(k.kernel());
         let l = Loaded {
+            dynamic_smem: loaded.dynamic_smem,
             kernel: Arc::new(loaded),
-            dynamic_smem: if smem.dynamic { smem.total as u32 } else { 0 },
             report: Arc::new(report),
         };
         let (kept, evicted) = {

@@ -4,7 +4,7 @@
 pub mod tma;
 
 use tilekit_ir::{
-    Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, Lit, ScalarType, ShflMode, UnOp,
+    lit, Axis, BinOp, CmpOp, IrError, Kernel, KernelBuilder, Lit, ScalarType, ShflMode, UnOp,
 };
 use tilekit_layout::Idx;
 
@@ -205,7 +205,6 @@ pub fn bulk_pipeline(stages: i64) -> Result<Kernel, IrError> {
         });
     }
     let t = BULK_TILE;
-    let lit = |v: i64| <tilekit_ir::Val as Idx>::lit(v);
     let b = KernelBuilder::new(&format!("bulk_pipeline_{stages}"), [128, 1, 1])?;
     let x = b.ptr_param("x", ScalarType::F32)?;
     let y = b.ptr_param("y", ScalarType::F32)?;
@@ -313,7 +312,6 @@ pub fn bulk_pipeline(stages: i64) -> Result<Kernel, IrError> {
 /// ```
 pub fn multicast_pair() -> Result<Kernel, IrError> {
     let t = BULK_TILE;
-    let lit = |v: i64| <tilekit_ir::Val as Idx>::lit(v);
     let b = KernelBuilder::new("multicast_pair", [128, 1, 1])?;
     b.set_cluster_dim([2, 1, 1])?;
     let x = b.ptr_param("x", ScalarType::F32)?;
@@ -671,7 +669,6 @@ pub fn warp_ring_with(stages: i64, bug: RingBug) -> Result<Kernel, IrError> {
         });
     }
     let t = RING_TILE;
-    let lit = |v: i64| <tilekit_ir::Val as Idx>::lit(v);
     let name = match bug {
         RingBug::None => format!("warp_ring_{stages}"),
         bug => format!("warp_ring_{stages}_{bug:?}").to_lowercase(),

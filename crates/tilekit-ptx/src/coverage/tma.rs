@@ -20,8 +20,8 @@
 
 use tilekit_ir::interp::{Args, HostBuffer};
 use tilekit_ir::tma::{OobFill, TensorMapArg, TensorMapSpec, TmaSwizzle};
-use tilekit_ir::{Axis, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, Val};
-use tilekit_layout::{Idx, TensorDescriptor};
+use tilekit_ir::{lit, Axis, CmpOp, IrError, Kernel, KernelBuilder, ScalarType, Val};
+use tilekit_layout::TensorDescriptor;
 
 /// The bits outputs are poisoned with (a NaN no computation produces).
 ///
@@ -209,7 +209,6 @@ impl TmaCase {
     /// assert!(text.contains("swizzle 128B"));
     /// ```
     pub fn kernel(&self) -> Result<Kernel, IrError> {
-        let lit = |v: i64| <Val as Idx>::lit(v);
         let n = self.box_elems() as i64;
         let b = KernelBuilder::new(&self.name, [THREADS as u32, 1, 1])?;
         let x = b.ptr_param("x", ScalarType::F32)?;
